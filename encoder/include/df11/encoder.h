@@ -1,0 +1,90 @@
+// DF11 encoder: exponent histograms, length-limited Huffman codes, lookup tables and the
+// bitstream with its gaps and output positions (spec/DF11.md sections 2 and 3).
+//
+// Two-phase, so that callers can size and place outputs before any byte is coded:
+//   1. plan_group(members)   -> GroupPlan: histogram (TBB), optimal code, exact output sizes.
+//   2. encode_group_range()  -> writes coded bytes for a range of chunks into caller buffers.
+// encode_group() does both into owned buffers. All results are deterministic: the same input
+// gives the same bytes at any thread count. Thread count comes from the caller's
+// tbb::task_arena / global_control; nothing here creates threads of its own.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "df11/group.h"
+#include "df11/status.h"
+
+namespace df11 {
+
+using Histogram = std::array<uint64_t, 256>;  // count of each 8-bit exponent value
+
+// Exponent (bits 7..14) of each BF16 pattern in `weights`, counted in parallel.
+Histogram exponent_histogram(std::span<const uint16_t> weights);
+
+// A prefix code over exponent values, canonical (spec 2.3).
+struct Code {
+  std::array<uint8_t, 256> length{};   // 0 = symbol absent
+  std::array<uint32_t, 256> bits{};    // code word, right-aligned, MSB sent first
+  uint32_t max_length = 0;
+};
+
+// Optimal length-limited code lengths for `hist` (package-merge), length <= max_length,
+// that also satisfy the LUT limit (at most kMaxSubtables subtables; spec 2.4). A histogram
+// with one symbol gets a 1-bit code. kUncodable if a symbol >= 240 has a non-zero count;
+// kInvalidArgument if the histogram is empty.
+Result<Code> build_code(const Histogram& hist, uint32_t max_length = kMaxCodeLength);
+
+// Lookup tables (spec 3.3) for a code: rows [root, subtables..., lengths], 256 bytes each.
+Result<std::vector<uint8_t>> build_luts(const Code& code);
+
+// Chunking of a group's concatenated weights. Chunks are the unit of parallel encoding.
+inline constexpr uint64_t kDefaultChunkWeights = uint64_t{1} << 20;
+
+struct GroupPlan {
+  Code code;
+  std::vector<uint8_t> luts;
+  Histogram histogram{};
+  uint64_t n_elements = 0;
+  uint64_t n_bits = 0;            // sum of code lengths
+  uint64_t n_bytes = 0;           // ceil(n_bits / 8)
+  uint64_t n_blocks = 0;          // ceil(n_bytes / 4096)
+  uint64_t gaps_bytes = 0;        // gap_bytes_for_blocks(n_blocks)
+  uint64_t output_positions_bytes = 0;  // 4 * (n_blocks + 1)
+  uint64_t chunk_weights = kDefaultChunkWeights;
+  std::vector<uint64_t> chunk_bit_offset;  // size n_chunks + 1; [n_chunks] == n_bits
+  std::vector<int64_t> split_positions;    // cumulative member ends except the last
+  uint32_t max_block_weights = 0;          // filled by encode (0 until then)
+  double entropy_bits = 0;                 // Shannon entropy of the histogram, bits/weight
+  uint64_t n_chunks() const { return chunk_bit_offset.size() - 1; }
+};
+
+// Members are concatenated in order (each flattened row-major) into one stream.
+Result<GroupPlan> plan_group(std::span<const std::span<const uint16_t>> members,
+                             uint64_t chunk_weights = kDefaultChunkWeights);
+
+// Destination spans, sized from the plan, zero-filled by the caller before the first call.
+struct GroupOutput {
+  std::span<uint8_t> encoded_exponent;  // plan.n_bytes
+  std::span<uint8_t> sign_mantissa;     // plan.n_elements
+  std::span<uint8_t> output_positions;  // plan.output_positions_bytes
+  std::span<uint8_t> gaps;              // plan.gaps_bytes
+};
+
+// Codes chunks [first_chunk, last_chunk) (parallel inside). Calls on disjoint chunk ranges
+// may run concurrently: bytes shared by neighbouring chunks are merged with atomic OR.
+// Returns the largest number of weights in any block started inside the range, which the
+// caller reduces over all ranges (blocks straddling ranges are counted exactly once, by the
+// range holding the block's first code).
+Result<uint32_t> encode_group_range(std::span<const std::span<const uint16_t>> members,
+                                    const GroupPlan& plan, uint64_t first_chunk,
+                                    uint64_t last_chunk, const GroupOutput& out);
+
+// Plan + encode everything into owned buffers (luts and split_positions included).
+// `plan_out`, if given, receives the plan with max_block_weights filled in.
+Result<GroupBuffers> encode_group(std::span<const std::span<const uint16_t>> members,
+                                  GroupPlan* plan_out = nullptr);
+
+}  // namespace df11
