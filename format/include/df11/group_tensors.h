@@ -1,0 +1,61 @@
+// Finding a DF11 group's six stored tensors in a safetensors header (spec 3.2), by name,
+// with their dtypes and ranks checked. No codec logic: validate_group() (group.h) checks the
+// contents.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "df11/group.h"
+#include "df11/safetensors.h"
+#include "df11/status.h"
+
+namespace df11 {
+
+// spec 3.2: the six tensor names are "<P>.<suffix>" for a group with module path P.
+inline constexpr std::string_view kLutsSuffix = ".luts";
+inline constexpr std::string_view kEncodedExponentSuffix = ".encoded_exponent";
+inline constexpr std::string_view kSignMantissaSuffix = ".sign_mantissa";
+inline constexpr std::string_view kOutputPositionsSuffix = ".output_positions";
+inline constexpr std::string_view kGapsSuffix = ".gaps";
+inline constexpr std::string_view kSplitPositionsSuffix = ".split_positions";
+
+// The stored tensors of one group. Pointers into the SafetensorsHeader they were found in:
+// valid while that header lives and is not modified.
+struct GroupTensors {
+  std::string name;  // the module path P
+  const TensorInfo* luts = nullptr;              // U8 [n_luts, 256]
+  const TensorInfo* encoded_exponent = nullptr;  // U8 [n_bytes]
+  const TensorInfo* sign_mantissa = nullptr;     // U8 [n_elements]
+  const TensorInfo* output_positions = nullptr;  // U8 [4 * (n_blocks + 1)]
+  const TensorInfo* gaps = nullptr;              // U8 [gap bytes]
+  const TensorInfo* split_positions = nullptr;   // I64 [n_members - 1]
+
+  uint64_t n_elements() const { return sign_mantissa->n_elements; }
+  // Members according to split_positions (its length + 1).
+  uint64_t n_members() const { return split_positions->n_elements + 1; }
+  // The six, in spec order (luts first), for loops over all of them.
+  std::array<const TensorInfo*, 6> all() const {
+    return {luts, encoded_exponent, sign_mantissa, output_positions, gaps, split_positions};
+  }
+};
+
+// Looks up "<P>.luts" ... "<P>.split_positions" and checks (spec 3.2): all six exist
+// (kBadGroup), dtypes U8 except split_positions I64 (kBadDtype), luts shape [k, 256] with
+// k >= 1, the others rank 1 (kBadShape). Messages name the file and the tensor.
+Result<GroupTensors> find_group_tensors(const SafetensorsHeader& header, std::string_view name);
+
+// Every group in a header, found by its "<P>.encoded_exponent" tensor (for files without df11
+// metadata, e.g. published DF11 models), in file order of those tensors. Each is checked as
+// by find_group_tensors().
+Result<std::vector<GroupTensors>> enumerate_groups(const SafetensorsHeader& header);
+
+// Spans over the group's tensors inside `file_bytes` (the whole file the header was parsed
+// from, e.g. SafetensorsFile::bytes()). Not validated: call validate_group().
+GroupView group_view(const GroupTensors& group, std::span<const uint8_t> file_bytes);
+
+}  // namespace df11

@@ -1,0 +1,78 @@
+// Checksums: XXH3-64 per tensor (df11 metadata, spec 5.2) and SHA-256 per file (the proof
+// that decompression restores the original bytes exactly). xxHash and OpenSSL stay out of
+// this header.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "df11/status.h"
+
+namespace df11 {
+
+inline constexpr size_t kXxh3HexLength = 16;    // 64-bit digest as lowercase hex
+inline constexpr size_t kSha256HexLength = 64;  // 256-bit digest as lowercase hex
+
+// XXH3_64bits (seed 0) of the bytes.
+uint64_t xxh3_64(std::span<const uint8_t> bytes);
+// The same as 16 lowercase hex digits, most significant first ("2d06800538d394c2" for "").
+std::string xxh3_hex(std::span<const uint8_t> bytes);
+// 16 lowercase hex digits of a 64-bit digest.
+std::string hex64(uint64_t digest);
+
+// Incremental XXH3_64bits: update() in pieces gives the digest of the concatenation.
+// Move-only; not thread-safe.
+class Xxh3 {
+ public:
+  Xxh3();
+  ~Xxh3();
+  Xxh3(Xxh3&&) noexcept;
+  Xxh3& operator=(Xxh3&&) noexcept;
+  Xxh3(const Xxh3&) = delete;
+  Xxh3& operator=(const Xxh3&) = delete;
+
+  void update(std::span<const uint8_t> bytes);
+  uint64_t digest() const;  // does not end the stream: more updates may follow
+  std::string hex_digest() const { return hex64(digest()); }
+  void reset();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// SHA-256 as 64 lowercase hex digits.
+std::string sha256_hex(std::span<const uint8_t> bytes);
+
+// Incremental SHA-256 (OpenSSL EVP). Move-only; not thread-safe.
+// A failure inside OpenSSL (only possible when it cannot allocate) aborts the process with a
+// message: there is no meaningful way to continue hashing.
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(Sha256&&) noexcept;
+  Sha256& operator=(Sha256&&) noexcept;
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+
+  void update(std::span<const uint8_t> bytes);
+  std::string hex_digest() const;  // does not end the stream: more updates may follow
+  void reset();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+// SHA-256 of a whole file, read in chunks (nothing stays resident). kNotFound / kIo name
+// the file (a directory fails with kIo "Is a directory").
+Result<std::string> sha256_file(const std::string& path);
+
+// True if `s` is exactly `length` lowercase hex digits.
+bool is_lower_hex(std::string_view s, size_t length);
+
+}  // namespace df11

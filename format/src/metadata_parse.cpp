@@ -1,0 +1,354 @@
+// parse_df11_metadata(): spec 5.3, rule by rule.
+#include <charconv>
+#include <unordered_set>
+
+#include "df11/checked_math.h"
+#include "df11/hash.h"
+#include "df11/metadata.h"
+#include "json_util.h"
+
+namespace df11 {
+namespace {
+
+using nlohmann::json;
+using detail::quote_name;
+
+// Forward-compatible top-level keys may nest; the known schema needs 6 levels.
+constexpr int kMaxMetadataJsonDepth = 32;
+
+Status bad(const std::string& ctx, const std::string& what) {
+  return Status(ErrorCode::kBadMetadata, ctx + ": " + what);
+}
+
+// spec 5.3 rule S1: an object with exactly these fields (all required unless listed in
+// `optional`).
+Status check_fields(const json& j, const std::string& ctx,
+                    std::initializer_list<const char*> required,
+                    std::initializer_list<const char*> optional = {}) {
+  if (!j.is_object()) return bad(ctx, "is not a JSON object");
+  for (const auto& [key, value] : j.items()) {
+    bool known = false;
+    for (const char* k : required) known = known || key == k;
+    for (const char* k : optional) known = known || key == k;
+    if (!known) return bad(ctx, "unknown field " + quote_name(key));
+  }
+  for (const char* k : required) {
+    if (!j.contains(k)) return bad(ctx, std::string("missing field '") + k + "'");
+  }
+  return Status::ok();
+}
+
+Status get_string(const json& j, const char* key, const std::string& ctx, std::string* out) {
+  const json& v = j.at(key);
+  if (!v.is_string()) return bad(ctx, std::string("field '") + key + "' is not a string");
+  *out = v.get<std::string>();
+  return Status::ok();
+}
+
+Status get_name(const json& j, const char* key, const std::string& ctx, std::string* out) {
+  DF11_RETURN_IF_ERROR(get_string(j, key, ctx, out));
+  if (out->empty()) return bad(ctx, std::string("field '") + key + "' is empty");
+  return Status::ok();
+}
+
+Status get_uint(const json& j, const char* key, const std::string& ctx, uint64_t* out) {
+  const json& v = j.at(key);
+  if (!v.is_number_unsigned()) {
+    return bad(ctx, std::string("field '") + key + "' = " + v.dump() +
+                        " is not a non-negative integer");
+  }
+  *out = v.get<uint64_t>();
+  return Status::ok();
+}
+
+// spec 5.3 rule S2: digests are lowercase hex of a fixed length.
+Status get_hex(const json& j, const char* key, size_t length, const std::string& ctx,
+               std::string* out) {
+  DF11_RETURN_IF_ERROR(get_string(j, key, ctx, out));
+  if (!is_lower_hex(*out, length)) {
+    return bad(ctx, std::string("field '") + key + "' = " + quote_name(*out) + " is not " +
+                        std::to_string(length) + " lowercase hex digits");
+  }
+  return Status::ok();
+}
+
+Status get_file_name(const json& j, const std::string& ctx, std::string* out) {
+  DF11_RETURN_IF_ERROR(get_string(j, "file", ctx, out));
+  if (!is_safe_file_name(*out)) {
+    return bad(ctx, "field 'file' = " + quote_name(*out) +
+                        " is not a plain file name (1..255 bytes, no '/', not '.' or '..')");
+  }
+  return Status::ok();
+}
+
+Status check_count(const json& j, const char* key, size_t limit, const char* limit_name,
+                   const std::string& ctx) {
+  if (j.size() > limit) {
+    return Status(ErrorCode::kResourceLimit,
+                  ctx + ": " + std::to_string(j.size()) + " entries in '" + key + "', more than " +
+                      limit_name + " " + std::to_string(limit));
+  }
+  return Status::ok();
+}
+
+// spec 5.3 rule V1: "M.m" with decimal M and m; only major 1 is understood.
+Status check_spec_version(const std::string& v, const std::string& ctx) {
+  const size_t dot = v.find('.');
+  auto all_digits = [](std::string_view s) {
+    if (s.empty() || s.size() > 9) return false;
+    for (char c : s) {
+      if (c < '0' || c > '9') return false;
+    }
+    return true;
+  };
+  if (dot == std::string::npos || !all_digits(std::string_view(v).substr(0, dot)) ||
+      !all_digits(std::string_view(v).substr(dot + 1))) {
+    return bad(ctx, "spec_version " + quote_name(v) + " is not of the form MAJOR.MINOR");
+  }
+  int major = 0;
+  std::from_chars(v.data(), v.data() + dot, major);
+  if (major != kDf11SpecMajor) {
+    return Status(ErrorCode::kUnsupported,
+                  ctx + ": spec_version " + quote_name(v) + " is not supported (this build reads " +
+                      std::to_string(kDf11SpecMajor) + ".x)");
+  }
+  return Status::ok();
+}
+
+Status parse_shape(const json& j, const std::string& ctx, std::vector<uint64_t>* out) {
+  const json& shape = j.at("shape");
+  if (!shape.is_array()) return Status(ErrorCode::kBadShape, ctx + ": shape is not an array");
+  if (shape.size() > kMaxRank) {
+    return Status(ErrorCode::kBadShape, ctx + ": shape has " + std::to_string(shape.size()) +
+                                            " dimensions, more than Max_Rank " +
+                                            std::to_string(kMaxRank));
+  }
+  out->resize(shape.size());
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (!shape[i].is_number_unsigned()) {
+      return Status(ErrorCode::kBadShape, ctx + ": shape[" + std::to_string(i) + "] = " +
+                                              shape[i].dump() + " is not a non-negative integer");
+    }
+    (*out)[i] = shape[i].get<uint64_t>();
+  }
+  return Status::ok();
+}
+
+// spec 5.3 rules G1..G6 for one member.
+Status parse_member(const json& j, const std::string& ctx, MemberMeta* m) {
+  DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"name", "dtype", "shape", "n_elements", "xxh3"}));
+  DF11_RETURN_IF_ERROR(get_name(j, "name", ctx, &m->name));
+  const std::string mctx = ctx + " " + quote_name(m->name);
+  DF11_RETURN_IF_ERROR(get_string(j, "dtype", mctx, &m->dtype));
+  if (m->dtype != "BF16") {
+    return Status(ErrorCode::kBadDtype,
+                  mctx + ": dtype " + quote_name(m->dtype) + ", a DF11 group member must be BF16");
+  }
+  DF11_RETURN_IF_ERROR(parse_shape(j, mctx, &m->shape));
+  DF11_RETURN_IF_ERROR(get_uint(j, "n_elements", mctx, &m->n_elements));
+  uint64_t product = 0;
+  if (!checked_product(m->shape, &product)) {
+    return Status(ErrorCode::kOverflow,
+                  mctx + ": shape " + shape_to_string(m->shape) + " overflows 64 bits");
+  }
+  if (product != m->n_elements) {
+    return Status(ErrorCode::kBadShape, mctx + ": n_elements " + std::to_string(m->n_elements) +
+                                            " != product of shape " +
+                                            shape_to_string(m->shape) + " = " +
+                                            std::to_string(product));
+  }
+  return get_hex(j, "xxh3", kXxh3HexLength, mctx, &m->xxh3);
+}
+
+Status parse_stored(const json& j, const std::string& ctx, StoredChecksums* s) {
+  DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"luts", "encoded_exponent", "sign_mantissa",
+                                             "output_positions", "gaps", "split_positions"}));
+  DF11_RETURN_IF_ERROR(get_hex(j, "luts", kXxh3HexLength, ctx, &s->luts));
+  DF11_RETURN_IF_ERROR(get_hex(j, "encoded_exponent", kXxh3HexLength, ctx, &s->encoded_exponent));
+  DF11_RETURN_IF_ERROR(get_hex(j, "sign_mantissa", kXxh3HexLength, ctx, &s->sign_mantissa));
+  DF11_RETURN_IF_ERROR(get_hex(j, "output_positions", kXxh3HexLength, ctx, &s->output_positions));
+  DF11_RETURN_IF_ERROR(get_hex(j, "gaps", kXxh3HexLength, ctx, &s->gaps));
+  return get_hex(j, "split_positions", kXxh3HexLength, ctx, &s->split_positions);
+}
+
+struct NameSets {
+  std::unordered_set<std::string> groups;
+  std::unordered_set<std::string> tensors;  // members and raw tensors: unique model-wide
+  std::unordered_set<std::string> files;    // sources and side files share the output folder
+};
+
+Status claim(std::unordered_set<std::string>* set, const std::string& name, const char* noun,
+             const std::string& ctx) {
+  if (!set->insert(name).second) {
+    return Status(ErrorCode::kDuplicateName,
+                  ctx + ": " + noun + " " + quote_name(name) + " appears twice");
+  }
+  return Status::ok();
+}
+
+Status parse_group(const json& j, const std::string& ctx, NameSets* names, GroupMeta* g) {
+  DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"name", "n_elements", "members", "stored"}));
+  DF11_RETURN_IF_ERROR(get_name(j, "name", ctx, &g->name));
+  const std::string gctx = ctx + " " + quote_name(g->name);
+  DF11_RETURN_IF_ERROR(claim(&names->groups, g->name, "group", gctx));
+  DF11_RETURN_IF_ERROR(get_uint(j, "n_elements", gctx, &g->n_elements));
+  const json& members = j.at("members");
+  if (!members.is_array()) return bad(gctx, "members is not an array");
+  if (members.empty()) return bad(gctx, "members is empty");
+  DF11_RETURN_IF_ERROR(check_count(members, "members", kMaxMembersPerGroup,
+                                   "Max_Members_Per_Group", gctx));
+  g->members.resize(members.size());
+  uint64_t sum = 0;
+  for (size_t i = 0; i < members.size(); ++i) {
+    MemberMeta& m = g->members[i];
+    DF11_RETURN_IF_ERROR(parse_member(members[i], gctx + ": members[" + std::to_string(i) + "]", &m));
+    DF11_RETURN_IF_ERROR(claim(&names->tensors, m.name, "tensor", gctx));
+    if (!checked_add(sum, m.n_elements, &sum)) {
+      return Status(ErrorCode::kOverflow, gctx + ": the members' element counts overflow 64 bits");
+    }
+  }
+  // G7: the group is exactly its members, concatenated.
+  if (sum != g->n_elements) {
+    return bad(gctx, "n_elements " + std::to_string(g->n_elements) +
+                         " != sum of the members' n_elements " + std::to_string(sum));
+  }
+  return parse_stored(j.at("stored"), gctx + ": stored", &g->stored);
+}
+
+Status parse_raw_tensors(const json& j, const std::string& ctx, NameSets* names,
+                         std::vector<RawTensorMeta>* out) {
+  if (!j.is_object()) return bad(ctx, "'tensors' is not a JSON object");
+  DF11_RETURN_IF_ERROR(check_count(j, "tensors", kMaxRawTensors, "Max_Raw_Tensors", ctx));
+  out->reserve(j.size());
+  // nlohmann::json objects iterate in key order: the vector comes out sorted by name.
+  for (const auto& [name, value] : j.items()) {
+    const std::string tctx = ctx + ": tensors " + quote_name(name);
+    if (name.empty()) return bad(ctx, "'tensors' has an empty name");
+    DF11_RETURN_IF_ERROR(claim(&names->tensors, name, "tensor", ctx));
+    DF11_RETURN_IF_ERROR(check_fields(value, tctx, {"xxh3"}));
+    RawTensorMeta t;
+    t.name = name;
+    DF11_RETURN_IF_ERROR(get_hex(value, "xxh3", kXxh3HexLength, tctx, &t.xxh3));
+    out->push_back(std::move(t));
+  }
+  return Status::ok();
+}
+
+// The fields sources and side files share: a file name unique in the output folder, its size
+// and SHA-256. Returns the context naming the file for the caller's further checks.
+Result<std::string> parse_file_fields(const json& j, const std::string& ctx, const char* payload,
+                                      NameSets* names, std::string* file, uint64_t* size,
+                                      std::string* sha256) {
+  DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"file", "size", "sha256", payload}));
+  DF11_RETURN_IF_ERROR(get_file_name(j, ctx, file));
+  std::string fctx = ctx + " " + quote_name(*file);
+  DF11_RETURN_IF_ERROR(claim(&names->files, *file, "file", ctx));
+  DF11_RETURN_IF_ERROR(get_uint(j, "size", fctx, size));
+  DF11_RETURN_IF_ERROR(get_hex(j, "sha256", kSha256HexLength, fctx, sha256));
+  return fctx;
+}
+
+Status parse_source(const json& j, const std::string& ctx, NameSets* names, SourceFile* s) {
+  DF11_ASSIGN_OR_RETURN(const std::string sctx,
+                        parse_file_fields(j, ctx, "header", names, &s->file, &s->size, &s->sha256));
+  DF11_RETURN_IF_ERROR(get_string(j, "header", sctx, &s->header));
+  // R1: the original header is a plausible safetensors header that fits in the file.
+  if (s->header.empty() || s->header.front() != '{' || s->header.size() > kMaxHeaderBytes) {
+    return bad(sctx, "header is not a safetensors header (starts with '{', at most "
+                     "Max_Header_Bytes)");
+  }
+  if (s->size < kHeaderLengthBytes || s->size - kHeaderLengthBytes < s->header.size()) {
+    return bad(sctx, "size " + std::to_string(s->size) + " cannot hold its " +
+                         std::to_string(s->header.size()) + "-byte header");
+  }
+  return Status::ok();
+}
+
+Status parse_side_file(const json& j, const std::string& ctx, NameSets* names, SideFile* s) {
+  DF11_ASSIGN_OR_RETURN(const std::string sctx, parse_file_fields(j, ctx, "content", names,
+                                                                &s->file, &s->size, &s->sha256));
+  DF11_RETURN_IF_ERROR(get_string(j, "content", sctx, &s->content));
+  if (s->content.size() != s->size) {
+    return bad(sctx, "size " + std::to_string(s->size) + " but content has " +
+                         std::to_string(s->content.size()) + " bytes");
+  }
+  return Status::ok();
+}
+
+template <typename T, typename ParseOne>
+Status parse_array(const json& doc, const char* key, size_t limit, const char* limit_name,
+                   const std::string& ctx, std::vector<T>* out, ParseOne parse_one) {
+  const auto it = doc.find(key);
+  if (it == doc.end()) return Status::ok();  // optional arrays default to empty
+  if (!it->is_array()) return bad(ctx, std::string("'") + key + "' is not an array");
+  DF11_RETURN_IF_ERROR(check_count(*it, key, limit, limit_name, ctx));
+  out->resize(it->size());
+  for (size_t i = 0; i < it->size(); ++i) {
+    DF11_RETURN_IF_ERROR(
+        parse_one((*it)[i], ctx + ": " + key + "[" + std::to_string(i) + "]", &(*out)[i]));
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_safe_file_name(std::string_view name) {
+  if (name.empty() || name.size() > kMaxFileNameBytes || name == "." || name == "..") {
+    return false;
+  }
+  return name.find('/') == std::string_view::npos && name.find('\0') == std::string_view::npos;
+}
+
+Result<Df11Metadata> parse_df11_metadata(std::string_view json_text,
+                                         const std::string& file_name) {
+  const std::string ctx = file_name + ": df11 metadata";
+  detail::StrictJsonOptions opts;
+  opts.what = ctx;
+  opts.duplicate_top_level = ErrorCode::kDuplicateName;
+  opts.duplicate_nested = ErrorCode::kDuplicateName;
+  opts.max_depth = kMaxMetadataJsonDepth;
+  Df11Metadata m;
+  try {
+    DF11_ASSIGN_OR_RETURN(detail::StrictJson doc,
+                          detail::parse_json_strict({json_text.data(), json_text.size()}, opts));
+    const json& j = doc.value;
+    if (!j.is_object()) return bad(ctx, "is not a JSON object");
+    // Unknown top-level keys are skipped: a later 1.x may add some (spec 5.3 rule S1).
+    for (const char* k : {"spec_version", "encoder", "groups", "tensors"}) {
+      if (!j.contains(k)) return bad(ctx, std::string("missing field '") + k + "'");
+    }
+    DF11_RETURN_IF_ERROR(get_string(j, "spec_version", ctx, &m.spec_version));
+    DF11_RETURN_IF_ERROR(check_spec_version(m.spec_version, ctx));
+    DF11_RETURN_IF_ERROR(get_string(j, "encoder", ctx, &m.encoder));
+    NameSets names;
+    if (!j.at("groups").is_array()) return bad(ctx, "'groups' is not an array");
+    DF11_RETURN_IF_ERROR(parse_array(j, "groups", kMaxGroups, "Max_Groups", ctx, &m.groups,
+                                     [&](const json& g, const std::string& c, GroupMeta* out) {
+                                       return parse_group(g, c, &names, out);
+                                     }));
+    DF11_RETURN_IF_ERROR(parse_raw_tensors(j.at("tensors"), ctx, &names, &m.tensors));
+    DF11_RETURN_IF_ERROR(parse_array(j, "sources", kMaxSources, "Max_Sources", ctx, &m.sources,
+                                     [&](const json& s, const std::string& c, SourceFile* out) {
+                                       return parse_source(s, c, &names, out);
+                                     }));
+    DF11_RETURN_IF_ERROR(
+        parse_array(j, "side_files", kMaxSideFiles, "Max_Side_Files", ctx, &m.side_files,
+                    [&](const json& s, const std::string& c, SideFile* out) {
+                      return parse_side_file(s, c, &names, out);
+                    }));
+  } catch (const nlohmann::json::exception& e) {
+    return Status(ErrorCode::kBadMetadata, ctx + ": " + e.what());
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kResourceLimit, ctx + ": out of memory");
+  }
+  return m;
+}
+
+Result<std::optional<Df11Metadata>> read_df11_metadata(const SafetensorsHeader& header) {
+  const std::string* text = header.metadata_value(kDf11MetadataKey);
+  if (text == nullptr) return std::optional<Df11Metadata>();
+  DF11_ASSIGN_OR_RETURN(Df11Metadata m, parse_df11_metadata(*text, header.file_name));
+  return std::optional<Df11Metadata>(std::move(m));
+}
+
+}  // namespace df11
