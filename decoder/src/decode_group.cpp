@@ -52,7 +52,7 @@ class BlockDecoder {
   BlockDecoder(const GroupView& g, const GroupInfo& info, std::span<uint16_t> out,
                uint64_t first, const std::string& what)
       : g_(g), info_(info), out_(out), first_(first), what_(what),
-        table_(detail::make_fast_table(g)) {}
+        table_(detail::make_fast_table(g, info)) {}
 
   void decode_blocks(uint64_t begin, uint64_t end) {
     // One block's exponents: at most one weight per stream bit (spec 3.6).
@@ -96,9 +96,11 @@ class BlockDecoder {
     const detail::CodeRun run = detail::decode_run(table_, g_.encoded_exponent.data(),
                                                    info_.n_bytes, start, count, exponents);
     if (!run.ok) {
-      return fail(ErrorCode::kBadLut,
-                  "block " + str(b) + ": the lookup tables decode no symbol (GroupInfo from "
-                  "another group?)");
+      return fail(ErrorCode::kCorruptData,
+                  "block " + str(b) + ": the code at bit " + str(run.end_bit) +
+                      " reaches luts row " + str(run.fault.row) + " index " +
+                      str(run.fault.index) + " = " + str(run.fault.entry) +
+                      ", an entry no valid code uses");
     }
     DF11_RETURN_IF_ERROR(check_block_end(b, lo, hi, run));
 

@@ -27,24 +27,37 @@ uint32_t read_8_bits(std::span<const uint8_t> stream, uint64_t pos) {
 }
 
 struct DecodedCode {
-  uint8_t exponent;
-  uint32_t length;  // bits
+  bool usable = false;  // false: the walk met an entry no valid code uses (row, index, entry)
+  uint8_t exponent = 0;
+  uint32_t length = 0;  // bits
+  uint32_t row = 0;
+  uint32_t index = 0;
+  uint32_t entry = 0;
 };
 
 // spec 3.3: index the root row with the next 8 bits; an entry >= 240 continues in row
 // 256 - entry with the following 8 bits; an entry < 240 is the exponent, and the lengths row
-// says how many bits the code has. validate_group() guarantees at most 4 levels and a length
-// that matches the level.
-DecodedCode decode_one(const GroupView& group, uint64_t pos) {
-  const uint8_t* lengths = group.luts.data() + uint64_t{group.n_luts() - 1} * kLutRowSize;
+// says how many bits the code has. A usable pointer leads exactly one level down and a
+// usable symbol at level d has 8d+1 .. 8d+8 bits; validate_group() has checked that every
+// pointer names a table row and that levels stop at 3.
+DecodedCode decode_one(const GroupView& group, const GroupInfo& info, uint64_t pos) {
+  const uint8_t* lengths = group.luts.data() + uint64_t{info.n_luts - 1} * kLutRowSize;
   uint32_t row = 0;
   for (uint32_t level = 0;; ++level) {
-    const uint32_t entry = group.luts[uint64_t{row} * kLutRowSize +
-                                      read_8_bits(group.encoded_exponent, pos + 8 * level)];
-    if (entry < kFirstPointerEntry) {
-      return DecodedCode{static_cast<uint8_t>(entry), lengths[entry]};
+    DecodedCode code;
+    code.row = row;
+    code.index = read_8_bits(group.encoded_exponent, pos + 8 * level);
+    code.entry = group.luts[uint64_t{row} * kLutRowSize + code.index];
+    if (code.entry >= kFirstPointerEntry) {
+      const uint32_t target = kLutRowSize - code.entry;
+      if (info.lut_row_depth[target] != static_cast<int>(level) + 1) return code;
+      row = target;
+      continue;
     }
-    row = kLutRowSize - entry;
+    code.length = lengths[code.entry];
+    code.usable = code.length > 8 * level && code.length <= 8 * level + 8;
+    code.exponent = static_cast<uint8_t>(code.entry);
+    return code;
   }
 }
 
@@ -89,7 +102,13 @@ Status decode_group_reference(const GroupView& group, std::span<uint16_t> out,
       }
       checked_window = window;
     }
-    const DecodedCode code = decode_one(group, pos);
+    const DecodedCode code = decode_one(group, info, pos);
+    if (!code.usable) {
+      return Status(ErrorCode::kCorruptData,
+                    what + ": code " + str(i) + " at bit " + str(pos) + " reaches luts row " +
+                        str(code.row) + " index " + str(code.index) + " = " + str(code.entry) +
+                        ", an entry no valid code uses");
+    }
     if (pos + code.length > end_bit) {
       return Status(ErrorCode::kCorruptData,
                     what + ": code " + str(i) + " at bit " + str(pos) + " has " +

@@ -36,8 +36,11 @@ CodeRun decode_run(const FastTable& table, const uint8_t* stream, uint64_t n_byt
     out += k;
     pos += used;
     if (k < kCodesPerLoad) {
-      const uint32_t len = decode_slow(table, peek_bits(stream, n_bytes, pos), out);
-      if (len == 0) return run;
+      const uint32_t len = decode_slow(table, peek_bits(stream, n_bytes, pos), out, &run.fault);
+      if (len == 0) {
+        run.end_bit = pos;
+        return run;
+      }
       ++out;
       pos += len;
     }
@@ -51,8 +54,11 @@ CodeRun decode_run(const FastTable& table, const uint8_t* stream, uint64_t n_byt
       *out = static_cast<uint8_t>(e);
       len = e >> 8;
     } else {
-      len = decode_slow(table, bits, out);
-      if (len == 0) return run;
+      len = decode_slow(table, bits, out, &run.fault);
+      if (len == 0) {
+        run.end_bit = pos;
+        return run;
+      }
     }
     ++out;
     pos += len;

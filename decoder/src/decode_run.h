@@ -8,9 +8,11 @@
 namespace df11::detail {
 
 struct CodeRun {
-  uint64_t end_bit = 0;     // the bit after the last code
+  uint64_t end_bit = 0;     // the bit after the last code; on failure, where the failing
+                            // code starts
   uint64_t last_start = 0;  // the first bit of the last code
-  bool ok = false;          // false: decode_slow() found no symbol (tables not this group's)
+  bool ok = false;          // false: a code reached an unusable LUT entry (`fault`)
+  LutFault fault;
 };
 
 // Decodes `count` (>= 1) codes back to back from bit `start` of the stream into

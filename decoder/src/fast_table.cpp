@@ -1,12 +1,15 @@
 #include "fast_table.h"
 
+#include <algorithm>
+
 namespace df11::detail {
 
-FastTable make_fast_table(const GroupView& group) {
+FastTable make_fast_table(const GroupView& group, const GroupInfo& info) {
   FastTable t;
   t.n_luts = group.n_luts();
   t.luts = group.luts.data();
   t.lengths = t.luts + uint64_t{t.n_luts - 1} * kLutRowSize;
+  std::copy(std::begin(info.lut_row_depth), std::end(info.lut_row_depth), t.depth.begin());
   for (uint32_t i = 0; i < kLutRowSize; ++i) {
     const uint32_t entry = t.luts[i];
     if (entry >= kFirstPointerEntry) continue;

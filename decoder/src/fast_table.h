@@ -10,34 +10,46 @@
 namespace df11::detail {
 
 struct FastTable {
-  // Per value of the next 8 stream bits: (code length << 8) | exponent for a root symbol
-  // of 1..8 bits; 0 sends that code to decode_slow() (a pointer entry, or a length that a
-  // validated group never has).
+  // Per value of the next 8 stream bits: (code length << 8) | exponent for a usable root
+  // symbol (1..8 bits); 0 sends that code to decode_slow() (pointers, unusable entries).
   std::array<uint16_t, kLutRowSize> root{};
   const uint8_t* luts = nullptr;     // the group's rows, for codes of more than 8 bits
   const uint8_t* lengths = nullptr;  // the last row: code length of each exponent
   uint32_t n_luts = 0;
+  std::array<int8_t, kMaxLutRows> depth{};  // GroupInfo::lut_row_depth
 };
 
-// `group.luts` must hold at least 2 whole rows (validate_group() checks it).
-FastTable make_fast_table(const GroupView& group);
+// `group.luts` must hold 2..kMaxLutRows whole rows (validate_group() checks it).
+FastTable make_fast_table(const GroupView& group, const GroupInfo& info);
+
+// Where decode_slow() stopped: the entry no valid code uses.
+struct LutFault {
+  uint32_t row = 0;
+  uint32_t index = 0;
+  uint32_t entry = 0;
+};
 
 // Decodes the code at the top of `bits` (at least 32 valid bits, left-aligned) by walking
-// the tables as spec 3.3 says. Returns its length (1..32), or 0 if the tables do not lead to
-// a symbol with a matching length within 4 levels (a caller's GroupInfo that does not belong
-// to this group; a validated group never gets 0).
-inline uint32_t decode_slow(const FastTable& t, uint64_t bits, uint8_t* exponent) {
+// the tables as spec 3.3 says. Returns its length (1..32), or 0 if the walk reaches an
+// unusable entry (a pointer that does not lead one level down, or a symbol whose length
+// does not fit its level), described in `fault`.
+inline uint32_t decode_slow(const FastTable& t, uint64_t bits, uint8_t* exponent,
+                            LutFault* fault) {
   uint32_t row = 0;
   for (uint32_t level = 0; level < kMaxCodeLength / 8; ++level) {
-    const uint32_t entry = t.luts[row * kLutRowSize + ((bits << (8 * level)) >> 56)];
+    const uint32_t index = static_cast<uint32_t>((bits << (8 * level)) >> 56);
+    const uint32_t entry = t.luts[row * kLutRowSize + index];
+    *fault = LutFault{row, index, entry};
     if (entry < kFirstPointerEntry) {
       const uint32_t len = t.lengths[entry];
       if (len <= 8 * level || len > 8 * level + 8) return 0;
       *exponent = static_cast<uint8_t>(entry);
       return len;
     }
-    row = kLutRowSize - entry;
-    if (row >= t.n_luts - 1) return 0;
+    const uint32_t target = kLutRowSize - entry;
+    // The bound keeps a GroupInfo of another group from sending the walk out of the table.
+    if (target >= t.n_luts - 1 || t.depth[target] != static_cast<int>(level) + 1) return 0;
+    row = target;
   }
   return 0;
 }

@@ -8,12 +8,18 @@
 #include <vector>
 
 #include "decoder_test_groups.h"
+#include "df11/decoder.h"
 #include "df11/group.h"
 
 namespace df11 {
 namespace {
 
 using test::hand_encode;
+
+void expect_error(const Status& s, ErrorCode code, const std::string& message_part) {
+  EXPECT_EQ(s.code(), code) << s.to_string();
+  EXPECT_NE(s.message().find(message_part), std::string::npos) << s.message();
+}
 
 // 30 symbols (exponents 100..129) with unary code lengths 1..29, 29: the LUTs have a root,
 // subtables at depths 1, 2 and 3 (rows 1..3, each reached through entry 0xFF of the row
@@ -35,6 +41,7 @@ class ValidateGroup : public ::testing::Test {
   }
 
   Status validate() const { return validate_group(g_.view(), "g").status(); }
+  void expect_unusable(uint32_t count, uint32_t row, uint32_t entry);
 
   uint8_t& lut(uint32_t row, uint32_t index) { return g_.luts[row * 256 + index]; }
   uint8_t& length_of(uint32_t symbol) { return g_.luts[4 * 256 + symbol]; }
@@ -46,11 +53,6 @@ class ValidateGroup : public ::testing::Test {
   GroupBuffers g_;
 };
 
-void expect_error(const Status& s, ErrorCode code, const std::string& message_part) {
-  EXPECT_EQ(s.code(), code) << s.to_string();
-  EXPECT_NE(s.message().find(message_part), std::string::npos) << s.message();
-}
-
 TEST_F(ValidateGroup, ValidGroupFillsInfo) {
   Result<GroupInfo> info = validate_group(g_.view(), "g");
   ASSERT_TRUE(info.is_ok()) << info.status().to_string();
@@ -61,6 +63,10 @@ TEST_F(ValidateGroup, ValidGroupFillsInfo) {
   for (uint64_t b = 0; b < 5; ++b) max_block = std::max(max_block, op(b + 1) - op(b));
   EXPECT_EQ(info->max_block_weights, max_block);
   for (uint32_t s = 0; s < 256; ++s) EXPECT_EQ(info->code_lengths[s], code_.length[s]) << s;
+  const int8_t depths[kMaxLutRows] = {0, 1, 2, 3, -1, -1, -1, -1, -1,
+                                      -1, -1, -1, -1, -1, -1, -1, -1, -1};
+  EXPECT_TRUE(std::equal(depths, depths + kMaxLutRows, info->lut_row_depth));
+  EXPECT_EQ(info->unusable_lut_entries, 0u);
 }
 
 TEST_F(ValidateGroup, PointerToMissingRow) {
@@ -78,53 +84,61 @@ TEST_F(ValidateGroup, PointerToLengthsRow) {
                "luts row 2 index 255 = 252 points to row 4, which is the code-lengths row");
 }
 
-TEST_F(ValidateGroup, Cycle) {
-  lut(1, 0xFF) = 256 - 1;  // row 1 points to itself
-  expect_error(validate(), ErrorCode::kBadLut,
-               "luts row 1 index 255 = 255 points to row 1 at depth 2, but that row is already "
-               "reached at depth 1");
+// Entries that no valid code uses are counted by validation (valid groups have them: see
+// OfficialEofEntriesAreAccepted) and rejected by both decoders when a code reaches them;
+// `entry` is the value of the entry reached.
+void ValidateGroup::expect_unusable(uint32_t count, uint32_t row, uint32_t entry) {
+  Result<GroupInfo> info = validate_group(g_.view(), "g");
+  ASSERT_TRUE(info.is_ok()) << info.status().to_string();
+  EXPECT_EQ(info->unusable_lut_entries, count);
+  const std::string where = "reaches luts row " + std::to_string(row) + " index ";
+  const std::string what = " = " + std::to_string(entry) + ", an entry no valid code uses";
+  std::vector<uint16_t> out(weights_.size());
+  for (const Status& s : {decode_group_reference(g_.view(), out, "g"),
+                          decode_group(g_.view(), out, "g")}) {
+    expect_error(s, ErrorCode::kCorruptData, where);
+    expect_error(s, ErrorCode::kCorruptData, what);
+  }
 }
 
-TEST_F(ValidateGroup, CycleBackToShallowerRow) {
+TEST_F(ValidateGroup, CycleIsUnusable) {
+  lut(1, 0xFF) = 256 - 1;  // row 1 points to itself; rows 2 and 3 are no longer reachable
+  expect_unusable(1, 1, 255);
+  const GroupInfo info = *validate_group(g_.view(), "g");
+  EXPECT_EQ(info.lut_row_depth[1], 1);
+  EXPECT_EQ(info.lut_row_depth[2], -1);
+  EXPECT_EQ(info.lut_row_depth[3], -1);
+}
+
+TEST_F(ValidateGroup, PointerBackToShallowerRowIsUnusable) {
   lut(2, 0xFF) = 256 - 1;  // depth 2 -> row 1 (depth 1)
-  expect_error(validate(), ErrorCode::kBadLut,
-               "luts row 2 index 255 = 255 points to row 1 at depth 3, but that row is already "
-               "reached at depth 1");
-  lut(2, 0xFF) = 256 - 3;
-  lut(3, 0xFF) = 256 - 2;  // a pointer out of depth 3 is too deep before it is a cycle
-  expect_error(validate(), ErrorCode::kBadLut, "points to row 2 at depth 4");
+  expect_unusable(1, 2, 255);
 }
 
-TEST_F(ValidateGroup, DepthBeyondFourLevels) {
-  // Insert a row 4 below row 3 (lengths move to row 5): codes would need 5 levels.
+TEST_F(ValidateGroup, FifthLevelIsUnusable) {
+  // A row 4 below row 3 (lengths move to row 5): codes would need 5 levels, over 32 bits.
   g_.luts.insert(g_.luts.begin() + 4 * 256, 256, 0);
   lut(3, 0xFF) = 256 - 4;
-  expect_error(validate(), ErrorCode::kBadLut,
-               "luts row 3 index 255 = 252 points to row 4 at depth 4: codes would exceed 32 bits");
+  expect_unusable(1, 3, 252);
+  EXPECT_EQ(validate_group(g_.view(), "g")->lut_row_depth[4], -1);
 }
 
-TEST_F(ValidateGroup, CodeLengthZero) {
+TEST_F(ValidateGroup, CodeLengthZeroIsUnusable) {
   length_of(100) = 0;  // symbol 100 has the 1-bit code "0": root entries 0..127
-  const Status s = validate();
-  EXPECT_EQ(s.code(), ErrorCode::kBadLut);
-  EXPECT_EQ(s.message(),
-            "g: luts row 0 index 0 decodes exponent 100 at depth 0, but its code length (row 4) "
-            "is 0, expected 1..8");
+  expect_unusable(128, 0, 100);
 }
 
-TEST_F(ValidateGroup, CodeLengthAbove32) {
-  length_of(129) = 33;  // a depth-3 symbol
-  expect_error(validate(), ErrorCode::kBadLut,
-               "decodes exponent 129 at depth 3, but its code length (row 4) is 33, expected "
-               "25..32");
+TEST_F(ValidateGroup, CodeLengthAbove32IsUnusable) {
+  length_of(129) = 33;  // a depth-3 symbol: "11111" after 24 ones, row 3 entries 248..255
+  expect_unusable(8, 3, 129);
 }
 
-TEST_F(ValidateGroup, CodeLengthInconsistentWithDepth) {
+TEST_F(ValidateGroup, CodeLengthInconsistentWithDepthIsUnusable) {
   length_of(101) = 9;  // "10": found in the root, so 1..8 bits
-  expect_error(validate(), ErrorCode::kBadLut, "exponent 101 at depth 0");
+  expect_unusable(64, 0, 101);
   length_of(101) = 2;
   length_of(110) = 8;  // 11 bits: found in row 1 (depth 1), so 9..16 bits
-  expect_error(validate(), ErrorCode::kBadLut, "exponent 110 at depth 1, but its code length");
+  expect_unusable(32, 1, 110);
 }
 
 TEST_F(ValidateGroup, UnreachableRowsAreNotChecked) {

@@ -110,14 +110,26 @@ struct GroupInfo {
   uint64_t n_blocks = 0;
   uint32_t n_luts = 0;
   uint32_t max_block_weights = 0;   // max over b of op[b+1] - op[b]
-  uint8_t code_lengths[256] = {};   // from the last LUT row; 0 for symbols never decoded
+  uint8_t code_lengths[256] = {};   // from the last LUT row; 0 for symbols that no usable
+                                    // entry decodes
+  // spec 3.3: depth of each LUT row below the root (0 for the root, 1..3 for subtables): the
+  // fewest pointer steps from the root; -1 for rows that no pointer within 4 levels reaches.
+  int8_t lut_row_depth[kMaxLutRows] = {0,  -1, -1, -1, -1, -1, -1, -1, -1,
+                                       -1, -1, -1, -1, -1, -1, -1, -1, -1};
+  // Entries of reachable rows that no valid code can use (spec 3.3, unusable entries): a
+  // symbol whose code length (0 included) does not fit its row's depth, or a pointer that
+  // does not lead exactly one level down. Incomplete codes leave them (a 1-bit code uses
+  // half the root) and the official encoder puts them where its EOF code would decode.
+  // Decoders report kCorruptData when a code reaches one.
+  uint32_t unusable_lut_entries = 0;
 };
 
 // Structural validation (spec 3.8), O(size of the small arrays + luts), no decoding:
-// sizes consistent, LUT pointers in range and acyclic (depth <= 4), every reachable decoded
-// symbol < 240 with a code length 1..32 consistent with its depth, output positions
-// monotonic starting at 0 and ending at n_elements, n_elements <= 8 * n_bytes (a code is at
-// least one bit), split positions strictly increasing within (0, n). `what` prefixes every
+// sizes consistent; every LUT pointer reachable from the root names a table row, not the
+// lengths row (kBadLut otherwise; unusable entries are counted in GroupInfo, not rejected);
+// output positions start at 0, never decrease, end at n_elements, give each block at most
+// 32768 weights and leave no block but the last empty; n_elements <= 8 * n_bytes (a code is
+// at least one bit); split positions strictly increase within (0, n). `what` prefixes every
 // message (e.g. "model.safetensors: group 'model.layers.3'").
 Result<GroupInfo> validate_group(const GroupView& group, const std::string& what);
 
