@@ -1,0 +1,254 @@
+// The bitstream writer (spec 3.4-3.6). Each chunk knows from the plan the bit at which its
+// first code starts, so chunks are independent: a chunk codes into a private buffer aligned
+// like the output, then merges it (bit_merge.h). Gap fields and output positions only depend
+// on where codes start, which the writer tracks as it goes.
+#include "chunk_encoder.h"
+
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "bit_merge.h"
+
+namespace df11 {
+namespace {
+
+// Weights per pass: the sign/mantissa loop and the code loop run over the same 8 KiB.
+constexpr uint64_t kPassWeights = 4096;
+// Weights between checks that the writer is still inside its planned bytes; the scratch
+// buffer has room for one such run past the plan (4 bytes each) plus one 8-byte store.
+constexpr uint64_t kCheckWeights = 64;
+constexpr uint64_t kScratchSlack = kCheckWeights * 4 + 16;
+
+inline uint32_t exponent_of(uint16_t w) { return (w >> 7) & 0xFF; }
+
+// spec 2.1: sign_mantissa byte = sign in bit 7, the 7 mantissa bits below.
+inline uint8_t sign_mantissa_of(uint16_t w) {
+  return static_cast<uint8_t>(((w >> 8) & 0x80) | (w & 0x7F));
+}
+
+inline void store_be64(uint8_t* p, uint64_t v) {
+  v = __builtin_bswap64(v);
+  std::memcpy(p, &v, 8);
+}
+
+// 5-bit gap fields (spec 3.5) of consecutive windows, packed MSB-first into a private buffer
+// aligned like the gaps array.
+class GapWriter {
+ public:
+  explicit GapWriter(uint8_t* buffer) : p_(buffer) {}
+
+  // False if `window` does not follow the previous one (cannot happen for codes <= 32 bits).
+  bool put(uint64_t window, uint32_t offset) {
+    if (!started_) {
+      started_ = true;
+      first_ = window;
+      pending_ = static_cast<uint32_t>((window * kGapBits) % 8);  // other windows' bits: 0
+    } else if (window != last_ + 1) {
+      return false;
+    }
+    last_ = window;
+    acc_ = (acc_ << kGapBits) | offset;
+    pending_ += kGapBits;
+    if (pending_ >= 8) {
+      pending_ -= 8;
+      *p_++ = static_cast<uint8_t>(acc_ >> pending_);
+    }
+    return true;
+  }
+
+  void finish() {
+    if (pending_ > 0) *p_++ = static_cast<uint8_t>(acc_ << (8 - pending_));
+    pending_ = 0;
+  }
+
+  bool started() const { return started_; }
+  uint64_t bit_begin() const { return first_ * kGapBits; }
+  uint64_t bit_end() const { return (last_ + 1) * kGapBits; }
+
+ private:
+  uint8_t* p_;
+  uint64_t acc_ = 0;
+  uint32_t pending_ = 0;  // bits in acc_ not yet written
+  bool started_ = false;
+  uint64_t first_ = 0;
+  uint64_t last_ = 0;
+};
+
+// What happens when a code is the first to start in its window: its gap field, and, when
+// the window opens a block, the block's output position (spec 3.6: the index of the first
+// weight whose code starts in the block).
+class WindowStarts {
+ public:
+  WindowStarts(uint64_t chunk_bit_end, uint8_t* gap_buffer, const GroupOutput& out,
+               ChunkBlocks& blocks)
+      : end_(chunk_bit_end), gaps_(gap_buffer), out_(out), blocks_(blocks) {}
+
+  // A code starts at bit `pos` (the previous code started in an earlier window) and is
+  // weight `index`. Returns the bit from which the next code start is again the first of
+  // its window.
+  uint64_t code_starts_window(uint64_t pos, uint64_t index) {
+    if (pos >= end_) return std::numeric_limits<uint64_t>::max();  // the next chunk's code
+    const uint64_t window = pos / kBitsPerWindow;
+    if (!gaps_.put(window, static_cast<uint32_t>(pos % kBitsPerWindow))) ok_ = false;
+    if (window % kWindowsPerBlock == 0) {
+      const uint64_t block = window / kWindowsPerBlock;
+      const uint32_t position = static_cast<uint32_t>(index);
+      store_le32(out_.output_positions.data() + 4 * block, position);
+      if (!blocks_.any) {
+        blocks_.any = true;
+        blocks_.first_block = block;
+        blocks_.first_position = position;
+      } else {
+        blocks_.max_inner = std::max(blocks_.max_inner, position - blocks_.last_position);
+      }
+      blocks_.last_block = block;
+      blocks_.last_position = position;
+    }
+    return (pos | (kBitsPerWindow - 1)) + 1;
+  }
+
+  GapWriter& gaps() { return gaps_; }
+  bool ok() const { return ok_; }
+
+ private:
+  uint64_t end_;
+  GapWriter gaps_;
+  const GroupOutput& out_;
+  ChunkBlocks& blocks_;
+  bool ok_ = true;
+};
+
+// MSB-first code writer. Invariant between weights: `pending` (0..7) bits at the top of
+// `buf` are not yet complete bytes; `p` is where they go. Each weight ORs its code below
+// them, stores all 8 bytes of `buf` (bytes past the complete ones are rewritten by later
+// stores) and advances by the complete bytes. pending + 32 <= 39 bits, so one code always
+// fits.
+struct CodeWriter {
+  uint8_t* p;
+  uint64_t buf;
+  uint32_t pending;
+  uint64_t pos;       // absolute stream bit where the next code starts
+  uint64_t boundary;  // next code start >= this is the first of its window
+  uint32_t bad;       // >= 32 once a weight had no code (length 0)
+};
+
+inline void code_run(const uint16_t* src, uint64_t count, uint64_t index,
+                     const EncodeTables& t, CodeWriter& w, WindowStarts& starts) {
+  uint8_t* p = w.p;
+  uint64_t buf = w.buf;
+  uint32_t pending = w.pending;
+  uint64_t pos = w.pos;
+  uint64_t boundary = w.boundary;
+  uint32_t bad = w.bad;
+  for (uint64_t i = 0; i < count; ++i) {
+    const uint32_t e = exponent_of(src[i]);
+    const uint32_t l = t.length[e];
+    buf |= t.left[e] >> pending;
+    pending += l;
+    pos += l;
+    bad |= l - 1;
+    store_be64(p, buf);
+    p += pending >> 3;
+    buf <<= pending & 56;
+    pending &= 7;
+    if (pos >= boundary) [[unlikely]] {
+      boundary = starts.code_starts_window(pos, index + i + 1);
+    }
+  }
+  w.p = p;
+  w.buf = buf;
+  w.pending = pending;
+  w.pos = pos;
+  w.boundary = boundary;
+  w.bad = bad;
+}
+
+}  // namespace
+
+Result<EncodeTables> make_encode_tables(const Code& code) {
+  EncodeTables t{};
+  for (uint32_t s = 0; s < 256; ++s) {
+    const uint32_t l = code.length[s];
+    if (l > kMaxCodeLength || (l < 32 && (code.bits[s] >> l) != 0)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "encode: plan's code for exponent " + std::to_string(s) + " is malformed");
+    }
+    t.length[s] = static_cast<uint8_t>(l);
+    t.left[s] = l == 0 ? 0 : uint64_t{code.bits[s]} << (64 - l);
+  }
+  return t;
+}
+
+Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
+                    const EncodeTables& tables, uint64_t chunk, const GroupOutput& out,
+                    ChunkScratch& scratch, ChunkBlocks& blocks) {
+  const uint64_t n = plan.n_elements;
+  const uint64_t w_begin = chunk * plan.chunk_weights;
+  const uint64_t w_end = std::min(n, w_begin + plan.chunk_weights);
+  const uint64_t bit_begin = plan.chunk_bit_offset[chunk];
+  const uint64_t bit_end = plan.chunk_bit_offset[chunk + 1];
+  const auto mismatch = [&](const char* what) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "encode_group_range: chunk " + std::to_string(chunk) + " (weights " +
+                      std::to_string(w_begin) + ".." + std::to_string(w_end) + ") " + what +
+                      "; were the members changed after plan_group?");
+  };
+
+  const uint64_t head = bit_begin % 8;
+  const uint64_t planned_bytes = (head + (bit_end - bit_begin) + 7) / 8;
+  scratch.codes.resize(planned_bytes + kScratchSlack);
+  const uint64_t max_windows = (bit_end - bit_begin) / kBitsPerWindow + 2;
+  scratch.gaps.resize(max_windows * kGapBits / 8 + 2);
+
+  WindowStarts starts(bit_end, scratch.gaps.data(), out, blocks);
+  CodeWriter w{scratch.codes.data(), 0, static_cast<uint32_t>(head), bit_begin,
+               (bit_begin | (kBitsPerWindow - 1)) + 1, 0};
+  // The chunk's first code opens a window unless the previous code (the previous chunk's
+  // last) started in the same window.
+  bool opens_window = true;
+  if (chunk > 0) {
+    const uint32_t prev_length = tables.length[exponent_of(stream.at(w_begin - 1))];
+    opens_window = (bit_begin - prev_length) / kBitsPerWindow != bit_begin / kBitsPerWindow;
+  }
+  if (opens_window) starts.code_starts_window(bit_begin, w_begin);
+
+  const uint8_t* const limit = scratch.codes.data() + planned_bytes;
+  bool overran = false;
+  stream.for_each_piece(w_begin, w_end, [&](const uint16_t* src, uint64_t count, uint64_t at) {
+    for (uint64_t done = 0; done < count && !overran; done += kPassWeights) {
+      const uint64_t pass = std::min(kPassWeights, count - done);
+      uint8_t* sm = out.sign_mantissa.data() + at + done;
+      for (uint64_t i = 0; i < pass; ++i) sm[i] = sign_mantissa_of(src[done + i]);
+      for (uint64_t i = 0; i < pass; i += kCheckWeights) {
+        if (w.p > limit) {
+          overran = true;
+          break;
+        }
+        code_run(src + done + i, std::min(kCheckWeights, pass - i), at + done + i, tables, w,
+                 starts);
+      }
+    }
+  });
+  if (overran || w.pos != bit_end) return mismatch("does not code to its planned bits");
+  if (w.bad >= 32) return mismatch("has an exponent the plan's code does not cover");
+  if (!starts.ok()) return Status(ErrorCode::kInternal, "encode: gap windows out of order");
+
+  merge_bits(out.encoded_exponent, bit_begin, bit_end, scratch.codes.data());
+  GapWriter& gaps = starts.gaps();
+  gaps.finish();
+  if (gaps.started()) merge_bits(out.gaps, gaps.bit_begin(), gaps.bit_end(), scratch.gaps.data());
+
+  if (chunk + 1 == plan.n_chunks()) {
+    // spec 3.6: blocks after the one holding the last code start have no code start; their
+    // output position (and entry n_blocks) is n.
+    const uint32_t last_length = tables.length[exponent_of(stream.at(n - 1))];
+    const uint64_t last_block = (bit_end - last_length) / kBitsPerBlock;
+    for (uint64_t b = last_block + 1; b <= plan.n_blocks; ++b) {
+      store_le32(out.output_positions.data() + 4 * b, static_cast<uint32_t>(n));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace df11

@@ -1,0 +1,175 @@
+// encode_group_range() and encode_group(): parallel coding of a planned group.
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <new>
+#include <string>
+
+#include "chunk_encoder.h"
+#include "df11/encoder.h"
+#include "member_stream.h"
+
+namespace df11 {
+namespace {
+
+Status size_error(const char* what, uint64_t have, uint64_t want) {
+  return Status(ErrorCode::kInvalidArgument,
+                std::string("encode_group_range: ") + what + " has " + std::to_string(have) +
+                    " bytes, the plan needs " + std::to_string(want));
+}
+
+// The plan is a caller-visible struct: check what the writer relies on for memory safety.
+Status check_plan(const GroupPlan& plan, uint64_t n, uint64_t first_chunk, uint64_t last_chunk,
+                  const GroupOutput& out) {
+  if (plan.n_elements == 0 || plan.chunk_weights == 0 || plan.chunk_bit_offset.size() < 2 ||
+      plan.n_chunks() != (plan.n_elements + plan.chunk_weights - 1) / plan.chunk_weights ||
+      plan.chunk_bit_offset.front() != 0 || plan.chunk_bit_offset.back() != plan.n_bits ||
+      plan.n_bytes != (plan.n_bits + 7) / 8 ||
+      plan.n_blocks != (plan.n_bytes + kBytesPerBlock - 1) / kBytesPerBlock ||
+      plan.gaps_bytes != gap_bytes_for_blocks(plan.n_blocks) ||
+      plan.output_positions_bytes != 4 * (plan.n_blocks + 1)) {
+    return Status(ErrorCode::kInvalidArgument, "encode_group_range: plan is inconsistent");
+  }
+  if (n != plan.n_elements) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "encode_group_range: members hold " + std::to_string(n) +
+                      " weights, the plan " + std::to_string(plan.n_elements));
+  }
+  if (first_chunk > last_chunk || last_chunk > plan.n_chunks()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "encode_group_range: chunk range [" + std::to_string(first_chunk) + ", " +
+                      std::to_string(last_chunk) + ") outside the plan's " +
+                      std::to_string(plan.n_chunks()) + " chunks");
+  }
+  for (uint64_t c = first_chunk; c < last_chunk; ++c) {
+    if (plan.chunk_bit_offset[c] >= plan.chunk_bit_offset[c + 1] ||
+        plan.chunk_bit_offset[c + 1] > plan.n_bits) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "encode_group_range: plan's bit offsets of chunk " + std::to_string(c) +
+                        " are not increasing");
+    }
+  }
+  if (out.encoded_exponent.size() != plan.n_bytes) {
+    return size_error("encoded_exponent", out.encoded_exponent.size(), plan.n_bytes);
+  }
+  if (out.sign_mantissa.size() != plan.n_elements) {
+    return size_error("sign_mantissa", out.sign_mantissa.size(), plan.n_elements);
+  }
+  if (out.output_positions.size() != plan.output_positions_bytes) {
+    return size_error("output_positions", out.output_positions.size(),
+                      plan.output_positions_bytes);
+  }
+  if (out.gaps.size() != plan.gaps_bytes) {
+    return size_error("gaps", out.gaps.size(), plan.gaps_bytes);
+  }
+  return Status::ok();
+}
+
+// spec 3.6: the number of codes that start before stream bit `bit`.
+uint64_t codes_before_bit(const MemberStream& stream, const GroupPlan& plan,
+                          const EncodeTables& tables, uint64_t bit) {
+  const auto& offsets = plan.chunk_bit_offset;
+  const uint64_t c =
+      static_cast<uint64_t>(std::upper_bound(offsets.begin(), offsets.end(), bit) -
+                            offsets.begin()) - 1;
+  if (c >= plan.n_chunks()) return plan.n_elements;
+  uint64_t count = c * plan.chunk_weights;
+  uint64_t pos = offsets[c];
+  const uint64_t end = std::min(plan.n_elements, count + plan.chunk_weights);
+  stream.for_each_piece(count, end, [&](const uint16_t* p, uint64_t k, uint64_t) {
+    for (uint64_t i = 0; i < k && pos < bit; ++i) {
+      pos += tables.length[(p[i] >> 7) & 0xFF];
+      ++count;
+    }
+  });
+  return count;
+}
+
+Result<uint32_t> encode_range_unchecked(std::span<const std::span<const uint16_t>> members,
+                                        const GroupPlan& plan, uint64_t first_chunk,
+                                        uint64_t last_chunk, const GroupOutput& out) {
+  uint64_t n = 0;
+  for (const auto& m : members) n += m.size();  // bounded: spans of distinct objects
+  DF11_RETURN_IF_ERROR(check_plan(plan, n, first_chunk, last_chunk, out));
+  if (first_chunk == last_chunk) return uint32_t{0};
+  DF11_ASSIGN_OR_RETURN(const EncodeTables tables, make_encode_tables(plan.code));
+  const MemberStream stream(members);
+
+  const uint64_t chunks = last_chunk - first_chunk;
+  std::vector<ChunkBlocks> blocks(chunks);
+  std::vector<Status> status(chunks);
+  tbb::enumerable_thread_specific<ChunkScratch> scratch;
+  tbb::parallel_for(tbb::blocked_range<uint64_t>(first_chunk, last_chunk), [&](const auto& r) {
+    ChunkScratch& mine = scratch.local();
+    for (uint64_t c = r.begin(); c != r.end(); ++c) {
+      const uint64_t k = c - first_chunk;
+      status[k] = encode_chunk(stream, plan, tables, c, out, mine, blocks[k]);
+    }
+  });
+  for (const Status& s : status) DF11_RETURN_IF_ERROR(s);  // first failing chunk: stable
+
+  // Weights per block, for blocks whose first code is in the range. Block numbers of
+  // successive chunks continue each other, so neighbours' positions give the sizes.
+  uint32_t most = 0;
+  const ChunkBlocks* prev = nullptr;
+  for (const ChunkBlocks& b : blocks) {
+    if (!b.any) continue;
+    if (prev != nullptr) most = std::max(most, b.first_position - prev->last_position);
+    most = std::max(most, b.max_inner);
+    prev = &b;
+  }
+  if (prev != nullptr) {
+    const uint64_t next_block = prev->last_block + 1;
+    const uint64_t next_position =
+        next_block >= plan.n_blocks
+            ? plan.n_elements
+            : codes_before_bit(stream, plan, tables, next_block * kBitsPerBlock);
+    most = std::max(most, static_cast<uint32_t>(next_position - prev->last_position));
+  }
+  return most;
+}
+
+}  // namespace
+
+Result<uint32_t> encode_group_range(std::span<const std::span<const uint16_t>> members,
+                                    const GroupPlan& plan, uint64_t first_chunk,
+                                    uint64_t last_chunk, const GroupOutput& out) {
+  try {
+    return encode_range_unchecked(members, plan, first_chunk, last_chunk, out);
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kResourceLimit, "encode_group_range: out of memory");
+  }
+}
+
+Result<GroupBuffers> encode_group(std::span<const std::span<const uint16_t>> members,
+                                  GroupPlan* plan_out) {
+  DF11_ASSIGN_OR_RETURN(GroupPlan plan, plan_group(members));
+  try {
+    GroupBuffers buffers;
+    buffers.encoded_exponent.resize(plan.n_bytes);
+    buffers.sign_mantissa.resize(plan.n_elements);
+    buffers.output_positions.resize(plan.output_positions_bytes);
+    buffers.gaps.resize(plan.gaps_bytes);
+    const GroupOutput out{buffers.encoded_exponent, buffers.sign_mantissa,
+                          buffers.output_positions, buffers.gaps};
+    DF11_ASSIGN_OR_RETURN(plan.max_block_weights,
+                          encode_group_range(members, plan, 0, plan.n_chunks(), out));
+    buffers.luts = plan.luts;
+    // spec 3.2: split_positions is I64 little-endian.
+    buffers.split_positions.resize(8 * plan.split_positions.size());
+    for (size_t i = 0; i < plan.split_positions.size(); ++i) {
+      store_le64(buffers.split_positions.data() + 8 * i,
+                 static_cast<uint64_t>(plan.split_positions[i]));
+    }
+    if (plan_out != nullptr) *plan_out = std::move(plan);
+    return buffers;
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kResourceLimit,
+                  "encode_group: out of memory for " + std::to_string(plan.n_elements) +
+                      " weights");
+  }
+}
+
+}  // namespace df11

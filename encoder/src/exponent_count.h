@@ -1,0 +1,41 @@
+// The histogram kernel shared by exponent_histogram() and plan_group(): counts the 8-bit
+// exponents (BF16 bits 7..14, spec 2.1) of a run of patterns.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+
+namespace df11 {
+
+// Four sub-histograms so that consecutive patterns with the same exponent (the common case:
+// a few exponents dominate) increment different counters, instead of each increment waiting
+// for the previous store to the same counter.
+struct ExponentCounts {
+  uint32_t sub[4][256];
+};
+
+// Adds the exponents of p[0..n) to `counts`. Each counter grows by at most n, so callers
+// keep the total per ExponentCounts below 2^32.
+inline void count_exponents(const uint16_t* p, uint64_t n, ExponentCounts& counts) {
+  // Four patterns per 64-bit load: pattern k sits in bits 16k..16k+15 on a little-endian
+  // host, so its exponent is bits 16k+7..16k+14.
+  static_assert(std::endian::native == std::endian::little, "the 64-bit load assumes LE");
+  uint64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t v0, v1;
+    std::memcpy(&v0, p + i, 8);
+    std::memcpy(&v1, p + i + 4, 8);
+    ++counts.sub[0][(v0 >> 7) & 0xFF];
+    ++counts.sub[1][(v0 >> 23) & 0xFF];
+    ++counts.sub[2][(v0 >> 39) & 0xFF];
+    ++counts.sub[3][(v0 >> 55) & 0xFF];
+    ++counts.sub[0][(v1 >> 7) & 0xFF];
+    ++counts.sub[1][(v1 >> 23) & 0xFF];
+    ++counts.sub[2][(v1 >> 39) & 0xFF];
+    ++counts.sub[3][(v1 >> 55) & 0xFF];
+  }
+  for (; i < n; ++i) ++counts.sub[i & 3][(p[i] >> 7) & 0xFF];
+}
+
+}  // namespace df11
