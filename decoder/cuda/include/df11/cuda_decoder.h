@@ -1,16 +1,42 @@
-// CUDA DF11 decoder: host API (compiles with the host compiler; no __global__ here).
+// CUDA DF11 decoder: host API (compiles with the host compiler; no __global__ and no CUDA
+// headers here: streams are passed as CUstream_st*, which is what cudaStream_t is).
 //
-// Minimum contract other modules rely on (the CUDA engineer extends this header with the
-// batched, caller-allocated, caller-stream API: workspace query first, then launch, no hidden
-// allocation or synchronisation).
+// Two ways in:
+//  - decode_group_to_host(): one group from host memory to host memory. Allocates and
+//    synchronises internally; for tools and tests.
+//  - The batched API, for inference engines that keep DF11 groups in device memory and decode
+//    them just before use, on their own stream, into memory they own:
+//
+//      auto plan = make_decode_plan(groups, "model");          // host: validates every group
+//      size_t bytes = plan->workspace_bytes();                 // phase 1: ask
+//      ... caller allocates `bytes` of device memory ...       // (once)
+//      init_workspace(*plan, d_ws, bytes, stream);             // once: zeroes the records
+//      launch_decode(*plan, d_ws, bytes, stream);              // phase 2: one kernel launch
+//      ... caller synchronises when it wants to know ...
+//      Status s = read_decode_status(*plan, d_ws, stream);     // synchronises `stream`
+//
+//    launch_decode() performs no allocation, no host<->device copy and no synchronisation:
+//    it enqueues one kernel per 256 groups (one for any transformer block or typical model).
+//    The group descriptions travel as kernel parameters.
+//
+// Safety: groups are validated on the host (df11::validate_group) when the plan is made;
+// the bitstream and gaps cannot be validated without decoding, so the kernel clamps every
+// read to its array and every write to its block's output range, and each block reports a
+// stream that does not decode as declared into the workspace (read_decode_status() turns it
+// into kCorruptData). No input makes the kernel touch memory outside the arrays described.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "df11/group.h"
 #include "df11/status.h"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st*; nullptr is the legacy default stream
 
 namespace df11::cuda {
 
@@ -24,5 +50,83 @@ bool device_available(std::string* why = nullptr);
 // Reports kCorruptData if the kernel detects an inconsistent stream. `what` names the group.
 Status decode_group_to_host(const GroupView& group, std::span<uint16_t> out,
                             const std::string& what);
+
+// One group of a batch: the caller's host copy (validated and read while planning only: the
+// plan keeps no reference to it) and the device copies of the same bytes, plus where the
+// n_elements BF16 patterns go. Device pointers may have any alignment; 16-byte aligned
+// sign_mantissa and out, 8-byte aligned encoded_exponent and 4-byte aligned
+// output_positions take the fast paths. All device buffers are the caller's and must stay
+// valid until every launch using them has completed.
+struct DeviceGroup {
+  GroupView host;
+  const uint8_t* d_luts = nullptr;              // n_luts * 256 bytes
+  const uint8_t* d_encoded_exponent = nullptr;  // n_bytes
+  const uint8_t* d_sign_mantissa = nullptr;     // n_elements bytes
+  const uint8_t* d_output_positions = nullptr;  // 4 * (n_blocks + 1) bytes
+  const uint8_t* d_gaps = nullptr;              // gap_bytes_for_blocks(n_blocks) bytes
+  uint16_t* d_out = nullptr;                    // n_elements BF16 patterns (written)
+  std::string name;                             // for messages, e.g. "model.layers.3"
+};
+
+// Immutable description of a batch, made on the host. Not thread-safe: launch_decode()
+// counts launches in it, so use one plan per host thread.
+class DecodePlan {
+ public:
+  DecodePlan(DecodePlan&&) noexcept;
+  DecodePlan& operator=(DecodePlan&&) noexcept;
+  ~DecodePlan();
+
+  size_t n_groups() const;
+  uint64_t total_blocks() const;    // 4096-byte stream blocks over all groups
+  uint64_t total_elements() const;  // BF16 weights written by one launch
+  uint64_t stream_bytes() const;    // encoded_exponent bytes over all groups
+  // Device memory a launch needs, in bytes (16 per group): one status record per group.
+  size_t workspace_bytes() const;
+  // Kernel launches per launch_decode() call (ceil(n_groups / 256)).
+  uint32_t launches() const;
+  // Dynamic shared memory per thread block, in bytes (grows with the largest block).
+  uint32_t shared_bytes() const;
+  // Thread blocks per launch (persistent: a few per multiprocessor).
+  uint32_t grid_size() const;
+  int device() const;
+  const std::string& group_name(size_t i) const;
+
+  struct Impl;
+
+ private:
+  friend Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup>, const std::string&);
+  friend Status launch_decode(DecodePlan&, void*, size_t, CUstream_st*);
+  friend Status read_decode_status(const DecodePlan&, const void*, CUstream_st*);
+  explicit DecodePlan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// Validates every group (validate_group plus the device-side limits: at most 32768 weights
+// per block, non-null device pointers) and sizes the launch for the current device.
+// Groups of one plan may share nothing but must not overlap in their outputs. `what`
+// prefixes every message. Host-only: touches no device memory and synchronises nothing.
+Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const std::string& what);
+
+// Enqueues a zeroing of the workspace's status records on `stream`. Call once per workspace
+// before its first launch_decode().
+Status init_workspace(const DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
+                      CUstream_st* stream);
+
+// Enqueues the decode of every group of the plan on `stream`: no allocation, no copy, no
+// synchronisation. `d_workspace` (plan.workspace_bytes() bytes, initialised once by
+// init_workspace) receives the per-group status of this launch; it must not be shared by
+// two launches in flight at once. Returns kCuda if the launch itself fails.
+Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
+                     CUstream_st* stream);
+
+// Copies the status records of the plan's latest launch to the host (synchronises `stream`)
+// and returns OK, or kCorruptData naming the first corrupt group and block.
+Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstream_st* stream);
+
+// Decodes one group on the host with the exact algorithm and arithmetic of the CUDA kernel
+// (same windows, prefix sums, checks and staging), for testing that logic where no GPU is.
+// `out` must hold n_elements; same statuses as the GPU path.
+Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
+                             const std::string& what);
 
 }  // namespace df11::cuda

@@ -1,0 +1,422 @@
+// The CUDA decoder's per-window and per-block algorithm, written once for two compilers: the
+// kernel (decode_kernel.cu, nvcc) and the host emulation (decode_emulation.cpp, the host
+// compiler) include this file, so that tests without a GPU run exactly the arithmetic the GPU
+// runs. Nothing here allocates or synchronises; every read is clamped to its array.
+//
+// Vocabulary (spec 3.1): a window is 8 stream bytes (one GPU thread), a block is 512
+// windows (one thread block per iteration). Within a block, thread t decodes every code
+// that STARTS in its window, from bit gap[t] on; an exclusive prefix sum of the per-thread
+// counts gives each code's place after output_positions[b].
+#pragma once
+
+#include <cstdint>
+
+#include "df11/group.h"
+
+#if defined(__CUDACC__)
+#define DF11_HD __host__ __device__ __forceinline__
+#else
+#define DF11_HD inline
+#endif
+
+namespace df11::cuda::detail {
+
+// ---- portable bit operations (intrinsics on the device, plain C++ on the host) ----
+
+// (hi:lo << s) >> 32 for s in 0..31: the 32 bits starting s bits into hi.
+DF11_HD uint32_t funnel_left(uint32_t lo, uint32_t hi, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_l(lo, hi, s);
+#else
+  s &= 31;
+  return s == 0 ? hi : (hi << s) | (lo >> (32 - s));
+#endif
+}
+
+// Byte selector as PRMT / __byte_perm: result byte k = byte (sel >> 4k) & 7 of y:x.
+DF11_HD uint32_t byte_perm(uint32_t x, uint32_t y, uint32_t sel) {
+#if defined(__CUDA_ARCH__)
+  return __byte_perm(x, y, sel);
+#else
+  const uint64_t both = (uint64_t{y} << 32) | x;
+  uint32_t r = 0;
+  for (uint32_t k = 0; k < 4; ++k) {
+    const uint32_t src = (sel >> (4 * k)) & 7;
+    r |= static_cast<uint32_t>((both >> (8 * src)) & 0xFF) << (8 * k);
+  }
+  return r;
+#endif
+}
+
+// Little-endian word of 4 stream bytes -> the same bytes as a big-endian (MSB-first) word.
+DF11_HD uint32_t swap_bytes(uint32_t x) { return byte_perm(x, 0, 0x0123); }
+
+DF11_HD uint8_t load_u8(const uint8_t* p) {
+#if defined(__CUDA_ARCH__)
+  return __ldg(p);
+#else
+  return *p;
+#endif
+}
+DF11_HD uint32_t load_u32(const uint8_t* p) {  // p 4-byte aligned
+#if defined(__CUDA_ARCH__)
+  return __ldg(reinterpret_cast<const unsigned int*>(p));
+#else
+  return load_le32(p);
+#endif
+}
+DF11_HD void load_u64(const uint8_t* p, uint32_t& lo, uint32_t& hi) {  // p 8-byte aligned
+#if defined(__CUDA_ARCH__)
+  const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+  lo = v.x;
+  hi = v.y;
+#else
+  lo = load_le32(p);
+  hi = load_le32(p + 4);
+#endif
+}
+
+// ---- the kernel-facing description of one group (host fills it, device reads it) ----
+
+// Alignment facts the host checks once, so that the kernel picks wide loads and stores only
+// where they are legal (device pointers of a batch may point anywhere inside a buffer).
+enum KernelGroupFlags : uint32_t {
+  kStreamAligned8 = 1u << 0,  // encoded_exponent 8-byte aligned
+  kOpAligned4 = 1u << 1,      // output_positions 4-byte aligned
+  kVectorOutput = 1u << 2,    // sign_mantissa 16-byte and out 16-byte aligned
+};
+
+struct KernelGroup {
+  const uint8_t* luts;
+  const uint8_t* stream;
+  const uint8_t* sign_mantissa;
+  const uint8_t* output_positions;
+  const uint8_t* gaps;
+  uint16_t* out;
+  uint64_t n_bytes;      // stream bytes
+  uint64_t gap_bytes;    // bytes of the packed gap array
+  uint32_t n_elements;   // < 2^32 (output positions are uint32)
+  uint32_t n_blocks;
+  uint32_t first_block;  // index of this group's block 0 among all blocks of the launch
+  uint32_t n_luts;       // 2..18, validated on the host
+  uint32_t flags;        // KernelGroupFlags
+  uint32_t reserved;
+  uint64_t row_depths;   // 3 bits per decode row r (bits 3r..3r+2): its depth below the root
+                         // (GroupInfo::lut_row_depth), or 7 if no pointer reaches it
+};
+
+inline constexpr uint32_t kUnreachableRow = 7;
+
+DF11_HD uint32_t row_depth(uint64_t row_depths, uint32_t row) {
+  return static_cast<uint32_t>(row_depths >> (3 * row)) & 7;
+}
+
+// Per-group result record in the caller's workspace, written by the kernel only when a block
+// finds a problem. `key` orders problems so that the one a sequential decoder meets first
+// wins whatever the order the blocks run in: key = epoch << 32 | ~(block << 3 | problem),
+// raised with atomicMax. The epoch identifies the launch (see launch_decode()): records of
+// earlier launches have smaller keys and are ignored by the host.
+struct GroupStatusRecord {
+  unsigned long long key;  // 0: never written
+  uint32_t detail;         // problem-specific (decoded count, window, gap); best effort when
+                           // two blocks report at once
+  uint32_t reserved;
+};
+
+// Problems a block can find, in the order they are reported (lower first within a block).
+enum BlockProblem : uint32_t {
+  kProblemNone = 0,
+  kProblemFirstGap = 1,   // gaps field 0 is not 0
+  kProblemBoundary = 2,   // a window's codes do not end where the next window's gap says
+  kProblemUnusable = 3,   // a real code reaches a LUT entry no valid code uses
+  kProblemStreamEnd = 4,  // the last code does not end in the stream's last byte
+  kProblemCount = 5,      // codes decoded in the block != output_positions[b+1] - [b]
+  kProblemTooMany = 6,    // block claims more weights than the shared buffer holds
+};
+
+// The problem to report of two (kProblemNone is no problem).
+DF11_HD uint32_t first_problem(uint32_t a, uint32_t b) {
+  if (a == kProblemNone) return b;
+  if (b == kProblemNone) return a;
+  return a < b ? a : b;
+}
+
+DF11_HD unsigned long long record_key(uint32_t epoch, uint32_t block, uint32_t problem) {
+  return (static_cast<unsigned long long>(epoch) << 32) |
+         (0xFFFFFFFFu - ((block << 3) | problem));
+}
+DF11_HD uint32_t record_epoch(unsigned long long key) { return static_cast<uint32_t>(key >> 32); }
+DF11_HD uint32_t record_block(unsigned long long key) {
+  return (0xFFFFFFFFu - static_cast<uint32_t>(key)) >> 3;
+}
+DF11_HD uint32_t record_problem(unsigned long long key) {
+  return (0xFFFFFFFFu - static_cast<uint32_t>(key)) & 7;
+}
+
+// ---- decode tables ----
+
+// Rows of the joined decode table: root + up to 16 subtables (spec 3.3). Entry encoding:
+//   (length << 8) | exponent   a symbol (length 1..32, so the entry is >= 0x100)
+//   r (1..16)                  continue in row r with the following 8 bits
+//   0                          an unusable entry (spec 3.3): a symbol whose code length does
+//                              not fit its row's depth (8d+1 .. 8d+8 bits), a pointer that
+//                              does not lead exactly one level down, or a row no pointer
+//                              reaches. Decoding a real code that reaches one is corruption.
+inline constexpr uint32_t kTableRows = 1 + kMaxSubtables;
+inline constexpr uint32_t kTableEntries = kTableRows * kLutRowSize;  // 4352
+
+// Entry i (row i / 256, index i % 256) of the joined table for a group with `n_luts` rows
+// (clamped to 2..18 so that no input reads outside luts[0, 256 * n_luts)).
+DF11_HD uint32_t table_entry(const uint8_t* luts, uint32_t n_luts, uint64_t row_depths,
+                             uint32_t i) {
+  const uint32_t nl = n_luts < 2 ? 2 : (n_luts > kMaxLutRows ? kMaxLutRows : n_luts);
+  const uint32_t row = i / kLutRowSize;
+  const uint32_t depth = row_depth(row_depths, row);
+  if (row + 1 >= nl || depth > 3) return 0;  // no such decode row, or unreachable
+  const uint32_t v = load_u8(luts + i);
+  if (v >= kFirstPointerEntry) {
+    const uint32_t target = kLutRowSize - v;  // spec 3.3: entry v continues in row 256 - v
+    return target + 1 < nl && row_depth(row_depths, target) == depth + 1 ? target : 0;
+  }
+  const uint32_t len = load_u8(luts + (nl - 1) * kLutRowSize + v);  // spec 3.3: lengths row
+  return (len > 8 * depth && len <= 8 * depth + 8) ? (len << 8) | v : 0;
+}
+
+// Out-of-line part of a lookup: `e` (< 0x100) came from the root row for the 32 bits `top`.
+// Follows pointers with the next 8 bits per level (spec 3.3); the table only holds pointers
+// one level down, so row depth == level and 4 levels bound the walk. Returns a symbol entry
+// (>= 0x100) or 0.
+template <typename Table>
+DF11_HD uint32_t walk_subtables(const Table& table, uint32_t e, uint32_t top) {
+  for (uint32_t level = 1; level < kMaxCodeLength / 8; ++level) {
+    if (e == 0) return 0;
+    e = table(e * kLutRowSize + ((top >> (24 - 8 * level)) & 0xFF));
+    if (e >= 0x100) return e;
+  }
+  return 0;
+}
+
+// ---- one window ----
+
+// The 96 stream bits of window w's 12 bytes [8w, 8w + 12) as three MSB-first words; bytes
+// at and past n_bytes read as zero. `w` counts windows from the group's start.
+DF11_HD void load_window(const KernelGroup& g, uint64_t w, uint32_t& w0, uint32_t& w1,
+                         uint32_t& w2) {
+  const uint64_t byte = w * kBytesPerWindow;
+  if ((g.flags & kStreamAligned8) && byte + 12 <= g.n_bytes) {
+    uint32_t a, b;
+    load_u64(g.stream + byte, a, b);
+    w0 = swap_bytes(a);
+    w1 = swap_bytes(b);
+    w2 = swap_bytes(load_u32(g.stream + byte + 8));
+    return;
+  }
+  uint32_t words[3] = {0, 0, 0};
+  for (uint32_t k = 0; k < 12; ++k) {
+    const uint32_t v = byte + k < g.n_bytes ? load_u8(g.stream + byte + k) : 0u;
+    words[k / 4] |= v << (24 - 8 * (k % 4));
+  }
+  w0 = words[0];
+  w1 = words[1];
+  w2 = words[2];
+}
+
+// Gap fields w and w + 1 (spec 3.5: 5 bits each, MSB-first); bytes past the array read as 0.
+DF11_HD void load_gap_pair(const KernelGroup& g, uint64_t w, uint32_t& gap, uint32_t& next) {
+  const uint64_t bit = w * kGapBits;
+  const uint64_t byte = bit / 8;
+  uint32_t v = 0;
+  for (uint32_t k = 0; k < 3; ++k) {
+    v = (v << 8) | (byte + k < g.gap_bytes ? load_u8(g.gaps + byte + k) : 0u);
+  }
+  const uint32_t s = static_cast<uint32_t>(bit % 8);
+  gap = (v >> (19 - s)) & 0x1F;
+  next = (v >> (14 - s)) & 0x1F;
+}
+
+// Output position b (spec 3.6), or n_elements for b past the array.
+DF11_HD uint32_t load_output_position(const KernelGroup& g, uint64_t b) {
+  if (b > g.n_blocks) return g.n_elements;
+  const uint8_t* p = g.output_positions + 4 * b;
+  if (g.flags & kOpAligned4) return load_u32(p);
+  return uint32_t{load_u8(p)} | (uint32_t{load_u8(p + 1)} << 8) |
+         (uint32_t{load_u8(p + 2)} << 16) | (uint32_t{load_u8(p + 3)} << 24);
+}
+
+// What a thread needs from device memory for one window, loaded one block ahead.
+struct WindowInputs {
+  uint32_t w0, w1, w2;  // window bits
+  uint32_t gap, gap_next;
+  uint32_t op0, op1, op2;  // output positions b, b + 1, b + 2 (block-uniform)
+};
+
+DF11_HD WindowInputs load_window_inputs(const KernelGroup& g, uint32_t block, uint32_t t) {
+  WindowInputs in;
+  const uint64_t w = uint64_t{block} * kWindowsPerBlock + t;
+  load_window(g, w, in.w0, in.w1, in.w2);
+  load_gap_pair(g, w, in.gap, in.gap_next);
+  in.op0 = load_output_position(g, block);
+  in.op1 = load_output_position(g, uint64_t{block} + 1);
+  in.op2 = load_output_position(g, uint64_t{block} + 2);
+  return in;
+}
+
+// The 32 stream bits starting `pos` (0..63) bits into the window.
+DF11_HD uint32_t bits_at(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t pos) {
+  const bool low = pos < 32;
+  return funnel_left(low ? w1 : w2, low ? w0 : w1, pos & 31);
+}
+
+inline constexpr uint32_t kMaxCodesPerWindow = kBitsPerWindow;  // codes are >= 1 bit
+inline constexpr uint32_t kExponentWords = kMaxCodesPerWindow / 4;
+inline constexpr uint32_t kBadEnd = 0xFFFFFFFFu;
+
+struct WindowResult {
+  uint32_t count;  // codes starting in the window (decoding stops at the first bad entry)
+  uint32_t end;    // bit after the last decoded code, relative to the window; kBadEnd if a
+                   // lookup found no symbol
+};
+
+// Decodes every code that starts in the window (spec 4.3), from bit `gap`, into
+// exps[] (exponent j in byte j % 4 of exps[j / 4]; unused bytes stay 0). The loop is fully
+// unrolled so that exps[] lives in registers: every index is a compile-time constant.
+template <typename Table>
+DF11_HD WindowResult decode_window(const Table& table, uint32_t w0, uint32_t w1, uint32_t w2,
+                                   uint32_t gap, uint32_t (&exps)[kExponentWords]) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t q = 0; q < kExponentWords; ++q) exps[q] = 0;
+  uint32_t pos = gap;
+  uint32_t count = 0;
+  bool bad = false;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t j = 0; j < kMaxCodesPerWindow; ++j) {
+    if (pos >= kBitsPerWindow || bad) break;
+    const uint32_t top = bits_at(w0, w1, w2, pos);
+    uint32_t e = table(top >> 24);
+    if (e < 0x100) {
+      e = walk_subtables(table, e, top);
+      bad = e == 0;
+    }
+    exps[j / 4] |= (e & 0xFF) << (8 * (j % 4));
+    pos += e >> 8;
+    count = bad ? count : j + 1;
+  }
+  return WindowResult{count, bad ? kBadEnd : pos};
+}
+
+// Bit (relative to the window) where the first `limit` codes of the window end, or kBadEnd.
+// Used once per group, for the stream-end check of the last code.
+template <typename Table>
+DF11_HD uint32_t window_end_after(const Table& table, uint32_t w0, uint32_t w1, uint32_t w2,
+                                  uint32_t gap, uint32_t limit) {
+  uint32_t pos = gap;
+  for (uint32_t j = 0; j < limit; ++j) {
+    if (pos >= kBitsPerWindow) return kBadEnd;
+    const uint32_t top = bits_at(w0, w1, w2, pos);
+    uint32_t e = table(top >> 24);
+    if (e < 0x100) e = walk_subtables(table, e, top);
+    if (e == 0) return kBadEnd;
+    pos += e >> 8;
+  }
+  return pos;
+}
+
+// ---- checks once the block's prefix sums are known (spec 4.3; see NOTES.md) ----
+
+struct BlockFacts {
+  uint32_t block;        // within the group
+  uint32_t n_blocks;
+  uint32_t expected;     // E = op[b + 1] - op[b] (clamped)
+  uint32_t next_expected;// weights of block b + 1 (0 past the last block)
+  uint32_t total;        // T = sum of counts over the block's 512 windows
+};
+
+// Problem seen by thread t (window t of the block) whose codes are [prefix, prefix + count).
+// The stream-end check needs the end of one particular code; it is returned through
+// `needs_end_check` (the number of real codes in this window) so that the caller can run
+// window_end_after() on the one thread concerned.
+DF11_HD uint32_t window_problem(const BlockFacts& f, uint32_t t, uint32_t prefix,
+                                const WindowResult& r, uint32_t gap, uint32_t gap_next,
+                                uint32_t& needs_end_check) {
+  needs_end_check = 0;
+  const bool last_block = f.block + 1 == f.n_blocks;
+  const uint32_t upto = prefix + r.count;
+  if (f.block == 0 && t == 0 && gap != 0) return kProblemFirstGap;
+  // Does the window after this one hold real codes? Then this window's codes (all real)
+  // must end exactly at that window's gap.
+  const bool next_real = upto < f.expected ||
+                         (t + 1 == kWindowsPerBlock && !last_block && upto == f.expected &&
+                          f.next_expected > 0);
+  if (next_real) {
+    if (r.end == kBadEnd) return kProblemUnusable;
+    return r.end == kBitsPerWindow + gap_next ? kProblemNone : kProblemBoundary;
+  }
+  // This window holds the group's last real code: in the last block, or in the block before
+  // an empty last block.
+  const bool holds_last = prefix < f.expected && upto >= f.expected &&
+                          (last_block || (f.block + 2 == f.n_blocks && f.next_expected == 0));
+  if (holds_last) needs_end_check = f.expected - prefix;
+  return kProblemNone;
+}
+
+// The group's last real code ends `end` bits into window `window` (of the group): it must end
+// in the stream's last byte (spec 3.4: only the last byte holds padding).
+DF11_HD uint32_t stream_end_problem(uint32_t end, uint64_t window, uint64_t n_bytes) {
+  if (end == kBadEnd) return kProblemUnusable;
+  const uint64_t end_bit = window * kBitsPerWindow + end;
+  return (end_bit + 7) / 8 == n_bytes ? kProblemNone : kProblemStreamEnd;
+}
+
+// Count rule: every block but the last decodes exactly E codes; the last one may decode more,
+// because the zero padding after the stream's last code can look like codes.
+DF11_HD bool count_ok(const BlockFacts& f) {
+  return f.block + 1 == f.n_blocks ? f.total >= f.expected : f.total == f.expected;
+}
+
+// ---- staging exponents and joining them with sign_mantissa ----
+
+// Writes bytes [0, count) of exps[] to buffer bytes [dst, dst + count): whole aligned words
+// with one 32-bit store, the partial words at either end byte by byte.
+template <typename Store32, typename Store8>
+DF11_HD void scatter_exponents(const uint32_t (&exps)[kExponentWords], uint32_t dst,
+                               uint32_t count, const Store32& store32, const Store8& store8) {
+  if (count == 0) return;
+  const uint32_t a = dst % 4;
+  const uint32_t first_word = dst / 4;
+  const uint32_t n_words = (a + count + 3) / 4;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t q = 0; q <= kExponentWords; ++q) {
+    if (q >= n_words) break;
+    const uint32_t prev = q == 0 ? 0u : exps[q - 1];
+    const uint32_t cur = q < kExponentWords ? exps[q] : 0u;
+    const uint32_t word = funnel_left(prev, cur, 8 * a);
+    const uint32_t lo = q == 0 ? a : 0;                               // first byte of mine
+    const uint32_t hi = a + count - 4 * q < 4 ? a + count - 4 * q : 4;  // one past my last
+    if (lo == 0 && hi == 4) {
+      store32(first_word + q, word);
+    } else {
+      for (uint32_t k = lo; k < hi; ++k) store8(4 * (first_word + q) + k, (word >> (8 * k)) & 0xFF);
+    }
+  }
+}
+
+// spec 2.1: w = ((sm & 0x80) << 8) | (exp << 7) | (sm & 0x7F), four weights at a time:
+// sm4 and exp4 hold 4 bytes each; out_lo gets weights 0, 1 and out_hi weights 2, 3.
+DF11_HD void join4(uint32_t sm4, uint32_t exp4, uint32_t& out_lo, uint32_t& out_hi) {
+  const uint32_t high = (sm4 & 0x80808080u) | ((exp4 >> 1) & 0x7F7F7F7Fu);
+  const uint32_t low = ((exp4 << 7) & 0x80808080u) | (sm4 & 0x7F7F7F7Fu);
+  out_lo = byte_perm(low, high, 0x5140);
+  out_hi = byte_perm(low, high, 0x7362);
+}
+
+DF11_HD uint16_t join1(uint32_t sm, uint32_t exp) {
+  return static_cast<uint16_t>(((sm & 0x80u) << 8) | (exp << 7) | (sm & 0x7Fu));
+}
+
+}  // namespace df11::cuda::detail

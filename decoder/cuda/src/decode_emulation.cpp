@@ -1,0 +1,128 @@
+// Host emulation of decode_kernel.cu: the same per-window decode, block scan, checks,
+// compacted staging and joining (decode_core.h), run thread by thread on the CPU. It exists
+// so that the kernel's logic is tested on machines without a GPU (CI); it is not fast.
+#include <array>
+#include <cstdint>
+#include <new>
+#include <string>
+#include <vector>
+
+#include "decode_core.h"
+#include "decode_plan.h"
+#include "df11/cuda_decoder.h"
+
+namespace df11::cuda {
+
+Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
+                             const std::string& what) {
+  using namespace detail;
+  try {
+    DF11_ASSIGN_OR_RETURN(const GroupInfo info,
+                          detail::validate_with_output(group, out.size(), what));
+    const KernelGroup g = make_kernel_group(
+        group, info, group.luts.data(), group.encoded_exponent.data(),
+        group.sign_mantissa.data(), group.output_positions.data(), group.gaps.data(),
+        out.data());
+
+    std::vector<uint16_t> table_rows(kTableEntries);
+    for (uint32_t i = 0; i < kTableEntries; ++i) {
+      table_rows[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
+    }
+    const auto table = [&](uint32_t i) { return uint32_t{table_rows[i]}; };
+
+    const uint32_t staging_bytes = staging_bytes_for(info.max_block_weights);
+    std::vector<uint8_t> staging(staging_bytes);
+    std::vector<WindowInputs> in(kWindowsPerBlock);
+    std::vector<WindowResult> res(kWindowsPerBlock);
+    std::vector<std::array<uint32_t, kExponentWords>> exps(kWindowsPerBlock);
+    GroupStatusRecord record{};  // epoch 1 stands for "this decode"
+
+    for (uint32_t b = 0; b < g.n_blocks && record.key == 0; ++b) {
+      uint32_t total = 0;
+      for (uint32_t t = 0; t < kWindowsPerBlock; ++t) {
+        in[t] = load_window_inputs(g, b, t);
+        uint32_t e[kExponentWords];
+        res[t] = decode_window(table, in[t].w0, in[t].w1, in[t].w2, in[t].gap, e);
+        std::copy(e, e + kExponentWords, exps[t].begin());
+        total += res[t].count;
+      }
+      // Output positions are block-uniform: thread 0's copy stands for all.
+      uint32_t op1 = std::min(in[0].op1, g.n_elements);
+      const uint32_t op0 = std::min(in[0].op0, op1);
+      const uint32_t expected = op1 - op0;
+      if (expected > staging_bytes - 15) {  // the validated host copy never gets here
+        record = {record_key(1, b, kProblemTooMany), expected, 0};
+        break;
+      }
+      const uint32_t op2 = std::min(std::max(in[0].op2, op1), g.n_elements);
+      const BlockFacts facts{b, g.n_blocks, expected, op2 - op1, total};
+
+      // Checks of every window; the block reports its lowest problem, as the kernel does.
+      uint32_t block_problem = kProblemNone;
+      uint32_t block_detail = 0;
+      auto note = [&](uint32_t problem, uint32_t detail) {
+        if (problem != kProblemNone && first_problem(block_problem, problem) == problem &&
+            problem != block_problem) {
+          block_problem = problem;
+          block_detail = detail;
+        }
+      };
+      uint32_t prefix = 0;
+      std::vector<uint32_t> prefixes(kWindowsPerBlock);
+      for (uint32_t t = 0; t < kWindowsPerBlock; ++t) {
+        prefixes[t] = prefix;
+        uint32_t end_check = 0;
+        const uint32_t problem = window_problem(facts, t, prefix, res[t], in[t].gap,
+                                                in[t].gap_next, end_check);
+        note(problem, problem == kProblemFirstGap ? in[t].gap : t);
+        if (end_check != 0) {
+          const uint32_t e =
+              window_end_after(table, in[t].w0, in[t].w1, in[t].w2, in[t].gap, end_check);
+          note(stream_end_problem(e, uint64_t{b} * kWindowsPerBlock + t, g.n_bytes), t);
+        }
+        prefix += res[t].count;
+      }
+      if (!count_ok(facts)) note(kProblemCount, total);
+      if (block_problem != kProblemNone) {
+        record = {record_key(1, b, block_problem), block_detail, 0};
+        break;
+      }
+
+      std::fill(staging.begin(), staging.end(), 0);
+      for (uint32_t t = 0; t < kWindowsPerBlock; ++t) {
+        const uint32_t keep =
+            prefixes[t] < expected ? std::min(res[t].count, expected - prefixes[t]) : 0;
+        uint32_t e[kExponentWords];
+        std::copy(exps[t].begin(), exps[t].end(), e);
+        scatter_exponents(
+            e, prefixes[t] + (op0 % 16), keep,
+            [&](uint32_t word, uint32_t v) { store_le32(staging.data() + 4 * word, v); },
+            [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
+      }
+      // The kernel joins 16 weights at a time with join4; the emulation does the same.
+      const uint64_t base = op0 & ~15u;
+      for (uint64_t gstart = base; gstart < op1; gstart += 16) {
+        uint32_t sm[4] = {0, 0, 0, 0};
+        uint32_t ex[4];
+        for (uint32_t k = 0; k < 16; ++k) {
+          if (gstart + k < g.n_elements) {
+            sm[k / 4] |= uint32_t{g.sign_mantissa[gstart + k]} << (8 * (k % 4));
+          }
+        }
+        for (uint32_t q = 0; q < 4; ++q) ex[q] = load_le32(staging.data() + (gstart - base) + 4 * q);
+        uint32_t joined[8];
+        for (uint32_t q = 0; q < 4; ++q) join4(sm[q], ex[q], joined[2 * q], joined[2 * q + 1]);
+        for (uint32_t k = 0; k < 16; ++k) {
+          const uint64_t i = gstart + k;
+          if (i >= op0 && i < op1) out[i] = static_cast<uint16_t>(joined[k / 2] >> (16 * (k % 2)));
+        }
+      }
+    }
+    if (record.key != 0) return record_status(record, what);
+    return Status::ok();
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kResourceLimit, what + ": out of memory while decoding");
+  }
+}
+
+}  // namespace df11::cuda
