@@ -1,14 +1,14 @@
 // Fast DF11 decoder (spec 4.3): blocks decode independently and in parallel.
 //
 // Block b's codes start at bit 32768 * b + gap(512 * b) and there are
-// output_positions[b + 1] - output_positions[b] of them. Each block is checked against its
-// neighbour: its last code starts inside the block and ends exactly where the next block's
-// first code starts (or, for the last block with codes, in the stream's last byte). Together
-// these make the blocks one contiguous run of n codes from bit 0, i.e. the same codes the
-// reference decoder finds, without a sequential pass. Gaps of windows other than each
-// block's first are not read (decode_group_reference checks them all).
+// output_positions[b + 1] - output_positions[b] of them. Each block is checked as spec 4.3
+// says: the gap of every window in which one of its codes starts, its last code starting
+// inside the block, and its end meeting the next block's first code (or, for the last block
+// with codes, the stream's last byte). The blocks thus chain into one run of n codes from
+// bit 0: the reference decoder's output, and for a single fault its error.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cstdint>
 #include <mutex>
 #include <new>
@@ -19,7 +19,7 @@
 #include <tbb/parallel_for.h>
 
 #include "bf16.h"
-#include "decode_run.h"
+#include "code_run.h"
 #include "df11/decoder.h"
 #include "df11/group.h"
 #include "fast_table.h"
@@ -29,21 +29,33 @@ namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }
 
-// Blocks per parallel task: a block is ~4 KiB of stream, ~10^4 weights, tens of microseconds.
+// Blocks per parallel task (an even number: blocks decode in interleaved pairs). A block is
+// ~4 KiB of stream, ~10^4 weights, tens of microseconds.
 constexpr uint64_t kBlocksPerTask = 4;
 
-// The caller's GroupInfo is trusted for the LUT walk and the output positions; the decoder
-// only needs it to describe this group's sizes to index safely.
+// The caller's GroupInfo is trusted for the LUT walk and the output positions' rules; the
+// decoder checks that it describes this group's sizes so that it indexes safely.
 Status check_info_matches(const GroupView& g, const GroupInfo& info, const std::string& what) {
   if (info.n_elements != g.n_elements() || info.n_bytes != g.n_bytes() ||
       info.n_blocks != g.n_blocks() || info.n_luts != g.n_luts() || info.n_luts < 2 ||
-      g.luts.size() % kLutRowSize != 0 || g.output_positions.size() != 4 * (info.n_blocks + 1) ||
+      info.n_luts > kMaxLutRows || g.luts.size() % kLutRowSize != 0 ||
+      g.output_positions.size() != 4 * (info.n_blocks + 1) ||
       g.gaps.size() != gap_bytes_for_blocks(info.n_blocks) || info.n_elements == 0) {
     return Status(ErrorCode::kInvalidArgument,
                   what + ": the GroupInfo passed to decode_group does not describe this group");
   }
   return Status::ok();
 }
+
+// One block being decoded: its code run, code-start bitmap and exponents.
+struct BlockJob {
+  uint64_t b = 0;
+  uint64_t lo = 0;  // weights [lo, hi)
+  uint64_t hi = 0;
+  detail::CodeRun run;
+  std::array<uint64_t, detail::kStartWords> starts;
+  std::array<uint8_t, kBitsPerBlock> exponents;  // at most one weight per bit (spec 3.6)
+};
 
 // Decodes blocks [first_block, last_block] and writes the part of their weights that falls
 // in [first, first + out.size()). Reports the failure of the lowest-numbered block.
@@ -55,11 +67,28 @@ class BlockDecoder {
         table_(detail::make_fast_table(g, info)) {}
 
   void decode_blocks(uint64_t begin, uint64_t end) {
-    // One block's exponents: at most one weight per stream bit (spec 3.6).
-    std::array<uint8_t, kBitsPerBlock> exponents;
-    for (uint64_t b = begin; b < end; ++b) {
-      Status s = decode_block(b, exponents.data());
-      if (!s.is_ok()) record_failure(b, std::move(s));
+    std::array<BlockJob, 2> jobs;
+    for (uint64_t b = begin; b < end;) {
+      // Up to two blocks with codes, decoded interleaved.
+      uint32_t ready = 0;
+      for (; b < end && ready < 2; ++b) {
+        Status s = prepare(b, jobs[ready]);
+        if (!s.is_ok()) {
+          record_failure(b, std::move(s));
+        } else if (jobs[ready].hi > jobs[ready].lo) {
+          ++ready;
+        }
+      }
+      if (ready == 2) {
+        detail::decode_runs(table_, g_.encoded_exponent.data(), info_.n_bytes, jobs[0].run,
+                            jobs[1].run);
+      } else if (ready == 1) {
+        detail::decode_runs(table_, g_.encoded_exponent.data(), info_.n_bytes, jobs[0].run);
+      }
+      for (uint32_t j = 0; j < ready; ++j) {
+        Status s = finish(jobs[j]);
+        if (!s.is_ok()) record_failure(jobs[j].b, std::move(s));
+      }
     }
   }
 
@@ -67,78 +96,126 @@ class BlockDecoder {
 
  private:
   uint64_t op(uint64_t b) const { return read_output_position(g_, b); }
-
-  // Bit where block b's first code starts (spec 4.3).
-  uint64_t block_start(uint64_t b) const {
-    return b * kBitsPerBlock + read_gap(g_.gaps, b * kWindowsPerBlock);
-  }
+  uint32_t gap(uint64_t w) const { return read_gap(g_.gaps, w); }
 
   Status fail(ErrorCode code, const std::string& message) const {
     return Status(code, what_ + ": " + message);
   }
 
-  Status decode_block(uint64_t b, uint8_t* exponents) {
-    const uint64_t lo = op(b);
-    const uint64_t hi = op(b + 1);
+  // Sets up block b's run; a block without codes is left with hi == lo.
+  Status prepare(uint64_t b, BlockJob& job) {
+    job.b = b;
+    job.lo = op(b);
+    job.hi = op(b + 1);
     // Rechecked here (cheap) so that no GroupInfo can make the decoder write out of bounds.
-    if (hi < lo || hi - lo > kBitsPerBlock || hi > info_.n_elements) {
+    if (job.hi < job.lo || job.hi - job.lo > kBitsPerBlock || job.hi > info_.n_elements) {
       return fail(ErrorCode::kBadOutputPositions,
-                  "output_positions[" + str(b) + "] = " + str(lo) + ", output_positions[" +
-                      str(b + 1) + "] = " + str(hi) + " do not describe a block");
+                  "output_positions[" + str(b) + "] = " + str(job.lo) + ", output_positions[" +
+                      str(b + 1) + "] = " + str(job.hi) + " do not describe a block");
     }
-    if (hi == lo) return Status::ok();  // the last block may hold no code start
-    const uint64_t start = block_start(b);
-    if (b == 0 && start != 0) {
-      return fail(ErrorCode::kBadGap, "gaps field 0 = " + str(start) +
+    if (job.hi == job.lo) return Status::ok();  // the last block may hold no code start
+    const uint32_t first_gap = gap(b * kWindowsPerBlock);
+    // spec 4.3 check 1: the stream's first code starts at bit 0.
+    if (b == 0 && first_gap != 0) {
+      return fail(ErrorCode::kBadGap, "gaps field 0 = " + str(first_gap) +
                                           ", but the stream's first code starts at bit 0");
     }
-    const uint32_t count = static_cast<uint32_t>(hi - lo);
-    const detail::CodeRun run = detail::decode_run(table_, g_.encoded_exponent.data(),
-                                                   info_.n_bytes, start, count, exponents);
-    if (!run.ok) {
-      return fail(ErrorCode::kCorruptData,
-                  "block " + str(b) + ": the code at bit " + str(run.end_bit) +
-                      " reaches luts row " + str(run.fault.row) + " index " +
-                      str(run.fault.index) + " = " + str(run.fault.entry) +
-                      ", an entry no valid code uses");
-    }
-    DF11_RETURN_IF_ERROR(check_block_end(b, lo, hi, run));
+    job.starts.fill(0);
+    job.run = detail::CodeRun{};
+    job.run.base = b * kBitsPerBlock;
+    job.run.pos = job.run.base + first_gap;
+    job.run.out = job.exponents.data();
+    job.run.out_end = job.exponents.data() + (job.hi - job.lo);
+    job.run.starts = job.starts.data();
+    return Status::ok();
+  }
 
+  // spec 4.3 checks 2..6 on a decoded block, then its weights go out.
+  Status finish(const BlockJob& job) {
+    DF11_RETURN_IF_ERROR(check_window_gaps(job));
+    DF11_RETURN_IF_ERROR(check_block_end(job));
     // spec 2.1: join the decoded exponents with their sign_mantissa bytes, for the part of
     // the block that the caller asked for.
-    const uint64_t from = std::max(lo, first_);
-    const uint64_t to = std::min(hi, first_ + out_.size());
-    const uint8_t* sm = g_.sign_mantissa.data();
-    uint16_t* out = out_.data();
-    for (uint64_t j = from; j < to; ++j) {
-      out[j - first_] = detail::bf16_from_parts(sm[j], exponents[j - lo]);
+    const uint64_t from = std::max(job.lo, first_);
+    const uint64_t to = std::min(job.hi, first_ + out_.size());
+    const uint8_t* sm = g_.sign_mantissa.data() + from;
+    const uint8_t* exponents = job.exponents.data() + (from - job.lo);
+    uint16_t* out = out_.data() + (from - first_);
+    for (uint64_t j = 0; j < to - from; ++j) out[j] = detail::bf16_from_parts(sm[j], exponents[j]);
+    return Status::ok();
+  }
+
+  // Check 2: each window of the block (but the first, where the run began) in which a code
+  // starts has its first start where its gap says. Starts at or past the stream's end are
+  // not codes of a valid stream: check 4 reports them.
+  Status check_window_gaps(const BlockJob& job) const {
+    const uint64_t stream_end = 8 * info_.n_bytes;
+    for (uint64_t w = 1; w < kWindowsPerBlock; ++w) {
+      const uint64_t word = job.starts[w];
+      if (word == 0) continue;
+      const uint32_t first = static_cast<uint32_t>(std::countl_zero(word));
+      const uint64_t window = job.b * kWindowsPerBlock + w;
+      if (window * kBitsPerWindow + first >= stream_end) break;
+      if (gap(window) != first) {
+        return fail(ErrorCode::kBadGap, "gaps field " + str(window) + " = " + str(gap(window)) +
+                                            ", first code in window starts at bit " +
+                                            str(first));
+      }
     }
     return Status::ok();
   }
 
-  // The codes of block b (weights [lo, hi)) must all start inside the block and end where
-  // the next code starts: at the next block's first code, or in the stream's last byte.
-  Status check_block_end(uint64_t b, uint64_t lo, uint64_t hi, const detail::CodeRun& run) const {
-    const std::string block = "block " + str(b) + " (weights " + str(lo) + ".." + str(hi) + ")";
+  // Checks 3..6: the codes of block b (weights [lo, hi)) all start inside the block and end
+  // where the next code starts: at the next block's first code, or in the stream's last
+  // byte. The error names the field that disagrees, as the reference decoder would.
+  Status check_block_end(const BlockJob& job) const {
+    const detail::CodeRun& run = job.run;
+    const uint64_t b = job.b;
+    const std::string block =
+        "block " + str(b) + " (weights " + str(job.lo) + ".." + str(job.hi) + ")";
     const uint64_t block_end = (b + 1) * kBitsPerBlock;
-    if (run.last_start >= block_end) {
-      return fail(ErrorCode::kCorruptData,
-                  block + ": its last code starts at bit " + str(run.last_start) +
-                      ", past the block's end (bit " + str(block_end) + ")");
+    const uint64_t stream_end = 8 * info_.n_bytes;
+    // Starts past the block's end land in the bitmap's spill words.
+    const uint64_t past_end = job.starts[kWindowsPerBlock] | job.starts[kWindowsPerBlock + 1];
+    if (past_end != 0) {
+      return fail(ErrorCode::kBadOutputPositions,
+                  block + ": output_positions[" + str(b + 1) + "] = " + str(job.hi) +
+                      " counts codes that start past the block's end (bit " + str(block_end) +
+                      ")");
     }
-    // Validated groups have only the last block empty; a block b + 1 with codes follows.
-    const bool next_has_codes = b + 1 < info_.n_blocks && op(b + 2) > op(b + 1);
-    if (next_has_codes) {
-      const uint64_t next = block_start(b + 1);
-      if (run.end_bit != next) {
-        return fail(ErrorCode::kCorruptData,
-                    block + ": its codes end at bit " + str(run.end_bit) + ", but block " +
-                        str(b + 1) + "'s first code starts at bit " + str(next) +
-                        " (gaps field " + str((b + 1) * kWindowsPerBlock) + ")");
+    if (!run.ok) {
+      if (run.pos >= stream_end) {
+        return fail(ErrorCode::kCorruptData, block + ": the stream ends (bit " +
+                                                 str(stream_end) + ") before its codes do");
       }
-    } else if ((run.end_bit + 7) / 8 != info_.n_bytes) {
       return fail(ErrorCode::kCorruptData,
-                  block + ": the group's last code ends at bit " + str(run.end_bit) +
+                  block + ": the code at bit " + str(run.pos) + " reaches luts row " +
+                      str(run.fault.row) + " index " + str(run.fault.index) + " = " +
+                      str(run.fault.entry) + ", an entry no valid code uses");
+    }
+    if (run.pos > stream_end) {
+      return fail(ErrorCode::kCorruptData, block + ": its codes end at bit " + str(run.pos) +
+                                               ", past the end of the stream (bit " +
+                                               str(stream_end) + ")");
+    }
+    if (job.hi < info_.n_elements) {  // block b + 1 holds codes (spec 3.8 P4)
+      if (run.pos < block_end) {
+        return fail(ErrorCode::kBadOutputPositions,
+                    block + ": the next code starts at bit " + str(run.pos) +
+                        ", inside the block, but output_positions[" + str(b + 1) + "] = " +
+                        str(job.hi) + " ends the block's codes before it");
+      }
+      const uint64_t w = (b + 1) * kWindowsPerBlock;
+      if (run.pos != block_end + gap(w)) {
+        return fail(ErrorCode::kBadGap,
+                    "gaps field " + str(w) + " = " + str(gap(w)) +
+                        ", but the first code in that window starts at bit " +
+                        str(run.pos - block_end) + " (where block " + str(b) +
+                        "'s codes end)");
+      }
+    } else if ((run.pos + 7) / 8 != info_.n_bytes) {
+      return fail(ErrorCode::kCorruptData,
+                  block + ": the group's last code ends at bit " + str(run.pos) +
                       ", but encoded_exponent has " + str(info_.n_bytes) +
                       " bytes (only the last byte may hold padding)");
     }
