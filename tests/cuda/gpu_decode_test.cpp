@@ -1,0 +1,254 @@
+// GPU tests of the CUDA decoder: bit-exact against the original weights and the CPU decoder,
+// batched launches at any alignment, corrupt and hostile inputs (status reported, nothing
+// written outside the outputs). Skipped where no CUDA device is usable.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda_device_arena.h"
+#include "cuda_test_cases.h"
+#include "df11/cuda_decoder.h"
+#include "df11/decoder.h"
+
+namespace df11 {
+namespace {
+
+using cuda_test::Case;
+using cuda_test::DeviceArena;
+using cuda_test::PlacedGroup;
+
+class CudaDecode : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda::device_available(&why)) GTEST_SKIP() << "no usable CUDA device: " << why;
+  }
+};
+
+const std::vector<Case>& cases() {
+  static const std::vector<Case> all = cuda_test::all_cases(/*large=*/true);
+  return all;
+}
+
+TEST_F(CudaDecode, EveryCaseBitExactAgainstOriginalAndCpu) {
+  for (const Case& c : cases()) {
+    SCOPED_TRACE(c.name);
+    std::vector<uint16_t> gpu(c.weights.size(), 0xDEAD), cpu(c.weights.size(), 0xBEEF);
+    const Status s = cuda::decode_group_to_host(c.group.view(), gpu, c.name);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    ASSERT_TRUE(decode_group(c.group.view(), cpu, c.name).is_ok());
+    ASSERT_TRUE(gpu == c.weights) << "differs from the original weights";
+    ASSERT_TRUE(gpu == cpu) << "differs from the CPU decoder";
+  }
+}
+
+// All cases in one plan (a single launch), on a non-default stream, half of them at
+// misaligned addresses (byte-wise loads, element-wise stores) and half aligned.
+TEST_F(CudaDecode, OneLaunchManyGroupsAnyAlignment) {
+  for (uint32_t misalign_base : {0u, 1u}) {
+    SCOPED_TRACE("misalign base " + std::to_string(misalign_base));
+    uint64_t bytes = 0;
+    for (const Case& c : cases()) bytes += cuda_test::placed_footprint(c.group.view());
+    DeviceArena arena(bytes);
+    ASSERT_TRUE(arena.ok());
+    std::vector<PlacedGroup> placed;
+    std::vector<cuda::DeviceGroup> groups;
+    for (size_t i = 0; i < cases().size(); ++i) {
+      const uint32_t misalign = misalign_base * static_cast<uint32_t>(1 + i % 7);
+      placed.push_back(cuda_test::place(arena, cases()[i].group.view(), misalign, cases()[i].name));
+      groups.push_back(placed.back().device);
+    }
+    cudaStream_t stream;
+    DF11_CUDA_ASSERT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    uint32_t launches = 0;
+    const Status s = cuda_test::decode_batch(groups, stream, &launches);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    EXPECT_EQ(launches, 1u);
+    for (size_t i = 0; i < cases().size(); ++i) {
+      SCOPED_TRACE(cases()[i].name);
+      bool guards = false;
+      const auto out = cuda_test::fetch_output(placed[i], &guards);
+      EXPECT_TRUE(guards) << "bytes next to the output were written";
+      ASSERT_TRUE(out == cases()[i].weights);
+    }
+    DF11_CUDA_ASSERT(cudaStreamDestroy(stream));
+  }
+}
+
+// More groups than one launch takes (kernel parameters hold 256): several launches.
+TEST_F(CudaDecode, ManySmallGroupsSeveralLaunches) {
+  std::vector<Case> small;
+  testing::TestRng rng(77);
+  for (int i = 0; i < 300; ++i) {
+    const uint64_t n = 1 + rng.below(i % 10 == 0 ? 40000 : 3000);
+    std::string name = "g";  // (not "g" + to_string(i): GCC 12 -Wrestrict false positive)
+    name += std::to_string(i);
+    small.push_back(cuda_test::encoded(name, {testing::gaussian_bf16(n, 0.02, 100 + i)}));
+  }
+  uint64_t bytes = 0;
+  for (const Case& c : small) bytes += cuda_test::placed_footprint(c.group.view());
+  DeviceArena arena(bytes);
+  ASSERT_TRUE(arena.ok());
+  std::vector<PlacedGroup> placed;
+  std::vector<cuda::DeviceGroup> groups;
+  for (const Case& c : small) {
+    placed.push_back(cuda_test::place(arena, c.group.view(), 0, c.name));
+    groups.push_back(placed.back().device);
+  }
+  uint32_t launches = 0;
+  const Status s = cuda_test::decode_batch(groups, nullptr, &launches);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  EXPECT_EQ(launches, 2u);
+  for (size_t i = 0; i < small.size(); ++i) {
+    bool guards = false;
+    ASSERT_TRUE(cuda_test::fetch_output(placed[i], &guards) == small[i].weights) << i;
+    EXPECT_TRUE(guards) << i;
+  }
+}
+
+// Corrupt streams: the GPU agrees with the reference decoder on whether each decodes (and on
+// the output when it does), and never writes outside the group's output.
+TEST_F(CudaDecode, CorruptStreamsAgreeWithReference) {
+  int trials = 0;
+  for (const Case& c : cases()) {
+    if (c.weights.size() > 300000) continue;
+    for (const auto& corruption : cuda_test::stream_corruptions()) {
+      for (uint64_t seed = 1; seed <= 3; ++seed) {
+        SCOPED_TRACE(c.name + " / " + corruption.name + " / seed " + std::to_string(seed));
+        GroupBuffers g = c.group;
+        testing::TestRng rng(seed * 104729 + c.weights.size());
+        corruption.apply(g, rng);
+        if (!validate_group(g.view(), "g").is_ok()) continue;
+        ++trials;
+        std::vector<uint16_t> want(c.weights.size());
+        const Status ref = decode_group_reference(g.view(), want, "g");
+        DeviceArena arena(cuda_test::placed_footprint(g.view()));
+        ASSERT_TRUE(arena.ok());
+        const PlacedGroup p = cuda_test::place(arena, g.view(), static_cast<uint32_t>(seed % 2), "g");
+        const Status gpu = cuda_test::decode_batch(std::span(&p.device, 1), nullptr);
+        ASSERT_EQ(ref.is_ok(), gpu.is_ok()) << "reference: " << ref.to_string()
+                                            << "\ngpu: " << gpu.to_string();
+        bool guards = false;
+        const auto out = cuda_test::fetch_output(p, &guards);
+        EXPECT_TRUE(guards);
+        if (ref.is_ok()) {
+          ASSERT_TRUE(out == want);
+        }
+      }
+    }
+  }
+  EXPECT_GT(trials, 100);
+}
+
+// The device copy need not match the validated host copy (a caller's bug, or memory gone
+// bad): the kernel must still stay inside every array and its output.
+TEST_F(CudaDecode, HostileDeviceDataStaysInBounds) {
+  const Case& c = *std::find_if(cases().begin(), cases().end(),
+                                [](const Case& k) { return k.name == "gaussian n=100001"; });
+  ASSERT_GT(c.group.view().n_blocks(), 2u);
+  testing::TestRng rng(5);
+  for (int trial = 0; trial < 12; ++trial) {
+    SCOPED_TRACE(trial);
+    GroupBuffers bad = c.group;
+    for (auto& b : bad.encoded_exponent) b = static_cast<uint8_t>(rng.next());
+    for (auto& b : bad.gaps) b = static_cast<uint8_t>(rng.next());
+    if (trial % 3 != 0) {
+      for (auto& b : bad.output_positions) b = static_cast<uint8_t>(rng.next());
+    }
+    if (trial % 4 == 1) {
+      for (auto& b : bad.luts) b = static_cast<uint8_t>(rng.next());
+    }
+    DeviceArena arena(cuda_test::placed_footprint(c.group.view()));
+    ASSERT_TRUE(arena.ok());
+    PlacedGroup p = cuda_test::place(arena, bad.view(), static_cast<uint32_t>(trial % 3), "g");
+    p.device.host = c.group.view();  // validated: the good host copy
+    const Status s = cuda_test::decode_batch(std::span(&p.device, 1), nullptr);
+    EXPECT_FALSE(s.is_ok());
+    EXPECT_NE(s.code(), ErrorCode::kCuda) << s.to_string();
+    bool guards = false;
+    cuda_test::fetch_output(p, &guards);
+    EXPECT_TRUE(guards) << "bytes next to the output were written";
+  }
+}
+
+// One corrupt group among good ones: the status names it, the others decode.
+TEST_F(CudaDecode, CorruptGroupInBatchIsNamed) {
+  std::vector<Case> three = {cuda_test::encoded("a", {testing::gaussian_bf16(50000, 0.01, 1)}),
+                             cuda_test::encoded("b", {testing::gaussian_bf16(60000, 0.01, 2)}),
+                             cuda_test::encoded("c", {testing::gaussian_bf16(70000, 0.01, 3)})};
+  test::write_gap(three[1].group.gaps, 700, (read_gap(three[1].group.gaps, 700) + 5) % 32);
+  uint64_t bytes = 0;
+  for (const Case& c : three) bytes += cuda_test::placed_footprint(c.group.view());
+  DeviceArena arena(bytes);
+  std::vector<PlacedGroup> placed;
+  std::vector<cuda::DeviceGroup> groups;
+  for (const Case& c : three) {
+    placed.push_back(cuda_test::place(arena, c.group.view(), 0, c.name));
+    groups.push_back(placed.back().device);
+  }
+  const Status s = cuda_test::decode_batch(groups, nullptr);
+  EXPECT_EQ(s.code(), ErrorCode::kBadGap) << s.to_string();
+  // Window 187's codes end where window 188's (changed) gap does not say; other windows of
+  // block 1 may report the same problem, so only the block is certain.
+  EXPECT_NE(s.message().find("group 'b': block 1: window "), std::string::npos) << s.message();
+  bool guards = false;
+  EXPECT_TRUE(cuda_test::fetch_output(placed[0], &guards) == three[0].weights);
+  EXPECT_TRUE(cuda_test::fetch_output(placed[2], &guards) == three[2].weights);
+}
+
+// A record written by an earlier launch of the same plan and workspace does not make a later,
+// good launch fail: records carry the launch's epoch.
+TEST_F(CudaDecode, EarlierLaunchRecordsAreIgnored) {
+  Case c = cuda_test::encoded("g", {testing::gaussian_bf16(100000, 0.01, 9)});
+  GroupBuffers bad = c.group;
+  test::write_gap(bad.gaps, 3, (read_gap(bad.gaps, 3) + 1) % 32);
+  DeviceArena arena(cuda_test::placed_footprint(c.group.view()));
+  const PlacedGroup p = cuda_test::place(arena, bad.view(), 0, "g");
+  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&p.device, 1), "t");
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
+  ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), nullptr).is_ok());
+  ASSERT_TRUE(cuda::launch_decode(*plan, ws.get(), ws.size(), nullptr).is_ok());
+  EXPECT_EQ(cuda::read_decode_status(*plan, ws.get(), nullptr).code(), ErrorCode::kBadGap);
+  DF11_CUDA_ASSERT(cudaMemcpy(const_cast<uint8_t*>(p.device.d_gaps), c.group.gaps.data(),
+                              c.group.gaps.size(), cudaMemcpyHostToDevice));
+  ASSERT_TRUE(cuda::launch_decode(*plan, ws.get(), ws.size(), nullptr).is_ok());
+  const Status s = cuda::read_decode_status(*plan, ws.get(), nullptr);
+  EXPECT_TRUE(s.is_ok()) << s.to_string();
+  bool guards = false;
+  EXPECT_TRUE(cuda_test::fetch_output(p, &guards) == c.weights);
+}
+
+TEST_F(CudaDecode, ApiMisuseIsReported) {
+  Case c = cuda_test::encoded("g", {testing::gaussian_bf16(1000, 0.01, 9)});
+  DeviceArena arena(cuda_test::placed_footprint(c.group.view()));
+  PlacedGroup p = cuda_test::place(arena, c.group.view(), 0, "g");
+  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&p.device, 1), "t");
+  ASSERT_TRUE(plan.is_ok());
+  EXPECT_EQ(plan->workspace_bytes(), 16u);
+  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
+  EXPECT_EQ(cuda::launch_decode(*plan, ws.get(), 8, nullptr).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cuda::read_decode_status(*plan, ws.get(), nullptr).code(),
+            ErrorCode::kInvalidArgument);  // never launched
+  cuda::DeviceGroup null_out = p.device;
+  null_out.d_out = nullptr;
+  EXPECT_EQ(cuda::make_decode_plan(std::span(&null_out, 1), "t").status().code(),
+            ErrorCode::kInvalidArgument);
+  cuda::DeviceGroup invalid = p.device;
+  GroupBuffers broken = c.group;
+  broken.output_positions.pop_back();
+  invalid.host = broken.view();
+  EXPECT_EQ(cuda::make_decode_plan(std::span(&invalid, 1), "t").status().code(),
+            ErrorCode::kBadGroup);
+  std::vector<uint16_t> out(999);
+  EXPECT_EQ(cuda::decode_group_to_host(c.group.view(), out, "g").code(),
+            ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace df11
