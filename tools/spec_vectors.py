@@ -369,7 +369,8 @@ def validate(g: Group) -> dict:
         raise SpecError("bad_group", "gaps size")
     if len(g.split_positions) % 8:
         raise SpecError("bad_group", "split_positions size")
-    # L1..L5: lookup tables
+    # L1, L2: lookup tables. Depth of a row = fewest pointer steps from the root (at most
+    # Max_Lut_Depth); U: unusable entries are counted, not rejected.
     if len(g.luts) % 256:
         raise SpecError("bad_lut", "luts size")
     n_luts = len(g.luts) // 256
@@ -379,6 +380,7 @@ def validate(g: Group) -> dict:
     lengths = g.luts[256 * lengths_row:]
     depth = {0: 0}
     queue = [0]
+    unusable = 0
     for row in queue:
         d = depth[row]
         for i in range(256):
@@ -387,17 +389,13 @@ def validate(g: Group) -> dict:
                 t = 256 - v
                 if t >= lengths_row:
                     raise SpecError("bad_lut", f"row {row} index {i} points to row {t}")
-                if d + 1 > MAX_LUT_DEPTH:
-                    raise SpecError("bad_lut", f"row {row} index {i}: depth {d + 1}")
-                if t not in depth:
+                if t not in depth and d < MAX_LUT_DEPTH:
                     depth[t] = d + 1
                     queue.append(t)
-                elif depth[t] != d + 1:
-                    raise SpecError("bad_lut", f"row {t} reached at depths {depth[t]}, {d + 1}")
-            else:
-                if not 8 * d < lengths[v] <= 8 * d + 8:
-                    raise SpecError("bad_lut", f"row {row} index {i}: symbol {v} length "
-                                               f"{lengths[v]} at depth {d}")
+                if depth.get(t) != d + 1:
+                    unusable += 1
+            elif not 8 * d < lengths[v] <= 8 * d + 8:
+                unusable += 1
     # P1..P5: output positions
     op = struct.unpack(f"<{n_blocks + 1}I", g.output_positions)
     if op[0] != 0:
@@ -418,7 +416,8 @@ def validate(g: Group) -> dict:
         if s <= prev or s >= n:
             raise SpecError("bad_group", f"split position {s}")
         prev = s
-    return {"n": n, "n_bytes": n_bytes, "n_blocks": n_blocks, "op": op,
+    return {"n": n, "n_bytes": n_bytes, "n_blocks": n_blocks, "op": op, "depth": depth,
+            "unusable": unusable,
             "max_block_weights": max(op[b + 1] - op[b] for b in range(n_blocks))}
 
 
@@ -432,16 +431,21 @@ def stream_bits(stream: bytes, pos: int, count: int) -> int:
     return (v >> (8 * len(chunk) - (pos % 8) - count)) & ((1 << count) - 1)
 
 
-def lookup(g: Group, pos: int) -> tuple[int, int]:
-    """spec 4.1: (exponent, code length) of the code starting at bit pos."""
+def lookup(g: Group, info: dict, pos: int) -> tuple[int, int] | None:
+    """spec 3.3: (exponent, code length) of the code starting at bit pos, or None if the walk
+    meets an unusable entry (a pointer that does not lead one level down, or a symbol whose
+    length does not fit its depth)."""
     n_luts = len(g.luts) // 256
     row = 0
-    for level in range(4):
-        v = g.luts[256 * row + stream_bits(g.encoded_exponent, pos + 8 * level, 8)]
+    for d in range(MAX_LUT_DEPTH + 1):
+        v = g.luts[256 * row + stream_bits(g.encoded_exponent, pos + 8 * d, 8)]
         if v < FIRST_POINTER_ENTRY:
-            return v, g.luts[256 * (n_luts - 1) + v]
+            length = g.luts[256 * (n_luts - 1) + v]
+            return (v, length) if 8 * d < length <= 8 * d + 8 else None
+        if info["depth"].get(256 - v) != d + 1:
+            return None
         row = 256 - v
-    raise AssertionError("validated tables never reach a fifth level")
+    raise AssertionError("usable pointers stop at depth 3")
 
 
 def decode_reference(g: Group) -> np.ndarray:
@@ -465,7 +469,10 @@ def decode_reference(g: Group) -> np.ndarray:
             if read_gap(g.gaps, w) != pos % BITS_PER_WINDOW:
                 raise SpecError("bad_gap", f"gap {w}")
             checked_window = w
-        e, length = lookup(g, pos)
+        code = lookup(g, info, pos)
+        if code is None:
+            raise SpecError("corrupt_data", f"code {i} reaches an unusable table entry")
+        e, length = code
         if pos + length > end_bit:
             raise SpecError("corrupt_data", f"code {i} runs past the end")
         out[i] = join_bf16(e, g.sign_mantissa[i])
@@ -486,23 +493,20 @@ def decode_per_window(g: Group) -> np.ndarray:
     n, op = info["n"], info["op"]
     out = np.full(n, 0xFFFF, dtype=np.uint16)
     for b in range(info["n_blocks"]):
-        counts = []
-        decoded = []
+        index = op[b]  # output index of the next code (exclusive prefix sum of the counts)
         for w in range(b * WINDOWS_PER_BLOCK, (b + 1) * WINDOWS_PER_BLOCK):
             pos = w * BITS_PER_WINDOW + read_gap(g.gaps, w)
-            mine = []
             while pos < (w + 1) * BITS_PER_WINDOW:
-                e, length = lookup(g, pos)
-                mine.append(e)
-                pos += length
-            counts.append(len(mine))
-            decoded.append(mine)
-        index = op[b]
-        for w_codes in decoded:
-            for e in w_codes:
+                code = lookup(g, info, pos)
+                if code is None:
+                    # Only codes after the group's last one reach unusable entries in a valid
+                    # group; the thread stops (its remaining codes would be discarded).
+                    assert index >= op[b + 1], "a code of the group reaches an unusable entry"
+                    break
                 if index < op[b + 1]:
-                    out[index] = join_bf16(e, g.sign_mantissa[index])
+                    out[index] = join_bf16(code[0], g.sign_mantissa[index])
                 index += 1
+                pos += code[1]
     return out
 
 
@@ -819,11 +823,12 @@ def with_stored(shard: Shard, **changes) -> Shard:
 
 def code_starts(g: Group) -> list[int]:
     """Bit positions where the codes start (spec 4.2), for a group known to be valid."""
+    info = validate(g)
     pos = 0
     starts = []
     for _ in range(len(g.sign_mantissa)):
         starts.append(pos)
-        pos += lookup(g, pos)[1]
+        pos += lookup(g, info, pos)[1]
     return starts
 
 
@@ -837,6 +842,26 @@ def tail_gaps_vector() -> Shard:
         values[w] = (7 * w + 3) % 32  # anything: decoders ignore these fields
     return replace(with_stored(base, gaps=pack_gaps(values)),
                    file="tail_gaps_nonzero.safetensors")
+
+
+def unusable_entries_vector() -> Shard:
+    """An incomplete code whose unused table entries are unusable, as the official encoder
+    leaves around its end-of-file code; its padding bits (ones) reach one of them."""
+    lengths = [0] * 256
+    lengths[127], lengths[126], lengths[125], lengths[128], lengths[124] = 1, 2, 3, 4, 9
+    rng = Rng(0x5EED000E)
+    exps = rng.shuffle([127] * 30 + [126] * 14 + [125] * 7 + [128] * 4 + [124] * 3)
+    w = patterns_with_exponents(rng, exps)
+    shard = single("unusable_entries_unreached.safetensors", "model.layers.6.mlp.down_proj",
+                   "model.layers.6.mlp.down_proj.weight", w, lengths=lengths, pad_bit="1")
+    rows = luts_rows(shard.stored)
+    assert rows[0][240] == 255 and rows[1][0] == 124  # the only pointer; 124's 9-bit code
+    rows[0][241:248] = bytes([3]) * 7      # symbol 3: code length 0
+    rows[0][248:256] = bytes([130]) * 8    # symbol 130: length 12 in the root
+    rows[2][130] = 12
+    rows[1][128:192] = bytes([255]) * 64   # row 1 points to itself
+    rows[1][192:256] = bytes([127]) * 64   # a 1-bit symbol at depth 1
+    return with_stored(shard, luts=join_rows(rows))
 
 
 def valid_vectors() -> list[Valid]:
@@ -890,6 +915,11 @@ def valid_vectors() -> list[Valid]:
     v.append(Valid("tail_gaps_nonzero", tail_gaps_vector(),
                    "gap fields of windows with no code start hold arbitrary values: decoders "
                    "ignore them", False))
+    v.append(Valid("unusable_entries_unreached", unusable_entries_vector(),
+                   "an incomplete code whose unused entries are unusable (length 0, a root "
+                   "symbol of 12 bits, a self-pointer, a 1-bit symbol in a subtable), as the "
+                   "official encoder leaves around its end-of-file code; no code of the group "
+                   "reaches them, but the padding (ones) does", False))
     pad = single("padding_ones.safetensors", "model.layers.0.mlp.up_proj",
                  "model.layers.0.mlp.up_proj.weight", bf16(WORKED_TINY_VALUES), [9],
                  pad_bit="1")
@@ -944,34 +974,38 @@ def invalid_vectors(valid: dict[str, Valid]) -> list[Invalid]:
     group_fault("lut_pointer_to_lengths_row", ml, "bad_lut", "validate",
                 "root entry 255 = 254 points to row 2, the code-lengths row",
                 luts=join_rows(rows))
+    # spec 3.3 unusable entries reached by a code of the group: found when decoding (D5)
     rows = luts_rows(ml.stored)
-    rows[1][0] = 255
-    group_fault("lut_cycle", ml, "bad_lut", "validate",
-                "row 1 entry 0 = 255 points back to row 1 (reached at depth 1 and 2)",
+    rows[1][0:128] = bytes([255]) * 128
+    group_fault("lut_cycle", ml, "corrupt_data", "decode",
+                "row 1 entries 0..127 (exponent 121's) = 255 point back to row 1: a pointer "
+                "that does not lead one level down, reached by weight 131",
                 luts=join_rows(rows))
     rows = luts_rows(deep.stored)
-    # rows: root, depth-1, depth-2, depth-3, lengths. Make the depth-3 row point one deeper.
-    rows[3][0] = 256 - 1
-    group_fault("lut_too_deep", deep, "bad_lut", "validate",
-                "a depth-3 entry points to another row: a fifth lookup (codes > 32 bits)",
+    # rows: root, depth 1, depth 2, depth 3, lengths. Turn a depth-3 symbol into a pointer.
+    target = rows[3][0]
+    rows[3] = bytearray(255 if v == target else v for v in rows[3])
+    group_fault("lut_too_deep", deep, "corrupt_data", "decode",
+                f"the depth-3 entries of exponent {target} = 255 point to another row: a fifth "
+                "lookup (codes over 32 bits), reached by that exponent's codes",
                 luts=join_rows(rows))
     rows = luts_rows(ml.stored)
     rows[2][127] = 0
-    group_fault("lut_code_length_zero", ml, "bad_lut", "validate",
+    group_fault("lut_code_length_zero", ml, "corrupt_data", "decode",
                 "exponent 127 (root entries 0..127) has code length 0", luts=join_rows(rows))
     rows = luts_rows(deep.stored)
     rows[-1][rows[3][0]] = 33
-    group_fault("lut_code_length_33", deep, "bad_lut", "validate",
-                "a symbol decoded at depth 3 has code length 33 (> Max_Code_Length)",
-                luts=join_rows(rows))
+    group_fault("lut_code_length_33", deep, "corrupt_data", "decode",
+                f"exponent {rows[3][0]}, decoded at depth 3, has code length 33 "
+                "(> Max_Code_Length)", luts=join_rows(rows))
     rows = luts_rows(ml.stored)
     rows[2][127] = 9
-    group_fault("lut_depth_inconsistent", ml, "bad_lut", "validate",
+    group_fault("lut_depth_inconsistent", ml, "corrupt_data", "decode",
                 "exponent 127 is decoded in the root row but its length is 9 (root symbols have "
                 "1..8 bits)", luts=join_rows(rows))
     rows = luts_rows(ml.stored)
     rows[2][121] = 8
-    group_fault("lut_depth_inconsistent_subtable", ml, "bad_lut", "validate",
+    group_fault("lut_depth_inconsistent_subtable", ml, "corrupt_data", "decode",
                 "exponent 121 is decoded in the depth-1 subtable but its length is 8",
                 luts=join_rows(rows))
     rows = luts_rows(valid["max_subtables"].shard.stored)
