@@ -5,7 +5,8 @@
 // says: the gap of every window in which one of its codes starts, its last code starting
 // inside the block, and its end meeting the next block's first code (or, for the last block
 // with codes, the stream's last byte). The blocks thus chain into one run of n codes from
-// bit 0: the reference decoder's output, and for a single fault its error.
+// bit 0: the reference decoder's output. A block that fails is handed to the reference
+// decoder's loop, from the block's first code, to word the error exactly as it would.
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -23,6 +24,7 @@
 #include "df11/decoder.h"
 #include "df11/group.h"
 #include "fast_table.h"
+#include "reference_scan.h"
 
 namespace df11 {
 namespace {
@@ -92,7 +94,16 @@ class BlockDecoder {
     }
   }
 
-  Status result() const { return failure_; }
+  // OK, or the error of the lowest failing block, as the reference decoder words it.
+  Status result() const {
+    if (failure_.is_ok()) return failure_;
+    const uint64_t b = failed_block_;
+    const detail::ScanState from{b == 0 ? 0 : b * kBitsPerBlock + gap(b * kWindowsPerBlock),
+                                 op(b), b};
+    // The reference finds the fault by the first code of block b + 1 (spec 4.3 checks).
+    Status s = detail::reference_scan(g_, info_, what_, from, (b + 2) * kBitsPerBlock, {});
+    return s.is_ok() ? failure_ : s;
+  }
 
  private:
   uint64_t op(uint64_t b) const { return read_output_position(g_, b); }

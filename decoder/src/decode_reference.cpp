@@ -11,6 +11,7 @@
 #include "bf16.h"
 #include "df11/decoder.h"
 #include "df11/group.h"
+#include "reference_scan.h"
 
 namespace df11 {
 namespace {
@@ -50,7 +51,11 @@ DecodedCode decode_one(const GroupView& group, const GroupInfo& info, uint64_t p
     code.entry = group.luts[uint64_t{row} * kLutRowSize + code.index];
     if (code.entry >= kFirstPointerEntry) {
       const uint32_t target = kLutRowSize - code.entry;
-      if (info.lut_row_depth[target] != static_cast<int>(level) + 1) return code;
+      // The row bound is validate_group()'s rule L2, rechecked for decode_group(), which may
+      // run this with a caller's GroupInfo.
+      if (target >= info.n_luts - 1 || info.lut_row_depth[target] != static_cast<int>(level) + 1) {
+        return code;
+      }
       row = target;
       continue;
     }
@@ -63,20 +68,17 @@ DecodedCode decode_one(const GroupView& group, const GroupInfo& info, uint64_t p
 
 }  // namespace
 
-Status decode_group_reference(const GroupView& group, std::span<uint16_t> out,
-                              const std::string& what) {
-  DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(group, what));
-  if (out.size() != info.n_elements) {
-    return Status(ErrorCode::kInvalidArgument,
-                  what + ": output holds " + str(out.size()) + " weights, the group has " +
-                      str(info.n_elements));
-  }
-  const uint64_t end_bit = 8 * info.n_bytes;
-  uint64_t pos = 0;                 // start of the next code
-  uint64_t checked_window = ~0ull;  // last window whose gap was checked
-  uint64_t next_block = 0;          // next output position to check
+namespace detail {
 
-  for (uint64_t i = 0; i < info.n_elements; ++i) {
+Status reference_scan(const GroupView& group, const GroupInfo& info, const std::string& what,
+                      ScanState from, uint64_t stop_bit, std::span<uint16_t> out) {
+  const uint64_t end_bit = 8 * info.n_bytes;
+  uint64_t pos = from.pos;              // start of the next code
+  uint64_t checked_window = ~0ull;      // last window whose gap was checked
+  uint64_t next_block = from.block;     // next output position to check
+
+  for (uint64_t i = from.index; i < info.n_elements; ++i) {
+    if (pos >= stop_bit) return Status::ok();
     if (pos >= end_bit) {
       return Status(ErrorCode::kCorruptData,
                     what + ": the stream ends (bit " + str(end_bit) + ") after " + str(i) +
@@ -115,7 +117,9 @@ Status decode_group_reference(const GroupView& group, std::span<uint16_t> out,
                         str(code.length) + " bits and runs past the end of the stream (bit " +
                         str(end_bit) + ")");
     }
-    out[i] = detail::bf16_from_parts(group.sign_mantissa[i], code.exponent);
+    if (!out.empty()) {
+      out[i - from.index] = bf16_from_parts(group.sign_mantissa[i], code.exponent);
+    }
     pos += code.length;
   }
   // Blocks past the last code start: every code starts before them.
@@ -136,6 +140,19 @@ Status decode_group_reference(const GroupView& group, std::span<uint16_t> out,
                       " bytes (only the last byte may hold padding)");
   }
   return Status::ok();
+}
+
+}  // namespace detail
+
+Status decode_group_reference(const GroupView& group, std::span<uint16_t> out,
+                              const std::string& what) {
+  DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(group, what));
+  if (out.size() != info.n_elements) {
+    return Status(ErrorCode::kInvalidArgument,
+                  what + ": output holds " + str(out.size()) + " weights, the group has " +
+                      str(info.n_elements));
+  }
+  return detail::reference_scan(group, info, what, detail::ScanState{}, ~uint64_t{0}, out);
 }
 
 }  // namespace df11
