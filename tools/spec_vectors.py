@@ -864,6 +864,34 @@ def unusable_entries_vector() -> Shard:
     return with_stored(shard, luts=join_rows(rows))
 
 
+def table_limited_lengths(hist: list[int]) -> list[int]:
+    """A valid code when package-merge needs too many subtables: the package-merge code with
+    the length limit lowered until it fits (spec 2.4). Valid but not optimal; df11 itself
+    finds the optimal code (spec 2.3 step 3)."""
+    for limit in range(MAX_CODE_LENGTH, 7, -1):
+        if sum(1 for c in hist if c) > 2**limit:
+            break
+        lengths = package_merge(hist, limit)
+        if len(subtable_prefixes(lengths, canonical_codes(lengths))) <= MAX_SUBTABLES:
+            return lengths
+    raise AssertionError("no length limit meets the table limit")
+
+
+def lut_limit_vector() -> Shard:
+    # One exponent with 10,000 weights and 239 exponents once each: the optimal code gives the
+    # dominant exponent 1 bit and the others 8 or 9 bits, whose 9-bit codes need 111 subtables.
+    hist = [1] * 240
+    hist[120] = 10000
+    lengths = package_merge(hist)
+    assert len(subtable_prefixes(lengths, canonical_codes(lengths))) > MAX_SUBTABLES
+    rng = Rng(0x5EED000F)
+    exps = rng.shuffle([e for e in range(240) for _ in range(hist[e])])
+    w = patterns_with_exponents(rng, exps)
+    return single("table_limit_fallback.safetensors", "model.layers.7.mlp.down_proj",
+                  "model.layers.7.mlp.down_proj.weight", w, shape=[len(w)],
+                  lengths=table_limited_lengths(hist))
+
+
 def valid_vectors() -> list[Valid]:
     v = []
     v.append(Valid("worked_tiny", worked_tiny(),
@@ -920,6 +948,11 @@ def valid_vectors() -> list[Valid]:
                    "symbol of 12 bits, a self-pointer, a 1-bit symbol in a subtable), as the "
                    "official encoder leaves around its end-of-file code; no code of the group "
                    "reaches them, but the padding (ones) does", False))
+    v.append(Valid("table_limit_fallback", lut_limit_vector(),
+                   "one exponent 10,000 times and the 239 others once: the package-merge code "
+                   "needs 111 subtables (> Max_Subtables), so the encoder must find another "
+                   "code (this one: package-merge with the length limit lowered until it "
+                   "fits; df11's optimal one is no longer)", False))
     pad = single("padding_ones.safetensors", "model.layers.0.mlp.up_proj",
                  "model.layers.0.mlp.up_proj.weight", bf16(WORKED_TINY_VALUES), [9],
                  pad_bit="1")
