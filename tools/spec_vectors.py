@@ -892,6 +892,95 @@ def lut_limit_vector() -> Shard:
                   lengths=table_limited_lengths(hist))
 
 
+def official_style_group(exponents: np.ndarray, sign_mantissa: np.ndarray) -> Group | None:
+    """A group laid out the way the official dfloat11 compressor writes it (the facts spec 3.3,
+    3.4 and 3.5 record), to show that such files are valid: a Huffman code with an extra
+    end-of-file leaf of count 1 that is never written in full; table rows for each code prefix
+    ordered by length, each row filled by carrying the previous entry forward (also across
+    rows); padding bits taken from the end-of-file code; and the padding's offset as the gap of
+    a window where only padding starts. None if some code would exceed 32 bits."""
+    import heapq
+    hist = histogram(exponents)
+    eof = 256
+    # Leaves carry (symbol, length, value); merging prepends 0 to the lighter node's codes.
+    heap = [(c, s, [(s, 0, 0)]) for s, c in enumerate(hist) if c] + [(1, eof, [(eof, 0, 0)])]
+    heapq.heapify(heap)
+    order = 257
+    while len(heap) > 1:
+        a = heapq.heappop(heap)
+        b = heapq.heappop(heap)
+        merged = [(s, n + 1, v) for s, n, v in a[2]] + [(s, n + 1, (1 << n) + v) for s, n, v in b[2]]
+        heapq.heappush(heap, (a[0] + b[0], order, merged))
+        order += 1
+    table = heap[0][2]  # (symbol, length, value) in the merged node's order
+    if max(n for _, n, _ in table) > MAX_CODE_LENGTH:
+        return None
+    bitstr = {s: format(v, f"0{n}b") for s, n, v in table}
+    prefixes = [""]
+    for s, n, v in table:
+        if s != eof:
+            p = bitstr[s][:(n - 1) // 8 * 8]
+            if p not in prefixes:
+                prefixes.append(p)
+    prefixes.sort(key=len)
+    if len(prefixes) > 1 + MAX_SUBTABLES:
+        return None
+    rows = []
+    carried = None
+    for p in prefixes:
+        entries = {}
+        depth = len(p) // 8
+        for s, n, v in table:
+            if s == eof or not bitstr[s].startswith(p):
+                continue
+            if (n - 1) // 8 == depth:
+                entries[int(bitstr[s][8 * depth:].ljust(8, "0"), 2)] = s
+            else:
+                entries[int(bitstr[s][8 * depth:8 * depth + 8], 2)] = \
+                    256 - prefixes.index(bitstr[s][:8 * depth + 8])
+        row = []
+        for i in range(256):
+            carried = entries.get(i, carried)
+            row.append(carried)
+        rows.append(bytes(row))
+    lengths = [0] * 256
+    for s, n, _ in table:
+        if s != eof:
+            lengths[s] = n
+    luts = b"".join(rows) + bytes(lengths)
+    # Stream: codes, then the first bits of the end-of-file code as padding.
+    bits = "".join(bitstr[e] for e in exponents.tolist())
+    starts = np.concatenate([[0], np.cumsum([lengths[e] for e in exponents.tolist()])[:-1]])
+    end = len(bits)
+    if end % 8:
+        bits += (bitstr[eof] + "0" * 8)[:-end % 8]
+    stream = int(bits, 2).to_bytes(len(bits) // 8, "big")
+    gaps, positions = gaps_and_positions([int(x) for x in starts], len(stream))
+    last_window = int(starts[-1]) // BITS_PER_WINDOW
+    if end % 8 and end // BITS_PER_WINDOW > last_window:
+        gaps[end // BITS_PER_WINDOW] = end % BITS_PER_WINDOW  # padding starts a window
+    return Group(luts=luts, encoded_exponent=stream, sign_mantissa=sign_mantissa.tobytes(),
+                 output_positions=np.array(positions, dtype="<u4").tobytes(),
+                 gaps=pack_gaps(gaps), split_positions=b"")
+
+
+def official_style_vector() -> Shard:
+    """Weight-like data whose official-style tables carry a root symbol into a subtable."""
+    for seed in range(0x5EED0100, 0x5EED0200):
+        rng = Rng(seed)
+        counts = {e: max(1, c * (1 + rng.below(3)) // 2) for e, c in WEIGHT_LIKE.items()}
+        counts[100 + rng.below(10)] = 1  # a rare exponent deepens the tree
+        exps = np.array(exponent_sequence(rng, counts), dtype=np.uint8)
+        w = patterns_with_exponents(rng, exps.tolist())
+        _, sm = split_bf16(w)
+        g = official_style_group(exps, sm)
+        if g is None or validate(g)["unusable"] == 0:
+            continue
+        m = Member("model.layers.8.self_attn.q_proj.weight", [len(w)], w)
+        return Shard("official_style.safetensors", "model.layers.8.self_attn.q_proj", [m], g)
+    raise AssertionError("no seed gives unusable entries")
+
+
 def valid_vectors() -> list[Valid]:
     v = []
     v.append(Valid("worked_tiny", worked_tiny(),
@@ -948,6 +1037,10 @@ def valid_vectors() -> list[Valid]:
                    "symbol of 12 bits, a self-pointer, a 1-bit symbol in a subtable), as the "
                    "official encoder leaves around its end-of-file code; no code of the group "
                    "reaches them, but the padding (ones) does", False))
+    v.append(Valid("official_style", official_style_vector(),
+                   "laid out as the official compressor does: a Huffman code with an unwritten "
+                   "end-of-file leaf, tables filled by carrying entries forward (a root symbol "
+                   "lands in a subtable: unusable, unreached), end-of-file bits as padding", False))
     v.append(Valid("table_limit_fallback", lut_limit_vector(),
                    "one exponent 10,000 times and the 239 others once: the package-merge code "
                    "needs 111 subtables (> Max_Subtables), so the encoder must find another "
