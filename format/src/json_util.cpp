@@ -1,20 +1,10 @@
 #include "json_util.h"
 
 #include <cstdio>
+#include <cstring>
 #include <new>
-#include <unordered_set>
 
 namespace df11::detail {
-namespace {
-
-// Thrown from the parser callback to stop parsing at the first violation; never escapes
-// parse_json_strict().
-struct StrictJsonAbort {
-  Status status;
-};
-
-}  // namespace
-
 std::string quote_name(std::string_view name) {
   // Long names are cut: a message must stay readable even for a hostile 1 MB key.
   constexpr size_t kMaxShown = 200;
@@ -33,61 +23,138 @@ std::string quote_name(std::string_view name) {
   return out + "'";
 }
 
-Result<StrictJson> parse_json_strict(std::span<const char> text, const StrictJsonOptions& opts) {
-  StrictJson out;
-  // One key set per open object; arrays need no set but count toward depth.
-  std::vector<std::unordered_set<std::string>> open_objects;
-  std::string current_top_key;
+namespace {
 
-  auto callback = [&](int depth, nlohmann::json::parse_event_t event,
-                      nlohmann::json& parsed) -> bool {
-    using E = nlohmann::json::parse_event_t;
-    switch (event) {
-      case E::object_start:
-      case E::array_start:
-        if (depth >= opts.max_depth) {
-          throw StrictJsonAbort{Status(opts.syntax_error,
-                                       opts.what + ": JSON nested deeper than " +
-                                           std::to_string(opts.max_depth) + " levels")};
-        }
-        if (event == E::object_start) open_objects.emplace_back();
-        break;
-      case E::object_end:
-        open_objects.pop_back();
-        break;
-      case E::key: {
-        std::string key = parsed.get<std::string>();
-        const bool top = open_objects.size() == 1 && depth == 1;
-        if (!open_objects.back().insert(key).second) {
-          if (top) {
-            throw StrictJsonAbort{Status(opts.duplicate_top_level,
-                                         opts.what + ": duplicate " + opts.top_level_noun + " " +
-                                             quote_name(key))};
-          }
-          throw StrictJsonAbort{Status(opts.duplicate_nested,
-                                       opts.what + ": duplicate key " + quote_name(key) +
-                                           " inside " + quote_name(current_top_key))};
-        }
-        if (top) {
-          current_top_key = key;
-          out.top_level_keys.push_back(std::move(key));
-        } else if (depth == 2 && open_objects.size() == 2 && !opts.ordered_child.empty() &&
-                   current_top_key == opts.ordered_child) {
-          out.ordered_child_keys.push_back(std::move(key));
-        }
-        break;
-      }
-      default:
-        break;
-    }
+// A SAX handler that builds the DOM like nlohmann's own, plus the checks of
+// parse_json_strict(). (nlohmann's callback parser would do for the checks, but after every
+// nested object it rescans the whole parent for discarded values: quadratic in the number of
+// tensors of a header.)
+class StrictDomBuilder {
+ public:
+  using json = nlohmann::json;
+
+  StrictDomBuilder(const StrictJsonOptions& opts, StrictJson* out) : opts_(opts), out_(out) {}
+
+  const Status& status() const { return status_; }
+
+  bool null() { return add(nullptr); }
+  bool boolean(bool v) { return add(v); }
+  bool number_integer(json::number_integer_t v) { return add(v); }
+  bool number_unsigned(json::number_unsigned_t v) { return add(v); }
+  bool number_float(json::number_float_t v, const json::string_t&) { return add(v); }
+  bool string(json::string_t& v) { return add(std::move(v)); }
+  bool binary(json::binary_t& v) { return add(json::binary(std::move(v))); }
+
+  bool start_object(std::size_t) { return open(json::object()); }
+  bool start_array(std::size_t) { return open(json::array()); }
+  bool end_object() {
+    stack_.pop_back();
     return true;
-  };
+  }
+  bool end_array() {
+    stack_.pop_back();
+    return true;
+  }
 
+  bool key(json::string_t& k) {
+    json& object = *stack_.back();
+    const bool top = stack_.size() == 1;
+    if (object.contains(k)) {
+      if (top) {
+        return fail(opts_.duplicate_top_level,
+                    opts_.what + ": duplicate " + opts_.top_level_noun + " " + quote_name(k));
+      }
+      return fail(opts_.duplicate_nested, opts_.what + ": duplicate key " + quote_name(k) +
+                                              " inside " + quote_name(current_top_key_));
+    }
+    if (top) {
+      if (out_->top_level_keys.size() >= opts_.max_top_level_keys) {
+        return fail(ErrorCode::kResourceLimit,
+                    opts_.what + ": more than " + std::to_string(opts_.max_top_level_keys) +
+                        " top-level keys (" + opts_.max_top_level_keys_name + ")");
+      }
+      current_top_key_ = k;
+      out_->top_level_keys.push_back(k);
+    } else if (stack_.size() == 2 && !opts_.ordered_child.empty() &&
+               current_top_key_ == opts_.ordered_child) {
+      out_->ordered_child_keys.push_back(k);
+    }
+    pending_key_ = std::move(k);
+    return true;
+  }
+
+  bool parse_error(std::size_t, const std::string&, const json::exception& e) {
+    return fail(opts_.syntax_error, opts_.what + ": invalid JSON: " + e.what());
+  }
+
+ private:
+  // Places a finished value in the open container (or as the root) and returns it.
+  json* place(json&& v) {
+    if (stack_.empty()) {
+      out_->value = std::move(v);
+      return &out_->value;
+    }
+    json& parent = *stack_.back();
+    if (parent.is_array()) {
+      parent.get_ref<json::array_t&>().push_back(std::move(v));
+      return &parent.get_ref<json::array_t&>().back();
+    }
+    // key() has rejected duplicates, so this always inserts.
+    auto it = parent.get_ref<json::object_t&>().emplace(std::move(pending_key_), std::move(v));
+    return &it.first->second;
+  }
+
+  template <typename T>
+  bool add(T&& v) {
+    place(json(std::forward<T>(v)));
+    return true;
+  }
+
+  bool open(json&& container) {
+    if (stack_.size() >= static_cast<size_t>(opts_.max_depth)) {
+      return fail(opts_.syntax_error, opts_.what + ": JSON nested deeper than " +
+                                          std::to_string(opts_.max_depth) + " levels");
+    }
+    // A pointer into the parent stays valid while this container is open: the parent does
+    // not change until the container closes.
+    stack_.push_back(place(std::move(container)));
+    return true;
+  }
+
+  bool fail(ErrorCode code, std::string message) {
+    if (status_.is_ok()) status_ = Status(code, std::move(message));
+    return false;
+  }
+
+  const StrictJsonOptions& opts_;
+  StrictJson* out_;
+  std::vector<json*> stack_;
+  std::string pending_key_;
+  std::string current_top_key_;
+  Status status_;
+};
+
+}  // namespace
+
+Result<StrictJson> parse_json_strict(std::span<const char> text, const StrictJsonOptions& opts) {
+  // nlohmann's lexer takes a NUL byte for the end of input and would ignore everything after
+  // it; JSON text can never contain a raw NUL (inside strings it must be escaped).
+  const void* nul = std::memchr(text.data(), 0, text.size());
+  if (nul != nullptr) {
+    return Status(opts.syntax_error,
+                  opts.what + ": invalid JSON: NUL byte at offset " +
+                      std::to_string(static_cast<const char*>(nul) - text.data()));
+  }
+  StrictJson out;
   try {
-    out.value = nlohmann::json::parse(text.data(), text.data() + text.size(), callback,
-                                      /*allow_exceptions=*/true, /*ignore_comments=*/false);
-  } catch (const StrictJsonAbort& abort) {
-    return abort.status;
+    StrictDomBuilder builder(opts, &out);
+    const bool ok = nlohmann::json::sax_parse(text.data(), text.data() + text.size(), &builder,
+                                              nlohmann::json::input_format_t::json,
+                                              /*strict=*/true, /*ignore_comments=*/false);
+    if (!ok) {
+      if (!builder.status().is_ok()) return builder.status();
+      return Status(opts.syntax_error, opts.what + ": invalid JSON");
+    }
   } catch (const nlohmann::json::exception& e) {
     return Status(opts.syntax_error, opts.what + ": invalid JSON: " + e.what());
   } catch (const std::bad_alloc&) {

@@ -1,11 +1,12 @@
 // Private to format/: JSON helpers shared by the safetensors header and the df11 metadata.
 //
-// Parsing: nlohmann keeps the last of duplicate object keys without a word; the safetensors format
-// (spec 2.1) and the df11 metadata (spec 5.1) forbid duplicates, so parsing goes through a
-// callback that tracks the keys of every open object. It also bounds nesting depth, so that
-// a hostile header cannot make the DOM arbitrarily deep.
+// Parsing: nlohmann keeps the last of duplicate object keys without a word; the safetensors
+// format (spec 2.1) and the df11 metadata (spec 5.1) forbid duplicates, so parsing goes
+// through a SAX handler that rejects a key its object already has. It also bounds nesting
+// depth, so that a hostile header cannot make the DOM arbitrarily deep.
 #pragma once
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
@@ -25,6 +26,10 @@ struct StrictJsonOptions {
   ErrorCode duplicate_nested = ErrorCode::kBadJson;     // a key twice in a nested object
   int max_depth = 16;                 // containers nested deeper than this are rejected
   std::string ordered_child;          // if set, record the key order of this root member
+  // More root keys than this stop the parse early with kResourceLimit (before the DOM of a
+  // hostile header grows further).
+  uint64_t max_top_level_keys = UINT64_MAX;
+  std::string max_top_level_keys_name;  // the spec's name of the limit, e.g. "Max_Tensors"
 };
 
 struct StrictJson {

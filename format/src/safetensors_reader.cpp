@@ -187,6 +187,10 @@ Result<SafetensorsHeader> parse_safetensors(std::span<const uint8_t> file_bytes,
     opts.duplicate_top_level = ErrorCode::kDuplicateName;
     opts.max_depth = kMaxHeaderJsonDepth;
     opts.ordered_child = std::string(kMetadataKey);
+    opts.duplicate_nested = ErrorCode::kBadJson;
+    // H6 (early): Max_Tensors tensors plus __metadata__.
+    opts.max_top_level_keys = kMaxTensors + 1;
+    opts.max_top_level_keys_name = "Max_Tensors";
     DF11_ASSIGN_OR_RETURN(detail::StrictJson doc,
                           detail::parse_json_strict({text, static_cast<size_t>(n)}, opts));
     if (!doc.value.is_object()) {
