@@ -355,7 +355,7 @@ def encode_group(members: list[np.ndarray], lengths: list[int] | None = None,
 def validate(g: Group) -> dict:
     n = len(g.sign_mantissa)
     n_bytes = len(g.encoded_exponent)
-    # V1..V6: sizes
+    # Z1..Z6: sizes
     if n == 0:
         raise SpecError("bad_group", "no weights")
     if n > MAX_GROUP_ELEMENTS:
