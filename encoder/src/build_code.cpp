@@ -40,7 +40,7 @@ Result<Code> build_code(const Histogram& hist, uint32_t max_length) {
                   "build_code: max_length " + std::to_string(max_length) + " is outside 1.." +
                       std::to_string(kMaxCodeLength));
   }
-  // spec 2.2: exponents 240..255 (|x| >= 2^113, Inf, NaN) have no code: a table entry >= 240
+  // spec 2.1: exponents 240..255 (|x| >= 2^113, Inf, NaN) have no code: a table entry >= 240
   // is a pointer, never a symbol.
   for (uint32_t e = kMaxCodableExponent + 1; e < 256; ++e) {
     if (hist[e] != 0) {

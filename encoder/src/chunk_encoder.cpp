@@ -4,6 +4,7 @@
 // on where codes start, which the writer tracks as it goes.
 #include "chunk_encoder.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 #include <string>
@@ -119,11 +120,13 @@ class WindowStarts {
   bool ok_ = true;
 };
 
-// MSB-first code writer. Invariant between weights: `pending` (0..7) bits at the top of
-// `buf` are not yet complete bytes; `p` is where they go. Each weight ORs its code below
-// them, stores all 8 bytes of `buf` (bytes past the complete ones are rewritten by later
-// stores) and advances by the complete bytes. pending + 32 <= 39 bits, so one code always
-// fits.
+// MSB-first code writer. Invariant between steps: `pending` (0..7) bits at the top of `buf`
+// are not yet complete bytes; `p` is where they go. A step packs up to four codes into one
+// word (independently of `buf`, so the lookups overlap), ORs it below the pending bits,
+// stores all 8 bytes of `buf` (bytes past the complete ones are rewritten by later stores)
+// and advances by the complete bytes. A word holds at most 57 bits, so that
+// pending + word <= 64: four codes of realistic weights (mostly 2..5 bits) nearly always
+// fit; a group of four that does not is written one code per step.
 struct CodeWriter {
   uint8_t* p;
   uint64_t buf;
@@ -133,28 +136,65 @@ struct CodeWriter {
   uint32_t bad;       // >= 32 once a weight had no code (length 0)
 };
 
-inline void code_run(const uint16_t* src, uint64_t count, uint64_t index,
-                     const EncodeTables& t, CodeWriter& w, WindowStarts& starts) {
+constexpr uint32_t kWordBits = 57;  // 64 - the up to 7 pending bits
+
+// The rare path of a step: a code of the step (weights src[0..codes)) ends on or past
+// `boundary`, so the code after it is the first of its window. Out of line, and re-reading
+// the lengths, to keep the loop's values in registers.
+[[gnu::noinline]] uint64_t window_starts_in_step(const uint16_t* src, int codes,
+                                                 const EncodeTables& t, uint64_t pos,
+                                                 uint64_t boundary, uint64_t index,
+                                                 WindowStarts& starts) {
+  for (int k = 0; k < codes; ++k) {
+    pos += t.length[exponent_of(src[k])];
+    if (pos >= boundary) boundary = starts.code_starts_window(pos, index + k + 1);
+  }
+  return boundary;
+}
+
+// Codes src[0..count), weights index.. of the stream.
+inline void code_weights(const uint16_t* src, uint64_t count, uint64_t index,
+                         const EncodeTables& t, CodeWriter& w, WindowStarts& starts) {
   uint8_t* p = w.p;
   uint64_t buf = w.buf;
   uint32_t pending = w.pending;
   uint64_t pos = w.pos;
   uint64_t boundary = w.boundary;
   uint32_t bad = w.bad;
-  for (uint64_t i = 0; i < count; ++i) {
-    const uint32_t e = exponent_of(src[i]);
-    const uint32_t l = t.length[e];
-    buf |= t.left[e] >> pending;
-    pending += l;
-    pos += l;
-    bad |= l - 1;
+  // One step: `word` holds the `bits` (<= 57) bits of the codes of src[at..at+codes).
+  const auto put = [&](uint64_t word, uint32_t bits, uint64_t at, int codes) {
+    buf |= word >> pending;
+    pending += bits;
     store_be64(p, buf);
     p += pending >> 3;
     buf <<= pending & 56;
     pending &= 7;
-    if (pos >= boundary) [[unlikely]] {
-      boundary = starts.code_starts_window(pos, index + i + 1);
+    if (pos + bits >= boundary) [[unlikely]] {
+      boundary = window_starts_in_step(src + at, codes, t, pos, boundary, index + at, starts);
     }
+    pos += bits;
+  };
+  uint64_t i = 0;
+  for (; i + 4 <= count; i += 4) {
+    const uint32_t e0 = exponent_of(src[i]), e1 = exponent_of(src[i + 1]),
+                   e2 = exponent_of(src[i + 2]), e3 = exponent_of(src[i + 3]);
+    const uint32_t l0 = t.length[e0], l1 = t.length[e1], l2 = t.length[e2], l3 = t.length[e3];
+    bad |= (l0 - 1) | (l1 - 1) | (l2 - 1) | (l3 - 1);
+    const uint32_t l01 = l0 + l1, l012 = l01 + l2, l0123 = l012 + l3;
+    if (l0123 <= kWordBits) [[likely]] {
+      put(t.left[e0] | (t.left[e1] >> l0) | (t.left[e2] >> l01) | (t.left[e3] >> l012), l0123,
+          i, 4);
+    } else {
+      put(t.left[e0], l0, i, 1);
+      put(t.left[e1], l1, i + 1, 1);
+      put(t.left[e2], l2, i + 2, 1);
+      put(t.left[e3], l3, i + 3, 1);
+    }
+  }
+  for (; i < count; ++i) {
+    const uint32_t e = exponent_of(src[i]);
+    bad |= t.length[e] - 1u;
+    put(t.left[e], t.length[e], i, 1);
   }
   w.p = p;
   w.buf = buf;
@@ -225,8 +265,8 @@ Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
           overran = true;
           break;
         }
-        code_run(src + done + i, std::min(kCheckWeights, pass - i), at + done + i, tables, w,
-                 starts);
+        code_weights(src + done + i, std::min(kCheckWeights, pass - i), at + done + i, tables,
+                     w, starts);
       }
     }
   });

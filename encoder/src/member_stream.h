@@ -1,4 +1,4 @@
-// A group's members seen as one stream of BF16 patterns (spec 2.1: members are
+// A group's members seen as one stream of BF16 patterns (spec 2.5: members are
 // concatenated in order), without copying them.
 #pragma once
 

@@ -76,12 +76,12 @@ Result<GroupPlan> plan_group_unchecked(std::span<const std::span<const uint16_t>
   }
   uint64_t n = 0;
   for (size_t m = 0; m < members.size(); ++m) {
-    // spec 3.8: split positions are strictly increasing, so no member may be empty.
+    // spec 3.2 / 3.8 rule S1: split positions strictly increase, so no member may be empty.
     if (members[m].empty()) {
       return Status(ErrorCode::kInvalidArgument,
                     "plan_group: member " + std::to_string(m) + " is empty");
     }
-    // spec 3.6: output positions are uint32 counts of weights.
+    // spec 3.6: output positions are uint32, so n <= Max_Group_Elements = 2^32 - 1.
     if (members[m].size() > std::numeric_limits<uint32_t>::max() - n) {
       return Status(ErrorCode::kUncodable,
                     "plan_group: group has more than 2^32 - 1 weights (output positions are "
