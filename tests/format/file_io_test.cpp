@@ -1,0 +1,245 @@
+// MappedFile, OutputFile and friends: errors name the file, temp files never survive.
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include "df11/file_io.h"
+#include "format_test_util.h"
+
+namespace df11 {
+namespace {
+
+using test::as_bytes;
+using test::ScratchDir;
+
+std::string read_all(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::string temp_name(const std::string& path) {
+  return path + ".df11-tmp-" + std::to_string(getpid());
+}
+
+// Resident pages of this process (includes file-backed pages of mappings).
+long resident_pages() {
+  std::ifstream statm("/proc/self/statm");
+  long size = 0, resident = 0;
+  statm >> size >> resident;
+  return resident;
+}
+
+TEST(MappedFile, MapsBytesAndEmptyFiles) {
+  ScratchDir dir;
+  ASSERT_TRUE(write_file_atomic(dir.file("a"), std::string_view("hello")).is_ok());
+  ASSERT_TRUE(write_file_atomic(dir.file("empty"), std::string_view()).is_ok());
+  Result<MappedFile> a = MappedFile::open(dir.file("a"));
+  ASSERT_TRUE(a.is_ok()) << a.status().to_string();
+  EXPECT_EQ(a->size(), 5u);
+  EXPECT_EQ(std::string(a->bytes().begin(), a->bytes().end()), "hello");
+  EXPECT_EQ(a->path(), dir.file("a"));
+
+  Result<MappedFile> e = MappedFile::open(dir.file("empty"));
+  ASSERT_TRUE(e.is_ok()) << e.status().to_string();
+  EXPECT_EQ(e->size(), 0u);
+  EXPECT_TRUE(e->bytes().empty());
+  e->advise_dontneed(0, 100);  // no-op on an empty map
+
+  MappedFile moved = std::move(*a);
+  EXPECT_EQ(moved.size(), 5u);
+  EXPECT_EQ(a->size(), 0u);
+  EXPECT_EQ(a->data(), nullptr);
+  moved = std::move(*e);
+  EXPECT_EQ(moved.size(), 0u);
+}
+
+TEST(MappedFile, ErrorsNameTheFile) {
+  ScratchDir dir;
+  const std::string missing = dir.file("missing.safetensors");
+  EXPECT_STATUS(MappedFile::open(missing).status(), ErrorCode::kNotFound, missing.c_str(),
+                "No such file or directory");
+  const std::string dir_path = dir.path().string();
+  EXPECT_STATUS(MappedFile::open(dir_path).status(), ErrorCode::kIo, dir_path.c_str(),
+                "not a regular file");
+  if (geteuid() != 0) {  // root reads anything
+    ASSERT_TRUE(write_file_atomic(dir.file("locked"), std::string_view("x")).is_ok());
+    chmod(dir.file("locked").c_str(), 0);
+    EXPECT_STATUS(MappedFile::open(dir.file("locked")).status(), ErrorCode::kIo, "locked",
+                  "Permission denied");
+  }
+}
+
+TEST(MappedFile, AdviseDontneedDropsResidentPages) {
+  ScratchDir dir;
+  const size_t kBytes = 16 << 20;
+  std::string data(kBytes, '\0');
+  for (size_t i = 0; i < kBytes; ++i) data[i] = static_cast<char>(i * 7 + (i >> 12));
+  ASSERT_TRUE(write_file_atomic(dir.file("big"), data).is_ok());
+  Result<MappedFile> f = MappedFile::open(dir.file("big"));
+  ASSERT_TRUE(f.is_ok());
+  const long page = sysconf(_SC_PAGESIZE);
+  const long before = resident_pages();
+  uint64_t sum = 0;
+  for (size_t i = 0; i < kBytes; i += static_cast<size_t>(page)) sum += f->data()[i];
+  const long touched = resident_pages();
+  EXPECT_GE(touched - before, static_cast<long>(kBytes / page) * 9 / 10) << sum;
+  // Unaligned range covering everything: widened to pages, clipped to the file.
+  f->advise_dontneed(1, UINT64_MAX);
+  f->advise_dontneed(0, 1);
+  const long dropped = resident_pages();
+  EXPECT_LE(dropped - before, static_cast<long>(kBytes / page) / 10);
+  // The data is still there: pages come back from the page cache.
+  EXPECT_EQ(std::string(f->bytes().begin(), f->bytes().end()), data);
+  f->advise_dontneed(kBytes, 10);   // past the end: ignored
+  f->advise_willneed(kBytes - 1, 100);
+}
+
+TEST(OutputFile, CommitRenamesAndLeavesNoTemp) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.bin");
+  Result<OutputFile> out = OutputFile::create(path);
+  ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+  EXPECT_EQ(out->path(), path);
+  EXPECT_EQ(out->temp_path(), temp_name(path));
+  EXPECT_EQ(dir.list(), std::vector<std::string>{"out.bin.df11-tmp-" + std::to_string(getpid())});
+  // Out-of-order positional writes plus appends.
+  ASSERT_TRUE(out->preallocate(10).is_ok());
+  ASSERT_TRUE(out->pwrite_all(6, as_bytes("WXYZ")).is_ok());
+  ASSERT_TRUE(out->append(as_bytes("abc")).is_ok());
+  ASSERT_TRUE(out->append(as_bytes("def")).is_ok());
+  ASSERT_TRUE(out->commit().is_ok());
+  EXPECT_EQ(dir.list(), std::vector<std::string>{"out.bin"});
+  EXPECT_EQ(read_all(path), "abcdefWXYZ");
+  EXPECT_STATUS(out->append(as_bytes("x")), ErrorCode::kInvalidArgument, "closed");
+}
+
+TEST(OutputFile, DestructionAndAbandonRemoveTheTemp) {
+  ScratchDir dir;
+  const std::string path = dir.file("out.bin");
+  {
+    Result<OutputFile> out = OutputFile::create(path);
+    ASSERT_TRUE(out.is_ok());
+    ASSERT_TRUE(out->append(as_bytes("partial")).is_ok());
+  }
+  EXPECT_TRUE(dir.list().empty());
+  {
+    Result<OutputFile> out = OutputFile::create(path);
+    ASSERT_TRUE(out.is_ok());
+    OutputFile moved = std::move(*out);  // the moved-from object owns nothing
+    out = Result<OutputFile>(OutputFile());
+    EXPECT_EQ(dir.list().size(), 1u);
+    moved.abandon();
+    EXPECT_TRUE(dir.list().empty());
+  }
+  EXPECT_TRUE(dir.list().empty());
+}
+
+TEST(OutputFile, CommitReplacesAnExistingFile) {
+  ScratchDir dir;
+  const std::string path = dir.file("f");
+  ASSERT_TRUE(write_file_atomic(path, std::string_view("old contents")).is_ok());
+  ASSERT_TRUE(write_file_atomic(path, std::string_view("new")).is_ok());
+  EXPECT_EQ(read_all(path), "new");
+  EXPECT_EQ(dir.list(), std::vector<std::string>{"f"});
+}
+
+TEST(OutputFile, CreateErrors) {
+  ScratchDir dir;
+  const std::string path = dir.file("f");
+  {
+    // A leftover temp file of the same name is not clobbered.
+    std::ofstream(temp_name(path)) << "someone else's";
+    EXPECT_STATUS(OutputFile::create(path).status(), ErrorCode::kIo, path.c_str(),
+                  "File exists");
+    EXPECT_EQ(read_all(temp_name(path)), "someone else's");
+    std::remove(temp_name(path).c_str());
+  }
+  const std::string in_missing_dir = dir.file("no/such/dir/f");
+  EXPECT_STATUS(OutputFile::create(in_missing_dir).status(), ErrorCode::kNotFound,
+                in_missing_dir.c_str(), "No such file or directory");
+  EXPECT_STATUS(OutputFile::create("").status(), ErrorCode::kInvalidArgument, "empty");
+  EXPECT_TRUE(dir.list().empty());
+}
+
+// Runs `body` in a child with RLIMIT_FSIZE = limit bytes and SIGXFSZ ignored; the child
+// reports the Status it got through a pipe. Returns "code|message".
+std::string run_with_file_size_limit(rlim_t limit, const std::function<Status()>& body) {
+  int fds[2];
+  if (pipe(fds) != 0) return "pipe failed";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    ignore_sigxfsz();
+    struct rlimit rl = {limit, limit};
+    setrlimit(RLIMIT_FSIZE, &rl);
+    const Status st = body();
+    const std::string msg = std::string(error_code_name(st.code())) + "|" + st.message();
+    (void)!write(fds[1], msg.data(), msg.size());
+    _exit(0);
+  }
+  close(fds[1]);
+  std::string msg;
+  char buf[512];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) msg.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  int wstatus = 0;
+  waitpid(pid, &wstatus, 0);
+  if (!WIFEXITED(wstatus)) return "child killed by signal " + std::to_string(WTERMSIG(wstatus));
+  return msg;
+}
+
+TEST(OutputFile, FileTooLargeIsAnIoErrorAndLeavesNothing) {
+  ScratchDir dir;
+  const std::string path = dir.file("big.safetensors");
+  const std::string payload(10000, 'x');
+
+  std::string got = run_with_file_size_limit(4096, [&] {
+    return write_file_atomic(path, std::string_view(payload));
+  });
+  EXPECT_EQ(got.rfind("io|", 0), 0u) << got;
+  EXPECT_NE(got.find(path), std::string::npos) << got;
+  EXPECT_NE(got.find("File too large"), std::string::npos) << got;
+  EXPECT_TRUE(dir.list().empty());
+
+  got = run_with_file_size_limit(4096, [&]() -> Status {
+    DF11_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(path));
+    return out.preallocate(payload.size());
+  });
+  EXPECT_EQ(got.rfind("io|", 0), 0u) << got;
+  EXPECT_NE(got.find("File too large"), std::string::npos) << got;
+  EXPECT_TRUE(dir.list().empty());
+
+  got = run_with_file_size_limit(4096, [&]() -> Status {
+    DF11_ASSIGN_OR_RETURN(OutputFile out, OutputFile::create(path));
+    return out.pwrite_all(1 << 20, as_bytes("far"));
+  });
+  EXPECT_EQ(got.rfind("io|", 0), 0u) << got;
+  EXPECT_NE(got.find("at offset 1048576"), std::string::npos) << got;
+  EXPECT_TRUE(dir.list().empty());
+}
+
+TEST(ReadFileToString, ReadsAndBounds) {
+  ScratchDir dir;
+  ASSERT_TRUE(write_file_atomic(dir.file("c.json"), std::string_view("{\"a\": 1}\n")).is_ok());
+  Result<std::string> s = read_file_to_string(dir.file("c.json"), 100);
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_EQ(*s, "{\"a\": 1}\n");
+  s = read_file_to_string(dir.file("c.json"), 9);
+  ASSERT_TRUE(s.is_ok());
+  EXPECT_STATUS(read_file_to_string(dir.file("c.json"), 8).status(), ErrorCode::kResourceLimit,
+                "c.json");
+  EXPECT_STATUS(read_file_to_string(dir.file("nope"), 8).status(), ErrorCode::kNotFound, "nope");
+  EXPECT_STATUS(read_file_to_string(dir.path().string(), 8).status(), ErrorCode::kIo,
+                "not a regular file");
+}
+
+}  // namespace
+}  // namespace df11
