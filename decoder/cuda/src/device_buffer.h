@@ -49,6 +49,14 @@ class DeviceBuffer {
                               what + ": cudaMemcpy to device");
     return Status::ok();
   }
+  // Allocates and copies another device buffer (synchronous copy).
+  Status clone(const DeviceBuffer& other, const std::string& what) {
+    DF11_RETURN_IF_ERROR(allocate(other.size(), what));
+    if (other.size() == 0) return Status::ok();
+    DF11_CUDA_RETURN_IF_ERROR(cudaMemcpy(ptr_, other.ptr_, other.size(), cudaMemcpyDeviceToDevice),
+                              what + ": cudaMemcpy device to device");
+    return Status::ok();
+  }
   void reset() {
     if (ptr_ != nullptr) cudaFree(ptr_);
     ptr_ = nullptr;
@@ -76,6 +84,13 @@ struct DeviceGroupCopy {
     DF11_RETURN_IF_ERROR(
         output_positions.upload(g.output_positions, what + ": output_positions"));
     return gaps.upload(g.gaps, what + ": gaps");
+  }
+  Status clone(const DeviceGroupCopy& o, const std::string& what) {
+    DF11_RETURN_IF_ERROR(luts.clone(o.luts, what + ": luts"));
+    DF11_RETURN_IF_ERROR(stream.clone(o.stream, what + ": encoded_exponent"));
+    DF11_RETURN_IF_ERROR(sign_mantissa.clone(o.sign_mantissa, what + ": sign_mantissa"));
+    DF11_RETURN_IF_ERROR(output_positions.clone(o.output_positions, what + ": output_positions"));
+    return gaps.clone(o.gaps, what + ": gaps");
   }
   uint64_t bytes() const {
     return luts.size() + stream.size() + sign_mantissa.size() + output_positions.size() +

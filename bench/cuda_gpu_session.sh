@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# One GPU session for the CUDA decoder: tests, compute-sanitizer (memcheck, racecheck,
+# initcheck), the benchmark and an Nsight Compute profile of the decode kernel, each step
+# logged to OUT_DIR and bounded in time. Binaries come prebuilt for the GPU's architecture:
+#
+#   bench/cuda_gpu_session.sh BIN_DIR OUT_DIR [steps...]   (steps: info tests memcheck
+#                                                           racecheck initcheck bench ncu)
+#
+# BIN_DIR holds df11_cuda_tests and df11-cuda-bench (and lib/ with any shared library the
+# machine lacks). A short summary of every step is printed last.
+set -uo pipefail
+bin=$(cd "$1" && pwd)
+out=$2
+shift 2
+steps=${*:-info tests memcheck racecheck initcheck bench ncu}
+mkdir -p "$out"
+export LD_LIBRARY_PATH="$bin/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+summary=()
+
+step() {  # step NAME SECONDS command...
+  local name=$1 limit=$2
+  shift 2
+  local t0=$SECONDS
+  timeout "$limit" "$@" >"$out/$name.log" 2>&1
+  local rc=$?
+  summary+=("$name: rc=$rc, $((SECONDS - t0)) s, $(grep -E -m1 'PASSED|FAILED|ERROR SUMMARY|RACECHECK SUMMARY|decode \(one launch\)' "$out/$name.log" | head -c 160)")
+}
+
+# Sanitizer runs leave out the multi-megabyte cases and the long corruption sweep.
+small_filter='CudaDecode.*:-CudaDecode.CorruptStreamsAgreeWithReference'
+
+for s in $steps; do
+  case $s in
+    info)
+      nvidia-smi >"$out/info.log" 2>&1
+      { nvcc --version; compute-sanitizer --version; ncu --version; ldd "$bin/df11_cuda_tests"; } \
+        >>"$out/info.log" 2>&1
+      summary+=("info: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader)")
+      ;;
+    tests) step tests 300 "$bin/df11_cuda_tests" ;;
+    memcheck)
+      step memcheck 400 env DF11_CUDA_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+        --leak-check full --error-exitcode 9 "$bin/df11_cuda_tests" --gtest_filter="$small_filter" ;;
+    racecheck)
+      step racecheck 400 env DF11_CUDA_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+        --racecheck-report hazard --error-exitcode 9 "$bin/df11_cuda_tests" \
+        --gtest_filter='CudaDecode.EveryCase*:CudaDecode.OneLaunch*:CudaDecode.Hostile*' ;;
+    initcheck)
+      step initcheck 400 env DF11_CUDA_TEST_SMALL=1 compute-sanitizer --tool initcheck \
+        --error-exitcode 9 "$bin/df11_cuda_tests" \
+        --gtest_filter='CudaDecode.EveryCase*:CudaDecode.ManySmall*' ;;
+    # BENCH_EXTRA: more options, e.g. "--dump DIR".
+    bench) step bench 400 "$bin/df11-cuda-bench" --runs 20 --warmup 5 --model-blocks 32 \
+             ${BENCH_EXTRA:-} ;;
+    ncu)
+      step ncu 400 ncu --clock-control none --kernel-name regex:decode_kernel --launch-skip 3 \
+        --launch-count 1 --set full "$bin/df11-cuda-bench" --runs 1 --warmup 3 \
+        --model-blocks 0 --no-gemv ;;
+    *) echo "unknown step $s" >&2 ;;
+  esac
+done
+printf '%s\n' "${summary[@]}"
