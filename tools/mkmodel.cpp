@@ -7,6 +7,9 @@
 //
 // Exit codes (as the df11 tool): 0 ok, 2 usage (bad option, OUT_DIR not empty without
 // --force), 3 I/O error, 1 anything else.
+#include <tbb/global_control.h>
+
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -14,9 +17,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-
-#include <CLI/CLI.hpp>
-#include <tbb/global_control.h>
 
 #include "mkmodel/byte_size.h"
 #include "mkmodel/checkpoint_writer.h"
@@ -52,10 +52,13 @@ struct Args {
 
 int exit_code(const Status& s) {
   switch (s.code()) {
-    case ErrorCode::kIo: return 3;
+    case ErrorCode::kIo:
+      return 3;
     case ErrorCode::kInvalidArgument:
-    case ErrorCode::kExists: return 2;  // as the df11 tool: output exists without --force
-    default: return 1;
+    case ErrorCode::kExists:
+      return 2;  // as the df11 tool: output exists without --force
+    default:
+      return 1;
   }
 }
 
@@ -71,8 +74,8 @@ Result<LlamaDims> choose_dims(const Args& a) {
   }
   uint64_t target = 0;
   if (!a.layers) {
-    DF11_ASSIGN_OR_RETURN(target, df11::mkmodel::parse_byte_size(a.size.empty() ? kDefaultSize
-                                                                                : a.size));
+    DF11_ASSIGN_OR_RETURN(target,
+                          df11::mkmodel::parse_byte_size(a.size.empty() ? kDefaultSize : a.size));
   }
   LlamaDims d;
   d.tied = a.tied;
@@ -169,8 +172,8 @@ int main(int argc, char** argv) {
     }
     std::unique_ptr<tbb::global_control> threads;
     if (a.threads > 0) {
-      threads = std::make_unique<tbb::global_control>(
-          tbb::global_control::max_allowed_parallelism, static_cast<size_t>(a.threads));
+      threads = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                      static_cast<size_t>(a.threads));
     }
     df11::mkmodel::WriteOptions options;
     options.out_dir = a.out_dir;
@@ -186,14 +189,13 @@ int main(int argc, char** argv) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const LlamaDims& d = *dims;
-    std::printf("%s: Llama layers=%llu hidden=%llu intermediate=%llu vocab=%llu heads=%llu "
-                "kv_heads=%llu%s\n",
-                a.out_dir.c_str(), static_cast<unsigned long long>(d.layers),
-                static_cast<unsigned long long>(d.hidden),
-                static_cast<unsigned long long>(d.intermediate),
-                static_cast<unsigned long long>(d.vocab),
-                static_cast<unsigned long long>(d.heads),
-                static_cast<unsigned long long>(d.kv_heads), d.tied ? " tied" : "");
+    std::printf(
+        "%s: Llama layers=%llu hidden=%llu intermediate=%llu vocab=%llu heads=%llu "
+        "kv_heads=%llu%s\n",
+        a.out_dir.c_str(), static_cast<unsigned long long>(d.layers),
+        static_cast<unsigned long long>(d.hidden), static_cast<unsigned long long>(d.intermediate),
+        static_cast<unsigned long long>(d.vocab), static_cast<unsigned long long>(d.heads),
+        static_cast<unsigned long long>(d.kv_heads), d.tied ? " tied" : "");
     for (const auto& s : written->shards) {
       std::printf("  %s  %llu tensors  %s\n", s.file.c_str(),
                   static_cast<unsigned long long>(s.n_tensors),

@@ -1,5 +1,9 @@
 #include "mkmodel/checkpoint_writer.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <bit>
 #include <cerrno>
@@ -7,12 +11,8 @@
 #include <cstdio>
 #include <cstring>
 #include <mutex>
-#include <system_error>
-
 #include <nlohmann/json.hpp>
-#include <tbb/blocked_range.h>
-#include <tbb/enumerable_thread_specific.h>
-#include <tbb/parallel_for.h>
+#include <system_error>
 
 #include "df11/file_io.h"
 #include "df11/safetensors.h"
@@ -23,7 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // safetensors stores little-endian values; this tool writes host uint16/float arrays as is.
-static_assert(std::endian::native == std::endian::little, "df11-mkmodel needs a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "df11-mkmodel needs a little-endian host");
 
 // RNG chunks per parallel task: 8 x 64Ki weights = 1 MiB of BF16 per pwrite.
 constexpr uint64_t kTaskChunks = 8;
@@ -74,25 +75,24 @@ Status write_random_bf16(const OutputFile& file, const TensorSpec& t, uint64_t s
   tbb::enumerable_thread_specific<std::vector<uint16_t>> buffers;
   std::mutex error_mutex;
   Status first_error;
-  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, n_tasks, 1),
-                    [&](const tbb::blocked_range<uint64_t>& r) {
-                      std::vector<uint16_t>& buf = buffers.local();
-                      buf.resize(task_weights);
-                      for (uint64_t task = r.begin(); task < r.end(); ++task) {
-                        const uint64_t first = task * task_weights;
-                        const uint64_t count = std::min(task_weights, n - first);
-                        std::span<uint16_t> out(buf.data(), count);
-                        generate_bf16(params, task * kTaskChunks, out);
-                        Status s = file.pwrite_all(
-                            offset + 2 * first,
-                            {reinterpret_cast<const uint8_t*>(out.data()), 2 * count});
-                        if (!s) {
-                          std::lock_guard<std::mutex> lock(error_mutex);
-                          if (first_error.is_ok()) first_error = s;
-                          return;
-                        }
-                      }
-                    });
+  tbb::parallel_for(
+      tbb::blocked_range<uint64_t>(0, n_tasks, 1), [&](const tbb::blocked_range<uint64_t>& r) {
+        std::vector<uint16_t>& buf = buffers.local();
+        buf.resize(task_weights);
+        for (uint64_t task = r.begin(); task < r.end(); ++task) {
+          const uint64_t first = task * task_weights;
+          const uint64_t count = std::min(task_weights, n - first);
+          std::span<uint16_t> out(buf.data(), count);
+          generate_bf16(params, task * kTaskChunks, out);
+          Status s = file.pwrite_all(offset + 2 * first,
+                                     {reinterpret_cast<const uint8_t*>(out.data()), 2 * count});
+          if (!s) {
+            std::lock_guard<std::mutex> lock(error_mutex);
+            if (first_error.is_ok()) first_error = s;
+            return;
+          }
+        }
+      });
   return first_error;
 }
 

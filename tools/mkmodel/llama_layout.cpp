@@ -2,7 +2,6 @@
 
 #include <cmath>
 #include <limits>
-
 #include <nlohmann/json.hpp>
 
 namespace df11::mkmodel {
@@ -35,9 +34,9 @@ Status validate_dims(const LlamaDims& d) {
     return Status(ErrorCode::kInvalidArgument, "every dimension must be at least 1");
   }
   if (d.hidden % d.heads != 0) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "hidden size " + std::to_string(d.hidden) + " is not a multiple of " +
-                      std::to_string(d.heads) + " heads");
+    return Status(ErrorCode::kInvalidArgument, "hidden size " + std::to_string(d.hidden) +
+                                                   " is not a multiple of " +
+                                                   std::to_string(d.heads) + " heads");
   }
   if (d.head_dim() % 2 != 0) {
     return Status(ErrorCode::kInvalidArgument,
@@ -49,8 +48,7 @@ Status validate_dims(const LlamaDims& d) {
   }
   // Keep every byte count far from overflow: 2^20 per dimension bounds a tensor by 2^41 bytes.
   constexpr uint64_t kMaxDim = uint64_t{1} << 20;
-  if (d.hidden > kMaxDim || d.intermediate > kMaxDim || d.vocab > kMaxDim ||
-      d.layers > 100000) {
+  if (d.hidden > kMaxDim || d.intermediate > kMaxDim || d.vocab > kMaxDim || d.layers > 100000) {
     return Status(ErrorCode::kInvalidArgument, "dimensions beyond 2^20 (or > 100000 layers)");
   }
   return Status::ok();

@@ -1,0 +1,18 @@
+// Output of `df11 inspect`: aligned text tables for people, one JSON document for programs.
+// Both carry the same numbers; JSON has every group's full code table, text shows those
+// with -v (verbosity >= 2).
+#pragma once
+
+#include <ostream>
+
+#include "inspect_report.h"
+
+namespace df11::app {
+
+// verbosity 0: summary lines only; 1: group and tensor tables; 2: code tables and members.
+void render_inspect_text(const InspectReport& report, int verbosity, std::ostream& out);
+
+// One JSON document (2-space indent, final newline). Schema: see inspect_render.cpp.
+void render_inspect_json(const InspectReport& report, std::ostream& out);
+
+}  // namespace df11::app

@@ -1,0 +1,26 @@
+// The zstd baseline of `df11 inspect --baseline zstd`: what a general-purpose compressor
+// makes of the same BF16 bytes, at a fast and a strong level.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "df11/status.h"
+#include "inspect_report.h"
+
+namespace df11::app {
+
+inline constexpr int kZstdFastLevel = 3;
+inline constexpr int kZstdStrongLevel = 19;
+// Level 19 runs at a few MB/s per core, so it sees a deterministic sample: the first
+// kZstdStrongSampleBytes of each tensor (all of it when smaller). Level 3 sees every byte.
+inline constexpr uint64_t kZstdStrongSampleBytes = uint64_t{1} << 20;
+
+// Compressed size of `bytes` as one zstd frame at `level`, on the calling thread; the output
+// goes through a fixed buffer and is discarded, so memory stays small for any input size.
+Result<uint64_t> zstd_frame_size(std::span<const uint8_t> bytes, int level);
+
+// Both levels on one tensor's bytes (level 19 on the sample).
+Result<ZstdBaseline> zstd_baseline(std::span<const uint8_t> bytes);
+
+}  // namespace df11::app
