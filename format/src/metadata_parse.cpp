@@ -134,11 +134,20 @@ Status parse_shape(const json& j, const std::string& ctx, std::vector<uint64_t>*
   return Status::ok();
 }
 
+// `ctx` followed by the entry's name when it has a usable one, so that every message about an
+// entry (even "unknown field") says which entry.
+std::string named_context(const json& j, const std::string& ctx) {
+  if (!j.is_object()) return ctx;
+  const auto it = j.find("name");
+  if (it == j.end() || !it->is_string() || it->get_ref<const std::string&>().empty()) return ctx;
+  return ctx + " " + quote_name(it->get_ref<const std::string&>());
+}
+
 // spec 5.3 rules G1..G6 for one member.
 Status parse_member(const json& j, const std::string& ctx, MemberMeta* m) {
-  DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"name", "dtype", "shape", "n_elements", "xxh3"}));
+  const std::string mctx = named_context(j, ctx);
+  DF11_RETURN_IF_ERROR(check_fields(j, mctx, {"name", "dtype", "shape", "n_elements", "xxh3"}));
   DF11_RETURN_IF_ERROR(get_name(j, "name", ctx, &m->name));
-  const std::string mctx = ctx + " " + quote_name(m->name);
   DF11_RETURN_IF_ERROR(get_string(j, "dtype", mctx, &m->dtype));
   if (m->dtype != "BF16") {
     return Status(ErrorCode::kBadDtype,
@@ -187,9 +196,9 @@ Status claim(std::unordered_set<std::string>* set, const std::string& name, cons
 }
 
 Status parse_group(const json& j, const std::string& ctx, NameSets* names, GroupMeta* g) {
-  DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"name", "n_elements", "members", "stored"}));
+  const std::string gctx = named_context(j, ctx);
+  DF11_RETURN_IF_ERROR(check_fields(j, gctx, {"name", "n_elements", "members", "stored"}));
   DF11_RETURN_IF_ERROR(get_name(j, "name", ctx, &g->name));
-  const std::string gctx = ctx + " " + quote_name(g->name);
   DF11_RETURN_IF_ERROR(claim(&names->groups, g->name, "group", gctx));
   DF11_RETURN_IF_ERROR(get_uint(j, "n_elements", gctx, &g->n_elements));
   const json& members = j.at("members");
