@@ -1,0 +1,101 @@
+// Fuzz target: parse_safetensors() on arbitrary bytes.
+//
+// Properties: parsing never crashes, leaks or reads out of bounds; a header that parses
+// satisfies spec 2.3's invariants (tensors tile the data buffer in order); re-serializing it
+// with SafetensorsLayout and parsing again gives the same tensors, metadata and bytes; the
+// DF11 helpers (group enumeration, df11 metadata) accept or reject it without crashing.
+#include <cstdio>
+#include <cstdlib>
+#include <span>
+
+#include "df11/metadata.h"
+#include "df11/safetensors.h"
+
+namespace {
+
+#define FUZZ_CHECK(cond)                                                         \
+  do {                                                                           \
+    if (!(cond)) {                                                               \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
+      std::abort();                                                              \
+    }                                                                            \
+  } while (0)
+
+void check_invariants(const df11::SafetensorsHeader& h, size_t size) {
+  FUZZ_CHECK(h.file_size == size);
+  FUZZ_CHECK(h.data_start + h.data_size == size);
+  FUZZ_CHECK(h.header_text.size() + df11::kHeaderLengthBytes == h.data_start);
+  FUZZ_CHECK(h.index.size() == h.tensors.size());
+  uint64_t expected = 0;
+  for (size_t i = 0; i < h.tensors.size(); ++i) {
+    const df11::TensorInfo& t = h.tensors[i];
+    FUZZ_CHECK(t.data_offset_begin == expected);
+    FUZZ_CHECK(t.data_offset_end >= t.data_offset_begin);
+    FUZZ_CHECK(t.file_offset == h.data_start + t.data_offset_begin);
+    FUZZ_CHECK(h.index.at(t.name) == i);
+    expected = t.data_offset_end;
+  }
+  FUZZ_CHECK(expected == h.data_size);
+}
+
+void check_round_trip(const df11::SafetensorsHeader& h, std::span<const uint8_t> bytes) {
+  std::vector<df11::TensorData> tensors;
+  for (const df11::TensorInfo& t : h.tensors) {
+    tensors.push_back({t.name, t.dtype, t.shape, bytes.subspan(t.file_offset, t.byte_size())});
+  }
+  df11::Result<std::vector<uint8_t>> again =
+      df11::serialize_safetensors(tensors, h.has_metadata ? &h.metadata : nullptr);
+  // Compact output is never longer than the (valid) input header: this cannot fail.
+  FUZZ_CHECK(again.is_ok());
+  df11::Result<df11::SafetensorsHeader> h2 = df11::parse_safetensors(*again, "round_trip");
+  FUZZ_CHECK(h2.is_ok());
+  FUZZ_CHECK(h2->data_start % df11::kHeaderAlignment == 0);
+  FUZZ_CHECK(h2->has_metadata == h.has_metadata);
+  FUZZ_CHECK(h2->metadata == h.metadata);
+  FUZZ_CHECK(h2->tensors.size() == h.tensors.size());
+  for (size_t i = 0; i < h.tensors.size(); ++i) {
+    const df11::TensorInfo& a = h.tensors[i];
+    const df11::TensorInfo& b = h2->tensors[i];
+    FUZZ_CHECK(a.name == b.name && a.dtype == b.dtype && a.shape == b.shape);
+    FUZZ_CHECK(a.n_elements == b.n_elements);
+    FUZZ_CHECK(a.data_offset_begin == b.data_offset_begin);
+    FUZZ_CHECK(a.data_offset_end == b.data_offset_end);
+  }
+  FUZZ_CHECK(std::equal(again->begin() + h2->data_start, again->end(),
+                        bytes.begin() + h.data_start, bytes.end()));
+}
+
+void check_df11_helpers(const df11::SafetensorsHeader& h, std::span<const uint8_t> bytes) {
+  df11::Result<std::vector<df11::GroupTensors>> groups = df11::enumerate_groups(h);
+  if (groups.is_ok()) {
+    for (const df11::GroupTensors& g : *groups) {
+      const df11::GroupView v = df11::group_view(g, bytes);
+      FUZZ_CHECK(v.sign_mantissa.size() == g.n_elements());
+      FUZZ_CHECK(v.luts.size() % df11::kLutRowSize == 0);
+    }
+  } else {
+    FUZZ_CHECK(!groups.status().message().empty());
+  }
+  df11::Result<std::optional<df11::Df11Metadata>> meta = df11::read_df11_metadata(h);
+  if (meta.is_ok() && meta->has_value()) {
+    df11::Result<std::vector<df11::GroupTensors>> checked =
+        df11::check_metadata_against_header(**meta, h);
+    FUZZ_CHECK(checked.is_ok() || !checked.status().message().empty());
+  }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::span<const uint8_t> bytes(data, size);
+  df11::Result<df11::SafetensorsHeader> h = df11::parse_safetensors(bytes, "fuzz.safetensors");
+  if (!h.is_ok()) {
+    FUZZ_CHECK(h.status().code() != df11::ErrorCode::kOk);
+    FUZZ_CHECK(h.status().message().rfind("fuzz.safetensors: ", 0) == 0);
+    return 0;
+  }
+  check_invariants(*h, size);
+  check_round_trip(*h, bytes);
+  check_df11_helpers(*h, bytes);
+  return 0;
+}
