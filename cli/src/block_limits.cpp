@@ -1,0 +1,50 @@
+#include "block_limits.h"
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include <tbb/parallel_for.h>
+
+#include "df11/group.h"
+
+namespace df11::app {
+
+uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan) {
+  uint32_t shortest = kMaxCodeLength;
+  for (uint32_t len : plan.code.length) {
+    if (len != 0) shortest = std::min(shortest, len);
+  }
+  const uint64_t bound = (kBitsPerBlock + shortest - 1) / shortest;
+  if (bound <= kMaxWeightsPerBlockCompat || plan.n_elements == 0) {
+    // Not exact, but on the right side of the limit, which is all the caller decides on.
+    return std::min<uint64_t>(bound, plan.n_elements);
+  }
+  std::vector<std::atomic<uint32_t>> starts(plan.n_blocks);
+  const uint8_t* length = plan.code.length.data();
+  tbb::parallel_for(uint64_t{0}, plan.n_chunks(), [&](uint64_t c) {
+    const uint64_t begin = c * plan.chunk_weights;
+    const uint64_t end = std::min(plan.n_elements, begin + plan.chunk_weights);
+    uint64_t bit = plan.chunk_bit_offset[c];
+    uint64_t block = bit / kBitsPerBlock;
+    uint32_t count = 0;
+    members.for_each_piece(begin, end, [&](size_t, uint64_t, std::span<const uint16_t> w) {
+      for (uint16_t v : w) {
+        const uint64_t b = bit / kBitsPerBlock;
+        if (b != block) {
+          starts[block].fetch_add(count, std::memory_order_relaxed);
+          block = b;
+          count = 0;
+        }
+        ++count;
+        bit += length[(v >> 7) & 0xff];
+      }
+    });
+    if (count != 0) starts[block].fetch_add(count, std::memory_order_relaxed);
+  });
+  uint64_t most = 0;
+  for (const auto& s : starts) most = std::max<uint64_t>(most, s.load(std::memory_order_relaxed));
+  return most;
+}
+
+}  // namespace df11::app

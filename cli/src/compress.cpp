@@ -1,0 +1,218 @@
+#include "compress.h"
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <vector>
+
+#include "compress_layout.h"
+#include "compress_plan.h"
+#include "df11/file_io.h"
+#include "df11/hash.h"
+#include "df11/metadata.h"
+#include "file_stream.h"
+#include "group_writer.h"
+#include "model_config.h"
+#include "model_folder.h"
+#include "output_dir.h"
+#include "signals.h"
+#include "source_hasher.h"
+#include "thread_limit.h"
+
+#ifndef DF11_VERSION_STRING
+#define DF11_VERSION_STRING "0.0.0"
+#endif
+
+namespace df11::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+SideFile side_file(const std::string& name, const std::string& content) {
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(content.data()),
+                                       content.size());
+  return SideFile{name, content.size(), sha256_hex(bytes), content};
+}
+
+// Copies a raw tensor to its place in the output, hashing it on the way.
+Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLocation& at,
+                                     const OutputFile& file, uint64_t offset, Console& console) {
+  const TensorInfo& t = folder.tensor(at);
+  Xxh3 hash;
+  uint64_t done = 0;
+  Status status = stream_file_range(
+      folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
+      [&](std::span<const uint8_t> bytes) {
+        hash.update(bytes);
+        DF11_RETURN_IF_ERROR(file.pwrite_all(offset + done, bytes));
+        done += bytes.size();
+        console.progress_advance(bytes.size());
+        return Status::ok();
+      });
+  if (!status) return status.with_context(folder.shard_names[at.shard] + ": tensor '" + t.name + "'");
+  return hash.hex_digest();
+}
+
+struct ShardResult {
+  uint64_t file_size = 0;
+  uint64_t tensor_bytes = 0;
+  std::vector<std::string> tensor_names;
+};
+
+Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan,
+                                ShardOut& out, const fs::path& dir, SourceHasher& hasher,
+                                const CompressOptions& options, Console& console) {
+  const std::string& name = folder.shard_names[out.shard];
+  DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
+  DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
+  DF11_RETURN_IF_ERROR(file.preallocate(layout.file_size));
+
+  ShardResult result;
+  for (const ShardItem& item : out.items) {
+    if (!item.is_group) {
+      const TensorLocation& at = plan.order[item.index];
+      DF11_ASSIGN_OR_RETURN(out.metadata.tensors[item.meta_index].xxh3,
+                            write_raw_tensor(folder, at, file,
+                                             layout.tensor_offsets[item.first_tensor], console));
+      result.tensor_names.push_back(folder.tensor(at).name);
+      continue;
+    }
+    const PlannedGroup& group = plan.groups[item.index];
+    const std::string what = group_context(folder, plan, group.spec);
+    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, plan, group.spec));
+    std::vector<MemberSource> sources;
+    for (size_t m : group.spec.members) {
+      const TensorLocation& at = plan.order[m];
+      sources.push_back({&folder.shards[at.shard].mapped(), folder.tensor(at).file_offset});
+    }
+    StoredOffsets offsets;
+    for (size_t k = 0; k < offsets.size(); ++k) {
+      offsets[k] = layout.tensor_offsets[item.first_tensor + k];
+    }
+    DF11_ASSIGN_OR_RETURN(GroupWriteResult written,
+                          write_group(spans, sources, group.plan, file, offsets,
+                                      options.step_weights, console, what));
+    GroupMeta& meta = out.metadata.groups[item.meta_index];
+    meta.stored = written.stored;
+    for (size_t k = 0; k < meta.members.size(); ++k) meta.members[k].xxh3 = written.member_xxh3[k];
+    for (const char* suffix : kGroupTensorSuffixes) {
+      result.tensor_names.push_back(group.spec.name + "." + suffix);
+    }
+    console.detail(what + ": " + std::to_string(group.spec.members.size()) + " tensors, " +
+                   std::to_string(group.plan.n_elements) + " weights, " +
+                   std::to_string(group.plan.code.max_length) + "-bit longest code, max " +
+                   std::to_string(written.max_block_weights) + " weights per block");
+  }
+
+  DF11_ASSIGN_OR_RETURN(out.metadata.sources.front().sha256, hasher.get(out.shard));
+  DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(folder, plan, out));
+  if (final_layout.prefix.size() != layout.prefix.size()) {
+    // Checksums are fixed-width hex, so the header cannot change size; if it did, the data
+    // already written would sit at the wrong offsets.
+    return Status(ErrorCode::kInternal, name + ": header size changed from " +
+                                            std::to_string(layout.prefix.size()) + " to " +
+                                            std::to_string(final_layout.prefix.size()));
+  }
+  DF11_RETURN_IF_ERROR(file.pwrite_all(0, final_layout.prefix));
+  DF11_RETURN_IF_ERROR(file.commit());
+  result.file_size = final_layout.file_size;
+  result.tensor_bytes = final_layout.file_size - final_layout.data_start;
+  return result;
+}
+
+uint64_t side_file_bytes(const ModelFolder& folder) {
+  uint64_t total = 0;
+  for (const std::string& rel : folder.side_files) {
+    std::error_code ec;
+    const uint64_t size = fs::file_size(folder.dir / rel, ec);
+    if (!ec) total += size;
+  }
+  return total;
+}
+
+}  // namespace
+
+Result<CompressSummary> compress_model(const CompressOptions& options, Console& console) {
+  const auto started = std::chrono::steady_clock::now();
+  ThreadLimit thread_limit(options.threads);
+  DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
+  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir));
+  if (!folder.config_text) {
+    return Status(ErrorCode::kNotFound, (folder.dir / kConfigFile).string() +
+                                            ": not found (a Hugging Face checkpoint has one)");
+  }
+  DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
+  std::vector<std::string> shard_paths;
+  for (size_t s = 0; s < folder.shards.size(); ++s) shard_paths.push_back(folder.shard_path(s));
+  SourceHasher hasher(shard_paths);
+
+  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, console));
+  DF11_ASSIGN_OR_RETURN(std::string config, make_df11_config(*folder.config_text,
+                                                            plan.pattern_dict));
+  std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};
+  if (folder.index_text) changed.push_back(side_file(kIndexFile, *folder.index_text));
+  std::vector<ShardOut> shards =
+      assign_shards(folder, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
+
+  CompressSummary summary;
+  uint64_t total = side_file_bytes(folder);
+  for (const TensorLocation& at : plan.order) total += folder.tensor(at).byte_size();
+  console.progress_start("compressing", total);
+  std::map<std::string, std::string> weight_map;
+  uint64_t total_tensor_bytes = 0;
+  for (ShardOut& out : shards) {
+    DF11_ASSIGN_OR_RETURN(ShardResult written,
+                          write_shard(folder, plan, out, staging.path(), hasher, options, console));
+    for (std::string& name : written.tensor_names) {
+      weight_map.emplace(std::move(name), folder.shard_names[out.shard]);
+    }
+    total_tensor_bytes += written.tensor_bytes;
+    summary.output_bytes += written.file_size;
+    summary.input_bytes += folder.shards[out.shard].header().file_size;
+  }
+  DF11_RETURN_IF_ERROR(write_file_atomic((staging.path() / kConfigFile).string(), config));
+  if (folder.index_text) {
+    DF11_ASSIGN_OR_RETURN(std::string index,
+                          make_index(folder.index_text, weight_map, total_tensor_bytes));
+    DF11_RETURN_IF_ERROR(write_file_atomic((staging.path() / kIndexFile).string(), index));
+  }
+  DF11_RETURN_IF_ERROR(copy_side_files(folder.dir, staging.path(), folder.side_files,
+                                       [&](uint64_t n) { console.progress_advance(n); }));
+  console.progress_finish();
+  DF11_RETURN_IF_ERROR(check_interrupted());
+  DF11_RETURN_IF_ERROR(staging.commit());
+
+  summary.shards = folder.shards.size();
+  summary.tensors = plan.order.size();
+  for (const PlannedGroup& g : plan.groups) {
+    if (g.coded) {
+      ++summary.groups_coded;
+      summary.tensors_coded += g.spec.members.size();
+      for (uint64_t bytes : stored_sizes(g.plan)) summary.coded_output_bytes += bytes;
+    } else {
+      ++summary.groups_raw;
+    }
+  }
+  summary.tensors_raw = summary.tensors - summary.tensors_coded;
+  summary.coded_input_bytes = plan.coded_weight_bytes;
+  summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return summary;
+}
+
+std::string compress_summary_line(const CompressOptions& options, const CompressSummary& s) {
+  char text[512];
+  const double ratio = s.input_bytes ? 100.0 * s.output_bytes / s.input_bytes : 0.0;
+  const double coded_ratio =
+      s.coded_input_bytes ? 100.0 * s.coded_output_bytes / s.coded_input_bytes : 0.0;
+  const double rate = s.seconds > 0 ? s.input_bytes / s.seconds / 1e9 : 0.0;
+  std::snprintf(text, sizeof text,
+                "compressed %s -> %s: %s -> %s (%.1f%%; coded weights %.1f%%), %zu groups "
+                "(%zu tensors) coded, %zu tensors unchanged, in %.2f s (%.2f GB/s)",
+                options.model_dir.string().c_str(), options.out_dir.string().c_str(),
+                format_bytes(s.input_bytes).c_str(), format_bytes(s.output_bytes).c_str(), ratio,
+                coded_ratio, s.groups_coded, s.tensors_coded, s.tensors_raw, s.seconds, rate);
+  return text;
+}
+
+}  // namespace df11::app

@@ -1,0 +1,118 @@
+#include "compress_layout.h"
+
+#include <cstdint>
+#include <utility>
+
+#include "df11/hash.h"
+
+namespace df11::app {
+namespace {
+
+std::string xxh3_placeholder() { return std::string(kXxh3HexLength, '0'); }
+
+GroupMeta group_meta(const ModelFolder& folder, const CompressPlan& plan, const PlannedGroup& g) {
+  GroupMeta meta;
+  meta.name = g.spec.name;
+  meta.n_elements = g.plan.n_elements;
+  for (size_t m : g.spec.members) {
+    const TensorInfo& t = folder.tensor(plan.order[m]);
+    meta.members.push_back(MemberMeta{t.name, "BF16", t.shape, t.n_elements, xxh3_placeholder()});
+  }
+  const std::string p = xxh3_placeholder();
+  meta.stored = StoredChecksums{p, p, p, p, p, p};
+  return meta;
+}
+
+}  // namespace
+
+std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPlan& plan,
+                                    std::vector<SideFile> side_files,
+                                    const std::string& encoder) {
+  std::vector<ShardOut> shards(folder.shards.size());
+  for (size_t s = 0; s < shards.size(); ++s) {
+    shards[s].shard = s;
+    shards[s].metadata.encoder = encoder;
+    const SafetensorsHeader& header = folder.shards[s].header();
+    shards[s].metadata.sources.push_back(SourceFile{folder.shard_names[s], header.file_size,
+                                                    std::string(kSha256HexLength, '0'),
+                                                    header.header_text});
+  }
+  // shard_names are sorted: shard 0 is the lexicographically first.
+  shards.front().metadata.side_files = std::move(side_files);
+
+  // Which coded group starts at each tensor.
+  std::vector<size_t> group_at(plan.order.size(), SIZE_MAX);
+  for (size_t g = 0; g < plan.groups.size(); ++g) {
+    if (plan.groups[g].coded) group_at[plan.groups[g].spec.members.front()] = g;
+  }
+  for (size_t i = 0; i < plan.order.size(); ++i) {
+    ShardOut& out = shards[plan.order[i].shard];
+    ShardItem item;
+    if (plan.raw[i]) {
+      item.index = i;
+      item.meta_index = out.metadata.tensors.size();
+      out.metadata.tensors.push_back(
+          RawTensorMeta{folder.tensor(plan.order[i]).name, xxh3_placeholder()});
+    } else if (group_at[i] != SIZE_MAX) {
+      item.is_group = true;
+      item.index = group_at[i];
+      item.meta_index = out.metadata.groups.size();
+      out.metadata.groups.push_back(group_meta(folder, plan, plan.groups[group_at[i]]));
+    } else {
+      continue;  // a later member of a coded group
+    }
+    item.first_tensor = out.items.empty() ? 0
+                                          : out.items.back().first_tensor +
+                                                (out.items.back().is_group ? 6 : 1);
+    out.items.push_back(item);
+  }
+  return shards;
+}
+
+Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressPlan& plan,
+                                      const ShardOut& out) {
+  SafetensorsLayout layout;
+  for (const ShardItem& item : out.items) {
+    if (!item.is_group) {
+      const TensorInfo& t = folder.tensor(plan.order[item.index]);
+      DF11_RETURN_IF_ERROR(layout.add_tensor(t.name, t.dtype, t.shape, t.byte_size()));
+      continue;
+    }
+    const PlannedGroup& g = plan.groups[item.index];
+    const GroupPlan& p = g.plan;
+    const uint64_t n_luts = p.luts.size() / kLutRowSize;
+    const std::string& name = g.spec.name;
+    // spec 3.2: dtypes and shapes of the six stored tensors, as the dfloat11 loader reads them.
+    DF11_RETURN_IF_ERROR(
+        layout.add_tensor(name + ".luts", Dtype::kU8, {n_luts, kLutRowSize}, p.luts.size()));
+    DF11_RETURN_IF_ERROR(
+        layout.add_tensor(name + ".encoded_exponent", Dtype::kU8, {p.n_bytes}, p.n_bytes));
+    DF11_RETURN_IF_ERROR(
+        layout.add_tensor(name + ".sign_mantissa", Dtype::kU8, {p.n_elements}, p.n_elements));
+    DF11_RETURN_IF_ERROR(layout.add_tensor(name + ".output_positions", Dtype::kU8,
+                                           {p.output_positions_bytes}, p.output_positions_bytes));
+    DF11_RETURN_IF_ERROR(
+        layout.add_tensor(name + ".gaps", Dtype::kU8, {p.gaps_bytes}, p.gaps_bytes));
+    const uint64_t n_splits = p.split_positions.size();
+    DF11_RETURN_IF_ERROR(
+        layout.add_tensor(name + ".split_positions", Dtype::kI64, {n_splits}, 8 * n_splits));
+  }
+  const SafetensorsHeader& original = folder.shards[out.shard].header();
+  MetadataEntries entries = original.metadata;
+  for (const auto& [key, value] : entries) {
+    if (key == kDf11MetadataKey) {
+      return Status(ErrorCode::kInvalidArgument,
+                    folder.shard_names[out.shard] +
+                        ": already has df11 metadata (the input is a DF11 model)");
+    }
+  }
+  auto text = serialize_df11_metadata(out.metadata);
+  if (!text) return text.status().with_context(folder.shard_names[out.shard] + ": df11 metadata");
+  entries.emplace_back(std::string(kDf11MetadataKey), std::move(text).value());
+  DF11_RETURN_IF_ERROR(layout.set_metadata(std::move(entries)));
+  auto finalized = layout.finalize();
+  if (!finalized) return finalized.status().with_context(folder.shard_names[out.shard]);
+  return finalized;
+}
+
+}  // namespace df11::app

@@ -1,0 +1,42 @@
+// What each DF11 output shard holds, in file order, and its safetensors header. Output
+// shards mirror the input shards 1:1 by name; a coded group goes to the shard of its first
+// member, a raw tensor stays in its own shard. The header (with the df11 metadata) is laid
+// out first with placeholder checksums of the final length, so that data can be written at
+// its final offsets before the checksums are known; the real header then has the same size.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include "compress_plan.h"
+#include "df11/metadata.h"
+#include "df11/safetensors.h"
+#include "model_folder.h"
+
+namespace df11::app {
+
+struct ShardItem {
+  bool is_group = false;
+  size_t index = 0;        // into CompressPlan::groups, or into CompressPlan::order (raw)
+  size_t meta_index = 0;   // into metadata.groups, or into metadata.tensors (raw)
+  size_t first_tensor = 0; // its (first) tensor's position in the layout's insertion order
+};
+
+struct ShardOut {
+  size_t shard = 0;  // the input shard of the same name
+  std::vector<ShardItem> items;
+  Df11Metadata metadata;  // checksums are placeholders until pass 2 fills them in
+};
+
+// One ShardOut per input shard. `side_files` (config.json, index: original bytes) go to the
+// lexicographically first shard. `encoder` is the metadata's encoder string.
+std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPlan& plan,
+                                    std::vector<SideFile> side_files, const std::string& encoder);
+
+// The shard's header for its current metadata. kInvalidArgument if the original
+// __metadata__ already has a "df11" key.
+Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressPlan& plan,
+                                      const ShardOut& out);
+
+}  // namespace df11::app

@@ -1,0 +1,124 @@
+#include "decompress.h"
+
+#include <chrono>
+#include <cstdio>
+#include <unordered_set>
+
+#include "df11/file_io.h"
+#include "df11/hash.h"
+#include "df11_folder.h"
+#include "model_folder.h"
+#include "output_dir.h"
+#include "rebuild.h"
+#include "signals.h"
+#include "thread_limit.h"
+
+namespace df11::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+class FileSink : public RebuildSink {
+ public:
+  explicit FileSink(const OutputFile& file) : file_(file) {}
+  Status write(uint64_t offset, std::span<const uint8_t> bytes) override {
+    return file_.pwrite_all(offset, bytes);
+  }
+
+ private:
+  const OutputFile& file_;
+};
+
+Status restore_side_file(const SideFile& side, const fs::path& dir) {
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(side.content.data()),
+                                       side.content.size());
+  const std::string digest = sha256_hex(bytes);
+  if (side.content.size() != side.size || digest != side.sha256) {
+    return Status(ErrorCode::kCorruptData,
+                  side.file + ": recorded content has " + std::to_string(side.content.size()) +
+                      " bytes with sha256 " + digest + ", the metadata records " +
+                      std::to_string(side.size) + " bytes with sha256 " + side.sha256);
+  }
+  return write_file_atomic((dir / side.file).string(), side.content);
+}
+
+}  // namespace
+
+Result<DecompressSummary> decompress_model(const DecompressOptions& options, Console& console) {
+  const auto started = std::chrono::steady_clock::now();
+  ThreadLimit thread_limit(options.threads);
+  DF11_RETURN_IF_ERROR(check_distinct_folders(options.df11_dir, options.out_dir));
+  DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir));
+  if (!has_df11_metadata(model)) {
+    return Status(ErrorCode::kUnsupported,
+                  options.df11_dir.string() +
+                      ": no df11 metadata in its shards (not written by df11, e.g. a published "
+                      "DF11 model): the original files cannot be rebuilt byte for byte");
+  }
+  DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
+  DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
+
+  DecompressSummary summary;
+  std::unordered_set<std::string> restored_names;
+  for (const SideFile& side : folder.side_files) restored_names.insert(side.file);
+  uint64_t total = 0;
+  for (const SourceRef& ref : folder.sources) total += folder.source(ref).size;
+  std::vector<std::string> copies;
+  for (const std::string& rel : folder.folder.side_files) {
+    if (restored_names.count(rel) != 0) continue;  // the recorded original wins
+    copies.push_back(rel);
+    std::error_code ec;
+    total += fs::file_size(folder.folder.dir / rel, ec);
+  }
+  console.progress_start("restoring  ", total);
+
+  TensorProducer producer(folder, DecodeDevice::kCpu);
+  RebuildOptions rebuild_options;
+  rebuild_options.on_bytes = [&](uint64_t n) { console.progress_advance(n); };
+  for (const SourceRef& ref : folder.sources) {
+    const SourceFile& source = folder.source(ref);
+    DF11_ASSIGN_OR_RETURN(OutputFile file,
+                          OutputFile::create((staging.path() / source.file).string()));
+    DF11_RETURN_IF_ERROR(file.preallocate(source.size));
+    FileSink sink(file);
+    DF11_ASSIGN_OR_RETURN(RebuildResult rebuilt,
+                          rebuild_source(folder, source, producer, sink, rebuild_options));
+    DF11_RETURN_IF_ERROR(file.commit());
+    console.detail("restored " + source.file + " (" + std::to_string(rebuilt.tensors) +
+                   " tensors, sha256 " + source.sha256 + ")");
+    ++summary.files;
+    summary.tensors += rebuilt.tensors;
+    summary.output_bytes += source.size;
+  }
+  for (const SideFile& side : folder.side_files) {
+    DF11_RETURN_IF_ERROR(restore_side_file(side, staging.path()));
+  }
+  DF11_RETURN_IF_ERROR(copy_side_files(folder.folder.dir, staging.path(), copies,
+                                       [&](uint64_t n) { console.progress_advance(n); }));
+  console.progress_finish();
+  DF11_RETURN_IF_ERROR(check_interrupted());
+  DF11_RETURN_IF_ERROR(staging.commit());
+
+  summary.side_files = folder.side_files.size() + copies.size();
+  for (const SafetensorsFile& shard : folder.folder.shards) {
+    summary.input_bytes += shard.header().file_size;
+  }
+  summary.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return summary;
+}
+
+std::string decompress_summary_line(const DecompressOptions& options,
+                                    const DecompressSummary& s) {
+  char text[512];
+  const double rate = s.seconds > 0 ? s.output_bytes / s.seconds / 1e9 : 0.0;
+  std::snprintf(text, sizeof text,
+                "restored %s -> %s: %zu files (%zu tensors, sha256 checked) + %zu other files, "
+                "%s -> %s in %.2f s (%.2f GB/s)",
+                options.df11_dir.string().c_str(), options.out_dir.string().c_str(), s.files,
+                s.tensors, s.side_files, format_bytes(s.input_bytes).c_str(),
+                format_bytes(s.output_bytes).c_str(), s.seconds, rate);
+  return text;
+}
+
+}  // namespace df11::app

@@ -1,0 +1,94 @@
+#include "df11_folder.h"
+
+#include <algorithm>
+#include <unordered_set>
+#include <utility>
+
+namespace df11::app {
+
+bool has_df11_metadata(const ModelFolder& folder) {
+  for (const SafetensorsFile& shard : folder.shards) {
+    if (shard.header().metadata_value(kDf11MetadataKey) != nullptr) return true;
+  }
+  return false;
+}
+
+std::string Df11Folder::describe(const std::string& name, const OriginalTensor& t) const {
+  if (t.is_member) return groups[t.group].what + ": member '" + name + "'";
+  return folder.shard_names[t.raw.shard] + ": tensor '" + name + "'";
+}
+
+Result<Df11Folder> open_df11_folder(ModelFolder model) {
+  Df11Folder result;
+  result.folder = std::move(model);
+  const ModelFolder& folder = result.folder;
+  std::unordered_set<std::string> source_names, side_names;
+  for (size_t s = 0; s < folder.shards.size(); ++s) {
+    const SafetensorsHeader& header = folder.shards[s].header();
+    DF11_ASSIGN_OR_RETURN(std::optional<Df11Metadata> meta, read_df11_metadata(header));
+    if (!meta) {
+      return Status(ErrorCode::kBadMetadata,
+                    folder.shard_names[s] + ": no df11 metadata, unlike other shards of the folder");
+    }
+    DF11_ASSIGN_OR_RETURN(std::vector<GroupTensors> tensors,
+                          check_metadata_against_header(*meta, header));
+    for (size_t g = 0; g < meta->groups.size(); ++g) {
+      const GroupMeta& gm = meta->groups[g];
+      CodedGroup coded;
+      coded.shard = s;
+      coded.meta_index = g;
+      coded.tensors = tensors[g];
+      coded.view = group_view(coded.tensors, folder.shards[s].bytes());
+      coded.what = folder.shard_names[s] + ": group '" + gm.name + "'";
+      coded.member_start.push_back(0);
+      for (size_t m = 0; m < gm.members.size(); ++m) {
+        const MemberMeta& mm = gm.members[m];
+        coded.member_start.push_back(coded.member_start.back() + mm.n_elements);
+        OriginalTensor t;
+        t.is_member = true;
+        t.group = result.groups.size();
+        t.member = m;
+        t.xxh3 = mm.xxh3;
+        t.byte_size = 2 * mm.n_elements;
+        if (!result.originals.emplace(mm.name, std::move(t)).second) {
+          return Status(ErrorCode::kDuplicateName,
+                        coded.what + ": member '" + mm.name + "' appears twice in the folder");
+        }
+      }
+      result.groups.push_back(std::move(coded));
+    }
+    for (const RawTensorMeta& raw : meta->tensors) {
+      OriginalTensor t;
+      t.raw = folder.tensors.at(raw.name);  // check_metadata_against_header: it exists here
+      t.xxh3 = raw.xxh3;
+      t.byte_size = folder.tensor(t.raw).byte_size();
+      if (!result.originals.emplace(raw.name, std::move(t)).second) {
+        return Status(ErrorCode::kDuplicateName, folder.shard_names[s] + ": tensor '" +
+                                                     raw.name + "' appears twice in the folder");
+      }
+    }
+    for (size_t i = 0; i < meta->sources.size(); ++i) {
+      if (!source_names.insert(meta->sources[i].file).second) {
+        return Status(ErrorCode::kDuplicateName, folder.shard_names[s] + ": source file '" +
+                                                     meta->sources[i].file +
+                                                     "' is listed by two shards");
+      }
+      result.sources.push_back(SourceRef{s, i});
+    }
+    for (const SideFile& side : meta->side_files) {
+      if (!side_names.insert(side.file).second) {
+        return Status(ErrorCode::kDuplicateName, folder.shard_names[s] + ": side file '" +
+                                                     side.file + "' is listed twice");
+      }
+      result.side_files.push_back(side);
+    }
+    result.metadata.push_back(std::move(*meta));
+  }
+  std::sort(result.sources.begin(), result.sources.end(),
+            [&](const SourceRef& a, const SourceRef& b) {
+              return result.source(a).file < result.source(b).file;
+            });
+  return result;
+}
+
+}  // namespace df11::app

@@ -1,0 +1,69 @@
+// A DF11 model folder written by df11, opened for reading: every shard with its df11
+// metadata checked against its header, every coded group, and where the bytes of each
+// original tensor come from (a member of a group, or a raw tensor).
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "df11/group.h"
+#include "df11/group_tensors.h"
+#include "df11/metadata.h"
+#include "model_folder.h"
+
+namespace df11::app {
+
+struct CodedGroup {
+  size_t shard = 0;
+  size_t meta_index = 0;               // into Df11Folder::metadata[shard].groups
+  GroupTensors tensors;                // pointers into the shard's header
+  GroupView view;                      // spans over the shard's mapping
+  std::vector<uint64_t> member_start;  // element offset of each member; back() = n_elements
+  std::string what;                    // "model.safetensors: group 'model.layers.0'"
+};
+
+// Where an original tensor's bytes come from.
+struct OriginalTensor {
+  bool is_member = false;
+  size_t group = 0;   // is_member: index into Df11Folder::groups
+  size_t member = 0;  // is_member: index among the group's members
+  TensorLocation raw; // !is_member: the tensor in the DF11 folder
+  std::string xxh3;   // recorded checksum of its original bytes
+  uint64_t byte_size = 0;
+};
+
+struct SourceRef {
+  size_t shard = 0;  // whose metadata lists it
+  size_t index = 0;  // into metadata[shard].sources
+};
+
+struct Df11Folder {
+  ModelFolder folder;
+  std::vector<Df11Metadata> metadata;  // per shard
+  std::vector<CodedGroup> groups;      // shard by shard, metadata order
+  std::unordered_map<std::string, OriginalTensor> originals;
+  std::vector<SourceRef> sources;      // sorted by file name
+  std::vector<SideFile> side_files;    // from every shard's metadata
+
+  const SourceFile& source(const SourceRef& ref) const {
+    return metadata[ref.shard].sources[ref.index];
+  }
+  const MemberMeta& member_meta(const OriginalTensor& t) const {
+    const CodedGroup& g = groups[t.group];
+    return metadata[g.shard].groups[g.meta_index].members[t.member];
+  }
+  // "model-00001.safetensors: tensor 'x'" or "...: group 'P': member 'x'" for messages.
+  std::string describe(const std::string& name, const OriginalTensor& t) const;
+};
+
+// True if at least one shard of the folder carries df11 metadata.
+bool has_df11_metadata(const ModelFolder& folder);
+
+// Reads and cross-checks the metadata of every shard (each must have it: kBadMetadata
+// otherwise). kDuplicateName if a tensor, source or side file appears twice.
+Result<Df11Folder> open_df11_folder(ModelFolder folder);
+
+}  // namespace df11::app

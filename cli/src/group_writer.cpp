@@ -1,0 +1,122 @@
+#include "group_writer.h"
+
+#include <algorithm>
+#include <optional>
+
+#include <tbb/parallel_invoke.h>
+
+#include "df11/group.h"
+#include "df11/hash.h"
+#include "lazy_buffer.h"
+#include "signals.h"
+
+namespace df11::app {
+namespace {
+
+enum StoredIndex { kLuts, kEncodedExponent, kSignMantissa, kOutputPositions, kGaps, kSplits };
+
+std::vector<uint8_t> split_bytes(const GroupPlan& plan) {
+  std::vector<uint8_t> bytes(plan.split_positions.size() * 8);
+  for (size_t i = 0; i < plan.split_positions.size(); ++i) {
+    store_le64(bytes.data() + 8 * i, static_cast<uint64_t>(plan.split_positions[i]));
+  }
+  return bytes;
+}
+
+// Writes and hashes a finished piece of a stored tensor.
+Status emit(const OutputFile& out, uint64_t offset, std::span<const uint8_t> bytes, Xxh3& hash,
+            const std::string& what, const char* tensor) {
+  hash.update(bytes);
+  Status status = out.pwrite_all(offset, bytes);
+  if (!status) return status.with_context(what + ": " + tensor);
+  return Status::ok();
+}
+
+}  // namespace
+
+std::array<uint64_t, 6> stored_sizes(const GroupPlan& plan) {
+  return {plan.luts.size(), plan.n_bytes, plan.n_elements, plan.output_positions_bytes,
+          plan.gaps_bytes, 8 * plan.split_positions.size()};
+}
+
+Result<GroupWriteResult> write_group(const MemberSpans& members,
+                                     const std::vector<MemberSource>& sources,
+                                     const GroupPlan& plan, const OutputFile& out,
+                                     const StoredOffsets& offsets, uint64_t step_weights,
+                                     Console& console, const std::string& what) {
+  if (members.n_elements() != plan.n_elements || plan.n_chunks() == 0) {
+    return Status(ErrorCode::kInternal, what + ": plan does not match the members");
+  }
+  DF11_ASSIGN_OR_RETURN(LazyBuffer stream, LazyBuffer::create(plan.n_bytes, "encoded_exponent"));
+  DF11_ASSIGN_OR_RETURN(LazyBuffer sign, LazyBuffer::create(plan.n_elements, "sign_mantissa"));
+  std::vector<uint8_t> positions(plan.output_positions_bytes);  // ~0.1% of the stream
+  std::vector<uint8_t> gaps(plan.gaps_bytes);                   // ~8% of the stream
+  const GroupOutput dst{stream.span(), sign.span(), positions, gaps};
+
+  std::array<Xxh3, 6> stored_hash;
+  std::vector<Xxh3> member_hash(members.size());
+  const uint64_t chunks_per_step = std::max<uint64_t>(1, step_weights / plan.chunk_weights);
+  uint64_t stream_done = 0;  // bytes of encoded_exponent final and written
+  uint32_t most = 0;
+  for (uint64_t c0 = 0; c0 < plan.n_chunks(); c0 += chunks_per_step) {
+    DF11_RETURN_IF_ERROR(check_interrupted());
+    const uint64_t c1 = std::min(plan.n_chunks(), c0 + chunks_per_step);
+    const uint64_t w0 = c0 * plan.chunk_weights;
+    const uint64_t w1 = std::min(plan.n_elements, c1 * plan.chunk_weights);
+    std::optional<Result<uint32_t>> encoded;
+    // The member checksums read the same weights while the encoder works on them.
+    tbb::parallel_invoke(
+        [&] { encoded.emplace(encode_group_range(members.spans(), plan, c0, c1, dst)); },
+        [&] {
+          members.for_each_piece(w0, w1, [&](size_t m, uint64_t, std::span<const uint16_t> w) {
+            member_hash[m].update(bf16_bytes(w));
+          });
+        });
+    if (!encoded->is_ok()) return encoded->status().with_context(what);
+    most = std::max(most, encoded->value());
+
+    // Bytes before the next step's first bit are final: the next step only ORs into the
+    // byte holding that bit.
+    const uint64_t stream_end = c1 == plan.n_chunks() ? plan.n_bytes : plan.chunk_bit_offset[c1] / 8;
+    DF11_RETURN_IF_ERROR(emit(out, offsets[kEncodedExponent] + stream_done,
+                              stream.span().subspan(stream_done, stream_end - stream_done),
+                              stored_hash[kEncodedExponent], what, "encoded_exponent"));
+    stream.release(stream_done, stream_end);
+    stream_done = stream_end;
+    DF11_RETURN_IF_ERROR(emit(out, offsets[kSignMantissa] + w0, sign.span().subspan(w0, w1 - w0),
+                              stored_hash[kSignMantissa], what, "sign_mantissa"));
+    sign.release(w0, w1);
+    members.for_each_piece(w0, w1, [&](size_t m, uint64_t first, std::span<const uint16_t> w) {
+      if (sources[m].file != nullptr) {
+        sources[m].file->advise_dontneed(sources[m].offset + 2 * first, w.size_bytes());
+      }
+    });
+    console.progress_advance(2 * (w1 - w0));
+  }
+  if (most > kMaxWeightsPerBlockCompat) {
+    // Pass 1 decided this group fits; the header is already laid out on that basis.
+    return Status(ErrorCode::kInternal,
+                  what + ": " + std::to_string(most) + " weights start in one block, above " +
+                      std::to_string(kMaxWeightsPerBlockCompat) + ", but planning said it fits");
+  }
+  const std::vector<uint8_t> splits = split_bytes(plan);
+  DF11_RETURN_IF_ERROR(emit(out, offsets[kLuts], plan.luts, stored_hash[kLuts], what, "luts"));
+  DF11_RETURN_IF_ERROR(emit(out, offsets[kOutputPositions], positions,
+                            stored_hash[kOutputPositions], what, "output_positions"));
+  DF11_RETURN_IF_ERROR(emit(out, offsets[kGaps], gaps, stored_hash[kGaps], what, "gaps"));
+  DF11_RETURN_IF_ERROR(
+      emit(out, offsets[kSplits], splits, stored_hash[kSplits], what, "split_positions"));
+
+  GroupWriteResult result;
+  result.stored.luts = stored_hash[kLuts].hex_digest();
+  result.stored.encoded_exponent = stored_hash[kEncodedExponent].hex_digest();
+  result.stored.sign_mantissa = stored_hash[kSignMantissa].hex_digest();
+  result.stored.output_positions = stored_hash[kOutputPositions].hex_digest();
+  result.stored.gaps = stored_hash[kGaps].hex_digest();
+  result.stored.split_positions = stored_hash[kSplits].hex_digest();
+  for (const Xxh3& h : member_hash) result.member_xxh3.push_back(h.hex_digest());
+  result.max_block_weights = most;
+  return result;
+}
+
+}  // namespace df11::app

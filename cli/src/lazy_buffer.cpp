@@ -1,0 +1,69 @@
+#include "lazy_buffer.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+namespace df11::app {
+namespace {
+
+uint64_t page_size() {
+  static const uint64_t size = static_cast<uint64_t>(::sysconf(_SC_PAGESIZE));
+  return size;
+}
+
+}  // namespace
+
+Result<LazyBuffer> LazyBuffer::create(uint64_t size, const char* what) {
+  LazyBuffer buffer;
+  const uint64_t page = page_size();
+  if (size > (uint64_t{1} << 48)) {
+    return Status(ErrorCode::kResourceLimit,
+                  std::string(what) + ": " + std::to_string(size) + " bytes is too large");
+  }
+  buffer.mapped_ = std::max<uint64_t>(page, (size + page - 1) / page * page);
+  void* p = ::mmap(nullptr, buffer.mapped_, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) {
+    return Status(ErrorCode::kResourceLimit, std::string(what) + ": cannot reserve " +
+                                                 std::to_string(size) +
+                                                 " bytes: " + std::strerror(errno));
+  }
+  buffer.data_ = static_cast<uint8_t*>(p);
+  buffer.size_ = size;
+  return buffer;
+}
+
+LazyBuffer::LazyBuffer(LazyBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      mapped_(std::exchange(other.mapped_, 0)) {}
+
+LazyBuffer& LazyBuffer::operator=(LazyBuffer&& other) noexcept {
+  if (this != &other) {
+    if (data_ != nullptr) ::munmap(data_, mapped_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+    mapped_ = std::exchange(other.mapped_, 0);
+  }
+  return *this;
+}
+
+LazyBuffer::~LazyBuffer() {
+  if (data_ != nullptr) ::munmap(data_, mapped_);
+}
+
+void LazyBuffer::release(uint64_t begin, uint64_t end) const {
+  const uint64_t page = page_size();
+  end = std::min(end, size_);
+  const uint64_t first = (begin + page - 1) / page * page;
+  const uint64_t last = end / page * page;
+  if (last > first) ::madvise(data_ + first, last - first, MADV_DONTNEED);
+}
+
+}  // namespace df11::app

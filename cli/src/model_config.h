@@ -1,0 +1,40 @@
+// The two JSON files of a model folder that DF11 changes: config.json gains
+// "dfloat11_config" (what the dfloat11 loader reads), and model.safetensors.index.json maps
+// the DF11 tensor names to their shards.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "df11/status.h"
+
+namespace df11::app {
+
+// The loader's fixed geometry (spec 3.1: Windows_Per_Block 512, Bytes_Per_Window 8) and the
+// format version it understands.
+inline constexpr const char* kDfloat11ConfigKey = "dfloat11_config";
+inline constexpr const char* kDfloat11Version = "0.5.0";
+
+// The original config.json text with "dfloat11_config" appended (other keys keep their
+// order), indented by 2 as Hugging Face writes it. kBadConfig if the text is not a JSON
+// object or already has dfloat11_config (the input is a DF11 model already).
+Result<std::string> make_df11_config(const std::string& original_config,
+                                     const nlohmann::ordered_json& pattern_dict);
+
+// pattern_dict of a config.json, or nullopt if it has no dfloat11_config. kBadConfig if the
+// text is not JSON or dfloat11_config is malformed.
+Result<std::optional<nlohmann::ordered_json>> read_pattern_dict(const std::string& config_text,
+                                                                const std::string& file_name);
+
+// A new index: the original's "metadata" entries (total_size replaced) and a weight_map of
+// every tensor (sorted by name, as transformers writes it). kBadConfig if the original is
+// not a JSON object.
+Result<std::string> make_index(const std::optional<std::string>& original_index,
+                               const std::map<std::string, std::string>& weight_map,
+                               uint64_t total_size);
+
+}  // namespace df11::app

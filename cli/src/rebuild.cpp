@@ -1,0 +1,209 @@
+#include "rebuild.h"
+
+#include <algorithm>
+#include <cstring>
+#include <new>
+
+#include "df11/decoder.h"
+#include "df11/hash.h"
+#include "exit_codes.h"
+#include "member_spans.h"
+#include "signals.h"
+#if defined(DF11_HAVE_CUDA)
+#include "df11/cuda_decoder.h"
+#endif
+
+namespace df11::app {
+namespace {
+
+// The stream bytes holding the codes of elements [first, end): the blocks whose output
+// ranges meet it (spec 3.6: block b decodes elements [op[b], op[b+1])).
+std::pair<uint64_t, uint64_t> stream_bytes_of(const GroupView& g, const GroupInfo& info,
+                                              uint64_t first, uint64_t end) {
+  uint64_t lo = 0, hi = info.n_blocks;  // first block with op[b + 1] > first
+  while (lo < hi) {
+    const uint64_t mid = (lo + hi) / 2;
+    if (read_output_position(g, mid + 1) > first) hi = mid; else lo = mid + 1;
+  }
+  const uint64_t b0 = lo;
+  hi = info.n_blocks;  // first block with op[b] >= end
+  while (lo < hi) {
+    const uint64_t mid = (lo + hi) / 2;
+    if (read_output_position(g, mid) >= end) hi = mid; else lo = mid + 1;
+  }
+  return {b0 * kBytesPerBlock, std::min<uint64_t>(lo * kBytesPerBlock, info.n_bytes)};
+}
+
+}  // namespace
+
+TensorProducer::TensorProducer(const Df11Folder& folder, DecodeDevice device)
+    : folder_(folder), device_(device), info_(folder.groups.size()) {}
+
+Result<GroupInfo> TensorProducer::info(size_t group) {
+  if (!info_[group]) {
+    const CodedGroup& g = folder_.groups[group];
+    info_[group].emplace(validate_group(g.view, g.what));
+  }
+  return *info_[group];
+}
+
+Status TensorProducer::produce(const OriginalTensor& tensor, const ByteSink& sink) {
+  if (tensor.is_member) return produce_member(tensor, sink);
+  const TensorInfo& t = folder_.folder.tensor(tensor.raw);
+  return stream_file_range(folder_.folder.shards[tensor.raw.shard].mapped(), t.file_offset,
+                           t.byte_size(), sink);
+}
+
+Status TensorProducer::produce_member(const OriginalTensor& tensor, const ByteSink& sink) {
+  const CodedGroup& g = folder_.groups[tensor.group];
+  DF11_ASSIGN_OR_RETURN(GroupInfo gi, info(tensor.group));
+  const uint64_t first = g.member_start[tensor.member];
+  const uint64_t end = g.member_start[tensor.member + 1];
+  try {
+    if (device_ == DecodeDevice::kCuda) {
+#if defined(DF11_HAVE_CUDA)
+      if (whole_group_ != tensor.group) {
+        whole_group_ = SIZE_MAX;
+        whole_.resize(gi.n_elements);
+        DF11_RETURN_IF_ERROR(cuda::decode_group_to_host(g.view, whole_, g.what));
+        whole_group_ = tensor.group;
+      }
+      for (uint64_t pos = first; pos < end; pos += kDecodePieceWeights) {
+        DF11_RETURN_IF_ERROR(check_interrupted());
+        const uint64_t k = std::min(kDecodePieceWeights, end - pos);
+        DF11_RETURN_IF_ERROR(sink(bf16_bytes(std::span<const uint16_t>(whole_).subspan(pos, k))));
+      }
+#else
+      return Status(ErrorCode::kUnsupported, "this df11 was built without CUDA");
+#endif
+    } else {
+      piece_.resize(std::min(kDecodePieceWeights, end - first));
+      for (uint64_t pos = first; pos < end; pos += kDecodePieceWeights) {
+        DF11_RETURN_IF_ERROR(check_interrupted());
+        const std::span<uint16_t> out(piece_.data(), std::min(kDecodePieceWeights, end - pos));
+        DF11_RETURN_IF_ERROR(decode_group(g.view, out, g.what, pos, &gi));
+        DF11_RETURN_IF_ERROR(sink(bf16_bytes(out)));
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    return Status(ErrorCode::kResourceLimit, g.what + ": out of memory for the decoded weights");
+  }
+  // The member's stored bytes are done with: keep the resident set flat.
+  const MappedFile& file = folder_.folder.shards[g.shard].mapped();
+  file.advise_dontneed(g.tensors.sign_mantissa->file_offset + first, end - first);
+  const auto [lo, hi] = stream_bytes_of(g.view, gi, first, end);
+  if (hi > lo) file.advise_dontneed(g.tensors.encoded_exponent->file_offset + lo, hi - lo);
+  return Status::ok();
+}
+
+Result<SourceLayout> parse_source_layout(const SourceFile& source) {
+  const uint64_t header_bytes = source.header.size();
+  if (source.size < kHeaderLengthBytes + header_bytes) {
+    return Status(ErrorCode::kBadMetadata,
+                  source.file + ": recorded size " + std::to_string(source.size) +
+                      " is smaller than its recorded header");
+  }
+  // The format's parser validates a whole file; give it one whose data region is untouched
+  // address space (MAP_NORESERVE zero pages are never materialised by the header parse).
+  DF11_ASSIGN_OR_RETURN(LazyBuffer file, LazyBuffer::create(source.size, source.file.c_str()));
+  store_le64(file.data(), header_bytes);
+  std::memcpy(file.data() + kHeaderLengthBytes, source.header.data(), header_bytes);
+  auto header = parse_safetensors(file.span(), source.file + " (recorded header)");
+  if (!header) return header.status();
+  SourceLayout layout;
+  layout.prefix.assign(file.data(), file.data() + kHeaderLengthBytes + header_bytes);
+  layout.header = std::move(header).value();
+  return layout;
+}
+
+namespace {
+
+Status check_shape(const Df11Folder& folder, const std::string& source_file,
+                   const TensorInfo& t, const OriginalTensor& o) {
+  const std::string where = source_file + ": tensor '" + t.name + "'";
+  if (o.byte_size != t.byte_size()) {
+    return Status(ErrorCode::kBadMetadata, where + ": " + std::to_string(t.byte_size()) +
+                                               " bytes in the original header, " +
+                                               std::to_string(o.byte_size) + " in " +
+                                               folder.describe(t.name, o));
+  }
+  if (o.is_member) {
+    const MemberMeta& m = folder.member_meta(o);
+    if (t.dtype != Dtype::kBF16 || t.shape != m.shape) {
+      return Status(ErrorCode::kBadMetadata,
+                    where + ": " + dtype_name(t.dtype) + " " + shape_to_string(t.shape) +
+                        " in the original header, BF16 " + shape_to_string(m.shape) + " in " +
+                        folder.describe(t.name, o));
+    }
+  } else {
+    const TensorInfo& raw = folder.folder.tensor(o.raw);
+    if (t.dtype != raw.dtype || t.shape != raw.shape) {
+      return Status(ErrorCode::kBadMetadata,
+                    where + ": " + dtype_name(t.dtype) + " " + shape_to_string(t.shape) +
+                        " in the original header, " + dtype_name(raw.dtype) + " " +
+                        shape_to_string(raw.shape) + " in " + folder.describe(t.name, o));
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile& source,
+                                     TensorProducer& producer, RebuildSink& sink,
+                                     const RebuildOptions& options) {
+  DF11_ASSIGN_OR_RETURN(SourceLayout layout, parse_source_layout(source));
+  RebuildResult result;
+  Sha256 sha;
+  sha.update(layout.prefix);
+  DF11_RETURN_IF_ERROR(sink.write(0, layout.prefix));
+  for (const TensorInfo& t : layout.header.tensors) {
+    DF11_RETURN_IF_ERROR(check_interrupted());
+    result.names.push_back(t.name);
+    Status status;
+    const auto it = folder.originals.find(t.name);
+    if (it == folder.originals.end()) {
+      status = Status(ErrorCode::kBadMetadata,
+                      source.file + ": tensor '" + t.name +
+                          "' of the original is neither a group member nor a raw tensor here");
+    } else {
+      status = check_shape(folder, source.file, t, it->second);
+    }
+    if (status) status = sink.begin_tensor(t);
+    if (status) {
+      Xxh3 hash;
+      uint64_t offset = layout.header.data_start + t.data_offset_begin;
+      status = producer.produce(it->second, [&](std::span<const uint8_t> bytes) {
+        hash.update(bytes);
+        sha.update(bytes);
+        DF11_RETURN_IF_ERROR(sink.write(offset, bytes));
+        offset += bytes.size();
+        if (options.on_bytes) options.on_bytes(bytes.size());
+        return Status::ok();
+      });
+      if (status && hash.hex_digest() != it->second.xxh3) {
+        status = Status(ErrorCode::kCorruptData,
+                        folder.describe(t.name, it->second) + ": rebuilt bytes have xxh3 " +
+                            hash.hex_digest() + ", the metadata records " + it->second.xxh3);
+      }
+      if (status) status = sink.end_tensor(t);
+    }
+    if (status) {
+      ++result.tensors;
+      continue;
+    }
+    if (!options.on_tensor_failure || exit_code_for(status) != kExitDataError) return status;
+    options.on_tensor_failure(t.name, status);
+    ++result.failed_tensors;
+  }
+  if (result.failed_tensors == 0) {
+    const std::string digest = sha.hex_digest();
+    if (digest != source.sha256) {
+      return Status(ErrorCode::kCorruptData, source.file + ": rebuilt file has sha256 " + digest +
+                                                 ", the metadata records " + source.sha256);
+    }
+  }
+  return result;
+}
+
+}  // namespace df11::app

@@ -1,0 +1,94 @@
+// Rebuilding original files from a DF11 folder, as a stream: decompress writes the stream to
+// disk, verify compares it with the original folder. Each original tensor's bytes are made
+// piece by piece (a bounded element range decoded into a reused buffer, or a raw tensor read
+// from its mapping), checked against the recorded xxh3, and the file's SHA-256 against the
+// recorded one.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "df11/safetensors.h"
+#include "df11_folder.h"
+#include "file_stream.h"
+#include "lazy_buffer.h"
+
+namespace df11::app {
+
+enum class DecodeDevice { kCpu, kCuda };
+
+// Decoded weights per piece: the reused buffer is 2 bytes per weight (64 MiB).
+inline constexpr uint64_t kDecodePieceWeights = uint64_t{32} << 20;
+
+// Produces the bytes of original tensors. Not thread-safe (one reused buffer).
+class TensorProducer {
+ public:
+  TensorProducer(const Df11Folder& folder, DecodeDevice device);
+
+  // Feeds the tensor's bytes to `sink` in order, in pieces. Errors name the group or file.
+  Status produce(const OriginalTensor& tensor, const ByteSink& sink);
+
+  // validate_group() once per group (cached).
+  Result<GroupInfo> info(size_t group);
+
+ private:
+  Status produce_member(const OriginalTensor& tensor, const ByteSink& sink);
+
+  const Df11Folder& folder_;
+  DecodeDevice device_;
+  std::vector<uint16_t> piece_;                         // CPU: one piece
+  std::vector<std::optional<Result<GroupInfo>>> info_;  // per group
+  size_t whole_group_ = SIZE_MAX;                       // CUDA: the group held in whole_
+  std::vector<uint16_t> whole_;                         // CUDA: one whole decoded group
+};
+
+// An original file's layout, from the header text recorded in its SourceFile.
+struct SourceLayout {
+  std::vector<uint8_t> prefix;  // 8-byte length + header text: file bytes [0, data_start)
+  SafetensorsHeader header;     // tensors sorted by offset, tiling the data region
+};
+Result<SourceLayout> parse_source_layout(const SourceFile& source);
+
+// What happens to the rebuilt bytes.
+class RebuildSink {
+ public:
+  virtual ~RebuildSink() = default;
+  // Bytes of the file at `offset`, in increasing offset order.
+  virtual Status write(uint64_t offset, std::span<const uint8_t> bytes) = 0;
+  virtual Status begin_tensor(const TensorInfo& tensor) {
+    (void)tensor;
+    return Status::ok();
+  }
+  virtual Status end_tensor(const TensorInfo& tensor) {
+    (void)tensor;
+    return Status::ok();
+  }
+};
+
+struct RebuildOptions {
+  // If set, a tensor that fails (decode error, checksum) is reported here and rebuilding goes
+  // on with the next one (verify); otherwise the first failure is returned (decompress).
+  std::function<void(const std::string& tensor, const Status& why)> on_tensor_failure;
+  // Called with the bytes of every piece produced (progress).
+  std::function<void(uint64_t)> on_bytes;
+};
+
+struct RebuildResult {
+  uint64_t tensors = 0;        // tensors rebuilt and checked
+  uint64_t failed_tensors = 0; // reported through on_tensor_failure
+  std::vector<std::string> names;  // every tensor of the file, in file order
+};
+
+// Streams the source file through `sink`: header, then each tensor in offset order, each
+// checked against its recorded xxh3 (kCorruptData naming it), then the whole stream's
+// SHA-256 against the recorded one (kCorruptData naming the file; not checked if a tensor
+// failed).
+Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile& source,
+                                     TensorProducer& producer, RebuildSink& sink,
+                                     const RebuildOptions& options);
+
+}  // namespace df11::app

@@ -1,0 +1,85 @@
+#include "source_hasher.h"
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "df11/hash.h"
+#include "signals.h"
+
+namespace df11::app {
+
+Result<std::string> sha256_file_interruptible(const std::string& path,
+                                              const std::atomic<bool>* stop) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return Status(errno == ENOENT ? ErrorCode::kNotFound : ErrorCode::kIo,
+                  path + ": cannot open: " + std::strerror(errno));
+  }
+  constexpr size_t kStep = 4u << 20;
+  std::vector<uint8_t> buffer(kStep);
+  Sha256 sha;
+  Status status;
+  for (;;) {
+    status = check_interrupted();
+    if (!status) break;
+    if (stop != nullptr && stop->load(std::memory_order_relaxed)) {
+      status = Status(ErrorCode::kInterrupted, path + ": hashing stopped");
+      break;
+    }
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      status = Status(ErrorCode::kIo, path + ": cannot read: " + std::strerror(errno));
+      break;
+    }
+    if (n == 0) break;
+    sha.update({buffer.data(), static_cast<size_t>(n)});
+  }
+  ::close(fd);
+  if (!status) return status;
+  return sha.hex_digest();
+}
+
+SourceHasher::SourceHasher(std::vector<std::string> paths)
+    : paths_(std::move(paths)), results_(paths_.size()) {
+  thread_ = std::thread([this] { run(); });
+}
+
+SourceHasher::~SourceHasher() {
+  stop_.store(true);
+  thread_.join();
+}
+
+void SourceHasher::run() {
+  for (size_t i = 0; i < paths_.size(); ++i) {
+    Result<std::string> digest = sha256_file_interruptible(paths_[i], &stop_);
+    const Status status = digest.status();
+    const bool stopped = status.code() == ErrorCode::kInterrupted;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      results_[i].emplace(std::move(digest));
+    }
+    done_.notify_all();
+    if (stopped) {
+      // A signal or the destructor: the remaining files are not hashed either.
+      std::lock_guard<std::mutex> lock(mutex_);
+      for (size_t j = i + 1; j < paths_.size(); ++j) {
+        results_[j].emplace(status);
+      }
+      done_.notify_all();
+      return;
+    }
+  }
+}
+
+Result<std::string> SourceHasher::get(size_t i) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  done_.wait(lock, [&] { return results_[i].has_value(); });
+  return *results_[i];
+}
+
+}  // namespace df11::app

@@ -1,0 +1,44 @@
+// verify --against: compares the tensors a DF11 folder rebuilds with the same-named tensors
+// of the original folder, bit for bit (raw uint16 patterns for BF16: NaN payloads, -0,
+// subnormals all count), piece by piece as they are produced.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "df11/dtype.h"
+#include "model_folder.h"
+
+namespace df11::app {
+
+class TensorComparer {
+ public:
+  explicit TensorComparer(const ModelFolder& original) : original_(original) {}
+
+  // Starts comparing tensor `name`. kMismatch if the original has no such tensor or it has
+  // another dtype or shape (nothing is compared then).
+  Status begin(const std::string& name, Dtype dtype, const std::vector<uint64_t>& shape);
+  // The next bytes of the current tensor.
+  void piece(std::span<const uint8_t> bytes);
+  // kMismatch naming the tensor, the count of differing elements and the first one.
+  Status end();
+
+  // Tensors of the original folder never passed to begin(): missing from the DF11 folder.
+  std::vector<std::string> not_compared() const;
+
+ private:
+  const ModelFolder& original_;
+  std::unordered_set<std::string> seen_;
+  const TensorInfo* current_ = nullptr;
+  const SafetensorsFile* file_ = nullptr;
+  std::string name_;
+  uint64_t offset_ = 0;          // bytes of the current tensor compared so far
+  uint64_t differing_ = 0;       // elements that differ
+  uint64_t first_diff_ = 0;      // element index of the first difference
+  std::string first_detail_;     // "0x3f80 (original) vs 0x3f81"
+};
+
+}  // namespace df11::app

@@ -1,0 +1,213 @@
+// verify for folders written by df11: checksums of everything, loader compatibility of
+// pattern_dict, every original file rebuilt in a stream (nothing written) and, with
+// --against, compared with the original folder.
+#include <unordered_set>
+
+#include "df11/file_io.h"
+#include "df11/hash.h"
+#include "df11_folder.h"
+#include "exit_codes.h"
+#include "file_stream.h"
+#include "loader_check.h"
+#include "model_config.h"
+#include "tensor_compare.h"
+#include "verify_modes.h"
+
+namespace df11::app {
+namespace {
+
+std::string member_names(const GroupMeta& meta) {
+  std::string list;
+  for (const MemberMeta& m : meta.members) list += (list.empty() ? "'" : ", '") + m.name + "'";
+  return list;
+}
+
+// Stored xxh3 of the six tensors (spec 5.2), streamed from the mapping.
+void check_stored(const Df11Folder& folder, const CodedGroup& g, VerifyContext& context,
+                  Status* fatal) {
+  const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
+  const std::string* recorded[6] = {&meta.stored.luts,    &meta.stored.encoded_exponent,
+                                    &meta.stored.sign_mantissa, &meta.stored.output_positions,
+                                    &meta.stored.gaps,    &meta.stored.split_positions};
+  const auto tensors = g.tensors.all();
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    Xxh3 hash;
+    Status status = stream_file_range(folder.folder.shards[g.shard].mapped(),
+                                      tensors[k]->file_offset, tensors[k]->byte_size(),
+                                      [&](std::span<const uint8_t> bytes) {
+                                        hash.update(bytes);
+                                        context.console.progress_advance(bytes.size());
+                                        return Status::ok();
+                                      });
+    if (!status) {
+      *fatal = status;
+      return;
+    }
+    if (hash.hex_digest() != *recorded[k]) {
+      context.fail("tensor '" + tensors[k]->name + "' (" + g.what + "): stored bytes have xxh3 " +
+                   hash.hex_digest() + ", the metadata records " + *recorded[k] +
+                   "; members affected: " + member_names(meta));
+    }
+  }
+}
+
+// split_positions must hold the members' cumulative element counts (the loader splits the
+// decoded group there).
+void check_splits(const Df11Folder& folder, const CodedGroup& g, VerifyContext& context) {
+  const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
+  for (size_t k = 0; k + 1 < g.member_start.size() - 1; ++k) {
+    const uint64_t stored = load_le64(g.view.split_positions.data() + 8 * k);
+    if (stored != g.member_start[k + 1]) {
+      context.fail("tensor '" + g.tensors.name + ".split_positions' (" + g.what + "): entry " +
+                   std::to_string(k) + " is " + std::to_string(stored) + ", member '" +
+                   meta.members[k].name + "' ends at element " +
+                   std::to_string(g.member_start[k + 1]));
+      return;
+    }
+  }
+}
+
+// The DF11 config.json must make the loader decode every group into its members, in order.
+void check_loader(const Df11Folder& folder, VerifyContext& context) {
+  if (!folder.folder.config_text) {
+    context.fail("config.json: missing; the dfloat11 loader needs it");
+    return;
+  }
+  auto dict = read_pattern_dict(*folder.folder.config_text, "config.json");
+  if (!dict) {
+    context.fail(dict.status().message());
+    return;
+  }
+  if (!*dict) {
+    context.fail("config.json: no dfloat11_config; the dfloat11 loader cannot load this folder");
+    return;
+  }
+  for (const CodedGroup& g : folder.groups) {
+    const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
+    auto names = loader_member_names(**dict, meta.name);
+    if (!names) {
+      context.fail(g.what + ": " + names.status().message());
+      continue;
+    }
+    std::vector<std::string> expected;
+    for (const MemberMeta& m : meta.members) expected.push_back(m.name);
+    if (*names != expected) {
+      context.fail(g.what + ": config.json pattern_dict makes the loader decode it into " +
+                   std::to_string(names->size()) + " weights starting with '" +
+                   names->front() + "', but its members are " + member_names(meta));
+    }
+  }
+}
+
+// Feeds rebuilt tensors to the comparer (when --against is given); nothing is written.
+class CompareSink : public RebuildSink {
+ public:
+  explicit CompareSink(TensorComparer* comparer) : comparer_(comparer) {}
+  Status write(uint64_t, std::span<const uint8_t> bytes) override {
+    if (in_tensor_ && comparer_ != nullptr) comparer_->piece(bytes);
+    return Status::ok();
+  }
+  Status begin_tensor(const TensorInfo& t) override {
+    in_tensor_ = true;
+    pending_ = comparer_ != nullptr ? comparer_->begin(t.name, t.dtype, t.shape) : Status::ok();
+    if (comparer_ != nullptr) ++compared_;
+    return Status::ok();
+  }
+  Status end_tensor(const TensorInfo&) override {
+    in_tensor_ = false;
+    if (!pending_) return pending_;
+    return comparer_ != nullptr ? comparer_->end() : Status::ok();
+  }
+  size_t compared() const { return compared_; }
+
+ private:
+  TensorComparer* comparer_;
+  bool in_tensor_ = false;
+  Status pending_;
+  size_t compared_ = 0;
+};
+
+}  // namespace
+
+Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
+  DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
+  Console& console = context.console;
+  uint64_t total = 0;
+  for (const CodedGroup& g : folder.groups) {
+    for (const TensorInfo* t : g.tensors.all()) total += t->byte_size();
+  }
+  for (const SourceRef& ref : folder.sources) total += folder.source(ref).size;
+  console.progress_start("verifying  ", total);
+
+  TensorProducer producer(folder, context.device);
+  for (size_t i = 0; i < folder.groups.size(); ++i) {
+    const CodedGroup& g = folder.groups[i];
+    Status fatal;
+    check_stored(folder, g, context, &fatal);
+    DF11_RETURN_IF_ERROR(fatal);
+    auto info = producer.info(i);
+    if (!info) {
+      context.fail(info.status().message() + " (members affected: " +
+                   member_names(folder.metadata[g.shard].groups[g.meta_index]) + ")");
+    }
+    check_splits(folder, g, context);
+  }
+  check_loader(folder, context);
+
+  std::optional<TensorComparer> comparer;
+  if (context.against != nullptr) comparer.emplace(*context.against);
+  CompareSink sink(comparer ? &*comparer : nullptr);
+  RebuildOptions options;
+  options.on_bytes = [&](uint64_t n) { console.progress_advance(n); };
+  options.on_tensor_failure = [&](const std::string&, const Status& why) {
+    context.fail(why.message());
+  };
+  std::unordered_set<std::string> rebuilt;
+  for (const SourceRef& ref : folder.sources) {
+    const SourceFile& source = folder.source(ref);
+    auto result = rebuild_source(folder, source, producer, sink, options);
+    if (!result) {
+      if (exit_code_for(result.status()) != kExitDataError) return result.status();
+      context.fail(result.status().message());
+      continue;
+    }
+    for (std::string& name : result->names) rebuilt.insert(std::move(name));
+    context.report.tensors += result->tensors;
+    if (result->failed_tensors == 0) ++context.report.files;
+  }
+  for (const auto& [name, original] : folder.originals) {
+    if (rebuilt.count(name) == 0) {
+      context.fail(folder.describe(name, original) +
+                   ": listed in the metadata but in no source file's header");
+    }
+  }
+  for (const SideFile& side : folder.side_files) {
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(side.content.data()),
+                                         side.content.size());
+    if (sha256_hex(bytes) != side.sha256 || side.content.size() != side.size) {
+      context.fail(side.file + ": recorded content does not match its recorded sha256/size");
+      continue;
+    }
+    ++context.report.side_files;
+    if (context.against != nullptr) {
+      auto original = read_file_to_string((context.against->dir / side.file).string(),
+                                          kMaxIndexBytes);
+      if (!original || *original != side.content) {
+        context.fail(side.file + ": recorded original differs from " +
+                     (context.against->dir / side.file).string());
+      }
+    }
+  }
+  console.progress_finish();
+  context.report.groups = folder.groups.size();
+  if (comparer) {
+    context.report.compared = sink.compared();
+    for (const std::string& name : comparer->not_compared()) {
+      context.fail("tensor '" + name + "' of " + context.against->dir.string() +
+                   " is missing from the DF11 folder");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace df11::app
