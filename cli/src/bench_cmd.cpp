@@ -142,13 +142,15 @@ Status bench_cuda(const BenchDecodeOptions& o, const BenchWorkload& w, std::ostr
                         cuda::run_decode_benchmark(std::span(&g, 1), std::span(&expected, 1), bo));
   out << "device: " << r.device_name << " (" << r.sm_count << " SMs, DRAM peak "
       << fmt("%.0f", r.peak_dram_gbps) << " GB/s); grid " << r.grid_size << " x 512 threads, "
-      << r.shared_bytes << " B dynamic shared memory\n";
+      << r.shared_bytes << " B dynamic shared memory, " << (r.compact ? "compact" : "fast")
+      << " configuration\n";
   auto line = [&](const char* what, const cuda::TimingMs& t, uint64_t bytes, const char* unit) {
     out << what << fmt("%9.3f", t.median) << " ms median (min " << fmt("%.3f", t.min)
         << ", max " << fmt("%.3f", t.max) << ")  " << fmt("%7.1f", gbps(bytes, t.median))
         << unit << "\n";
   };
   line("decode (one launch)     ", r.decode, r.output_bytes, " GB/s of BF16");
+  line("decode, compact kernel  ", r.decode_compact, r.output_bytes, " GB/s of BF16");
   line("device-to-device copy   ", r.copy, r.output_bytes, " GB/s (same BF16 bytes)");
   out << "decode moves " << fmt("%.1f", (r.input_bytes + r.output_bytes) / 1e6)
       << " MB (inputs + BF16 output): " << fmt("%.0f", gbps(r.input_bytes + r.output_bytes, r.decode.median))

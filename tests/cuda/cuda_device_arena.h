@@ -128,8 +128,12 @@ class DeviceWorkspace {
 
 // Plans, initialises, launches on `stream` and reads the status of `groups`.
 inline Status decode_batch(std::span<const cuda::DeviceGroup> groups, cudaStream_t stream,
-                           uint32_t* launches = nullptr) {
-  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(groups, "batch");
+                           uint32_t* launches = nullptr,
+                           cuda::KernelChoice kernel = cuda::KernelChoice::kAuto) {
+  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(groups, "batch", {kernel});
+  if (plan.is_ok() && kernel != cuda::KernelChoice::kAuto) {
+    EXPECT_EQ(plan->compact(), kernel == cuda::KernelChoice::kCompact);
+  }
   if (!plan.is_ok()) return plan.status();
   if (launches != nullptr) *launches = plan->launches();
   DeviceWorkspace ws(plan->workspace_bytes());

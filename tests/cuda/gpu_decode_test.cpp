@@ -50,11 +50,15 @@ TEST_F(CudaDecode, EveryCaseBitExactAgainstOriginalAndCpu) {
   }
 }
 
-// All cases in one plan (a single launch), on a non-default stream, half of them at
-// misaligned addresses (byte-wise loads, element-wise stores) and half aligned.
-TEST_F(CudaDecode, OneLaunchManyGroupsAnyAlignment) {
-  for (uint32_t misalign_base : {0u, 1u}) {
-    SCOPED_TRACE("misalign base " + std::to_string(misalign_base));
+// All cases in one plan (a single launch), on a non-default stream, either all aligned or
+// at assorted misaligned addresses (byte-wise loads, element-wise stores), with each kernel
+// configuration.
+TEST_F(CudaDecode, OneLaunchManyGroupsAnyAlignmentBothConfigurations) {
+  for (uint32_t config = 0; config < 4; ++config) {
+    const uint32_t misalign_base = config % 2;
+    const auto kernel = config < 2 ? cuda::KernelChoice::kFast : cuda::KernelChoice::kCompact;
+    SCOPED_TRACE("misalign base " + std::to_string(misalign_base) + ", configuration " +
+                 (config < 2 ? "fast" : "compact"));
     uint64_t bytes = 0;
     for (const Case& c : cases()) bytes += cuda_test::placed_footprint(c.group.view());
     DeviceArena arena(bytes);
@@ -69,7 +73,7 @@ TEST_F(CudaDecode, OneLaunchManyGroupsAnyAlignment) {
     cudaStream_t stream;
     DF11_CUDA_ASSERT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     uint32_t launches = 0;
-    const Status s = cuda_test::decode_batch(groups, stream, &launches);
+    const Status s = cuda_test::decode_batch(groups, stream, &launches, kernel);
     ASSERT_TRUE(s.is_ok()) << s.to_string();
     EXPECT_EQ(launches, 1u);
     for (size_t i = 0; i < cases().size(); ++i) {
@@ -133,7 +137,9 @@ TEST_F(CudaDecode, CorruptStreamsAgreeWithReference) {
         DeviceArena arena(cuda_test::placed_footprint(g.view()));
         ASSERT_TRUE(arena.ok());
         const PlacedGroup p = cuda_test::place(arena, g.view(), static_cast<uint32_t>(seed % 2), "g");
-        const Status gpu = cuda_test::decode_batch(std::span(&p.device, 1), nullptr);
+        const Status gpu = cuda_test::decode_batch(
+            std::span(&p.device, 1), nullptr, nullptr,
+            seed == 2 ? cuda::KernelChoice::kCompact : cuda::KernelChoice::kAuto);
         ASSERT_EQ(ref.is_ok(), gpu.is_ok()) << "reference: " << ref.to_string()
                                             << "\ngpu: " << gpu.to_string();
         bool guards = false;
@@ -170,7 +176,9 @@ TEST_F(CudaDecode, HostileDeviceDataStaysInBounds) {
     ASSERT_TRUE(arena.ok());
     PlacedGroup p = cuda_test::place(arena, bad.view(), static_cast<uint32_t>(trial % 3), "g");
     p.device.host = c.group.view();  // validated: the good host copy
-    const Status s = cuda_test::decode_batch(std::span(&p.device, 1), nullptr);
+    const Status s = cuda_test::decode_batch(
+        std::span(&p.device, 1), nullptr, nullptr,
+        trial % 2 ? cuda::KernelChoice::kCompact : cuda::KernelChoice::kFast);
     EXPECT_FALSE(s.is_ok());
     EXPECT_NE(s.code(), ErrorCode::kCuda) << s.to_string();
     bool guards = false;

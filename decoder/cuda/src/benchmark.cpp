@@ -100,8 +100,9 @@ struct Launchable {
 };
 
 Result<Launchable> make_launchable(std::span<const DeviceGroup> groups, const std::string& what,
-                                   cudaStream_t stream) {
-  DF11_ASSIGN_OR_RETURN(DecodePlan plan, make_decode_plan(groups, what));
+                                   cudaStream_t stream,
+                                   KernelChoice kernel = KernelChoice::kAuto) {
+  DF11_ASSIGN_OR_RETURN(DecodePlan plan, make_decode_plan(groups, what, {kernel}));
   DeviceBuffer ws;
   DF11_RETURN_IF_ERROR(ws.allocate(plan.workspace_bytes(), what + ": workspace"));
   DF11_RETURN_IF_ERROR(init_workspace(plan, ws.get(), plan.workspace_bytes(), stream));
@@ -160,6 +161,7 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
   DF11_ASSIGN_OR_RETURN(Launchable all, make_launchable(dgs, "bench", stream));
   rep.grid_size = std::min<uint64_t>(all.plan.grid_size(), all.plan.total_blocks());
   rep.shared_bytes = all.plan.shared_bytes();
+  rep.compact = all.plan.compact();
   DF11_ASSIGN_OR_RETURN(rep.decode, time_runs(stream, opt.warmup, opt.runs,
                                               [&] { return launch(all, stream); }));
   DF11_RETURN_IF_ERROR(check(all, stream));
@@ -168,6 +170,19 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
       DF11_RETURN_IF_ERROR(compare_output(outputs[i].get<uint16_t>(), expected[i], dgs[i].name));
     }
     rep.verified = true;
+  }
+  {
+    DF11_ASSIGN_OR_RETURN(Launchable compact,
+                          make_launchable(dgs, "bench (compact)", stream, KernelChoice::kCompact));
+    DF11_ASSIGN_OR_RETURN(rep.decode_compact, time_runs(stream, opt.warmup, opt.runs,
+                                                        [&] { return launch(compact, stream); }));
+    DF11_RETURN_IF_ERROR(check(compact, stream));
+    if (!expected.empty()) {
+      for (size_t i = 0; i < groups.size(); ++i) {
+        DF11_RETURN_IF_ERROR(
+            compare_output(outputs[i].get<uint16_t>(), expected[i], dgs[i].name + " (compact)"));
+      }
+    }
   }
 
   // The same bytes moved by the copy engine path, for scale (reads + writes output_bytes).

@@ -83,7 +83,8 @@ DF11_HD void load_u64(const uint8_t* p, uint32_t& lo, uint32_t& hi) {  // p 8-by
 enum KernelGroupFlags : uint32_t {
   kStreamAligned8 = 1u << 0,  // encoded_exponent 8-byte aligned
   kOpAligned4 = 1u << 1,      // output_positions 4-byte aligned
-  kVectorOutput = 1u << 2,    // sign_mantissa 16-byte and out 16-byte aligned
+  kSignMantissaAligned16 = 1u << 2,
+  kOutputAligned16 = 1u << 3,
 };
 
 struct KernelGroup {
@@ -196,6 +197,35 @@ DF11_HD uint32_t walk_subtables(const Table& table, uint32_t e, uint32_t top) {
   return 0;
 }
 
+// Second-level speed-up: a table indexed by the next kPairIndexBits stream bits that decodes
+// up to two codes per lookup, derived from the joined table's root row. It is exact for any
+// tables, not only canonical ones, because each code is still looked up with exactly the 8
+// bits the published procedure uses: the second code's 8 bits [c1, c1 + 8) lie inside the
+// index when the first code has c1 <= kPairIndexBits - 8 bits. Entry layout:
+//   bits 0-7 first exponent, 8-15 second exponent, 16-21 c1 = first code's length,
+//   22-25 c2 = both codes' length, 26-27 n = codes decoded (0: not a root symbol, use the
+//   joined table; 1; 2).
+inline constexpr uint32_t kPairIndexBits = 12;
+inline constexpr uint32_t kPairEntries = 1u << kPairIndexBits;  // 4096 (16 KiB)
+
+template <typename Table>
+DF11_HD uint32_t pair_entry(const Table& table, uint32_t i) {
+  const uint32_t first = table(i >> (kPairIndexBits - 8));  // root row
+  if (first < 0x100) return 0;
+  const uint32_t c1 = first >> 8;  // 1..8
+  uint32_t entry = (first & 0xFF) | (c1 << 16) | (c1 << 22) | (1u << 26);
+  if (c1 + 8 <= kPairIndexBits) {
+    const uint32_t second = table((i >> (kPairIndexBits - 8 - c1)) & 0xFF);
+    if (second >= 0x100) {
+      const uint32_t c2 = c1 + (second >> 8);
+      if (c2 < 16) {
+        entry = (first & 0xFF) | ((second & 0xFF) << 8) | (c1 << 16) | (c2 << 22) | (2u << 26);
+      }
+    }
+  }
+  return entry;
+}
+
 // ---- one window ----
 
 // The 96 stream bits of window w's 12 bytes [8w, 8w + 12) as three MSB-first words; bytes
@@ -221,15 +251,22 @@ DF11_HD void load_window(const KernelGroup& g, uint64_t w, uint32_t& w0, uint32_
   w2 = words[2];
 }
 
-// Gap fields w and w + 1 (spec 3.5: 5 bits each, MSB-first); bytes past the array read as 0.
-DF11_HD void load_gap_pair(const KernelGroup& g, uint64_t w, uint32_t& gap, uint32_t& next) {
-  const uint64_t bit = w * kGapBits;
-  const uint64_t byte = bit / 8;
-  uint32_t v = 0;
-  for (uint32_t k = 0; k < 3; ++k) {
-    v = (v << 8) | (byte + k < g.gap_bytes ? load_u8(g.gaps + byte + k) : 0u);
-  }
-  const uint32_t s = static_cast<uint32_t>(bit % 8);
+// The three bytes holding gap fields w and w + 1 (spec 3.5: 5 bits each, MSB-first), loaded
+// apart from their decoding so that a prefetch does not wait for them; past the array: 0.
+struct GapBytes {
+  uint32_t b0, b1, b2;
+};
+DF11_HD GapBytes load_gap_bytes(const KernelGroup& g, uint64_t w) {
+  const uint64_t byte = w * kGapBits / 8;
+  GapBytes r;
+  r.b0 = byte < g.gap_bytes ? load_u8(g.gaps + byte) : 0u;
+  r.b1 = byte + 1 < g.gap_bytes ? load_u8(g.gaps + byte + 1) : 0u;
+  r.b2 = byte + 2 < g.gap_bytes ? load_u8(g.gaps + byte + 2) : 0u;
+  return r;
+}
+DF11_HD void gap_pair(const GapBytes& bytes, uint64_t w, uint32_t& gap, uint32_t& next) {
+  const uint32_t v = (bytes.b0 << 16) | (bytes.b1 << 8) | bytes.b2;
+  const uint32_t s = static_cast<uint32_t>(w * kGapBits % 8);
   gap = (v >> (19 - s)) & 0x1F;
   next = (v >> (14 - s)) & 0x1F;
 }
@@ -254,7 +291,7 @@ DF11_HD WindowInputs load_window_inputs(const KernelGroup& g, uint32_t block, ui
   WindowInputs in;
   const uint64_t w = uint64_t{block} * kWindowsPerBlock + t;
   load_window(g, w, in.w0, in.w1, in.w2);
-  load_gap_pair(g, w, in.gap, in.gap_next);
+  gap_pair(load_gap_bytes(g, w), w, in.gap, in.gap_next);
   in.op0 = load_output_position(g, block);
   in.op1 = load_output_position(g, uint64_t{block} + 1);
   in.op2 = load_output_position(g, uint64_t{block} + 2);
@@ -277,34 +314,48 @@ struct WindowResult {
                    // lookup found no symbol
 };
 
-// Decodes every code that starts in the window (spec 4.3), from bit `gap`, into
-// exps[] (exponent j in byte j % 4 of exps[j / 4]; unused bytes stay 0). The loop is fully
-// unrolled so that exps[] lives in registers: every index is a compile-time constant.
-template <typename Table>
-DF11_HD WindowResult decode_window(const Table& table, uint32_t w0, uint32_t w1, uint32_t w2,
-                                   uint32_t gap, uint32_t (&exps)[kExponentWords]) {
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-  for (uint32_t q = 0; q < kExponentWords; ++q) exps[q] = 0;
+// Decodes every code that starts in the window (spec 4.3), from bit `gap`. Exponents are
+// packed 4 to a word (exponent j in byte j % 4 of word j / 4) and handed to
+// store_word(q, word) as each word fills; the last, partial word has zero high bytes.
+// `pairs` is the pair table, `table` the joined table (codes of more than 8 bits).
+template <typename Pairs, typename Table, typename StoreWord>
+DF11_HD WindowResult decode_window(const Pairs& pairs, const Table& table, uint32_t w0,
+                                   uint32_t w1, uint32_t w2, uint32_t gap,
+                                   const StoreWord& store_word) {
   uint32_t pos = gap;
   uint32_t count = 0;
+  uint32_t q = 0;       // next word
+  uint32_t lo = 0;      // bytes count % 4 .. of the word being filled
+  uint32_t hi = 0;      // its overflow into the next word
   bool bad = false;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-  for (uint32_t j = 0; j < kMaxCodesPerWindow; ++j) {
-    if (pos >= kBitsPerWindow || bad) break;
+  while (pos < kBitsPerWindow) {
     const uint32_t top = bits_at(w0, w1, w2, pos);
-    uint32_t e = table(top >> 24);
-    if (e < 0x100) {
-      e = walk_subtables(table, e, top);
-      bad = e == 0;
+    uint32_t e = pairs(top >> (32 - kPairIndexBits));
+    if ((e >> 26) == 0) {  // not a root symbol: longer code, or an unusable entry
+      const uint32_t j = walk_subtables(table, table(top >> 24), top);
+      if (j == 0) {
+        bad = true;  // codes before it may be real: their exponents are still stored
+        break;
+      }
+      e = (j & 0xFF) | ((j >> 8) << 16) | (1u << 26);
     }
-    exps[j / 4] |= (e & 0xFF) << (8 * (j % 4));
-    pos += e >> 8;
-    count = bad ? count : j + 1;
+    const uint32_t c1 = (e >> 16) & 63;
+    // The second code counts only if it starts inside the window.
+    const bool two = (e >> 26) == 2 && pos + c1 < kBitsPerWindow;
+    const uint32_t symbols = two ? (e & 0xFFFF) : (e & 0xFF);
+    const uint32_t k = count % 4;
+    lo |= symbols << (8 * k);
+    hi |= k == 0 ? 0u : symbols >> (32 - 8 * k);
+    count += two ? 2 : 1;
+    pos += two ? (e >> 22) & 15 : c1;
+    if (count / 4 != q) {  // the word is full
+      store_word(q, lo);
+      ++q;
+      lo = hi;
+      hi = 0;
+    }
   }
+  if (count % 4 != 0) store_word(q, lo);
   return WindowResult{count, bad ? kBadEnd : pos};
 }
 
@@ -378,6 +429,10 @@ DF11_HD bool count_ok(const BlockFacts& f) {
 }
 
 // ---- staging exponents and joining them with sign_mantissa ----
+
+// Weights per output step. The exponent of weight g of block b goes to staging byte
+// g - (op[b] & ~(kOutputUnit - 1)), so that steps start on 8-weight (16-byte) boundaries.
+inline constexpr uint32_t kOutputUnit = 8;
 
 // Writes bytes [0, count) of exps[] to buffer bytes [dst, dst + count): whole aligned words
 // with one 32-bit store, the partial words at either end byte by byte.

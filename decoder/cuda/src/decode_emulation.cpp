@@ -29,6 +29,9 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
       table_rows[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
     }
     const auto table = [&](uint32_t i) { return uint32_t{table_rows[i]}; };
+    std::vector<uint32_t> pair_rows(kPairEntries);
+    for (uint32_t i = 0; i < kPairEntries; ++i) pair_rows[i] = pair_entry(table, i);
+    const auto pairs = [&](uint32_t i) { return pair_rows[i]; };
 
     const uint32_t staging_bytes = staging_bytes_for(info.max_block_weights);
     std::vector<uint8_t> staging(staging_bytes);
@@ -41,9 +44,9 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
       uint32_t total = 0;
       for (uint32_t t = 0; t < kWindowsPerBlock; ++t) {
         in[t] = load_window_inputs(g, b, t);
-        uint32_t e[kExponentWords];
-        res[t] = decode_window(table, in[t].w0, in[t].w1, in[t].w2, in[t].gap, e);
-        std::copy(e, e + kExponentWords, exps[t].begin());
+        // The kernel's slot: words past the last one written keep older contents.
+        res[t] = decode_window(pairs, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap,
+                               [&](uint32_t q, uint32_t v) { exps[t][q] = v; });
         total += res[t].count;
       }
       // Output positions are block-uniform: thread 0's copy stands for all.
@@ -95,24 +98,24 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
         uint32_t e[kExponentWords];
         std::copy(exps[t].begin(), exps[t].end(), e);
         scatter_exponents(
-            e, prefixes[t] + (op0 % 16), keep,
+            e, prefixes[t] + (op0 % kOutputUnit), keep,
             [&](uint32_t word, uint32_t v) { store_le32(staging.data() + 4 * word, v); },
             [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
       }
-      // The kernel joins 16 weights at a time with join4; the emulation does the same.
-      const uint64_t base = op0 & ~15u;
-      for (uint64_t gstart = base; gstart < op1; gstart += 16) {
-        uint32_t sm[4] = {0, 0, 0, 0};
-        uint32_t ex[4];
-        for (uint32_t k = 0; k < 16; ++k) {
+      // The kernel joins 8 weights at a time with join4; the emulation does the same.
+      const uint64_t base = op0 & ~(kOutputUnit - 1);
+      for (uint64_t gstart = base; gstart < op1; gstart += kOutputUnit) {
+        uint32_t sm[2] = {0, 0};
+        uint32_t ex[2];
+        for (uint32_t k = 0; k < kOutputUnit; ++k) {
           if (gstart + k < g.n_elements) {
             sm[k / 4] |= uint32_t{g.sign_mantissa[gstart + k]} << (8 * (k % 4));
           }
         }
-        for (uint32_t q = 0; q < 4; ++q) ex[q] = load_le32(staging.data() + (gstart - base) + 4 * q);
-        uint32_t joined[8];
-        for (uint32_t q = 0; q < 4; ++q) join4(sm[q], ex[q], joined[2 * q], joined[2 * q + 1]);
-        for (uint32_t k = 0; k < 16; ++k) {
+        for (uint32_t q = 0; q < 2; ++q) ex[q] = load_le32(staging.data() + (gstart - base) + 4 * q);
+        uint32_t joined[4];
+        for (uint32_t q = 0; q < 2; ++q) join4(sm[q], ex[q], joined[2 * q], joined[2 * q + 1]);
+        for (uint32_t k = 0; k < kOutputUnit; ++k) {
           const uint64_t i = gstart + k;
           if (i >= op0 && i < op1) out[i] = static_cast<uint16_t>(joined[k / 2] >> (16 * (k % 2)));
         }

@@ -4,18 +4,24 @@
 // taking window t, and loops over a contiguous range of blocks (persistent grid: a few thread
 // blocks per multiprocessor; the lookup tables are staged once per group, not per block).
 // Per iteration:
-//   1. the window's 12 bytes, two gap fields and three output positions were loaded during
-//      the previous iteration; the block's sign_mantissa bytes are requested now;
-//   2. one decode pass: exponents go to 16 registers (unrolled loop, constant indices);
-//   3. next block's inputs are requested; block-wide exclusive scan of the counts (warp
+//   1. the window's bytes, two gap fields and three output positions were requested during
+//      the previous iteration; the block's sign_mantissa bytes are requested now, straight
+//      into shared memory (cp.async);
+//   2. one decode pass, up to two codes per lookup (pair table): exponents go, 4 to a word,
+//      to the thread's private 64-byte slot in shared memory;
+//   3. the next block's inputs are requested; block-wide exclusive scan of the counts (warp
 //      shuffles + one shared array of 16 warp totals, one barrier);
 //   4. checks (gap chain, counts, stream end) -> status record on failure;
-//   5. exponents are written, compacted, into a shared staging buffer (32-bit stores);
-//   6. barrier; 16 weights per thread per step: 16 exponents (one 16-byte shared load) join
-//      16 sign_mantissa bytes (one 16-byte global load) into two 16-byte global stores.
-// Staging buffers and warp totals are double-buffered, so two barriers per block suffice.
+//   5. the slot (four 16-byte loads) is written, compacted, into a shared staging buffer;
+//   6. barrier; 8 weights per thread per step, a warp covering 256 consecutive weights: 8
+//      exponents and 8 sign_mantissa bytes (two 8-byte shared loads) join into one 16-byte
+//      global store.
+// The fast configuration double-buffers staging and sign_mantissa (two barriers per block);
+// the compact one (GPUs with less shared memory per block) single-buffers the exponents,
+// reads sign_mantissa from global memory and adds a third barrier.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 
@@ -29,9 +35,12 @@ namespace {
 
 constexpr uint32_t kThreads = kWindowsPerBlock;  // one thread per window (spec 3.1)
 constexpr uint32_t kWarps = kThreads / 32;
-constexpr uint32_t kChunk = 16;  // weights per thread per output step (16 B in, 32 B out)
-// Registers allow two thread blocks of 512 threads per multiprocessor (64 registers each).
+constexpr uint32_t kUnit = kOutputUnit;  // weights per thread per step (8 B in, 16 B out)
+constexpr uint32_t kSlotBytes = kExponentWords * 4;      // one thread's exponents (64 B)
+constexpr uint32_t kSlotsBytes = kThreads * kSlotBytes;  // 32 KiB
+// Registers are capped so that two thread blocks of 512 threads fit a multiprocessor.
 constexpr uint32_t kMinBlocksPerSm = 2;
+constexpr uint32_t kFullMask = 0xFFFFFFFFu;
 
 template <uint32_t kMaxGroups>
 struct KernelBatch {
@@ -47,48 +56,127 @@ struct SharedTable {
   const uint16_t* t;
   __device__ __forceinline__ uint32_t operator()(uint32_t i) const { return t[i]; }
 };
+struct SharedPairs {
+  const uint32_t* t;
+  __device__ __forceinline__ uint32_t operator()(uint32_t i) const { return t[i]; }
+};
+
+// Byte offset of word q of thread t's slot. 16-byte chunks are rotated by (t / 2) % 4 so that
+// the 16-byte loads of 8 consecutive threads hit 8 different bank groups.
+__device__ __forceinline__ uint32_t slot_offset(uint32_t t, uint32_t q) {
+  return t * kSlotBytes + 16 * ((q / 4) ^ ((t / 2) % 4)) + 4 * (q % 4);
+}
 
 __device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v, uint32_t lane) {
 #pragma unroll
   for (uint32_t d = 1; d < 32; d <<= 1) {
-    const uint32_t u = __shfl_up_sync(0xFFFFFFFFu, v, d);
+    const uint32_t u = __shfl_up_sync(kFullMask, v, d);
     if (lane >= d) v += u;
   }
   return v;
 }
 
-// 16 sign_mantissa bytes of weights [gstart, gstart + 16); bytes past n_elements read as 0.
-__device__ __forceinline__ uint4 load_sign_mantissa(const KernelGroup& g, uint64_t gstart) {
-  if ((g.flags & kVectorOutput) && gstart + kChunk <= g.n_elements) {
-    return __ldg(reinterpret_cast<const uint4*>(g.sign_mantissa + gstart));
+// A window's inputs as loaded: nothing here is used until the next iteration, so that the
+// loads stay in flight during the scan, the staging and the stores of the current block.
+struct RawInputs {
+  uint32_t a, b, c;  // fast: little-endian words of bytes [8w, 8w+8) and, when the next
+                     // thread cannot lend it, [8w+8, 8w+12); otherwise big-endian words
+  GapBytes gaps;
+  uint32_t op0, op1, op2;
+};
+
+struct WindowPlace {
+  uint64_t w, byte;
+  bool fast;      // one aligned 8-byte load, the rest from the next thread or one more load
+  bool use_next;  // the next thread's load covers bytes [8w+8, 8w+12)
+};
+
+__device__ __forceinline__ WindowPlace place_of(const KernelGroup& g, uint32_t block,
+                                                uint32_t t) {
+  WindowPlace p;
+  p.w = uint64_t{block} * kWindowsPerBlock + t;
+  p.byte = p.w * kBytesPerWindow;
+  p.fast = (g.flags & kStreamAligned8) && p.byte + 12 <= g.n_bytes;
+  p.use_next = t % 32 != 31 && p.byte + 20 <= g.n_bytes;  // the next thread is fast too
+  return p;
+}
+
+__device__ __forceinline__ RawInputs load_raw(const KernelGroup& g, uint32_t block, uint32_t t) {
+  const WindowPlace p = place_of(g, block, t);
+  RawInputs r;
+  if (p.fast) {
+    load_u64(g.stream + p.byte, r.a, r.b);
+    r.c = p.use_next ? 0u : load_u32(g.stream + p.byte + 8);
+  } else {
+    load_window(g, p.w, r.a, r.b, r.c);
   }
-  uint32_t w[4] = {0, 0, 0, 0};
+  r.gaps = load_gap_bytes(g, p.w);
+  r.op0 = load_output_position(g, block);
+  r.op1 = load_output_position(g, uint64_t{block} + 1);
+  r.op2 = load_output_position(g, uint64_t{block} + 2);
+  return r;
+}
+
+// All 32 lanes call this (one shuffle).
+__device__ __forceinline__ WindowInputs finish_inputs(const RawInputs& r, const KernelGroup& g,
+                                                      uint32_t block, uint32_t t) {
+  const WindowPlace p = place_of(g, block, t);
+  const uint32_t next_a = __shfl_down_sync(kFullMask, r.a, 1);
+  WindowInputs in;
+  if (p.fast) {
+    in.w0 = swap_bytes(r.a);
+    in.w1 = swap_bytes(r.b);
+    in.w2 = swap_bytes(p.use_next ? next_a : r.c);
+  } else {
+    in.w0 = r.a;
+    in.w1 = r.b;
+    in.w2 = r.c;
+  }
+  gap_pair(r.gaps, p.w, in.gap, in.gap_next);
+  in.op0 = r.op0;
+  in.op1 = r.op1;
+  in.op2 = r.op2;
+  return in;
+}
+
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, uint32_t src_bytes) {
+  const auto s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+               "r"(src_bytes));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+// 8 sign_mantissa bytes of weights [gstart, gstart + 8) from global memory; past n: 0.
+__device__ __forceinline__ uint2 load_sign_mantissa(const KernelGroup& g, uint64_t gstart) {
+  if ((g.flags & kSignMantissaAligned16) && gstart + kUnit <= g.n_elements) {
+    return __ldg(reinterpret_cast<const uint2*>(g.sign_mantissa + gstart));
+  }
+  uint32_t w[2] = {0, 0};
 #pragma unroll
-  for (uint32_t k = 0; k < kChunk; ++k) {
+  for (uint32_t k = 0; k < kUnit; ++k) {
     const uint32_t v = gstart + k < g.n_elements ? __ldg(g.sign_mantissa + gstart + k) : 0u;
     w[k / 4] |= v << (8 * (k % 4));
   }
-  return make_uint4(w[0], w[1], w[2], w[3]);
+  return make_uint2(w[0], w[1]);
 }
 
-// Writes the weights of [gstart, gstart + 16) that lie in the block's range [lo, hi).
-__device__ __forceinline__ void write_chunk(const KernelGroup& g, uint64_t gstart, uint32_t lo,
-                                            uint32_t hi, const uint4& sm, const uint4& ex) {
-  if ((g.flags & kVectorOutput) && gstart >= lo && gstart + kChunk <= hi) {
-    uint4 a, b;
-    join4(sm.x, ex.x, a.x, a.y);
-    join4(sm.y, ex.y, a.z, a.w);
-    join4(sm.z, ex.z, b.x, b.y);
-    join4(sm.w, ex.w, b.z, b.w);
-    uint4* dst = reinterpret_cast<uint4*>(g.out + gstart);
-    dst[0] = a;
-    dst[1] = b;
+// Writes the weights of [gstart, gstart + 8) that lie in the block's range [lo, hi).
+__device__ __forceinline__ void write_unit(const KernelGroup& g, uint64_t gstart, uint32_t lo,
+                                           uint32_t hi, const uint2& sm, const uint2& ex) {
+  if ((g.flags & kOutputAligned16) && gstart >= lo && gstart + kUnit <= hi) {
+    uint4 v;
+    join4(sm.x, ex.x, v.x, v.y);
+    join4(sm.y, ex.y, v.z, v.w);
+    *reinterpret_cast<uint4*>(g.out + gstart) = v;
     return;
   }
-  const uint32_t s[4] = {sm.x, sm.y, sm.z, sm.w};
-  const uint32_t e[4] = {ex.x, ex.y, ex.z, ex.w};
+  const uint32_t s[2] = {sm.x, sm.y};
+  const uint32_t e[2] = {ex.x, ex.y};
 #pragma unroll
-  for (uint32_t k = 0; k < kChunk; ++k) {
+  for (uint32_t k = 0; k < kUnit; ++k) {
     const uint64_t i = gstart + k;
     if (i >= lo && i < hi) {
       g.out[i] = join1((s[k / 4] >> (8 * (k % 4))) & 0xFF, (e[k / 4] >> (8 * (k % 4))) & 0xFF);
@@ -103,12 +191,22 @@ __device__ __noinline__ void report(GroupStatusRecord* rec, uint32_t epoch, uint
   if (key > atomicMax(&rec->key, key)) atomicExch(&rec->detail, detail);
 }
 
-template <uint32_t kMaxGroups>
+// Dynamic shared memory: slots, then the exponent staging buffer(s), then (fast
+// configuration) the two sign_mantissa buffers. Each buffer is `staging_bytes`.
+template <bool kCompact>
+constexpr uint32_t staging_buffers() {
+  return kCompact ? 1 : 4;
+}
+
+template <uint32_t kMaxGroups, bool kCompact>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     decode_kernel(const __grid_constant__ KernelBatch<kMaxGroups> batch) {
+  __shared__ uint32_t pairs[kPairEntries];
   __shared__ uint16_t table[kTableEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
-  extern __shared__ uint4 staging_raw[];
+  extern __shared__ uint4 dynamic_shared[];
+  uint8_t* const slot = reinterpret_cast<uint8_t*>(dynamic_shared);
+  uint8_t* const staging_base = slot + kSlotsBytes;
 
   const uint32_t t = threadIdx.x;
   const uint32_t lane = t % 32;
@@ -130,21 +228,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     gi = lo;
   }
   uint32_t staged = 0xFFFFFFFFu;
-  WindowInputs in = load_window_inputs(batch.groups[gi], begin - batch.groups[gi].first_block, t);
+  RawInputs raw = load_raw(batch.groups[gi], begin - batch.groups[gi].first_block, t);
   uint32_t parity = 0;
+  const SharedTable tab{table};
+  const SharedPairs pair_tab{pairs};
 
   for (uint32_t b = begin; b < end; ++b) {
     const KernelGroup& g = batch.groups[gi];
+    const uint32_t lb = b - g.first_block;
     if (gi != staged) {
-      // No barrier needed before: every thread passed this iteration's predecessor's second
-      // barrier, after the last use of the table.
+      // No barrier needed before: every thread passed the previous iteration's second
+      // barrier, after the last use of the tables.
       for (uint32_t i = t; i < kTableEntries; i += kThreads) {
         table[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
       }
       __syncthreads();
+      for (uint32_t i = t; i < kPairEntries; i += kThreads) pairs[i] = pair_entry(tab, i);
+      __syncthreads();
       staged = gi;
     }
-    const uint32_t lb = b - g.first_block;
+    const WindowInputs in = finish_inputs(raw, g, lb, t);
 
     // Block facts, clamped so that no output position can move a write out of the block's
     // range, the group or the staging buffer.
@@ -161,21 +264,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       op1 = op0 + expected;
     }
     const uint32_t op2 = min(max(in.op2, op1), g.n_elements);
-    const uint64_t base = op0 & ~(kChunk - 1);
-    const uint32_t n_chunks = expected ? static_cast<uint32_t>((op1 - base + kChunk - 1) / kChunk) : 0;
+    // Staging index of weight i is i - base; base is 16-aligned for the 16-byte copies.
+    const uint64_t base = op0 & ~15u;
+    const uint32_t n_units = expected ? static_cast<uint32_t>((op1 - base + kUnit - 1) / kUnit) : 0;
+    uint8_t* const staging = staging_base + (kCompact ? 0 : parity * batch.staging_bytes);
+    uint8_t* const sm_stage = staging_base + (2 + parity) * batch.staging_bytes;
+    const bool sm_staged = !kCompact && (g.flags & kSignMantissaAligned16);
 
-    // 1. sign_mantissa for this thread's first two output steps, used after the decode.
-    uint4 sm0 = make_uint4(0, 0, 0, 0), sm1 = make_uint4(0, 0, 0, 0);
-    if (t < n_chunks) sm0 = load_sign_mantissa(g, base + uint64_t{t} * kChunk);
-    if (t + kThreads < n_chunks) sm1 = load_sign_mantissa(g, base + uint64_t{t + kThreads} * kChunk);
+    // 1. sign_mantissa bytes of the block into shared memory, 16 at a time; reads stop at
+    //    n_elements (the rest of a piece is zero-filled).
+    if (sm_staged) {
+      const uint32_t pieces = (n_units + 1) / 2;
+      for (uint32_t i = t; i < pieces; i += kThreads) {
+        const uint64_t at = base + 16 * uint64_t{i};
+        const uint32_t avail = at < g.n_elements ? static_cast<uint32_t>(min(uint64_t{16}, g.n_elements - at)) : 0;
+        cp_async_16(sm_stage + 16 * i, g.sign_mantissa + (avail ? at : 0), avail);
+      }
+      cp_async_commit();
+    }
 
-    // 2. decode the window.
-    const SharedTable tab{table};
-    uint32_t exps[kExponentWords];
-    const WindowResult r = decode_window(tab, in.w0, in.w1, in.w2, in.gap, exps);
+    // 2. decode the window into the slot.
+    const WindowResult r =
+        decode_window(pair_tab, tab, in.w0, in.w1, in.w2, in.gap, [&](uint32_t q, uint32_t v) {
+          *reinterpret_cast<uint32_t*>(slot + slot_offset(t, q)) = v;
+        });
 
     // 3. next block's inputs, then the block-wide scan.
-    WindowInputs next = in;
     uint32_t gi_next = gi;
     if (b + 1 < end) {
       while (gi_next + 1 < batch.n_groups &&
@@ -183,15 +297,15 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
         ++gi_next;
       }
       const KernelGroup& gn = batch.groups[gi_next];
-      next = load_window_inputs(gn, b + 1 - gn.first_block, t);
+      raw = load_raw(gn, b + 1 - gn.first_block, t);
     }
     const uint32_t incl = warp_inclusive_scan(r.count, lane);
     if (lane == 31) warp_totals[parity][warp] = incl;
     __syncthreads();
     const uint32_t wt = lane < kWarps ? warp_totals[parity][lane] : 0;
     const uint32_t wincl = warp_inclusive_scan(wt, lane);
-    const uint32_t total = __shfl_sync(0xFFFFFFFFu, wincl, kWarps - 1);
-    const uint32_t prefix = __shfl_sync(0xFFFFFFFFu, wincl - wt, warp) + incl - r.count;
+    const uint32_t total = __shfl_sync(kFullMask, wincl, kWarps - 1);
+    const uint32_t prefix = __shfl_sync(kFullMask, wincl - wt, warp) + incl - r.count;
 
     // 4. checks.
     const BlockFacts facts{lb, g.n_blocks, expected, op2 - op1, total};
@@ -214,58 +328,68 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
     if (problem != kProblemNone) report(batch.status + gi, batch.epoch, lb, problem, detail);
 
-    // 5. compacted exponents into this iteration's staging buffer (real codes only).
-    uint8_t* staging = reinterpret_cast<uint8_t*>(staging_raw) + parity * batch.staging_bytes;
+    // 5. the slot, compacted into the staging buffer (real codes only).
     const uint32_t keep = prefix < expected ? min(r.count, expected - prefix) : 0;
-    scatter_exponents(
-        exps, prefix + (op0 & (kChunk - 1)), keep,
-        [&](uint32_t word, uint32_t v) { reinterpret_cast<uint32_t*>(staging)[word] = v; },
-        [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
+    if (keep != 0) {
+      uint32_t exps[kExponentWords];
+#pragma unroll
+      for (uint32_t c = 0; c < kExponentWords / 4; ++c) {
+        const uint4 v = *reinterpret_cast<const uint4*>(slot + slot_offset(t, 4 * c));
+        exps[4 * c] = v.x;
+        exps[4 * c + 1] = v.y;
+        exps[4 * c + 2] = v.z;
+        exps[4 * c + 3] = v.w;
+      }
+      scatter_exponents(
+          exps, prefix + static_cast<uint32_t>(op0 - base), keep,
+          [&](uint32_t word, uint32_t v) { reinterpret_cast<uint32_t*>(staging)[word] = v; },
+          [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
+    }
+    if (sm_staged) cp_async_wait_all();
     __syncthreads();
 
-    // 6. join and store, 16 weights per thread per step.
-    if (t < n_chunks) {
-      write_chunk(g, base + uint64_t{t} * kChunk, op0, op1, sm0,
-                  reinterpret_cast<const uint4*>(staging)[t]);
+    // 6. join and store, 8 weights per thread per step.
+    for (uint32_t u = t; u < n_units; u += kThreads) {
+      const uint64_t gstart = base + uint64_t{u} * kUnit;
+      const uint2 sm = sm_staged ? reinterpret_cast<const uint2*>(sm_stage)[u]
+                                 : load_sign_mantissa(g, gstart);
+      write_unit(g, gstart, op0, op1, sm, reinterpret_cast<const uint2*>(staging)[u]);
     }
-    if (t + kThreads < n_chunks) {
-      write_chunk(g, base + uint64_t{t + kThreads} * kChunk, op0, op1, sm1,
-                  reinterpret_cast<const uint4*>(staging)[t + kThreads]);
-    }
-    for (uint32_t c = t + 2 * kThreads; c < n_chunks; c += kThreads) {
-      const uint64_t gstart = base + uint64_t{c} * kChunk;
-      write_chunk(g, gstart, op0, op1, load_sign_mantissa(g, gstart),
-                  reinterpret_cast<const uint4*>(staging)[c]);
-    }
+    if (kCompact) __syncthreads();  // the single staging buffer is rewritten next
 
-    in = next;
     gi = gi_next;
     parity ^= 1;
   }
 }
 
-template <uint32_t kMaxGroups>
-Status prepare_one(uint32_t shared_bytes, uint32_t& ctas_per_sm) {
+template <uint32_t kMaxGroups, bool kCompact>
+Status occupancy_of(uint32_t shared_bytes, int& blocks_per_sm) {
+  const auto kernel = decode_kernel<kMaxGroups, kCompact>;
   DF11_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(decode_kernel<kMaxGroups>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(shared_bytes)),
       "cudaFuncSetAttribute(decode kernel, " + std::to_string(shared_bytes) +
           " bytes of dynamic shared memory)");
-  int n = 0;
   DF11_CUDA_RETURN_IF_ERROR(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, decode_kernel<kMaxGroups>, kThreads,
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads,
                                                     shared_bytes),
       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  if (n <= 0) {
-    return Status(ErrorCode::kResourceLimit,
-                  "the decode kernel does not fit on a multiprocessor with " +
-                      std::to_string(shared_bytes) + " bytes of dynamic shared memory");
-  }
-  ctas_per_sm = ctas_per_sm == 0 ? static_cast<uint32_t>(n) : min(ctas_per_sm, uint32_t(n));
   return Status::ok();
 }
 
-template <uint32_t kMaxGroups>
+// Prepares every instantiation of one configuration; returns the thread blocks per
+// multiprocessor (0 if it does not fit).
+template <bool kCompact>
+Status prepare_config(uint32_t shared_bytes, uint32_t& ctas_per_sm) {
+  int a = 0, b = 0, c = 0;
+  DF11_RETURN_IF_ERROR((occupancy_of<1, kCompact>(shared_bytes, a)));
+  DF11_RETURN_IF_ERROR((occupancy_of<16, kCompact>(shared_bytes, b)));
+  DF11_RETURN_IF_ERROR((occupancy_of<kMaxGroupsPerLaunch, kCompact>(shared_bytes, c)));
+  ctas_per_sm = static_cast<uint32_t>(std::max(0, std::min({a, b, c})));
+  return Status::ok();
+}
+
+template <uint32_t kMaxGroups, bool kCompact>
 Status launch_one(const DecodePlan::Impl& p, size_t first, size_t count,
                   GroupStatusRecord* status, cudaStream_t stream) {
   KernelBatch<kMaxGroups> batch{};
@@ -282,18 +406,61 @@ Status launch_one(const DecodePlan::Impl& p, size_t first, size_t count,
   const uint64_t resident = uint64_t{p.ctas_per_sm} * p.sm_count;
   const uint32_t grid = static_cast<uint32_t>(blocks < resident ? blocks : resident);
   if (grid == 0) return Status::ok();
-  decode_kernel<kMaxGroups><<<grid, kThreads, p.shared_bytes, stream>>>(batch);
+  decode_kernel<kMaxGroups, kCompact><<<grid, kThreads, p.shared_bytes, stream>>>(batch);
   DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "decode kernel launch");
+  return Status::ok();
+}
+
+template <bool kCompact>
+Status launch_all(const DecodePlan::Impl& p, GroupStatusRecord* status, cudaStream_t stream) {
+  for (size_t first = 0; first < p.groups.size(); first += kMaxGroupsPerLaunch) {
+    const size_t count = std::min<size_t>(kMaxGroupsPerLaunch, p.groups.size() - first);
+    Status s = count == 1    ? launch_one<1, kCompact>(p, first, count, status, stream)
+               : count <= 16 ? launch_one<16, kCompact>(p, first, count, status, stream)
+                             : launch_one<kMaxGroupsPerLaunch, kCompact>(p, first, count,
+                                                                         status, stream);
+    DF11_RETURN_IF_ERROR(s);
+  }
   return Status::ok();
 }
 
 }  // namespace
 
-Status prepare_kernels(uint32_t shared_bytes, uint32_t& ctas_per_sm) {
-  ctas_per_sm = 0;
-  DF11_RETURN_IF_ERROR(prepare_one<1>(shared_bytes, ctas_per_sm));
-  DF11_RETURN_IF_ERROR(prepare_one<16>(shared_bytes, ctas_per_sm));
-  DF11_RETURN_IF_ERROR(prepare_one<kMaxGroupsPerLaunch>(shared_bytes, ctas_per_sm));
+Status configure_kernel(uint32_t staging_bytes, KernelChoice choice, KernelConfig& config) {
+  int device = 0, optin = 0;
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  DF11_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+      "cudaDeviceGetAttribute(shared memory per block)");
+  cudaFuncAttributes attr{};
+  DF11_CUDA_RETURN_IF_ERROR(
+      cudaFuncGetAttributes(&attr, decode_kernel<kMaxGroupsPerLaunch, false>),
+      "cudaFuncGetAttributes(decode kernel)");
+  const uint64_t fast = kSlotsBytes + uint64_t{staging_buffers<false>()} * staging_bytes;
+  const uint64_t compact = kSlotsBytes + uint64_t{staging_buffers<true>()} * staging_bytes;
+  uint32_t fast_ctas = 0, compact_ctas = 0;
+  if (choice != KernelChoice::kCompact &&
+      attr.sharedSizeBytes + fast <= static_cast<uint64_t>(optin)) {
+    DF11_RETURN_IF_ERROR(prepare_config<false>(static_cast<uint32_t>(fast), fast_ctas));
+  }
+  if (choice != KernelChoice::kFast &&
+      attr.sharedSizeBytes + compact <= static_cast<uint64_t>(optin)) {
+    DF11_RETURN_IF_ERROR(prepare_config<true>(static_cast<uint32_t>(compact), compact_ctas));
+  }
+  // The fast configuration unless the compact one fits more thread blocks.
+  config.compact = compact_ctas > fast_ctas;
+  config.ctas_per_sm = config.compact ? compact_ctas : fast_ctas;
+  config.shared_bytes = static_cast<uint32_t>(config.compact ? compact : fast);
+  if (config.ctas_per_sm == 0) {
+    return Status(ErrorCode::kResourceLimit,
+                  std::string("the decode kernel") +
+                      (choice == KernelChoice::kFast      ? " (fast configuration)"
+                       : choice == KernelChoice::kCompact ? " (compact configuration)"
+                                                          : "") +
+                      " does not fit this GPU's shared memory for staging buffers of " +
+                      std::to_string(staging_bytes) + " bytes (" + std::to_string(optin) +
+                      " bytes per thread block)");
+  }
   return Status::ok();
 }
 
@@ -316,15 +483,8 @@ Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes
   }
   p.epoch = p.epoch == UINT32_MAX ? 1 : p.epoch + 1;  // 0 marks a record never written
   auto* status = static_cast<detail::GroupStatusRecord*>(d_workspace);
-  for (size_t first = 0; first < p.groups.size(); first += detail::kMaxGroupsPerLaunch) {
-    const size_t count = std::min<size_t>(detail::kMaxGroupsPerLaunch, p.groups.size() - first);
-    Status s = count == 1    ? detail::launch_one<1>(p, first, count, status, stream)
-               : count <= 16 ? detail::launch_one<16>(p, first, count, status, stream)
-                             : detail::launch_one<detail::kMaxGroupsPerLaunch>(p, first, count,
-                                                                               status, stream);
-    DF11_RETURN_IF_ERROR(s);
-  }
-  return Status::ok();
+  return p.compact ? detail::launch_all<true>(p, status, stream)
+                   : detail::launch_all<false>(p, status, stream);
 }
 
 }  // namespace df11::cuda

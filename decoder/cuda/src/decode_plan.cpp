@@ -68,7 +68,8 @@ KernelGroup make_kernel_group(const GroupView& host, const GroupInfo& info,
   }
   if (aligned(stream, 8)) k.flags |= kStreamAligned8;
   if (aligned(output_positions, 4)) k.flags |= kOpAligned4;
-  if (aligned(sign_mantissa, 16) && aligned(out, 16)) k.flags |= kVectorOutput;
+  if (aligned(sign_mantissa, 16)) k.flags |= kSignMantissaAligned16;
+  if (aligned(out, 16)) k.flags |= kOutputAligned16;
   return k;
 }
 
@@ -138,11 +139,13 @@ uint32_t DecodePlan::launches() const {
                                detail::kMaxGroupsPerLaunch);
 }
 uint32_t DecodePlan::shared_bytes() const { return impl_->shared_bytes; }
+bool DecodePlan::compact() const { return impl_->compact; }
 uint32_t DecodePlan::grid_size() const { return impl_->ctas_per_sm * impl_->sm_count; }
 int DecodePlan::device() const { return impl_->device; }
 const std::string& DecodePlan::group_name(size_t i) const { return impl_->names.at(i); }
 
-Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const std::string& what) {
+Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const std::string& what,
+                                    const DecodePlanOptions& options) {
   try {
     auto impl = std::make_unique<DecodePlan::Impl>();
     impl->groups.reserve(groups.size());
@@ -171,7 +174,6 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
       impl->max_block_weights = std::max(impl->max_block_weights, info.max_block_weights);
     }
     impl->staging_bytes = detail::staging_bytes_for(impl->max_block_weights);
-    impl->shared_bytes = 2 * impl->staging_bytes;
     int device = 0;
     DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), what + ": cudaGetDevice");
     int sms = 0;
@@ -180,8 +182,12 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
         what + ": cudaDeviceGetAttribute(multiprocessor count)");
     impl->device = device;
     impl->sm_count = static_cast<uint32_t>(sms);
-    DF11_RETURN_IF_ERROR(detail::prepare_kernels(impl->shared_bytes, impl->ctas_per_sm)
-                             .with_context(what));
+    detail::KernelConfig config;
+    DF11_RETURN_IF_ERROR(
+        detail::configure_kernel(impl->staging_bytes, options.kernel, config).with_context(what));
+    impl->compact = config.compact;
+    impl->shared_bytes = config.shared_bytes;
+    impl->ctas_per_sm = config.ctas_per_sm;
     return DecodePlan(std::move(impl));
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kResourceLimit, what + ": out of memory while planning the decode");

@@ -21,6 +21,7 @@ struct DecodePlan::Impl {
   uint32_t staging_bytes = 0;  // one exponent staging buffer (two per thread block)
   uint32_t shared_bytes = 0;   // dynamic shared memory per thread block
   uint32_t ctas_per_sm = 0;
+  bool compact = false;        // the kernel's compact configuration (see KernelConfig)
   uint32_t sm_count = 0;
   int device = 0;
   uint32_t epoch = 0;  // launches so far; the latest launch writes records with this value
@@ -32,15 +33,22 @@ namespace detail {
 // the 32 KiB parameter limit of CUDA 12.1+ on sm_70 and later).
 inline constexpr uint32_t kMaxGroupsPerLaunch = 256;
 
-// Bytes of one exponent staging buffer for blocks of up to `max_block_weights` weights:
-// exponent of weight g goes to byte g - (op[b] & ~15), so up to 15 bytes of lead-in.
+// Bytes of one staging buffer for blocks of up to `max_block_weights` weights: weight g
+// goes to byte g - (op[b] & ~15), so up to 15 bytes of lead-in, rounded up to 16.
 inline uint32_t staging_bytes_for(uint32_t max_block_weights) {
   return (max_block_weights + 15 + 15) / 16 * 16;
 }
 
-// Raises the kernel's dynamic shared memory limit to `shared_bytes` and reports how many
-// thread blocks of it fit on one multiprocessor of the current device (decode_kernel.cu).
-Status prepare_kernels(uint32_t shared_bytes, uint32_t& ctas_per_sm);
+// How the kernel runs on the current device for staging buffers of `staging_bytes`: the
+// fast configuration (double-buffered, sign_mantissa staged through shared memory) or the
+// compact one, as `choice` says (decode_kernel.cu). Raises the kernel's dynamic shared
+// memory limit accordingly; kResourceLimit if the chosen configuration does not fit.
+struct KernelConfig {
+  bool compact = false;
+  uint32_t shared_bytes = 0;  // dynamic shared memory per thread block
+  uint32_t ctas_per_sm = 0;
+};
+Status configure_kernel(uint32_t staging_bytes, KernelChoice choice, KernelConfig& config);
 
 // validate_group() plus the check that the caller's output holds exactly n_elements weights.
 Result<GroupInfo> validate_with_output(const GroupView& group, size_t out_size,

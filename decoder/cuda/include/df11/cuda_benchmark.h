@@ -40,7 +40,9 @@ struct DecodeBenchmarkReport {
   uint32_t grid_size = 0;        // thread blocks of the decode launch
   uint32_t shared_bytes = 0;     // dynamic shared memory per thread block
 
+  bool compact = false;          // kernel configuration chosen for `decode` (KernelChoice)
   TimingMs decode;               // all groups, one plan: one launch (per 256 groups)
+  TimingMs decode_compact;       // the same with KernelChoice::kCompact
   TimingMs copy;                 // cudaMemcpyAsync device-to-device of output_bytes
   bool verified = false;         // every decoded weight compared with `expected`
 

@@ -68,6 +68,16 @@ struct DeviceGroup {
   std::string name;                             // for messages, e.g. "model.layers.3"
 };
 
+// Kernel configurations (decoder/cuda/NOTES.md): kFast double-buffers its shared staging and
+// reads sign_mantissa through shared memory; kCompact needs about half the shared memory
+// (GPUs with <= 99 KiB per thread block, or to leave room for concurrent kernels) and is
+// slower. kAuto takes whichever fits more thread blocks per multiprocessor, kFast on a tie.
+enum class KernelChoice { kAuto, kFast, kCompact };
+
+struct DecodePlanOptions {
+  KernelChoice kernel = KernelChoice::kAuto;
+};
+
 // Immutable description of a batch, made on the host. Not thread-safe: launch_decode()
 // counts launches in it, so use one plan per host thread.
 class DecodePlan {
@@ -86,6 +96,7 @@ class DecodePlan {
   uint32_t launches() const;
   // Dynamic shared memory per thread block, in bytes (grows with the largest block).
   uint32_t shared_bytes() const;
+  bool compact() const;  // the kernel configuration chosen (KernelChoice::kCompact)
   // Thread blocks per launch (persistent: a few per multiprocessor).
   uint32_t grid_size() const;
   int device() const;
@@ -94,7 +105,8 @@ class DecodePlan {
   struct Impl;
 
  private:
-  friend Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup>, const std::string&);
+  friend Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup>, const std::string&,
+                                             const DecodePlanOptions&);
   friend Status launch_decode(DecodePlan&, void*, size_t, CUstream_st*);
   friend Status read_decode_status(const DecodePlan&, const void*, CUstream_st*);
   explicit DecodePlan(std::unique_ptr<Impl> impl);
@@ -102,10 +114,12 @@ class DecodePlan {
 };
 
 // Validates every group (validate_group plus the device-side limits: at most 32768 weights
-// per block, non-null device pointers) and sizes the launch for the current device.
-// Groups of one plan may share nothing but must not overlap in their outputs. `what`
-// prefixes every message. Host-only: touches no device memory and synchronises nothing.
-Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const std::string& what);
+// per block, non-null device pointers) and sizes the launch for the current device
+// (kResourceLimit if the kernel does not fit it). Groups of one plan must not overlap in
+// their outputs. `what` prefixes every message. Host-only: touches no device memory and
+// synchronises nothing.
+Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const std::string& what,
+                                    const DecodePlanOptions& options = {});
 
 // Enqueues a zeroing of the workspace's status records on `stream`. Call once per workspace
 // before its first launch_decode().
