@@ -146,7 +146,8 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
   for (size_t s = 0; s < folder.shards.size(); ++s) shard_paths.push_back(folder.shard_path(s));
   SourceHasher hasher(shard_paths);
 
-  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, console));
+  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, console,
+                                                            options.chunk_weights));
   DF11_ASSIGN_OR_RETURN(std::string config, make_df11_config(*folder.config_text,
                                                             plan.pattern_dict));
   std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "console.h"
+#include "df11/encoder.h"
 #include "df11/status.h"
 #include "grouping.h"
 
@@ -25,6 +26,9 @@ struct CompressOptions {
   int threads = 0;      // 0: all cores
   // Weights encoded per step: bounds resident memory (about 3.4 bytes per weight in flight).
   uint64_t step_weights = uint64_t{64} << 20;
+  // Weights per encoder chunk (the unit of parallel encoding; tests use small ones to get
+  // many chunks and steps out of a small model).
+  uint64_t chunk_weights = kDefaultChunkWeights;
 };
 
 struct CompressSummary {

@@ -69,7 +69,7 @@ Result<MemberSpans> group_member_spans(const ModelFolder& folder, const Compress
 }
 
 Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
-                                      Console& console) {
+                                      Console& console, uint64_t chunk_weights) {
   CompressPlan result;
   result.order = folder.tensors_in_file_order();
   std::vector<TensorEntry> entries;
@@ -93,7 +93,7 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
     group.spec = std::move(spec);
     group.shard = result.order[group.spec.members.front()].shard;
     DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, result, group.spec));
-    auto plan = plan_group(spans.spans());
+    auto plan = plan_group(spans.spans(), chunk_weights);
     if (plan) {
       const uint64_t most = max_block_weights(spans, *plan);
       if (most > kMaxWeightsPerBlockCompat) {

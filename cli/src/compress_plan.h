@@ -33,9 +33,10 @@ struct CompressPlan {
 };
 
 // Plans every group; warns on `console` for each group left raw, naming its tensors.
-// Progress counts the bytes of member tensors read.
+// Progress counts the bytes of member tensors read. `chunk_weights`: see plan_group().
 Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
-                                      Console& console);
+                                      Console& console,
+                                      uint64_t chunk_weights = kDefaultChunkWeights);
 
 // The members of a group as spans over the folder's mappings.
 Result<MemberSpans> group_member_spans(const ModelFolder& folder, const CompressPlan& plan,

@@ -56,6 +56,7 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
                       "DF11 model): the original files cannot be rebuilt byte for byte");
   }
   DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
+  DF11_RETURN_IF_ERROR(check_side_files_recorded(folder));
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
 
   DecompressSummary summary;

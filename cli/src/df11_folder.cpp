@@ -91,4 +91,21 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
   return result;
 }
 
+Status check_side_files_recorded(const Df11Folder& folder) {
+  const std::pair<const char*, bool> present[] = {{kConfigFile, folder.folder.config_text.has_value()},
+                                                  {kIndexFile, folder.folder.index_text.has_value()}};
+  for (const auto& [name, here] : present) {
+    if (!here) continue;
+    const bool recorded = std::any_of(folder.side_files.begin(), folder.side_files.end(),
+                                      [&](const SideFile& f) { return f.file == name; });
+    if (!recorded) {
+      return Status(ErrorCode::kBadMetadata,
+                    std::string(name) + ": the df11 metadata records no original of it "
+                                        "(expected in the side_files of " +
+                        folder.folder.shard_names.front() + ")");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace df11::app

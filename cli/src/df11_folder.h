@@ -66,4 +66,8 @@ bool has_df11_metadata(const ModelFolder& folder);
 // otherwise). kDuplicateName if a tensor, source or side file appears twice.
 Result<Df11Folder> open_df11_folder(ModelFolder folder);
 
+// config.json and the index of a DF11 folder are df11's own; the originals must be recorded
+// as side files, or decompress could not give them back. kBadMetadata naming the file.
+Status check_side_files_recorded(const Df11Folder& folder);
+
 }  // namespace df11::app

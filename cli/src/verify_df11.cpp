@@ -99,6 +99,37 @@ void check_loader(const Df11Folder& folder, VerifyContext& context) {
   }
 }
 
+// Each shard records the original file of its own name (spec 5.2), and its own __metadata__
+// entries other than "df11" are that original's, copied: compare them.
+void check_shard_metadata(const Df11Folder& folder, size_t shard, VerifyContext& context) {
+  const std::string& name = folder.folder.shard_names[shard];
+  // Written by this spec version, the document is exactly what serialize_df11_metadata
+  // makes of its content: any other text (an unknown key, a dropped empty list) was altered.
+  const Df11Metadata& meta = folder.metadata[shard];
+  if (meta.spec_version == kDf11SpecVersion) {
+    auto canonical = serialize_df11_metadata(meta);
+    const std::string* stored = folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
+    if (!canonical || stored == nullptr || *canonical != *stored) {
+      context.fail(name + ": df11 metadata text differs from what its content serializes to "
+                          "(altered after writing)");
+    }
+  }
+  for (const SourceFile& source : folder.metadata[shard].sources) {
+    if (source.file != name) continue;
+    auto layout = parse_source_layout(source);
+    if (!layout) return;  // reported when the source is rebuilt
+    MetadataEntries own;
+    for (const auto& entry : folder.folder.shards[shard].header().metadata) {
+      if (entry.first != kDf11MetadataKey) own.push_back(entry);
+    }
+    if (own != layout->header.metadata) {
+      context.fail(name + ": __metadata__ entries differ from the original file's");
+    }
+    return;
+  }
+  context.fail(name + ": its df11 metadata records no original file of the same name");
+}
+
 // Feeds rebuilt tensors to the comparer (when --against is given); nothing is written.
 class CompareSink : public RebuildSink {
  public:
@@ -153,6 +184,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
     check_splits(folder, g, context);
   }
   check_loader(folder, context);
+  for (size_t s = 0; s < folder.folder.shards.size(); ++s) check_shard_metadata(folder, s, context);
 
   std::optional<TensorComparer> comparer;
   if (context.against != nullptr) comparer.emplace(*context.against);
@@ -180,6 +212,9 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
       context.fail(folder.describe(name, original) +
                    ": listed in the metadata but in no source file's header");
     }
+  }
+  if (Status recorded = check_side_files_recorded(folder); !recorded) {
+    context.fail(recorded.message());
   }
   for (const SideFile& side : folder.side_files) {
     const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(side.content.data()),

@@ -1,0 +1,305 @@
+// The model-folder pipeline through its library entry points: compress -> decompress gives
+// back every file byte for byte, verify proves it, and every corruption is caught and named.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_fixture.h"
+#include "df11/metadata.h"
+#include "df11/safetensors.h"
+#include "signals.h"
+
+namespace df11::clitest {
+namespace {
+
+using Pipeline = PipelineFixture;
+
+TEST_F(Pipeline, RoundTripIsByteIdenticalAndVerifies) {
+  write_tiny_llama(model(), {});
+  expect_round_trip(compress_options());
+  // Nothing but the outputs is left next to them.
+  EXPECT_EQ(list_dir(tmp_.path()), (std::vector<std::string>{"df11", "model", "restored"}));
+}
+
+TEST_F(Pipeline, OutputFolderLayout) {
+  const auto names = write_tiny_llama(model(), {});
+  const Captured c = compress();
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("compressed"), std::string::npos) << c.out;
+  EXPECT_NE(c.out.find("GB/s"), std::string::npos) << c.out;
+  EXPECT_EQ(list_dir(df11()), list_dir(model()));
+  EXPECT_EQ(read_text(df11() / "tokenizer.json"), read_text(model() / "tokenizer.json"));
+  EXPECT_EQ(read_text(df11() / "extra" / "README.md"), read_text(model() / "extra" / "README.md"));
+
+  // config.json: the original keys in order, then dfloat11_config.
+  const auto config = read_json(df11() / "config.json");
+  const auto original = read_json(model() / "config.json");
+  auto it = config.begin();
+  for (const auto& [key, value] : original.items()) {
+    ASSERT_EQ(it.key(), key);
+    EXPECT_EQ(it.value(), value);
+    ++it;
+  }
+  ASSERT_EQ(it.key(), "dfloat11_config");
+  const auto& d = it.value();
+  EXPECT_EQ(d["version"], "0.5.0");
+  EXPECT_EQ(d["threads_per_block"], nlohmann::ordered_json::array({512}));
+  EXPECT_EQ(d["bytes_per_thread"], 8);
+  const nlohmann::ordered_json expected_dict = {
+      {"model\\.embed_tokens", nlohmann::ordered_json::array()},
+      {"model\\.layers\\.\\d+",
+       {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}},
+      {"lm_head", nlohmann::ordered_json::array()}};
+  EXPECT_EQ(d["pattern_dict"], expected_dict) << d.dump(2);
+
+  // Layer 1 is split across the shards; its group goes to the first member's shard.
+  auto s1 = SafetensorsFile::open((df11() / kShard1).string());
+  auto s2 = SafetensorsFile::open((df11() / kShard2).string());
+  ASSERT_TRUE(s1.is_ok() && s2.is_ok());
+  for (const char* suffix : {".luts", ".encoded_exponent", ".sign_mantissa", ".output_positions",
+                             ".gaps", ".split_positions"}) {
+    EXPECT_NE(s1->header().find(std::string("model.layers.1") + suffix), nullptr) << suffix;
+    EXPECT_NE(s2->header().find(std::string("model.layers.2") + suffix), nullptr) << suffix;
+  }
+  EXPECT_EQ(s2->header().find("model.layers.1.mlp.up_proj.weight"), nullptr);
+  EXPECT_NE(s2->header().find("model.layers.1.post_attention_layernorm.weight"), nullptr);
+  EXPECT_NE(s2->header().find("model.rotary_emb.inv_freq"), nullptr);
+  // Stored dtypes and shapes as the dfloat11 loader reads them.
+  const TensorInfo* luts = s1->header().find("model.layers.0.luts");
+  ASSERT_NE(luts, nullptr);
+  EXPECT_EQ(luts->dtype, Dtype::kU8);
+  ASSERT_EQ(luts->shape.size(), 2u);
+  EXPECT_EQ(luts->shape[1], 256u);
+  EXPECT_EQ(s1->header().find("model.layers.0.output_positions")->dtype, Dtype::kU8);
+  EXPECT_EQ(s1->header().find("model.layers.0.output_positions")->byte_size() % 4, 0u);
+  const TensorInfo* splits = s1->header().find("model.layers.1.split_positions");
+  EXPECT_EQ(splits->dtype, Dtype::kI64);
+  EXPECT_EQ(splits->shape, std::vector<uint64_t>{6});
+  EXPECT_EQ(s1->header().find("model.embed_tokens.split_positions")->shape,
+            std::vector<uint64_t>{0});
+  EXPECT_EQ(*s1->header().metadata_value("format"), "pt");
+
+  // df11 metadata: members in file order, sources 1:1, side files in the first shard only.
+  const Df11Metadata m1 = metadata_of(df11() / kShard1);
+  const Df11Metadata m2 = metadata_of(df11() / kShard2);
+  ASSERT_EQ(m1.groups.size(), 3u);  // embed, layers 0 and 1
+  EXPECT_EQ(m1.groups[2].name, "model.layers.1");
+  ASSERT_EQ(m1.groups[2].members.size(), 7u);
+  EXPECT_EQ(m1.groups[2].members[2].name, "model.layers.1.self_attn.v_proj.weight");
+  EXPECT_EQ(m1.groups[2].members[3].name, "model.layers.1.self_attn.o_proj.weight");
+  ASSERT_EQ(m1.sources.size(), 1u);
+  EXPECT_EQ(m1.sources[0].file, kShard1);
+  EXPECT_EQ(m2.sources[0].file, kShard2);
+  ASSERT_EQ(m1.side_files.size(), 2u);
+  EXPECT_EQ(m1.side_files[0].file, "config.json");
+  EXPECT_EQ(m1.side_files[0].content, read_text(model() / "config.json"));
+  EXPECT_EQ(m1.side_files[1].file, "model.safetensors.index.json");
+  EXPECT_TRUE(m2.side_files.empty());
+
+  // The index maps every DF11 tensor to its shard; total_size is their bytes.
+  const auto index = read_json(df11() / "model.safetensors.index.json");
+  uint64_t total = 0;
+  size_t count = 0;
+  for (const auto* shard : {&*s1, &*s2}) {
+    for (const TensorInfo& t : shard->header().tensors) {
+      total += t.byte_size();
+      ++count;
+      EXPECT_EQ(index["weight_map"][t.name], shard == &*s1 ? kShard1 : kShard2) << t.name;
+    }
+  }
+  EXPECT_EQ(index["weight_map"].size(), count);
+  EXPECT_EQ(index["metadata"]["total_size"], total);
+
+  // Exponent stream + sign/mantissa bytes: about 68% of the BF16 bytes (Gaussian weights code
+  // to ~2.6 bits of exponent). (Whole files of this tiny model carry relatively large tables
+  // and metadata.)
+  const double coded = static_cast<double>(
+      s1->header().find("model.layers.0.encoded_exponent")->byte_size() +
+      s1->header().find("model.layers.0.sign_mantissa")->byte_size());
+  const double ratio = coded / (2.0 * (4 * 64 * 64 + 3 * 64 * 128));
+  EXPECT_LT(ratio, 0.70);
+  EXPECT_GT(ratio, 0.6);
+}
+
+TEST_F(Pipeline, OutputIsDeterministicAtAnyThreadCount) {
+  write_tiny_llama(model(), {});
+  CompressOptions o = compress_options();
+  o.threads = 1;
+  ASSERT_EQ(compress(o).code, 0);
+  const auto first = tree_sha256(df11());
+  o.threads = 0;
+  o.force = true;
+  o.step_weights = 1 << 20;
+  ASSERT_EQ(compress(o).code, 0);
+  EXPECT_EQ(tree_sha256(df11()), first);
+}
+
+TEST_F(Pipeline, VariantsRoundTrip) {
+  struct Variant {
+    const char* what;
+    TinyLlama model;
+    app::GroupBy by = app::GroupBy::kBlock;
+  };
+  TinyLlama tied;
+  tied.tied_embeddings = true;
+  TinyLlama single;
+  single.sharded = false;
+  single.layers = 2;
+  const std::vector<Variant> variants{{"tied", tied}, {"single file", single},
+                                      {"group by tensor", TinyLlama{}, app::GroupBy::kTensor}};
+  for (const Variant& v : variants) {
+    SCOPED_TRACE(v.what);
+    fs::remove_all(model());
+    fs::remove_all(df11());
+    fs::remove_all(restored());
+    write_tiny_llama(model(), v.model);
+    CompressOptions o = compress_options();
+    o.group_by = v.by;
+    expect_round_trip(o);
+    const auto dict = read_json(df11() / "config.json")["dfloat11_config"]["pattern_dict"];
+    EXPECT_EQ(dict.contains("lm_head"), !v.model.tied_embeddings) << dict.dump();
+    EXPECT_EQ(fs::exists(df11() / "model.safetensors.index.json"), v.model.sharded);
+    if (v.by == app::GroupBy::kTensor) {
+      EXPECT_EQ(dict.size(), 2u + 7 * 3) << dict.dump(2);
+      EXPECT_EQ(dict["model\\.layers\\.1\\.mlp\\.up_proj"], nlohmann::ordered_json::array());
+    }
+  }
+}
+
+TEST_F(Pipeline, UncodableGroupIsStoredUnchangedWithWarning) {
+  TinyLlama m;
+  m.inf_tensor = "model.layers.1.mlp.up_proj.weight";
+  write_tiny_llama(model(), m);
+  const Captured c = compress();
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("warning: "), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("group 'model.layers.1'"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("'model.layers.1.mlp.up_proj.weight' (1 weight)"), std::string::npos)
+      << c.err;
+  auto s1 = SafetensorsFile::open((df11() / kShard1).string());
+  auto s2 = SafetensorsFile::open((df11() / kShard2).string());
+  EXPECT_EQ(s1->header().find("model.layers.1.luts"), nullptr);
+  EXPECT_NE(s1->header().find("model.layers.1.self_attn.q_proj.weight"), nullptr);
+  EXPECT_NE(s2->header().find("model.layers.1.mlp.up_proj.weight"), nullptr);
+  EXPECT_NE(s1->header().find("model.layers.0.luts"), nullptr);
+  const Captured d = decompress();
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+  EXPECT_EQ(verify(model()).code, 0);
+
+  // Only group of its key: the key goes.
+  fs::remove_all(model());
+  m.inf_tensor = "model.embed_tokens.weight";
+  write_tiny_llama(model(), m);
+  CompressOptions o = compress_options();
+  o.force = true;
+  ASSERT_EQ(compress(o).code, 0);
+  const auto dict = read_json(df11() / "config.json")["dfloat11_config"]["pattern_dict"];
+  EXPECT_FALSE(dict.contains("model\\.embed_tokens")) << dict.dump();
+  EXPECT_TRUE(dict.contains("lm_head")) << dict.dump();
+  EXPECT_EQ(verify(model()).code, 0);
+}
+
+TEST_F(Pipeline, ExistingOutputNeedsForce) {
+  write_tiny_llama(model(), {});
+  fs::create_directories(df11());
+  write_text(df11() / "keep.txt", "precious");
+  CompressOptions o = compress_options();
+  std::ostringstream out, err;
+  app::Console console(out, err, 1, false);
+  auto result = app::compress_model(o, console);
+  ASSERT_FALSE(result.is_ok());
+  EXPECT_EQ(result.status().code(), ErrorCode::kExists);
+  const Captured c = compress(o);
+  EXPECT_EQ(c.code, 2);
+  EXPECT_NE(c.err.find("--force"), std::string::npos) << c.err;
+  EXPECT_EQ(list_dir(df11()), std::vector<std::string>{"keep.txt"});
+  EXPECT_EQ(read_text(df11() / "keep.txt"), "precious");
+  EXPECT_EQ(list_dir(tmp_.path()), (std::vector<std::string>{"df11", "model"}));
+
+  o.force = true;
+  ASSERT_EQ(compress(o).code, 0);
+  EXPECT_FALSE(fs::exists(df11() / "keep.txt"));
+  EXPECT_TRUE(fs::exists(df11() / kShard1));
+  EXPECT_EQ(list_dir(tmp_.path()), (std::vector<std::string>{"df11", "model"}));
+
+  // decompress follows the same rule.
+  fs::create_directories(restored());
+  EXPECT_EQ(decompress().code, 2);
+  EXPECT_TRUE(fs::is_empty(restored()));
+  EXPECT_EQ(decompress(/*force=*/true).code, 0);
+  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+}
+
+TEST_F(Pipeline, UsageAndInputErrors) {
+  std::ostringstream out, err;
+  app::Console console(out, err, 1, false);
+  CompressOptions o = compress_options();
+  auto missing = app::compress_model(o, console);
+  EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
+
+  write_tiny_llama(model(), {});
+  o.out_dir = model() / "inside";
+  EXPECT_EQ(app::compress_model(o, console).status().code(), ErrorCode::kInvalidArgument);
+
+  fs::remove(model() / "config.json");
+  o.out_dir = df11();
+  auto no_config = app::compress_model(o, console);
+  EXPECT_EQ(no_config.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(no_config.status().message().find("config.json"), std::string::npos);
+
+  // A DF11 folder is not compressed again.
+  fs::remove_all(model());
+  write_tiny_llama(model(), {});
+  ASSERT_EQ(compress().code, 0);
+  o.model_dir = df11();
+  o.out_dir = tmp_ / "again";
+  auto again = app::compress_model(o, console);
+  EXPECT_FALSE(again.is_ok());
+  EXPECT_FALSE(fs::exists(tmp_ / "again"));
+}
+
+TEST_F(Pipeline, LowEntropyGroupsRespectTheLoaderBlockLimit) {
+  TinyLlama m;
+  m.layers = 2;
+  m.vocab = 1024;
+  write_tiny_llama(model(), m);
+  // lm_head all zeros: a 1-bit code, 32768 weights per block > 23550: must stay raw.
+  // embed_tokens 75% zeros: a 1-bit code but fewer weights per block: must be coded.
+  const uint64_t head = tensor_file_offset(model() / kShard2, "lm_head.weight");
+  const uint64_t embed = tensor_file_offset(model() / kShard1, "model.embed_tokens.weight");
+  {
+    std::fstream io(model() / kShard2, std::ios::binary | std::ios::in | std::ios::out);
+    io.seekp(static_cast<std::streamoff>(head));
+    const std::string zeros(2 * 1024 * 64, '\0');
+    io.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  {
+    std::fstream io(model() / kShard1, std::ios::binary | std::ios::in | std::ios::out);
+    for (uint64_t i = 0; i < 1024 * 64; ++i) {
+      if (i % 4 == 3) continue;
+      io.seekp(static_cast<std::streamoff>(embed + 2 * i));
+      io.write("\0\0", 2);
+    }
+  }
+  // The index's sizes are unchanged; the files stay consistent.
+  const Captured c = compress();
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.err.find("lm_head"), std::string::npos) << c.err;
+  EXPECT_NE(c.err.find("23550"), std::string::npos) << c.err;
+  EXPECT_EQ(c.err.find("embed_tokens"), std::string::npos) << c.err;
+  const auto dict = read_json(df11() / "config.json")["dfloat11_config"]["pattern_dict"];
+  EXPECT_FALSE(dict.contains("lm_head"));
+  EXPECT_TRUE(dict.contains("model\\.embed_tokens"));
+  const Captured v = verify(model());
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  ASSERT_EQ(decompress().code, 0);
+  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+}
+
+}  // namespace
+}  // namespace df11::clitest
