@@ -202,28 +202,32 @@ DF11_HD uint32_t walk_subtables(const Table& table, uint32_t e, uint32_t top) {
 // tables, not only canonical ones, because each code is still looked up with exactly the 8
 // bits the published procedure uses: the second code's 8 bits [c1, c1 + 8) lie inside the
 // index when the first code has c1 <= kPairIndexBits - 8 bits. Entry layout:
-//   bits 0-7 first exponent, 8-15 second exponent, 16-21 c1 = first code's length,
-//   22-25 c2 = both codes' length, 26-27 n = codes decoded (0: not a root symbol, use the
-//   joined table; 1; 2).
+//   bits 0-7 first exponent, 8-15 second exponent (n = 2), 16-21 c1 = first code's length,
+//   22-23 n = codes decoded (0: not a root symbol, use the joined table; 1; 2),
+//   24-31 bits consumed (c1, or both codes' length when n = 2),
+// so that one shift gives the advance and one mask the exponents.
 inline constexpr uint32_t kPairIndexBits = 12;
 inline constexpr uint32_t kPairEntries = 1u << kPairIndexBits;  // 4096 (16 KiB)
+
+DF11_HD uint32_t pair_pack(uint32_t symbols, uint32_t c1, uint32_t n, uint32_t advance) {
+  return symbols | (c1 << 16) | (n << 22) | (advance << 24);
+}
+DF11_HD uint32_t pair_c1(uint32_t e) { return (e >> 16) & 63; }
+DF11_HD uint32_t pair_n(uint32_t e) { return (e >> 22) & 3; }
+DF11_HD uint32_t pair_advance(uint32_t e) { return e >> 24; }
 
 template <typename Table>
 DF11_HD uint32_t pair_entry(const Table& table, uint32_t i) {
   const uint32_t first = table(i >> (kPairIndexBits - 8));  // root row
   if (first < 0x100) return 0;
   const uint32_t c1 = first >> 8;  // 1..8
-  uint32_t entry = (first & 0xFF) | (c1 << 16) | (c1 << 22) | (1u << 26);
   if (c1 + 8 <= kPairIndexBits) {
     const uint32_t second = table((i >> (kPairIndexBits - 8 - c1)) & 0xFF);
     if (second >= 0x100) {
-      const uint32_t c2 = c1 + (second >> 8);
-      if (c2 < 16) {
-        entry = (first & 0xFF) | ((second & 0xFF) << 8) | (c1 << 16) | (c2 << 22) | (2u << 26);
-      }
+      return pair_pack((first & 0xFF) | ((second & 0xFF) << 8), c1, 2, c1 + (second >> 8));
     }
   }
-  return entry;
+  return pair_pack(first & 0xFF, c1, 1, c1);
 }
 
 // ---- one window ----
@@ -301,7 +305,7 @@ DF11_HD WindowInputs load_window_inputs(const KernelGroup& g, uint32_t block, ui
 // The 32 stream bits starting `pos` (0..63) bits into the window.
 DF11_HD uint32_t bits_at(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t pos) {
   const bool low = pos < 32;
-  return funnel_left(low ? w1 : w2, low ? w0 : w1, pos & 31);
+  return funnel_left(low ? w1 : w2, low ? w0 : w1, pos);  // the shift is taken mod 32
 }
 
 inline constexpr uint32_t kMaxCodesPerWindow = kBitsPerWindow;  // codes are >= 1 bit
@@ -314,49 +318,40 @@ struct WindowResult {
                    // lookup found no symbol
 };
 
-// Decodes every code that starts in the window (spec 4.3), from bit `gap`. Exponents are
-// packed 4 to a word (exponent j in byte j % 4 of word j / 4) and handed to
-// store_word(q, word) as each word fills; the last, partial word has zero high bytes.
+// Decodes every code that starts in the window (spec 4.3), from bit `gap`: exponent j goes
+// to store_byte(j, v), which stores the low 8 bits of v (j < 64; j == 64 may be written
+// too, with a byte that is not counted).
 // `pairs` is the pair table, `table` the joined table (codes of more than 8 bits).
-template <typename Pairs, typename Table, typename StoreWord>
+template <typename Pairs, typename Table, typename StoreByte>
 DF11_HD WindowResult decode_window(const Pairs& pairs, const Table& table, uint32_t w0,
                                    uint32_t w1, uint32_t w2, uint32_t gap,
-                                   const StoreWord& store_word) {
+                                   const StoreByte& store_byte) {
   uint32_t pos = gap;
   uint32_t count = 0;
-  uint32_t q = 0;       // next word
-  uint32_t lo = 0;      // bytes count % 4 .. of the word being filled
-  uint32_t hi = 0;      // its overflow into the next word
-  bool bad = false;
+  uint32_t last_pos = pos;  // before the last lookup
+  uint32_t last_e = 0;      // the last lookup's entry
   while (pos < kBitsPerWindow) {
     const uint32_t top = bits_at(w0, w1, w2, pos);
     uint32_t e = pairs(top >> (32 - kPairIndexBits));
-    if ((e >> 26) == 0) {  // not a root symbol: longer code, or an unusable entry
+    if (pair_n(e) == 0) {  // not a root symbol: a longer code, or an unusable entry
       const uint32_t j = walk_subtables(table, table(top >> 24), top);
-      if (j == 0) {
-        bad = true;  // codes before it may be real: their exponents are still stored
-        break;
-      }
-      e = (j & 0xFF) | ((j >> 8) << 16) | (1u << 26);
+      if (j == 0) return WindowResult{count, kBadEnd};
+      e = pair_pack(j & 0xFF, j >> 8, 1, j >> 8);
     }
-    const uint32_t c1 = (e >> 16) & 63;
-    // The second code counts only if it starts inside the window.
-    const bool two = (e >> 26) == 2 && pos + c1 < kBitsPerWindow;
-    const uint32_t symbols = two ? (e & 0xFFFF) : (e & 0xFF);
-    const uint32_t k = count % 4;
-    lo |= symbols << (8 * k);
-    hi |= k == 0 ? 0u : symbols >> (32 - 8 * k);
-    count += two ? 2 : 1;
-    pos += two ? (e >> 22) & 15 : c1;
-    if (count / 4 != q) {  // the word is full
-      store_word(q, lo);
-      ++q;
-      lo = hi;
-      hi = 0;
-    }
+    store_byte(count, e);  // store_byte keeps the low 8 bits
+    if (pair_n(e) == 2) store_byte(count + 1, e >> 8);
+    count += pair_n(e);
+    last_pos = pos;
+    last_e = e;
+    pos += pair_advance(e);
   }
-  if (count % 4 != 0) store_word(q, lo);
-  return WindowResult{count, bad ? kBadEnd : pos};
+  // A pair's second code belongs to the window only if it starts inside it; only the last
+  // lookup can have one that does not.
+  if (pair_n(last_e) == 2 && last_pos + pair_c1(last_e) >= kBitsPerWindow) {
+    count -= 1;
+    pos = last_pos + pair_c1(last_e);
+  }
+  return WindowResult{count, pos};
 }
 
 // Bit (relative to the window) where the first `limit` codes of the window end, or kBadEnd.
@@ -430,33 +425,51 @@ DF11_HD bool count_ok(const BlockFacts& f) {
 
 // ---- staging exponents and joining them with sign_mantissa ----
 
-// Weights per output step. The exponent of weight g of block b goes to staging byte
-// g - (op[b] & ~(kOutputUnit - 1)), so that steps start on 8-weight (16-byte) boundaries.
+// Weights per output step (16 bytes of BF16). The exponent of weight g of block b goes to
+// staging byte g - (op[b] & ~15): the base is 16-aligned for 16-byte sign_mantissa copies.
 inline constexpr uint32_t kOutputUnit = 8;
 
-// Writes bytes [0, count) of exps[] to buffer bytes [dst, dst + count): whole aligned words
-// with one 32-bit store, the partial words at either end byte by byte.
-template <typename Store32, typename Store8>
-DF11_HD void scatter_exponents(const uint32_t (&exps)[kExponentWords], uint32_t dst,
-                               uint32_t count, const Store32& store32, const Store8& store8) {
+// Writes `count` exponents (exponent j in byte j % 4 of load_word(j / 4); bytes past count
+// are ignored) to buffer bytes [dst, dst + count): whole aligned words with one 32-bit store,
+// the partial words at either end byte by byte.
+template <typename LoadWord, typename Store32, typename Store8>
+DF11_HD void scatter_exponents(const LoadWord& load_word, uint32_t dst, uint32_t count,
+                               const Store32& store32, const Store8& store8) {
   if (count == 0) return;
   const uint32_t a = dst % 4;
   const uint32_t first_word = dst / 4;
-  const uint32_t n_words = (a + count + 3) / 4;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-  for (uint32_t q = 0; q <= kExponentWords; ++q) {
-    if (q >= n_words) break;
-    const uint32_t prev = q == 0 ? 0u : exps[q - 1];
-    const uint32_t cur = q < kExponentWords ? exps[q] : 0u;
-    const uint32_t word = funnel_left(prev, cur, 8 * a);
-    const uint32_t lo = q == 0 ? a : 0;                               // first byte of mine
-    const uint32_t hi = a + count - 4 * q < 4 ? a + count - 4 * q : 4;  // one past my last
-    if (lo == 0 && hi == 4) {
+  const uint32_t n_words = (a + count + 3) / 4;  // destination words touched
+  const uint32_t shift = 8 * a;
+  // Destination word q holds my bytes 4q - a .. 4q - a + 3: the top a bytes of source word
+  // q - 1 and the low 4 - a bytes of source word q.
+  uint32_t prev = 0;
+  uint32_t cur = load_word(0);
+  auto partial = [&](uint32_t q, uint32_t word) {
+    const uint32_t lo = q == 0 ? a : 0;
+    const uint32_t hi = a + count - 4 * q < 4 ? a + count - 4 * q : 4;
+    for (uint32_t k = lo; k < hi; ++k) store8(4 * (first_word + q) + k, (word >> (8 * k)) & 0xFF);
+  };
+  const uint32_t first = funnel_left(prev, cur, shift);
+  if (a != 0 || count < 4) {
+    partial(0, first);
+  } else {
+    store32(first_word, first);
+  }
+  // Middle words are whole.
+  for (uint32_t q = 1; q + 1 < n_words; ++q) {
+    prev = cur;
+    cur = load_word(q);
+    store32(first_word + q, funnel_left(prev, cur, shift));
+  }
+  if (n_words > 1) {
+    const uint32_t q = n_words - 1;  // cur is source word q - 1
+    prev = cur;
+    cur = q < kExponentWords ? load_word(q) : 0u;
+    const uint32_t word = funnel_left(prev, cur, shift);
+    if ((a + count) % 4 == 0) {
       store32(first_word + q, word);
     } else {
-      for (uint32_t k = lo; k < hi; ++k) store8(4 * (first_word + q) + k, (word >> (8 * k)) & 0xFF);
+      partial(q, word);
     }
   }
 }

@@ -37,7 +37,8 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
     std::vector<uint8_t> staging(staging_bytes);
     std::vector<WindowInputs> in(kWindowsPerBlock);
     std::vector<WindowResult> res(kWindowsPerBlock);
-    std::vector<std::array<uint32_t, kExponentWords>> exps(kWindowsPerBlock);
+    // The kernel's slots: 64 exponents (+1 uncounted byte) per thread, kept across blocks.
+    std::vector<std::array<uint8_t, 4 * kExponentWords + 4>> slots(kWindowsPerBlock);
     GroupStatusRecord record{};  // epoch 1 stands for "this decode"
 
     for (uint32_t b = 0; b < g.n_blocks && record.key == 0; ++b) {
@@ -45,8 +46,9 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
       for (uint32_t t = 0; t < kWindowsPerBlock; ++t) {
         in[t] = load_window_inputs(g, b, t);
         // The kernel's slot: words past the last one written keep older contents.
-        res[t] = decode_window(pairs, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap,
-                               [&](uint32_t q, uint32_t v) { exps[t][q] = v; });
+        res[t] = decode_window(
+            pairs, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap,
+            [&](uint32_t j, uint32_t v) { slots[t][j] = static_cast<uint8_t>(v); });
         total += res[t].count;
       }
       // Output positions are block-uniform: thread 0's copy stands for all.
@@ -95,15 +97,14 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
       for (uint32_t t = 0; t < kWindowsPerBlock; ++t) {
         const uint32_t keep =
             prefixes[t] < expected ? std::min(res[t].count, expected - prefixes[t]) : 0;
-        uint32_t e[kExponentWords];
-        std::copy(exps[t].begin(), exps[t].end(), e);
         scatter_exponents(
-            e, prefixes[t] + (op0 % kOutputUnit), keep,
+            [&](uint32_t q) { return load_le32(slots[t].data() + 4 * q); },
+            prefixes[t] + (op0 % 16), keep,
             [&](uint32_t word, uint32_t v) { store_le32(staging.data() + 4 * word, v); },
             [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
       }
       // The kernel joins 8 weights at a time with join4; the emulation does the same.
-      const uint64_t base = op0 & ~(kOutputUnit - 1);
+      const uint64_t base = op0 & ~15u;
       for (uint64_t gstart = base; gstart < op1; gstart += kOutputUnit) {
         uint32_t sm[2] = {0, 0};
         uint32_t ex[2];

@@ -7,12 +7,12 @@
 //   1. the window's bytes, two gap fields and three output positions were requested during
 //      the previous iteration; the block's sign_mantissa bytes are requested now, straight
 //      into shared memory (cp.async);
-//   2. one decode pass, up to two codes per lookup (pair table): exponents go, 4 to a word,
+//   2. one decode pass, up to two codes per lookup (pair table): exponents go, a byte each,
 //      to the thread's private 64-byte slot in shared memory;
 //   3. the next block's inputs are requested; block-wide exclusive scan of the counts (warp
 //      shuffles + one shared array of 16 warp totals, one barrier);
 //   4. checks (gap chain, counts, stream end) -> status record on failure;
-//   5. the slot (four 16-byte loads) is written, compacted, into a shared staging buffer;
+//   5. the slot is copied, compacted (aligned 32-bit stores), into a shared staging buffer;
 //   6. barrier; 8 weights per thread per step, a warp covering 256 consecutive weights: 8
 //      exponents and 8 sign_mantissa bytes (two 8-byte shared loads) join into one 16-byte
 //      global store.
@@ -36,8 +36,10 @@ namespace {
 constexpr uint32_t kThreads = kWindowsPerBlock;  // one thread per window (spec 3.1)
 constexpr uint32_t kWarps = kThreads / 32;
 constexpr uint32_t kUnit = kOutputUnit;  // weights per thread per step (8 B in, 16 B out)
-constexpr uint32_t kSlotBytes = kExponentWords * 4;      // one thread's exponents (64 B)
-constexpr uint32_t kSlotsBytes = kThreads * kSlotBytes;  // 32 KiB
+// One thread's exponents: 64 bytes, plus 4 so that the 17-word stride spreads the threads'
+// slots over all banks (and room for the one uncounted byte decode_window may write).
+constexpr uint32_t kSlotStride = kExponentWords * 4 + 4;
+constexpr uint32_t kSlotsBytes = kThreads * kSlotStride;  // 34 KiB
 // Registers are capped so that two thread blocks of 512 threads fit a multiprocessor.
 constexpr uint32_t kMinBlocksPerSm = 2;
 constexpr uint32_t kFullMask = 0xFFFFFFFFu;
@@ -52,19 +54,27 @@ struct KernelBatch {
   KernelGroup groups[kMaxGroups];
 };
 
-struct SharedTable {
-  const uint16_t* t;
-  __device__ __forceinline__ uint32_t operator()(uint32_t i) const { return t[i]; }
-};
-struct SharedPairs {
-  const uint32_t* t;
-  __device__ __forceinline__ uint32_t operator()(uint32_t i) const { return t[i]; }
-};
-
-// Byte offset of word q of thread t's slot. 16-byte chunks are rotated by (t / 2) % 4 so that
-// the 16-byte loads of 8 consecutive threads hit 8 different bank groups.
-__device__ __forceinline__ uint32_t slot_offset(uint32_t t, uint32_t q) {
-  return t * kSlotBytes + 16 * ((q / 4) ^ ((t / 2) % 4)) + 4 * (q % 4);
+// Shared memory through 32-bit shared-window addresses: the hot loops then need one add per
+// access (generic pointers into shared memory cost a window-base computation on sm_90).
+// The opaque move keeps the address in a register: without it the compiler recomputes it
+// (S2R of the cluster CTA id and a shift) inside the decode loop.
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("mov.b32 %0, %0;" : "+r"(a));
+  return a;
+}
+__device__ __forceinline__ uint32_t lds_u32(uint32_t a) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
+  uint16_t v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ void sts_u8(uint32_t a, uint32_t v) {
+  asm volatile("st.shared.u8 [%0], %1;" ::"r"(a), "r"(v) : "memory");
 }
 
 __device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v, uint32_t lane) {
@@ -205,8 +215,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   __shared__ uint16_t table[kTableEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
   extern __shared__ uint4 dynamic_shared[];
-  uint8_t* const slot = reinterpret_cast<uint8_t*>(dynamic_shared);
-  uint8_t* const staging_base = slot + kSlotsBytes;
+  uint8_t* const staging_base = reinterpret_cast<uint8_t*>(dynamic_shared) + kSlotsBytes;
 
   const uint32_t t = threadIdx.x;
   const uint32_t lane = t % 32;
@@ -230,8 +239,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   uint32_t staged = 0xFFFFFFFFu;
   RawInputs raw = load_raw(batch.groups[gi], begin - batch.groups[gi].first_block, t);
   uint32_t parity = 0;
-  const SharedTable tab{table};
-  const SharedPairs pair_tab{pairs};
+  const uint32_t table_at = shared_address(table);
+  const uint32_t pairs_at = shared_address(pairs);
+  const auto tab = [=](uint32_t i) { return lds_u16(table_at + 2 * i); };
+  const auto pair_tab = [=](uint32_t i) { return lds_u32(pairs_at + 4 * i); };
+  uint8_t* const slot = reinterpret_cast<uint8_t*>(dynamic_shared) + t * kSlotStride;
+  const uint32_t slot_at = shared_address(slot);
 
   for (uint32_t b = begin; b < end; ++b) {
     const KernelGroup& g = batch.groups[gi];
@@ -284,10 +297,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
 
     // 2. decode the window into the slot.
-    const WindowResult r =
-        decode_window(pair_tab, tab, in.w0, in.w1, in.w2, in.gap, [&](uint32_t q, uint32_t v) {
-          *reinterpret_cast<uint32_t*>(slot + slot_offset(t, q)) = v;
-        });
+    const WindowResult r = decode_window(pair_tab, tab, in.w0, in.w1, in.w2, in.gap,
+                                         [=](uint32_t j, uint32_t v) { sts_u8(slot_at + j, v); });
 
     // 3. next block's inputs, then the block-wide scan.
     uint32_t gi_next = gi;
@@ -330,21 +341,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 
     // 5. the slot, compacted into the staging buffer (real codes only).
     const uint32_t keep = prefix < expected ? min(r.count, expected - prefix) : 0;
-    if (keep != 0) {
-      uint32_t exps[kExponentWords];
-#pragma unroll
-      for (uint32_t c = 0; c < kExponentWords / 4; ++c) {
-        const uint4 v = *reinterpret_cast<const uint4*>(slot + slot_offset(t, 4 * c));
-        exps[4 * c] = v.x;
-        exps[4 * c + 1] = v.y;
-        exps[4 * c + 2] = v.z;
-        exps[4 * c + 3] = v.w;
-      }
-      scatter_exponents(
-          exps, prefix + static_cast<uint32_t>(op0 - base), keep,
-          [&](uint32_t word, uint32_t v) { reinterpret_cast<uint32_t*>(staging)[word] = v; },
-          [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
-    }
+    scatter_exponents(
+        [&](uint32_t q) { return reinterpret_cast<const uint32_t*>(slot)[q]; },
+        prefix + static_cast<uint32_t>(op0 - base), keep,
+        [&](uint32_t word, uint32_t v) { reinterpret_cast<uint32_t*>(staging)[word] = v; },
+        [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
     if (sm_staged) cp_async_wait_all();
     __syncthreads();
 
