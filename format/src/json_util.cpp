@@ -139,7 +139,8 @@ class StrictDomBuilder {
 Result<StrictJson> parse_json_strict(std::span<const char> text, const StrictJsonOptions& opts) {
   // nlohmann's lexer takes a NUL byte for the end of input and would ignore everything after
   // it; JSON text can never contain a raw NUL (inside strings it must be escaped).
-  const void* nul = std::memchr(text.data(), 0, text.size());
+  // (memchr must not see a null pointer, even for zero bytes.)
+  const void* nul = text.empty() ? nullptr : std::memchr(text.data(), 0, text.size());
   if (nul != nullptr) {
     return Status(opts.syntax_error,
                   opts.what + ": invalid JSON: NUL byte at offset " +
