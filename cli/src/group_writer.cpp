@@ -56,42 +56,64 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
   std::array<Xxh3, 6> stored_hash;
   std::vector<Xxh3> member_hash(members.size());
   const uint64_t chunks_per_step = std::max<uint64_t>(1, step_weights / plan.chunk_weights);
-  uint64_t stream_done = 0;  // bytes of encoded_exponent final and written
-  uint32_t most = 0;
-  for (uint64_t c0 = 0; c0 < plan.n_chunks(); c0 += chunks_per_step) {
-    DF11_RETURN_IF_ERROR(check_interrupted());
+  const uint64_t n_steps = (plan.n_chunks() + chunks_per_step - 1) / chunks_per_step;
+  struct Step {
+    uint64_t c0, c1, w0, w1;  // chunks [c0, c1), weights [w0, w1)
+  };
+  auto step = [&](uint64_t k) {
+    const uint64_t c0 = k * chunks_per_step;
     const uint64_t c1 = std::min(plan.n_chunks(), c0 + chunks_per_step);
-    const uint64_t w0 = c0 * plan.chunk_weights;
-    const uint64_t w1 = std::min(plan.n_elements, c1 * plan.chunk_weights);
-    std::optional<Result<uint32_t>> encoded;
-    // The member checksums read the same weights while the encoder works on them.
-    tbb::parallel_invoke(
-        [&] { encoded.emplace(encode_group_range(members.spans(), plan, c0, c1, dst)); },
-        [&] {
-          members.for_each_piece(w0, w1, [&](size_t m, uint64_t, std::span<const uint16_t> w) {
-            member_hash[m].update(bf16_bytes(w));
-          });
-        });
-    if (!encoded->is_ok()) return encoded->status().with_context(what);
-    most = std::max(most, encoded->value());
-
-    // Bytes before the next step's first bit are final: the next step only ORs into the
-    // byte holding that bit.
-    const uint64_t stream_end = c1 == plan.n_chunks() ? plan.n_bytes : plan.chunk_bit_offset[c1] / 8;
+    return Step{c0, c1, c0 * plan.chunk_weights, std::min(plan.n_elements, c1 * plan.chunk_weights)};
+  };
+  uint64_t stream_done = 0;  // bytes of encoded_exponent final and written
+  // Writes out a coded step's final bytes and gives their scratch pages back. Bytes before
+  // the next step's first bit are final: the next step only ORs into the byte holding it.
+  auto finish = [&](const Step& s) -> Status {
+    const uint64_t stream_end =
+        s.c1 == plan.n_chunks() ? plan.n_bytes : plan.chunk_bit_offset[s.c1] / 8;
     DF11_RETURN_IF_ERROR(emit(out, offsets[kEncodedExponent] + stream_done,
                               stream.span().subspan(stream_done, stream_end - stream_done),
                               stored_hash[kEncodedExponent], what, "encoded_exponent"));
     stream.release(stream_done, stream_end);
     stream_done = stream_end;
-    DF11_RETURN_IF_ERROR(emit(out, offsets[kSignMantissa] + w0, sign.span().subspan(w0, w1 - w0),
-                              stored_hash[kSignMantissa], what, "sign_mantissa"));
-    sign.release(w0, w1);
-    members.for_each_piece(w0, w1, [&](size_t m, uint64_t first, std::span<const uint16_t> w) {
+    DF11_RETURN_IF_ERROR(emit(out, offsets[kSignMantissa] + s.w0,
+                              sign.span().subspan(s.w0, s.w1 - s.w0), stored_hash[kSignMantissa],
+                              what, "sign_mantissa"));
+    sign.release(s.w0, s.w1);
+    return Status::ok();
+  };
+
+  uint32_t most = 0;
+  // Pipeline: step k is encoded (and its members hashed) while step k - 1 is written out.
+  for (uint64_t k = 0; k <= n_steps; ++k) {
+    DF11_RETURN_IF_ERROR(check_interrupted());
+    const bool coding = k < n_steps;
+    const Step cur = coding ? step(k) : Step{};
+    std::optional<Result<uint32_t>> encoded;
+    Status written;
+    tbb::parallel_invoke(
+        [&] {
+          if (coding) encoded.emplace(encode_group_range(members.spans(), plan, cur.c0, cur.c1, dst));
+        },
+        [&] {
+          if (!coding) return;
+          members.for_each_piece(cur.w0, cur.w1, [&](size_t m, uint64_t, std::span<const uint16_t> w) {
+            member_hash[m].update(bf16_bytes(w));
+          });
+        },
+        [&] {
+          if (k > 0) written = finish(step(k - 1));
+        });
+    DF11_RETURN_IF_ERROR(written);
+    if (!coding) break;
+    if (!encoded->is_ok()) return encoded->status().with_context(what);
+    most = std::max(most, encoded->value());
+    members.for_each_piece(cur.w0, cur.w1, [&](size_t m, uint64_t first, std::span<const uint16_t> w) {
       if (sources[m].file != nullptr) {
         sources[m].file->advise_dontneed(sources[m].offset + 2 * first, w.size_bytes());
       }
     });
-    console.progress_advance(2 * (w1 - w0));
+    console.progress_advance(2 * (cur.w1 - cur.w0));
   }
   if (most > kMaxWeightsPerBlockCompat) {
     // Pass 1 decided this group fits; the header is already laid out on that basis.

@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 
+#include <tbb/parallel_invoke.h>
+
 #include "df11/decoder.h"
 #include "df11/hash.h"
 #include "exit_codes.h"
@@ -73,27 +75,51 @@ Status TensorProducer::produce_member(const OriginalTensor& tensor, const ByteSi
         const uint64_t k = std::min(kDecodePieceWeights, end - pos);
         DF11_RETURN_IF_ERROR(sink(bf16_bytes(std::span<const uint16_t>(whole_).subspan(pos, k))));
       }
+      release_member_pages(g, gi, first, end);
 #else
       return Status(ErrorCode::kUnsupported, "this df11 was built without CUDA");
 #endif
     } else {
-      piece_.resize(std::min(kDecodePieceWeights, end - first));
-      for (uint64_t pos = first; pos < end; pos += kDecodePieceWeights) {
+      // Two buffers: piece i goes through the sink (hashing, writing: one thread) while
+      // piece i + 1 is decoded (all threads).
+      const uint64_t size = std::min(kDecodePieceWeights, end - first);
+      for (auto& buffer : piece_) buffer.resize(size);
+      auto decode_piece = [&](uint64_t pos, int slot) {
+        const std::span<uint16_t> out(piece_[slot].data(), std::min(size, end - pos));
+        return decode_group(g.view, out, g.what, pos, &gi);
+      };
+      DF11_RETURN_IF_ERROR(decode_piece(first, 0));
+      int slot = 0;
+      for (uint64_t pos = first; pos < end; pos += size, slot ^= 1) {
         DF11_RETURN_IF_ERROR(check_interrupted());
-        const std::span<uint16_t> out(piece_.data(), std::min(kDecodePieceWeights, end - pos));
-        DF11_RETURN_IF_ERROR(decode_group(g.view, out, g.what, pos, &gi));
-        DF11_RETURN_IF_ERROR(sink(bf16_bytes(out)));
+        const uint64_t next = pos + size;
+        Status sunk, decoded;
+        tbb::parallel_invoke(
+            [&] {
+              const std::span<const uint16_t> piece(piece_[slot].data(), std::min(size, end - pos));
+              sunk = sink(bf16_bytes(piece));
+            },
+            [&] {
+              if (next < end) decoded = decode_piece(next, slot ^ 1);
+            });
+        DF11_RETURN_IF_ERROR(sunk);
+        DF11_RETURN_IF_ERROR(decoded);
+        release_member_pages(g, gi, pos, std::min(end, next));
       }
     }
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kResourceLimit, g.what + ": out of memory for the decoded weights");
   }
-  // The member's stored bytes are done with: keep the resident set flat.
+  return Status::ok();
+}
+
+void TensorProducer::release_member_pages(const CodedGroup& g, const GroupInfo& info,
+                                          uint64_t first, uint64_t end) const {
+  // The stored bytes of elements [first, end) are done with: keep the resident set flat.
   const MappedFile& file = folder_.folder.shards[g.shard].mapped();
   file.advise_dontneed(g.tensors.sign_mantissa->file_offset + first, end - first);
-  const auto [lo, hi] = stream_bytes_of(g.view, gi, first, end);
+  const auto [lo, hi] = stream_bytes_of(g.view, info, first, end);
   if (hi > lo) file.advise_dontneed(g.tensors.encoded_exponent->file_offset + lo, hi - lo);
-  return Status::ok();
 }
 
 Result<SourceLayout> parse_source_layout(const SourceFile& source) {

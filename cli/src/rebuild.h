@@ -21,8 +21,8 @@ namespace df11::app {
 
 enum class DecodeDevice { kCpu, kCuda };
 
-// Decoded weights per piece: the reused buffer is 2 bytes per weight (64 MiB).
-inline constexpr uint64_t kDecodePieceWeights = uint64_t{32} << 20;
+// Decoded weights per piece: two reused buffers of 2 bytes per weight (2 x 32 MiB).
+inline constexpr uint64_t kDecodePieceWeights = uint64_t{16} << 20;
 
 // Produces the bytes of original tensors. Not thread-safe (one reused buffer).
 class TensorProducer {
@@ -37,10 +37,12 @@ class TensorProducer {
 
  private:
   Status produce_member(const OriginalTensor& tensor, const ByteSink& sink);
+  void release_member_pages(const CodedGroup& g, const GroupInfo& info, uint64_t first,
+                            uint64_t end) const;
 
   const Df11Folder& folder_;
   DecodeDevice device_;
-  std::vector<uint16_t> piece_;                         // CPU: one piece
+  std::vector<uint16_t> piece_[2];                      // CPU: two pieces in flight
   std::vector<std::optional<Result<GroupInfo>>> info_;  // per group
   size_t whole_group_ = SIZE_MAX;                       // CUDA: the group held in whole_
   std::vector<uint16_t> whole_;                         // CUDA: one whole decoded group
