@@ -197,8 +197,9 @@ int main(int argc, char** argv) {
         static_cast<unsigned long long>(d.vocab), static_cast<unsigned long long>(d.heads),
         static_cast<unsigned long long>(d.kv_heads), d.tied ? " tied" : "");
     for (const auto& s : written->shards) {
-      std::printf("  %s  %llu tensors  %s\n", s.file.c_str(),
+      std::printf("  %s  %llu %s  %s\n", s.file.c_str(),
                   static_cast<unsigned long long>(s.n_tensors),
+                  s.n_tensors == 1 ? "tensor" : "tensors",
                   df11::mkmodel::format_byte_size(s.file_bytes).c_str());
     }
     std::printf("%llu tensors, %s of tensor data in %.2f s (%.0f MB/s), seed %llu\n",

@@ -558,6 +558,7 @@ class Shard:
     members: list[Member]
     stored: Group
     raw: list[tuple[str, str, list[int], bytes]] = field(default_factory=list)
+    metadata_overrides: dict = field(default_factory=dict)  # top-level keys to set
 
     def original(self) -> bytes:
         tensors = [(m.name, "BF16", m.shape, m.raw) for m in self.members] + self.raw
@@ -567,6 +568,9 @@ class Shard:
     def metadata(self) -> dict:
         original = self.original()
         n_header = struct.unpack("<Q", original[:8])[0]
+        return {**self._metadata(original, n_header), **self.metadata_overrides}
+
+    def _metadata(self, original: bytes, n_header: int) -> dict:
         return {
             "spec_version": SPEC_VERSION,
             "encoder": ENCODER_NAME,
@@ -1046,6 +1050,13 @@ def valid_vectors() -> list[Valid]:
                    "needs 111 subtables (> Max_Subtables), so the encoder must find another "
                    "code (this one: package-merge with the length limit lowered until it "
                    "fits; df11's optimal one is no longer)", False))
+    future = worked_tiny()
+    future = replace(future, file="metadata_future_minor.safetensors",
+                     metadata_overrides={"spec_version": "1.7",
+                                         "future_key": {"anything": [1, 2, 3]}})
+    v.append(Valid("metadata_future_minor", future,
+                   "the worked example with spec_version \"1.7\" and an unknown top-level key: "
+                   "readers of 1.x MUST accept both", True))
     pad = single("padding_ones.safetensors", "model.layers.0.mlp.up_proj",
                  "model.layers.0.mlp.up_proj.weight", bf16(WORKED_TINY_VALUES), [9],
                  pad_bit="1")
@@ -1266,6 +1277,28 @@ def invalid_vectors(valid: dict[str, Valid]) -> list[Invalid]:
     metadata_fault("metadata_stored_checksum_mismatch", tiny, "corrupt_data", "checksum",
                    "the stored xxh3 of P.gaps does not match its bytes",
                    lambda m: m["groups"][0]["stored"].update(gaps="0123456789abcdef"))
+    metadata_fault("metadata_unknown_member_field", tiny, "bad_metadata", "metadata",
+                   "a member has the unknown field 'bias' (S1)",
+                   lambda m: m["groups"][0]["members"][0].update(bias=0))
+    metadata_fault("metadata_side_file_size_mismatch", tiny, "bad_metadata", "metadata",
+                   "a side file's size is not its content's length (R2)",
+                   lambda m: m["side_files"].append({"file": "config.json", "size": 3,
+                                                     "sha256": "0" * 64, "content": "{}"}))
+    metadata_fault("metadata_duplicate_file", tiny, "duplicate_name", "metadata",
+                   "a side file has the name of a source (F2)",
+                   lambda m: m["side_files"].append({"file": m["sources"][0]["file"], "size": 2,
+                                                     "sha256": "0" * 64, "content": "{}"}))
+    metadata_fault("metadata_source_header_not_object", tiny, "bad_metadata", "metadata",
+                   "a source's header does not start with '{' (R1)",
+                   lambda m: m["sources"][0].update(header="[]"))
+    metadata_fault("metadata_duplicate_member_name", mm, "duplicate_name", "metadata",
+                   "two members have the same name (G2)",
+                   lambda m: m["groups"][0]["members"][1].update(
+                       name=m["groups"][0]["members"][0]["name"]))
+    dup_key = json.dumps(tiny.metadata(), separators=(",", ":"))
+    dup_key = dup_key[:-1] + ",\"encoder\":\"twice\"}"
+    out.append(Invalid("metadata_duplicate_key", tiny.file_bytes(dup_key), "duplicate_name",
+                       "metadata", "the df11 document has the key 'encoder' twice"))
     out.append(Invalid("metadata_not_json", tiny.file_bytes("{\"spec_version\": \"1.0\","),
                        "bad_json", "metadata", "the \"df11\" value is not JSON"))
 
@@ -1355,6 +1388,21 @@ def invalid_vectors(valid: dict[str, Valid]) -> list[Invalid]:
     out.append(Invalid("container_metadata_not_string",
                        edited(lambda h: h["__metadata__"].update(format=1)), "bad_json", "parse",
                        "a __metadata__ value is a number, not a string"))
+    out.append(Invalid("container_leading_whitespace", with_header(" " + text.rstrip()),
+                       "bad_json", "parse", "the header starts with a space, not '{' (H4)"))
+    entry = json.dumps(header[first], separators=(",", ":"))
+    out.append(Invalid("container_entry_duplicate_key",
+                       with_header(text.rstrip().replace(entry, entry[:-1] + ",\"dtype\":\"U8\"}")),
+                       "bad_json", "parse", "a tensor entry has the key 'dtype' twice (D2)"))
+    out.append(Invalid("container_too_deep",
+                       edited(lambda h: h[first].update(shape=[[[2]], 256])), "bad_json", "parse",
+                       "a shape nests arrays 5 containers deep (> Max_Header_Json_Depth)"))
+    out.append(Invalid("container_float_shape",
+                       edited(lambda h: h[first].update(shape=[2.0, 256])), "bad_shape", "parse",
+                       "a shape holds the float 2.0 (T3)"))
+    out.append(Invalid("container_negative_offset",
+                       edited(lambda h: h[first].update(data_offsets=[-1, 511])), "bad_offsets",
+                       "parse", "data_offsets [-1, 511] (T4)"))
     return out
 
 
