@@ -4,7 +4,7 @@
 # logged to OUT_DIR and bounded in time. Binaries come prebuilt for the GPU's architecture:
 #
 #   bench/cuda_gpu_session.sh BIN_DIR OUT_DIR [steps...]   (steps: info tests memcheck
-#                                                           racecheck initcheck bench ncu)
+#                                                   racecheck initcheck bench ncu source)
 #
 # BIN_DIR holds df11_cuda_tests and df11-cuda-bench (and lib/ with any shared library the
 # machine lacks). A short summary of every step is printed last.
@@ -56,6 +56,13 @@ for s in $steps; do
       step ncu 400 ncu --clock-control none --kernel-name regex:decode_kernel --launch-skip 3 \
         --launch-count 1 --set full "$bin/df11-cuda-bench" --runs 1 --warmup 3 \
         --model-blocks 0 --no-gemv ;;
+    source)  # per-SASS-instruction counts and stall samples of one decode launch, as CSV
+      step source_profile 400 ncu --clock-control none --kernel-name regex:decode_kernel \
+        --launch-skip 3 --launch-count 1 --set full -f -o "$out/decode_profile" \
+        "$bin/df11-cuda-bench" --runs 1 --warmup 3 --model-blocks 0 --no-gemv
+      ncu --import "$out/decode_profile.ncu-rep" --page source --print-source sass --csv \
+        >"$out/source.csv" 2>&1
+      rm -f "$out/decode_profile.ncu-rep" ;;
     *) echo "unknown step $s" >&2 ;;
   esac
 done

@@ -189,7 +189,11 @@ DF11_HD uint32_t table_entry(const uint8_t* luts, uint32_t n_luts, uint64_t row_
 // (>= 0x100) or 0.
 template <typename Table>
 DF11_HD uint32_t walk_subtables(const Table& table, uint32_t e, uint32_t top) {
-  for (uint32_t level = 1; level < kMaxCodeLength / 8; ++level) {
+  if (e == 0) return 0;
+  // Codes of 9..16 bits (nearly all of the long ones) end one level down.
+  e = table(e * kLutRowSize + ((top >> 16) & 0xFF));
+  if (e >= 0x100) return e;
+  for (uint32_t level = 2; level < kMaxCodeLength / 8; ++level) {
     if (e == 0) return 0;
     e = table(e * kLutRowSize + ((top >> (24 - 8 * level)) & 0xFF));
     if (e >= 0x100) return e;
@@ -197,37 +201,34 @@ DF11_HD uint32_t walk_subtables(const Table& table, uint32_t e, uint32_t top) {
   return 0;
 }
 
-// Second-level speed-up: a table indexed by the next kPairIndexBits stream bits that decodes
-// up to two codes per lookup, derived from the joined table's root row. It is exact for any
-// tables, not only canonical ones, because each code is still looked up with exactly the 8
-// bits the published procedure uses: the second code's 8 bits [c1, c1 + 8) lie inside the
-// index when the first code has c1 <= kPairIndexBits - 8 bits. Entry layout:
-//   bits 0-7 first exponent, 8-15 second exponent (n = 2), 16-21 c1 = first code's length,
-//   22-23 n = codes decoded (0: not a root symbol, use the joined table; 1; 2),
-//   24-31 bits consumed (c1, or both codes' length when n = 2),
-// so that one shift gives the advance and one mask the exponents.
-inline constexpr uint32_t kPairIndexBits = 12;
-inline constexpr uint32_t kPairEntries = 1u << kPairIndexBits;  // 4096 (16 KiB)
+// Second-level speed-up: a table indexed by the next kMultiIndexBits stream bits that decodes
+// up to three codes per lookup, derived from the joined table's root row. It is exact for any
+// tables, not only canonical ones, because every code is still looked up with exactly the 8
+// bits the published procedure uses: a code starting at bit c <= kMultiIndexBits - 8 of the
+// index has its 8 bits inside it. So a second code is decoded when the first has at most 4
+// bits, a third when the first two have at most 4 together. Entry layout:
+//   bits 0-7, 8-15, 16-23: the exponents; 24-25: n = codes decoded (0: not a root symbol,
+//   use the joined table); 26-31: bits consumed by the n codes.
+// Codes decoded from one index start in its first 4 bits, so decoding with this table while
+// pos < kBitsPerWindow - 4 never takes a code that starts in the next window.
+inline constexpr uint32_t kMultiIndexBits = 12;
+inline constexpr uint32_t kMultiEntries = 1u << kMultiIndexBits;  // 4096 (16 KiB)
+inline constexpr uint32_t kMultiReach = kMultiIndexBits - 8;       // 4: starts of later codes
 
-DF11_HD uint32_t pair_pack(uint32_t symbols, uint32_t c1, uint32_t n, uint32_t advance) {
-  return symbols | (c1 << 16) | (n << 22) | (advance << 24);
-}
-DF11_HD uint32_t pair_c1(uint32_t e) { return (e >> 16) & 63; }
-DF11_HD uint32_t pair_n(uint32_t e) { return (e >> 22) & 3; }
-DF11_HD uint32_t pair_advance(uint32_t e) { return e >> 24; }
+DF11_HD uint32_t multi_n(uint32_t e) { return (e >> 24) & 3; }
+DF11_HD uint32_t multi_advance(uint32_t e) { return e >> 26; }
 
 template <typename Table>
-DF11_HD uint32_t pair_entry(const Table& table, uint32_t i) {
-  const uint32_t first = table(i >> (kPairIndexBits - 8));  // root row
-  if (first < 0x100) return 0;
-  const uint32_t c1 = first >> 8;  // 1..8
-  if (c1 + 8 <= kPairIndexBits) {
-    const uint32_t second = table((i >> (kPairIndexBits - 8 - c1)) & 0xFF);
-    if (second >= 0x100) {
-      return pair_pack((first & 0xFF) | ((second & 0xFF) << 8), c1, 2, c1 + (second >> 8));
-    }
+DF11_HD uint32_t multi_entry(const Table& table, uint32_t i) {
+  uint32_t symbols = 0, n = 0, used = 0;
+  while (n < 3 && used <= kMultiReach) {
+    const uint32_t e = table((i >> (kMultiReach - used)) & 0xFF);  // root row
+    if (e < 0x100) break;
+    symbols |= (e & 0xFF) << (8 * n);
+    used += e >> 8;
+    ++n;
   }
-  return pair_pack(first & 0xFF, c1, 1, c1);
+  return n == 0 ? 0u : symbols | (n << 24) | (used << 26);
 }
 
 // ---- one window ----
@@ -319,37 +320,39 @@ struct WindowResult {
 };
 
 // Decodes every code that starts in the window (spec 4.3), from bit `gap`: exponent j goes
-// to store_byte(j, v), which stores the low 8 bits of v (j < 64; j == 64 may be written
-// too, with a byte that is not counted).
-// `pairs` is the pair table, `table` the joined table (codes of more than 8 bits).
-template <typename Pairs, typename Table, typename StoreByte>
-DF11_HD WindowResult decode_window(const Pairs& pairs, const Table& table, uint32_t w0,
+// to store_byte(j, v), which stores the low 8 bits of v (j < 64). `multi` is the multi-code
+// table, `table` the joined table. The last 4 bits of the window are decoded one code at a
+// time, so that no code of the next window is taken.
+template <typename Multi, typename Table, typename StoreByte>
+DF11_HD WindowResult decode_window(const Multi& multi, const Table& table, uint32_t w0,
                                    uint32_t w1, uint32_t w2, uint32_t gap,
                                    const StoreByte& store_byte) {
   uint32_t pos = gap;
   uint32_t count = 0;
-  uint32_t last_pos = pos;  // before the last lookup
-  uint32_t last_e = 0;      // the last lookup's entry
-  while (pos < kBitsPerWindow) {
+  while (pos < kBitsPerWindow - kMultiReach) {
     const uint32_t top = bits_at(w0, w1, w2, pos);
-    uint32_t e = pairs(top >> (32 - kPairIndexBits));
-    if (pair_n(e) == 0) {  // not a root symbol: a longer code, or an unusable entry
+    uint32_t e = multi(top >> (32 - kMultiIndexBits));
+    if (multi_n(e) == 0) {  // not a root symbol: a longer code, or an unusable entry
       const uint32_t j = walk_subtables(table, table(top >> 24), top);
       if (j == 0) return WindowResult{count, kBadEnd};
-      e = pair_pack(j & 0xFF, j >> 8, 1, j >> 8);
+      e = (j & 0xFF) | (1u << 24) | ((j >> 8) << 26);
     }
     store_byte(count, e);  // store_byte keeps the low 8 bits
-    if (pair_n(e) == 2) store_byte(count + 1, e >> 8);
-    count += pair_n(e);
-    last_pos = pos;
-    last_e = e;
-    pos += pair_advance(e);
+    if (multi_n(e) >= 2) store_byte(count + 1, e >> 8);
+    if (multi_n(e) == 3) store_byte(count + 2, e >> 16);
+    count += multi_n(e);
+    pos += multi_advance(e);
   }
-  // A pair's second code belongs to the window only if it starts inside it; only the last
-  // lookup can have one that does not.
-  if (pair_n(last_e) == 2 && last_pos + pair_c1(last_e) >= kBitsPerWindow) {
-    count -= 1;
-    pos = last_pos + pair_c1(last_e);
+  while (pos < kBitsPerWindow) {
+    const uint32_t top = bits_at(w0, w1, w2, pos);
+    uint32_t e = table(top >> 24);
+    if (e < 0x100) {
+      e = walk_subtables(table, e, top);
+      if (e == 0) return WindowResult{count, kBadEnd};
+    }
+    store_byte(count, e);
+    count += 1;
+    pos += e >> 8;
   }
   return WindowResult{count, pos};
 }
@@ -431,45 +434,45 @@ inline constexpr uint32_t kOutputUnit = 8;
 
 // Writes `count` exponents (exponent j in byte j % 4 of load_word(j / 4); bytes past count
 // are ignored) to buffer bytes [dst, dst + count): whole aligned words with one 32-bit store,
-// the partial words at either end byte by byte.
+// the bytes of the partial words at either end with predicated byte stores (no loops).
 template <typename LoadWord, typename Store32, typename Store8>
 DF11_HD void scatter_exponents(const LoadWord& load_word, uint32_t dst, uint32_t count,
                                const Store32& store32, const Store8& store8) {
   if (count == 0) return;
   const uint32_t a = dst % 4;
-  const uint32_t first_word = dst / 4;
-  const uint32_t n_words = (a + count + 3) / 4;  // destination words touched
+  const uint32_t end = a + count;        // one past my last byte, counted from word dst / 4
+  const uint32_t n_words = (end + 3) / 4;  // destination words touched
+  const uint32_t base = dst - a;           // byte address of destination word 0
   const uint32_t shift = 8 * a;
   // Destination word q holds my bytes 4q - a .. 4q - a + 3: the top a bytes of source word
   // q - 1 and the low 4 - a bytes of source word q.
   uint32_t prev = 0;
   uint32_t cur = load_word(0);
-  auto partial = [&](uint32_t q, uint32_t word) {
-    const uint32_t lo = q == 0 ? a : 0;
-    const uint32_t hi = a + count - 4 * q < 4 ? a + count - 4 * q : 4;
-    for (uint32_t k = lo; k < hi; ++k) store8(4 * (first_word + q) + k, (word >> (8 * k)) & 0xFF);
-  };
-  const uint32_t first = funnel_left(prev, cur, shift);
-  if (a != 0 || count < 4) {
-    partial(0, first);
+  uint32_t word = funnel_left(prev, cur, shift);
+  // Word 0: bytes [a, min(end, 4)).
+  if (a == 0 && end >= 4) {
+    store32(base / 4, word);
   } else {
-    store32(first_word, first);
+    for (uint32_t k = 0; k < 4; ++k) {
+      if (k >= a && k < end) store8(base + k, word >> (8 * k));
+    }
   }
-  // Middle words are whole.
+  // Words 1 .. n_words - 2 are whole.
   for (uint32_t q = 1; q + 1 < n_words; ++q) {
     prev = cur;
     cur = load_word(q);
-    store32(first_word + q, funnel_left(prev, cur, shift));
+    store32(base / 4 + q, funnel_left(prev, cur, shift));
   }
   if (n_words > 1) {
     const uint32_t q = n_words - 1;  // cur is source word q - 1
-    prev = cur;
-    cur = q < kExponentWords ? load_word(q) : 0u;
-    const uint32_t word = funnel_left(prev, cur, shift);
-    if ((a + count) % 4 == 0) {
-      store32(first_word + q, word);
+    word = funnel_left(cur, q < kExponentWords ? load_word(q) : 0u, shift);
+    const uint32_t left = end - 4 * q;  // 1..4 bytes
+    if (left == 4) {
+      store32(base / 4 + q, word);
     } else {
-      partial(q, word);
+      for (uint32_t k = 0; k < 3; ++k) {
+        if (k < left) store8(base + 4 * q + k, word >> (8 * k));
+      }
     }
   }
 }

@@ -29,9 +29,9 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
       table_rows[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
     }
     const auto table = [&](uint32_t i) { return uint32_t{table_rows[i]}; };
-    std::vector<uint32_t> pair_rows(kPairEntries);
-    for (uint32_t i = 0; i < kPairEntries; ++i) pair_rows[i] = pair_entry(table, i);
-    const auto pairs = [&](uint32_t i) { return pair_rows[i]; };
+    std::vector<uint32_t> multi_rows(kMultiEntries);
+    for (uint32_t i = 0; i < kMultiEntries; ++i) multi_rows[i] = multi_entry(table, i);
+    const auto multi = [&](uint32_t i) { return multi_rows[i]; };
 
     const uint32_t staging_bytes = staging_bytes_for(info.max_block_weights);
     std::vector<uint8_t> staging(staging_bytes);
@@ -47,7 +47,7 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
         in[t] = load_window_inputs(g, b, t);
         // The kernel's slot: words past the last one written keep older contents.
         res[t] = decode_window(
-            pairs, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap,
+            multi, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap,
             [&](uint32_t j, uint32_t v) { slots[t][j] = static_cast<uint8_t>(v); });
         total += res[t].count;
       }

@@ -7,8 +7,8 @@
 //   1. the window's bytes, two gap fields and three output positions were requested during
 //      the previous iteration; the block's sign_mantissa bytes are requested now, straight
 //      into shared memory (cp.async);
-//   2. one decode pass, up to two codes per lookup (pair table): exponents go, a byte each,
-//      to the thread's private 64-byte slot in shared memory;
+//   2. one decode pass, up to three codes per lookup (multi-code table): exponents go, a
+//      byte each, to the thread's private 64-byte slot in shared memory;
 //   3. the next block's inputs are requested; block-wide exclusive scan of the counts (warp
 //      shuffles + one shared array of 16 warp totals, one barrier);
 //   4. checks (gap chain, counts, stream end) -> status record on failure;
@@ -73,8 +73,16 @@ __device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
   asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
   return v;
 }
+__device__ __forceinline__ uint2 lds_u64(uint32_t a) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a) : "memory");
+  return v;
+}
 __device__ __forceinline__ void sts_u8(uint32_t a, uint32_t v) {
   asm volatile("st.shared.u8 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ void sts_u32(uint32_t a, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
 }
 
 __device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v, uint32_t lane) {
@@ -95,12 +103,22 @@ struct RawInputs {
   uint32_t op0, op1, op2;
 };
 
+// Every block but the group's last one or two, with aligned arrays: its window bytes (and
+// the next window's first 4), both gap fields and output positions b..b+2 all lie inside
+// their arrays, so its loads need no bounds checks (a block-uniform condition).
+__device__ __forceinline__ bool interior_block(const KernelGroup& g, uint32_t block) {
+  constexpr uint32_t kAligned = kStreamAligned8 | kOpAligned4;
+  return (g.flags & kAligned) == kAligned &&
+         (uint64_t{block} + 1) * kBytesPerBlock + kBytesPerWindow <= g.n_bytes;
+}
+
 struct WindowPlace {
   uint64_t w, byte;
   bool fast;      // one aligned 8-byte load, the rest from the next thread or one more load
   bool use_next;  // the next thread's load covers bytes [8w+8, 8w+12)
 };
 
+// Edge blocks: where each window's loads may fall off the end of the stream.
 __device__ __forceinline__ WindowPlace place_of(const KernelGroup& g, uint32_t block,
                                                 uint32_t t) {
   WindowPlace p;
@@ -112,8 +130,21 @@ __device__ __forceinline__ WindowPlace place_of(const KernelGroup& g, uint32_t b
 }
 
 __device__ __forceinline__ RawInputs load_raw(const KernelGroup& g, uint32_t block, uint32_t t) {
-  const WindowPlace p = place_of(g, block, t);
   RawInputs r;
+  if (interior_block(g, block)) {
+    const uint64_t w = uint64_t{block} * kWindowsPerBlock + t;
+    const uint8_t* at = g.stream + w * kBytesPerWindow;
+    load_u64(at, r.a, r.b);
+    r.c = t % 32 == 31 ? load_u32(at + kBytesPerWindow) : 0u;  // the others shuffle it
+    const uint8_t* gp = g.gaps + w * kGapBits / 8;
+    r.gaps = GapBytes{load_u8(gp), load_u8(gp + 1), load_u8(gp + 2)};
+    const uint8_t* op = g.output_positions + 4 * uint64_t{block};
+    r.op0 = load_u32(op);
+    r.op1 = load_u32(op + 4);
+    r.op2 = load_u32(op + 8);
+    return r;
+  }
+  const WindowPlace p = place_of(g, block, t);
   if (p.fast) {
     load_u64(g.stream + p.byte, r.a, r.b);
     r.c = p.use_next ? 0u : load_u32(g.stream + p.byte + 8);
@@ -130,19 +161,26 @@ __device__ __forceinline__ RawInputs load_raw(const KernelGroup& g, uint32_t blo
 // All 32 lanes call this (one shuffle).
 __device__ __forceinline__ WindowInputs finish_inputs(const RawInputs& r, const KernelGroup& g,
                                                       uint32_t block, uint32_t t) {
-  const WindowPlace p = place_of(g, block, t);
   const uint32_t next_a = __shfl_down_sync(kFullMask, r.a, 1);
+  const uint64_t w = uint64_t{block} * kWindowsPerBlock + t;
   WindowInputs in;
-  if (p.fast) {
+  if (interior_block(g, block)) {
     in.w0 = swap_bytes(r.a);
     in.w1 = swap_bytes(r.b);
-    in.w2 = swap_bytes(p.use_next ? next_a : r.c);
+    in.w2 = swap_bytes(t % 32 == 31 ? r.c : next_a);
   } else {
-    in.w0 = r.a;
-    in.w1 = r.b;
-    in.w2 = r.c;
+    const WindowPlace p = place_of(g, block, t);
+    if (p.fast) {
+      in.w0 = swap_bytes(r.a);
+      in.w1 = swap_bytes(r.b);
+      in.w2 = swap_bytes(p.use_next ? next_a : r.c);
+    } else {
+      in.w0 = r.a;
+      in.w1 = r.b;
+      in.w2 = r.c;
+    }
   }
-  gap_pair(r.gaps, p.w, in.gap, in.gap_next);
+  gap_pair(r.gaps, w, in.gap, in.gap_next);
   in.op0 = r.op0;
   in.op1 = r.op1;
   in.op2 = r.op2;
@@ -173,23 +211,24 @@ __device__ __forceinline__ uint2 load_sign_mantissa(const KernelGroup& g, uint64
   return make_uint2(w[0], w[1]);
 }
 
-// Writes the weights of [gstart, gstart + 8) that lie in the block's range [lo, hi).
-__device__ __forceinline__ void write_unit(const KernelGroup& g, uint64_t gstart, uint32_t lo,
+// Writes weights [8u, 8u + 8) (relative to `out`) that lie in [lo, hi): one 16-byte store
+// for a whole aligned unit, element stores at the block's two ends.
+__device__ __forceinline__ void write_unit(uint16_t* out, bool vector, uint32_t u, uint32_t lo,
                                            uint32_t hi, const uint2& sm, const uint2& ex) {
-  if ((g.flags & kOutputAligned16) && gstart >= lo && gstart + kUnit <= hi) {
+  const uint32_t first = kUnit * u;
+  if (vector && first >= lo && first + kUnit <= hi) {
     uint4 v;
     join4(sm.x, ex.x, v.x, v.y);
     join4(sm.y, ex.y, v.z, v.w);
-    *reinterpret_cast<uint4*>(g.out + gstart) = v;
+    reinterpret_cast<uint4*>(out)[u] = v;
     return;
   }
   const uint32_t s[2] = {sm.x, sm.y};
   const uint32_t e[2] = {ex.x, ex.y};
 #pragma unroll
   for (uint32_t k = 0; k < kUnit; ++k) {
-    const uint64_t i = gstart + k;
-    if (i >= lo && i < hi) {
-      g.out[i] = join1((s[k / 4] >> (8 * (k % 4))) & 0xFF, (e[k / 4] >> (8 * (k % 4))) & 0xFF);
+    if (first + k >= lo && first + k < hi) {
+      out[first + k] = join1((s[k / 4] >> (8 * (k % 4))) & 0xFF, (e[k / 4] >> (8 * (k % 4))) & 0xFF);
     }
   }
 }
@@ -211,11 +250,12 @@ constexpr uint32_t staging_buffers() {
 template <uint32_t kMaxGroups, bool kCompact>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     decode_kernel(const __grid_constant__ KernelBatch<kMaxGroups> batch) {
-  __shared__ uint32_t pairs[kPairEntries];
+  __shared__ uint32_t multi[kMultiEntries];
   __shared__ uint16_t table[kTableEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
   extern __shared__ uint4 dynamic_shared[];
   uint8_t* const staging_base = reinterpret_cast<uint8_t*>(dynamic_shared) + kSlotsBytes;
+  const uint32_t staging_base_at = shared_address(staging_base);
 
   const uint32_t t = threadIdx.x;
   const uint32_t lane = t % 32;
@@ -240,11 +280,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   RawInputs raw = load_raw(batch.groups[gi], begin - batch.groups[gi].first_block, t);
   uint32_t parity = 0;
   const uint32_t table_at = shared_address(table);
-  const uint32_t pairs_at = shared_address(pairs);
+  const uint32_t multi_at = shared_address(multi);
   const auto tab = [=](uint32_t i) { return lds_u16(table_at + 2 * i); };
-  const auto pair_tab = [=](uint32_t i) { return lds_u32(pairs_at + 4 * i); };
-  uint8_t* const slot = reinterpret_cast<uint8_t*>(dynamic_shared) + t * kSlotStride;
-  const uint32_t slot_at = shared_address(slot);
+  const auto multi_tab = [=](uint32_t i) { return lds_u32(multi_at + 4 * i); };
+  const uint32_t slot_at = shared_address(dynamic_shared) + t * kSlotStride;
 
   for (uint32_t b = begin; b < end; ++b) {
     const KernelGroup& g = batch.groups[gi];
@@ -256,7 +295,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
         table[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
       }
       __syncthreads();
-      for (uint32_t i = t; i < kPairEntries; i += kThreads) pairs[i] = pair_entry(tab, i);
+      for (uint32_t i = t; i < kMultiEntries; i += kThreads) multi[i] = multi_entry(tab, i);
       __syncthreads();
       staged = gi;
     }
@@ -278,16 +317,22 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
     const uint32_t op2 = min(max(in.op2, op1), g.n_elements);
     // Staging index of weight i is i - base; base is 16-aligned for the 16-byte copies.
+    // Output steps are 8-weight units from base8, which is 8-aligned (16 bytes of BF16).
     const uint64_t base = op0 & ~15u;
-    const uint32_t n_units = expected ? static_cast<uint32_t>((op1 - base + kUnit - 1) / kUnit) : 0;
-    uint8_t* const staging = staging_base + (kCompact ? 0 : parity * batch.staging_bytes);
+    const uint64_t base8 = op0 & ~(kUnit - 1);
+    const uint32_t unit_offset = static_cast<uint32_t>(base8 - base);  // 0 or 8
+    const uint32_t lo_rel = static_cast<uint32_t>(op0 - base8);       // 0..7
+    const uint32_t hi_rel = static_cast<uint32_t>(op1 - base8);
+    const uint32_t n_units = expected ? (hi_rel + kUnit - 1) / kUnit : 0;
+    const uint32_t staging = staging_base_at + (kCompact ? 0 : parity * batch.staging_bytes);
     uint8_t* const sm_stage = staging_base + (2 + parity) * batch.staging_bytes;
+    const uint32_t sm_stage_at = staging_base_at + (2 + parity) * batch.staging_bytes;
     const bool sm_staged = !kCompact && (g.flags & kSignMantissaAligned16);
 
     // 1. sign_mantissa bytes of the block into shared memory, 16 at a time; reads stop at
     //    n_elements (the rest of a piece is zero-filled).
     if (sm_staged) {
-      const uint32_t pieces = (n_units + 1) / 2;
+      const uint32_t pieces = expected ? static_cast<uint32_t>((op1 - base + 15) / 16) : 0;
       for (uint32_t i = t; i < pieces; i += kThreads) {
         const uint64_t at = base + 16 * uint64_t{i};
         const uint32_t avail = at < g.n_elements ? static_cast<uint32_t>(min(uint64_t{16}, g.n_elements - at)) : 0;
@@ -297,7 +342,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
 
     // 2. decode the window into the slot.
-    const WindowResult r = decode_window(pair_tab, tab, in.w0, in.w1, in.w2, in.gap,
+    const WindowResult r = decode_window(multi_tab, tab, in.w0, in.w1, in.w2, in.gap,
                                          [=](uint32_t j, uint32_t v) { sts_u8(slot_at + j, v); });
 
     // 3. next block's inputs, then the block-wide scan.
@@ -341,20 +386,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 
     // 5. the slot, compacted into the staging buffer (real codes only).
     const uint32_t keep = prefix < expected ? min(r.count, expected - prefix) : 0;
-    scatter_exponents(
-        [&](uint32_t q) { return reinterpret_cast<const uint32_t*>(slot)[q]; },
-        prefix + static_cast<uint32_t>(op0 - base), keep,
-        [&](uint32_t word, uint32_t v) { reinterpret_cast<uint32_t*>(staging)[word] = v; },
-        [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
+    scatter_exponents([=](uint32_t q) { return lds_u32(slot_at + 4 * q); },
+                      prefix + static_cast<uint32_t>(op0 - base), keep,
+                      [=](uint32_t word, uint32_t v) { sts_u32(staging + 4 * word, v); },
+                      [=](uint32_t byte, uint32_t v) { sts_u8(staging + byte, v); });
     if (sm_staged) cp_async_wait_all();
     __syncthreads();
 
     // 6. join and store, 8 weights per thread per step.
-    for (uint32_t u = t; u < n_units; u += kThreads) {
-      const uint64_t gstart = base + uint64_t{u} * kUnit;
-      const uint2 sm = sm_staged ? reinterpret_cast<const uint2*>(sm_stage)[u]
-                                 : load_sign_mantissa(g, gstart);
-      write_unit(g, gstart, op0, op1, sm, reinterpret_cast<const uint2*>(staging)[u]);
+    {
+      uint16_t* const out = g.out + base8;
+      const bool vector = g.flags & kOutputAligned16;
+      const uint32_t ex_at = staging + unit_offset;
+      const uint32_t sm_at = sm_stage_at + unit_offset;
+      for (uint32_t u = t; u < n_units; u += kThreads) {
+        const uint2 sm = sm_staged ? lds_u64(sm_at + kUnit * u)
+                                   : load_sign_mantissa(g, base8 + uint64_t{kUnit} * u);
+        write_unit(out, vector, u, lo_rel, hi_rel, sm, lds_u64(ex_at + kUnit * u));
+      }
     }
     if (kCompact) __syncthreads();  // the single staging buffer is rewritten next
 
