@@ -134,7 +134,8 @@ void print_group_table(const InspectReport& r, const InspectTotals& t, std::ostr
                   (g.max_block_weights_exact ? "" : "<=") + group_digits(g.max_block_weights)});
     } else {
       row.insert(row.end(), {"", "", "", format_bytes(g.bf16_bytes()), "raw", "",
-                             fixed(g.code.entropy_bits, 3), "", ""});
+                             fixed(g.code.entropy_bits, 3), "",
+                             g.max_block_weights ? group_digits(g.max_block_weights) : ""});
     }
     if (r.zstd) {
       row.push_back(zstd_cell(g.zstd, false));
@@ -338,7 +339,8 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
   }
   out << "\n";
   if (t.coded_weights > 0) {
-    out << "Where the bits go (" << t.n_groups_coded << " coded groups, "
+    out << "Where the bits go (" << t.n_groups_coded
+        << (t.n_groups_coded == 1 ? " coded group, " : " coded groups, ")
         << group_digits(t.coded_weights) << " weights):\n";
     print_parts(t, out);
     out << "Exponent entropy " << fixed(t.entropy_bits, 3) << " bits/weight; DF11 codes "
