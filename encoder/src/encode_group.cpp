@@ -1,15 +1,15 @@
 // encode_group_range() and encode_group(): parallel coding of a planned group.
-#include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
+#include <limits>
 #include <new>
 #include <string>
 
 #include "chunk_encoder.h"
 #include "df11/encoder.h"
 #include "member_stream.h"
+#include "parallel_chunks.h"
 
 namespace df11 {
 namespace {
@@ -23,7 +23,8 @@ Status size_error(const char* what, uint64_t have, uint64_t want) {
 // The plan is a caller-visible struct: check what the writer relies on for memory safety.
 Status check_plan(const GroupPlan& plan, uint64_t n, uint64_t first_chunk, uint64_t last_chunk,
                   const GroupOutput& out) {
-  if (plan.n_elements == 0 || plan.chunk_weights == 0 || plan.chunk_bit_offset.size() < 2 ||
+  if (plan.n_elements == 0 || plan.n_elements > std::numeric_limits<uint32_t>::max() ||
+      plan.chunk_weights == 0 || plan.chunk_bit_offset.size() < 2 ||
       plan.n_chunks() != (plan.n_elements + plan.chunk_weights - 1) / plan.chunk_weights ||
       plan.chunk_bit_offset.front() != 0 || plan.chunk_bit_offset.back() != plan.n_bits ||
       plan.n_bytes != (plan.n_bits + 7) / 8 ||
@@ -101,12 +102,9 @@ Result<uint32_t> encode_range_unchecked(std::span<const std::span<const uint16_t
   std::vector<ChunkBlocks> blocks(chunks);
   std::vector<Status> status(chunks);
   tbb::enumerable_thread_specific<ChunkScratch> scratch;
-  tbb::parallel_for(tbb::blocked_range<uint64_t>(first_chunk, last_chunk), [&](const auto& r) {
-    ChunkScratch& mine = scratch.local();
-    for (uint64_t c = r.begin(); c != r.end(); ++c) {
-      const uint64_t k = c - first_chunk;
-      status[k] = encode_chunk(stream, plan, tables, c, out, mine, blocks[k]);
-    }
+  parallel_for_chunks(first_chunk, last_chunk, [&](uint64_t c) {
+    const uint64_t k = c - first_chunk;
+    status[k] = encode_chunk(stream, plan, tables, c, out, scratch.local(), blocks[k]);
   });
   for (const Status& s : status) DF11_RETURN_IF_ERROR(s);  // first failing chunk: stable
 

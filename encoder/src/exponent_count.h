@@ -2,9 +2,13 @@
 // exponents (BF16 bits 7..14, spec 2.1) of a run of patterns.
 #pragma once
 
+#include <array>
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <vector>
+
+#include "member_stream.h"
 
 namespace df11 {
 
@@ -37,5 +41,12 @@ inline void count_exponents(const uint16_t* p, uint64_t n, ExponentCounts& count
   }
   for (; i < n; ++i) ++counts.sub[i & 3][(p[i] >> 7) & 0xFF];
 }
+
+using ChunkCounts = std::array<uint32_t, 256>;  // a chunk holds < 2^32 weights
+
+// Exponent counts of each chunk of `stream` (chunk c = weights [c * chunk_weights,
+// (c + 1) * chunk_weights)), in parallel: 1 KiB per chunk. chunk_weights < 2^32.
+std::vector<ChunkCounts> count_chunk_exponents(const MemberStream& stream,
+                                               uint64_t chunk_weights);
 
 }  // namespace df11

@@ -1,8 +1,5 @@
 // plan_group(): everything about a group that can be known before writing a coded byte:
 // the code, the tables, and the exact bit offset of every chunk (spec 3; encoder/NOTES.md).
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -15,28 +12,6 @@
 
 namespace df11 {
 namespace {
-
-using ChunkCounts = std::array<uint32_t, 256>;  // a chunk holds < 2^32 weights
-
-// Per-chunk exponent counts: 1 KiB per chunk, the plan's only memory beyond the input.
-std::vector<ChunkCounts> count_chunks(const MemberStream& stream, uint64_t chunk_weights,
-                                      uint64_t n_chunks) {
-  std::vector<ChunkCounts> chunks(n_chunks);
-  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, n_chunks), [&](const auto& r) {
-    for (uint64_t c = r.begin(); c != r.end(); ++c) {
-      ExponentCounts counts{};
-      const uint64_t begin = c * chunk_weights;
-      const uint64_t end = std::min(stream.size(), begin + chunk_weights);
-      stream.for_each_piece(begin, end, [&](const uint16_t* p, uint64_t count, uint64_t) {
-        count_exponents(p, count, counts);
-      });
-      for (int e = 0; e < 256; ++e) {
-        chunks[c][e] = counts.sub[0][e] + counts.sub[1][e] + counts.sub[2][e] + counts.sub[3][e];
-      }
-    }
-  });
-  return chunks;
-}
 
 // Where the first uncodable weight is, for a message a user can act on.
 std::string locate_uncodable(const MemberStream& stream) {
@@ -95,7 +70,7 @@ Result<GroupPlan> plan_group_unchecked(std::span<const std::span<const uint16_t>
   plan.n_elements = n;
   plan.chunk_weights = std::min(chunk_weights, n);
   const uint64_t n_chunks = (n + plan.chunk_weights - 1) / plan.chunk_weights;
-  std::vector<ChunkCounts> chunks = count_chunks(stream, plan.chunk_weights, n_chunks);
+  std::vector<ChunkCounts> chunks = count_chunk_exponents(stream, plan.chunk_weights);
   for (const ChunkCounts& counts : chunks) {
     for (int e = 0; e < 256; ++e) plan.histogram[e] += counts[e];
   }
