@@ -433,55 +433,53 @@ DF11_HD bool count_ok(const BlockFacts& f) {
 inline constexpr uint32_t kOutputUnit = 8;
 
 // Writes `count` exponents (exponent j in byte j % 4 of load_word(j / 4); bytes past count
-// are ignored) to buffer bytes [dst, dst + count): whole aligned words with one 32-bit store,
-// the bytes of the partial words at either end with predicated byte stores (no loops).
-template <typename LoadWord, typename Store32, typename Store8>
+// are ignored) to buffer bytes [dst, dst + count) of a buffer that holds zeros there: whole
+// words with store32(word, v), and the two words at the ends, which neighbouring threads
+// share, with or32(word, v) carrying only this thread's bytes (an atomic OR on the device).
+template <typename LoadWord, typename Store32, typename Or32>
 DF11_HD void scatter_exponents(const LoadWord& load_word, uint32_t dst, uint32_t count,
-                               const Store32& store32, const Store8& store8) {
+                               const Store32& store32, const Or32& or32) {
   if (count == 0) return;
   const uint32_t a = dst % 4;
-  const uint32_t end = a + count;        // one past my last byte, counted from word dst / 4
-  const uint32_t n_words = (end + 3) / 4;  // destination words touched
-  const uint32_t base = dst - a;           // byte address of destination word 0
+  const uint32_t end = a + count;       // one past my last byte, counted from word dst / 4
+  const uint32_t last = (end - 1) / 4;  // last destination word touched (0..16)
+  const uint32_t word0 = dst / 4;
   const uint32_t shift = 8 * a;
+  const auto low_bytes = [](uint32_t n) { return n >= 4 ? 0xFFFFFFFFu : (1u << (8 * n)) - 1; };
   // Destination word q holds my bytes 4q - a .. 4q - a + 3: the top a bytes of source word
-  // q - 1 and the low 4 - a bytes of source word q.
-  uint32_t prev = 0;
+  // q - 1 and the low 4 - a bytes of source word q (word -1 reads as 0).
   uint32_t cur = load_word(0);
-  uint32_t word = funnel_left(prev, cur, shift);
-  // Word 0: bytes [a, min(end, 4)).
-  if (a == 0 && end >= 4) {
-    store32(base / 4, word);
-  } else {
-    for (uint32_t k = 0; k < 4; ++k) {
-      if (k >= a && k < end) store8(base + k, word >> (8 * k));
-    }
+  const uint32_t first = funnel_left(0u, cur, shift);
+  if (last == 0) {
+    or32(word0, first & low_bytes(end));
+    return;
   }
-  // Words 1 .. n_words - 2 are whole.
-  for (uint32_t q = 1; q + 1 < n_words; ++q) {
-    prev = cur;
+  or32(word0, first);
+  for (uint32_t q = 1; q < last; ++q) {
+    const uint32_t prev = cur;
     cur = load_word(q);
-    store32(base / 4 + q, funnel_left(prev, cur, shift));
+    store32(word0 + q, funnel_left(prev, cur, shift));
   }
-  if (n_words > 1) {
-    const uint32_t q = n_words - 1;  // cur is source word q - 1
-    word = funnel_left(cur, q < kExponentWords ? load_word(q) : 0u, shift);
-    const uint32_t left = end - 4 * q;  // 1..4 bytes
-    if (left == 4) {
-      store32(base / 4 + q, word);
-    } else {
-      for (uint32_t k = 0; k < 3; ++k) {
-        if (k < left) store8(base + 4 * q + k, word >> (8 * k));
-      }
-    }
-  }
+  const uint32_t tail = funnel_left(cur, last < kExponentWords ? load_word(last) : 0u, shift);
+  or32(word0 + last, tail & low_bytes(end - 4 * last));
 }
 
 // spec 2.1: w = ((sm & 0x80) << 8) | (exp << 7) | (sm & 0x7F), four weights at a time:
 // sm4 and exp4 hold 4 bytes each; out_lo gets weights 0, 1 and out_hi weights 2, 3.
+// Bits of a where mask is set, bits of b elsewhere: one LOP3 on the device.
+DF11_HD uint32_t select_bits(uint32_t a, uint32_t b, uint32_t mask) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm("lop3.b32 %0, %1, %2, %3, 0xE4;" : "=r"(r) : "r"(a), "r"(b), "r"(mask));  // (a&m)|(b&~m)
+  return r;
+#else
+  return (a & mask) | (b & ~mask);
+#endif
+}
+
 DF11_HD void join4(uint32_t sm4, uint32_t exp4, uint32_t& out_lo, uint32_t& out_hi) {
-  const uint32_t high = (sm4 & 0x80808080u) | ((exp4 >> 1) & 0x7F7F7F7Fu);
-  const uint32_t low = ((exp4 << 7) & 0x80808080u) | (sm4 & 0x7F7F7F7Fu);
+  const uint32_t high = select_bits(sm4, exp4 >> 1, 0x80808080u);
+  const uint32_t low = select_bits(exp4 << 7, sm4, 0x80808080u);
   out_lo = byte_perm(low, high, 0x5140);
   out_hi = byte_perm(low, high, 0x7362);
 }

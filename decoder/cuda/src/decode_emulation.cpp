@@ -101,7 +101,9 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
             [&](uint32_t q) { return load_le32(slots[t].data() + 4 * q); },
             prefixes[t] + (op0 % 16), keep,
             [&](uint32_t word, uint32_t v) { store_le32(staging.data() + 4 * word, v); },
-            [&](uint32_t byte, uint32_t v) { staging[byte] = static_cast<uint8_t>(v); });
+            [&](uint32_t word, uint32_t v) {
+              store_le32(staging.data() + 4 * word, load_le32(staging.data() + 4 * word) | v);
+            });
       }
       // The kernel joins 8 weights at a time with join4; the emulation does the same.
       const uint64_t base = op0 & ~15u;

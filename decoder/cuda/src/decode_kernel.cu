@@ -84,10 +84,21 @@ __device__ __forceinline__ void sts_u8(uint32_t a, uint32_t v) {
 __device__ __forceinline__ void sts_u32(uint32_t a, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
 }
+__device__ __forceinline__ void sts_zero64(uint32_t a) {
+  asm volatile("st.shared.v2.u32 [%0], {%1, %1};" ::"r"(a), "r"(0) : "memory");
+}
+__device__ __forceinline__ void sts_zero128(uint32_t a) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(a), "r"(0) : "memory");
+}
+// Atomic OR without a result (RED): the words two threads' exponent runs share.
+__device__ __forceinline__ void red_or_u32(uint32_t a, uint32_t v) {
+  asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
 
+template <uint32_t kWidth = 32>
 __device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v, uint32_t lane) {
 #pragma unroll
-  for (uint32_t d = 1; d < 32; d <<= 1) {
+  for (uint32_t d = 1; d < kWidth; d <<= 1) {
     const uint32_t u = __shfl_up_sync(kFullMask, v, d);
     if (lane >= d) v += u;
   }
@@ -187,9 +198,8 @@ __device__ __forceinline__ WindowInputs finish_inputs(const RawInputs& r, const 
   return in;
 }
 
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, uint32_t src_bytes) {
-  const auto s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem),
+__device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem),
                "r"(src_bytes));
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
@@ -198,14 +208,14 @@ __device__ __forceinline__ void cp_async_wait_all() {
 }
 
 // 8 sign_mantissa bytes of weights [gstart, gstart + 8) from global memory; past n: 0.
-__device__ __forceinline__ uint2 load_sign_mantissa(const KernelGroup& g, uint64_t gstart) {
-  if ((g.flags & kSignMantissaAligned16) && gstart + kUnit <= g.n_elements) {
+__device__ __forceinline__ uint2 load_sign_mantissa(const KernelGroup& g, uint32_t gstart) {
+  if ((g.flags & kSignMantissaAligned16) && uint64_t{gstart} + kUnit <= g.n_elements) {
     return __ldg(reinterpret_cast<const uint2*>(g.sign_mantissa + gstart));
   }
   uint32_t w[2] = {0, 0};
 #pragma unroll
   for (uint32_t k = 0; k < kUnit; ++k) {
-    const uint32_t v = gstart + k < g.n_elements ? __ldg(g.sign_mantissa + gstart + k) : 0u;
+    const uint32_t v = uint64_t{gstart} + k < g.n_elements ? __ldg(g.sign_mantissa + gstart + k) : 0u;
     w[k / 4] |= v << (8 * (k % 4));
   }
   return make_uint2(w[0], w[1]);
@@ -276,6 +286,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
     gi = lo;
   }
+  // The staging buffers start zeroed (scatter_exponents ORs into them; the output step
+  // zeroes what it read). The first table staging's barrier orders this before any use.
+  for (uint32_t i = 16 * t; i < (kCompact ? 1 : 2) * batch.staging_bytes; i += 16 * kThreads) {
+    sts_zero128(staging_base_at + i);
+  }
   uint32_t staged = 0xFFFFFFFFu;
   RawInputs raw = load_raw(batch.groups[gi], begin - batch.groups[gi].first_block, t);
   uint32_t parity = 0;
@@ -318,25 +333,27 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const uint32_t op2 = min(max(in.op2, op1), g.n_elements);
     // Staging index of weight i is i - base; base is 16-aligned for the 16-byte copies.
     // Output steps are 8-weight units from base8, which is 8-aligned (16 bytes of BF16).
-    const uint64_t base = op0 & ~15u;
-    const uint64_t base8 = op0 & ~(kUnit - 1);
-    const uint32_t unit_offset = static_cast<uint32_t>(base8 - base);  // 0 or 8
-    const uint32_t lo_rel = static_cast<uint32_t>(op0 - base8);       // 0..7
-    const uint32_t hi_rel = static_cast<uint32_t>(op1 - base8);
+    // (Weight indices are below n_elements < 2^32.)
+    const uint32_t base = op0 & ~15u;
+    const uint32_t base8 = op0 & ~(kUnit - 1);
+    const uint32_t unit_offset = base8 - base;  // 0 or 8
+    const uint32_t lo_rel = op0 - base8;        // 0..7
+    const uint32_t hi_rel = op1 - base8;
     const uint32_t n_units = expected ? (hi_rel + kUnit - 1) / kUnit : 0;
     const uint32_t staging = staging_base_at + (kCompact ? 0 : parity * batch.staging_bytes);
-    uint8_t* const sm_stage = staging_base + (2 + parity) * batch.staging_bytes;
     const uint32_t sm_stage_at = staging_base_at + (2 + parity) * batch.staging_bytes;
     const bool sm_staged = !kCompact && (g.flags & kSignMantissaAligned16);
 
     // 1. sign_mantissa bytes of the block into shared memory, 16 at a time; reads stop at
     //    n_elements (the rest of a piece is zero-filled).
     if (sm_staged) {
-      const uint32_t pieces = expected ? static_cast<uint32_t>((op1 - base + 15) / 16) : 0;
+      const uint32_t pieces = expected ? (op1 - base + 15) / 16 : 0;
+      const uint8_t* const src = g.sign_mantissa + base;
+      const uint32_t left = g.n_elements - base;  // > 0: op0 < n when expected > 0
       for (uint32_t i = t; i < pieces; i += kThreads) {
-        const uint64_t at = base + 16 * uint64_t{i};
-        const uint32_t avail = at < g.n_elements ? static_cast<uint32_t>(min(uint64_t{16}, g.n_elements - at)) : 0;
-        cp_async_16(sm_stage + 16 * i, g.sign_mantissa + (avail ? at : 0), avail);
+        const uint32_t at = 16 * i;
+        const uint32_t avail = at < left ? min(16u, left - at) : 0u;
+        cp_async_16(sm_stage_at + at, src + (avail ? at : 0u), avail);
       }
       cp_async_commit();
     }
@@ -359,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     if (lane == 31) warp_totals[parity][warp] = incl;
     __syncthreads();
     const uint32_t wt = lane < kWarps ? warp_totals[parity][lane] : 0;
-    const uint32_t wincl = warp_inclusive_scan(wt, lane);
+    const uint32_t wincl = warp_inclusive_scan<kWarps>(wt, lane);
     const uint32_t total = __shfl_sync(kFullMask, wincl, kWarps - 1);
     const uint32_t prefix = __shfl_sync(kFullMask, wincl - wt, warp) + incl - r.count;
 
@@ -387,9 +404,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     // 5. the slot, compacted into the staging buffer (real codes only).
     const uint32_t keep = prefix < expected ? min(r.count, expected - prefix) : 0;
     scatter_exponents([=](uint32_t q) { return lds_u32(slot_at + 4 * q); },
-                      prefix + static_cast<uint32_t>(op0 - base), keep,
+                      prefix + (op0 - base), keep,
                       [=](uint32_t word, uint32_t v) { sts_u32(staging + 4 * word, v); },
-                      [=](uint32_t byte, uint32_t v) { sts_u8(staging + byte, v); });
+                      [=](uint32_t word, uint32_t v) { red_or_u32(staging + 4 * word, v); });
     if (sm_staged) cp_async_wait_all();
     __syncthreads();
 
@@ -401,8 +418,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       const uint32_t sm_at = sm_stage_at + unit_offset;
       for (uint32_t u = t; u < n_units; u += kThreads) {
         const uint2 sm = sm_staged ? lds_u64(sm_at + kUnit * u)
-                                   : load_sign_mantissa(g, base8 + uint64_t{kUnit} * u);
-        write_unit(out, vector, u, lo_rel, hi_rel, sm, lds_u64(ex_at + kUnit * u));
+                                   : load_sign_mantissa(g, base8 + kUnit * u);
+        const uint2 ex = lds_u64(ex_at + kUnit * u);
+        sts_zero64(ex_at + kUnit * u);  // scatter_exponents ORs into zeros
+        write_unit(out, vector, u, lo_rel, hi_rel, sm, ex);
       }
     }
     if (kCompact) __syncthreads();  // the single staging buffer is rewritten next
