@@ -1,11 +1,10 @@
 // df11 command-line tool: CLI11 wiring only; the work is in cli/src (library df11_app).
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
 
 #include "commands.h"
 #include "exit_codes.h"
@@ -42,15 +41,16 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   cli.add_flag("-q,--quiet", quiet, "no progress bar and no summary; errors and warnings only");
   cli.add_flag("-v,--verbose", verbose, "more detail (per group)");
-  cli.add_flag("--force", force, "replace an existing output folder (once the new one is complete)");
+  cli.add_flag("--force", force,
+               "replace an existing output folder (once the new one is complete)");
   cli.add_option("--group-by", group_by,
                  "block: one group per transformer block (default); tensor: one per weight")
       ->check(CLI::IsMember({"block", "tensor"}));
 
   app::CompressOptions compress;
   std::string compress_in, compress_out;
-  CLI::App* compress_cmd = cli.add_subcommand(
-      "compress", "Hugging Face BF16 checkpoint folder -> DF11 model folder");
+  CLI::App* compress_cmd =
+      cli.add_subcommand("compress", "Hugging Face BF16 checkpoint folder -> DF11 model folder");
   compress_cmd->add_option("MODEL_DIR", compress_in, "checkpoint folder")->required();
   compress_cmd->add_option("-o,--output", compress_out, "output folder (OUT_DIR)")->required();
 
@@ -94,8 +94,7 @@ int main(int argc, char** argv) {
   bench_decode_cmd->add_option("--model-blocks", bench.model_blocks,
                                "cuda: blocks decoded in the inference pattern (0 skips it)");
   bench_decode_cmd->add_option("--seed", bench.seed, "weight generator seed");
-  bench_decode_cmd->add_option("--hidden", bench.hidden, "hidden size")
-      ->check(CLI::PositiveNumber);
+  bench_decode_cmd->add_option("--hidden", bench.hidden, "hidden size")->check(CLI::PositiveNumber);
   bench_decode_cmd->add_option("--intermediate", bench.intermediate, "MLP size")
       ->check(CLI::PositiveNumber);
   bench_decode_cmd->add_option("--kv-dim", bench.kv_dim, "rows of k_proj and v_proj")

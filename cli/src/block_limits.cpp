@@ -1,10 +1,10 @@
 #include "block_limits.h"
 
+#include <tbb/parallel_for.h>
+
 #include <algorithm>
 #include <atomic>
 #include <vector>
-
-#include <tbb/parallel_for.h>
 
 #include "df11/group.h"
 

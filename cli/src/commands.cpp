@@ -28,8 +28,8 @@ int run_decompress_command(const DecompressOptions& options, const OutputOptions
   return kExitOk;
 }
 
-int run_verify_command(const VerifyOptions& options, const OutputOptions& output,
-                       std::ostream& out, std::ostream& err) {
+int run_verify_command(const VerifyOptions& options, const OutputOptions& output, std::ostream& out,
+                       std::ostream& err) {
   Console console(out, err, output.verbosity, output.progress);
   auto report = verify_model(options, console);
   if (!report) return report_failure(report.status(), console);

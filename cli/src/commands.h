@@ -21,8 +21,8 @@ int run_compress_command(const CompressOptions& options, const OutputOptions& ou
                          std::ostream& out, std::ostream& err);
 int run_decompress_command(const DecompressOptions& options, const OutputOptions& output,
                            std::ostream& out, std::ostream& err);
-int run_verify_command(const VerifyOptions& options, const OutputOptions& output,
-                       std::ostream& out, std::ostream& err);
+int run_verify_command(const VerifyOptions& options, const OutputOptions& output, std::ostream& out,
+                       std::ostream& err);
 
 // "error: <message> [<code name>]" on the console; returns the exit code for `status`.
 int report_failure(const Status& status, Console& console);

@@ -40,16 +40,16 @@ Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLoca
   const TensorInfo& t = folder.tensor(at);
   Xxh3 hash;
   uint64_t done = 0;
-  Status status = stream_file_range(
-      folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
-      [&](std::span<const uint8_t> bytes) {
-        hash.update(bytes);
-        DF11_RETURN_IF_ERROR(file.pwrite_all(offset + done, bytes));
-        done += bytes.size();
-        console.progress_advance(bytes.size());
-        return Status::ok();
-      });
-  if (!status) return status.with_context(folder.shard_names[at.shard] + ": tensor '" + t.name + "'");
+  Status status = stream_file_range(folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
+                                    [&](std::span<const uint8_t> bytes) {
+                                      hash.update(bytes);
+                                      DF11_RETURN_IF_ERROR(file.pwrite_all(offset + done, bytes));
+                                      done += bytes.size();
+                                      console.progress_advance(bytes.size());
+                                      return Status::ok();
+                                    });
+  if (!status)
+    return status.with_context(folder.shard_names[at.shard] + ": tensor '" + t.name + "'");
   return hash.hex_digest();
 }
 
@@ -59,8 +59,8 @@ struct ShardResult {
   std::vector<std::string> tensor_names;
 };
 
-Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan,
-                                ShardOut& out, const fs::path& dir, SourceHasher& hasher,
+Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
+                                const fs::path& dir, SourceHasher& hasher,
                                 const CompressOptions& options, Console& console) {
   const std::string& name = folder.shard_names[out.shard];
   DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
@@ -71,9 +71,9 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   for (const ShardItem& item : out.items) {
     if (!item.is_group) {
       const TensorLocation& at = plan.order[item.index];
-      DF11_ASSIGN_OR_RETURN(out.metadata.tensors[item.meta_index].xxh3,
-                            write_raw_tensor(folder, at, file,
-                                             layout.tensor_offsets[item.first_tensor], console));
+      DF11_ASSIGN_OR_RETURN(
+          out.metadata.tensors[item.meta_index].xxh3,
+          write_raw_tensor(folder, at, file, layout.tensor_offsets[item.first_tensor], console));
       result.tensor_names.push_back(folder.tensor(at).name);
       continue;
     }
@@ -146,10 +146,10 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
   for (size_t s = 0; s < folder.shards.size(); ++s) shard_paths.push_back(folder.shard_path(s));
   SourceHasher hasher(shard_paths);
 
-  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, console,
-                                                            options.chunk_weights));
-  DF11_ASSIGN_OR_RETURN(std::string config, make_df11_config(*folder.config_text,
-                                                            plan.pattern_dict));
+  DF11_ASSIGN_OR_RETURN(CompressPlan plan,
+                        plan_compression(folder, options.group_by, console, options.chunk_weights));
+  DF11_ASSIGN_OR_RETURN(std::string config,
+                        make_df11_config(*folder.config_text, plan.pattern_dict));
   std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};
   if (folder.index_text) changed.push_back(side_file(kIndexFile, *folder.index_text));
   std::vector<ShardOut> shards =

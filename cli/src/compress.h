@@ -22,8 +22,8 @@ struct CompressOptions {
   std::filesystem::path model_dir;
   std::filesystem::path out_dir;
   GroupBy group_by = GroupBy::kBlock;
-  bool force = false;   // replace an existing OUT_DIR (only once the new one is complete)
-  int threads = 0;      // 0: all cores
+  bool force = false;  // replace an existing OUT_DIR (only once the new one is complete)
+  int threads = 0;     // 0: all cores
   // Weights encoded per step: bounds resident memory (a step's BF16 input and two steps'
   // output, ~4.7 bytes per step weight, are in flight: ~160 MB).
   uint64_t step_weights = uint64_t{32} << 20;
@@ -36,11 +36,11 @@ struct CompressSummary {
   size_t shards = 0;
   size_t tensors = 0;
   size_t groups_coded = 0;
-  size_t tensors_coded = 0;   // members of coded groups
-  size_t groups_raw = 0;      // groups left unchanged (uncodable, over a limit)
-  size_t tensors_raw = 0;     // every tensor stored unchanged
-  uint64_t input_bytes = 0;   // original .safetensors files
-  uint64_t output_bytes = 0;  // DF11 .safetensors files
+  size_t tensors_coded = 0;         // members of coded groups
+  size_t groups_raw = 0;            // groups left unchanged (uncodable, over a limit)
+  size_t tensors_raw = 0;           // every tensor stored unchanged
+  uint64_t input_bytes = 0;         // original .safetensors files
+  uint64_t output_bytes = 0;        // DF11 .safetensors files
   uint64_t coded_input_bytes = 0;   // BF16 bytes of coded members
   uint64_t coded_output_bytes = 0;  // their six stored tensors
   double seconds = 0;

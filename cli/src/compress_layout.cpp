@@ -26,8 +26,7 @@ GroupMeta group_meta(const ModelFolder& folder, const CompressPlan& plan, const 
 }  // namespace
 
 std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPlan& plan,
-                                    std::vector<SideFile> side_files,
-                                    const std::string& encoder) {
+                                    std::vector<SideFile> side_files, const std::string& encoder) {
   std::vector<ShardOut> shards(folder.shards.size());
   for (size_t s = 0; s < shards.size(); ++s) {
     shards[s].shard = s;
@@ -61,9 +60,8 @@ std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPla
     } else {
       continue;  // a later member of a coded group
     }
-    item.first_tensor = out.items.empty() ? 0
-                                          : out.items.back().first_tensor +
-                                                (out.items.back().is_group ? 6 : 1);
+    item.first_tensor =
+        out.items.empty() ? 0 : out.items.back().first_tensor + (out.items.back().is_group ? 6 : 1);
     out.items.push_back(item);
   }
   return shards;

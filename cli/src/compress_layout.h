@@ -18,9 +18,9 @@ namespace df11::app {
 
 struct ShardItem {
   bool is_group = false;
-  size_t index = 0;        // into CompressPlan::groups, or into CompressPlan::order (raw)
-  size_t meta_index = 0;   // into metadata.groups, or into metadata.tensors (raw)
-  size_t first_tensor = 0; // its (first) tensor's position in the layout's insertion order
+  size_t index = 0;         // into CompressPlan::groups, or into CompressPlan::order (raw)
+  size_t meta_index = 0;    // into metadata.groups, or into metadata.tensors (raw)
+  size_t first_tensor = 0;  // its (first) tensor's position in the layout's insertion order
 };
 
 struct ShardOut {

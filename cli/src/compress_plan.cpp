@@ -9,15 +9,13 @@
 namespace df11::app {
 namespace {
 
-uint64_t member_bytes(const ModelFolder& folder, const CompressPlan& plan,
-                      const GroupSpec& group) {
+uint64_t member_bytes(const ModelFolder& folder, const CompressPlan& plan, const GroupSpec& group) {
   uint64_t bytes = 0;
   for (size_t m : group.members) bytes += folder.tensor(plan.order[m]).byte_size();
   return bytes;
 }
 
-void release_members(const ModelFolder& folder, const CompressPlan& plan,
-                     const GroupSpec& group) {
+void release_members(const ModelFolder& folder, const CompressPlan& plan, const GroupSpec& group) {
   for (size_t m : group.members) {
     const TensorLocation& at = plan.order[m];
     folder.shards[at.shard].release(folder.tensor(at));
@@ -53,8 +51,8 @@ std::string uncodable_members(const ModelFolder& folder, const CompressPlan& pla
 
 std::string group_context(const ModelFolder& folder, const CompressPlan& plan,
                           const GroupSpec& group) {
-  return folder.shard_names[plan.order[group.members.front()].shard] + ": group '" +
-         group.name + "'";
+  return folder.shard_names[plan.order[group.members.front()].shard] + ": group '" + group.name +
+         "'";
 }
 
 Result<MemberSpans> group_member_spans(const ModelFolder& folder, const CompressPlan& plan,
@@ -68,8 +66,8 @@ Result<MemberSpans> group_member_spans(const ModelFolder& folder, const Compress
   return MemberSpans::make(bytes);
 }
 
-Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
-                                      Console& console, uint64_t chunk_weights) {
+Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by, Console& console,
+                                      uint64_t chunk_weights) {
   CompressPlan result;
   result.order = folder.tensors_in_file_order();
   std::vector<TensorEntry> entries;
@@ -97,11 +95,12 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
     if (plan) {
       const uint64_t most = max_block_weights(spans, *plan);
       if (most > kMaxWeightsPerBlockCompat) {
-        console.warn(group_context(folder, result, group.spec) + ": stored unchanged: " +
-                     std::to_string(most) +
+        console.warn(group_context(folder, result, group.spec) +
+                     ": stored unchanged: " + std::to_string(most) +
                      " weights would start in one 4096-byte block, above the loader's limit "
-                     "of " + std::to_string(kMaxWeightsPerBlockCompat) +
-                     " (too little entropy); tensors " + member_list(folder, result, group.spec));
+                     "of " +
+                     std::to_string(kMaxWeightsPerBlockCompat) + " (too little entropy); tensors " +
+                     member_list(folder, result, group.spec));
       } else {
         group.coded = true;
         group.plan = std::move(plan).value();

@@ -4,10 +4,9 @@
 #pragma once
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "console.h"
 #include "df11/encoder.h"
@@ -18,24 +17,23 @@
 namespace df11::app {
 
 struct PlannedGroup {
-  GroupSpec spec;     // members index CompressPlan::order
-  size_t shard = 0;   // output shard: the shard of the first member
-  bool coded = false; // false: stored unchanged (uncodable or over a limit)
-  GroupPlan plan;     // valid when coded
+  GroupSpec spec;      // members index CompressPlan::order
+  size_t shard = 0;    // output shard: the shard of the first member
+  bool coded = false;  // false: stored unchanged (uncodable or over a limit)
+  GroupPlan plan;      // valid when coded
 };
 
 struct CompressPlan {
   std::vector<TensorLocation> order;  // every tensor, in original file order
   std::vector<PlannedGroup> groups;
-  std::vector<bool> raw;              // per `order` entry: stored unchanged
+  std::vector<bool> raw;  // per `order` entry: stored unchanged
   nlohmann::ordered_json pattern_dict;
-  uint64_t coded_weight_bytes = 0;    // BF16 bytes of the coded groups' members
+  uint64_t coded_weight_bytes = 0;  // BF16 bytes of the coded groups' members
 };
 
 // Plans every group; warns on `console` for each group left raw, naming its tensors.
 // Progress counts the bytes of member tensors read. `chunk_weights`: see plan_group().
-Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
-                                      Console& console,
+Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by, Console& console,
                                       uint64_t chunk_weights = kDefaultChunkWeights);
 
 // The members of a group as spans over the folder's mappings.

@@ -23,11 +23,11 @@ class Console {
 
   int verbosity() const { return verbosity_; }
 
-  void result(const std::string& line);   // stdout, verbosity >= 1
-  void detail(const std::string& line);   // stdout, verbosity >= 2
-  void report(const std::string& line);   // stdout, always (verification findings)
-  void warn(const std::string& line);     // stderr "warning: ...", always
-  void error(const std::string& line);    // stderr "error: ...", always
+  void result(const std::string& line);  // stdout, verbosity >= 1
+  void detail(const std::string& line);  // stdout, verbosity >= 2
+  void report(const std::string& line);  // stdout, always (verification findings)
+  void warn(const std::string& line);    // stderr "warning: ...", always
+  void error(const std::string& line);   // stderr "error: ...", always
 
   // Progress over `total` units (bytes); the bar is drawn ~8 times a second on stderr, only
   // when enabled at construction (a terminal and not quiet). advance() is lock-free.

@@ -109,8 +109,7 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
   return summary;
 }
 
-std::string decompress_summary_line(const DecompressOptions& options,
-                                    const DecompressSummary& s) {
+std::string decompress_summary_line(const DecompressOptions& options, const DecompressSummary& s) {
   char text[512];
   const double rate = s.seconds > 0 ? s.output_bytes / s.seconds / 1e9 : 0.0;
   std::snprintf(text, sizeof text,

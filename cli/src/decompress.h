@@ -21,9 +21,9 @@ struct DecompressOptions {
 };
 
 struct DecompressSummary {
-  size_t files = 0;         // rebuilt .safetensors files
+  size_t files = 0;  // rebuilt .safetensors files
   size_t tensors = 0;
-  size_t side_files = 0;    // restored from metadata or copied
+  size_t side_files = 0;      // restored from metadata or copied
   uint64_t input_bytes = 0;   // DF11 .safetensors files
   uint64_t output_bytes = 0;  // rebuilt .safetensors files
   double seconds = 0;

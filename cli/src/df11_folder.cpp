@@ -27,8 +27,9 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
     const SafetensorsHeader& header = folder.shards[s].header();
     DF11_ASSIGN_OR_RETURN(std::optional<Df11Metadata> meta, read_df11_metadata(header));
     if (!meta) {
-      return Status(ErrorCode::kBadMetadata,
-                    folder.shard_names[s] + ": no df11 metadata, unlike other shards of the folder");
+      return Status(
+          ErrorCode::kBadMetadata,
+          folder.shard_names[s] + ": no df11 metadata, unlike other shards of the folder");
     }
     DF11_ASSIGN_OR_RETURN(std::vector<GroupTensors> tensors,
                           check_metadata_against_header(*meta, header));
@@ -63,8 +64,8 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
       t.xxh3 = raw.xxh3;
       t.byte_size = folder.tensor(t.raw).byte_size();
       if (!result.originals.emplace(raw.name, std::move(t)).second) {
-        return Status(ErrorCode::kDuplicateName, folder.shard_names[s] + ": tensor '" +
-                                                     raw.name + "' appears twice in the folder");
+        return Status(ErrorCode::kDuplicateName, folder.shard_names[s] + ": tensor '" + raw.name +
+                                                     "' appears twice in the folder");
       }
     }
     for (size_t i = 0; i < meta->sources.size(); ++i) {
@@ -77,8 +78,8 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
     }
     for (const SideFile& side : meta->side_files) {
       if (!side_names.insert(side.file).second) {
-        return Status(ErrorCode::kDuplicateName, folder.shard_names[s] + ": side file '" +
-                                                     side.file + "' is listed twice");
+        return Status(ErrorCode::kDuplicateName,
+                      folder.shard_names[s] + ": side file '" + side.file + "' is listed twice");
       }
       result.side_files.push_back(side);
     }
@@ -92,17 +93,18 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
 }
 
 Status check_side_files_recorded(const Df11Folder& folder) {
-  const std::pair<const char*, bool> present[] = {{kConfigFile, folder.folder.config_text.has_value()},
-                                                  {kIndexFile, folder.folder.index_text.has_value()}};
+  const std::pair<const char*, bool> present[] = {
+      {kConfigFile, folder.folder.config_text.has_value()},
+      {kIndexFile, folder.folder.index_text.has_value()}};
   for (const auto& [name, here] : present) {
     if (!here) continue;
     const bool recorded = std::any_of(folder.side_files.begin(), folder.side_files.end(),
                                       [&](const SideFile& f) { return f.file == name; });
     if (!recorded) {
-      return Status(ErrorCode::kBadMetadata,
-                    std::string(name) + ": the df11 metadata records no original of it "
-                                        "(expected in the side_files of " +
-                        folder.folder.shard_names.front() + ")");
+      return Status(ErrorCode::kBadMetadata, std::string(name) +
+                                                 ": the df11 metadata records no original of it "
+                                                 "(expected in the side_files of " +
+                                                 folder.folder.shard_names.front() + ")");
     }
   }
   return Status::ok();

@@ -28,10 +28,10 @@ struct CodedGroup {
 // Where an original tensor's bytes come from.
 struct OriginalTensor {
   bool is_member = false;
-  size_t group = 0;   // is_member: index into Df11Folder::groups
-  size_t member = 0;  // is_member: index among the group's members
-  TensorLocation raw; // !is_member: the tensor in the DF11 folder
-  std::string xxh3;   // recorded checksum of its original bytes
+  size_t group = 0;    // is_member: index into Df11Folder::groups
+  size_t member = 0;   // is_member: index among the group's members
+  TensorLocation raw;  // !is_member: the tensor in the DF11 folder
+  std::string xxh3;    // recorded checksum of its original bytes
   uint64_t byte_size = 0;
 };
 
@@ -45,8 +45,8 @@ struct Df11Folder {
   std::vector<Df11Metadata> metadata;  // per shard
   std::vector<CodedGroup> groups;      // shard by shard, metadata order
   std::unordered_map<std::string, OriginalTensor> originals;
-  std::vector<SourceRef> sources;      // sorted by file name
-  std::vector<SideFile> side_files;    // from every shard's metadata
+  std::vector<SourceRef> sources;    // sorted by file name
+  std::vector<SideFile> side_files;  // from every shard's metadata
 
   const SourceFile& source(const SourceRef& ref) const {
     return metadata[ref.shard].sources[ref.index];

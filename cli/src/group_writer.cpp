@@ -1,9 +1,9 @@
 #include "group_writer.h"
 
+#include <tbb/parallel_invoke.h>
+
 #include <algorithm>
 #include <optional>
-
-#include <tbb/parallel_invoke.h>
 
 #include "df11/group.h"
 #include "df11/hash.h"
@@ -35,8 +35,9 @@ Status emit(const OutputFile& out, uint64_t offset, std::span<const uint8_t> byt
 }  // namespace
 
 std::array<uint64_t, 6> stored_sizes(const GroupPlan& plan) {
-  return {plan.luts.size(), plan.n_bytes, plan.n_elements, plan.output_positions_bytes,
-          plan.gaps_bytes, 8 * plan.split_positions.size()};
+  return {plan.luts.size(), plan.n_bytes,
+          plan.n_elements,  plan.output_positions_bytes,
+          plan.gaps_bytes,  8 * plan.split_positions.size()};
 }
 
 Result<GroupWriteResult> write_group(const MemberSpans& members,
@@ -63,7 +64,8 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
   auto step = [&](uint64_t k) {
     const uint64_t c0 = k * chunks_per_step;
     const uint64_t c1 = std::min(plan.n_chunks(), c0 + chunks_per_step);
-    return Step{c0, c1, c0 * plan.chunk_weights, std::min(plan.n_elements, c1 * plan.chunk_weights)};
+    return Step{c0, c1, c0 * plan.chunk_weights,
+                std::min(plan.n_elements, c1 * plan.chunk_weights)};
   };
   uint64_t stream_done = 0;  // bytes of encoded_exponent final and written
   // Writes out a coded step's final bytes and gives their scratch pages back. Bytes before
@@ -93,13 +95,15 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
     Status written;
     tbb::parallel_invoke(
         [&] {
-          if (coding) encoded.emplace(encode_group_range(members.spans(), plan, cur.c0, cur.c1, dst));
+          if (coding)
+            encoded.emplace(encode_group_range(members.spans(), plan, cur.c0, cur.c1, dst));
         },
         [&] {
           if (!coding) return;
-          members.for_each_piece(cur.w0, cur.w1, [&](size_t m, uint64_t, std::span<const uint16_t> w) {
-            member_hash[m].update(bf16_bytes(w));
-          });
+          members.for_each_piece(cur.w0, cur.w1,
+                                 [&](size_t m, uint64_t, std::span<const uint16_t> w) {
+                                   member_hash[m].update(bf16_bytes(w));
+                                 });
         },
         [&] {
           if (k > 0) written = finish(step(k - 1));
@@ -108,11 +112,12 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
     if (!coding) break;
     if (!encoded->is_ok()) return encoded->status().with_context(what);
     most = std::max(most, encoded->value());
-    members.for_each_piece(cur.w0, cur.w1, [&](size_t m, uint64_t first, std::span<const uint16_t> w) {
-      if (sources[m].file != nullptr) {
-        sources[m].file->advise_dontneed(sources[m].offset + 2 * first, w.size_bytes());
-      }
-    });
+    members.for_each_piece(
+        cur.w0, cur.w1, [&](size_t m, uint64_t first, std::span<const uint16_t> w) {
+          if (sources[m].file != nullptr) {
+            sources[m].file->advise_dontneed(sources[m].offset + 2 * first, w.size_bytes());
+          }
+        });
     console.progress_advance(2 * (cur.w1 - cur.w0));
   }
   if (most > kMaxWeightsPerBlockCompat) {

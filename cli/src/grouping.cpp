@@ -19,8 +19,8 @@ bool is_block_word(std::string_view word) {
 }
 
 bool all_digits(std::string_view word) {
-  return !word.empty() && std::all_of(word.begin(), word.end(),
-                                      [](char c) { return c >= '0' && c <= '9'; });
+  return !word.empty() &&
+         std::all_of(word.begin(), word.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
 // A tensor that may be coded at all: a non-empty 2-D BF16 "<module>.weight".

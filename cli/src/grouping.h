@@ -11,11 +11,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "df11/dtype.h"
 
@@ -40,7 +39,7 @@ inline constexpr const char* kGroupTensorSuffixes[6] = {
     "luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps", "split_positions"};
 
 struct GroupSpec {
-  std::string name;                         // P, the module path ("model.layers.3")
+  std::string name;  // P, the module path ("model.layers.3")
   GroupKind kind = GroupKind::kModule;
   std::string block_prefix;                 // kBlock: "model.layers"
   std::string block_index;                  // kBlock: "3", digits as written
@@ -49,9 +48,9 @@ struct GroupSpec {
 };
 
 struct Grouping {
-  std::vector<GroupSpec> groups;    // ordered by their first member
-  std::vector<size_t> raw;          // tensors stored unchanged, in input order
-  std::vector<std::string> notes;   // why a would-be group was left raw (name clashes)
+  std::vector<GroupSpec> groups;   // ordered by their first member
+  std::vector<size_t> raw;         // tensors stored unchanged, in input order
+  std::vector<std::string> notes;  // why a would-be group was left raw (name clashes)
 };
 
 // `tensors` must be in original file order (shard file name, then data offset): that order

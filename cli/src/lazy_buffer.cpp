@@ -1,13 +1,13 @@
 #include "lazy_buffer.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
 #include <utility>
-
-#include <sys/mman.h>
-#include <unistd.h>
 
 namespace df11::app {
 namespace {

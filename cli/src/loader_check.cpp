@@ -17,8 +17,8 @@ Result<std::vector<std::string>> loader_member_names(const nlohmann::ordered_jso
         list = &value;
       }
     } catch (const std::regex_error& e) {
-      return Status(ErrorCode::kBadConfig,
-                    "config.json: pattern_dict key '" + key + "' is not a usable regex: " + e.what());
+      return Status(ErrorCode::kBadConfig, "config.json: pattern_dict key '" + key +
+                                               "' is not a usable regex: " + e.what());
     }
   }
   if (keys.empty()) {
@@ -35,7 +35,8 @@ Result<std::vector<std::string>> loader_member_names(const nlohmann::ordered_jso
   if (list->empty()) {
     names.push_back(group_name + ".weight");
   } else {
-    for (const auto& sub : *list) names.push_back(group_name + "." + sub.get<std::string>() + ".weight");
+    for (const auto& sub : *list)
+      names.push_back(group_name + "." + sub.get<std::string>() + ".weight");
   }
   return names;
 }

@@ -4,10 +4,9 @@
 // verify uses this to prove a folder loads as intended.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "df11/status.h"
 

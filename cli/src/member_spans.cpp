@@ -24,9 +24,8 @@ Result<MemberSpans> MemberSpans::make(const std::vector<std::span<const uint8_t>
       try {
         result.copies_.emplace_back(n);
       } catch (const std::bad_alloc&) {
-        return Status(ErrorCode::kResourceLimit,
-                      "cannot allocate " + std::to_string(bytes.size()) +
-                          " bytes to align a tensor");
+        return Status(ErrorCode::kResourceLimit, "cannot allocate " + std::to_string(bytes.size()) +
+                                                     " bytes to align a tensor");
       }
       std::memcpy(result.copies_.back().data(), bytes.data(), bytes.size());
       result.spans_.emplace_back(result.copies_.back().data(), n);

@@ -32,8 +32,8 @@ class MemberSpans {
   // [begin, end) in stream order.
   template <typename Fn>
   void for_each_piece(uint64_t begin, uint64_t end, Fn&& fn) const {
-    size_t m = static_cast<size_t>(
-        std::upper_bound(starts_.begin(), starts_.end(), begin) - starts_.begin() - 1);
+    size_t m = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), begin) -
+                                   starts_.begin() - 1);
     for (; m < spans_.size() && starts_[m] < end; ++m) {
       const uint64_t lo = std::max(begin, starts_[m]) - starts_[m];
       const uint64_t hi = std::min(end, starts_[m + 1]) - starts_[m];

@@ -4,8 +4,7 @@ namespace df11::app {
 
 using Json = nlohmann::ordered_json;
 
-Result<std::string> make_df11_config(const std::string& original_config,
-                                     const Json& pattern_dict) {
+Result<std::string> make_df11_config(const std::string& original_config, const Json& pattern_dict) {
   try {
     Json config = Json::parse(original_config);
     if (!config.is_object()) {
@@ -45,8 +44,8 @@ Result<std::optional<Json>> read_pattern_dict(const std::string& config_text,
       bool ok = value.is_array();
       for (const auto& v : value) ok = ok && v.is_string();
       if (!ok) {
-        return Status(ErrorCode::kBadConfig, file_name + ": pattern_dict['" + key +
-                                                 "'] must be a list of module names");
+        return Status(ErrorCode::kBadConfig,
+                      file_name + ": pattern_dict['" + key + "'] must be a list of module names");
       }
     }
     return std::optional<Json>(*dict);
@@ -82,8 +81,7 @@ Result<std::string> make_index(const std::optional<std::string>& original_index,
     for (auto& [key, value] : index.items()) result[key] = value;
     return result.dump(2) + "\n";
   } catch (const Json::exception& e) {
-    return Status(ErrorCode::kBadConfig,
-                  std::string("model.safetensors.index.json: ") + e.what());
+    return Status(ErrorCode::kBadConfig, std::string("model.safetensors.index.json: ") + e.what());
   }
 }
 

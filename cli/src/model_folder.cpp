@@ -1,14 +1,16 @@
 #include "model_folder.h"
 
-#include <algorithm>
-#include <cerrno>
-#include <cstring>
-#include <system_error>
-#include <vector>
-
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <system_error>
+#include <vector>
 
 #include "df11/file_io.h"
 #include "signals.h"
@@ -33,6 +35,36 @@ struct Fd {
     if (fd >= 0) ::close(fd);
   }
 };
+
+// The shard files an index's weight_map names; each must exist in the folder.
+Result<std::set<std::string>> indexed_shards(const std::string& index_text, const fs::path& dir) {
+  const std::string where = (dir / kIndexFile).string();
+  std::set<std::string> files;
+  try {
+    const auto index = nlohmann::json::parse(index_text);
+    const auto map = index.find("weight_map");
+    if (!index.is_object() || map == index.end() || !map->is_object()) {
+      return Status(ErrorCode::kBadConfig, where + ": no weight_map object");
+    }
+    for (const auto& [tensor, file] : map->items()) {
+      if (!file.is_string()) {
+        return Status(ErrorCode::kBadConfig,
+                      where + ": weight_map['" + tensor + "'] is not a file name");
+      }
+      files.insert(file.get<std::string>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status(ErrorCode::kBadConfig, where + ": " + e.what());
+  }
+  for (const std::string& file : files) {
+    std::error_code ec;
+    if (file.find('/') != std::string::npos || !fs::is_regular_file(dir / file, ec)) {
+      return Status(ErrorCode::kNotFound,
+                    where + ": names shard '" + file + "', which is not a file of the folder");
+    }
+  }
+  return files;
+}
 
 }  // namespace
 
@@ -62,8 +94,9 @@ Result<ModelFolder> open_model_folder(const fs::path& dir) {
     std::error_code type_ec;
     if (fs::is_directory(path, type_ec)) continue;
     if (!fs::is_regular_file(path, type_ec)) {
-      return Status(ErrorCode::kIo, path.string() + ": not a regular file (broken link, socket, "
-                                                    "device...): cannot be copied");
+      return Status(ErrorCode::kIo, path.string() +
+                                        ": not a regular file (broken link, socket, "
+                                        "device...): cannot be copied");
     }
     const std::string rel = path.lexically_relative(dir).generic_string();
     if (it.depth() == 0) {
@@ -75,12 +108,6 @@ Result<ModelFolder> open_model_folder(const fs::path& dir) {
     }
     folder.side_files.push_back(rel);
   }
-  std::sort(folder.shard_names.begin(), folder.shard_names.end());
-  std::sort(folder.side_files.begin(), folder.side_files.end());
-  if (folder.shard_names.empty()) {
-    return Status(ErrorCode::kNotFound, dir.string() + ": no *.safetensors file in this folder");
-  }
-
   for (const char* name : {kConfigFile, kIndexFile}) {
     const fs::path path = dir / name;
     if (!fs::exists(path, ec)) continue;
@@ -89,6 +116,21 @@ Result<ModelFolder> open_model_folder(const fs::path& dir) {
     if (!text) return text.status();
     (std::string(name) == kConfigFile ? folder.config_text : folder.index_text) =
         std::move(text).value();
+  }
+  if (folder.index_text) {
+    // With an index, the checkpoint is the shards it names; another top-level .safetensors
+    // (e.g. a consolidated.safetensors beside HF shards) is just a file to copy.
+    DF11_ASSIGN_OR_RETURN(std::set<std::string> indexed, indexed_shards(*folder.index_text, dir));
+    std::vector<std::string> shards;
+    for (std::string& name : folder.shard_names) {
+      (indexed.count(name) != 0 ? shards : folder.side_files).push_back(std::move(name));
+    }
+    folder.shard_names = std::move(shards);
+  }
+  std::sort(folder.shard_names.begin(), folder.shard_names.end());
+  std::sort(folder.side_files.begin(), folder.side_files.end());
+  if (folder.shard_names.empty()) {
+    return Status(ErrorCode::kNotFound, dir.string() + ": no *.safetensors file in this folder");
   }
 
   folder.shards.reserve(folder.shard_names.size());
@@ -102,8 +144,8 @@ Result<ModelFolder> open_model_folder(const fs::path& dir) {
       auto [pos, inserted] = folder.tensors.emplace(tensors[t].name, TensorLocation{s, t});
       if (!inserted) {
         return Status(ErrorCode::kDuplicateName,
-                      folder.shard_path(s) + ": tensor '" + tensors[t].name +
-                          "' also appears in " + folder.shard_names[pos->second.shard] +
+                      folder.shard_path(s) + ": tensor '" + tensors[t].name + "' also appears in " +
+                          folder.shard_names[pos->second.shard] +
                           " (tensor names must be unique across the model)");
       }
     }

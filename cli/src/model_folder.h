@@ -1,6 +1,7 @@
-// A checkpoint folder on disk, either kind (Hugging Face BF16 or DF11): its top-level
-// *.safetensors shards (memory-mapped and validated), config.json, the shard index and every
-// other file ("side files", copied unchanged by compress and decompress).
+// A checkpoint folder on disk, either kind (Hugging Face BF16 or DF11): its shards
+// (memory-mapped and validated: the top-level *.safetensors files, or with
+// model.safetensors.index.json the ones its weight_map names), config.json, the index and
+// every other file ("side files", copied unchanged by compress and decompress).
 #pragma once
 
 #include <cstddef>
@@ -30,8 +31,8 @@ struct TensorLocation {
 
 struct ModelFolder {
   std::filesystem::path dir;
-  std::vector<std::string> shard_names;  // top-level *.safetensors, sorted by name (bytes)
-  std::vector<SafetensorsFile> shards;   // same order
+  std::vector<std::string> shard_names;    // top-level *.safetensors, sorted by name (bytes)
+  std::vector<SafetensorsFile> shards;     // same order
   std::optional<std::string> config_text;  // config.json bytes, if present
   std::optional<std::string> index_text;   // model.safetensors.index.json bytes, if present
   std::vector<std::string> side_files;     // other files, relative paths, sorted
@@ -45,7 +46,8 @@ struct ModelFolder {
   std::vector<TensorLocation> tensors_in_file_order() const;
 };
 
-// Lists and opens a folder. kNotFound if `dir` is not a folder or holds no *.safetensors;
+// Lists and opens a folder. kNotFound if `dir` is not a folder, holds no *.safetensors, or
+// its index names a shard that is not there; kBadConfig if the index is not usable JSON;
 // kDuplicateName if a tensor name appears in two shards; parse errors of any shard as the
 // format reports them (naming the file).
 Result<ModelFolder> open_model_folder(const std::filesystem::path& dir);

@@ -1,15 +1,15 @@
 #include "output_dir.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <system_error>
 #include <utility>
-
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace df11::app {
 namespace fs = std::filesystem;
@@ -53,9 +53,9 @@ Status check_distinct_folders(const fs::path& in, const fs::path& out) {
     return true;
   };
   if (contains(a, b) || contains(b, a)) {
-    return Status(ErrorCode::kInvalidArgument,
-                  out.string() + ": output folder must not be the input folder " + in.string() +
-                      " nor inside it (or contain it)");
+    return Status(ErrorCode::kInvalidArgument, out.string() +
+                                                   ": output folder must not be the input folder " +
+                                                   in.string() + " nor inside it (or contain it)");
   }
   return Status::ok();
 }
@@ -73,8 +73,7 @@ Result<StagingDir> StagingDir::create(const fs::path& out_dir, bool force) {
     return Status(ErrorCode::kExists,
                   dir.target_.string() + ": output exists (use --force to replace it)");
   }
-  const fs::path parent =
-      dir.target_.has_parent_path() ? dir.target_.parent_path() : fs::path(".");
+  const fs::path parent = dir.target_.has_parent_path() ? dir.target_.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) {
     return Status(ErrorCode::kNotFound,
                   dir.target_.string() + ": parent folder " + parent.string() + " does not exist");

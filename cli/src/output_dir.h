@@ -23,7 +23,7 @@ class StagingDir {
   StagingDir& operator=(const StagingDir&) = delete;
   ~StagingDir();  // removes the temp folder unless committed
 
-  const std::filesystem::path& path() const { return temp_; }    // write here
+  const std::filesystem::path& path() const { return temp_; }  // write here
   const std::filesystem::path& target() const { return target_; }
 
   // Moves the temp folder onto OUT_DIR. Without force: atomic, fails with kExists if OUT_DIR

@@ -1,10 +1,10 @@
 #include "rebuild.h"
 
+#include <tbb/parallel_invoke.h>
+
 #include <algorithm>
 #include <cstring>
 #include <new>
-
-#include <tbb/parallel_invoke.h>
 
 #include "df11/decoder.h"
 #include "df11/hash.h"
@@ -25,13 +25,19 @@ std::pair<uint64_t, uint64_t> stream_bytes_of(const GroupView& g, const GroupInf
   uint64_t lo = 0, hi = info.n_blocks;  // first block with op[b + 1] > first
   while (lo < hi) {
     const uint64_t mid = (lo + hi) / 2;
-    if (read_output_position(g, mid + 1) > first) hi = mid; else lo = mid + 1;
+    if (read_output_position(g, mid + 1) > first)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   const uint64_t b0 = lo;
   hi = info.n_blocks;  // first block with op[b] >= end
   while (lo < hi) {
     const uint64_t mid = (lo + hi) / 2;
-    if (read_output_position(g, mid) >= end) hi = mid; else lo = mid + 1;
+    if (read_output_position(g, mid) >= end)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return {b0 * kBytesPerBlock, std::min<uint64_t>(lo * kBytesPerBlock, info.n_bytes)};
 }
@@ -125,9 +131,9 @@ void TensorProducer::release_member_pages(const CodedGroup& g, const GroupInfo& 
 Result<SourceLayout> parse_source_layout(const SourceFile& source) {
   const uint64_t header_bytes = source.header.size();
   if (source.size < kHeaderLengthBytes + header_bytes) {
-    return Status(ErrorCode::kBadMetadata,
-                  source.file + ": recorded size " + std::to_string(source.size) +
-                      " is smaller than its recorded header");
+    return Status(ErrorCode::kBadMetadata, source.file + ": recorded size " +
+                                               std::to_string(source.size) +
+                                               " is smaller than its recorded header");
   }
   // The format's parser validates a whole file; give it one whose data region is untouched
   // address space (MAP_NORESERVE zero pages are never materialised by the header parse).
@@ -144,14 +150,13 @@ Result<SourceLayout> parse_source_layout(const SourceFile& source) {
 
 namespace {
 
-Status check_shape(const Df11Folder& folder, const std::string& source_file,
-                   const TensorInfo& t, const OriginalTensor& o) {
+Status check_shape(const Df11Folder& folder, const std::string& source_file, const TensorInfo& t,
+                   const OriginalTensor& o) {
   const std::string where = source_file + ": tensor '" + t.name + "'";
   if (o.byte_size != t.byte_size()) {
-    return Status(ErrorCode::kBadMetadata, where + ": " + std::to_string(t.byte_size()) +
-                                               " bytes in the original header, " +
-                                               std::to_string(o.byte_size) + " in " +
-                                               folder.describe(t.name, o));
+    return Status(ErrorCode::kBadMetadata,
+                  where + ": " + std::to_string(t.byte_size()) + " bytes in the original header, " +
+                      std::to_string(o.byte_size) + " in " + folder.describe(t.name, o));
   }
   if (o.is_member) {
     const MemberMeta& m = folder.member_meta(o);

@@ -80,8 +80,8 @@ struct RebuildOptions {
 };
 
 struct RebuildResult {
-  uint64_t tensors = 0;        // tensors rebuilt and checked
-  uint64_t failed_tensors = 0; // reported through on_tensor_failure
+  uint64_t tensors = 0;            // tensors rebuilt and checked
+  uint64_t failed_tensors = 0;     // reported through on_tensor_failure
   std::vector<std::string> names;  // every tensor of the file, in file order
 };
 

@@ -1,10 +1,10 @@
 #include "signals.h"
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstring>
 #include <string>
-
-#include <unistd.h>
 
 #include "df11/file_io.h"
 
@@ -43,9 +43,9 @@ Status check_interrupted() {
   const int sig = g_signal;
   if (sig == 0) return Status::ok();
   return Status(ErrorCode::kInterrupted,
-                std::string("interrupted by ") + (sig == SIGINT ? "SIGINT" : sig == SIGTERM
-                                                                      ? "SIGTERM"
-                                                                      : "a signal"));
+                std::string("interrupted by ") + (sig == SIGINT    ? "SIGINT"
+                                                  : sig == SIGTERM ? "SIGTERM"
+                                                                   : "a signal"));
 }
 
 void reset_interrupt_for_testing() { g_signal = 0; }

@@ -1,11 +1,11 @@
 #include "source_hasher.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 #include <utility>
-
-#include <fcntl.h>
-#include <unistd.h>
 
 #include "df11/hash.h"
 #include "signals.h"

@@ -29,16 +29,15 @@ Status TensorComparer::begin(const std::string& name, Dtype dtype,
   first_detail_.clear();
   const auto it = original_.tensors.find(name);
   if (it == original_.tensors.end()) {
-    return Status(ErrorCode::kMismatch, "tensor '" + name + "': not in " +
-                                            original_.dir.string());
+    return Status(ErrorCode::kMismatch, "tensor '" + name + "': not in " + original_.dir.string());
   }
   seen_.insert(name);
   const TensorInfo& t = original_.tensor(it->second);
   if (t.dtype != dtype || t.shape != shape) {
-    return Status(ErrorCode::kMismatch,
-                  "tensor '" + name + "': " + dtype_name(dtype) + " " + shape_to_string(shape) +
-                      " here, " + dtype_name(t.dtype) + " " + shape_to_string(t.shape) + " in " +
-                      original_.shard_names[it->second.shard]);
+    return Status(ErrorCode::kMismatch, "tensor '" + name + "': " + dtype_name(dtype) + " " +
+                                            shape_to_string(shape) + " here, " +
+                                            dtype_name(t.dtype) + " " + shape_to_string(t.shape) +
+                                            " in " + original_.shard_names[it->second.shard]);
   }
   current_ = &t;
   file_ = &original_.shards[it->second.shard];
@@ -77,11 +76,10 @@ Status TensorComparer::end() {
   }
   if (differing_ == 0) return Status::ok();
   const uint32_t width = std::max<uint32_t>(1, dtype_bits(t.dtype) / 8);
-  return Status(ErrorCode::kMismatch,
-                "tensor '" + name_ + "': " + std::to_string(differing_) + " of " +
-                    std::to_string(t.byte_size() / width) +
-                    " elements differ from the original; first at element " +
-                    std::to_string(first_diff_) + ": " + first_detail_);
+  return Status(ErrorCode::kMismatch, "tensor '" + name_ + "': " + std::to_string(differing_) +
+                                          " of " + std::to_string(t.byte_size() / width) +
+                                          " elements differ from the original; first at element " +
+                                          std::to_string(first_diff_) + ": " + first_detail_);
 }
 
 std::vector<std::string> TensorComparer::not_compared() const {

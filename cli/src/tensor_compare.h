@@ -35,10 +35,10 @@ class TensorComparer {
   const TensorInfo* current_ = nullptr;
   const SafetensorsFile* file_ = nullptr;
   std::string name_;
-  uint64_t offset_ = 0;          // bytes of the current tensor compared so far
-  uint64_t differing_ = 0;       // elements that differ
-  uint64_t first_diff_ = 0;      // element index of the first difference
-  std::string first_detail_;     // "0x3f80 (original) vs 0x3f81"
+  uint64_t offset_ = 0;       // bytes of the current tensor compared so far
+  uint64_t differing_ = 0;    // elements that differ
+  uint64_t first_diff_ = 0;   // element index of the first difference
+  std::string first_detail_;  // "0x3f80 (original) vs 0x3f81"
 };
 
 }  // namespace df11::app

@@ -1,9 +1,9 @@
 // --threads N: caps TBB's parallelism for the lifetime of the object (0 = all cores).
 #pragma once
 
-#include <memory>
-
 #include <tbb/global_control.h>
+
+#include <memory>
 
 namespace df11::app {
 
@@ -11,8 +11,8 @@ class ThreadLimit {
  public:
   explicit ThreadLimit(int threads) {
     if (threads > 0) {
-      control_ = std::make_unique<tbb::global_control>(
-          tbb::global_control::max_allowed_parallelism, static_cast<size_t>(threads));
+      control_ = std::make_unique<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                                       static_cast<size_t>(threads));
     }
   }
 

@@ -2,10 +2,10 @@
 
 #include <cstdio>
 
+#include "df11_folder.h"
 #include "model_folder.h"
 #include "thread_limit.h"
 #include "verify_modes.h"
-#include "df11_folder.h"
 #if defined(DF11_HAVE_CUDA)
 #include "df11/cuda_decoder.h"
 #endif

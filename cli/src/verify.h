@@ -28,13 +28,13 @@ struct VerifyOptions {
 };
 
 struct VerifyReport {
-  bool has_checksums = true;  // false for folders without df11 metadata
-  std::string device;         // "cpu" or "cuda"
-  size_t groups = 0;          // groups decoded
-  size_t tensors = 0;         // original tensors checked
-  size_t files = 0;           // original files whose SHA-256 was checked
-  size_t side_files = 0;      // recorded side files checked
-  size_t compared = 0;        // tensors compared with --against
+  bool has_checksums = true;          // false for folders without df11 metadata
+  std::string device;                 // "cpu" or "cuda"
+  size_t groups = 0;                  // groups decoded
+  size_t tensors = 0;                 // original tensors checked
+  size_t files = 0;                   // original files whose SHA-256 was checked
+  size_t side_files = 0;              // recorded side files checked
+  size_t compared = 0;                // tensors compared with --against
   std::vector<std::string> failures;  // one line each, naming the tensor or file
   std::vector<std::string> notes;
   bool ok() const { return failures.empty(); }

@@ -26,19 +26,19 @@ std::string member_names(const GroupMeta& meta) {
 void check_stored(const Df11Folder& folder, const CodedGroup& g, VerifyContext& context,
                   Status* fatal) {
   const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
-  const std::string* recorded[6] = {&meta.stored.luts,    &meta.stored.encoded_exponent,
+  const std::string* recorded[6] = {&meta.stored.luts,          &meta.stored.encoded_exponent,
                                     &meta.stored.sign_mantissa, &meta.stored.output_positions,
-                                    &meta.stored.gaps,    &meta.stored.split_positions};
+                                    &meta.stored.gaps,          &meta.stored.split_positions};
   const auto tensors = g.tensors.all();
   for (size_t k = 0; k < tensors.size(); ++k) {
     Xxh3 hash;
-    Status status = stream_file_range(folder.folder.shards[g.shard].mapped(),
-                                      tensors[k]->file_offset, tensors[k]->byte_size(),
-                                      [&](std::span<const uint8_t> bytes) {
-                                        hash.update(bytes);
-                                        context.console.progress_advance(bytes.size());
-                                        return Status::ok();
-                                      });
+    Status status =
+        stream_file_range(folder.folder.shards[g.shard].mapped(), tensors[k]->file_offset,
+                          tensors[k]->byte_size(), [&](std::span<const uint8_t> bytes) {
+                            hash.update(bytes);
+                            context.console.progress_advance(bytes.size());
+                            return Status::ok();
+                          });
     if (!status) {
       *fatal = status;
       return;
@@ -93,8 +93,8 @@ void check_loader(const Df11Folder& folder, VerifyContext& context) {
     for (const MemberMeta& m : meta.members) expected.push_back(m.name);
     if (*names != expected) {
       context.fail(g.what + ": config.json pattern_dict makes the loader decode it into " +
-                   std::to_string(names->size()) + " weights starting with '" +
-                   names->front() + "', but its members are " + member_names(meta));
+                   std::to_string(names->size()) + " weights starting with '" + names->front() +
+                   "', but its members are " + member_names(meta));
     }
   }
 }
@@ -108,10 +108,12 @@ void check_shard_metadata(const Df11Folder& folder, size_t shard, VerifyContext&
   const Df11Metadata& meta = folder.metadata[shard];
   if (meta.spec_version == kDf11SpecVersion) {
     auto canonical = serialize_df11_metadata(meta);
-    const std::string* stored = folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
+    const std::string* stored =
+        folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
     if (!canonical || stored == nullptr || *canonical != *stored) {
-      context.fail(name + ": df11 metadata text differs from what its content serializes to "
-                          "(altered after writing)");
+      context.fail(name +
+                   ": df11 metadata text differs from what its content serializes to "
+                   "(altered after writing)");
     }
   }
   for (const SourceFile& source : folder.metadata[shard].sources) {
@@ -225,8 +227,8 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
     }
     ++context.report.side_files;
     if (context.against != nullptr) {
-      auto original = read_file_to_string((context.against->dir / side.file).string(),
-                                          kMaxIndexBytes);
+      auto original =
+          read_file_to_string((context.against->dir / side.file).string(), kMaxIndexBytes);
       if (!original || *original != side.content) {
         context.fail(side.file + ": recorded original differs from " +
                      (context.against->dir / side.file).string());

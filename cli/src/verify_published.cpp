@@ -8,8 +8,8 @@
 #include "df11/decoder.h"
 #include "df11/group_tensors.h"
 #include "file_stream.h"
-#include "member_spans.h"
 #include "loader_check.h"
+#include "member_spans.h"
 #include "model_config.h"
 #include "signals.h"
 #include "tensor_compare.h"
@@ -26,8 +26,9 @@ void compare_group(const GroupTensors& group, const GroupView& view,
                    std::span<const uint16_t> decoded, const nlohmann::ordered_json* dict,
                    TensorComparer& comparer, const std::string& what, VerifyContext& context) {
   if (dict == nullptr) {
-    context.fail(what + ": config.json has no dfloat11_config.pattern_dict: cannot tell which "
-                        "original weights it holds");
+    context.fail(what +
+                 ": config.json has no dfloat11_config.pattern_dict: cannot tell which "
+                 "original weights it holds");
     return;
   }
   auto names = loader_member_names(*dict, group.name);
@@ -44,8 +45,8 @@ void compare_group(const GroupTensors& group, const GroupView& view,
   uint64_t begin = 0;
   for (size_t k = 0; k < names->size(); ++k) {
     // validate_group checked the split positions are increasing within (0, n).
-    const uint64_t end = k < n_splits ? load_le64(view.split_positions.data() + 8 * k)
-                                      : decoded.size();
+    const uint64_t end =
+        k < n_splits ? load_le64(view.split_positions.data() + 8 * k) : decoded.size();
     const std::string& name = (*names)[k];
     std::vector<uint64_t> shape{end - begin};
     const auto it = context.against->tensors.find(name);
@@ -108,9 +109,9 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       try {
         decoded.assign(info->n_elements, 0);
       } catch (const std::bad_alloc&) {
-        return Status(ErrorCode::kResourceLimit, what + ": out of memory for " +
-                                                     std::to_string(info->n_elements) +
-                                                     " decoded weights");
+        return Status(
+            ErrorCode::kResourceLimit,
+            what + ": out of memory for " + std::to_string(info->n_elements) + " decoded weights");
       }
       Status status = decode_group_reference(view, decoded, what);
       if (!status) {
@@ -130,8 +131,8 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
 #endif
       ++context.report.groups;
       context.report.tensors += view.split_positions.size() / 8 + 1;
-      if (comparer) compare_group(group, view, decoded, dict ? &*dict : nullptr, *comparer, what,
-                                  context);
+      if (comparer)
+        compare_group(group, view, decoded, dict ? &*dict : nullptr, *comparer, what, context);
       for (const TensorInfo* t : group.all()) {
         shard.mapped().advise_dontneed(t->file_offset, t->byte_size());
         context.console.progress_advance(t->byte_size());

@@ -4,9 +4,8 @@
 #include <signal.h>
 
 #include <chrono>
-#include <thread>
-
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "cli_process.h"
 #include "cli_test_model.h"
@@ -43,7 +42,8 @@ TEST_F(Binary, CompressVerifyDecompress) {
   const ProcessResult c = run({"compress", model(), "-o", df11()});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_NE(c.out.find("compressed " + model().string() + " -> " + df11().string()),
-            std::string::npos) << c.out;
+            std::string::npos)
+      << c.out;
   EXPECT_NE(c.out.find("GB/s"), std::string::npos) << c.out;
   EXPECT_EQ(c.err, "");  // stderr is not a terminal: no progress bar
 
@@ -72,7 +72,8 @@ TEST_F(Binary, QuietAndGlobalOptionsAfterTheSubcommand) {
   ASSERT_EQ(t.exit_code, 0) << t.err;
   EXPECT_NE(t.out.find("group 'model.layers.2.mlp.down_proj'"), std::string::npos) << t.out;
   const auto config = nlohmann::json::parse(read_text(df11() / "config.json"));
-  EXPECT_TRUE(config["dfloat11_config"]["pattern_dict"].contains("model\\.layers\\.0\\.self_attn\\.q_proj"));
+  EXPECT_TRUE(config["dfloat11_config"]["pattern_dict"].contains(
+      "model\\.layers\\.0\\.self_attn\\.q_proj"));
   EXPECT_EQ(run({"verify", df11(), "--against", model(), "-q"}).exit_code, 0);
 }
 
@@ -102,7 +103,8 @@ TEST_F(Binary, ExistingOutputIsKeptWithoutForce) {
   const ProcessResult r = run({"compress", model(), "-o", df11()});
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("error: " + df11().string() + ": output exists (use --force"),
-            std::string::npos) << r.err;
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(list_dir(df11()), std::vector<std::string>{"mine.txt"});
   const ProcessResult f = run({"--force", "compress", model(), "-o", df11()});
   EXPECT_EQ(f.exit_code, 0) << f.err;
@@ -117,7 +119,8 @@ TEST_F(Binary, CorruptionFailsVerifyWith1) {
   flip_byte(shard, tensor_file_offset(shard, "model.layers.2.encoded_exponent") + 9, 0x04);
   const ProcessResult v = run({"verify", df11()});
   EXPECT_EQ(v.exit_code, 1) << v.out << v.err;
-  EXPECT_NE(v.out.find("FAIL tensor 'model.layers.2.encoded_exponent'"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find("FAIL tensor 'model.layers.2.encoded_exponent'"), std::string::npos)
+      << v.out;
   EXPECT_NE(v.out.find("FAILED"), std::string::npos) << v.out;
   EXPECT_NE(v.err.find("error: verification failed"), std::string::npos) << v.err;
   const ProcessResult d = run({"decompress", df11(), "-o", restored()});

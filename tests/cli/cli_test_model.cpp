@@ -6,10 +6,9 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
-
-#include <nlohmann/json.hpp>
 
 #include "df11/hash.h"
 #include "df11/safetensors.h"
@@ -71,10 +70,14 @@ std::vector<std::string> write_tiny_llama(const fs::path& dir, const TinyLlama& 
       layer.push_back(
           bf16_tensor(p + "self_attn." + proj + ".weight", {m.hidden, m.hidden}, 0, w_std, rng));
     }
-    layer.push_back(bf16_tensor(p + "mlp.gate_proj.weight", {m.intermediate, m.hidden}, 0, w_std, rng));
-    layer.push_back(bf16_tensor(p + "mlp.up_proj.weight", {m.intermediate, m.hidden}, 0, w_std, rng));
-    layer.push_back(bf16_tensor(p + "mlp.down_proj.weight", {m.hidden, m.intermediate}, 0, w_std, rng));
-    layer.push_back(bf16_tensor(p + "post_attention_layernorm.weight", {m.hidden}, 1.0f, 0.05f, rng));
+    layer.push_back(
+        bf16_tensor(p + "mlp.gate_proj.weight", {m.intermediate, m.hidden}, 0, w_std, rng));
+    layer.push_back(
+        bf16_tensor(p + "mlp.up_proj.weight", {m.intermediate, m.hidden}, 0, w_std, rng));
+    layer.push_back(
+        bf16_tensor(p + "mlp.down_proj.weight", {m.hidden, m.intermediate}, 0, w_std, rng));
+    layer.push_back(
+        bf16_tensor(p + "post_attention_layernorm.weight", {m.hidden}, 1.0f, 0.05f, rng));
     // Layer 1 is split across the shards after v_proj (as HF sharding by size does).
     for (size_t k = 0; k < layer.size(); ++k) {
       const bool to_first = !m.sharded || l == 0 || (l == 1 && k < 4);

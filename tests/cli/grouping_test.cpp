@@ -1,11 +1,12 @@
 // Group derivation from tensor names and the pattern_dict the dfloat11 loader reads.
+#include "grouping.h"
+
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <string>
 #include <vector>
 
-#include "grouping.h"
 #include "python_regex.h"
 
 namespace df11::app {
@@ -27,12 +28,12 @@ std::vector<TensorEntry> llama_layers(const std::vector<std::string>& order, int
   return t;
 }
 
-const std::vector<std::string> kLlamaOrder{"self_attn.q_proj", "self_attn.k_proj",
-                                           "self_attn.v_proj", "self_attn.o_proj",
-                                           "mlp.gate_proj",    "mlp.up_proj",
-                                           "mlp.down_proj"};
+const std::vector<std::string> kLlamaOrder{
+    "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+    "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
 
-std::vector<std::string> names_of(const std::vector<TensorEntry>& t, const std::vector<size_t>& idx) {
+std::vector<std::string> names_of(const std::vector<TensorEntry>& t,
+                                  const std::vector<size_t>& idx) {
   std::vector<std::string> names;
   for (size_t i : idx) names.push_back(t[i].name);
   return names;
@@ -57,10 +58,9 @@ TEST(Grouping, LlamaBlocksEmbeddingsAndHead) {
   EXPECT_EQ(g.groups[4].name, "lm_head");
   // Norms (1-D) stay raw, in input order.
   EXPECT_EQ(names_of(tensors, g.raw),
-            (std::vector<std::string>{"model.layers.0.input_layernorm.weight",
-                                      "model.layers.1.input_layernorm.weight",
-                                      "model.layers.2.input_layernorm.weight",
-                                      "model.norm.weight"}));
+            (std::vector<std::string>{
+                "model.layers.0.input_layernorm.weight", "model.layers.1.input_layernorm.weight",
+                "model.layers.2.input_layernorm.weight", "model.norm.weight"}));
   EXPECT_TRUE(g.notes.empty());
 }
 
@@ -71,8 +71,8 @@ TEST(Grouping, OnlyNonEmpty2dBf16WeightsAreCoded) {
       TensorEntry{"model.layers.0.mlp.conv.weight", Dtype::kBF16, {2, 2, 2}, 8},
       TensorEntry{"model.layers.0.mlp.empty.weight", Dtype::kBF16, {0, 8}, 0},
       bf16("model.layers.0.mlp.up_proj.bias", 8, 8),
-      bf16("model.layers.0.weight", 8, 8),        // P itself: no sub-module
-      bf16("model.vision_proj.weight", 8, 8),     // not a block, not embed/lm_head
+      bf16("model.layers.0.weight", 8, 8),     // P itself: no sub-module
+      bf16("model.vision_proj.weight", 8, 8),  // not a block, not embed/lm_head
       bf16("weight", 8, 8),
   };
   const Grouping g = derive_groups(tensors, GroupBy::kBlock);
@@ -206,15 +206,15 @@ TEST(PatternDict, HeterogeneousBlocksGetExclusiveAlternations) {
 }
 
 TEST(PatternDict, PrefixesAreIndependent) {
-  const std::vector<TensorEntry> tensors{
-      bf16("model.encoder.layers.0.fc1.weight", 8, 8), bf16("model.encoder.layers.1.fc1.weight", 8, 8),
-      bf16("model.decoder.layers.0.fc1.weight", 8, 8), bf16("model.decoder.layers.0.fc2.weight", 8, 8),
-      bf16("model.decoder.layers.1.fc1.weight", 8, 8)};
+  const std::vector<TensorEntry> tensors{bf16("model.encoder.layers.0.fc1.weight", 8, 8),
+                                         bf16("model.encoder.layers.1.fc1.weight", 8, 8),
+                                         bf16("model.decoder.layers.0.fc1.weight", 8, 8),
+                                         bf16("model.decoder.layers.0.fc2.weight", 8, 8),
+                                         bf16("model.decoder.layers.1.fc1.weight", 8, 8)};
   const auto dict = dict_for(tensors);
-  const nlohmann::ordered_json expected = {
-      {"model\\.encoder\\.layers\\.\\d+", {"fc1"}},
-      {"model\\.decoder\\.layers\\.(?:0)", {"fc1", "fc2"}},
-      {"model\\.decoder\\.layers\\.(?:1)", {"fc1"}}};
+  const nlohmann::ordered_json expected = {{"model\\.encoder\\.layers\\.\\d+", {"fc1"}},
+                                           {"model\\.decoder\\.layers\\.(?:0)", {"fc1", "fc2"}},
+                                           {"model\\.decoder\\.layers\\.(?:1)", {"fc1"}}};
   EXPECT_EQ(dict, expected) << dict.dump(2);
 }
 
@@ -222,7 +222,8 @@ TEST(PatternDict, KeysWithoutCodedGroupsAreLeftOut) {
   std::vector<std::string> other = kLlamaOrder;
   std::swap(other[0], other[1]);
   auto tensors = llama_layers(kLlamaOrder, 3);
-  for (const std::string& sub : other) tensors.push_back(bf16("model.layers.3." + sub + ".weight", 8, 8));
+  for (const std::string& sub : other)
+    tensors.push_back(bf16("model.layers.3." + sub + ".weight", 8, 8));
   // Groups: embed, layers 0-2, lm_head, layer 3 (other order). Layer 3 and lm_head fall back.
   const auto dict = dict_for(tensors, {true, true, true, true, false, false});
   const nlohmann::ordered_json expected = {

@@ -3,9 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli_fixture.h"
 #include "df11/metadata.h"
@@ -117,9 +116,9 @@ TEST_F(Pipeline, OutputFolderLayout) {
   // Exponent stream + sign/mantissa bytes: about 68% of the BF16 bytes (Gaussian weights code
   // to ~2.6 bits of exponent). (Whole files of this tiny model carry relatively large tables
   // and metadata.)
-  const double coded = static_cast<double>(
-      s1->header().find("model.layers.0.encoded_exponent")->byte_size() +
-      s1->header().find("model.layers.0.sign_mantissa")->byte_size());
+  const double coded =
+      static_cast<double>(s1->header().find("model.layers.0.encoded_exponent")->byte_size() +
+                          s1->header().find("model.layers.0.sign_mantissa")->byte_size());
   const double ratio = coded / (2.0 * (4 * 64 * 64 + 3 * 64 * 128));
   EXPECT_LT(ratio, 0.70);
   EXPECT_GT(ratio, 0.6);
@@ -149,7 +148,8 @@ TEST_F(Pipeline, VariantsRoundTrip) {
   TinyLlama single;
   single.sharded = false;
   single.layers = 2;
-  const std::vector<Variant> variants{{"tied", tied}, {"single file", single},
+  const std::vector<Variant> variants{{"tied", tied},
+                                      {"single file", single},
                                       {"group by tensor", TinyLlama{}, app::GroupBy::kTensor}};
   for (const Variant& v : variants) {
     SCOPED_TRACE(v.what);
@@ -168,6 +168,32 @@ TEST_F(Pipeline, VariantsRoundTrip) {
       EXPECT_EQ(dict["model\\.layers\\.1\\.mlp\\.up_proj"], nlohmann::ordered_json::array());
     }
   }
+}
+
+TEST_F(Pipeline, IndexDecidesWhichFilesAreShards) {
+  write_tiny_llama(model(), {});
+  // A consolidated checkpoint beside the HF shards (as some repositories ship): not in the
+  // index, so it is a file to copy, not a shard to compress.
+  const std::vector<uint8_t> weights(2 * 64 * 64, 0x3c);
+  const std::vector<TensorData> tensors{
+      {"layers.0.attention.wq.weight", Dtype::kBF16, {64, 64}, weights}};
+  ASSERT_TRUE(
+      write_safetensors((model() / "consolidated.safetensors").string(), tensors, nullptr).is_ok());
+  expect_round_trip(compress_options());
+  EXPECT_EQ(read_text(df11() / "consolidated.safetensors"),
+            read_text(model() / "consolidated.safetensors"));
+  const auto index = read_json(df11() / "model.safetensors.index.json");
+  EXPECT_FALSE(index["weight_map"].contains("layers.0.attention.wq.weight"));
+
+  // An index naming a shard that is not there is an error.
+  fs::remove(model() / kShard2);
+  std::ostringstream out, err;
+  app::Console console(out, err, 1, false);
+  CompressOptions o = compress_options();
+  o.out_dir = tmp_ / "other";
+  auto result = app::compress_model(o, console);
+  EXPECT_EQ(result.status().code(), ErrorCode::kNotFound);
+  EXPECT_NE(result.status().message().find(kShard2), std::string::npos);
 }
 
 TEST_F(Pipeline, UncodableGroupIsStoredUnchangedWithWarning) {

@@ -138,7 +138,8 @@ TEST_F(Corruption, HeaderBytesAreCovered) {
         continue;
       }
       const Captured v = verify_flipped(df11() / shard, offset);
-      ASSERT_EQ(v.code, 1) << shard << " offset " << offset << " in '" << text.substr(offset - 60, 120) << "'\n"
+      ASSERT_EQ(v.code, 1) << shard << " offset " << offset << " in '"
+                           << text.substr(offset - 60, 120) << "'\n"
                            << v.out << v.err;
       ++checked;
     }
