@@ -101,7 +101,9 @@ struct KernelGroup {
   uint32_t first_block;  // index of this group's block 0 among all blocks of the launch
   uint32_t n_luts;       // 2..18, validated on the host
   uint32_t flags;        // KernelGroupFlags
-  uint32_t reserved;
+  // Blocks 0 .. interior_blocks - 1 have all their loads inside the arrays with aligned
+  // wide loads (decode_kernel.cu, interior_block()); 0 if the arrays are not aligned.
+  uint32_t interior_blocks;
   uint64_t row_depths;   // 3 bits per decode row r (bits 3r..3r+2): its depth below the root
                          // (GroupInfo::lut_row_depth), or 7 if no pointer reaches it
 };

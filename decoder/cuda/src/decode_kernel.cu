@@ -95,12 +95,17 @@ __device__ __forceinline__ void red_or_u32(uint32_t a, uint32_t v) {
   asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
 }
 
+// Inclusive scan over the first kWidth lanes; the shuffle's own in-range predicate guards
+// the add (two instructions per step).
 template <uint32_t kWidth = 32>
-__device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v, uint32_t lane) {
+__device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v) {
 #pragma unroll
   for (uint32_t d = 1; d < kWidth; d <<= 1) {
-    const uint32_t u = __shfl_up_sync(kFullMask, v, d);
-    if (lane >= d) v += u;
+    asm("{\n\t.reg .u32 u;\n\t.reg .pred p;\n\t"
+        "shfl.sync.up.b32 u|p, %0, %1, 0, 0xffffffff;\n\t"
+        "@p add.u32 %0, %0, u;\n\t}"
+        : "+r"(v)
+        : "r"(d));
   }
   return v;
 }
@@ -118,9 +123,7 @@ struct RawInputs {
 // the next window's first 4), both gap fields and output positions b..b+2 all lie inside
 // their arrays, so its loads need no bounds checks (a block-uniform condition).
 __device__ __forceinline__ bool interior_block(const KernelGroup& g, uint32_t block) {
-  constexpr uint32_t kAligned = kStreamAligned8 | kOpAligned4;
-  return (g.flags & kAligned) == kAligned &&
-         (uint64_t{block} + 1) * kBytesPerBlock + kBytesPerWindow <= g.n_bytes;
+  return block < g.interior_blocks;  // precomputed: see make_kernel_group()
 }
 
 struct WindowPlace {
@@ -350,6 +353,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       const uint32_t pieces = expected ? (op1 - base + 15) / 16 : 0;
       const uint8_t* const src = g.sign_mantissa + base;
       const uint32_t left = g.n_elements - base;  // > 0: op0 < n when expected > 0
+#pragma unroll 1
       for (uint32_t i = t; i < pieces; i += kThreads) {
         const uint32_t at = 16 * i;
         const uint32_t avail = at < left ? min(16u, left - at) : 0u;
@@ -372,11 +376,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       const KernelGroup& gn = batch.groups[gi_next];
       raw = load_raw(gn, b + 1 - gn.first_block, t);
     }
-    const uint32_t incl = warp_inclusive_scan(r.count, lane);
+    const uint32_t incl = warp_inclusive_scan(r.count);
     if (lane == 31) warp_totals[parity][warp] = incl;
     __syncthreads();
     const uint32_t wt = lane < kWarps ? warp_totals[parity][lane] : 0;
-    const uint32_t wincl = warp_inclusive_scan<kWarps>(wt, lane);
+    const uint32_t wincl = warp_inclusive_scan<kWarps>(wt);
     const uint32_t total = __shfl_sync(kFullMask, wincl, kWarps - 1);
     const uint32_t prefix = __shfl_sync(kFullMask, wincl - wt, warp) + incl - r.count;
 

@@ -68,6 +68,13 @@ KernelGroup make_kernel_group(const GroupView& host, const GroupInfo& info,
   }
   if (aligned(stream, 8)) k.flags |= kStreamAligned8;
   if (aligned(output_positions, 4)) k.flags |= kOpAligned4;
+  // Block b is interior when its window bytes and the next window's first 4 bytes, gap
+  // fields 512b .. 512(b+1) and output positions b .. b+2 are all inside their arrays:
+  // (b + 1) * 4096 + 8 <= n_bytes (which also implies b + 2 <= n_blocks).
+  k.interior_blocks = 0;
+  if (aligned(stream, 8) && aligned(output_positions, 4) && info.n_bytes >= kBytesPerBlock + 8) {
+    k.interior_blocks = static_cast<uint32_t>((info.n_bytes - 8) / kBytesPerBlock);
+  }
   if (aligned(sign_mantissa, 16)) k.flags |= kSignMantissaAligned16;
   if (aligned(out, 16)) k.flags |= kOutputAligned16;
   return k;
