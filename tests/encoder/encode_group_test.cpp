@@ -110,6 +110,24 @@ TEST(EncodeGroup, SizesAroundWindowAndBlockBoundaries) {
   }
 }
 
+// spec 3.6: the last block may hold no code start. 32765 one-bit codes and two two-bit codes
+// make 32769 bits (4097 bytes, 2 blocks); the last code starts at bit 32767, in block 0.
+TEST(EncodeGroup, LastBlockWithoutACodeStart) {
+  std::vector<uint16_t> w(32765, pattern(120, 1));
+  w.push_back(pattern(121, 2));
+  w.push_back(pattern(122, 3));
+  GroupPlan plan;
+  const auto b = encode_group(std::vector<std::span<const uint16_t>>{w}, &plan);
+  ASSERT_TRUE(b.is_ok());
+  ASSERT_EQ(plan.n_bits, 32769u);
+  ASSERT_EQ(plan.n_blocks, 2u);
+  EXPECT_EQ(load_le32(b->output_positions.data() + 4), w.size());
+  EXPECT_EQ(load_le32(b->output_positions.data() + 8), w.size());
+  EXPECT_EQ(plan.max_block_weights, w.size());
+  check_group({w}, *b, plan);
+  round_trip({w}, 32766);  // the last chunk holds only the code that opens no block
+}
+
 // Multi-length codes, many small sizes: tails of every shape.
 TEST(EncodeGroup, ManySmallSizes) {
   TestRng rng(36);
