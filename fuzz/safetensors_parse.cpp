@@ -13,12 +13,12 @@
 
 namespace {
 
-#define FUZZ_CHECK(cond)                                                         \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
+#define FUZZ_CHECK(cond)                                                            \
+  do {                                                                              \
+    if (!(cond)) {                                                                  \
       std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                              \
-    }                                                                            \
+      std::abort();                                                                 \
+    }                                                                               \
   } while (0)
 
 void check_invariants(const df11::SafetensorsHeader& h, size_t size) {
@@ -61,8 +61,8 @@ void check_round_trip(const df11::SafetensorsHeader& h, std::span<const uint8_t>
     FUZZ_CHECK(a.data_offset_begin == b.data_offset_begin);
     FUZZ_CHECK(a.data_offset_end == b.data_offset_end);
   }
-  FUZZ_CHECK(std::equal(again->begin() + h2->data_start, again->end(),
-                        bytes.begin() + h.data_start, bytes.end()));
+  FUZZ_CHECK(std::equal(again->begin() + h2->data_start, again->end(), bytes.begin() + h.data_start,
+                        bytes.end()));
 }
 
 void check_df11_helpers(const df11::SafetensorsHeader& h, std::span<const uint8_t> bytes) {

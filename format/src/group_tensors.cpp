@@ -77,9 +77,9 @@ GroupView group_view(const GroupTensors& group, std::span<const uint8_t> file_by
     return file_bytes.subspan(static_cast<size_t>(t->file_offset),
                               static_cast<size_t>(t->byte_size()));
   };
-  return GroupView{span_of(group.luts),   span_of(group.encoded_exponent),
+  return GroupView{span_of(group.luts),          span_of(group.encoded_exponent),
                    span_of(group.sign_mantissa), span_of(group.output_positions),
-                   span_of(group.gaps),   span_of(group.split_positions)};
+                   span_of(group.gaps),          span_of(group.split_positions)};
 }
 
 }  // namespace df11

@@ -7,25 +7,24 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "df11/status.h"
 
 namespace df11::detail {
 
 struct StrictJsonOptions {
-  std::string what;                    // message prefix, e.g. the file name
-  std::string top_level_noun = "key";  // "duplicate <noun> 'x'", e.g. "tensor name"
-  ErrorCode syntax_error = ErrorCode::kBadJson;         // not JSON, bad UTF-8, too deep
+  std::string what;                              // message prefix, e.g. the file name
+  std::string top_level_noun = "key";            // "duplicate <noun> 'x'", e.g. "tensor name"
+  ErrorCode syntax_error = ErrorCode::kBadJson;  // not JSON, bad UTF-8, too deep
   ErrorCode duplicate_top_level = ErrorCode::kBadJson;  // a key twice in the root object
   ErrorCode duplicate_nested = ErrorCode::kBadJson;     // a key twice in a nested object
-  int max_depth = 16;                 // containers nested deeper than this are rejected
-  std::string ordered_child;          // if set, record the key order of this root member
+  int max_depth = 16;         // containers nested deeper than this are rejected
+  std::string ordered_child;  // if set, record the key order of this root member
   // More root keys than this stop the parse early with kResourceLimit (before the DOM of a
   // hostile header grows further).
   uint64_t max_top_level_keys = UINT64_MAX;
@@ -34,7 +33,7 @@ struct StrictJsonOptions {
 
 struct StrictJson {
   nlohmann::json value;
-  std::vector<std::string> top_level_keys;    // root object keys in document order
+  std::vector<std::string> top_level_keys;      // root object keys in document order
   std::vector<std::string> ordered_child_keys;  // keys of root[ordered_child], in order
 };
 

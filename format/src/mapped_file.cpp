@@ -17,8 +17,7 @@ uint64_t page_size() {
 }
 
 // Clips [offset, offset + length) to [0, size) and widens it to whole pages.
-bool page_range(uint64_t size, uint64_t offset, uint64_t length, uint64_t* begin,
-                uint64_t* end) {
+bool page_range(uint64_t size, uint64_t offset, uint64_t length, uint64_t* begin, uint64_t* end) {
   if (offset >= size || length == 0) return false;
   const uint64_t last = length > size - offset ? size : offset + length;
   const uint64_t page = page_size();

@@ -10,8 +10,8 @@
 namespace df11 {
 namespace {
 
-using nlohmann::json;
 using detail::quote_name;
+using nlohmann::json;
 
 // Forward-compatible top-level keys may nest; the known schema needs 6 levels.
 constexpr int kMaxMetadataJsonDepth = 32;
@@ -54,8 +54,8 @@ Status get_name(const json& j, const char* key, const std::string& ctx, std::str
 Status get_uint(const json& j, const char* key, const std::string& ctx, uint64_t* out) {
   const json& v = j.at(key);
   if (!v.is_number_unsigned()) {
-    return bad(ctx, std::string("field '") + key + "' = " + v.dump() +
-                        " is not a non-negative integer");
+    return bad(ctx,
+               std::string("field '") + key + "' = " + v.dump() + " is not a non-negative integer");
   }
   *out = v.get<uint64_t>();
   return Status::ok();
@@ -72,6 +72,7 @@ Status get_hex(const json& j, const char* key, size_t length, const std::string&
   return Status::ok();
 }
 
+// spec 5.3 rule F1: decompression writes these names into the output folder.
 Status get_file_name(const json& j, const std::string& ctx, std::string* out) {
   DF11_RETURN_IF_ERROR(get_string(j, "file", ctx, out));
   if (!is_safe_file_name(*out)) {
@@ -81,17 +82,18 @@ Status get_file_name(const json& j, const std::string& ctx, std::string* out) {
   return Status::ok();
 }
 
+// spec 5.3 rule L1, checked before any entry is read.
 Status check_count(const json& j, const char* key, size_t limit, const char* limit_name,
                    const std::string& ctx) {
   if (j.size() > limit) {
-    return Status(ErrorCode::kResourceLimit,
-                  ctx + ": " + std::to_string(j.size()) + " entries in '" + key + "', more than " +
-                      limit_name + " " + std::to_string(limit));
+    return Status(ErrorCode::kResourceLimit, ctx + ": " + std::to_string(j.size()) +
+                                                 " entries in '" + key + "', more than " +
+                                                 limit_name + " " + std::to_string(limit));
   }
   return Status::ok();
 }
 
-// spec 5.3 rule V1: "M.m" with decimal M and m; only major 1 is understood.
+// spec 5.3 rules V1 ("M.m" with decimal M and m) and V2 (only major 1 is understood).
 Status check_spec_version(const std::string& v, const std::string& ctx) {
   const size_t dot = v.find('.');
   auto all_digits = [](std::string_view s) {
@@ -108,9 +110,9 @@ Status check_spec_version(const std::string& v, const std::string& ctx) {
   int major = 0;
   std::from_chars(v.data(), v.data() + dot, major);
   if (major != kDf11SpecMajor) {
-    return Status(ErrorCode::kUnsupported,
-                  ctx + ": spec_version " + quote_name(v) + " is not supported (this build reads " +
-                      std::to_string(kDf11SpecMajor) + ".x)");
+    return Status(ErrorCode::kUnsupported, ctx + ": spec_version " + quote_name(v) +
+                                               " is not supported (this build reads " +
+                                               std::to_string(kDf11SpecMajor) + ".x)");
   }
   return Status::ok();
 }
@@ -162,16 +164,16 @@ Status parse_member(const json& j, const std::string& ctx, MemberMeta* m) {
   }
   if (product != m->n_elements) {
     return Status(ErrorCode::kBadShape, mctx + ": n_elements " + std::to_string(m->n_elements) +
-                                            " != product of shape " +
-                                            shape_to_string(m->shape) + " = " +
-                                            std::to_string(product));
+                                            " != product of shape " + shape_to_string(m->shape) +
+                                            " = " + std::to_string(product));
   }
   return get_hex(j, "xxh3", kXxh3HexLength, mctx, &m->xxh3);
 }
 
 Status parse_stored(const json& j, const std::string& ctx, StoredChecksums* s) {
-  DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"luts", "encoded_exponent", "sign_mantissa",
-                                             "output_positions", "gaps", "split_positions"}));
+  DF11_RETURN_IF_ERROR(check_fields(j, ctx,
+                                    {"luts", "encoded_exponent", "sign_mantissa",
+                                     "output_positions", "gaps", "split_positions"}));
   DF11_RETURN_IF_ERROR(get_hex(j, "luts", kXxh3HexLength, ctx, &s->luts));
   DF11_RETURN_IF_ERROR(get_hex(j, "encoded_exponent", kXxh3HexLength, ctx, &s->encoded_exponent));
   DF11_RETURN_IF_ERROR(get_hex(j, "sign_mantissa", kXxh3HexLength, ctx, &s->sign_mantissa));
@@ -204,13 +206,14 @@ Status parse_group(const json& j, const std::string& ctx, NameSets* names, Group
   const json& members = j.at("members");
   if (!members.is_array()) return bad(gctx, "members is not an array");
   if (members.empty()) return bad(gctx, "members is empty");
-  DF11_RETURN_IF_ERROR(check_count(members, "members", kMaxMembersPerGroup,
-                                   "Max_Members_Per_Group", gctx));
+  DF11_RETURN_IF_ERROR(
+      check_count(members, "members", kMaxMembersPerGroup, "Max_Members_Per_Group", gctx));
   g->members.resize(members.size());
   uint64_t sum = 0;
   for (size_t i = 0; i < members.size(); ++i) {
     MemberMeta& m = g->members[i];
-    DF11_RETURN_IF_ERROR(parse_member(members[i], gctx + ": members[" + std::to_string(i) + "]", &m));
+    DF11_RETURN_IF_ERROR(
+        parse_member(members[i], gctx + ": members[" + std::to_string(i) + "]", &m));
     DF11_RETURN_IF_ERROR(claim(&names->tensors, m.name, "tensor", gctx));
     if (!checked_add(sum, m.n_elements, &sum)) {
       return Status(ErrorCode::kOverflow, gctx + ": the members' element counts overflow 64 bits");
@@ -243,7 +246,7 @@ Status parse_raw_tensors(const json& j, const std::string& ctx, NameSets* names,
   return Status::ok();
 }
 
-// The fields sources and side files share: a file name unique in the output folder, its size
+// The fields sources and side files share: a file name unique in the output folder (F2), its size
 // and SHA-256. Returns the context naming the file for the caller's further checks.
 Result<std::string> parse_file_fields(const json& j, const std::string& ctx, const char* payload,
                                       NameSets* names, std::string* file, uint64_t* size,
@@ -263,8 +266,9 @@ Status parse_source(const json& j, const std::string& ctx, NameSets* names, Sour
   DF11_RETURN_IF_ERROR(get_string(j, "header", sctx, &s->header));
   // R1: the original header is a plausible safetensors header that fits in the file.
   if (s->header.empty() || s->header.front() != '{' || s->header.size() > kMaxHeaderBytes) {
-    return bad(sctx, "header is not a safetensors header (starts with '{', at most "
-                     "Max_Header_Bytes)");
+    return bad(sctx,
+               "header is not a safetensors header (starts with '{', at most "
+               "Max_Header_Bytes)");
   }
   if (s->size < kHeaderLengthBytes || s->size - kHeaderLengthBytes < s->header.size()) {
     return bad(sctx, "size " + std::to_string(s->size) + " cannot hold its " +
@@ -275,8 +279,9 @@ Status parse_source(const json& j, const std::string& ctx, NameSets* names, Sour
 
 Status parse_side_file(const json& j, const std::string& ctx, NameSets* names, SideFile* s) {
   DF11_ASSIGN_OR_RETURN(const std::string sctx, parse_file_fields(j, ctx, "content", names,
-                                                                &s->file, &s->size, &s->sha256));
+                                                                  &s->file, &s->size, &s->sha256));
   DF11_RETURN_IF_ERROR(get_string(j, "content", sctx, &s->content));
+  // R2: the size is the content's.
   if (s->content.size() != s->size) {
     return bad(sctx, "size " + std::to_string(s->size) + " but content has " +
                          std::to_string(s->content.size()) + " bytes");
@@ -308,8 +313,7 @@ bool is_safe_file_name(std::string_view name) {
   return name.find('/') == std::string_view::npos && name.find('\0') == std::string_view::npos;
 }
 
-Result<Df11Metadata> parse_df11_metadata(std::string_view json_text,
-                                         const std::string& file_name) {
+Result<Df11Metadata> parse_df11_metadata(std::string_view json_text, const std::string& file_name) {
   const std::string ctx = file_name + ": df11 metadata";
   detail::StrictJsonOptions opts;
   opts.what = ctx;
@@ -340,11 +344,11 @@ Result<Df11Metadata> parse_df11_metadata(std::string_view json_text,
                                      [&](const json& s, const std::string& c, SourceFile* out) {
                                        return parse_source(s, c, &names, out);
                                      }));
-    DF11_RETURN_IF_ERROR(
-        parse_array(j, "side_files", kMaxSideFiles, "Max_Side_Files", ctx, &m.side_files,
-                    [&](const json& s, const std::string& c, SideFile* out) {
-                      return parse_side_file(s, c, &names, out);
-                    }));
+    DF11_RETURN_IF_ERROR(parse_array(j, "side_files", kMaxSideFiles, "Max_Side_Files", ctx,
+                                     &m.side_files,
+                                     [&](const json& s, const std::string& c, SideFile* out) {
+                                       return parse_side_file(s, c, &names, out);
+                                     }));
   } catch (const nlohmann::json::exception& e) {
     return Status(ErrorCode::kBadMetadata, ctx + ": " + e.what());
   } catch (const std::bad_alloc&) {

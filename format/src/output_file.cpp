@@ -78,8 +78,8 @@ void OutputFile::abandon() {
 Status OutputFile::write_error(const char* what, uint64_t offset, uint64_t size, int err) const {
   return Status(ErrorCode::kIo, path_ + ": " + what + " " + std::to_string(size) +
                                     " bytes at offset " + std::to_string(offset) +
-                                    " (temporary file '" + temp_path_ + "'): " +
-                                    std::strerror(err));
+                                    " (temporary file '" + temp_path_ +
+                                    "'): " + std::strerror(err));
 }
 
 Status OutputFile::pwrite_all(uint64_t offset, std::span<const uint8_t> bytes) const {
@@ -151,9 +151,8 @@ Status OutputFile::commit() {
                                   "cannot close temporary file '" + temp_path_ + "'", close_err);
   }
   if (status.is_ok() && std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
-    status = detail::errno_status(ErrorCode::kIo, path_,
-                                  "cannot rename temporary file '" + temp_path_ + "' onto it",
-                                  errno);
+    status = detail::errno_status(
+        ErrorCode::kIo, path_, "cannot rename temporary file '" + temp_path_ + "' onto it", errno);
   }
   if (!status.is_ok()) {
     abandon();

@@ -12,8 +12,8 @@
 namespace df11 {
 namespace {
 
-using nlohmann::json;
 using detail::quote_name;
+using nlohmann::json;
 
 // spec 2.3: the header nests at most root object > tensor entry > shape array. One more
 // level is allowed so that a nested array inside "shape" reports kBadShape, not kBadJson.
@@ -96,18 +96,17 @@ Status parse_tensor_entry(const std::string& name, const json& entry, uint64_t d
   (void)checked_product(t->shape, &t->n_elements);  // cannot fail: tensor_byte_size checked it
   // T7: the offsets hold exactly that many bytes.
   if (end - begin != *bytes) {
-    return Status(ErrorCode::kBadShape, ctx + ": dtype " + dtype_name(t->dtype) + " shape " +
-                                            shape_to_string(t->shape) + " needs " +
-                                            std::to_string(*bytes) + " bytes but data_offsets " +
-                                            offsets_to_string(begin, end) + " hold " +
-                                            std::to_string(end - begin));
+    return Status(ErrorCode::kBadShape,
+                  ctx + ": dtype " + dtype_name(t->dtype) + " shape " + shape_to_string(t->shape) +
+                      " needs " + std::to_string(*bytes) + " bytes but data_offsets " +
+                      offsets_to_string(begin, end) + " hold " + std::to_string(end - begin));
   }
   // T8: inside the data buffer.
   if (end > data_size) {
-    return Status(ErrorCode::kBadOffsets,
-                  ctx + ": data_offsets " + offsets_to_string(begin, end) +
-                      " run past the end of the data buffer (" + std::to_string(data_size) +
-                      " bytes; is the file truncated?)");
+    return Status(ErrorCode::kBadOffsets, ctx + ": data_offsets " + offsets_to_string(begin, end) +
+                                              " run past the end of the data buffer (" +
+                                              std::to_string(data_size) +
+                                              " bytes; is the file truncated?)");
   }
   return Status::ok();
 }
@@ -180,7 +179,8 @@ Result<SafetensorsHeader> parse_safetensors(std::span<const uint8_t> file_bytes,
     h.data_start = kHeaderLengthBytes + n;
     h.data_size = file_size - h.data_start;
 
-    // H5: UTF-8 JSON, one object, no duplicate keys (D1: tensor names unique).
+    // H5: UTF-8 JSON, one object, no duplicate keys (D1: tensor names unique; D2: keys
+    // inside an entry or __metadata__ unique).
     detail::StrictJsonOptions opts;
     opts.what = f;
     opts.top_level_noun = "tensor name";
@@ -260,9 +260,9 @@ Result<SafetensorsHeader> parse_safetensors(std::span<const uint8_t> file_bytes,
       h.tensors.push_back(std::move(t));
     }
     if (expected != h.data_size) {
-      return Status(ErrorCode::kBadOffsets,
-                    f + ": data bytes [" + std::to_string(expected) + ", " +
-                        std::to_string(h.data_size) + ") after the last tensor belong to no tensor");
+      return Status(ErrorCode::kBadOffsets, f + ": data bytes [" + std::to_string(expected) + ", " +
+                                                std::to_string(h.data_size) +
+                                                ") after the last tensor belong to no tensor");
     }
   } catch (const nlohmann::json::exception& e) {
     return Status(ErrorCode::kBadJson, f + ": " + e.what());

@@ -25,17 +25,16 @@ Status SafetensorsLayout::add_tensor(std::string name, Dtype dtype, std::vector<
     return Status(ErrorCode::kResourceLimit, ctx + ": shape has more than Max_Rank " +
                                                  std::to_string(kMaxRank) + " dimensions");
   }
-  DF11_ASSIGN_OR_RETURN(uint64_t expected,
-                        [&]() -> Result<uint64_t> {
-                          Result<uint64_t> r = tensor_byte_size(dtype, shape);
-                          if (!r) return r.status().with_context(ctx);
-                          return r;
-                        }());
+  DF11_ASSIGN_OR_RETURN(uint64_t expected, [&]() -> Result<uint64_t> {
+    Result<uint64_t> r = tensor_byte_size(dtype, shape);
+    if (!r) return r.status().with_context(ctx);
+    return r;
+  }());
   if (expected != byte_size) {
-    return Status(ErrorCode::kInvalidArgument,
-                  ctx + ": " + std::to_string(byte_size) + " bytes given, but dtype " +
-                      dtype_name(dtype) + " shape " + shape_to_string(shape) + " needs " +
-                      std::to_string(expected));
+    return Status(ErrorCode::kInvalidArgument, ctx + ": " + std::to_string(byte_size) +
+                                                   " bytes given, but dtype " + dtype_name(dtype) +
+                                                   " shape " + shape_to_string(shape) + " needs " +
+                                                   std::to_string(expected));
   }
   if (!names_.emplace(name, tensors_.size()).second) {
     return Status(ErrorCode::kDuplicateName, ctx + ": added twice");
@@ -48,7 +47,8 @@ Status SafetensorsLayout::set_metadata(MetadataEntries metadata) {
   std::unordered_set<std::string> seen;
   for (const auto& [key, value] : metadata) {
     if (!seen.insert(key).second) {
-      return Status(ErrorCode::kDuplicateName, "__metadata__ key " + quote_name(key) + " given twice");
+      return Status(ErrorCode::kDuplicateName,
+                    "__metadata__ key " + quote_name(key) + " given twice");
     }
   }
   has_metadata_ = true;
@@ -130,8 +130,8 @@ Result<std::vector<uint8_t>> serialize_safetensors(std::span<const TensorData> t
     out = std::move(layout.prefix);
     out.resize(static_cast<size_t>(layout.file_size));
   } catch (const std::bad_alloc&) {
-    return Status(ErrorCode::kResourceLimit, "out of memory for a " +
-                                                 std::to_string(layout.file_size) + "-byte file");
+    return Status(ErrorCode::kResourceLimit,
+                  "out of memory for a " + std::to_string(layout.file_size) + "-byte file");
   }
   for (size_t i = 0; i < tensors.size(); ++i) {
     if (!tensors[i].bytes.empty()) {

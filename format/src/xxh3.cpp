@@ -24,9 +24,7 @@ XXH3_state_t* new_state() {
 
 }  // namespace
 
-uint64_t xxh3_64(std::span<const uint8_t> bytes) {
-  return XXH3_64bits(bytes.data(), bytes.size());
-}
+uint64_t xxh3_64(std::span<const uint8_t> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
 
 std::string hex64(uint64_t digest) {
   char buf[kXxh3HexLength + 1];

@@ -66,14 +66,14 @@ class ScratchDir {
 
 // Asserts that `status` failed with `code` and that its message contains every fragment
 // (fragments are copied into std::strings, so temporaries such as (a + b).c_str() are safe).
-#define EXPECT_STATUS(status_expr, code_value, ...)                                    \
-  do {                                                                                 \
-    const ::df11::Status df11_st_ = (status_expr);                                     \
-    EXPECT_EQ(df11_st_.code(), (code_value)) << df11_st_.to_string();                  \
+#define EXPECT_STATUS(status_expr, code_value, ...)                                         \
+  do {                                                                                      \
+    const ::df11::Status df11_st_ = (status_expr);                                          \
+    EXPECT_EQ(df11_st_.code(), (code_value)) << df11_st_.to_string();                       \
     for (const std::string& df11_frag_ : std::initializer_list<std::string>{__VA_ARGS__}) { \
-      EXPECT_NE(df11_st_.message().find(df11_frag_), std::string::npos)                \
-          << "message lacks \"" << df11_frag_ << "\": " << df11_st_.message();        \
-    }                                                                                  \
+      EXPECT_NE(df11_st_.message().find(df11_frag_), std::string::npos)                     \
+          << "message lacks \"" << df11_frag_ << "\": " << df11_st_.message();              \
+    }                                                                                       \
   } while (0)
 
 }  // namespace df11::test

@@ -1,16 +1,16 @@
 // MappedFile, OutputFile and friends: errors name the file, temp files never survive.
+#include "df11/file_io.h"
+
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
-
 #include <fstream>
 #include <string>
 
-#include "df11/file_io.h"
 #include "format_test_util.h"
 
 namespace df11 {
@@ -97,7 +97,7 @@ TEST(MappedFile, AdviseDontneedDropsResidentPages) {
   EXPECT_LE(dropped - before, static_cast<long>(kBytes / page) / 10);
   // The data is still there: pages come back from the page cache.
   EXPECT_EQ(std::string(f->bytes().begin(), f->bytes().end()), data);
-  f->advise_dontneed(kBytes, 10);   // past the end: ignored
+  f->advise_dontneed(kBytes, 10);  // past the end: ignored
   f->advise_willneed(kBytes - 1, 100);
 }
 
@@ -156,8 +156,7 @@ TEST(OutputFile, CreateErrors) {
   {
     // A leftover temp file of the same name is not clobbered.
     std::ofstream(temp_name(path)) << "someone else's";
-    EXPECT_STATUS(OutputFile::create(path).status(), ErrorCode::kIo, path.c_str(),
-                  "File exists");
+    EXPECT_STATUS(OutputFile::create(path).status(), ErrorCode::kIo, path.c_str(), "File exists");
     EXPECT_EQ(read_all(temp_name(path)), "someone else's");
     std::remove(temp_name(path).c_str());
   }
@@ -201,9 +200,8 @@ TEST(OutputFile, FileTooLargeIsAnIoErrorAndLeavesNothing) {
   const std::string path = dir.file("big.safetensors");
   const std::string payload(10000, 'x');
 
-  std::string got = run_with_file_size_limit(4096, [&] {
-    return write_file_atomic(path, std::string_view(payload));
-  });
+  std::string got = run_with_file_size_limit(
+      4096, [&] { return write_file_atomic(path, std::string_view(payload)); });
   EXPECT_EQ(got.rfind("io|", 0), 0u) << got;
   EXPECT_NE(got.find(path), std::string::npos) << got;
   EXPECT_NE(got.find("File too large"), std::string::npos) << got;

@@ -66,8 +66,8 @@ GroupMeta group_meta(const std::string& name, uint64_t n, size_t members) {
   g.n_elements = n;
   for (size_t i = 0; i < members; ++i) {
     const uint64_t count = i + 1 < members ? 1 : n - (members - 1);
-    g.members.push_back({name + ".m" + std::to_string(i), "BF16", {count}, count,
-                         "0000000000000000"});
+    g.members.push_back(
+        {name + ".m" + std::to_string(i), "BF16", {count}, count, "0000000000000000"});
   }
   return g;
 }
@@ -161,8 +161,8 @@ TEST(GroupTensors, MetadataAgainstHeader) {
 
   Df11Metadata m = metadata();
   m.groups[0] = group_meta("g", 11, 3);
-  EXPECT_STATUS(check_metadata_against_header(m, *h).status(), ErrorCode::kBadGroup,
-                kFile.c_str(), "tensor 'g.sign_mantissa'", "10 bytes", "11 elements");
+  EXPECT_STATUS(check_metadata_against_header(m, *h).status(), ErrorCode::kBadGroup, kFile.c_str(),
+                "tensor 'g.sign_mantissa'", "10 bytes", "11 elements");
   m = metadata();
   m.groups[0] = group_meta("g", 10, 2);
   EXPECT_STATUS(check_group_against_header(m.groups[0], *h).status(), ErrorCode::kBadGroup,
@@ -177,8 +177,8 @@ TEST(GroupTensors, MetadataAgainstHeader) {
                 kFile.c_str(), "'ghost'", "no such tensor");
   m = metadata();
   m.tensors.push_back({"g.gaps", "0000000000000000"});
-  EXPECT_STATUS(check_metadata_against_header(m, *h).status(), ErrorCode::kBadMetadata,
-                "'g.gaps'", "stored tensor of group 'g'");
+  EXPECT_STATUS(check_metadata_against_header(m, *h).status(), ErrorCode::kBadMetadata, "'g.gaps'",
+                "stored tensor of group 'g'");
   m = metadata();
   m.tensors.clear();
   EXPECT_STATUS(check_metadata_against_header(m, *h).status(), ErrorCode::kBadMetadata,

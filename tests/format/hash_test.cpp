@@ -1,11 +1,12 @@
 // Hashes against published / independently computed vectors. Expected values come from
 // Python's hashlib and the `xxhash` package (xxh3_64_hexdigest), not from this code.
+#include "df11/hash.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "df11/file_io.h"
-#include "df11/hash.h"
 #include "format_test_util.h"
 
 namespace df11 {
@@ -54,8 +55,7 @@ TEST(Hash, IncrementalEqualsOneShotForEverySplit) {
     x.update(as_bytes(std::string_view(data).substr(split)));
     s.update(as_bytes(std::string_view(data).substr(split)));
     EXPECT_EQ(x.hex_digest(), "4844b009e164352e") << split;
-    EXPECT_EQ(s.hex_digest(),
-              "d414b085826eb06778483ba35564dc849e643359f69ed9747878ba6e54985bed")
+    EXPECT_EQ(s.hex_digest(), "d414b085826eb06778483ba35564dc849e643359f69ed9747878ba6e54985bed")
         << split;
   }
   Xxh3 x;

@@ -1,9 +1,10 @@
 // df11 metadata (spec 5): round trip and one invalid document per rule.
+#include "df11/metadata.h"
+
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
-#include "df11/metadata.h"
 #include "format_test_util.h"
 
 namespace df11 {
@@ -92,8 +93,8 @@ TEST(Df11Metadata, NotJsonOrNotAnObject) {
                 "df11 metadata");
   EXPECT_STATUS(parse_df11_metadata(std::string_view("{}\0{}", 5), kFile).status(),
                 ErrorCode::kBadJson, "NUL");
-  EXPECT_STATUS(parse_df11_metadata("[]", kFile).status(), ErrorCode::kBadMetadata,
-                kFile.c_str(), "not a JSON object");
+  EXPECT_STATUS(parse_df11_metadata("[]", kFile).status(), ErrorCode::kBadMetadata, kFile.c_str(),
+                "not a JSON object");
   json j = valid_json();
   j["deep"] = json::parse(std::string(40, '[') + std::string(40, ']'));
   EXPECT_STATUS(parse(j), ErrorCode::kBadJson, "nested deeper");
@@ -191,7 +192,8 @@ TEST(Df11Metadata, MemberFields) {
   EXPECT_STATUS(parse(j), ErrorCode::kOverflow, "q_proj", "overflows");
   j = valid_json();
   j["groups"][0]["members"][0]["n_elements"] = 33;
-  EXPECT_STATUS(parse(j), ErrorCode::kBadShape, "q_proj", "n_elements 33 != product of shape [4, 8]");
+  EXPECT_STATUS(parse(j), ErrorCode::kBadShape, "q_proj",
+                "n_elements 33 != product of shape [4, 8]");
   for (const char* hex : {"0123456789ABCDEF", "0123456789abcde", "0123456789abcdef0", "xyz"}) {
     j = valid_json();
     j["groups"][0]["members"][0]["xxh3"] = hex;
@@ -226,8 +228,9 @@ TEST(Df11Metadata, TensorNamesAreUniqueModelWide) {
   j = valid_json();
   j["tensors"]["lm_head.weight"] = {{"xxh3", kHex16}};
   EXPECT_STATUS(parse(j), ErrorCode::kDuplicateName, "'lm_head.weight'", "appears twice");
-  const std::string text = R"({"spec_version":"1.0","encoder":"","groups":[],)"
-                           R"("tensors":{"w":{"xxh3":"0123456789abcdef"},"w":{"xxh3":"0123456789abcdef"}}})";
+  const std::string text =
+      R"({"spec_version":"1.0","encoder":"","groups":[],)"
+      R"("tensors":{"w":{"xxh3":"0123456789abcdef"},"w":{"xxh3":"0123456789abcdef"}}})";
   EXPECT_STATUS(parse_df11_metadata(text, kFile).status(), ErrorCode::kDuplicateName, "'w'");
 }
 
@@ -368,7 +371,7 @@ TEST(Df11Metadata, ReadFromHeader) {
 
 TEST(Df11Metadata, SafeFileNames) {
   EXPECT_TRUE(is_safe_file_name("model.safetensors"));
-  EXPECT_TRUE(is_safe_file_name("...")); // an odd but harmless name
+  EXPECT_TRUE(is_safe_file_name("..."));  // an odd but harmless name
   EXPECT_FALSE(is_safe_file_name(std::string_view("a\0b", 3)));
   EXPECT_FALSE(is_safe_file_name("a/"));
 }

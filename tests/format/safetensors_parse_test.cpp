@@ -21,10 +21,9 @@ Result<SafetensorsHeader> parse_text(std::string_view header, uint64_t data_byte
 
 // Two F32 tensors and metadata, header padded to 8 bytes as writers do.
 std::vector<uint8_t> valid_file() {
-  std::string header =
-      R"({"__metadata__":{"format":"pt","z":"last"},)"
-      R"("b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
-      R"("a":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]}})";
+  std::string header = R"({"__metadata__":{"format":"pt","z":"last"},)"
+                       R"("b":{"dtype":"F32","shape":[2],"data_offsets":[8,16]},)"
+                       R"("a":{"dtype":"BF16","shape":[2,2],"data_offsets":[0,8]}})";
   header.append((8 - header.size() % 8) % 8, ' ');
   return make_safetensors(header, 16);
 }
@@ -140,16 +139,16 @@ TEST(SafetensorsParse, HeaderIsNotAJsonObject) {
   };
   const Case cases[] = {
       {"", "start with '{'"},
-      {" {}", "start with '{'"},      // H4: MUST begin with '{'
+      {" {}", "start with '{'"},  // H4: MUST begin with '{'
       {"[1, 2]", "start with '{'"},
       {"\xef\xbb\xbf{}", "start with '{'"},  // a UTF-8 BOM is not allowed either
       {"{", "invalid JSON"},
       {R"({"a":)", "invalid JSON"},
-      {"{} x", "invalid JSON"},        // trailing garbage
-      {"{}\0\0"s, "NUL byte"},          // NUL padding (only whitespace may pad)
+      {"{} x", "invalid JSON"},             // trailing garbage
+      {"{}\0\0"s, "NUL byte"},              // NUL padding (only whitespace may pad)
       {"{}\0{\"hidden\":1}"s, "NUL byte"},  // nlohmann alone would stop at the NUL
       {"{\"a\0\":{}}"s, "NUL byte"},
-      {"{\"\xff\":{}}", "invalid JSON"},  // invalid UTF-8
+      {"{\"\xff\":{}}", "invalid JSON"},                      // invalid UTF-8
       {"{\"a\":{\"dtype\":\"U8\"} // c\n}", "invalid JSON"},  // no comments
       {R"({"a":[[[[[[]]]]]]})", "nested deeper"},
   };
@@ -178,8 +177,17 @@ TEST(SafetensorsParse, BadDtype) {
 }
 
 TEST(SafetensorsParse, BadShape) {
-  const char* shapes[] = {"[-1]", "[1.5]", "[2.0]", "[1e1]", "[\"2\"]", "[null]", "2",
-                          "{}",   "[[2]]", "[true]", "[18446744073709551616]"};
+  const char* shapes[] = {"[-1]",
+                          "[1.5]",
+                          "[2.0]",
+                          "[1e1]",
+                          "[\"2\"]",
+                          "[null]",
+                          "2",
+                          "{}",
+                          "[[2]]",
+                          "[true]",
+                          "[18446744073709551616]"};
   for (const char* shape : shapes) {
     const std::string header =
         std::string(R"({"w":{"dtype":"U8","shape":)") + shape + R"(,"data_offsets":[0,2]}})";
@@ -247,13 +255,15 @@ TEST(SafetensorsParse, BadOffsets) {
       // O1 trailing bytes after the last tensor.
       {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0,4]}})", 8, {"after the last tensor"}},
       // T8 out of bounds.
-      {R"({"a":{"dtype":"U8","shape":[16],"data_offsets":[0,16]}})", 8,
+      {R"({"a":{"dtype":"U8","shape":[16],"data_offsets":[0,16]}})",
+       8,
        {"tensor 'a'", "past the end"}},
       {R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[18446744073709551615,18446744073709551615]}})",
        0,
        {"tensor 'a'", "past the end"}},
       // T4 end before begin.
-      {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[8,4]}})", 8,
+      {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[8,4]}})",
+       8,
        {"tensor 'a'", "end before begin"}},
       // T4 not a pair of non-negative integers.
       {R"({"a":{"dtype":"U8","shape":[4],"data_offsets":[0]}})", 4, {"tensor 'a'", "pair"}},
@@ -266,7 +276,7 @@ TEST(SafetensorsParse, BadOffsets) {
   for (const Case& c : cases) {
     Result<SafetensorsHeader> h = parse_text(c.header, c.data);
     EXPECT_EQ(h.status().code(), ErrorCode::kBadOffsets) << c.header << "\n"
-                                                          << h.status().to_string();
+                                                         << h.status().to_string();
     EXPECT_NE(h.status().message().find("bad.safetensors"), std::string::npos);
     for (const char* f : c.fragments) {
       EXPECT_NE(h.status().message().find(f), std::string::npos)
@@ -294,8 +304,10 @@ TEST(SafetensorsParse, DuplicateNames) {
 
 TEST(SafetensorsParse, MetadataMustMapStringsToStrings) {
   const char* cases[] = {
-      R"({"__metadata__":{"k":1}})",        R"({"__metadata__":{"k":null}})",
-      R"({"__metadata__":{"k":["v"]}})",    R"({"__metadata__":{"k":{"x":"y"}}})",
+      R"({"__metadata__":{"k":1}})",
+      R"({"__metadata__":{"k":null}})",
+      R"({"__metadata__":{"k":["v"]}})",
+      R"({"__metadata__":{"k":{"x":"y"}}})",
       R"({"__metadata__":{"a":"ok","k":true}})",
   };
   for (const char* header : cases) {

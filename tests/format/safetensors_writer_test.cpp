@@ -59,9 +59,8 @@ TEST(SafetensorsWriter, LayoutOffsetsAndPadding) {
   ASSERT_TRUE(layout.add_tensor("y", Dtype::kF64, {2}, 16).is_ok());
   Result<FinalizedLayout> f = layout.finalize();
   ASSERT_TRUE(f.is_ok()) << f.status().to_string();
-  const std::string json =
-      R"({"x":{"dtype":"U8","shape":[5],"data_offsets":[0,5]},)"
-      R"("y":{"dtype":"F64","shape":[2],"data_offsets":[5,21]}})";
+  const std::string json = R"({"x":{"dtype":"U8","shape":[5],"data_offsets":[0,5]},)"
+                           R"("y":{"dtype":"F64","shape":[2],"data_offsets":[5,21]}})";
   std::string padded = json;
   padded.append((8 - json.size() % 8) % 8, ' ');
   EXPECT_EQ(f->header_text(), padded);
@@ -84,10 +83,10 @@ TEST(SafetensorsWriter, LayoutRejectsBadTensors) {
   EXPECT_STATUS(layout.add_tensor("x", Dtype::kU8, {1}, 1), ErrorCode::kDuplicateName, "'x'");
   EXPECT_STATUS(layout.add_tensor("y", Dtype::kF32, {3}, 4), ErrorCode::kInvalidArgument, "'y'",
                 "needs 12");
-  EXPECT_STATUS(layout.add_tensor("__metadata__", Dtype::kU8, {1}, 1),
-                ErrorCode::kInvalidArgument, "reserved");
-  EXPECT_STATUS(layout.add_tensor("z", Dtype::kU8, {uint64_t{1} << 62, 8}, 0),
-                ErrorCode::kOverflow, "'z'");
+  EXPECT_STATUS(layout.add_tensor("__metadata__", Dtype::kU8, {1}, 1), ErrorCode::kInvalidArgument,
+                "reserved");
+  EXPECT_STATUS(layout.add_tensor("z", Dtype::kU8, {uint64_t{1} << 62, 8}, 0), ErrorCode::kOverflow,
+                "'z'");
   EXPECT_STATUS(layout.add_tensor("f", Dtype::kF4, {3}, 1), ErrorCode::kBadShape, "'f'");
   EXPECT_STATUS(layout.add_tensor("r", Dtype::kU8, std::vector<uint64_t>(kMaxRank + 1, 1), 1),
                 ErrorCode::kResourceLimit, "Max_Rank");
@@ -133,8 +132,7 @@ TEST(SafetensorsWriter, WriteSafetensorsAndOpen) {
   EXPECT_EQ(std::vector<uint8_t>(bytes->begin(), bytes->end()), w);
   f->release(f->header().tensors[0]);  // dropping pages must not change what is read
   EXPECT_EQ(std::vector<uint8_t>(bytes->begin(), bytes->end()), w);
-  EXPECT_STATUS(f->tensor_bytes("nope").status(), ErrorCode::kNotFound, "m.safetensors",
-                "'nope'");
+  EXPECT_STATUS(f->tensor_bytes("nope").status(), ErrorCode::kNotFound, "m.safetensors", "'nope'");
 
   // An invalid layout writes nothing at all.
   const std::vector<TensorData> bad = {{"w", Dtype::kF32, {4}, w}};

@@ -69,7 +69,7 @@ class OutputFile {
   OutputFile& operator=(const OutputFile&) = delete;
   ~OutputFile();
 
-  const std::string& path() const { return path_; }        // final path
+  const std::string& path() const { return path_; }  // final path
   const std::string& temp_path() const { return temp_path_; }
 
   // Writes all of `bytes` at `offset` (retries short writes and EINTR). Thread-safe for

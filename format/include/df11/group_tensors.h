@@ -27,7 +27,7 @@ inline constexpr std::string_view kSplitPositionsSuffix = ".split_positions";
 // The stored tensors of one group. Pointers into the SafetensorsHeader they were found in:
 // valid while that header lives and is not modified.
 struct GroupTensors {
-  std::string name;  // the module path P
+  std::string name;                              // the module path P
   const TensorInfo* luts = nullptr;              // U8 [n_luts, 256]
   const TensorInfo* encoded_exponent = nullptr;  // U8 [n_bytes]
   const TensorInfo* sign_mantissa = nullptr;     // U8 [n_elements]

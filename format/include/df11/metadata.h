@@ -23,12 +23,12 @@ inline constexpr int kDf11SpecMajor = 1;
 
 // spec 5.3 limits (a shard's document is at most Max_Header_Bytes anyway; these keep every
 // count far below what would exhaust memory).
-inline constexpr size_t kMaxGroups = 100'000;             // Max_Groups per shard
-inline constexpr size_t kMaxMembersPerGroup = 65'536;     // Max_Members_Per_Group
-inline constexpr size_t kMaxRawTensors = kMaxTensors;     // Max_Raw_Tensors per shard
-inline constexpr size_t kMaxSources = 4'096;              // Max_Sources per shard
-inline constexpr size_t kMaxSideFiles = 4'096;            // Max_Side_Files per shard
-inline constexpr size_t kMaxFileNameBytes = 255;          // Max_File_Name_Bytes (NAME_MAX)
+inline constexpr size_t kMaxGroups = 100'000;          // Max_Groups per shard
+inline constexpr size_t kMaxMembersPerGroup = 65'536;  // Max_Members_Per_Group
+inline constexpr size_t kMaxRawTensors = kMaxTensors;  // Max_Raw_Tensors per shard
+inline constexpr size_t kMaxSources = 4'096;           // Max_Sources per shard
+inline constexpr size_t kMaxSideFiles = 4'096;         // Max_Side_Files per shard
+inline constexpr size_t kMaxFileNameBytes = 255;       // Max_File_Name_Bytes (NAME_MAX)
 
 // XXH3-64 (hex) of each stored tensor's bytes, as written (spec 5.2).
 struct StoredChecksums {
@@ -43,17 +43,17 @@ struct StoredChecksums {
 
 // One original BF16 tensor inside a group, in concatenation order.
 struct MemberMeta {
-  std::string name;             // original tensor name, e.g. "model.layers.0.mlp.up_proj.weight"
-  std::string dtype = "BF16";   // always "BF16" in spec 1.x
+  std::string name;            // original tensor name, e.g. "model.layers.0.mlp.up_proj.weight"
+  std::string dtype = "BF16";  // always "BF16" in spec 1.x
   std::vector<uint64_t> shape;
-  uint64_t n_elements = 0;      // product(shape)
-  std::string xxh3;             // XXH3-64 hex of the ORIGINAL tensor bytes
+  uint64_t n_elements = 0;  // product(shape)
+  std::string xxh3;         // XXH3-64 hex of the ORIGINAL tensor bytes
   bool operator==(const MemberMeta&) const = default;
 };
 
 struct GroupMeta {
-  std::string name;             // module path P of the six stored tensors
-  uint64_t n_elements = 0;      // sum of the members' n_elements
+  std::string name;         // module path P of the six stored tensors
+  uint64_t n_elements = 0;  // sum of the members' n_elements
   std::vector<MemberMeta> members;
   StoredChecksums stored;
   bool operator==(const GroupMeta&) const = default;
@@ -77,8 +77,8 @@ struct SourceFile {
 
 // An original non-safetensors file whose bytes the DF11 folder changes (config.json, ...).
 struct SideFile {
-  std::string file;     // base name
-  uint64_t size = 0;    // bytes == content.size()
+  std::string file;   // base name
+  uint64_t size = 0;  // bytes == content.size()
   std::string sha256;
   std::string content;  // exact original bytes (valid UTF-8: it travels as a JSON string)
   bool operator==(const SideFile&) const = default;
@@ -86,9 +86,9 @@ struct SideFile {
 
 struct Df11Metadata {
   std::string spec_version = std::string(kDf11SpecVersion);
-  std::string encoder;                // e.g. "df11 0.1.0"
-  std::vector<GroupMeta> groups;      // in the order written
-  std::vector<RawTensorMeta> tensors; // sorted by name (serialize sorts, parse returns sorted)
+  std::string encoder;                 // e.g. "df11 0.1.0"
+  std::vector<GroupMeta> groups;       // in the order written
+  std::vector<RawTensorMeta> tensors;  // sorted by name (serialize sorts, parse returns sorted)
   std::vector<SourceFile> sources;
   std::vector<SideFile> side_files;
   bool operator==(const Df11Metadata&) const = default;

@@ -59,8 +59,8 @@ struct SafetensorsHeader {
   uint64_t data_size = 0;   // file_size - data_start
   std::vector<TensorInfo> tensors;  // sorted by data_offset_begin (ties: document order)
   std::unordered_map<std::string, size_t> index;  // name -> position in `tensors`
-  bool has_metadata = false;  // whether the header had a __metadata__ key
-  MetadataEntries metadata;   // __metadata__ in document order
+  bool has_metadata = false;                      // whether the header had a __metadata__ key
+  MetadataEntries metadata;                       // __metadata__ in document order
 
   const TensorInfo* find(std::string_view name) const;
   // Value of a __metadata__ key, or nullptr.
@@ -101,9 +101,9 @@ class SafetensorsFile {
 // The bytes before the data buffer and where each tensor goes, for callers that pwrite
 // tensor data at its offset (streaming: no tensor data needs to be held at once).
 struct FinalizedLayout {
-  std::vector<uint8_t> prefix;          // length + header JSON + padding: file bytes [0, data_start)
-  uint64_t data_start = 0;              // prefix.size(), a multiple of kHeaderAlignment
-  uint64_t file_size = 0;               // data_start + sum of tensor byte sizes
+  std::vector<uint8_t> prefix;  // length + header JSON + padding: file bytes [0, data_start)
+  uint64_t data_start = 0;      // prefix.size(), a multiple of kHeaderAlignment
+  uint64_t file_size = 0;       // data_start + sum of tensor byte sizes
   std::vector<uint64_t> tensor_offsets;  // absolute file offset of each tensor, insertion order
 
   // The header JSON with its padding (prefix without the 8-byte length).
@@ -122,8 +122,7 @@ class SafetensorsLayout {
   // kInvalidArgument if byte_size != tensor_byte_size(dtype, shape) or the name is
   // "__metadata__"; kDuplicateName for a repeated name; kResourceLimit past kMaxTensors or
   // kMaxRank; kOverflow if the shape overflows.
-  Status add_tensor(std::string name, Dtype dtype, std::vector<uint64_t> shape,
-                    uint64_t byte_size);
+  Status add_tensor(std::string name, Dtype dtype, std::vector<uint64_t> shape, uint64_t byte_size);
   // Sets the __metadata__ map (written even if empty). kDuplicateName for a repeated key.
   Status set_metadata(MetadataEntries metadata);
 
