@@ -5,7 +5,7 @@ namespace df11 {
 
 Result<SafetensorsFile> SafetensorsFile::open(const std::string& path) {
   DF11_ASSIGN_OR_RETURN(MappedFile file, MappedFile::open(path));
-  DF11_ASSIGN_OR_RETURN(SafetensorsHeader header, parse_safetensors(file.bytes(), path));
+  DF11_ASSIGN_OR_RETURN(SafetensorsHeader header, parse_safetensors(file.span(), path));
   // The header pages are not needed again: the parsed copy holds everything.
   file.advise_dontneed(0, header.data_start);
   return SafetensorsFile(std::move(file), std::move(header));

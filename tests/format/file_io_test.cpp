@@ -43,13 +43,13 @@ TEST(MappedFile, MapsBytesAndEmptyFiles) {
   Result<MappedFile> a = MappedFile::open(dir.file("a"));
   ASSERT_TRUE(a.is_ok()) << a.status().to_string();
   EXPECT_EQ(a->size(), 5u);
-  EXPECT_EQ(std::string(a->bytes().begin(), a->bytes().end()), "hello");
+  EXPECT_EQ(std::string(a->span().begin(), a->span().end()), "hello");
   EXPECT_EQ(a->path(), dir.file("a"));
 
   Result<MappedFile> e = MappedFile::open(dir.file("empty"));
   ASSERT_TRUE(e.is_ok()) << e.status().to_string();
   EXPECT_EQ(e->size(), 0u);
-  EXPECT_TRUE(e->bytes().empty());
+  EXPECT_TRUE(e->span().empty());
   e->advise_dontneed(0, 100);  // no-op on an empty map
 
   MappedFile moved = std::move(*a);
@@ -96,7 +96,7 @@ TEST(MappedFile, AdviseDontneedDropsResidentPages) {
   const long dropped = resident_pages();
   EXPECT_LE(dropped - before, static_cast<long>(kBytes / page) / 10);
   // The data is still there: pages come back from the page cache.
-  EXPECT_EQ(std::string(f->bytes().begin(), f->bytes().end()), data);
+  EXPECT_EQ(std::string(f->span().begin(), f->span().end()), data);
   f->advise_dontneed(kBytes, 10);  // past the end: ignored
   f->advise_willneed(kBytes - 1, 100);
 }

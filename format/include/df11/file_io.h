@@ -32,7 +32,7 @@ class MappedFile {
   const std::string& path() const { return path_; }
   uint64_t size() const { return size_; }
   const uint8_t* data() const { return data_; }
-  std::span<const uint8_t> bytes() const { return {data_, static_cast<size_t>(size_)}; }
+  std::span<const uint8_t> span() const { return {data_, static_cast<size_t>(size_)}; }
 
   // Drops the pages covering [offset, offset + length) from this process's resident set once
   // the caller is done with them (compressing a 100 GB model must not keep it all resident).

@@ -80,7 +80,7 @@ class SafetensorsFile {
 
   const SafetensorsHeader& header() const { return header_; }
   const MappedFile& mapped() const { return file_; }
-  std::span<const uint8_t> bytes() const { return file_.bytes(); }
+  std::span<const uint8_t> bytes() const { return file_.span(); }
 
   // Bytes of one tensor inside the mapping (valid while this object lives).
   std::span<const uint8_t> tensor_bytes(const TensorInfo& tensor) const;
