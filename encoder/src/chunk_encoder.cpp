@@ -86,10 +86,9 @@ class WindowStarts {
       : end_(chunk_bit_end), gaps_(gap_buffer), out_(out), blocks_(blocks) {}
 
   // A code starts at bit `pos` (the previous code started in an earlier window) and is
-  // weight `index`. Returns the bit from which the next code start is again the first of
-  // its window.
-  uint64_t code_starts_window(uint64_t pos, uint64_t index) {
-    if (pos >= end_) return std::numeric_limits<uint64_t>::max();  // the next chunk's code
+  // weight `index`.
+  void code_starts_window(uint64_t pos, uint64_t index) {
+    if (pos >= end_) return;  // the next chunk's first code
     const uint64_t window = pos / kBitsPerWindow;
     if (!gaps_.put(window, static_cast<uint32_t>(pos % kBitsPerWindow))) ok_ = false;
     if (window % kWindowsPerBlock == 0) {
@@ -106,7 +105,6 @@ class WindowStarts {
       blocks_.last_block = block;
       blocks_.last_position = position;
     }
-    return (pos | (kBitsPerWindow - 1)) + 1;
   }
 
   GapWriter& gaps() { return gaps_; }
@@ -131,47 +129,51 @@ struct CodeWriter {
   uint8_t* p;
   uint64_t buf;
   uint32_t pending;
-  uint64_t pos;       // absolute stream bit where the next code starts
-  uint64_t boundary;  // next code start >= this is the first of its window
-  uint32_t bad;       // >= 32 once a weight had no code (length 0)
+  uint64_t pos;  // absolute stream bit where the next code starts
+  uint32_t bad;  // >= 32 once a weight had no code (length 0)
 };
 
 constexpr uint32_t kWordBits = 57;  // 64 - the up to 7 pending bits
 
-// The rare path of a step: a code of the step (weights src[0..codes)) ends on or past
-// `boundary`, so the code after it is the first of its window. Out of line, and re-reading
-// the lengths, to keep the loop's values in registers.
-[[gnu::noinline]] uint64_t window_starts_in_step(const uint16_t* src, int codes,
-                                                 const EncodeTables& t, uint64_t pos,
-                                                 uint64_t boundary, uint64_t index,
-                                                 WindowStarts& starts) {
-  for (int k = 0; k < codes; ++k) {
+// A step spans less than one window, so at most one code start in it (or the start right
+// after it) is the first of its window: the first one at or past the window boundary after
+// the step's start `pos`. The loop only notes such steps, without a branch; this finds the
+// code afterwards, re-reading the lengths of the step's weights from src.
+void window_start_in_step(const uint16_t* src, const EncodeTables& t, uint64_t pos,
+                          uint64_t index, WindowStarts& starts) {
+  const uint64_t boundary = (pos | (kBitsPerWindow - 1)) + 1;
+  for (uint64_t k = 0;; ++k) {
     pos += t.length[exponent_of(src[k])];
-    if (pos >= boundary) boundary = starts.code_starts_window(pos, index + k + 1);
+    if (pos >= boundary) {
+      starts.code_starts_window(pos, index + k + 1);
+      return;
+    }
   }
-  return boundary;
 }
 
-// Codes src[0..count), weights index.. of the stream.
+// Codes src[0..count), count <= kCheckWeights, weights index.. of the stream.
 inline void code_weights(const uint16_t* src, uint64_t count, uint64_t index,
                          const EncodeTables& t, CodeWriter& w, WindowStarts& starts) {
   uint8_t* p = w.p;
   uint64_t buf = w.buf;
   uint32_t pending = w.pending;
   uint64_t pos = w.pos;
-  uint64_t boundary = w.boundary;
   uint32_t bad = w.bad;
-  // One step: `word` holds the `bits` (<= 57) bits of the codes of src[at..at+codes).
-  const auto put = [&](uint64_t word, uint32_t bits, uint64_t at, int codes) {
+  // Steps that cross a window boundary: their start bit and first weight.
+  uint64_t crossing_pos[kCheckWeights];
+  uint32_t crossing_at[kCheckWeights];
+  uint32_t crossings = 0;
+  // One step: `word` holds the `bits` (<= 57) bits of the codes from src[at].
+  const auto put = [&](uint64_t word, uint32_t bits, uint64_t at) {
     buf |= word >> pending;
     pending += bits;
     store_be64(p, buf);
     p += pending >> 3;
     buf <<= pending & 56;
     pending &= 7;
-    if (pos + bits >= boundary) [[unlikely]] {
-      boundary = window_starts_in_step(src + at, codes, t, pos, boundary, index + at, starts);
-    }
+    crossing_pos[crossings] = pos;
+    crossing_at[crossings] = static_cast<uint32_t>(at);
+    crossings += ((pos ^ (pos + bits)) >> 6) != 0;
     pos += bits;
   };
   uint64_t i = 0;
@@ -183,24 +185,27 @@ inline void code_weights(const uint16_t* src, uint64_t count, uint64_t index,
     const uint32_t l01 = l0 + l1, l012 = l01 + l2, l0123 = l012 + l3;
     if (l0123 <= kWordBits) [[likely]] {
       put(t.left[e0] | (t.left[e1] >> l0) | (t.left[e2] >> l01) | (t.left[e3] >> l012), l0123,
-          i, 4);
+          i);
     } else {
-      put(t.left[e0], l0, i, 1);
-      put(t.left[e1], l1, i + 1, 1);
-      put(t.left[e2], l2, i + 2, 1);
-      put(t.left[e3], l3, i + 3, 1);
+      put(t.left[e0], l0, i);
+      put(t.left[e1], l1, i + 1);
+      put(t.left[e2], l2, i + 2);
+      put(t.left[e3], l3, i + 3);
     }
   }
   for (; i < count; ++i) {
     const uint32_t e = exponent_of(src[i]);
     bad |= t.length[e] - 1u;
-    put(t.left[e], t.length[e], i, 1);
+    put(t.left[e], t.length[e], i);
+  }
+  for (uint32_t k = 0; k < crossings; ++k) {
+    window_start_in_step(src + crossing_at[k], t, crossing_pos[k], index + crossing_at[k],
+                         starts);
   }
   w.p = p;
   w.buf = buf;
   w.pending = pending;
   w.pos = pos;
-  w.boundary = boundary;
   w.bad = bad;
 }
 
@@ -242,8 +247,7 @@ Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
   scratch.gaps.resize(max_windows * kGapBits / 8 + 2);
 
   WindowStarts starts(bit_end, scratch.gaps.data(), out, blocks);
-  CodeWriter w{scratch.codes.data(), 0, static_cast<uint32_t>(head), bit_begin,
-               (bit_begin | (kBitsPerWindow - 1)) + 1, 0};
+  CodeWriter w{scratch.codes.data(), 0, static_cast<uint32_t>(head), bit_begin, 0};
   // The chunk's first code opens a window unless the previous code (the previous chunk's
   // last) started in the same window.
   bool opens_window = true;
