@@ -457,6 +457,9 @@ DF11_HD void scatter_exponents(const LoadWord& load_word, uint32_t dst, uint32_t
     return;
   }
   or32(word0, first);
+#if defined(__CUDA_ARCH__)
+#pragma unroll 1
+#endif
   for (uint32_t q = 1; q < last; ++q) {
     const uint32_t prev = cur;
     cur = load_word(q);

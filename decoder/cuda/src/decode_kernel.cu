@@ -417,15 +417,40 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     // 6. join and store, 8 weights per thread per step.
     {
       uint16_t* const out = g.out + base8;
-      const bool vector = g.flags & kOutputAligned16;
       const uint32_t ex_at = staging + unit_offset;
       const uint32_t sm_at = sm_stage_at + unit_offset;
-      for (uint32_t u = t; u < n_units; u += kThreads) {
-        const uint2 sm = sm_staged ? lds_u64(sm_at + kUnit * u)
-                                   : load_sign_mantissa(g, base8 + kUnit * u);
-        const uint2 ex = lds_u64(ex_at + kUnit * u);
-        sts_zero64(ex_at + kUnit * u);  // scatter_exponents ORs into zeros
-        write_unit(out, vector, u, lo_rel, hi_rel, sm, ex);
+      if (sm_staged && (g.flags & kOutputAligned16)) {
+        // Whole units [full_begin, full_end) without per-unit checks; the block's two edge
+        // units (weights before op0 or from op1 on) by threads 0 and 1.
+        const uint32_t full_begin = lo_rel == 0 ? 0 : 1;
+        const uint32_t full_end = max(hi_rel / kUnit, full_begin);
+#pragma unroll 1
+        for (uint32_t u = full_begin + t; u < full_end; u += kThreads) {
+          const uint2 sm = lds_u64(sm_at + kUnit * u);
+          const uint2 ex = lds_u64(ex_at + kUnit * u);
+          sts_zero64(ex_at + kUnit * u);  // scatter_exponents ORs into zeros
+          uint4 v;
+          join4(sm.x, ex.x, v.x, v.y);
+          join4(sm.y, ex.y, v.z, v.w);
+          reinterpret_cast<uint4*>(out)[u] = v;
+        }
+        // Thread 0: unit 0 unless whole; thread 1: unit full_end if partial and not unit 0.
+        const uint32_t edge = t == 0 ? 0u : full_end;
+        if (t < 2 && edge < n_units && (edge < full_begin || edge >= full_end) &&
+            (t == 0 || edge != 0)) {
+          const uint2 ex = lds_u64(ex_at + kUnit * edge);
+          sts_zero64(ex_at + kUnit * edge);
+          write_unit(out, false, edge, lo_rel, hi_rel, lds_u64(sm_at + kUnit * edge), ex);
+        }
+      } else {
+        const bool vector = g.flags & kOutputAligned16;
+        for (uint32_t u = t; u < n_units; u += kThreads) {
+          const uint2 sm = sm_staged ? lds_u64(sm_at + kUnit * u)
+                                     : load_sign_mantissa(g, base8 + kUnit * u);
+          const uint2 ex = lds_u64(ex_at + kUnit * u);
+          sts_zero64(ex_at + kUnit * u);
+          write_unit(out, vector, u, lo_rel, hi_rel, sm, ex);
+        }
       }
     }
     if (kCompact) __syncthreads();  // the single staging buffer is rewritten next
