@@ -1,6 +1,5 @@
 #include "compress.h"
 
-#include <chrono>
 #include <cstdio>
 #include <map>
 #include <vector>
@@ -11,12 +10,14 @@
 #include "df11/hash.h"
 #include "df11/metadata.h"
 #include "file_stream.h"
+#include "file_writer.h"
 #include "group_writer.h"
 #include "model_config.h"
 #include "model_folder.h"
 #include "output_dir.h"
 #include "signals.h"
 #include "source_hasher.h"
+#include "stopwatch.h"
 #include "thread_limit.h"
 
 #ifndef DF11_VERSION_STRING
@@ -36,14 +37,14 @@ SideFile side_file(const std::string& name, const std::string& content) {
 
 // Copies a raw tensor to its place in the output, hashing it on the way.
 Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLocation& at,
-                                     const OutputFile& file, uint64_t offset, Console& console) {
+                                     const FileWriter& file, uint64_t offset, Console& console) {
   const TensorInfo& t = folder.tensor(at);
   Xxh3 hash;
   uint64_t done = 0;
   Status status = stream_file_range(folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
                                     [&](std::span<const uint8_t> bytes) {
                                       hash.update(bytes);
-                                      DF11_RETURN_IF_ERROR(file.pwrite_all(offset + done, bytes));
+                                      DF11_RETURN_IF_ERROR(file.write(offset + done, bytes));
                                       done += bytes.size();
                                       console.progress_advance(bytes.size());
                                       return Status::ok();
@@ -66,6 +67,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
   DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
   DF11_RETURN_IF_ERROR(file.preallocate(layout.file_size));
+  const FileWriter writer(file);
 
   ShardResult result;
   for (const ShardItem& item : out.items) {
@@ -73,7 +75,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
       const TensorLocation& at = plan.order[item.index];
       DF11_ASSIGN_OR_RETURN(
           out.metadata.tensors[item.meta_index].xxh3,
-          write_raw_tensor(folder, at, file, layout.tensor_offsets[item.first_tensor], console));
+          write_raw_tensor(folder, at, writer, layout.tensor_offsets[item.first_tensor], console));
       result.tensor_names.push_back(folder.tensor(at).name);
       continue;
     }
@@ -90,7 +92,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
       offsets[k] = layout.tensor_offsets[item.first_tensor + k];
     }
     DF11_ASSIGN_OR_RETURN(GroupWriteResult written,
-                          write_group(spans, sources, group.plan, file, offsets,
+                          write_group(spans, sources, group.plan, writer, offsets,
                                       options.step_weights, console, what));
     GroupMeta& meta = out.metadata.groups[item.meta_index];
     meta.stored = written.stored;
@@ -114,7 +116,10 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
                                             std::to_string(final_layout.prefix.size()));
   }
   DF11_RETURN_IF_ERROR(file.pwrite_all(0, final_layout.prefix));
+  const Stopwatch committing;
   DF11_RETURN_IF_ERROR(file.commit());
+  console.detail(name + ": written (" + format_bytes(final_layout.file_size) + "), fsync and rename " +
+                 committing.text());
   result.file_size = final_layout.file_size;
   result.tensor_bytes = final_layout.file_size - final_layout.data_start;
   return result;
@@ -133,7 +138,7 @@ uint64_t side_file_bytes(const ModelFolder& folder) {
 }  // namespace
 
 Result<CompressSummary> compress_model(const CompressOptions& options, Console& console) {
-  const auto started = std::chrono::steady_clock::now();
+  const Stopwatch started;
   ThreadLimit thread_limit(options.threads);
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir));
@@ -146,8 +151,10 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
   for (size_t s = 0; s < folder.shards.size(); ++s) shard_paths.push_back(folder.shard_path(s));
   SourceHasher hasher(shard_paths);
 
+  const Stopwatch planning;
   DF11_ASSIGN_OR_RETURN(CompressPlan plan,
                         plan_compression(folder, options.group_by, console, options.chunk_weights));
+  console.detail("planned " + std::to_string(plan.groups.size()) + " groups in " + planning.text());
   DF11_ASSIGN_OR_RETURN(std::string config,
                         make_df11_config(*folder.config_text, plan.pattern_dict));
   std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};
@@ -196,8 +203,7 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
   }
   summary.tensors_raw = summary.tensors - summary.tensors_coded;
   summary.coded_input_bytes = plan.coded_weight_bytes;
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  summary.seconds = started.seconds();
   return summary;
 }
 

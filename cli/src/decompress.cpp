@@ -1,16 +1,17 @@
 #include "decompress.h"
 
-#include <chrono>
 #include <cstdio>
 #include <unordered_set>
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
 #include "df11_folder.h"
+#include "file_writer.h"
 #include "model_folder.h"
 #include "output_dir.h"
 #include "rebuild.h"
 #include "signals.h"
+#include "stopwatch.h"
 #include "thread_limit.h"
 
 namespace df11::app {
@@ -20,13 +21,13 @@ namespace {
 
 class FileSink : public RebuildSink {
  public:
-  explicit FileSink(const OutputFile& file) : file_(file) {}
+  explicit FileSink(const OutputFile& file) : writer_(file) {}
   Status write(uint64_t offset, std::span<const uint8_t> bytes) override {
-    return file_.pwrite_all(offset, bytes);
+    return writer_.write(offset, bytes);
   }
 
  private:
-  const OutputFile& file_;
+  FileWriter writer_;
 };
 
 Status restore_side_file(const SideFile& side, const fs::path& dir) {
@@ -45,7 +46,7 @@ Status restore_side_file(const SideFile& side, const fs::path& dir) {
 }  // namespace
 
 Result<DecompressSummary> decompress_model(const DecompressOptions& options, Console& console) {
-  const auto started = std::chrono::steady_clock::now();
+  const Stopwatch started;
   ThreadLimit thread_limit(options.threads);
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.df11_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir));
@@ -84,9 +85,11 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
     FileSink sink(file);
     DF11_ASSIGN_OR_RETURN(RebuildResult rebuilt,
                           rebuild_source(folder, source, producer, sink, rebuild_options));
+    const Stopwatch committing;
     DF11_RETURN_IF_ERROR(file.commit());
     console.detail("restored " + source.file + " (" + std::to_string(rebuilt.tensors) +
-                   " tensors, sha256 " + source.sha256 + ")");
+                   " tensors, sha256 " + source.sha256 + "), fsync and rename " +
+                   committing.text());
     ++summary.files;
     summary.tensors += rebuilt.tensors;
     summary.output_bytes += source.size;
@@ -104,8 +107,7 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
   for (const SafetensorsFile& shard : folder.folder.shards) {
     summary.input_bytes += shard.header().file_size;
   }
-  summary.seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  summary.seconds = started.seconds();
   return summary;
 }
 

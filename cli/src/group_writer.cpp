@@ -24,10 +24,10 @@ std::vector<uint8_t> split_bytes(const GroupPlan& plan) {
 }
 
 // Writes and hashes a finished piece of a stored tensor.
-Status emit(const OutputFile& out, uint64_t offset, std::span<const uint8_t> bytes, Xxh3& hash,
+Status emit(const FileWriter& out, uint64_t offset, std::span<const uint8_t> bytes, Xxh3& hash,
             const std::string& what, const char* tensor) {
   hash.update(bytes);
-  Status status = out.pwrite_all(offset, bytes);
+  Status status = out.write(offset, bytes);
   if (!status) return status.with_context(what + ": " + tensor);
   return Status::ok();
 }
@@ -42,7 +42,7 @@ std::array<uint64_t, 6> stored_sizes(const GroupPlan& plan) {
 
 Result<GroupWriteResult> write_group(const MemberSpans& members,
                                      const std::vector<MemberSource>& sources,
-                                     const GroupPlan& plan, const OutputFile& out,
+                                     const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
                                      Console& console, const std::string& what) {
   if (members.n_elements() != plan.n_elements || plan.n_chunks() == 0) {

@@ -12,6 +12,7 @@
 #include "console.h"
 #include "df11/encoder.h"
 #include "df11/file_io.h"
+#include "file_writer.h"
 #include "df11/metadata.h"
 #include "member_spans.h"
 
@@ -40,7 +41,7 @@ std::array<uint64_t, 6> stored_sizes(const GroupPlan& plan);
 // Progress advances by the members' BF16 bytes. `what` names the group in messages.
 Result<GroupWriteResult> write_group(const MemberSpans& members,
                                      const std::vector<MemberSource>& sources,
-                                     const GroupPlan& plan, const OutputFile& out,
+                                     const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
                                      Console& console, const std::string& what);
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -44,35 +45,26 @@ Result<std::string> sha256_file_interruptible(const std::string& path,
   return sha.hex_digest();
 }
 
-SourceHasher::SourceHasher(std::vector<std::string> paths)
+SourceHasher::SourceHasher(std::vector<std::string> paths, size_t max_threads)
     : paths_(std::move(paths)), results_(paths_.size()) {
-  thread_ = std::thread([this] { run(); });
+  const size_t n = std::min(paths_.size(), std::max<size_t>(1, max_threads));
+  for (size_t t = 0; t < n; ++t) threads_.emplace_back([this] { run(); });
 }
 
 SourceHasher::~SourceHasher() {
   stop_.store(true);
-  thread_.join();
+  for (std::thread& t : threads_) t.join();
 }
 
 void SourceHasher::run() {
-  for (size_t i = 0; i < paths_.size(); ++i) {
+  for (size_t i = next_.fetch_add(1); i < paths_.size(); i = next_.fetch_add(1)) {
+    // After a stop or a signal the remaining files fail fast with kInterrupted.
     Result<std::string> digest = sha256_file_interruptible(paths_[i], &stop_);
-    const Status status = digest.status();
-    const bool stopped = status.code() == ErrorCode::kInterrupted;
     {
       std::lock_guard<std::mutex> lock(mutex_);
       results_[i].emplace(std::move(digest));
     }
     done_.notify_all();
-    if (stopped) {
-      // A signal or the destructor: the remaining files are not hashed either.
-      std::lock_guard<std::mutex> lock(mutex_);
-      for (size_t j = i + 1; j < paths_.size(); ++j) {
-        results_[j].emplace(status);
-      }
-      done_.notify_all();
-      return;
-    }
   }
 }
 
