@@ -210,6 +210,47 @@ __device__ __forceinline__ void cp_async_wait_all() {
   asm volatile("cp.async.wait_all;\n" ::: "memory");
 }
 
+// Hopper's bulk copy engine: one thread moves a block's sign_mantissa bytes into shared
+// memory and an mbarrier tells the others when they have landed (sm_90 and later; older
+// GPUs use cp.async, 16 bytes per thread).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DF11_BULK_COPY 1
+#else
+#define DF11_BULK_COPY 0
+#endif
+
+__device__ __forceinline__ void mbar_init(uint32_t mbar) {
+#if DF11_BULK_COPY
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mbar) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+// Thread 0: expect `bytes` and start their copy (size and both addresses 16-byte multiples).
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes,
+                                          uint32_t mbar) {
+#if DF11_BULK_COPY
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after generic reads of dst
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(mbar),
+               "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(mbar)
+      : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint32_t mbar, uint32_t parity) {
+#if DF11_BULK_COPY
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "wait_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra wait_%=;\n\t}" ::"r"(mbar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+
 // 8 sign_mantissa bytes of weights [gstart, gstart + 8) from global memory; past n: 0.
 __device__ __forceinline__ uint2 load_sign_mantissa(const KernelGroup& g, uint32_t gstart) {
   if ((g.flags & kSignMantissaAligned16) && uint64_t{gstart} + kUnit <= g.n_elements) {
@@ -266,6 +307,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   __shared__ uint32_t multi[kMultiEntries];
   __shared__ uint16_t table[kTableEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
+  __shared__ alignas(8) unsigned long long sm_barriers[2];  // one per sign_mantissa buffer
   extern __shared__ uint4 dynamic_shared[];
   uint8_t* const staging_base = reinterpret_cast<uint8_t*>(dynamic_shared) + kSlotsBytes;
   const uint32_t staging_base_at = shared_address(staging_base);
@@ -294,6 +336,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   for (uint32_t i = 16 * t; i < (kCompact ? 1 : 2) * batch.staging_bytes; i += 16 * kThreads) {
     sts_zero128(staging_base_at + i);
   }
+  const uint32_t mbar_at = shared_address(sm_barriers);
+  if (DF11_BULK_COPY && !kCompact && t == 0) {
+    mbar_init(mbar_at);
+    mbar_init(mbar_at + 8);
+  }
+  uint32_t mbar_phases = 0;  // bit p: parity of the next completion of buffer p's barrier
   uint32_t staged = 0xFFFFFFFFu;
   RawInputs raw = load_raw(batch.groups[gi], begin - batch.groups[gi].first_block, t);
   uint32_t parity = 0;
@@ -347,10 +395,17 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const uint32_t sm_stage_at = staging_base_at + (2 + parity) * batch.staging_bytes;
     const bool sm_staged = !kCompact && (g.flags & kSignMantissaAligned16);
 
-    // 1. sign_mantissa bytes of the block into shared memory, 16 at a time; reads stop at
-    //    n_elements (the rest of a piece is zero-filled).
-    if (sm_staged) {
-      const uint32_t pieces = expected ? (op1 - base + 15) / 16 : 0;
+    // 1. sign_mantissa bytes of the block into shared memory: [base, base + 16 * pieces).
+    //    One bulk copy when they lie inside the array (all blocks but the group's last, on
+    //    sm_90), else 16 bytes per thread with reads stopping at n_elements (zero fill).
+    const uint32_t pieces = expected ? (op1 - base + 15) / 16 : 0;
+    const bool bulk = DF11_BULK_COPY && sm_staged && pieces != 0 &&
+                      uint64_t{base} + 16 * pieces <= g.n_elements;
+    if (bulk) {
+      if (t == 0) {
+        bulk_copy(sm_stage_at, g.sign_mantissa + base, 16 * pieces, mbar_at + 8 * parity);
+      }
+    } else if (sm_staged) {
       const uint8_t* const src = g.sign_mantissa + base;
       const uint32_t left = g.n_elements - base;  // > 0: op0 < n when expected > 0
 #pragma unroll 1
@@ -411,7 +466,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
                       prefix + (op0 - base), keep,
                       [=](uint32_t word, uint32_t v) { sts_u32(staging + 4 * word, v); },
                       [=](uint32_t word, uint32_t v) { red_or_u32(staging + 4 * word, v); });
-    if (sm_staged) cp_async_wait_all();
+    if (bulk) {
+      mbar_wait(mbar_at + 8 * parity, (mbar_phases >> parity) & 1);
+      mbar_phases ^= 1u << parity;
+    } else if (sm_staged) {
+      cp_async_wait_all();
+    }
     __syncthreads();
 
     // 6. join and store, 8 weights per thread per step.
