@@ -10,8 +10,10 @@ corrupts), so trials can run in parallel and the original is never modified. A t
   detected  verify exited 1 (verification failed) or 3 (invalid input) with a message
   missed    verify exited 0 although a bit differs
   crashed   verify died from a signal or exited with another code
-Bits are drawn uniformly over all bytes of all files, so shards dominate; the report breaks
-results down by region (shard header, coded tensor data, raw tensor data, side files).
+Bits are drawn uniformly over all bytes of all files, so tensor data dominates; with
+--stratify, each trial first picks one of the region kinds (shard header, coded tensor data,
+raw tensor data, side file) uniformly, then a byte inside it, so that the small regions get as
+many trials as the large ones. The report breaks results down by region.
 """
 import argparse
 import json
@@ -61,14 +63,35 @@ def region_of(spans, offset):
     return "unknown"
 
 
-def run_trial(args, files, spans, total, trial_seed, workroot):
-    rng = random.Random(trial_seed)
+def pick_uniform(rng, files, total):
     pos = rng.randrange(total)
-    bit = rng.randrange(8)
     for rel, size in files:
         if pos < size:
-            break
+            return rel, pos
         pos -= size
+    raise AssertionError("position beyond the files")
+
+
+def pick_stratified(rng, spans):
+    kinds = sorted({name for ranges in spans.values() for b, e, name in ranges if e > b})
+    kind = kinds[rng.randrange(len(kinds))]
+    ranges = [(rel, b, e) for rel, rs in sorted(spans.items()) for b, e, name in rs
+              if name == kind and e > b]
+    pos = rng.randrange(sum(e - b for _, b, e in ranges))
+    for rel, b, e in ranges:
+        if pos < e - b:
+            return rel, b + pos
+        pos -= e - b
+    raise AssertionError("position beyond the regions")
+
+
+def run_trial(args, files, spans, total, trial_seed, workroot):
+    rng = random.Random(trial_seed)
+    if args.stratify:
+        rel, pos = pick_stratified(rng, spans)
+    else:
+        rel, pos = pick_uniform(rng, files, total)
+    bit = rng.randrange(8)
     work = tempfile.mkdtemp(dir=workroot)
     try:
         dst = os.path.join(work, "m")
@@ -85,7 +108,7 @@ def run_trial(args, files, spans, total, trial_seed, workroot):
             f.seek(pos)
             f.write(bytes([b ^ (1 << bit)]))
         proc = subprocess.run([args.df11, "verify", dst, "-q", "--threads", "1"],
-                              capture_output=True, text=True, timeout=300)
+                              capture_output=True, timeout=300)
         rc = proc.returncode
         if rc in (1, 3):
             outcome = "detected"
@@ -95,7 +118,7 @@ def run_trial(args, files, spans, total, trial_seed, workroot):
             outcome = "crashed"
         return {"file": rel, "offset": pos, "bit": bit, "region": region_of(spans[rel], pos),
                 "rc": rc, "outcome": outcome,
-                "stderr": proc.stderr.strip().splitlines()[-1:] if outcome != "detected" else []}
+                "stderr": proc.stderr.decode("utf-8", "backslashreplace").strip().splitlines()[-1:] if outcome != "detected" else []}
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -107,6 +130,8 @@ def main():
     ap.add_argument("--trials", type=int, default=10000)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--stratify", action="store_true",
+                    help="pick the region kind uniformly first, then a byte in it")
     ap.add_argument("--json")
     args = ap.parse_args()
 
