@@ -84,12 +84,14 @@ run_step() {
   wall=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }')
   rss_kb=$(awk -F': ' '/Maximum resident set size/ { print $2 }' "$log/$name.time")
   cpu_pct=$(awk -F': ' '/Percent of CPU this job got/ { print $2 }' "$log/$name.time")
+  cpu_s=$(awk -F': ' '/User time|System time/ { t += $2 } END { printf "%.2f", t }' "$log/$name.time")
   cat "$log/$name.out" >&2
 }
 
-declare -A step_cmd step_wall step_rss step_cpu
+declare -A step_cmd step_wall step_rss step_cpu step_cpu_s
 record() {  # record NAME "display command"
   step_cmd[$1]=$2; step_wall[$1]=$wall; step_rss[$1]=$rss_kb; step_cpu[$1]=$cpu_pct
+  step_cpu_s[$1]=$cpu_s
 }
 
 run_step compress "$df11" compress "$bf16" -o "$out" -q "${threads_opt[@]}"
@@ -131,17 +133,17 @@ bf16 = $bf16_bytes
 largest = $largest_bytes
 rss_limit = 1.5 * largest + 256e6
 steps = [
-    ("compress", "${step_cmd[compress]}", ${step_wall[compress]}, ${step_rss[compress]}, "${step_cpu[compress]}", 1.0),
-    ("decompress", "${step_cmd[decompress]}", ${step_wall[decompress]}, ${step_rss[decompress]}, "${step_cpu[decompress]}", 1.5),
-    ("verify", "${step_cmd[verify]}", ${step_wall[verify]}, ${step_rss[verify]}, "${step_cpu[verify]}", 1.5),
-    ("verify --against", "${step_cmd[verify_against]}", ${step_wall[verify_against]}, ${step_rss[verify_against]}, "${step_cpu[verify_against]}", 1.5),
-    ("zstd -1 (scale)", "${step_cmd[zstd]}", ${step_wall[zstd]}, ${step_rss[zstd]}, "${step_cpu[zstd]}", None),
-    ("zstd -d (scale)", "${step_cmd[zstd_d]}", ${step_wall[zstd_d]}, ${step_rss[zstd_d]}, "${step_cpu[zstd_d]}", None),
+    ("compress", "${step_cmd[compress]}", ${step_wall[compress]}, ${step_rss[compress]}, "${step_cpu[compress]}", ${step_cpu_s[compress]}, 1.0),
+    ("decompress", "${step_cmd[decompress]}", ${step_wall[decompress]}, ${step_rss[decompress]}, "${step_cpu[decompress]}", ${step_cpu_s[decompress]}, 1.5),
+    ("verify", "${step_cmd[verify]}", ${step_wall[verify]}, ${step_rss[verify]}, "${step_cpu[verify]}", ${step_cpu_s[verify]}, 1.5),
+    ("verify --against", "${step_cmd[verify_against]}", ${step_wall[verify_against]}, ${step_rss[verify_against]}, "${step_cpu[verify_against]}", ${step_cpu_s[verify_against]}, 1.5),
+    ("zstd -1 (scale)", "${step_cmd[zstd]}", ${step_wall[zstd]}, ${step_rss[zstd]}, "${step_cpu[zstd]}", ${step_cpu_s[zstd]}, None),
+    ("zstd -d (scale)", "${step_cmd[zstd_d]}", ${step_wall[zstd_d]}, ${step_rss[zstd_d]}, "${step_cpu[zstd_d]}", ${step_cpu_s[zstd_d]}, None),
 ]
 def mb(b): return f"{b / 1e6:,.0f} MB"
-print("| step | command | wall s | GB/s (BF16) | CPU | peak RSS | targets | met |")
-print("|---|---|---:|---:|---:|---:|---|---|")
-for name, cmd, wall, rss_kb, cpu, target in steps:
+print("| step | command | wall s | GB/s (BF16) | CPU | CPU s | GB per CPU-s | peak RSS | targets | met |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---|---|")
+for name, cmd, wall, rss_kb, cpu, cpu_s, target in steps:
     rate = bf16 / wall / 1e9
     rss = rss_kb * 1024
     if target is None:
@@ -152,7 +154,8 @@ for name, cmd, wall, rss_kb, cpu, target in steps:
         ok_rate, ok_rss = rate >= target, rss <= rss_limit
         met = ("yes" if ok_rate and ok_rss else
                "no: " + ", ".join(x for x, ok in (("speed", ok_rate), ("RSS", ok_rss)) if not ok))
-    print(f"| {name} | \`{cmd}\` | {wall:.2f} | {rate:.2f} | {cpu} | {mb(rss)} | {targets} | {met} |")
+    per_cpu = bf16 / cpu_s / 1e9 if cpu_s > 0 else float("nan")
+    print(f"| {name} | \`{cmd}\` | {wall:.2f} | {rate:.2f} | {cpu} | {cpu_s:.2f} | {per_cpu:.2f} | {mb(rss)} | {targets} | {met} |")
 EOF
 )
 
@@ -168,12 +171,15 @@ CMAKE_BUILD_TYPE=$(awk -F= '/^CMAKE_BUILD_TYPE:/ { print $2 }' "$build_dir/CMake
 Machine: $cores cores ($cpu); load average before $load_before, after $load_after.
 
 Model: \`df11-mkmodel bf16 --size $size --seed 1\` -> ${model_line#*: }; $(awk -v b="$bf16_bytes" 'BEGIN { printf "%.2f GB", b / 1e9 }') of
-safetensors in $(ls "$bf16"/*.safetensors | wc -l) files, page cache warm (files read once before the first step).
+safetensors in $(ls "$bf16"/*.safetensors | wc -l) file(s), page cache warm (files read once before the first step).
 DF11: $(awk -v b="$df11_bytes" 'BEGIN { printf "%.2f GB", b / 1e9 }') (ratio $ratio_df11), $groups groups; largest group \`$largest_group\` = $(awk -v b="$largest_bytes" 'BEGIN { printf "%.0f MB", b / 1e6 }') BF16.
 zstd -1: $(awk -v b="$zstd_bytes" 'BEGIN { printf "%.2f GB", b / 1e9 }') (ratio $ratio_zstd).
 Each step runs once, file to file (outputs go to the page cache; restored files checked
 byte-identical by sha256); GB/s = BF16 bytes / wall seconds; CPU = user+sys over wall
-(200% = both cores); peak RSS from \`/usr/bin/time -v\`.
+(200% = both cores), CPU s = user+sys seconds, GB per CPU-s = BF16 bytes / CPU s (what one
+core does alone: under load the wall-clock rate falls, this one much less); peak RSS from
+\`/usr/bin/time -v\`. Targets: compress >= 1 GB/s, CPU decode >= 1.5 GB/s, peak RSS <= 1.5 x
+the largest group's BF16 size + 256 MB.
 
 $table
 EOF
