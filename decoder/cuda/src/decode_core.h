@@ -322,27 +322,28 @@ struct WindowResult {
 };
 
 // Decodes every code that starts in the window (spec 4.3), from bit `gap`: exponent j goes
-// to store_byte(j, v), which stores the low 8 bits of v (j < 64). `multi` is the multi-code
-// table, `table` the joined table. The last 4 bits of the window are decoded one code at a
-// time, so that no code of the next window is taken.
+// to store_byte(slot + j, v), which stores the low 8 bits of v (j < 64); the caller's
+// `slot` is an address or an index, so that the loop advances one cursor per lookup.
+// `multi` is the multi-code table, `table` the joined table. The last 4 bits of the window
+// are decoded one code at a time, so that no code of the next window is taken.
 template <typename Multi, typename Table, typename StoreByte>
 DF11_HD WindowResult decode_window(const Multi& multi, const Table& table, uint32_t w0,
-                                   uint32_t w1, uint32_t w2, uint32_t gap,
+                                   uint32_t w1, uint32_t w2, uint32_t gap, uint32_t slot,
                                    const StoreByte& store_byte) {
   uint32_t pos = gap;
-  uint32_t count = 0;
+  uint32_t at = slot;  // where the next exponent goes
   while (pos < kBitsPerWindow - kMultiReach) {
     const uint32_t top = bits_at(w0, w1, w2, pos);
     uint32_t e = multi(top >> (32 - kMultiIndexBits));
     if (multi_n(e) == 0) {  // not a root symbol: a longer code, or an unusable entry
       const uint32_t j = walk_subtables(table, table(top >> 24), top);
-      if (j == 0) return WindowResult{count, kBadEnd};
+      if (j == 0) return WindowResult{at - slot, kBadEnd};
       e = (j & 0xFF) | (1u << 24) | ((j >> 8) << 26);
     }
-    store_byte(count, e);  // store_byte keeps the low 8 bits
-    if (multi_n(e) >= 2) store_byte(count + 1, e >> 8);
-    if (multi_n(e) == 3) store_byte(count + 2, e >> 16);
-    count += multi_n(e);
+    store_byte(at, e);  // store_byte keeps the low 8 bits
+    if (multi_n(e) >= 2) store_byte(at + 1, e >> 8);
+    if (multi_n(e) == 3) store_byte(at + 2, e >> 16);
+    at += multi_n(e);
     pos += multi_advance(e);
   }
   while (pos < kBitsPerWindow) {
@@ -350,13 +351,13 @@ DF11_HD WindowResult decode_window(const Multi& multi, const Table& table, uint3
     uint32_t e = table(top >> 24);
     if (e < 0x100) {
       e = walk_subtables(table, e, top);
-      if (e == 0) return WindowResult{count, kBadEnd};
+      if (e == 0) return WindowResult{at - slot, kBadEnd};
     }
-    store_byte(count, e);
-    count += 1;
+    store_byte(at, e);
+    at += 1;
     pos += e >> 8;
   }
-  return WindowResult{count, pos};
+  return WindowResult{at - slot, pos};
 }
 
 // Bit (relative to the window) where the first `limit` codes of the window end, or kBadEnd.

@@ -47,7 +47,7 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
         in[t] = load_window_inputs(g, b, t);
         // The kernel's slot: words past the last one written keep older contents.
         res[t] = decode_window(
-            multi, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap,
+            multi, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap, 0,
             [&](uint32_t j, uint32_t v) { slots[t][j] = static_cast<uint8_t>(v); });
         total += res[t].count;
       }

@@ -56,6 +56,14 @@ struct KernelBatch {
 
 // Shared memory through 32-bit shared-window addresses: the hot loops then need one add per
 // access (generic pointers into shared memory cost a window-base computation on sm_90).
+// A value the compiler cannot see through. Table indices go through it so that index and
+// scale fold into one LEA with the base (the compiler would otherwise merge the index's
+// shift with the scale into a shift and a mask, then add the base).
+__device__ __forceinline__ uint32_t opaque(uint32_t v) {
+  asm("mov.b32 %0, %0;" : "+r"(v));
+  return v;
+}
+
 // The opaque move keeps the address in a register: without it the compiler recomputes it
 // (S2R of the cluster CTA id and a shift) inside the decode loop.
 __device__ __forceinline__ uint32_t shared_address(const void* p) {
@@ -304,6 +312,7 @@ constexpr uint32_t staging_buffers() {
 template <uint32_t kMaxGroups, bool kCompact>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     decode_kernel(const __grid_constant__ KernelBatch<kMaxGroups> batch) {
+
   __shared__ uint32_t multi[kMultiEntries];
   __shared__ uint16_t table[kTableEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
@@ -347,8 +356,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
   uint32_t parity = 0;
   const uint32_t table_at = shared_address(table);
   const uint32_t multi_at = shared_address(multi);
-  const auto tab = [=](uint32_t i) { return lds_u16(table_at + 2 * i); };
-  const auto multi_tab = [=](uint32_t i) { return lds_u32(multi_at + 4 * i); };
+  const auto tab = [=](uint32_t i) { return lds_u16(table_at + 2 * opaque(i)); };
+  const auto multi_tab = [=](uint32_t i) { return lds_u32(multi_at + 4 * opaque(i)); };
   const uint32_t slot_at = shared_address(dynamic_shared) + t * kSlotStride;
 
   for (uint32_t b = begin; b < end; ++b) {
@@ -418,8 +427,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     }
 
     // 2. decode the window into the slot.
-    const WindowResult r = decode_window(multi_tab, tab, in.w0, in.w1, in.w2, in.gap,
-                                         [=](uint32_t j, uint32_t v) { sts_u8(slot_at + j, v); });
+    const WindowResult r = decode_window(multi_tab, tab, in.w0, in.w1, in.w2, in.gap, slot_at,
+                                         [](uint32_t a, uint32_t v) { sts_u8(a, v); });
 
     // 3. next block's inputs, then the block-wide scan.
     uint32_t gi_next = gi;
