@@ -1,6 +1,7 @@
 #include "decompress.h"
 
 #include <cstdio>
+#include <mutex>
 #include <unordered_set>
 
 #include "df11/file_io.h"
@@ -74,26 +75,36 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
   }
   console.progress_start("restoring  ", total);
 
-  TensorProducer producer(folder, DecodeDevice::kCpu);
   RebuildOptions rebuild_options;
   rebuild_options.on_bytes = [&](uint64_t n) { console.progress_advance(n); };
-  for (const SourceRef& ref : folder.sources) {
-    const SourceFile& source = folder.source(ref);
-    DF11_ASSIGN_OR_RETURN(OutputFile file,
-                          OutputFile::create((staging.path() / source.file).string()));
-    DF11_RETURN_IF_ERROR(file.preallocate(source.size));
-    FileSink sink(file);
-    DF11_ASSIGN_OR_RETURN(RebuildResult rebuilt,
-                          rebuild_source(folder, source, producer, sink, rebuild_options));
-    const Stopwatch committing;
-    DF11_RETURN_IF_ERROR(file.commit());
-    console.detail("restored " + source.file + " (" + std::to_string(rebuilt.tensors) +
-                   " tensors, sha256 " + source.sha256 + "), fsync and rename " +
-                   committing.text());
-    ++summary.files;
-    summary.tensors += rebuilt.tensors;
-    summary.output_bytes += source.size;
-  }
+  std::mutex mutex;  // guards summary
+  const size_t n_sources = folder.sources.size();
+  DF11_RETURN_IF_ERROR(for_each_source(
+      folder, DecodeDevice::kCpu, n_sources,
+      options.parallel_files != 0 ? options.parallel_files
+                                  : source_parallelism(n_sources, DecodeDevice::kCpu),
+      rebuild_options,
+      [&](size_t i, TensorProducer& producer, const RebuildOptions& options) -> Status {
+        const SourceFile& source = folder.source(folder.sources[i]);
+        DF11_ASSIGN_OR_RETURN(OutputFile file,
+                              OutputFile::create((staging.path() / source.file).string()));
+        DF11_RETURN_IF_ERROR(file.preallocate(source.size));
+        RebuildResult rebuilt;
+        {
+          FileSink sink(file);
+          DF11_ASSIGN_OR_RETURN(rebuilt, rebuild_source(folder, source, producer, sink, options));
+        }
+        const Stopwatch committing;
+        DF11_RETURN_IF_ERROR(file.commit());
+        console.detail("restored " + source.file + " (" + std::to_string(rebuilt.tensors) +
+                       " tensors, sha256 " + source.sha256 + "), fsync and rename " +
+                       committing.text());
+        std::lock_guard<std::mutex> lock(mutex);
+        ++summary.files;
+        summary.tensors += rebuilt.tensors;
+        summary.output_bytes += source.size;
+        return Status::ok();
+      }));
   for (const SideFile& side : folder.side_files) {
     DF11_RETURN_IF_ERROR(restore_side_file(side, staging.path()));
   }

@@ -18,6 +18,7 @@ struct DecompressOptions {
   std::filesystem::path out_dir;
   bool force = false;
   int threads = 0;
+  size_t parallel_files = 0;  // files rebuilt side by side; 0: from the thread count
 };
 
 struct DecompressSummary {

@@ -1,10 +1,13 @@
 #include "rebuild.h"
 
 #include <tbb/parallel_invoke.h>
+#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstring>
+#include <mutex>
 #include <new>
+#include <thread>
 
 #include "df11/decoder.h"
 #include "df11/hash.h"
@@ -188,8 +191,13 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
   Sha256 sha;
   sha.update(layout.prefix);
   DF11_RETURN_IF_ERROR(sink.write(0, layout.prefix));
+  auto cancelled = [&] {
+    return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
+  };
+  const Status cancel_status(ErrorCode::kInterrupted, source.file + ": stopped (another file failed)");
   for (const TensorInfo& t : layout.header.tensors) {
     DF11_RETURN_IF_ERROR(check_interrupted());
+    if (cancelled()) return cancel_status;
     result.names.push_back(t.name);
     Status status;
     const auto it = folder.originals.find(t.name);
@@ -205,6 +213,7 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
       Xxh3 hash;
       uint64_t offset = layout.header.data_start + t.data_offset_begin;
       status = producer.produce(it->second, [&](std::span<const uint8_t> bytes) {
+        if (cancelled()) return cancel_status;
         // SHA-256 (~2 GB/s, sequential by nature) beside the rest of the sink's work.
         Status written;
         tbb::parallel_invoke([&] { sha.update(bytes); },
@@ -240,6 +249,43 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
     }
   }
   return result;
+}
+
+}  // namespace df11::app
+
+namespace df11::app {
+
+size_t source_parallelism(size_t n_sources, DecodeDevice device) {
+  if (device == DecodeDevice::kCuda || n_sources <= 1) return 1;
+  const size_t threads = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+  return std::clamp<size_t>(threads / 4, 1, std::min<size_t>(n_sources, 4));
+}
+
+Status for_each_source(
+    const Df11Folder& folder, DecodeDevice device, size_t n, size_t parallel,
+    const RebuildOptions& base,
+    const std::function<Status(size_t, TensorProducer&, const RebuildOptions&)>& work) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> cancel{false};
+  std::mutex mutex;
+  Status first_error;
+  RebuildOptions options = base;
+  options.cancel = &cancel;
+  auto worker = [&] {
+    TensorProducer producer(folder, device);
+    for (size_t i = next.fetch_add(1); i < n && !cancel.load(); i = next.fetch_add(1)) {
+      Status status = work(i, producer, options);
+      if (status) continue;
+      std::lock_guard<std::mutex> lock(mutex);
+      if (first_error.is_ok()) first_error = status;
+      cancel.store(true);
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t t = 1; t < std::max<size_t>(1, parallel); ++t) threads.emplace_back(worker);
+  worker();  // this thread is worker 0
+  for (std::thread& t : threads) t.join();
+  return first_error;
 }
 
 }  // namespace df11::app

@@ -5,6 +5,7 @@
 // recorded one.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -21,8 +22,8 @@ namespace df11::app {
 
 enum class DecodeDevice { kCpu, kCuda };
 
-// Decoded weights per piece: two reused buffers of 2 bytes per weight (2 x 32 MiB).
-inline constexpr uint64_t kDecodePieceWeights = uint64_t{16} << 20;
+// Decoded weights per piece: two reused buffers of 2 bytes per weight (2 x 16 MiB).
+inline constexpr uint64_t kDecodePieceWeights = uint64_t{8} << 20;
 
 // Produces the bytes of original tensors. Not thread-safe (one reused buffer).
 class TensorProducer {
@@ -77,6 +78,8 @@ struct RebuildOptions {
   std::function<void(const std::string& tensor, const Status& why)> on_tensor_failure;
   // Called with the bytes of every piece produced (progress).
   std::function<void(uint64_t)> on_bytes;
+  // Set by for_each_source when another file failed: stop early (kInterrupted).
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct RebuildResult {
@@ -92,5 +95,17 @@ struct RebuildResult {
 Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile& source,
                                      TensorProducer& producer, RebuildSink& sink,
                                      const RebuildOptions& options);
+
+// How many source files to rebuild side by side: SHA-256 is sequential within a file, so
+// throughput scales with files. CPU decoding only (each worker holds two pieces, 32 MiB);
+// a CUDA producer holds a whole decoded group, so CUDA runs one file at a time.
+size_t source_parallelism(size_t n_sources, DecodeDevice device);
+
+// Calls work(i, producer, options) for every i in [0, n), `parallel` at a time, each worker
+// with its own TensorProducer; `options` is `base` with `cancel` set. Returns the first
+// failure; after it, workers stop at their next check and no new item starts.
+Status for_each_source(const Df11Folder& folder, DecodeDevice device, size_t n, size_t parallel,
+                       const RebuildOptions& base,
+                       const std::function<Status(size_t, TensorProducer&, const RebuildOptions&)>& work);
 
 }  // namespace df11::app

@@ -26,8 +26,11 @@ class TensorComparer {
   // kMismatch naming the tensor, the count of differing elements and the first one.
   Status end();
 
-  // Tensors of the original folder never passed to begin(): missing from the DF11 folder.
+  // Tensors of the original folder never passed to begin() (of this comparer, or of those
+  // merged into it): missing from the DF11 folder.
   std::vector<std::string> not_compared() const;
+  // Counts what `other` compared as compared here (comparers of parallel workers).
+  void merge_seen(const TensorComparer& other) { seen_.insert(other.seen_.begin(), other.seen_.end()); }
 
  private:
   const ModelFolder& original_;

@@ -44,7 +44,8 @@ Result<VerifyReport> verify_model(const VerifyOptions& options, Console& console
   }
   DF11_ASSIGN_OR_RETURN(DecodeDevice device, resolve_device(options.device, &report.notes));
   report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
-  VerifyContext context{console, report, against ? &*against : nullptr, device};
+  VerifyContext context(console, report, against ? &*against : nullptr, device,
+                        options.parallel_files);
   if (has_df11_metadata(model)) {
     DF11_RETURN_IF_ERROR(verify_df11_folder(std::move(model), context));
   } else {

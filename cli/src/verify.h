@@ -25,6 +25,7 @@ struct VerifyOptions {
   std::optional<std::filesystem::path> against;
   DeviceChoice device = DeviceChoice::kAuto;
   int threads = 0;
+  size_t parallel_files = 0;  // original files rebuilt side by side; 0: from the thread count
 };
 
 struct VerifyReport {

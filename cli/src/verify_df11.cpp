@@ -172,7 +172,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   for (const SourceRef& ref : folder.sources) total += folder.source(ref).size;
   console.progress_start("verifying  ", total);
 
-  TensorProducer producer(folder, context.device);
+  TensorProducer producer(folder, context.device);  // validates each group once
   for (size_t i = 0; i < folder.groups.size(); ++i) {
     const CodedGroup& g = folder.groups[i];
     Status fatal;
@@ -188,27 +188,40 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   check_loader(folder, context);
   for (size_t s = 0; s < folder.folder.shards.size(); ++s) check_shard_metadata(folder, s, context);
 
-  std::optional<TensorComparer> comparer;
+  std::optional<TensorComparer> comparer;  // what all workers compared, merged
   if (context.against != nullptr) comparer.emplace(*context.against);
-  CompareSink sink(comparer ? &*comparer : nullptr);
   RebuildOptions options;
   options.on_bytes = [&](uint64_t n) { console.progress_advance(n); };
   options.on_tensor_failure = [&](const std::string&, const Status& why) {
     context.fail(why.message());
   };
   std::unordered_set<std::string> rebuilt;
-  for (const SourceRef& ref : folder.sources) {
-    const SourceFile& source = folder.source(ref);
-    auto result = rebuild_source(folder, source, producer, sink, options);
-    if (!result) {
-      if (exit_code_for(result.status()) != kExitDataError) return result.status();
-      context.fail(result.status().message());
-      continue;
-    }
-    for (std::string& name : result->names) rebuilt.insert(std::move(name));
-    context.report.tensors += result->tensors;
-    if (result->failed_tensors == 0) ++context.report.files;
-  }
+  const size_t n_sources = folder.sources.size();
+  DF11_RETURN_IF_ERROR(for_each_source(
+      folder, context.device, n_sources,
+      context.parallel_files != 0 ? context.parallel_files
+                                  : source_parallelism(n_sources, context.device),
+      options,
+      [&](size_t i, TensorProducer& worker, const RebuildOptions& worker_options) -> Status {
+        std::optional<TensorComparer> local;
+        if (context.against != nullptr) local.emplace(*context.against);
+        CompareSink sink(local ? &*local : nullptr);
+        auto result =
+            rebuild_source(folder, folder.source(folder.sources[i]), worker, sink, worker_options);
+        if (!result) {
+          // Data problems are findings; anything else (I/O, a signal) stops verification.
+          if (exit_code_for(result.status()) != kExitDataError) return result.status();
+          context.fail(result.status().message());
+          return Status::ok();
+        }
+        std::lock_guard<std::mutex> lock(context.mutex);
+        for (std::string& name : result->names) rebuilt.insert(std::move(name));
+        context.report.tensors += result->tensors;
+        if (result->failed_tensors == 0) ++context.report.files;
+        context.report.compared += sink.compared();
+        if (local) comparer->merge_seen(*local);
+        return Status::ok();
+      }));
   for (const auto& [name, original] : folder.originals) {
     if (rebuilt.count(name) == 0) {
       context.fail(folder.describe(name, original) +
@@ -238,7 +251,6 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   console.progress_finish();
   context.report.groups = folder.groups.size();
   if (comparer) {
-    context.report.compared = sink.compared();
     for (const std::string& name : comparer->not_compared()) {
       context.fail("tensor '" + name + "' of " + context.against->dir.string() +
                    " is missing from the DF11 folder");

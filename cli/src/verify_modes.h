@@ -2,6 +2,7 @@
 // checksums available) and published by the dfloat11 tools (none: structure + full decode).
 #pragma once
 
+#include <mutex>
 #include <string>
 
 #include "console.h"
@@ -12,14 +13,21 @@
 namespace df11::app {
 
 struct VerifyContext {
+  VerifyContext(Console& c, VerifyReport& r, const ModelFolder* a, DecodeDevice d, size_t files)
+      : console(c), report(r), against(a), device(d), parallel_files(files) {}
+
   Console& console;
   VerifyReport& report;
   const ModelFolder* against = nullptr;  // --against, or null
   DecodeDevice device = DecodeDevice::kCpu;
+  size_t parallel_files = 0;  // files rebuilt side by side; 0 = source_parallelism()
 
-  // Records and prints a finding; `line` names the tensor or file first.
+  std::mutex mutex;  // guards report (workers rebuild several files at once)
+
+  // Records and prints a finding; `line` names the tensor or file first. Thread-safe.
   void fail(const std::string& line) {
     console.report("FAIL " + line);
+    std::lock_guard<std::mutex> lock(mutex);
     report.failures.push_back(line);
   }
 };

@@ -56,6 +56,7 @@ class PipelineFixture : public ::testing::Test {
   Captured compress() const { return compress(compress_options()); }
   Captured decompress(bool force = false) const {
     DecompressOptions o;
+    o.parallel_files = 2;  // both shards at once: the concurrent path
     o.df11_dir = df11();
     o.out_dir = restored();
     o.force = force;
@@ -69,6 +70,7 @@ class PipelineFixture : public ::testing::Test {
     o.df11_dir = dir.empty() ? df11() : dir;
     o.against = against;
     o.device = app::DeviceChoice::kCpu;
+    o.parallel_files = 2;
     std::ostringstream out, err;
     const int code = app::run_verify_command(o, {}, out, err);
     return {code, out.str(), err.str()};
