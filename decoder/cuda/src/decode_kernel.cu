@@ -95,6 +95,12 @@ __device__ __forceinline__ void sts_u32(uint32_t a, uint32_t v) {
 __device__ __forceinline__ void sts_zero64(uint32_t a) {
   asm volatile("st.shared.v2.u32 [%0], {%1, %1};" ::"r"(a), "r"(0) : "memory");
 }
+__device__ __forceinline__ void sts_u128(uint32_t a, uint32_t x, uint32_t y, uint32_t z,
+                                         uint32_t w) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(x), "r"(y), "r"(z),
+               "r"(w)
+               : "memory");
+}
 __device__ __forceinline__ void sts_zero128(uint32_t a) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(a), "r"(0) : "memory");
 }
@@ -211,7 +217,8 @@ __device__ __forceinline__ WindowInputs finish_inputs(const RawInputs& r, const 
 
 __device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem, uint32_t src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem),
-               "r"(src_bytes));
+               "r"(src_bytes)
+               : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
 __device__ __forceinline__ void cp_async_wait_all() {
@@ -419,9 +426,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
       const uint32_t left = g.n_elements - base;  // > 0: op0 < n when expected > 0
 #pragma unroll 1
       for (uint32_t i = t; i < pieces; i += kThreads) {
-        const uint32_t at = 16 * i;
-        const uint32_t avail = at < left ? min(16u, left - at) : 0u;
-        cp_async_16(sm_stage_at + at, src + (avail ? at : 0u), avail);
+        const uint32_t at = 16 * i;  // < left: pieces end within 15 bytes of op1 <= n
+        if (left - at >= 16) {
+          cp_async_16(sm_stage_at + at, src + at, 16);
+        } else {
+          // The group's last piece: byte loads that stop at n_elements (a 16-byte copy of
+          // a partial piece reads past the array, whatever its source size says).
+          uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+          for (uint32_t k = 0; k < 16; ++k) {
+            if (k < left - at) w[k / 4] |= uint32_t{__ldg(src + at + k)} << (8 * (k % 4));
+          }
+          sts_u128(sm_stage_at + at, w[0], w[1], w[2], w[3]);
+        }
       }
       cp_async_commit();
     }
