@@ -56,9 +56,9 @@ inline Status check_stored_checksums(const LoadedShard& shard, size_t group) {
   for (const auto& [suffix, data] : six) {
     const std::string actual = xxh3_hex(data.first);
     if (actual != *data.second) {
-      return Status(ErrorCode::kCorruptData,
-                    shard.what(group) + ": stored tensor '" + meta.name + "." + suffix +
-                        "' has xxh3 " + actual + ", the df11 metadata records " + *data.second);
+      return Status(ErrorCode::kCorruptData, shard.what(group) + ": stored tensor '" + meta.name +
+                                                 "." + suffix + "' has xxh3 " + actual +
+                                                 ", the df11 metadata records " + *data.second);
     }
   }
   return Status::ok();
@@ -78,8 +78,8 @@ inline StageStatus load_shard(const std::filesystem::path& path,
   Result<std::optional<Df11Metadata>> meta = read_df11_metadata(shard->header);
   if (!meta) return {"metadata", meta.status()};
   if (!meta->has_value()) {
-    return {"metadata", Status(ErrorCode::kBadMetadata,
-                               shard->file_name + ": no \"df11\" __metadata__ entry")};
+    return {"metadata",
+            Status(ErrorCode::kBadMetadata, shard->file_name + ": no \"df11\" __metadata__ entry")};
   }
   shard->metadata = std::move(**meta);
 

@@ -29,8 +29,8 @@ class ValidVector : public ::testing::TestWithParam<std::string> {
     ASSERT_TRUE(json_.is_object()) << name_ << ".json";
     expected_bytes_ = read_spec_file(spec_vector_path("valid", name_, ".expected.bin"));
     expected_ = bf16_from_le_bytes(expected_bytes_);
-    const StageStatus loaded = load_shard(spec_vector_path("valid", name_, ".safetensors"),
-                                          &shard_);
+    const StageStatus loaded =
+        load_shard(spec_vector_path("valid", name_, ".safetensors"), &shard_);
     ASSERT_TRUE(loaded.status.is_ok()) << loaded.stage << ": " << loaded.status.to_string();
     ASSERT_EQ(shard_->groups.size(), 1u);
     ASSERT_EQ(shard_->groups[0].name, json_.at("group").get<std::string>());
@@ -160,8 +160,7 @@ TEST_P(ValidVector, ReencodesToTheSameGroup) {
   EXPECT_TRUE(same(mine.luts, theirs.luts)) << "luts differ";
   EXPECT_TRUE(same(mine.encoded_exponent, theirs.encoded_exponent)) << "encoded_exponent differs";
   EXPECT_TRUE(same(mine.sign_mantissa, theirs.sign_mantissa)) << "sign_mantissa differs";
-  EXPECT_TRUE(same(mine.output_positions, theirs.output_positions))
-      << "output_positions differ";
+  EXPECT_TRUE(same(mine.output_positions, theirs.output_positions)) << "output_positions differ";
   EXPECT_TRUE(same(mine.gaps, theirs.gaps)) << "gaps differ";
   EXPECT_TRUE(same(mine.split_positions, theirs.split_positions)) << "split_positions differ";
 }

@@ -1,11 +1,11 @@
 // The vector directories themselves (spec/DF11.md section 9): present, non-empty and complete,
 // so that the per-vector tests cannot pass by finding nothing.
+#include "spec_vectors.h"
+
 #include <gtest/gtest.h>
 
 #include <set>
 #include <string>
-
-#include "spec_vectors.h"
 
 namespace df11::test {
 namespace {
