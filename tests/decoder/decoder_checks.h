@@ -16,9 +16,9 @@
 namespace df11::test {
 
 // Both decoders reproduce `weights` exactly; the fast one also from a given GroupInfo and
-// for a few element ranges (first/last weight, block-straddling pieces).
+// for `n_ranges` element ranges (first/last weight, then random pieces).
 inline void expect_decodes_to(const GroupView& g, std::span<const uint16_t> weights,
-                              uint32_t seed = 1) {
+                              uint32_t seed = 1, int n_ranges = 12) {
   const std::vector<uint16_t> want(weights.begin(), weights.end());
   std::vector<uint16_t> out(weights.size(), 0xDEAD);
   Status s = decode_group_reference(g, out, "ref");
@@ -34,7 +34,7 @@ inline void expect_decodes_to(const GroupView& g, std::span<const uint16_t> weig
   ASSERT_TRUE(info.is_ok());
   std::mt19937_64 rng(seed);
   const uint64_t n = weights.size();
-  for (int k = 0; k < 12; ++k) {
+  for (int k = 0; k < n_ranges; ++k) {
     uint64_t first = rng() % n;
     uint64_t size = 1 + rng() % (n - first);
     if (k == 0) first = 0, size = 1;

@@ -102,7 +102,7 @@ uint64_t fibonacci(uint32_t e) {  // 1, 1, 2, 3, 5, ...
 }
 
 // Round trip of a code the encoder had to limit; returns its longest code length.
-uint32_t limited_round_trip(const std::vector<uint16_t>& w) {
+uint32_t limited_round_trip(const std::vector<uint16_t>& w, int n_ranges) {
   GroupPlan plan;
   std::span<const uint16_t> m(w);
   Result<GroupBuffers> g = encode_group(std::span<const std::span<const uint16_t>>(&m, 1), &plan);
@@ -111,21 +111,23 @@ uint32_t limited_round_trip(const std::vector<uint16_t>& w) {
   Result<GroupInfo> info = validate_group(g->view(), "g");
   EXPECT_TRUE(info.is_ok());
   EXPECT_EQ(info->unusable_lut_entries, 0u);
-  test::expect_decodes_to(g->view(), w);
+  test::expect_decodes_to(g->view(), w, 1, n_ranges);
   return plan.code.max_length;
 }
 
-// 34 exponents with Fibonacci counts (14.9M weights) make the deepest Huffman tree: 33
-// levels. The encoder must limit the code to 32 bits.
+// 34 exponents with Fibonacci counts (14.9M weights, the fewest that need it) make the
+// deepest Huffman tree: 33 levels. The encoder must limit the code to 32 bits. Two ranged
+// decodes only: this one is slow under sanitizers.
 TEST(RoundTrip, FibonacciCountsForceMaxCodeLength) {
-  EXPECT_EQ(limited_round_trip(with_counts(34, fibonacci)), kMaxCodeLength);
+  EXPECT_EQ(limited_round_trip(with_counts(34, fibonacci), 2), kMaxCodeLength);
 }
 
 // 224 exponents, steeply skewed (2^-k for 18 of them, then 206 seen once): ~200 long codes
 // whose lookup tables must fit in 16 subtables (spec 2.4).
 TEST(RoundTrip, SteepSkewWith224ExponentsForcesTableLimit) {
   const uint32_t max_length = limited_round_trip(
-      with_counts(224, [](uint32_t e) { return e < 18 ? uint64_t{1} << (18 - e) : uint64_t{1}; }));
+      with_counts(224, [](uint32_t e) { return e < 18 ? uint64_t{1} << (18 - e) : uint64_t{1}; }),
+      12);
   EXPECT_GT(max_length, 8u);
   EXPECT_LE(max_length, kMaxCodeLength);
 }
