@@ -33,9 +33,10 @@ namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }
 
-// Blocks per parallel task (an even number: blocks decode in interleaved pairs). A block is
-// ~4 KiB of stream, ~10^4 weights, tens of microseconds.
-constexpr uint64_t kBlocksPerTask = 4;
+// Blocks decode in interleaved pairs; tasks split the work at pair boundaries so that no
+// block decodes alone (at half speed) except an odd last one. A pair is ~8 KiB of stream,
+// ~2 * 10^4 weights, tens of microseconds; a few pairs per task amortise the scheduling.
+constexpr uint64_t kPairsPerTask = 2;
 
 // The caller's GroupInfo is trusted for the LUT walk and the output positions' rules; the
 // decoder checks that it describes this group's sizes so that it indexes safely.
@@ -307,9 +308,13 @@ Status decode_group(const GroupView& group, std::span<uint16_t> out, const std::
     const uint64_t last_block = block_of(group, info.n_blocks, first + out.size() - 1);
     BlockDecoder decoder(group, info, out, first, what);
     decoder.publish();
-    tbb::parallel_for(
-        tbb::blocked_range<uint64_t>(first_block, last_block + 1, kBlocksPerTask),
-        [&](const tbb::blocked_range<uint64_t>& r) { decoder.decode_blocks(r.begin(), r.end()); });
+    const uint64_t end_block = last_block + 1;
+    const uint64_t n_pairs = (end_block - first_block + 1) / 2;
+    tbb::parallel_for(tbb::blocked_range<uint64_t>(0, n_pairs, kPairsPerTask),
+                      [&](const tbb::blocked_range<uint64_t>& r) {
+                        decoder.decode_blocks(first_block + 2 * r.begin(),
+                                              std::min(end_block, first_block + 2 * r.end()));
+                      });
     if (decoder.blocks_done() != last_block + 1 - first_block) {
       return Status(ErrorCode::kInternal, what + ": not every block was decoded");
     }
