@@ -1,10 +1,13 @@
 // CPU DF11 decoders (spec/DF11.md section 4).
 //
 // decode_group_reference(): written for clarity; decodes the stream sequentially from bit 0
-// and checks every gap and output position against what it decodes (strict verification).
+// and checks every gap and output position against what it decodes (spec 4.2).
 // decode_group(): fast; blocks decode independently from their output positions, in parallel
-// on the caller's TBB arena. Both validate the group first (validate_group) and never read
-// or write out of bounds, whatever the input.
+// on the caller's TBB arena, with the same checks per block (spec 4.3): decoding a whole
+// group, it accepts exactly the groups the reference accepts, with the same output, and
+// reports the same error.
+// Both validate the group first (validate_group) and never read or write out of bounds,
+// whatever the input. Output is raw BF16 bit patterns (uint16), one per weight.
 #pragma once
 
 #include <cstdint>
@@ -21,10 +24,15 @@ namespace df11 {
 Status decode_group_reference(const GroupView& group, std::span<uint16_t> out,
                               const std::string& what);
 
-// Fast decode of elements [first, first + out.size()) — any element range; only the blocks
-// that cover it are decoded. Verifies that every decoded block ends exactly where the next
-// block's gap and output position say (kCorruptData otherwise). Pass the GroupInfo from
-// validate_group() to skip revalidating on repeated calls.
+// Fast decode of weights [first, first + out.size()): any range; only the blocks holding it
+// are decoded and checked, so a caller can decode a huge group in bounded-memory pieces.
+// Checks each decoded block as spec 4.3 says (every window gap in it, its output positions,
+// its seam with the next block or the stream's end) and, when a block fails, reports the
+// error the reference decoder gives for that block (kBadGap, kBadOutputPositions or
+// kCorruptData). `validated`, if given, must be validate_group()'s result for this same
+// group (it skips revalidation on repeated calls; a GroupInfo whose sizes do not match is
+// kInvalidArgument). Runs on the calling thread's task arena; thread-safe for concurrent
+// calls with distinct outputs.
 Status decode_group(const GroupView& group, std::span<uint16_t> out, const std::string& what,
                     uint64_t first = 0, const GroupInfo* validated = nullptr);
 
