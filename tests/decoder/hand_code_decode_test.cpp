@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <numeric>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "decoder_checks.h"
@@ -23,15 +24,28 @@ std::vector<uint8_t> exponent_range(uint8_t first, int count) {
   return v;
 }
 
+// `n` weights with exponents drawn uniformly from [first, first + count), coded with the
+// unary lengths 1, 2, ..., count - 1, count - 1 (deep codes: depth 3 from 26 symbols on).
+struct UnaryGroup {
+  std::vector<uint16_t> weights;
+  GroupBuffers g;
+};
+
+UnaryGroup unary_group(uint8_t first, int count, uint64_t n, uint64_t seed,
+                       std::span<const int64_t> splits = {}) {
+  const std::vector<uint8_t> symbols = exponent_range(first, count);
+  std::mt19937_64 rng(seed);
+  UnaryGroup u;
+  u.weights = test::weights_with_exponents(symbols, n, rng);
+  u.g = hand_encode(canonical_code(test::unary_lengths(symbols)), u.weights, splits);
+  return u;
+}
+
 // Lengths 1..32, 32: every depth of the LUTs and the longest legal code.
 TEST(HandCodeDecode, DeepestCodeEveryLength) {
-  const std::vector<uint8_t> symbols = exponent_range(90, 33);
-  const auto code = canonical_code(test::unary_lengths(symbols));
-  std::mt19937_64 rng(11);
-  const auto weights = test::weights_with_exponents(symbols, 20000, rng);
-  const GroupBuffers g = hand_encode(code, weights);
-  EXPECT_EQ(g.luts.size(), 5u * 256);
-  test::expect_decodes_to(g.view(), weights);
+  const UnaryGroup u = unary_group(90, 33, 20000, 11);
+  EXPECT_EQ(u.g.luts.size(), 5u * 256);
+  test::expect_decodes_to(u.g.view(), u.weights);
 }
 
 // One symbol: a 1-bit code, one weight per bit, so weight counts land exactly on window and
@@ -138,23 +152,17 @@ TEST(HandCodeDecode, OfficialEofEntriesAreAccepted) {
 }
 
 TEST(HandCodeDecode, MultiMemberSplitsDoNotChangeDecoding) {
-  const std::vector<uint8_t> symbols = exponent_range(120, 12);
-  const auto code = canonical_code(test::unary_lengths(symbols));
-  std::mt19937_64 rng(5);
-  const auto weights = test::weights_with_exponents(symbols, 5000, rng);
   const std::vector<int64_t> splits = {1, 1000, 4999};
-  const GroupBuffers g = hand_encode(code, weights, splits);
-  ASSERT_TRUE(validate_group(g.view(), "g").is_ok());
-  test::expect_decodes_to(g.view(), weights);
+  const UnaryGroup u = unary_group(120, 12, 5000, 5, splits);
+  ASSERT_TRUE(validate_group(u.g.view(), "g").is_ok());
+  test::expect_decodes_to(u.g.view(), u.weights);
 }
 
 // Every gap field of a window with a code start is checked: a wrong one must be found.
 TEST(HandCodeDecode, BothDecodersCheckEveryWindowGap) {
-  const std::vector<uint8_t> symbols = exponent_range(100, 30);
-  const auto code = canonical_code(test::unary_lengths(symbols));
-  std::mt19937_64 rng(9);
-  const auto weights = test::weights_with_exponents(symbols, 4000, rng);
-  GroupBuffers g = hand_encode(code, weights);
+  UnaryGroup u = unary_group(100, 30, 4000, 9);
+  GroupBuffers& g = u.g;
+  const std::vector<uint16_t>& weights = u.weights;
   const uint64_t window = 300;  // inside block 0, not its first window
   ASSERT_LT(window * 64, 8 * g.encoded_exponent.size());
   const uint32_t gap = read_gap(g.gaps, window);
@@ -171,11 +179,9 @@ TEST(HandCodeDecode, BothDecodersCheckEveryWindowGap) {
 // Faults at block seams: the fast decoder finds them with its per-block checks and reports
 // exactly the reference decoder's error (spec 4.5).
 TEST(HandCodeDecode, FastDecoderChecksBlockSeams) {
-  const std::vector<uint8_t> symbols = exponent_range(100, 30);
-  const auto code = canonical_code(test::unary_lengths(symbols));
-  std::mt19937_64 rng(10);
-  const auto weights = test::weights_with_exponents(symbols, 9000, rng);
-  const GroupBuffers good = hand_encode(code, weights);
+  const UnaryGroup u = unary_group(100, 30, 9000, 10);
+  const GroupBuffers& good = u.g;
+  const std::vector<uint16_t>& weights = u.weights;
   ASSERT_GE(good.view().n_blocks(), 3u);
   const uint32_t op1 = read_output_position(good.view(), 1);
   std::vector<uint16_t> out(weights.size());
