@@ -51,6 +51,7 @@ Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLoca
                                     });
   if (!status)
     return status.with_context(folder.shard_names[at.shard] + ": tensor '" + t.name + "'");
+  folder.shards[at.shard].release(t);
   return hash.hex_digest();
 }
 
@@ -94,6 +95,11 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
     DF11_ASSIGN_OR_RETURN(GroupWriteResult written,
                           write_group(spans, sources, group.plan, writer, offsets,
                                       options.step_weights, console, what));
+    // Per-step releases leave fault-around pages (up to 64 KiB per boundary): sweep them.
+    for (size_t m : group.spec.members) {
+      const TensorLocation& at = plan.order[m];
+      folder.shards[at.shard].release(folder.tensor(at));
+    }
     GroupMeta& meta = out.metadata.groups[item.meta_index];
     meta.stored = written.stored;
     for (size_t k = 0; k < meta.members.size(); ++k) meta.members[k].xxh3 = written.member_xxh3[k];

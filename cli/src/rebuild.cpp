@@ -8,6 +8,7 @@
 #include <mutex>
 #include <new>
 #include <thread>
+#include <unordered_set>
 
 #include "df11/decoder.h"
 #include "df11/hash.h"
@@ -21,28 +22,30 @@
 namespace df11::app {
 namespace {
 
-// The stream bytes holding the codes of elements [first, end): the blocks whose output
-// ranges meet it (spec 3.6: block b decodes elements [op[b], op[b+1])).
-std::pair<uint64_t, uint64_t> stream_bytes_of(const GroupView& g, const GroupInfo& info,
-                                              uint64_t first, uint64_t end) {
+// The blocks [b0, b1) holding the codes of elements [first, end): those whose output ranges
+// meet it (spec 3.6: block b decodes elements [op[b], op[b+1])).
+std::pair<uint64_t, uint64_t> blocks_of(const GroupView& g, const GroupInfo& info, uint64_t first,
+                                        uint64_t end) {
   uint64_t lo = 0, hi = info.n_blocks;  // first block with op[b + 1] > first
   while (lo < hi) {
     const uint64_t mid = (lo + hi) / 2;
-    if (read_output_position(g, mid + 1) > first)
+    if (read_output_position(g, mid + 1) > first) {
       hi = mid;
-    else
+    } else {
       lo = mid + 1;
+    }
   }
   const uint64_t b0 = lo;
   hi = info.n_blocks;  // first block with op[b] >= end
   while (lo < hi) {
     const uint64_t mid = (lo + hi) / 2;
-    if (read_output_position(g, mid) >= end)
+    if (read_output_position(g, mid) >= end) {
       hi = mid;
-    else
+    } else {
       lo = mid + 1;
+    }
   }
-  return {b0 * kBytesPerBlock, std::min<uint64_t>(lo * kBytesPerBlock, info.n_bytes)};
+  return {b0, lo};
 }
 
 }  // namespace
@@ -122,13 +125,30 @@ Status TensorProducer::produce_member(const OriginalTensor& tensor, const ByteSi
   return Status::ok();
 }
 
+void TensorProducer::release_all(const OriginalTensor& tensor) const {
+  if (!tensor.is_member) {
+    const TensorInfo& t = folder_.folder.tensor(tensor.raw);
+    folder_.folder.shards[tensor.raw.shard].release(t);
+    return;
+  }
+  const CodedGroup& g = folder_.groups[tensor.group];
+  for (const TensorInfo* t : g.tensors.all()) folder_.folder.shards[g.shard].release(*t);
+}
+
 void TensorProducer::release_member_pages(const CodedGroup& g, const GroupInfo& info,
                                           uint64_t first, uint64_t end) const {
   // The stored bytes of elements [first, end) are done with: keep the resident set flat.
   const MappedFile& file = folder_.folder.shards[g.shard].mapped();
   file.advise_dontneed(g.tensors.sign_mantissa->file_offset + first, end - first);
-  const auto [lo, hi] = stream_bytes_of(g.view, info, first, end);
+  const auto [b0, b1] = blocks_of(g.view, info, first, end);
+  // Blocks [b0, b1): their stream bytes, gap fields (spec 3.5: 512 windows x 5 bits = 320
+  // bytes per block) and output positions.
+  const uint64_t lo = b0 * kBytesPerBlock, hi = std::min<uint64_t>(b1 * kBytesPerBlock, info.n_bytes);
   if (hi > lo) file.advise_dontneed(g.tensors.encoded_exponent->file_offset + lo, hi - lo);
+  constexpr uint64_t kGapBytesPerBlock = kWindowsPerBlock * kGapBits / 8;
+  file.advise_dontneed(g.tensors.gaps->file_offset + b0 * kGapBytesPerBlock,
+                       (b1 - b0) * kGapBytesPerBlock);
+  file.advise_dontneed(g.tensors.output_positions->file_offset + 4 * b0, 4 * (b1 - b0));
 }
 
 Result<SourceLayout> parse_source_layout(const SourceFile& source) {
@@ -240,6 +260,14 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
     if (!options.on_tensor_failure || exit_code_for(status) != kExitDataError) return status;
     options.on_tensor_failure(t.name, status);
     ++result.failed_tensors;
+  }
+  std::unordered_set<size_t> groups_done;
+  for (const TensorInfo& t : layout.header.tensors) {
+    const auto it = folder.originals.find(t.name);
+    if (it == folder.originals.end()) continue;
+    if (!it->second.is_member || groups_done.insert(it->second.group).second) {
+      producer.release_all(it->second);
+    }
   }
   if (result.failed_tensors == 0) {
     const std::string digest = sha.hex_digest();

@@ -36,6 +36,11 @@ class TensorProducer {
   // validate_group() once per group (cached).
   Result<GroupInfo> info(size_t group);
 
+  // Drops every page of the tensor's stored bytes (a member: its whole group) from the
+  // resident set. Per-piece releases leave the kernel's fault-around pages (up to 64 KiB at
+  // each boundary) behind; this sweeps them once a file is done.
+  void release_all(const OriginalTensor& tensor) const;
+
  private:
   Status produce_member(const OriginalTensor& tensor, const ByteSink& sink);
   void release_member_pages(const CodedGroup& g, const GroupInfo& info, uint64_t first,

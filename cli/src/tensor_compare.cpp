@@ -69,6 +69,7 @@ Status TensorComparer::end() {
   if (current_ == nullptr) return Status::ok();
   const TensorInfo& t = *current_;
   current_ = nullptr;
+  file_->release(t);  // including fault-around pages the per-piece releases left
   if (offset_ != t.byte_size()) {
     return Status(ErrorCode::kMismatch, "tensor '" + name_ + "': rebuilt " +
                                             std::to_string(offset_) + " bytes, the original has " +
