@@ -155,7 +155,7 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
   std::vector<std::string> shard_paths;
   for (size_t s = 0; s < folder.shards.size(); ++s) shard_paths.push_back(folder.shard_path(s));
-  SourceHasher hasher(shard_paths);
+  SourceHasher hasher(shard_paths, helper_threads(4));
 
   const Stopwatch planning;
   DF11_ASSIGN_OR_RETURN(CompressPlan plan,

@@ -1,7 +1,6 @@
 #include "rebuild.h"
 
 #include <tbb/parallel_invoke.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
 #include <cstring>
@@ -15,6 +14,7 @@
 #include "exit_codes.h"
 #include "member_spans.h"
 #include "signals.h"
+#include "thread_limit.h"
 #if defined(DF11_HAVE_CUDA)
 #include "df11/cuda_decoder.h"
 #endif
@@ -285,8 +285,7 @@ namespace df11::app {
 
 size_t source_parallelism(size_t n_sources, DecodeDevice device) {
   if (device == DecodeDevice::kCuda || n_sources <= 1) return 1;
-  const size_t threads = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
-  return std::clamp<size_t>(threads / 4, 1, std::min<size_t>(n_sources, 4));
+  return helper_threads(std::min<size_t>(n_sources, 4));
 }
 
 Status for_each_source(

@@ -22,8 +22,9 @@ namespace df11::app {
 
 enum class DecodeDevice { kCpu, kCuda };
 
-// Decoded weights per piece: two reused buffers of 2 bytes per weight (2 x 16 MiB).
-inline constexpr uint64_t kDecodePieceWeights = uint64_t{8} << 20;
+// Decoded weights per piece: two reused buffers of 2 bytes per weight (2 x 8 MiB) per
+// worker, and up to four workers: resident memory stays far below the 256 MB allowance.
+inline constexpr uint64_t kDecodePieceWeights = uint64_t{4} << 20;
 
 // Produces the bytes of original tensors. Not thread-safe (one reused buffer).
 class TensorProducer {
@@ -102,7 +103,8 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
                                      const RebuildOptions& options);
 
 // How many source files to rebuild side by side: SHA-256 is sequential within a file, so
-// throughput scales with files. CPU decoding only (each worker holds two pieces, 32 MiB);
+// throughput scales with files: one per four allowed threads, at most 4. CPU decoding only
+// (each worker holds two pieces);
 // a CUDA producer holds a whole decoded group, so CUDA runs one file at a time.
 size_t source_parallelism(size_t n_sources, DecodeDevice device);
 
