@@ -250,12 +250,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   }
   console.progress_finish();
   context.report.groups = folder.groups.size();
-  if (comparer) {
-    for (const std::string& name : comparer->not_compared()) {
-      context.fail("tensor '" + name + "' of " + context.against->dir.string() +
-                   " is missing from the DF11 folder");
-    }
-  }
+  if (comparer) context.fail_not_compared(*comparer);
   return Status::ok();
 }
 

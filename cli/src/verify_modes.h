@@ -8,6 +8,7 @@
 #include "console.h"
 #include "model_folder.h"
 #include "rebuild.h"
+#include "tensor_compare.h"
 #include "verify.h"
 
 namespace df11::app {
@@ -29,6 +30,15 @@ struct VerifyContext {
     console.report("FAIL " + line);
     std::lock_guard<std::mutex> lock(mutex);
     report.failures.push_back(line);
+  }
+
+  // Reports each tensor of the --against folder that `comparer` (with what was merged into
+  // it) never saw: missing from the DF11 folder.
+  void fail_not_compared(const TensorComparer& comparer) {
+    for (const std::string& name : comparer.not_compared()) {
+      fail("tensor '" + name + "' of " + against->dir.string() +
+           " is missing from the DF11 folder");
+    }
   }
 };
 

@@ -158,12 +158,7 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
     }
   }
   context.console.progress_finish();
-  if (comparer) {
-    for (const std::string& name : comparer->not_compared()) {
-      context.fail("tensor '" + name + "' of " + context.against->dir.string() +
-                   " is missing from the DF11 folder");
-    }
-  }
+  if (comparer) context.fail_not_compared(*comparer);
   return Status::ok();
 }
 

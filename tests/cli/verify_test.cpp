@@ -147,6 +147,25 @@ TEST_F(Corruption, HeaderBytesAreCovered) {
   }
 }
 
+TEST_F(Corruption, AgainstFolderWithMoreTensorsFails) {
+  // The same model with lm_head (the tied variant lacks it; every other tensor is equal).
+  const fs::path untied = tmp_ / "untied";
+  write_tiny_llama(untied, {});
+  fs::remove_all(model());
+  fs::remove_all(df11());
+  TinyLlama tied;
+  tied.tied_embeddings = true;
+  write_tiny_llama(model(), tied);
+  ASSERT_EQ(compress().code, 0);
+  EXPECT_EQ(verify(model()).code, 0);
+  const Captured v = verify(untied);
+  EXPECT_EQ(v.code, 1) << v.out;
+  EXPECT_NE(v.out.find("FAIL tensor 'lm_head.weight' of " + untied.string() +
+                       " is missing from the DF11 folder"),
+            std::string::npos)
+      << v.out;
+}
+
 TEST_F(Corruption, DecompressRefusesCorruptData) {
   const uint64_t offset =
       tensor_file_offset(df11() / kShard1, "model.layers.0.sign_mantissa") + 100;
