@@ -26,8 +26,18 @@ step() {  # step NAME SECONDS command...
   summary+=("$name: rc=$rc, $((SECONDS - t0)) s, $(grep -E -m1 'PASSED|FAILED|ERROR SUMMARY|RACECHECK SUMMARY|decode \(one launch\)' "$out/$name.log" | head -c 160)")
 }
 
-# Sanitizer runs leave out the multi-megabyte cases and the long corruption sweep.
+# Sanitizer runs leave out the multi-megabyte cases and the long corruption sweep, unless
+# SANITIZE_ALL=1 (every GPU test, every case).
 small_filter='CudaDecode.*:-CudaDecode.CorruptStreamsAgreeWithReference'
+race_filter='CudaDecode.EveryCase*:CudaDecode.OneLaunch*:CudaDecode.Hostile*'
+init_filter='CudaDecode.EveryCase*:CudaDecode.ManySmall*'
+small_env=DF11_CUDA_TEST_SMALL=1
+if [ "${SANITIZE_ALL:-0}" = 1 ]; then
+  small_filter='CudaDecode.*'
+  race_filter='CudaDecode.*'
+  init_filter='CudaDecode.*'
+  small_env=DF11_CUDA_TEST_ALL=1
+fi
 
 for s in $steps; do
   case $s in
@@ -37,18 +47,17 @@ for s in $steps; do
         >>"$out/info.log" 2>&1
       summary+=("info: $(nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader)")
       ;;
-    tests) step tests 300 "$bin/df11_cuda_tests" ;;
+    tests) step tests 60 "$bin/df11_cuda_tests" ;;
     memcheck)
-      step memcheck 400 env DF11_CUDA_TEST_SMALL=1 compute-sanitizer --tool memcheck \
+      step memcheck 220 env "$small_env" compute-sanitizer --tool memcheck \
         --leak-check full --error-exitcode 9 "$bin/df11_cuda_tests" --gtest_filter="$small_filter" ;;
     racecheck)
-      step racecheck 400 env DF11_CUDA_TEST_SMALL=1 compute-sanitizer --tool racecheck \
+      step racecheck 240 env "$small_env" compute-sanitizer --tool racecheck \
         --racecheck-report hazard --error-exitcode 9 "$bin/df11_cuda_tests" \
-        --gtest_filter='CudaDecode.EveryCase*:CudaDecode.OneLaunch*:CudaDecode.Hostile*' ;;
+        --gtest_filter="$race_filter" ;;
     initcheck)
-      step initcheck 400 env DF11_CUDA_TEST_SMALL=1 compute-sanitizer --tool initcheck \
-        --error-exitcode 9 "$bin/df11_cuda_tests" \
-        --gtest_filter='CudaDecode.EveryCase*:CudaDecode.ManySmall*' ;;
+      step initcheck 150 env "$small_env" compute-sanitizer --tool initcheck \
+        --error-exitcode 9 "$bin/df11_cuda_tests" --gtest_filter="$init_filter" ;;
     # BENCH_EXTRA: more options, e.g. "--dump DIR".
     bench) step bench 400 "$bin/df11-cuda-bench" --runs 20 --warmup 5 --model-blocks 32 \
              ${BENCH_EXTRA:-} ;;

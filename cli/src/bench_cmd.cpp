@@ -92,8 +92,10 @@ void print_workload(const BenchWorkload& w, std::ostream& out) {
   Result<GroupInfo> info = validate_group(g, "bench");
   const uint64_t stored = g.luts.size() + g.n_bytes() + g.n_elements() +
                           g.output_positions.size() + g.gaps.size() + g.split_positions.size();
-  out << "workload: Llama-3.1-8B-shaped block as one group of " << w.members.size()
-      << " members (";
+  const bool llama8b = w.members.size() == 7 && w.members[0].rows == 4096 &&
+                      w.members[1].rows == 1024 && w.members[4].rows == 14336;
+  out << "workload: " << (llama8b ? "Llama-3.1-8B" : "Llama") << "-shaped block as one group of "
+      << w.members.size() << " members (";
   for (size_t i = 0; i < w.members.size(); ++i) {
     out << (i ? ", " : "") << w.members[i].rows << "x" << w.members[i].cols;
   }

@@ -10,7 +10,7 @@
 //   2. one decode pass, up to three codes per lookup (multi-code table): exponents go, a
 //      byte each, to the thread's private 64-byte slot in shared memory;
 //   3. the next block's inputs are requested; block-wide exclusive scan of the counts (warp
-//      shuffles + one shared array of 16 warp totals, one barrier);
+//      shuffles, then one shared array of 16 warp totals summed with REDUX; one barrier);
 //   4. checks (gap chain, counts, stream end) -> status record on failure;
 //   5. the slot is copied, compacted (aligned 32-bit stores), into a shared staging buffer;
 //   6. barrier; 8 weights per thread per step, a warp covering 256 consecutive weights: 8
@@ -109,12 +109,11 @@ __device__ __forceinline__ void red_or_u32(uint32_t a, uint32_t v) {
   asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
 }
 
-// Inclusive scan over the first kWidth lanes; the shuffle's own in-range predicate guards
-// the add (two instructions per step).
-template <uint32_t kWidth = 32>
+// Inclusive scan over the warp; the shuffle's own in-range predicate guards the add (two
+// instructions per step).
 __device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v) {
 #pragma unroll
-  for (uint32_t d = 1; d < kWidth; d <<= 1) {
+  for (uint32_t d = 1; d < 32; d <<= 1) {
     asm("{\n\t.reg .u32 u;\n\t.reg .pred p;\n\t"
         "shfl.sync.up.b32 u|p, %0, %1, 0, 0xffffffff;\n\t"
         "@p add.u32 %0, %0, u;\n\t}"
@@ -460,10 +459,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     const uint32_t incl = warp_inclusive_scan(r.count);
     if (lane == 31) warp_totals[parity][warp] = incl;
     __syncthreads();
+    // Block level: every warp sums the totals of the warps before it (one REDUX each).
     const uint32_t wt = lane < kWarps ? warp_totals[parity][lane] : 0;
-    const uint32_t wincl = warp_inclusive_scan<kWarps>(wt);
-    const uint32_t total = __shfl_sync(kFullMask, wincl, kWarps - 1);
-    const uint32_t prefix = __shfl_sync(kFullMask, wincl - wt, warp) + incl - r.count;
+    const uint32_t total = __reduce_add_sync(kFullMask, wt);
+    const uint32_t before = __reduce_add_sync(kFullMask, lane < warp ? wt : 0u);
+    const uint32_t prefix = before + incl - r.count;
 
     // 4. checks.
     const BlockFacts facts{lb, g.n_blocks, expected, op2 - op1, total};
