@@ -220,6 +220,9 @@ Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstr
   if (d_workspace == nullptr) {
     return Status(ErrorCode::kInvalidArgument, "read_decode_status: workspace is null");
   }
+  if (p.epoch == 0) {  // before any copy: the workspace may not even be initialised
+    return Status(ErrorCode::kInvalidArgument, "read_decode_status: the plan was never launched");
+  }
   std::vector<detail::GroupStatusRecord> records(p.groups.size());
   DF11_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(records.data(), d_workspace, records.size() * sizeof(records[0]),
@@ -227,9 +230,6 @@ Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstr
       "read_decode_status: cudaMemcpyAsync");
   DF11_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream),
                             "read_decode_status: cudaStreamSynchronize");
-  if (p.epoch == 0) {
-    return Status(ErrorCode::kInvalidArgument, "read_decode_status: the plan was never launched");
-  }
   for (size_t i = 0; i < records.size(); ++i) {
     if (detail::record_epoch(records[i].key) == p.epoch) {
       return detail::record_status(records[i], p.names[i]);
