@@ -29,7 +29,7 @@ struct DecodePlan::Impl {
 
 namespace detail {
 
-// Groups per kernel launch: their descriptions are kernel parameters (88 bytes each, within
+// Groups per kernel launch: their descriptions are kernel parameters (96 bytes each, within
 // the 32 KiB parameter limit of CUDA 12.1+ on sm_70 and later).
 inline constexpr uint32_t kMaxGroupsPerLaunch = 256;
 
