@@ -235,6 +235,42 @@ TEST_F(CudaDecode, EarlierLaunchRecordsAreIgnored) {
   EXPECT_TRUE(cuda_test::fetch_output(p, &guards) == c.weights);
 }
 
+// A plan made later for smaller blocks (less shared memory) must not break the launches of
+// an earlier plan that needs more.
+TEST_F(CudaDecode, PlansOfDifferentBlockSizesCoexist) {
+  const Case* big = nullptr;  // 1-bit codes: 32768 weights per block
+  const Case* small = nullptr;
+  for (const Case& c : cases()) {
+    if (c.name == "hand: 1-bit code n=65537") big = &c;
+    if (c.name == "gaussian n=100001") small = &c;
+  }
+  ASSERT_TRUE(big != nullptr && small != nullptr);
+  DeviceArena arena(cuda_test::placed_footprint(big->group.view()) +
+                    cuda_test::placed_footprint(small->group.view()));
+  const PlacedGroup pb = cuda_test::place(arena, big->group.view(), 0, "big");
+  const PlacedGroup ps = cuda_test::place(arena, small->group.view(), 0, "small");
+  Result<cuda::DecodePlan> plan_big = cuda::make_decode_plan(std::span(&pb.device, 1), "big");
+  ASSERT_TRUE(plan_big.is_ok()) << plan_big.status().to_string();
+  Result<cuda::DecodePlan> plan_small = cuda::make_decode_plan(std::span(&ps.device, 1), "small");
+  ASSERT_TRUE(plan_small.is_ok()) << plan_small.status().to_string();
+  EXPECT_GT(plan_big->shared_bytes(), plan_small->shared_bytes());
+  cuda_test::DeviceWorkspace ws(plan_big->workspace_bytes() + plan_small->workspace_bytes());
+  auto* ws_small = static_cast<uint8_t*>(ws.get()) + plan_big->workspace_bytes();
+  ASSERT_TRUE(cuda::init_workspace(*plan_big, ws.get(), plan_big->workspace_bytes(), nullptr).is_ok());
+  ASSERT_TRUE(cuda::init_workspace(*plan_small, ws_small, plan_small->workspace_bytes(), nullptr).is_ok());
+  for (int round = 0; round < 2; ++round) {
+    ASSERT_TRUE(cuda::launch_decode(*plan_big, ws.get(), plan_big->workspace_bytes(), nullptr).is_ok());
+    ASSERT_TRUE(cuda::launch_decode(*plan_small, ws_small, plan_small->workspace_bytes(), nullptr).is_ok());
+    EXPECT_TRUE(cuda::read_decode_status(*plan_big, ws.get(), nullptr).is_ok());
+    EXPECT_TRUE(cuda::read_decode_status(*plan_small, ws_small, nullptr).is_ok());
+  }
+  bool guards = false;
+  EXPECT_TRUE(cuda_test::fetch_output(pb, &guards) == big->weights);
+  EXPECT_TRUE(guards);
+  EXPECT_TRUE(cuda_test::fetch_output(ps, &guards) == small->weights);
+  EXPECT_TRUE(guards);
+}
+
 TEST_F(CudaDecode, ApiMisuseIsReported) {
   Case c = cuda_test::encoded("g", {testing::gaussian_bf16(1000, 0.01, 9)});
   DeviceArena arena(cuda_test::placed_footprint(c.group.view()));

@@ -23,6 +23,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "cuda_error.h"
@@ -549,11 +551,24 @@ __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
 template <uint32_t kMaxGroups, bool kCompact>
 Status occupancy_of(uint32_t shared_bytes, int& blocks_per_sm) {
   const auto kernel = decode_kernel<kMaxGroups, kCompact>;
-  DF11_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(shared_bytes)),
-      "cudaFuncSetAttribute(decode kernel, " + std::to_string(shared_bytes) +
-          " bytes of dynamic shared memory)");
+  // The limit is per kernel and device, shared by every plan: only ever raise it, so that a
+  // plan made later for smaller blocks does not break the launches of an earlier one.
+  static std::mutex mutex;
+  static std::map<int, uint32_t> raised;  // device -> bytes
+  int device = 0;
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    uint32_t& limit = raised[device];
+    if (shared_bytes > limit) {
+      DF11_CUDA_RETURN_IF_ERROR(
+          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                               static_cast<int>(shared_bytes)),
+          "cudaFuncSetAttribute(decode kernel, " + std::to_string(shared_bytes) +
+              " bytes of dynamic shared memory)");
+      limit = shared_bytes;
+    }
+  }
   DF11_CUDA_RETURN_IF_ERROR(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads,
                                                     shared_bytes),
