@@ -249,9 +249,12 @@ TEST_F(CudaDecode, PlansOfDifferentBlockSizesCoexist) {
                     cuda_test::placed_footprint(small->group.view()));
   const PlacedGroup pb = cuda_test::place(arena, big->group.view(), 0, "big");
   const PlacedGroup ps = cuda_test::place(arena, small->group.view(), 0, "small");
-  Result<cuda::DecodePlan> plan_big = cuda::make_decode_plan(std::span(&pb.device, 1), "big");
+  const cuda::DecodePlanOptions fast{cuda::KernelChoice::kFast};
+  Result<cuda::DecodePlan> plan_big =
+      cuda::make_decode_plan(std::span(&pb.device, 1), "big", fast);
   ASSERT_TRUE(plan_big.is_ok()) << plan_big.status().to_string();
-  Result<cuda::DecodePlan> plan_small = cuda::make_decode_plan(std::span(&ps.device, 1), "small");
+  Result<cuda::DecodePlan> plan_small =
+      cuda::make_decode_plan(std::span(&ps.device, 1), "small", fast);
   ASSERT_TRUE(plan_small.is_ok()) << plan_small.status().to_string();
   EXPECT_GT(plan_big->shared_bytes(), plan_small->shared_bytes());
   cuda_test::DeviceWorkspace ws(plan_big->workspace_bytes() + plan_small->workspace_bytes());
