@@ -79,20 +79,6 @@ Status compare_output(const uint16_t* d_out, std::span<const uint16_t> want,
   return Status::ok();
 }
 
-DeviceGroup device_group(const GroupView& g, const DeviceGroupCopy& c, uint16_t* out,
-                         std::string name) {
-  DeviceGroup d;
-  d.host = g;
-  d.d_luts = c.luts.get();
-  d.d_encoded_exponent = c.stream.get();
-  d.d_sign_mantissa = c.sign_mantissa.get();
-  d.d_output_positions = c.output_positions.get();
-  d.d_gaps = c.gaps.get();
-  d.d_out = out;
-  d.name = std::move(name);
-  return d;
-}
-
 // A decode plan with its own workspace, ready to launch.
 struct Launchable {
   DecodePlan plan;
@@ -152,7 +138,7 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
     const std::string name = "group " + std::to_string(i);
     DF11_RETURN_IF_ERROR(inputs[i].upload(groups[i], name));
     DF11_RETURN_IF_ERROR(outputs[i].allocate(2 * groups[i].n_elements(), name + ": output"));
-    dgs.push_back(device_group(groups[i], inputs[i], outputs[i].get<uint16_t>(), name));
+    dgs.push_back(inputs[i].describe(groups[i], outputs[i].get<uint16_t>(), name));
     rep.elements += groups[i].n_elements();
     rep.input_bytes += inputs[i].bytes();
   }
@@ -217,8 +203,8 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
     for (size_t i = 0; i < groups.size(); ++i) {
       const std::string name = "copy " + std::to_string(k) + " group " + std::to_string(i);
       DF11_RETURN_IF_ERROR(copies[k][i].clone(inputs[i], name));
-      block.push_back(device_group(groups[i], copies[k][i],
-                                   reused.get<uint16_t>() + i * (max_out / 2), name));
+      block.push_back(
+          copies[k][i].describe(groups[i], reused.get<uint16_t>() + i * (max_out / 2), name));
     }
     DF11_ASSIGN_OR_RETURN(Launchable l, make_launchable(block, "model block", stream));
     per_copy.push_back(std::move(l));
@@ -249,8 +235,8 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
     uint64_t at = 0;
     for (uint32_t k = 0; k < opt.model_copies; ++k) {
       for (size_t i = 0; i < groups.size(); ++i) {
-        model.push_back(device_group(groups[i], copies[k][i], all_out.get<uint16_t>() + at,
-                                     "copy " + std::to_string(k)));
+        model.push_back(copies[k][i].describe(groups[i], all_out.get<uint16_t>() + at,
+                                              "copy " + std::to_string(k)));
         at += groups[i].n_elements();
       }
     }

@@ -22,14 +22,7 @@ Status decode_group_to_host(const GroupView& group, std::span<uint16_t> out,
     DeviceBuffer d_out;
     DF11_RETURN_IF_ERROR(d_out.allocate(out.size_bytes(), what + ": output"));
 
-    DeviceGroup dg;
-    dg.host = group;
-    dg.d_luts = in.luts.get();
-    dg.d_encoded_exponent = in.stream.get();
-    dg.d_sign_mantissa = in.sign_mantissa.get();
-    dg.d_output_positions = in.output_positions.get();
-    dg.d_gaps = in.gaps.get();
-    dg.d_out = d_out.get<uint16_t>();
+    const DeviceGroup dg = in.describe(group, d_out.get<uint16_t>(), "");
     DF11_ASSIGN_OR_RETURN(DecodePlan plan, make_decode_plan(std::span(&dg, 1), what));
 
     DeviceBuffer workspace;

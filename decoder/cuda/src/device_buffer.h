@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include "cuda_error.h"
+#include "df11/cuda_decoder.h"
 #include "df11/group.h"
 
 namespace df11::cuda::detail {
@@ -91,6 +92,19 @@ struct DeviceGroupCopy {
     DF11_RETURN_IF_ERROR(sign_mantissa.clone(o.sign_mantissa, what + ": sign_mantissa"));
     DF11_RETURN_IF_ERROR(output_positions.clone(o.output_positions, what + ": output_positions"));
     return gaps.clone(o.gaps, what + ": gaps");
+  }
+  // The batched API's description of these copies of `g`, decoding into `out`.
+  DeviceGroup describe(const GroupView& g, uint16_t* out, std::string name) const {
+    DeviceGroup d;
+    d.host = g;
+    d.d_luts = luts.get();
+    d.d_encoded_exponent = stream.get();
+    d.d_sign_mantissa = sign_mantissa.get();
+    d.d_output_positions = output_positions.get();
+    d.d_gaps = gaps.get();
+    d.d_out = out;
+    d.name = std::move(name);
+    return d;
   }
   uint64_t bytes() const {
     return luts.size() + stream.size() + sign_mantissa.size() + output_positions.size() +
