@@ -1,4 +1,5 @@
 // parse_df11_metadata(): spec 5.3, rule by rule.
+#include <algorithm>
 #include <charconv>
 #include <unordered_set>
 
@@ -289,6 +290,69 @@ Status parse_side_file(const json& j, const std::string& ctx, NameSets* names, S
   return Status::ok();
 }
 
+// spec 5.3 rules P1..P3 (1.1): the folder record. Both lists or neither; each sorted bytewise
+// without repeats (one canonical form), shard names are plain *.safetensors names, folder file
+// paths are safe relative paths, and no path is also a shard.
+Status parse_folder_record(const json& doc, const std::string& ctx, Df11Metadata* m) {
+  const auto shards = doc.find("shards");
+  const auto files = doc.find("folder_files");
+  if (shards == doc.end() && files == doc.end()) return Status::ok();
+  if (shards == doc.end() || files == doc.end()) {
+    return bad(ctx, "'shards' and 'folder_files' must be present together");
+  }
+  if (!shards->is_array()) return bad(ctx, "'shards' is not an array");
+  if (!files->is_array()) return bad(ctx, "'folder_files' is not an array");
+  DF11_RETURN_IF_ERROR(check_count(*shards, "shards", kMaxFolderFiles, "Max_Folder_Files", ctx));
+  DF11_RETURN_IF_ERROR(
+      check_count(*files, "folder_files", kMaxFolderFiles, "Max_Folder_Files", ctx));
+  // P3: strictly increasing, so that equal records serialize to equal bytes.
+  auto check_order = [&](const std::string& previous, const std::string& name,
+                         const std::string& ectx) -> Status {
+    if (name == previous) {
+      return Status(ErrorCode::kDuplicateName, ectx + ": " + quote_name(name) + " appears twice");
+    }
+    if (name < previous) return bad(ectx, quote_name(name) + " is out of order (not sorted)");
+    return Status::ok();
+  };
+  std::vector<std::string>& names = m->shards.emplace();
+  names.reserve(shards->size());
+  for (size_t i = 0; i < shards->size(); ++i) {
+    const std::string sctx = ctx + ": shards[" + std::to_string(i) + "]";
+    const json& v = (*shards)[i];
+    if (!v.is_string()) return bad(sctx, "is not a string");
+    const std::string& name = v.get_ref<const std::string&>();
+    // P1: a plain file name in the folder's top level, as the loader globs *.safetensors.
+    if (!is_safe_file_name(name) || !name.ends_with(".safetensors")) {
+      return bad(sctx, quote_name(name) + " is not a plain *.safetensors file name");
+    }
+    if (!names.empty()) DF11_RETURN_IF_ERROR(check_order(names.back(), name, sctx));
+    names.push_back(name);
+  }
+  std::vector<FolderFile>& out = m->folder_files.emplace();
+  out.reserve(files->size());
+  for (size_t i = 0; i < files->size(); ++i) {
+    const std::string fctx = ctx + ": folder_files[" + std::to_string(i) + "]";
+    const json& j = (*files)[i];
+    DF11_RETURN_IF_ERROR(check_fields(j, fctx, {"file", "size", "sha256"}));
+    FolderFile f;
+    DF11_RETURN_IF_ERROR(get_string(j, "file", fctx, &f.file));
+    // P2: decompression and verify open these paths inside the folder: no traversal.
+    if (!is_safe_relative_path(f.file)) {
+      return bad(fctx, "field 'file' = " + quote_name(f.file) +
+                           " is not a relative path inside the folder");
+    }
+    const std::string nctx = fctx + " " + quote_name(f.file);
+    if (!out.empty()) DF11_RETURN_IF_ERROR(check_order(out.back().file, f.file, fctx));
+    if (std::binary_search(names.begin(), names.end(), f.file)) {
+      return Status(ErrorCode::kDuplicateName, nctx + ": also listed in 'shards'");
+    }
+    DF11_RETURN_IF_ERROR(get_uint(j, "size", nctx, &f.size));
+    DF11_RETURN_IF_ERROR(get_hex(j, "sha256", kSha256HexLength, nctx, &f.sha256));
+    out.push_back(std::move(f));
+  }
+  return Status::ok();
+}
+
 template <typename T, typename ParseOne>
 Status parse_array(const json& doc, const char* key, size_t limit, const char* limit_name,
                    const std::string& ctx, std::vector<T>* out, ParseOne parse_one) {
@@ -311,6 +375,26 @@ bool is_safe_file_name(std::string_view name) {
     return false;
   }
   return name.find('/') == std::string_view::npos && name.find('\0') == std::string_view::npos;
+}
+
+bool is_safe_relative_path(std::string_view path) {
+  if (path.empty() || path.size() > kMaxFolderPathBytes) return false;
+  for (size_t begin = 0;;) {
+    const size_t slash = path.find('/', begin);
+    const std::string_view part =
+        path.substr(begin, slash == std::string_view::npos ? std::string_view::npos : slash - begin);
+    if (!is_safe_file_name(part)) return false;  // also rejects "" (leading, doubled, trailing /)
+    if (slash == std::string_view::npos) return true;
+    begin = slash + 1;
+  }
+}
+
+int spec_minor_version(std::string_view spec_version) {
+  int minor = 0;
+  const size_t dot = spec_version.find('.');
+  if (dot == std::string_view::npos) return 0;
+  std::from_chars(spec_version.data() + dot + 1, spec_version.data() + spec_version.size(), minor);
+  return minor;
 }
 
 Result<Df11Metadata> parse_df11_metadata(std::string_view json_text, const std::string& file_name) {
@@ -349,6 +433,7 @@ Result<Df11Metadata> parse_df11_metadata(std::string_view json_text, const std::
                                      [&](const json& s, const std::string& c, SideFile* out) {
                                        return parse_side_file(s, c, &names, out);
                                      }));
+    DF11_RETURN_IF_ERROR(parse_folder_record(j, ctx, &m));
   } catch (const nlohmann::json::exception& e) {
     return Status(ErrorCode::kBadMetadata, ctx + ": " + e.what());
   } catch (const std::bad_alloc&) {

@@ -89,6 +89,18 @@ Result<std::string> serialize_df11_metadata(const Df11Metadata& metadata) {
     append_member(doc, "tensors", std::move(tensors));
     append_member(doc, "sources", std::move(sources));
     append_member(doc, "side_files", std::move(side_files));
+    if (metadata.shards) append_member(doc, "shards", *metadata.shards);
+    if (metadata.folder_files) {
+      Json files = Json::array();
+      for (const FolderFile& f : *metadata.folder_files) {
+        Json j = Json::object();
+        append_member(j, "file", f.file);
+        append_member(j, "size", f.size);
+        append_member(j, "sha256", f.sha256);
+        files.push_back(std::move(j));
+      }
+      append_member(doc, "folder_files", std::move(files));
+    }
     return doc.dump();
   } catch (const nlohmann::json::exception& e) {
     // dump() rejects strings that are not valid UTF-8.

@@ -41,6 +41,10 @@ Df11Metadata valid_metadata() {
   m.sources = {{kFile, 4096, kHex64, "{\"__metadata__\":{\"format\":\"pt\"}}    "}};
   m.side_files = {{"config.json", 13, std::string(64, 'b'), "{\"x\": \"\xc3\xa9\"}\n\t"}};
   m.side_files[0].size = m.side_files[0].content.size();
+  m.shards = {{kFile, "model-00002-of-00002.safetensors"}};
+  m.folder_files = {{{"config.json", 12, std::string(64, 'c')},
+                     {"original/params.json", 0, std::string(64, 'd')},
+                     {"tokenizer.json", 7, std::string(64, 'e')}}};
   return m;
 }
 
@@ -66,8 +70,12 @@ TEST(Df11Metadata, RoundTripIsExactAndDeterministic) {
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(*again, *text);
   // Fixed key order.
-  EXPECT_EQ(text->rfind(R"({"spec_version":"1.0","encoder":"df11 0.1.0","groups":[{"name":)", 0),
+  EXPECT_EQ(text->rfind(R"({"spec_version":"1.1","encoder":"df11 0.1.0","groups":[{"name":)", 0),
             0u)
+      << *text;
+  EXPECT_NE(text->find(R"(],"shards":[")" + kFile + R"(","model-00002-of-00002.safetensors"],)"
+                       R"("folder_files":[{"file":"config.json","size":12,"sha256":"cccc)"),
+            std::string::npos)
       << *text;
 }
 
@@ -308,6 +316,83 @@ TEST(Df11Metadata, SourcesAndSideFiles) {
   EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "sources[0]", "unknown field 'mode'");
 }
 
+TEST(Df11Metadata, FolderRecordIsOptionalButComplete) {
+  // Absent (shards other than the first, and 1.0 documents): no record, not an empty one.
+  json j = valid_json();
+  j.erase("shards");
+  j.erase("folder_files");
+  Result<Df11Metadata> m = parse_df11_metadata(j.dump(), kFile);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  EXPECT_FALSE(m->shards.has_value());
+  EXPECT_FALSE(m->folder_files.has_value());
+  Result<std::string> text = serialize_df11_metadata(*m);
+  ASSERT_TRUE(text.is_ok());
+  EXPECT_EQ(text->find("shards"), std::string::npos);
+  // Present but empty round-trips as present.
+  j["shards"] = json::array();
+  j["folder_files"] = json::array();
+  m = parse_df11_metadata(j.dump(), kFile);
+  ASSERT_TRUE(m.is_ok()) << m.status().to_string();
+  EXPECT_TRUE(m->shards.has_value() && m->shards->empty());
+  // One without the other.
+  for (const char* key : {"shards", "folder_files"}) {
+    j = valid_json();
+    j.erase(key);
+    EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "must be present together");
+  }
+}
+
+TEST(Df11Metadata, FolderRecordRules) {
+  // P1: shard names are plain *.safetensors names.
+  for (const char* name : {"config.json", "a/b.safetensors", "../x.safetensors", ""}) {
+    json j = valid_json();
+    j["shards"][0] = name;
+    EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "shards[0]", "plain *.safetensors");
+  }
+  json j = valid_json();
+  j["shards"][0] = 3;
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "shards[0]", "not a string");
+  // P2: folder file paths stay inside the folder.
+  for (const char* path : {"", "/etc/passwd", "../x", "a/../b", "a//b", "a/", "./a", "a/."}) {
+    j = valid_json();
+    j["folder_files"][0]["file"] = path;
+    EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "folder_files[0]",
+                  "not a relative path inside the folder");
+  }
+  // P3: sorted, no repeats, no path that is also a shard.
+  j = valid_json();
+  std::swap(j["folder_files"][0], j["folder_files"][1]);
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "folder_files[1]", "out of order");
+  j = valid_json();
+  j["folder_files"][1] = j["folder_files"][0];
+  EXPECT_STATUS(parse(j), ErrorCode::kDuplicateName, "folder_files[1]", "'config.json'",
+                "appears twice");
+  j = valid_json();
+  j["shards"][1] = kFile;
+  EXPECT_STATUS(parse(j), ErrorCode::kDuplicateName, "shards[1]", "appears twice");
+  j = valid_json();
+  j["shards"] = json::array({"config.json.safetensors"});
+  j["folder_files"][0]["file"] = "config.json.safetensors";
+  EXPECT_STATUS(parse(j), ErrorCode::kDuplicateName, "also listed in 'shards'");
+  // Schema.
+  j = valid_json();
+  j["folder_files"][2]["sha256"] = kHex16;
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "'tokenizer.json'", "64 lowercase hex");
+  j = valid_json();
+  j["folder_files"][2]["content"] = "";
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "folder_files[2]", "unknown field 'content'");
+  j = valid_json();
+  j["folder_files"][0].erase("size");
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "missing field 'size'");
+}
+
+TEST(Df11Metadata, SpecMinorVersion) {
+  EXPECT_EQ(spec_minor_version("1.0"), 0);
+  EXPECT_EQ(spec_minor_version("1.1"), 1);
+  EXPECT_EQ(spec_minor_version("1.17"), 17);
+  EXPECT_EQ(spec_minor_version(kDf11SpecVersion), kFolderRecordMinor);
+}
+
 TEST(Df11Metadata, CountLimits) {
   auto many = [](size_t n, const json& item) {
     json a = json::array();
@@ -326,6 +411,12 @@ TEST(Df11Metadata, CountLimits) {
   j = valid_json();
   j["side_files"] = many(kMaxSideFiles + 1, json::object());
   EXPECT_STATUS(parse(j), ErrorCode::kResourceLimit, "Max_Side_Files");
+  j = valid_json();
+  j["shards"] = many(kMaxFolderFiles + 1, json::object());
+  EXPECT_STATUS(parse(j), ErrorCode::kResourceLimit, "'shards'", "Max_Folder_Files");
+  j = valid_json();
+  j["folder_files"] = many(kMaxFolderFiles + 1, json::object());
+  EXPECT_STATUS(parse(j), ErrorCode::kResourceLimit, "'folder_files'", "Max_Folder_Files");
   std::string text = R"({"spec_version":"1.0","encoder":"","groups":[],"tensors":{)";
   for (size_t i = 0; i <= kMaxRawTensors; ++i) {
     if (i) text += ',';
@@ -374,6 +465,15 @@ TEST(Df11Metadata, SafeFileNames) {
   EXPECT_TRUE(is_safe_file_name("..."));  // an odd but harmless name
   EXPECT_FALSE(is_safe_file_name(std::string_view("a\0b", 3)));
   EXPECT_FALSE(is_safe_file_name("a/"));
+}
+
+TEST(Df11Metadata, SafeRelativePaths) {
+  EXPECT_TRUE(is_safe_relative_path("tokenizer.json"));
+  EXPECT_TRUE(is_safe_relative_path("original/params.json"));
+  EXPECT_TRUE(is_safe_relative_path(".gitattributes"));
+  EXPECT_FALSE(is_safe_relative_path(std::string(kMaxFolderPathBytes + 1, 'a')));
+  EXPECT_FALSE(is_safe_relative_path("a/" + std::string(kMaxFileNameBytes + 1, 'b')));
+  EXPECT_FALSE(is_safe_relative_path(std::string_view("a/\0", 3)));
 }
 
 }  // namespace

@@ -18,8 +18,11 @@ namespace df11 {
 // spec 5.1: the __metadata__ key holding the document.
 inline constexpr std::string_view kDf11MetadataKey = "df11";
 // spec 5.1: the version this build writes; it reads any 1.x.
-inline constexpr std::string_view kDf11SpecVersion = "1.0";
+inline constexpr std::string_view kDf11SpecVersion = "1.1";
 inline constexpr int kDf11SpecMajor = 1;
+// spec 5.1: from this minor version on, a shard carries the header checksum
+// (df11/header_checksum.h) and the first shard records the folder (shards, folder_files).
+inline constexpr int kFolderRecordMinor = 1;
 
 // spec 5.3 limits (a shard's document is at most Max_Header_Bytes anyway; these keep every
 // count far below what would exhaust memory).
@@ -29,6 +32,8 @@ inline constexpr size_t kMaxRawTensors = kMaxTensors;  // Max_Raw_Tensors per sh
 inline constexpr size_t kMaxSources = 4'096;           // Max_Sources per shard
 inline constexpr size_t kMaxSideFiles = 4'096;         // Max_Side_Files per shard
 inline constexpr size_t kMaxFileNameBytes = 255;       // Max_File_Name_Bytes (NAME_MAX)
+inline constexpr size_t kMaxFolderFiles = 100'000;     // Max_Folder_Files (and shards) per folder
+inline constexpr size_t kMaxFolderPathBytes = 4'096;   // Max_Folder_Path_Bytes (PATH_MAX)
 
 // XXH3-64 (hex) of each stored tensor's bytes, as written (spec 5.2).
 struct StoredChecksums {
@@ -84,6 +89,15 @@ struct SideFile {
   bool operator==(const SideFile&) const = default;
 };
 
+// A file of the DF11 folder itself other than its shards (spec 5.3 folder_files, 1.1):
+// config.json and the index as df11 wrote them, every file copied unchanged.
+struct FolderFile {
+  std::string file;   // path relative to the folder, '/'-separated ("original/params.json")
+  uint64_t size = 0;  // bytes
+  std::string sha256;
+  bool operator==(const FolderFile&) const = default;
+};
+
 struct Df11Metadata {
   std::string spec_version = std::string(kDf11SpecVersion);
   std::string encoder;                 // e.g. "df11 0.1.0"
@@ -91,8 +105,16 @@ struct Df11Metadata {
   std::vector<RawTensorMeta> tensors;  // sorted by name (serialize sorts, parse returns sorted)
   std::vector<SourceFile> sources;
   std::vector<SideFile> side_files;
+  // spec 5.3 (1.1): the folder record, in the lexicographically first shard only (absent, not
+  // empty, in the others). shards: every DF11 shard's file name, sorted; folder_files: every
+  // other file of the folder, sorted by path.
+  std::optional<std::vector<std::string>> shards;
+  std::optional<std::vector<FolderFile>> folder_files;
   bool operator==(const Df11Metadata&) const = default;
 };
+
+// MINOR of a spec_version that parse_df11_metadata() accepted ("1.1" -> 1).
+int spec_minor_version(std::string_view spec_version);
 
 // Parses and validates the document (spec 5.3). Unknown top-level keys are ignored (a later
 // 1.x may add some); unknown keys anywhere else are errors. `file_name` prefixes messages.
@@ -127,5 +149,9 @@ Result<std::vector<GroupTensors>> check_metadata_against_header(const Df11Metada
 // spec 5.3: a name usable as a file in the output folder: 1..Max_File_Name_Bytes bytes, not
 // "." or "..", no '/' or NUL. Guards decompression against path traversal.
 bool is_safe_file_name(std::string_view name);
+
+// spec 5.3: a relative path inside the folder: 1..Max_Folder_Path_Bytes bytes, components
+// separated by single '/', each a safe file name (no empty, "." or ".." component, no NUL).
+bool is_safe_relative_path(std::string_view path);
 
 }  // namespace df11
