@@ -6,7 +6,7 @@
 //    ratio bound it implies, and the fullest block against the dfloat11 loader's limit.
 //  - BF16: the same, predicted exactly for what `df11 compress` would write (its grouping, its
 //    codes, its raw fallbacks), per group and per tensor alone; `--baseline zstd` adds zstd's
-//    ratio on the same bytes at levels 3 (every byte) and 19 (first 1 MiB of each tensor).
+//    ratio on the same bytes at levels 3 (every byte) and 19 (first 256 KiB of each tensor).
 #pragma once
 
 #include <ostream>

@@ -388,7 +388,7 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
         << fixed(t.zstd->strong.ratio(), 4)
         << (t.zstd->strong.sampled
                 ? "* (* level " + std::to_string(kZstdStrongLevel) + " on the first " +
-                      std::to_string(kZstdStrongSampleBytes >> 20) + " MiB of each tensor)"
+                      std::to_string(kZstdStrongSampleBytes >> 10) + " KiB of each tensor)"
                 : std::string())
         << "\n";
   }

@@ -16,12 +16,12 @@ namespace {
 
 using nlohmann::json;
 
-// 1 MiB of a quantized Gaussian (multiples of 0.5): a small alphabet where level 19's
-// optimal parsing and entropy tables clearly beat level 3 (about 0.245 vs 0.287 with zstd 1.5).
-// On unquantized Gaussian weights the two levels are within a fraction of a percent and
+// 256 KiB (the level-19 sample size) of a quantized Gaussian (multiples of 0.5): a small alphabet
+// where level 19's optimal parsing and entropy tables clearly beat level 3 (about 0.25 vs 0.30 with
+// zstd 1.5). On unquantized Gaussian weights the two levels are within a fraction of a percent and
 // level 19 is not always the smaller.
 std::vector<uint16_t> quantized() {
-  std::vector<uint16_t> w = gaussian_bf16(1 << 19, 1.0f, 9);
+  std::vector<uint16_t> w = gaussian_bf16(app::kZstdStrongSampleBytes / 2, 1.0f, 9);
   for (uint16_t& x : w) {
     float f;
     const uint32_t u = uint32_t{x} << 16;
@@ -36,7 +36,7 @@ TEST(InspectBaseline, ZstdLevelsOnTheSameBytes) {
   const uint64_t big = 800 * 1024;  // 1.6 MB: level 19 sees a sample
   write_tools_safetensors(
       (dir / "model.safetensors").string(),
-      {bf16_tensor("model.layers.0.mlp.up_proj.weight", {128, 4096}, quantized()),
+      {bf16_tensor("model.layers.0.mlp.up_proj.weight", {32, 4096}, quantized()),
        bf16_tensor("model.layers.0.mlp.down_proj.weight", {800, 1024},
                    gaussian_bf16(big, 0.02f, 4)),
        bf16_tensor("model.layers.0.input_layernorm.weight", {64},
@@ -46,8 +46,8 @@ TEST(InspectBaseline, ZstdLevelsOnTheSameBytes) {
   EXPECT_EQ(j["baseline"]["zstd"]["levels"], json::array({3, 19}));
 
   const json& rep = by_name(j["tensors"], "model.layers.0.mlp.up_proj.weight")["zstd"];
-  EXPECT_EQ(rep["level_3"]["input_bytes"], 1u << 20);
-  EXPECT_EQ(rep["level_19"]["input_bytes"], 1u << 20);
+  EXPECT_EQ(rep["level_3"]["input_bytes"], app::kZstdStrongSampleBytes);
+  EXPECT_EQ(rep["level_19"]["input_bytes"], app::kZstdStrongSampleBytes);
   EXPECT_FALSE(rep["level_19"]["sampled"].get<bool>());
   const double r3 = rep["level_3"]["ratio"], r19 = rep["level_19"]["ratio"];
   EXPECT_LT(r3, 0.4);
@@ -69,7 +69,7 @@ TEST(InspectBaseline, ZstdLevelsOnTheSameBytes) {
 
   // The group sums its members; the norm (not a member) has no baseline.
   const json& g = by_name(j["groups"], "model.layers.0");
-  EXPECT_EQ(g["zstd"]["level_3"]["input_bytes"], (1u << 20) + 2 * big);
+  EXPECT_EQ(g["zstd"]["level_3"]["input_bytes"], app::kZstdStrongSampleBytes + 2 * big);
   EXPECT_EQ(g["zstd"]["level_3"]["output_bytes"],
             rep["level_3"]["output_bytes"].get<uint64_t>() +
                 gauss["level_3"]["output_bytes"].get<uint64_t>());
@@ -93,7 +93,7 @@ TEST(InspectBaseline, TextShowsBothLevelsAndTheSampleNote) {
   ASSERT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.out.find("zstd-3"), std::string::npos);
   EXPECT_NE(r.out.find("zstd-19"), std::string::npos);
-  EXPECT_NE(r.out.find("first 1 MiB of each tensor"), std::string::npos);
+  EXPECT_NE(r.out.find("first 256 KiB of each tensor"), std::string::npos);
 }
 
 TEST(InspectBaseline, TextColumnsAreAligned) {
