@@ -11,6 +11,7 @@
 #include "df11/metadata.h"
 #include "file_stream.h"
 #include "file_writer.h"
+#include "folder_record.h"
 #include "group_writer.h"
 #include "model_config.h"
 #include "model_folder.h"
@@ -57,8 +58,6 @@ Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLoca
 
 struct ShardResult {
   uint64_t file_size = 0;
-  uint64_t tensor_bytes = 0;
-  std::vector<std::string> tensor_names;
 };
 
 Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
@@ -77,7 +76,6 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
       DF11_ASSIGN_OR_RETURN(
           out.metadata.tensors[item.meta_index].xxh3,
           write_raw_tensor(folder, at, writer, layout.tensor_offsets[item.first_tensor], console));
-      result.tensor_names.push_back(folder.tensor(at).name);
       continue;
     }
     const PlannedGroup& group = plan.groups[item.index];
@@ -103,9 +101,6 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
     GroupMeta& meta = out.metadata.groups[item.meta_index];
     meta.stored = written.stored;
     for (size_t k = 0; k < meta.members.size(); ++k) meta.members[k].xxh3 = written.member_xxh3[k];
-    for (const char* suffix : kGroupTensorSuffixes) {
-      result.tensor_names.push_back(group.spec.name + "." + suffix);
-    }
     console.detail(what + ": " + std::to_string(group.spec.members.size()) + " tensors, " +
                    std::to_string(group.plan.n_elements) + " weights, " +
                    std::to_string(group.plan.code.max_length) + "-bit longest code, max " +
@@ -127,8 +122,38 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   console.detail(name + ": written (" + format_bytes(final_layout.file_size) + "), fsync and rename " +
                  committing.text());
   result.file_size = final_layout.file_size;
-  result.tensor_bytes = final_layout.file_size - final_layout.data_start;
   return result;
+}
+
+// Everything of the output folder but the shards, written before them: config.json, the
+// index and the copied files. Returns their record for the first shard's metadata (spec 7.7),
+// hashed from the staging folder: what is recorded is what was written.
+Result<std::vector<FolderFile>> write_folder_files(const ModelFolder& folder,
+                                                   const CompressPlan& plan,
+                                                   const std::vector<ShardOut>& shards,
+                                                   const std::string& config,
+                                                   const fs::path& dir, Console& console) {
+  std::vector<std::string> written{kConfigFile};
+  DF11_RETURN_IF_ERROR(write_file_atomic((dir / kConfigFile).string(), config));
+  if (folder.index_text) {
+    std::map<std::string, std::string> weight_map;
+    uint64_t total_tensor_bytes = 0;
+    for (const ShardOut& out : shards) {
+      ShardContents contents = shard_contents(folder, plan, out);
+      for (std::string& name : contents.tensor_names) {
+        weight_map.emplace(std::move(name), folder.shard_names[out.shard]);
+      }
+      total_tensor_bytes += contents.tensor_bytes;
+    }
+    DF11_ASSIGN_OR_RETURN(std::string index,
+                          make_index(folder.index_text, weight_map, total_tensor_bytes));
+    DF11_RETURN_IF_ERROR(write_file_atomic((dir / kIndexFile).string(), index));
+    written.push_back(kIndexFile);
+  }
+  DF11_RETURN_IF_ERROR(copy_side_files(folder.dir, dir, folder.side_files,
+                                       [&](uint64_t n) { console.progress_advance(n); }));
+  written.insert(written.end(), folder.side_files.begin(), folder.side_files.end());
+  return hash_folder_files(dir, std::move(written));
 }
 
 uint64_t side_file_bytes(const ModelFolder& folder) {
@@ -172,26 +197,17 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
   uint64_t total = side_file_bytes(folder);
   for (const TensorLocation& at : plan.order) total += folder.tensor(at).byte_size();
   console.progress_start("compressing", total);
-  std::map<std::string, std::string> weight_map;
-  uint64_t total_tensor_bytes = 0;
+  // spec 7.7: the first shard records every shard and every other file of the folder.
+  DF11_ASSIGN_OR_RETURN(
+      shards.front().metadata.folder_files,
+      write_folder_files(folder, plan, shards, config, staging.path(), console));
+  shards.front().metadata.shards = folder.shard_names;  // sorted
   for (ShardOut& out : shards) {
     DF11_ASSIGN_OR_RETURN(ShardResult written,
                           write_shard(folder, plan, out, staging.path(), hasher, options, console));
-    for (std::string& name : written.tensor_names) {
-      weight_map.emplace(std::move(name), folder.shard_names[out.shard]);
-    }
-    total_tensor_bytes += written.tensor_bytes;
     summary.output_bytes += written.file_size;
     summary.input_bytes += folder.shards[out.shard].header().file_size;
   }
-  DF11_RETURN_IF_ERROR(write_file_atomic((staging.path() / kConfigFile).string(), config));
-  if (folder.index_text) {
-    DF11_ASSIGN_OR_RETURN(std::string index,
-                          make_index(folder.index_text, weight_map, total_tensor_bytes));
-    DF11_RETURN_IF_ERROR(write_file_atomic((staging.path() / kIndexFile).string(), index));
-  }
-  DF11_RETURN_IF_ERROR(copy_side_files(folder.dir, staging.path(), folder.side_files,
-                                       [&](uint64_t n) { console.progress_advance(n); }));
   console.progress_finish();
   DF11_RETURN_IF_ERROR(check_interrupted());
   DF11_RETURN_IF_ERROR(staging.commit());

@@ -4,6 +4,8 @@
 #include <utility>
 
 #include "df11/hash.h"
+#include "df11/header_checksum.h"
+#include "group_writer.h"
 
 namespace df11::app {
 namespace {
@@ -98,19 +100,42 @@ Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressP
   const SafetensorsHeader& original = folder.shards[out.shard].header();
   MetadataEntries entries = original.metadata;
   for (const auto& [key, value] : entries) {
-    if (key == kDf11MetadataKey) {
+    if (key == kDf11MetadataKey || key == kHeaderChecksumKey) {
       return Status(ErrorCode::kInvalidArgument,
-                    folder.shard_names[out.shard] +
-                        ": already has df11 metadata (the input is a DF11 model)");
+                    folder.shard_names[out.shard] + ": already has df11 metadata ('" + key +
+                        "': the input is a DF11 model)");
     }
   }
   auto text = serialize_df11_metadata(out.metadata);
   if (!text) return text.status().with_context(folder.shard_names[out.shard] + ": df11 metadata");
+  // spec 5.1: the original entries, then "df11", then the header checksum (5.2).
   entries.emplace_back(std::string(kDf11MetadataKey), std::move(text).value());
+  entries.emplace_back(std::string(kHeaderChecksumKey), std::string(kHeaderChecksumPlaceholder));
   DF11_RETURN_IF_ERROR(layout.set_metadata(std::move(entries)));
   auto finalized = layout.finalize();
   if (!finalized) return finalized.status().with_context(folder.shard_names[out.shard]);
+  Status stamped = stamp_header_checksum(*finalized);
+  if (!stamped) return stamped.with_context(folder.shard_names[out.shard]);
   return finalized;
+}
+
+ShardContents shard_contents(const ModelFolder& folder, const CompressPlan& plan,
+                             const ShardOut& out) {
+  ShardContents contents;
+  for (const ShardItem& item : out.items) {
+    if (!item.is_group) {
+      const TensorInfo& t = folder.tensor(plan.order[item.index]);
+      contents.tensor_names.push_back(t.name);
+      contents.tensor_bytes += t.byte_size();
+      continue;
+    }
+    const PlannedGroup& group = plan.groups[item.index];
+    for (const char* suffix : kGroupTensorSuffixes) {
+      contents.tensor_names.push_back(group.spec.name + "." + suffix);
+    }
+    for (uint64_t bytes : stored_sizes(group.plan)) contents.tensor_bytes += bytes;
+  }
+  return contents;
 }
 
 }  // namespace df11::app

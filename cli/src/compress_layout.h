@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -34,9 +35,20 @@ struct ShardOut {
 std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPlan& plan,
                                     std::vector<SideFile> side_files, const std::string& encoder);
 
-// The shard's header for its current metadata. kInvalidArgument if the original
-// __metadata__ already has a "df11" key.
+// The shard's header for its current metadata, with its whole-header checksum (spec 5.2)
+// filled in. kInvalidArgument if the original __metadata__ already has a "df11" or
+// "df11_header_xxh3" key (the input is a DF11 model).
 Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressPlan& plan,
                                       const ShardOut& out);
+
+// What a shard will hold, known from the plan before anything is written: its tensors' names
+// (each group's six, each raw tensor) and their total bytes. The index needs them, and the
+// index is written (and recorded in the first shard's folder_files) before any shard.
+struct ShardContents {
+  std::vector<std::string> tensor_names;
+  uint64_t tensor_bytes = 0;
+};
+ShardContents shard_contents(const ModelFolder& folder, const CompressPlan& plan,
+                             const ShardOut& out);
 
 }  // namespace df11::app

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "terminal_text.h"
+
 namespace df11::app {
 
 Console::Console(std::ostream& out, std::ostream& err, int verbosity, bool progress_bar)
@@ -16,7 +18,8 @@ void Console::print(std::ostream& stream, const std::string& line) {
     err_ << "\r\033[K";  // erase the bar; the ticker redraws it below the line
     bar_visible_ = false;
   }
-  stream << line << '\n';
+  // Lines carry names and excerpts from untrusted files: one line each, no control bytes.
+  stream << terminal_safe(line) << '\n';
   stream.flush();
 }
 

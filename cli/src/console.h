@@ -1,5 +1,7 @@
 // Where a subcommand's human-readable output goes: results on `out`, warnings and the
 // progress bar on `err`. Thread-safe: worker threads may warn while the bar is drawn.
+// Every line is printed through terminal_safe() (terminal_text.h): control characters,
+// newlines included, and bytes that are not UTF-8 come out as \xNN.
 #pragma once
 
 #include <atomic>

@@ -8,6 +8,7 @@
 #include "df11/hash.h"
 #include "df11_folder.h"
 #include "file_writer.h"
+#include "folder_record.h"
 #include "model_folder.h"
 #include "output_dir.h"
 #include "rebuild.h"
@@ -51,7 +52,7 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
   ThreadLimit thread_limit(options.threads);
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.df11_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir));
-  if (!has_df11_metadata(model)) {
+  if (!written_by_df11(model)) {
     return Status(ErrorCode::kUnsupported,
                   options.df11_dir.string() +
                       ": no df11 metadata in its shards (not written by df11, e.g. a published "
@@ -59,6 +60,20 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
   }
   DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
   DF11_RETURN_IF_ERROR(check_side_files_recorded(folder));
+  // spec 5.2 and 7.7: a corrupted header or folder file is refused before anything is written
+  // (the copied files would carry the corruption into the restored folder).
+  DF11_RETURN_IF_ERROR(first_header_failure(folder));
+  DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder));
+  if (!findings.failures.empty()) {
+    return Status(ErrorCode::kCorruptData, findings.failures.front() +
+                                               (findings.failures.size() > 1
+                                                    ? " (and " +
+                                                          std::to_string(findings.failures.size() -
+                                                                         1) +
+                                                          " more problems: run df11 verify)"
+                                                    : std::string()));
+  }
+  for (const std::string& line : findings.warnings) console.warn(line);
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
 
   DecompressSummary summary;

@@ -4,6 +4,9 @@
 #include <unordered_set>
 #include <utility>
 
+#include "df11/header_checksum.h"
+#include "model_config.h"
+
 namespace df11::app {
 
 bool has_df11_metadata(const ModelFolder& folder) {
@@ -13,9 +16,40 @@ bool has_df11_metadata(const ModelFolder& folder) {
   return false;
 }
 
+bool written_by_df11(const ModelFolder& folder) {
+  if (has_df11_metadata(folder)) return true;
+  if (!folder.config_text) return false;
+  auto marker = read_df11_marker(*folder.config_text, kConfigFile);
+  return marker.is_ok() && marker->has_value();
+}
+
 std::string Df11Folder::describe(const std::string& name, const OriginalTensor& t) const {
   if (t.is_member) return groups[t.group].what + ": member '" + name + "'";
   return folder.shard_names[t.raw.shard] + ": tensor '" + name + "'";
+}
+
+namespace {
+
+// An error in a header whose checksum failed is most likely the corruption itself: report it
+// as such, checksum first.
+template <typename T>
+Result<T> after_header_check(const Status& header_check, Result<T> result) {
+  if (result || header_check) return result;
+  return Status(header_check.code(), header_check.message() + "; then: " + result.status().message());
+}
+
+Status after_header_check(const Status& header_check, Status status) {
+  if (status || header_check) return status;
+  return Status(header_check.code(), header_check.message() + "; then: " + status.message());
+}
+
+}  // namespace
+
+Status first_header_failure(const Df11Folder& folder) {
+  for (const Status& s : folder.header_checks) {
+    if (!s) return s;
+  }
+  return Status::ok();
 }
 
 Result<Df11Folder> open_df11_folder(ModelFolder model) {
@@ -25,14 +59,29 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
   std::unordered_set<std::string> source_names, side_names;
   for (size_t s = 0; s < folder.shards.size(); ++s) {
     const SafetensorsHeader& header = folder.shards[s].header();
-    DF11_ASSIGN_OR_RETURN(std::optional<Df11Metadata> meta, read_df11_metadata(header));
+    // spec 5.2: the header checksum first; what the header says is read either way, so that
+    // verify can name the fields a corruption changed.
+    Status header_check = check_header_checksum(header).status();
+    DF11_ASSIGN_OR_RETURN(std::optional<Df11Metadata> meta,
+                          after_header_check(header_check, read_df11_metadata(header)));
     if (!meta) {
-      return Status(
-          ErrorCode::kBadMetadata,
-          folder.shard_names[s] + ": no df11 metadata, unlike other shards of the folder");
+      return after_header_check(header_check,
+                                Status(ErrorCode::kBadMetadata,
+                                       folder.shard_names[s] +
+                                           ": written by df11 but has no df11 metadata (the "
+                                           "folder's other shards or its config.json say so)"));
     }
+    if (header_check && header.metadata_value(kHeaderChecksumKey) == nullptr &&
+        spec_minor_version(meta->spec_version) >= kFolderRecordMinor) {
+      header_check = Status(ErrorCode::kBadMetadata,
+                            folder.shard_names[s] + ": df11 metadata " + meta->spec_version +
+                                " without the header checksum __metadata__ '" +
+                                std::string(kHeaderChecksumKey) + "' (required from 1.1 on)");
+    }
+    result.header_checks.push_back(header_check);
     DF11_ASSIGN_OR_RETURN(std::vector<GroupTensors> tensors,
-                          check_metadata_against_header(*meta, header));
+                          after_header_check(header_check,
+                                             check_metadata_against_header(*meta, header)));
     for (size_t g = 0; g < meta->groups.size(); ++g) {
       const GroupMeta& gm = meta->groups[g];
       CodedGroup coded;

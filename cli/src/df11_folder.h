@@ -43,6 +43,10 @@ struct SourceRef {
 struct Df11Folder {
   ModelFolder folder;
   std::vector<Df11Metadata> metadata;  // per shard
+  // Per shard: the whole-header checksum (spec 5.2) matched, or why not (kCorruptData on a
+  // mismatch, kBadMetadata if a 1.1 shard has none). Verify reports these and goes on, so
+  // that the fields a corruption changed are named too; decompress refuses the folder.
+  std::vector<Status> header_checks;
   std::vector<CodedGroup> groups;      // shard by shard, metadata order
   std::unordered_map<std::string, OriginalTensor> originals;
   std::vector<SourceRef> sources;    // sorted by file name
@@ -62,9 +66,19 @@ struct Df11Folder {
 // True if at least one shard of the folder carries df11 metadata.
 bool has_df11_metadata(const ModelFolder& folder);
 
+// True if a shard carries df11 metadata or config.json carries df11's marker (spec 7.2).
+// Either makes every shard need its metadata, so that a corrupted "df11" key cannot turn a
+// df11 folder into a published one whose checksums nobody checks.
+bool written_by_df11(const ModelFolder& folder);
+
 // Reads and cross-checks the metadata of every shard (each must have it: kBadMetadata
-// otherwise). kDuplicateName if a tensor, source or side file appears twice.
+// "written by df11 but has no df11 metadata" otherwise). kDuplicateName if a tensor, source
+// or side file appears twice. When a shard's header checksum fails, an error found while
+// interpreting that header is reported as kCorruptData with the checksum's message first.
 Result<Df11Folder> open_df11_folder(ModelFolder folder);
+
+// The first failed header check of `folder.header_checks`, or OK.
+Status first_header_failure(const Df11Folder& folder);
 
 // config.json and the index of a DF11 folder are df11's own; the originals must be recorded
 // as side files, or decompress could not give them back. kBadMetadata naming the file.

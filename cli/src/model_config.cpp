@@ -1,5 +1,7 @@
 #include "model_config.h"
 
+#include "df11/metadata.h"
+
 namespace df11::app {
 
 using Json = nlohmann::ordered_json;
@@ -19,6 +21,7 @@ Result<std::string> make_df11_config(const std::string& original_config, const J
     df11["threads_per_block"] = Json::array({512});
     df11["bytes_per_thread"] = 8;
     df11["pattern_dict"] = pattern_dict;
+    df11[kDf11MarkerKey] = Json{{"spec_version", std::string(kDf11SpecVersion)}};
     config[kDfloat11ConfigKey] = std::move(df11);
     return config.dump(2) + "\n";
   } catch (const Json::exception& e) {
@@ -26,32 +29,73 @@ Result<std::string> make_df11_config(const std::string& original_config, const J
   }
 }
 
-Result<std::optional<Json>> read_pattern_dict(const std::string& config_text,
-                                              const std::string& file_name) {
+namespace {
+
+// config.json's dfloat11_config value, or nullopt if it has none. kBadConfig if the text is
+// not a JSON object.
+Result<std::optional<Json>> read_dfloat11_config(const std::string& config_text,
+                                                 const std::string& file_name) {
   try {
-    const Json config = Json::parse(config_text);
+    Json config = Json::parse(config_text);
     if (!config.is_object()) {
       return Status(ErrorCode::kBadConfig, file_name + ": not a JSON object");
     }
     const auto it = config.find(kDfloat11ConfigKey);
     if (it == config.end()) return std::optional<Json>();
-    const auto dict = it->find("pattern_dict");
-    if (!it->is_object() || dict == it->end() || !dict->is_object()) {
-      return Status(ErrorCode::kBadConfig,
-                    file_name + ": dfloat11_config.pattern_dict is missing or not an object");
-    }
-    for (const auto& [key, value] : dict->items()) {
-      bool ok = value.is_array();
-      for (const auto& v : value) ok = ok && v.is_string();
-      if (!ok) {
-        return Status(ErrorCode::kBadConfig,
-                      file_name + ": pattern_dict['" + key + "'] must be a list of module names");
-      }
-    }
-    return std::optional<Json>(*dict);
+    return std::optional<Json>(std::move(*it));
   } catch (const Json::exception& e) {
     return Status(ErrorCode::kBadConfig, file_name + ": " + e.what());
   }
+}
+
+// "1.<decimal digits>".
+bool is_major_1_version(const std::string& v) {
+  if (v.size() < 3 || v.size() > 11 || !v.starts_with("1.")) return false;
+  return v.find_first_not_of("0123456789", 2) == std::string::npos;
+}
+
+}  // namespace
+
+Result<std::optional<Json>> read_pattern_dict(const std::string& config_text,
+                                              const std::string& file_name) {
+  DF11_ASSIGN_OR_RETURN(std::optional<Json> d, read_dfloat11_config(config_text, file_name));
+  if (!d) return std::optional<Json>();
+  const auto dict = d->is_object() ? d->find("pattern_dict") : d->end();
+  if (dict == d->end() || !dict->is_object()) {
+    return Status(ErrorCode::kBadConfig,
+                  file_name + ": dfloat11_config.pattern_dict is missing or not an object");
+  }
+  if (dict->size() > kMaxPatternDictKeys) {
+    return Status(ErrorCode::kBadConfig, file_name + ": pattern_dict has " +
+                                             std::to_string(dict->size()) +
+                                             " keys, more than Max_Pattern_Dict_Keys " +
+                                             std::to_string(kMaxPatternDictKeys));
+  }
+  for (const auto& [key, value] : dict->items()) {
+    bool ok = value.is_array();
+    for (const auto& v : value) ok = ok && v.is_string();
+    if (!ok) {
+      return Status(ErrorCode::kBadConfig,
+                    file_name + ": pattern_dict['" + key + "'] must be a list of module names");
+    }
+  }
+  return std::optional<Json>(std::move(*dict));
+}
+
+Result<std::optional<std::string>> read_df11_marker(const std::string& config_text,
+                                                   const std::string& file_name) {
+  DF11_ASSIGN_OR_RETURN(std::optional<Json> d, read_dfloat11_config(config_text, file_name));
+  if (!d || !d->is_object()) return std::optional<std::string>();
+  const auto marker = d->find(kDf11MarkerKey);
+  if (marker == d->end()) return std::optional<std::string>();
+  const auto version = marker->is_object() ? marker->find("spec_version") : marker->end();
+  if (!marker->is_object() || marker->size() != 1 || version == marker->end() ||
+      !version->is_string() || !is_major_1_version(version->get_ref<const std::string&>())) {
+    return Status(ErrorCode::kBadConfig, file_name + ": dfloat11_config.df11 = " +
+                                             marker->dump().substr(0, 200) +
+                                             " is not {\"spec_version\": \"1.<minor>\"}");
+  }
+  return std::optional<std::string>(version->get<std::string>());
 }
 
 Result<std::string> make_index(const std::optional<std::string>& original_index,

@@ -3,6 +3,7 @@
 // the DF11 tensor names to their shards.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -17,17 +18,30 @@ namespace df11::app {
 // format version it understands.
 inline constexpr const char* kDfloat11ConfigKey = "dfloat11_config";
 inline constexpr const char* kDfloat11Version = "0.5.0";
+// spec 7.2: df11's marker inside dfloat11_config, {"spec_version": "1.1"}: this folder was
+// written by df11, so every shard carries df11 metadata (the loader ignores the key).
+inline constexpr const char* kDf11MarkerKey = "df11";
+// spec 7.3: Max_Pattern_Dict_Keys, checked before any key is compiled.
+inline constexpr size_t kMaxPatternDictKeys = 10'000;
 
 // The original config.json text with "dfloat11_config" appended (other keys keep their
-// order), indented by 2 as Hugging Face writes it. kBadConfig if the text is not a JSON
-// object or already has dfloat11_config (the input is a DF11 model already).
+// order; the df11 marker is its last key), indented by 2 as Hugging Face writes it.
+// kBadConfig if the text is not a JSON object or already has dfloat11_config (the input is a
+// DF11 model already).
 Result<std::string> make_df11_config(const std::string& original_config,
                                      const nlohmann::ordered_json& pattern_dict);
 
 // pattern_dict of a config.json, or nullopt if it has no dfloat11_config. kBadConfig if the
-// text is not JSON or dfloat11_config is malformed.
+// text is not JSON, dfloat11_config is malformed or pattern_dict has more than
+// Max_Pattern_Dict_Keys keys.
 Result<std::optional<nlohmann::ordered_json>> read_pattern_dict(const std::string& config_text,
                                                                 const std::string& file_name);
+
+// The spec_version of df11's marker in dfloat11_config (spec 7.2), or nullopt if the config
+// has no dfloat11_config or no marker. kBadConfig if the text is not a JSON object or the
+// marker is not {"spec_version": "1.<minor>"}.
+Result<std::optional<std::string>> read_df11_marker(const std::string& config_text,
+                                                   const std::string& file_name);
 
 // A new index: the original's "metadata" entries (total_size replaced) and a weight_map of
 // every tensor (sorted by name, as transformers writes it). kBadConfig if the original is

@@ -46,7 +46,7 @@ Result<VerifyReport> verify_model(const VerifyOptions& options, Console& console
   report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
   VerifyContext context(console, report, against ? &*against : nullptr, device,
                         options.parallel_files);
-  if (has_df11_metadata(model)) {
+  if (written_by_df11(model)) {
     DF11_RETURN_IF_ERROR(verify_df11_folder(std::move(model), context));
   } else {
     DF11_RETURN_IF_ERROR(verify_published_folder(model, context));
@@ -61,7 +61,9 @@ std::string verify_summary_line(const VerifyOptions& options, const VerifyReport
           " tensors checked";
   if (r.has_checksums) {
     line += " (xxh3), " + std::to_string(r.files) + " files rebuilt with their recorded sha256, " +
-            std::to_string(r.side_files) + " recorded side files";
+            std::to_string(r.side_files) + " recorded side files, " +
+            std::to_string(r.headers) + " header checksums, " + std::to_string(r.folder_files) +
+            " folder files (sha256)";
   } else {
     line += "; checksums unavailable (no df11 metadata)";
   }

@@ -1,7 +1,8 @@
 // df11 verify: proves a DF11 folder decodes to what it claims. Every group is validated and
 // decoded in full; with df11 metadata, every stored tensor's xxh3, every original tensor's
-// xxh3 and every original file's SHA-256 are checked, and pattern_dict is checked to make
-// the dfloat11 loader decode each group into the right weights. With --against, every
+// xxh3, every original file's SHA-256, every shard header's checksum and (metadata 1.1)
+// every other file of the folder against the folder record are checked, and pattern_dict is
+// checked to make the dfloat11 loader decode each group into the right weights. With --against, every
 // tensor is compared bit for bit with the original folder. Folders without df11 metadata
 // (published by the dfloat11 tools) get structural validation and a full decode with the
 // strict reference decoder; checksums are unavailable for them.
@@ -35,6 +36,8 @@ struct VerifyReport {
   size_t tensors = 0;                 // original tensors checked
   size_t files = 0;                   // original files whose SHA-256 was checked
   size_t side_files = 0;              // recorded side files checked
+  size_t headers = 0;                 // shard headers whose whole-header checksum matched
+  size_t folder_files = 0;            // files of the folder matching the folder record
   size_t compared = 0;                // tensors compared with --against
   std::vector<std::string> failures;  // one line each, naming the tensor or file
   std::vector<std::string> notes;

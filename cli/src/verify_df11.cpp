@@ -5,9 +5,11 @@
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
+#include "df11/header_checksum.h"
 #include "df11_folder.h"
 #include "exit_codes.h"
 #include "file_stream.h"
+#include "folder_record.h"
 #include "loader_check.h"
 #include "model_config.h"
 #include "tensor_compare.h"
@@ -122,7 +124,9 @@ void check_shard_metadata(const Df11Folder& folder, size_t shard, VerifyContext&
     if (!layout) return;  // reported when the source is rebuilt
     MetadataEntries own;
     for (const auto& entry : folder.folder.shards[shard].header().metadata) {
-      if (entry.first != kDf11MetadataKey) own.push_back(entry);
+      if (entry.first != kDf11MetadataKey && entry.first != kHeaderChecksumKey) {
+        own.push_back(entry);
+      }
     }
     if (own != layout->header.metadata) {
       context.fail(name + ": __metadata__ entries differ from the original file's");
@@ -130,6 +134,55 @@ void check_shard_metadata(const Df11Folder& folder, size_t shard, VerifyContext&
     return;
   }
   context.fail(name + ": its df11 metadata records no original file of the same name");
+}
+
+// spec 7.2: config.json carries df11's marker exactly when the shards carry df11 metadata
+// (from 1.1 on; 1.0 folders have no marker), with the shards' spec_version.
+void check_marker(const Df11Folder& folder, VerifyContext& context) {
+  if (!folder.folder.config_text) return;  // check_loader reports it
+  auto marker = read_df11_marker(*folder.folder.config_text, "config.json");
+  if (!marker) {
+    context.fail(marker.status().message());
+    return;
+  }
+  const std::string& version = folder.metadata.front().spec_version;
+  if (!marker->has_value()) {
+    if (spec_minor_version(version) >= kFolderRecordMinor) {
+      context.fail("config.json: dfloat11_config has no \"df11\" marker, but the shards carry "
+                   "df11 metadata " + version);
+    }
+    return;
+  }
+  if (**marker != version) {
+    context.fail("config.json: dfloat11_config.df11 says spec_version " + **marker + ", the " +
+                 "df11 metadata of " + folder.folder.shard_names.front() + " " + version);
+  }
+}
+
+// Header checksums (spec 5.2) and the folder record (spec 7.7).
+Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) {
+  for (size_t s = 0; s < folder.header_checks.size(); ++s) {
+    if (folder.header_checks[s]) {
+      if (folder.folder.shards[s].header().metadata_value(kHeaderChecksumKey) != nullptr) {
+        ++context.report.headers;
+      }
+    } else {
+      context.fail(folder.header_checks[s].message());
+    }
+  }
+  DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder));
+  for (const std::string& line : findings.failures) context.fail(line);
+  for (const std::string& line : findings.warnings) context.console.warn(line);
+  if (!findings.has_record &&
+      spec_minor_version(folder.metadata.front().spec_version) < kFolderRecordMinor) {
+    context.report.notes.push_back(
+        "df11 metadata " + folder.metadata.front().spec_version +
+        ": no folder record and no header checksums (written before 1.1): files other than "
+        "the shards and the shard headers' informational fields are not covered");
+  }
+  context.report.folder_files = findings.files_checked;
+  check_marker(folder, context);
+  return Status::ok();
 }
 
 // Feeds rebuilt tensors to the comparer (when --against is given); nothing is written.
@@ -187,6 +240,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   }
   check_loader(folder, context);
   for (size_t s = 0; s < folder.folder.shards.size(); ++s) check_shard_metadata(folder, s, context);
+  DF11_RETURN_IF_ERROR(check_folder_integrity(folder, context));
 
   std::optional<TensorComparer> comparer;  // what all workers compared, merged
   if (context.against != nullptr) comparer.emplace(*context.against);

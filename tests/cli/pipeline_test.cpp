@@ -99,6 +99,32 @@ TEST_F(Pipeline, OutputFolderLayout) {
   EXPECT_EQ(m1.side_files[1].file, "model.safetensors.index.json");
   EXPECT_TRUE(m2.side_files.empty());
 
+  // spec 7.2: df11's marker, last in dfloat11_config. spec 5.1: the header checksum entry
+  // comes last in __metadata__. spec 7.7: the folder record lists every shard and every
+  // other file as written (sha256 of the output), in the first shard only.
+  EXPECT_EQ(d["df11"], nlohmann::ordered_json({{"spec_version", "1.1"}}));
+  EXPECT_EQ(std::prev(d.end()).key(), "df11");
+  for (const auto* shard : {&*s1, &*s2}) {
+    const MetadataEntries& entries = shard->header().metadata;
+    ASSERT_EQ(entries.size(), 3u);
+    EXPECT_EQ(entries[1].first, "df11");
+    EXPECT_EQ(entries[2].first, "df11_header_xxh3");
+  }
+  ASSERT_TRUE(m1.shards.has_value() && m1.folder_files.has_value());
+  EXPECT_EQ(*m1.shards, (std::vector<std::string>{kShard1, kShard2}));
+  const auto output_sha = tree_sha256(df11());
+  std::vector<std::string> recorded;
+  for (const FolderFile& f : *m1.folder_files) {
+    recorded.push_back(f.file);
+    EXPECT_EQ(f.sha256, output_sha.at(f.file)) << f.file;
+    EXPECT_EQ(f.size, fs::file_size(df11() / f.file)) << f.file;
+  }
+  EXPECT_EQ(recorded, (std::vector<std::string>{"config.json", "extra/README.md",
+                                                "generation_config.json",
+                                                "model.safetensors.index.json", "tokenizer.json"}));
+  EXPECT_FALSE(m2.shards.has_value());
+  EXPECT_FALSE(m2.folder_files.has_value());
+
   // The index maps every DF11 tensor to its shard; total_size is their bytes.
   const auto index = read_json(df11() / "model.safetensors.index.json");
   uint64_t total = 0;

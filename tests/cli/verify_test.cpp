@@ -112,39 +112,223 @@ TEST_F(Corruption, EveryDataByteIsCovered) {
   }
 }
 
-// Header bytes too: the header JSON, the df11 metadata in it, the recorded original
-// headers and side files. (Not covered: the metadata's informational "encoder" string and
-// the minor digit of spec_version, which a reader accepts in any 1.x.)
+// Header bytes too: the length prefix, the header JSON, the df11 metadata in it, the
+// recorded original headers and side files, the informational "encoder" string, the
+// spec_version digits, the padding: the whole-header checksum leaves no byte out.
 TEST_F(Corruption, HeaderBytesAreCovered) {
   for (const char* shard : {kShard1, kShard2}) {
-    const std::string text = read_text(df11() / shard);
     uint64_t data_start = 0;
     {
       auto file = SafetensorsFile::open((df11() / shard).string());
       ASSERT_TRUE(file.is_ok());
       data_start = file->header().data_start;
     }
-    auto value_range = [&](const std::string& key) {
-      const size_t k = text.find(key);
-      const size_t begin = text.find(':', k);
-      return std::pair<size_t, size_t>{begin, text.find(',', begin)};
-    };
-    const auto encoder = value_range("\\\"encoder\\\"");
-    const auto version = value_range("\\\"spec_version\\\"");
     int checked = 0;
     for (uint64_t offset = 0; offset < data_start; offset += 11) {
-      if ((offset >= encoder.first && offset < encoder.second) ||
-          (offset >= version.first && offset < version.second)) {
-        continue;
-      }
       const Captured v = verify_flipped(df11() / shard, offset);
-      ASSERT_EQ(v.code, 1) << shard << " offset " << offset << " in '"
-                           << text.substr(offset - 60, 120) << "'\n"
-                           << v.out << v.err;
+      ASSERT_EQ(v.code, 1) << shard << " offset " << offset << "\n" << v.out << v.err;
       ++checked;
     }
     EXPECT_GT(checked, 100);
   }
+}
+
+// The header fields no per-tensor checksum covers, each flipped by one bit: reported by the
+// whole-header checksum (spec 5.2), with what the changed field then breaks.
+TEST_F(Corruption, HeaderChecksumNamesTheShard) {
+  const fs::path shard = df11() / kShard1;
+  const std::string text = read_text(shard);
+  struct Case {
+    const char* what;
+    uint64_t offset;
+    uint8_t mask;
+    std::vector<std::string> expect;  // in stdout + stderr
+  };
+  const uint64_t key = text.find("\"df11\":\"");
+  const uint64_t checksum_key = text.find("\"df11_header_xxh3\"");
+  const uint64_t checksum_value = checksum_key + std::string("\"df11_header_xxh3\":\"").size();
+  const uint64_t encoder = text.find("df11 ", text.find("\\\"encoder\\\""));
+  const uint64_t minor = text.find("\\\"spec_version\\\":\\\"1.1") + 21;
+  const uint64_t format = text.find("\"format\":\"pt\"") + 10;
+  ASSERT_EQ(text[minor], '1');
+  ASSERT_EQ(text[format], 'p');
+  const std::string mismatch = std::string(kShard1) + ": header checksum mismatch";
+  const Case cases[] = {
+      // "df11" -> "tf11": the shard seems to have no df11 metadata.
+      {"df11 key", key + 1, 0x10, {mismatch, "written by df11 but has no df11 metadata"}},
+      {"encoder", encoder + 2, 0x01, {mismatch}},
+      {"spec_version minor", minor, 0x01, {mismatch}},
+      {"format: pt", format, 0x01, {mismatch, "__metadata__ entries differ"}},
+      {"checksum key", checksum_key + 5, 0x01, {"without the header checksum"}},
+      {"checksum value", checksum_value + 3, 0x01, {kShard1}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Captured v = verify_flipped(shard, c.offset, c.mask);
+    EXPECT_EQ(v.code, 1) << v.out << v.err;
+    for (const std::string& e : c.expect) {
+      EXPECT_NE((v.out + v.err).find(e), std::string::npos) << "'" << e << "' in:\n"
+                                                             << v.out << v.err;
+    }
+  }
+  // Padding spaces: no single-bit flip of a space is JSON whitespace.
+  uint64_t data_start = 0;
+  {
+    auto file = SafetensorsFile::open(shard.string());
+    ASSERT_TRUE(file.is_ok());
+    data_start = file->header().data_start;
+  }
+  for (uint64_t offset = data_start - 1; text[offset] == ' '; --offset) {
+    for (int bit = 0; bit < 8; ++bit) {
+      const Captured v = verify_flipped(shard, offset, static_cast<uint8_t>(1u << bit));
+      EXPECT_EQ(v.code, 1) << "padding byte " << offset << " bit " << bit << v.out << v.err;
+    }
+  }
+}
+
+// spec 7.7: every file besides the shards is in the folder record (size and SHA-256).
+TEST_F(Corruption, EveryFolderFileIsCovered) {
+  for (const char* rel : {"config.json", "model.safetensors.index.json", "tokenizer.json",
+                          "generation_config.json", "extra/README.md"}) {
+    SCOPED_TRACE(rel);
+    const fs::path file = df11() / rel;
+    const uint64_t size = fs::file_size(file);
+    for (const uint64_t offset : {uint64_t{0}, size / 2, size - 2}) {
+      const Captured v = verify_flipped(file, offset, 0x04);
+      // 3 (not_found) when a flip renames a shard the index names.
+      EXPECT_TRUE(v.code == 1 || v.code == 3) << "offset " << offset << "\n" << v.out << v.err;
+      EXPECT_NE((v.out + v.err).find(rel), std::string::npos) << v.out << v.err;
+    }
+  }
+  // A change that keeps the JSON valid is found by the record alone.
+  const fs::path tokenizer = df11() / "tokenizer.json";
+  const uint64_t at = find_in_file(tokenizer, "BPE");
+  expect_fails_naming(verify_flipped(tokenizer, at, 0x20),
+                      {"tokenizer.json: ", "bytes with sha256", "the folder record has"});
+}
+
+TEST_F(Corruption, MissingAndUnrecordedFiles) {
+  const std::string tokenizer = read_text(df11() / "tokenizer.json");
+  fs::remove(df11() / "tokenizer.json");
+  expect_fails_naming(verify(), {"tokenizer.json: recorded in the folder record, but missing"});
+  write_text(df11() / "tokenizer.json", tokenizer);
+
+  // An unknown file is only a warning (a README added later), ...
+  write_text(df11() / "extra" / "notes.txt", "hello\n");
+  Captured v = verify();
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_NE(v.err.find("warning: extra/notes.txt: not in the folder record"), std::string::npos)
+      << v.err;
+  fs::remove(df11() / "extra" / "notes.txt");
+
+  // ... but the loader would load an unknown top-level *.safetensors.
+  fs::copy_file(df11() / kShard2, df11() / "stray.safetensors");
+  expect_fails_naming(verify(), {"stray.safetensors: not in the folder record"});
+  fs::remove(df11() / "stray.safetensors");
+  EXPECT_EQ(verify().code, 0);
+}
+
+// spec 7.2: config.json's marker and the shards' df11 metadata go together.
+TEST_F(Corruption, Df11MarkerIsRequired) {
+  const std::string original = read_text(df11() / "config.json");
+  nlohmann::ordered_json config = read_json(df11() / "config.json");
+  config["dfloat11_config"].erase("df11");
+  write_text(df11() / "config.json", config.dump(2) + "\n");
+  expect_fails_naming(verify(), {"config.json: dfloat11_config has no \"df11\" marker",
+                                 "config.json: ", "the folder record has"});
+  config["dfloat11_config"]["df11"] = {{"spec_version", "1.9"}};
+  write_text(df11() / "config.json", config.dump(2) + "\n");
+  expect_fails_naming(verify(), {"dfloat11_config.df11 says spec_version 1.9"});
+  write_text(df11() / "config.json", original);
+  EXPECT_EQ(verify().code, 0);
+}
+
+// One shard whose "df11" key is renamed: without the marker rule this folder would be taken
+// for a published one and verified without checksums.
+TEST_F(Corruption, RenamedDf11KeyInASingleShardFolder) {
+  fs::remove_all(model());
+  fs::remove_all(df11());
+  TinyLlama single;
+  single.sharded = false;
+  write_tiny_llama(model(), single);
+  ASSERT_EQ(compress().code, 0);
+  const fs::path shard = df11() / "model.safetensors";
+  const uint64_t key = find_in_file(shard, "\"df11\":\"") + 1;
+  const Captured v = verify_flipped(shard, key, 0x10);  // "tf11"
+  EXPECT_EQ(v.code, 1) << v.out << v.err;
+  EXPECT_NE(v.err.find("model.safetensors: written by df11 but has no df11 metadata"),
+            std::string::npos)
+      << v.err;
+  flip_byte(shard, key, 0x10);
+  const Captured d = decompress();
+  EXPECT_EQ(d.code, 1) << d.err;
+  EXPECT_NE(d.err.find("written by df11 but has no df11 metadata"), std::string::npos) << d.err;
+  flip_byte(shard, key, 0x10);
+}
+
+// A folder written with df11 metadata 1.0 (no header checksums, folder record or marker)
+// still verifies; verify says what it could not cover.
+TEST_F(Corruption, Version10FoldersStillVerify) {
+  for (const char* name : {kShard1, kShard2}) {
+    const fs::path path = df11() / name;
+    std::vector<std::vector<uint8_t>> data;
+    std::vector<TensorData> tensors;
+    MetadataEntries entries;
+    {
+      auto file = SafetensorsFile::open(path.string());
+      ASSERT_TRUE(file.is_ok());
+      for (const TensorInfo& t : file->header().tensors) {
+        const auto bytes = file->tensor_bytes(t);
+        data.emplace_back(bytes.begin(), bytes.end());
+      }
+      for (size_t i = 0; i < file->header().tensors.size(); ++i) {
+        const TensorInfo& t = file->header().tensors[i];
+        tensors.push_back({t.name, t.dtype, t.shape, data[i]});
+      }
+      Df11Metadata meta = metadata_of(path);
+      meta.spec_version = "1.0";
+      meta.shards.reset();
+      meta.folder_files.reset();
+      auto text = serialize_df11_metadata(meta);
+      ASSERT_TRUE(text.is_ok());
+      for (const auto& entry : file->header().metadata) {
+        if (entry.first != "df11" && entry.first != "df11_header_xxh3") entries.push_back(entry);
+      }
+      entries.emplace_back("df11", *text);
+    }
+    ASSERT_TRUE(write_safetensors(path.string(), tensors, &entries).is_ok());
+  }
+  nlohmann::ordered_json config = read_json(df11() / "config.json");
+  config["dfloat11_config"].erase("df11");
+  write_text(df11() / "config.json", config.dump(2) + "\n");
+  const Captured v = verify();
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("note: df11 metadata 1.0: no folder record and no header checksums"),
+            std::string::npos)
+      << v.out;
+  EXPECT_NE(v.out.find("0 header checksums, 0 folder files"), std::string::npos) << v.out;
+  // The per-tensor checksums still hold.
+  const uint64_t offset =
+      tensor_file_offset(df11() / kShard1, "model.layers.0.sign_mantissa") + 100;
+  expect_fails_naming(verify_flipped(df11() / kShard1, offset),
+                      {"model.layers.0.self_attn.q_proj.weight"});
+}
+
+TEST_F(Corruption, DecompressRefusesCorruptFolderFiles) {
+  flip_byte(df11() / "tokenizer.json", 3, 0x01);
+  const Captured d = decompress();
+  EXPECT_EQ(d.code, 1) << d.err;
+  EXPECT_NE(d.err.find("tokenizer.json: "), std::string::npos) << d.err;
+  EXPECT_NE(d.err.find("[corrupt_data]"), std::string::npos) << d.err;
+  EXPECT_EQ(list_dir(tmp_.path()), (std::vector<std::string>{"df11", "model"}));
+  flip_byte(df11() / "tokenizer.json", 3, 0x01);
+  // spec_version "1.1" -> "1.0" in the second shard: only its header checksum can tell.
+  const uint64_t minor = find_in_file(df11() / kShard2, "spec_version\\\":\\\"1.1") + 18;
+  flip_byte(df11() / kShard2, minor, 0x01);
+  const Captured h = decompress();
+  EXPECT_EQ(h.code, 1) << h.err;
+  EXPECT_NE(h.err.find(std::string(kShard2) + ": header checksum mismatch"), std::string::npos)
+      << h.err;
 }
 
 TEST_F(Corruption, AgainstFolderWithMoreTensorsFails) {
@@ -177,11 +361,18 @@ TEST_F(Corruption, DecompressRefusesCorruptData) {
   EXPECT_EQ(list_dir(tmp_.path()), (std::vector<std::string>{"df11", "model"}));
 }
 
-// A DF11 folder as the dfloat11 tools publish it: the same tensors, no df11 metadata.
+// A DF11 folder as the dfloat11 tools publish it: the same tensors, no df11 metadata, no df11
+// marker in config.json.
 void strip_metadata(const fs::path& from, const fs::path& to) {
   fs::create_directories(to);
   for (const auto& entry : fs::directory_iterator(from)) {
     const fs::path name = entry.path().filename();
+    if (name == "config.json") {
+      nlohmann::ordered_json config = read_json(entry.path());
+      ASSERT_EQ(config["dfloat11_config"].erase("df11"), 1u);
+      write_text(to / name, config.dump(2));
+      continue;
+    }
     if (entry.path().extension() != ".safetensors") {
       fs::copy(entry.path(), to / name, fs::copy_options::recursive);
       continue;
