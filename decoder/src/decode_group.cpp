@@ -307,11 +307,13 @@ Status decode_group(const GroupView& group, std::span<uint16_t> out, const std::
     const uint64_t first_block = block_of(group, info.n_blocks, first);
     const uint64_t last_block = block_of(group, info.n_blocks, first + out.size() - 1);
     BlockDecoder decoder(group, info, out, first, what);
-    decoder.publish();
     const uint64_t end_block = last_block + 1;
     const uint64_t n_pairs = (end_block - first_block + 1) / 2;
+    // Tasks see only the decoder and values copied into the lambda, all written before
+    // publish(), whose release the tasks acquire first (see decode_blocks()).
+    decoder.publish();
     tbb::parallel_for(tbb::blocked_range<uint64_t>(0, n_pairs, kPairsPerTask),
-                      [&](const tbb::blocked_range<uint64_t>& r) {
+                      [&decoder, first_block, end_block](const tbb::blocked_range<uint64_t>& r) {
                         decoder.decode_blocks(first_block + 2 * r.begin(),
                                               std::min(end_block, first_block + 2 * r.end()));
                       });
