@@ -7,7 +7,7 @@
 #include "df11/hash.h"
 #include "signals.h"
 #include "source_hasher.h"
-#include "terminal_text.h"
+#include "utf8.h"
 
 namespace df11::app {
 namespace fs = std::filesystem;

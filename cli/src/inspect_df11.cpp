@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <optional>
-#include <regex>
 #include <unordered_set>
 #include <vector>
 
@@ -11,6 +10,7 @@
 #include "df11/group_tensors.h"
 #include "df11/metadata.h"
 #include "model_config.h"
+#include "safe_regex.h"
 #include "signals.h"
 
 namespace df11::app {
@@ -50,19 +50,15 @@ std::vector<uint64_t> member_sizes(const GroupView& view, uint64_t n) {
 }
 
 // Member tensor names of a group from config.json's pattern_dict (the dfloat11 loader's own
-// description): the first key that fully matches the module path. Python regexes as used in
-// pattern_dict keys ("model\.layers\.\d+") mean the same in ECMAScript. Empty when unknown.
+// description): the first key that fully matches the module path, matched with SafeRegex
+// (Python's syntax, linear time: keys come from an untrusted config.json). Empty when unknown.
 std::vector<std::string> names_from_pattern_dict(const std::optional<nlohmann::ordered_json>& dict,
                                                  const std::string& module, size_t n_members) {
   if (!dict) return {};
   for (const auto& [key, subs] : dict->items()) {
-    bool match = false;
-    try {
-      match = std::regex_match(module, std::regex(key));
-    } catch (const std::regex_error&) {
-      continue;  // a Python-only construct: this key cannot name members here
-    }
-    if (!match) continue;
+    auto regex = SafeRegex::compile(key);
+    if (!regex) continue;  // outside the supported subset: this key cannot name members here
+    if (!regex->full_match(module)) continue;
     std::vector<std::string> names;
     if (subs.empty()) names.push_back(module + ".weight");
     for (const auto& sub : subs) names.push_back(module + "." + sub.get<std::string>() + ".weight");

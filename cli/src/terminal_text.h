@@ -9,10 +9,6 @@
 
 namespace df11::app {
 
-// True if `text` is well-formed UTF-8 (RFC 3629: no overlong forms, surrogates or code points
-// above U+10FFFF).
-bool is_valid_utf8(std::string_view text);
-
 // `text` with the bytes of every C0 control (newline and tab included), DEL, C1 control,
 // bidirectional formatting character (U+061C, U+200E/F, U+202A..U+202E, U+2066..U+2069),
 // line/paragraph separator (U+2028/9) and of every byte that is not part of a well-formed

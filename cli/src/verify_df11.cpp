@@ -84,9 +84,14 @@ void check_loader(const Df11Folder& folder, VerifyContext& context) {
     context.fail("config.json: no dfloat11_config; the dfloat11 loader cannot load this folder");
     return;
   }
+  auto patterns = LoaderPatterns::compile(**dict, "config.json");
+  if (!patterns) {
+    context.fail(patterns.status().message());
+    return;
+  }
   for (const CodedGroup& g : folder.groups) {
     const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
-    auto names = loader_member_names(**dict, meta.name);
+    auto names = patterns->member_names(meta.name);
     if (!names) {
       context.fail(g.what + ": " + names.status().message());
       continue;

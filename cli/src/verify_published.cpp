@@ -23,15 +23,15 @@ namespace {
 
 // Compares the decoded group with the original weights the loader would fill from it.
 void compare_group(const GroupTensors& group, const GroupView& view,
-                   std::span<const uint16_t> decoded, const nlohmann::ordered_json* dict,
+                   std::span<const uint16_t> decoded, const LoaderPatterns* patterns,
                    TensorComparer& comparer, const std::string& what, VerifyContext& context) {
-  if (dict == nullptr) {
+  if (patterns == nullptr) {
     context.fail(what +
-                 ": config.json has no dfloat11_config.pattern_dict: cannot tell which "
+                 ": config.json has no usable dfloat11_config.pattern_dict: cannot tell which "
                  "original weights it holds");
     return;
   }
-  auto names = loader_member_names(*dict, group.name);
+  auto names = patterns->member_names(group.name);
   if (!names) {
     context.fail(what + ": " + names.status().message());
     return;
@@ -72,13 +72,18 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
   context.report.notes.push_back(
       "checksums unavailable: no df11 metadata (not written by df11); every group was "
       "validated and decoded in full with the strict reference decoder");
-  std::optional<nlohmann::ordered_json> dict;
+  std::optional<LoaderPatterns> patterns;
   if (model.config_text) {
     auto read = read_pattern_dict(*model.config_text, "config.json");
     if (!read) {
       context.fail(read.status().message());
-    } else {
-      dict = std::move(read).value();
+    } else if (*read) {
+      auto compiled = LoaderPatterns::compile(**read, "config.json");
+      if (!compiled) {
+        context.fail(compiled.status().message());
+      } else {
+        patterns = std::move(compiled).value();
+      }
     }
   }
   std::optional<TensorComparer> comparer;
@@ -132,7 +137,8 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       ++context.report.groups;
       context.report.tensors += view.split_positions.size() / 8 + 1;
       if (comparer)
-        compare_group(group, view, decoded, dict ? &*dict : nullptr, *comparer, what, context);
+        compare_group(group, view, decoded, patterns ? &*patterns : nullptr, *comparer, what,
+                      context);
       for (const TensorInfo* t : group.all()) {
         shard.mapped().advise_dontneed(t->file_offset, t->byte_size());
         context.console.progress_advance(t->byte_size());
