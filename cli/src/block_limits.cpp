@@ -47,4 +47,25 @@ uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan) {
   return most;
 }
 
+std::string compat_violation(const CompatSizes& sizes) {
+  if (sizes.n_elements > kMaxElementsCompat) {
+    return std::to_string(sizes.n_elements) + " weights, above the loader's limit of " +
+           std::to_string(kMaxElementsCompat) +
+           " (Max_Elements_Compat: its kernel counts weights in an int; --group-by tensor "
+           "makes smaller groups)";
+  }
+  if (sizes.n_blocks > kMaxBlocksCompat) {
+    return std::to_string(sizes.n_blocks) + " blocks of coded exponents, above the loader's " +
+           "limit of " + std::to_string(kMaxBlocksCompat) +
+           " (Max_Blocks_Compat: its kernel computes byte offsets in an int; --group-by tensor "
+           "makes smaller groups)";
+  }
+  if (sizes.max_block_weights > kMaxWeightsPerBlockCompat) {
+    return std::to_string(sizes.max_block_weights) +
+           " weights would start in one 4096-byte block, above the loader's limit of " +
+           std::to_string(kMaxWeightsPerBlockCompat) + " (too little entropy)";
+  }
+  return "";
+}
+
 }  // namespace df11::app

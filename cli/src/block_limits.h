@@ -1,9 +1,11 @@
-// The official loader's shared-memory limit (spec 3.7, kMaxWeightsPerBlockCompat), checked
-// before any byte is written: the compressor lays out every shard's header in pass 1, so a
-// group that would break the limit must be known to stay raw before encoding starts.
+// The official loader's limits (spec 3.7: kMaxElementsCompat, kMaxBlocksCompat,
+// kMaxWeightsPerBlockCompat), checked before any byte is written: the compressor lays out
+// every shard's header in pass 1, so a group that would break one must be known to stay raw
+// before encoding starts.
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "df11/encoder.h"
 #include "member_spans.h"
@@ -16,5 +18,19 @@ namespace df11::app {
 // starts, which is below the limit for L >= 2; only groups with a 1-bit code (one exponent
 // covering a large share of the weights) are scanned, in parallel by chunk.
 uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan);
+
+// The sizes of a coded group that the dfloat11 loader's limits constrain (spec 3.7).
+struct CompatSizes {
+  uint64_t n_elements = 0;
+  uint64_t n_blocks = 0;           // 0: not known yet (before planning)
+  uint64_t max_block_weights = 0;  // 0: not known yet
+};
+
+// Why a group of these sizes must be stored unchanged rather than coded for the loader, as a
+// phrase for the warning, or "" if it can be coded. Checks Max_Elements_Compat (the kernel
+// takes n as int), Max_Blocks_Compat (its thread byte offsets are int) and
+// Max_Weights_Per_Block_Compat (shared memory), in that order, so that a caller can ask with
+// only the sizes it knows so far and skip the costlier work for a group that stays raw.
+std::string compat_violation(const CompatSizes& sizes);
 
 }  // namespace df11::app

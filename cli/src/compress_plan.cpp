@@ -90,28 +90,37 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
     PlannedGroup group;
     group.spec = std::move(spec);
     group.shard = result.order[group.spec.members.front()].shard;
-    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, result, group.spec));
-    auto plan = plan_group(spans.spans(), chunk_weights);
-    if (plan) {
-      const uint64_t most = max_block_weights(spans, *plan);
-      if (most > kMaxWeightsPerBlockCompat) {
+    // spec 3.7: a group the loader cannot take is stored unchanged; the element count is
+    // known before any weight is read, the stream's blocks after planning.
+    CompatSizes sizes;
+    for (size_t m : group.spec.members) sizes.n_elements += folder.tensor(result.order[m]).n_elements;
+    std::string incompatible = compat_violation(sizes);
+    if (incompatible.empty()) {
+      DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, result, group.spec));
+      auto plan = plan_group(spans.spans(), chunk_weights);
+      if (plan) {
+        sizes.n_blocks = plan->n_blocks;
+        incompatible = compat_violation(sizes);
+        if (incompatible.empty()) {
+          sizes.max_block_weights = max_block_weights(spans, *plan);
+          incompatible = compat_violation(sizes);
+        }
+        if (incompatible.empty()) {
+          group.coded = true;
+          group.plan = std::move(plan).value();
+          result.coded_weight_bytes += member_bytes(folder, result, group.spec);
+        }
+      } else if (plan.status().code() == ErrorCode::kUncodable) {
         console.warn(group_context(folder, result, group.spec) +
-                     ": stored unchanged: " + std::to_string(most) +
-                     " weights would start in one 4096-byte block, above the loader's limit "
-                     "of " +
-                     std::to_string(kMaxWeightsPerBlockCompat) + " (too little entropy); tensors " +
-                     member_list(folder, result, group.spec));
+                     ": stored unchanged: Inf, NaN or |x| >= 2^113 cannot be coded, in " +
+                     uncodable_members(folder, result, group.spec, spans));
       } else {
-        group.coded = true;
-        group.plan = std::move(plan).value();
-        result.coded_weight_bytes += member_bytes(folder, result, group.spec);
+        return plan.status().with_context(group_context(folder, result, group.spec));
       }
-    } else if (plan.status().code() == ErrorCode::kUncodable) {
-      console.warn(group_context(folder, result, group.spec) +
-                   ": stored unchanged: Inf, NaN or |x| >= 2^113 cannot be coded, in " +
-                   uncodable_members(folder, result, group.spec, spans));
-    } else {
-      return plan.status().with_context(group_context(folder, result, group.spec));
+    }
+    if (!incompatible.empty()) {
+      console.warn(group_context(folder, result, group.spec) + ": stored unchanged: " +
+                   incompatible + "; tensors " + member_list(folder, result, group.spec));
     }
     release_members(folder, result, group.spec);
     if (!group.coded) {

@@ -32,6 +32,15 @@ inline constexpr uint32_t kMaxCodableExponent = 239;
 // spec 3.7: the official loader gives its kernel 512*4 + 4 + 2*max_block_weights bytes of
 // shared memory without raising the 48 KiB default, so a compatible block holds at most this.
 inline constexpr uint32_t kMaxWeightsPerBlockCompat = (49152 - (kWindowsPerBlock * 4 + 4)) / 2;
+// spec 3.7: the kernel takes n_elements and n_bytes as int (Max_Elements_Compat = 2^31 - 1),
+// and computes thread_id * 8 + 11 in int for the last thread, 512 * n_blocks - 1, which fits
+// for n_blocks <= Max_Blocks_Compat.
+inline constexpr uint64_t kMaxElementsCompat = 2'147'483'647;
+inline constexpr uint64_t kMaxBlocksCompat = 524'287;
+static_assert((uint64_t{kWindowsPerBlock} * kMaxBlocksCompat - 1) * kBytesPerWindow + 11 <=
+                  kMaxElementsCompat &&
+              (uint64_t{kWindowsPerBlock} * (kMaxBlocksCompat + 1) - 1) * kBytesPerWindow + 11 >
+                  kMaxElementsCompat);
 
 // The six stored tensors of one group (spec 3.2), all little-endian byte spans owned by the
 // caller (usually a memory-mapped file). Nothing here is validated: call validate_group().
