@@ -119,40 +119,53 @@ class WindowStarts {
 };
 
 // MSB-first code writer. Invariant between steps: `pending` (0..7) bits at the top of `buf`
-// are not yet complete bytes; `p` is where they go. A step packs up to four codes into one
+// are not yet complete bytes; `p` is where they go. A step packs up to eight codes into one
 // word (independently of `buf`, so the lookups overlap), ORs it below the pending bits,
 // stores all 8 bytes of `buf` (bytes past the complete ones are rewritten by later stores)
-// and advances by the complete bytes. A word holds at most 57 bits, so that
-// pending + word <= 64: four codes of realistic weights (mostly 2..5 bits) nearly always
-// fit; a group of four that does not is written one code per step.
+// and advances by the complete bytes. A word holds at most kWordBits bits, so that
+// pending + word < 64: eight codes of realistic weights (mostly 2..5 bits) nearly always
+// fit, and the store and bookkeeping of a step are shared by all of them; a group of eight
+// that does not fit is written as two groups of four, and a group of four that does not
+// is written one code per step.
 struct CodeWriter {
   uint8_t* p;
   uint64_t buf;
   uint32_t pending;
   uint64_t pos;  // absolute stream bit where the next code starts
-  uint32_t bad;  // >= 32 once a weight had no code (length 0)
+  uint32_t bad;  // has kNoCodeStepLength set once a weight had no code
 };
 
-constexpr uint32_t kWordBits = 57;  // 64 - the up to 7 pending bits
+// 64 - the up to 7 pending bits - 1: pending + word must stay below 64, since a step
+// shifts `buf` by the complete bytes' bits as `pending & 56`, which is 0, not 64, when
+// 64 bits are complete (7 pending bits + 57 word bits would repeat stale bytes).
+constexpr uint32_t kWordBits = 56;
 
 // A step spans less than one window, so at most one code start in it (or the start right
 // after it) is the first of its window: the first one at or past the window boundary after
 // the step's start `pos`. The loop only notes such steps, without a branch; this finds the
-// code afterwards, re-reading the lengths of the step's weights from src.
-void window_start_in_step(const uint16_t* src, const EncodeTables& t, uint64_t pos,
+// code afterwards, re-reading the lengths of the step's weights (at most kStepWeights) from
+// their exponents. Code starts only grow, so counting those before the boundary needs no
+// data-dependent branch (crossings are as unpredictable as the weights); it may read up to
+// kStepWeights exponents past the step, whose starts lie past the boundary and do not count.
+constexpr uint64_t kStepWeights = 8;
+void window_start_in_step(const uint8_t* exponents, const EncodeTables& t, uint64_t pos,
                           uint64_t index, WindowStarts& starts) {
   const uint64_t boundary = (pos | (kBitsPerWindow - 1)) + 1;
-  for (uint64_t k = 0;; ++k) {
-    pos += t.length[exponent_of(src[k])];
-    if (pos >= boundary) {
-      starts.code_starts_window(pos, index + k + 1);
-      return;
-    }
+  uint64_t before = 0;  // code ends (= next code starts) before the boundary
+  uint64_t first = 0;   // the first code end at or past it
+  uint64_t end = pos;
+  for (uint64_t k = 0; k < kStepWeights; ++k) {
+    const uint64_t previous = end;
+    end += t.length[exponents[k]];
+    before += end < boundary;
+    first = previous < boundary ? end : first;
   }
+  starts.code_starts_window(first, index + before + 1);
 }
 
-// Codes src[0..count), count <= kCheckWeights, weights index.. of the stream.
-inline void code_weights(const uint16_t* src, uint64_t count, uint64_t index,
+// Codes the weights with exponents ex[0..count), count <= kCheckWeights, weights index.. of
+// the stream.
+inline void code_weights(const uint8_t* ex, uint64_t count, uint64_t index,
                          const EncodeTables& t, CodeWriter& w, WindowStarts& starts) {
   uint8_t* p = w.p;
   uint64_t buf = w.buf;
@@ -163,7 +176,7 @@ inline void code_weights(const uint16_t* src, uint64_t count, uint64_t index,
   uint64_t crossing_pos[kCheckWeights];
   uint32_t crossing_at[kCheckWeights];
   uint32_t crossings = 0;
-  // One step: `word` holds the `bits` (<= 57) bits of the codes from src[at].
+  // One step: `word` holds the `bits` (<= kWordBits) bits of the codes from ex[at].
   const auto put = [&](uint64_t word, uint32_t bits, uint64_t at) {
     buf |= word >> pending;
     pending += bits;
@@ -176,30 +189,51 @@ inline void code_weights(const uint16_t* src, uint64_t count, uint64_t index,
     crossings += ((pos ^ (pos + bits)) >> 6) != 0;
     pos += bits;
   };
+  // Four codes from ex[at], their step lengths summing to `bits`.
+  static_assert(kStepWeights == 8, "the loop below packs eight codes per step");
+  const auto put4 = [&](uint64_t at, uint32_t bits) {
+    const uint32_t e0 = ex[at], e1 = ex[at + 1], e2 = ex[at + 2], e3 = ex[at + 3];
+    if (bits <= kWordBits) [[likely]] {
+      const uint32_t l0 = t.length[e0], l01 = l0 + t.length[e1], l012 = l01 + t.length[e2];
+      put(t.left[e0] | (t.left[e1] >> l0) | (t.left[e2] >> l01) | (t.left[e3] >> l012), bits,
+          at);
+      return;
+    }
+    for (uint64_t k = at; k < at + 4; ++k) {
+      bad |= t.step_length[ex[k]];
+      put(t.left[ex[k]], t.length[ex[k]], k);
+    }
+  };
   uint64_t i = 0;
-  for (; i + 4 <= count; i += 4) {
-    const uint32_t e0 = exponent_of(src[i]), e1 = exponent_of(src[i + 1]),
-                   e2 = exponent_of(src[i + 2]), e3 = exponent_of(src[i + 3]);
-    const uint32_t l0 = t.length[e0], l1 = t.length[e1], l2 = t.length[e2], l3 = t.length[e3];
-    bad |= (l0 - 1) | (l1 - 1) | (l2 - 1) | (l3 - 1);
-    const uint32_t l01 = l0 + l1, l012 = l01 + l2, l0123 = l012 + l3;
-    if (l0123 <= kWordBits) [[likely]] {
-      put(t.left[e0] | (t.left[e1] >> l0) | (t.left[e2] >> l01) | (t.left[e3] >> l012), l0123,
-          i);
+  for (; i + 8 <= count; i += 8) {
+    const uint32_t e0 = ex[i], e1 = ex[i + 1], e2 = ex[i + 2], e3 = ex[i + 3], e4 = ex[i + 4],
+                   e5 = ex[i + 5], e6 = ex[i + 6], e7 = ex[i + 7];
+    // Step lengths: a missing code makes the sum exceed kWordBits.
+    const uint32_t l01 = t.step_length[e0] + t.step_length[e1];
+    const uint32_t l23 = t.step_length[e2] + t.step_length[e3];
+    const uint32_t l45 = t.step_length[e4] + t.step_length[e5];
+    const uint32_t l67 = t.step_length[e6] + t.step_length[e7];
+    const uint32_t l0123 = l01 + l23, l4567 = l45 + l67;
+    if (l0123 + l4567 <= kWordBits) [[likely]] {
+      // Pairs, then quads, then the eight: a shallow tree of shifts.
+      const uint64_t w01 = t.left[e0] | (t.left[e1] >> t.length[e0]);
+      const uint64_t w23 = t.left[e2] | (t.left[e3] >> t.length[e2]);
+      const uint64_t w45 = t.left[e4] | (t.left[e5] >> t.length[e4]);
+      const uint64_t w67 = t.left[e6] | (t.left[e7] >> t.length[e6]);
+      const uint64_t w0123 = w01 | (w23 >> l01);
+      const uint64_t w4567 = w45 | (w67 >> l45);
+      put(w0123 | (w4567 >> l0123), l0123 + l4567, i);
     } else {
-      put(t.left[e0], l0, i);
-      put(t.left[e1], l1, i + 1);
-      put(t.left[e2], l2, i + 2);
-      put(t.left[e3], l3, i + 3);
+      put4(i, l0123);
+      put4(i + 4, l4567);
     }
   }
   for (; i < count; ++i) {
-    const uint32_t e = exponent_of(src[i]);
-    bad |= t.length[e] - 1u;
-    put(t.left[e], t.length[e], i);
+    bad |= t.step_length[ex[i]];
+    put(t.left[ex[i]], t.length[ex[i]], i);
   }
   for (uint32_t k = 0; k < crossings; ++k) {
-    window_start_in_step(src + crossing_at[k], t, crossing_pos[k], index + crossing_at[k],
+    window_start_in_step(ex + crossing_at[k], t, crossing_pos[k], index + crossing_at[k],
                          starts);
   }
   w.p = p;
@@ -220,6 +254,7 @@ Result<EncodeTables> make_encode_tables(const Code& code) {
                     "encode: plan's code for exponent " + std::to_string(s) + " is malformed");
     }
     t.length[s] = static_cast<uint8_t>(l);
+    t.step_length[s] = l == 0 ? kNoCodeStepLength : static_cast<uint8_t>(l);
     t.left[s] = l == 0 ? 0 : uint64_t{code.bits[s]} << (64 - l);
   }
   return t;
@@ -259,23 +294,30 @@ Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
 
   const uint8_t* const limit = scratch.codes.data() + planned_bytes;
   bool overran = false;
+  // Slack: window_start_in_step reads up to kStepWeights past a step.
+  uint8_t exponents[kPassWeights + kStepWeights] = {};
   stream.for_each_piece(w_begin, w_end, [&](const uint16_t* src, uint64_t count, uint64_t at) {
     for (uint64_t done = 0; done < count && !overran; done += kPassWeights) {
       const uint64_t pass = std::min(kPassWeights, count - done);
       uint8_t* sm = out.sign_mantissa.data() + at + done;
-      for (uint64_t i = 0; i < pass; ++i) sm[i] = sign_mantissa_of(src[done + i]);
+      // Both byte streams in one vectorisable loop; the code loop then indexes its tables
+      // with the exponent bytes directly.
+      for (uint64_t i = 0; i < pass; ++i) {
+        sm[i] = sign_mantissa_of(src[done + i]);
+        exponents[i] = static_cast<uint8_t>(exponent_of(src[done + i]));
+      }
       for (uint64_t i = 0; i < pass; i += kCheckWeights) {
         if (w.p > limit) {
           overran = true;
           break;
         }
-        code_weights(src + done + i, std::min(kCheckWeights, pass - i), at + done + i, tables,
+        code_weights(exponents + i, std::min(kCheckWeights, pass - i), at + done + i, tables,
                      w, starts);
       }
     }
   });
   if (overran || w.pos != bit_end) return mismatch("does not code to its planned bits");
-  if (w.bad >= 32) return mismatch("has an exponent the plan's code does not cover");
+  if (w.bad & kNoCodeStepLength) return mismatch("has an exponent the plan's code does not cover");
   if (!starts.ok()) return Status(ErrorCode::kInternal, "encode: gap windows out of order");
 
   merge_bits(out.encoded_exponent, bit_begin, bit_end, scratch.codes.data());

@@ -14,7 +14,11 @@ namespace df11 {
 struct EncodeTables {
   uint64_t left[256];   // code bits << (64 - length): MSB-first, ready to OR into a buffer
   uint8_t length[256];  // 0 = exponent has no code
+  // length, or kNoCodeStepLength where there is none: the inner loop's sums of lengths then
+  // exceed a step's word, so the uncommon path, not every weight, checks for missing codes.
+  uint8_t step_length[256];
 };
+constexpr uint8_t kNoCodeStepLength = 64;
 Result<EncodeTables> make_encode_tables(const Code& code);
 
 // Blocks whose first code lies in one chunk: always consecutive block numbers.
