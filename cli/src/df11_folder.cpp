@@ -147,8 +147,10 @@ Status check_side_files_recorded(const Df11Folder& folder) {
       {kIndexFile, folder.folder.index_text.has_value()}};
   for (const auto& [name, here] : present) {
     if (!here) continue;
+    // (A copy for the lambda: clang 14 cannot capture structured bindings.)
+    const std::string file = name;
     const bool recorded = std::any_of(folder.side_files.begin(), folder.side_files.end(),
-                                      [&](const SideFile& f) { return f.file == name; });
+                                      [&](const SideFile& f) { return f.file == file; });
     if (!recorded) {
       return Status(ErrorCode::kBadMetadata, std::string(name) +
                                                  ": the df11 metadata records no original of it "

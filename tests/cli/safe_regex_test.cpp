@@ -202,7 +202,7 @@ TEST(SafeRegex, PathologicalPatternsRunInBoundedTime) {
 TEST(SafeRegex, CompiledStatesAreBounded) {
   auto re = SafeRegex::compile("model\\.layers\\.\\d+");
   ASSERT_TRUE(re.is_ok());
-  EXPECT_LT(re->state_count(), 40u);
+  EXPECT_EQ(re->state_count(), 17u);  // spec 7.3 quotes this count
 }
 
 TensorEntry bf16(const std::string& name) {
