@@ -259,7 +259,7 @@ Status bench_decode_workload(const BenchDecodeOptions& o, const BenchWorkload& w
                              std::ostream& out) {
   ThreadLimit limit(o.threads);
   DF11_RETURN_IF_ERROR(check_options(o));
-  DF11_ASSIGN_OR_RETURN(const bool cuda, use_cuda(o));
+  DF11_ASSIGN_OR_RETURN([[maybe_unused]] const bool cuda, use_cuda(o));  // unused without CUDA
   print_workload(w, out);
 #if DF11_HAVE_CUDA
   if (cuda) return bench_cuda(o, w, out);
