@@ -196,7 +196,9 @@ TEST(SafeRegex, PathologicalPatternsRunInBoundedTime) {
   EXPECT_FALSE(matches("(?:(?:.?){1000}){30}x", std::string(500, 'y')));
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  EXPECT_LT(seconds, 1.0);
+  // About 0.15 s in a Release build and 1.2 s under ASan; a backtracking matcher would not
+  // finish the first pattern in a lifetime, so a generous bound still tells them apart.
+  EXPECT_LT(seconds, 10.0);
 }
 
 TEST(SafeRegex, CompiledStatesAreBounded) {
