@@ -68,6 +68,10 @@ int main(int argc, char** argv) {
                          "original BF16 folder: compare every tensor bit for bit");
   verify_cmd->add_option("--device", device, "decoder: cpu, cuda or auto (default)")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
+  bool verify_sha256 = false;
+  verify_cmd->add_flag("--sha256", verify_sha256,
+                       "also hash every rebuilt original file against its recorded SHA-256 "
+                       "(decompress always does)");
 
 #if defined(DF11_HAVE_INSPECT)
   app::InspectOptions inspect;
@@ -139,6 +143,7 @@ int main(int argc, char** argv) {
                      : device == "cuda" ? app::DeviceChoice::kCuda
                                         : app::DeviceChoice::kAuto;
     options.threads = threads;
+    options.file_sha256 = verify_sha256;
     return app::run_verify_command(options, output, std::cout, std::cerr);
   }
 #if defined(DF11_HAVE_INSPECT)

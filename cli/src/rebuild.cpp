@@ -209,7 +209,8 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
   DF11_ASSIGN_OR_RETURN(SourceLayout layout, parse_source_layout(source));
   RebuildResult result;
   Sha256 sha;
-  sha.update(layout.prefix);
+  const bool check_sha = options.check_file_sha256;
+  if (check_sha) sha.update(layout.prefix);
   DF11_RETURN_IF_ERROR(sink.write(0, layout.prefix));
   auto cancelled = [&] {
     return options.cancel != nullptr && options.cancel->load(std::memory_order_relaxed);
@@ -236,11 +237,15 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
         if (cancelled()) return cancel_status;
         // SHA-256 (~2 GB/s, sequential by nature) beside the rest of the sink's work.
         Status written;
-        tbb::parallel_invoke([&] { sha.update(bytes); },
-                             [&] {
-                               hash.update(bytes);
-                               written = sink.write(offset, bytes);
-                             });
+        auto hash_and_write = [&] {
+          hash.update(bytes);
+          written = sink.write(offset, bytes);
+        };
+        if (check_sha) {
+          tbb::parallel_invoke([&] { sha.update(bytes); }, hash_and_write);
+        } else {
+          hash_and_write();
+        }
         DF11_RETURN_IF_ERROR(written);
         offset += bytes.size();
         if (options.on_bytes) options.on_bytes(bytes.size());
@@ -269,7 +274,7 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
       producer.release_all(it->second);
     }
   }
-  if (result.failed_tensors == 0) {
+  if (check_sha && result.failed_tensors == 0) {
     const std::string digest = sha.hex_digest();
     if (digest != source.sha256) {
       return Status(ErrorCode::kCorruptData, source.file + ": rebuilt file has sha256 " + digest +

@@ -45,7 +45,8 @@ Result<VerifyReport> verify_model(const VerifyOptions& options, Console& console
   DF11_ASSIGN_OR_RETURN(DecodeDevice device, resolve_device(options.device, &report.notes));
   report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
   VerifyContext context(console, report, against ? &*against : nullptr, device,
-                        options.parallel_files);
+                        options.parallel_files, options.file_sha256);
+  report.files_sha256 = options.file_sha256;
   if (written_by_df11(model)) {
     DF11_RETURN_IF_ERROR(verify_df11_folder(std::move(model), context));
   } else {
@@ -60,7 +61,9 @@ std::string verify_summary_line(const VerifyOptions& options, const VerifyReport
   line += std::to_string(r.groups) + " groups decoded, " + std::to_string(r.tensors) +
           " tensors checked";
   if (r.has_checksums) {
-    line += " (xxh3), " + std::to_string(r.files) + " files rebuilt with their recorded sha256, " +
+    line += " (xxh3), " + std::to_string(r.files) +
+            (r.files_sha256 ? " files rebuilt with their recorded sha256, "
+                            : " files rebuilt from their recorded headers, ") +
             std::to_string(r.side_files) + " recorded side files, " +
             std::to_string(r.headers) + " header checksums, " + std::to_string(r.folder_files) +
             " folder files (sha256)";

@@ -27,6 +27,7 @@ struct VerifyOptions {
   DeviceChoice device = DeviceChoice::kAuto;
   int threads = 0;
   size_t parallel_files = 0;  // original files rebuilt side by side; 0: from the thread count
+  bool file_sha256 = false;   // also hash every rebuilt original file (--sha256)
 };
 
 struct VerifyReport {
@@ -34,7 +35,8 @@ struct VerifyReport {
   std::string device;                 // "cpu" or "cuda"
   size_t groups = 0;                  // groups decoded
   size_t tensors = 0;                 // original tensors checked
-  size_t files = 0;                   // original files whose SHA-256 was checked
+  size_t files = 0;                   // original files rebuilt and checked
+  bool files_sha256 = false;          // ... including their recorded SHA-256
   size_t side_files = 0;              // recorded side files checked
   size_t headers = 0;                 // shard headers whose whole-header checksum matched
   size_t folder_files = 0;            // files of the folder matching the folder record

@@ -250,6 +250,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   std::optional<TensorComparer> comparer;  // what all workers compared, merged
   if (context.against != nullptr) comparer.emplace(*context.against);
   RebuildOptions options;
+  options.check_file_sha256 = context.file_sha256;
   options.on_bytes = [&](uint64_t n) { console.progress_advance(n); };
   options.on_tensor_failure = [&](const std::string&, const Status& why) {
     context.fail(why.message());

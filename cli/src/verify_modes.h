@@ -14,14 +14,17 @@
 namespace df11::app {
 
 struct VerifyContext {
-  VerifyContext(Console& c, VerifyReport& r, const ModelFolder* a, DecodeDevice d, size_t files)
-      : console(c), report(r), against(a), device(d), parallel_files(files) {}
+  VerifyContext(Console& c, VerifyReport& r, const ModelFolder* a, DecodeDevice d, size_t files,
+                bool sha256)
+      : console(c), report(r), against(a), device(d), parallel_files(files),
+        file_sha256(sha256) {}
 
   Console& console;
   VerifyReport& report;
   const ModelFolder* against = nullptr;  // --against, or null
   DecodeDevice device = DecodeDevice::kCpu;
   size_t parallel_files = 0;  // files rebuilt side by side; 0 = source_parallelism()
+  bool file_sha256 = false;   // hash rebuilt original files too (RebuildOptions)
 
   std::mutex mutex;  // guards report (workers rebuild several files at once)
 
