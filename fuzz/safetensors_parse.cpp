@@ -10,16 +10,9 @@
 
 #include "df11/metadata.h"
 #include "df11/safetensors.h"
+#include "fuzz_check.h"
 
 namespace {
-
-#define FUZZ_CHECK(cond)                                                            \
-  do {                                                                              \
-    if (!(cond)) {                                                                  \
-      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::abort();                                                                 \
-    }                                                                               \
-  } while (0)
 
 void check_invariants(const df11::SafetensorsHeader& h, size_t size) {
   FUZZ_CHECK(h.file_size == size);
