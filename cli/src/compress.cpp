@@ -61,7 +61,7 @@ struct ShardResult {
 };
 
 Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
-                                const fs::path& dir, SourceHasher& hasher,
+                                const fs::path& dir, SourceHasher& hasher, GroupScratch& scratch,
                                 const CompressOptions& options, Console& console) {
   const std::string& name = folder.shard_names[out.shard];
   DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
@@ -92,7 +92,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
     }
     DF11_ASSIGN_OR_RETURN(GroupWriteResult written,
                           write_group(spans, sources, group.plan, writer, offsets,
-                                      options.step_weights, console, what));
+                                      options.step_weights, scratch, console, what));
     // Per-step releases leave fault-around pages (up to 64 KiB per boundary): sweep them.
     for (size_t m : group.spec.members) {
       const TensorLocation& at = plan.order[m];
@@ -202,9 +202,10 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
       shards.front().metadata.folder_files,
       write_folder_files(folder, plan, shards, config, staging.path(), console));
   shards.front().metadata.shards = folder.shard_names;  // sorted
+  GroupScratch scratch;
   for (ShardOut& out : shards) {
-    DF11_ASSIGN_OR_RETURN(ShardResult written,
-                          write_shard(folder, plan, out, staging.path(), hasher, options, console));
+    DF11_ASSIGN_OR_RETURN(ShardResult written, write_shard(folder, plan, out, staging.path(), hasher,
+                                                           scratch, options, console));
     summary.output_bytes += written.file_size;
     summary.input_bytes += folder.shards[out.shard].header().file_size;
   }

@@ -34,6 +34,21 @@ Status emit(const FileWriter& out, uint64_t offset, std::span<const uint8_t> byt
 
 }  // namespace
 
+Result<std::pair<std::span<uint8_t>, std::span<uint8_t>>> GroupScratch::prepare(
+    const GroupPlan& plan) {
+  if (stream_.size() < plan.n_bytes) {
+    stream_ = LazyBuffer();  // unmap before mapping the larger one
+    DF11_ASSIGN_OR_RETURN(stream_, LazyBuffer::create(plan.n_bytes, "encoded_exponent"));
+  } else {
+    std::fill_n(stream_.data(), plan.n_bytes, uint8_t{0});
+  }
+  if (sign_.size() < plan.n_elements) {
+    sign_ = LazyBuffer();
+    DF11_ASSIGN_OR_RETURN(sign_, LazyBuffer::create(plan.n_elements, "sign_mantissa"));
+  }
+  return std::pair{stream_.span().first(plan.n_bytes), sign_.span().first(plan.n_elements)};
+}
+
 std::array<uint64_t, 6> stored_sizes(const GroupPlan& plan) {
   return {plan.luts.size(), plan.n_bytes,
           plan.n_elements,  plan.output_positions_bytes,
@@ -44,15 +59,16 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
                                      const std::vector<MemberSource>& sources,
                                      const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
-                                     Console& console, const std::string& what) {
+                                     GroupScratch& scratch, Console& console,
+                                     const std::string& what) {
   if (members.n_elements() != plan.n_elements || plan.n_chunks() == 0) {
     return Status(ErrorCode::kInternal, what + ": plan does not match the members");
   }
-  DF11_ASSIGN_OR_RETURN(LazyBuffer stream, LazyBuffer::create(plan.n_bytes, "encoded_exponent"));
-  DF11_ASSIGN_OR_RETURN(LazyBuffer sign, LazyBuffer::create(plan.n_elements, "sign_mantissa"));
+  DF11_ASSIGN_OR_RETURN(const auto buffers, scratch.prepare(plan));
+  const auto [stream, sign] = buffers;
   std::vector<uint8_t> positions(plan.output_positions_bytes);  // ~0.1% of the stream
   std::vector<uint8_t> gaps(plan.gaps_bytes);                   // ~8% of the stream
-  const GroupOutput dst{stream.span(), sign.span(), positions, gaps};
+  const GroupOutput dst{stream, sign, positions, gaps};
 
   std::array<Xxh3, 6> stored_hash;
   std::vector<Xxh3> member_hash(members.size());
@@ -68,20 +84,18 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
                 std::min(plan.n_elements, c1 * plan.chunk_weights)};
   };
   uint64_t stream_done = 0;  // bytes of encoded_exponent final and written
-  // Writes out a coded step's final bytes and gives their scratch pages back. Bytes before
+  // Writes out a coded step's final bytes. Bytes before
   // the next step's first bit are final: the next step only ORs into the byte holding it.
   auto finish = [&](const Step& s) -> Status {
     const uint64_t stream_end =
         s.c1 == plan.n_chunks() ? plan.n_bytes : plan.chunk_bit_offset[s.c1] / 8;
     DF11_RETURN_IF_ERROR(emit(out, offsets[kEncodedExponent] + stream_done,
-                              stream.span().subspan(stream_done, stream_end - stream_done),
+                              stream.subspan(stream_done, stream_end - stream_done),
                               stored_hash[kEncodedExponent], what, "encoded_exponent"));
-    stream.release(stream_done, stream_end);
     stream_done = stream_end;
     DF11_RETURN_IF_ERROR(emit(out, offsets[kSignMantissa] + s.w0,
-                              sign.span().subspan(s.w0, s.w1 - s.w0), stored_hash[kSignMantissa],
+                              sign.subspan(s.w0, s.w1 - s.w0), stored_hash[kSignMantissa],
                               what, "sign_mantissa"));
-    sign.release(s.w0, s.w1);
     return Status::ok();
   };
 
