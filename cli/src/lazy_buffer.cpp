@@ -58,12 +58,4 @@ LazyBuffer::~LazyBuffer() {
   if (data_ != nullptr) ::munmap(data_, mapped_);
 }
 
-void LazyBuffer::release(uint64_t begin, uint64_t end) const {
-  const uint64_t page = page_size();
-  end = std::min(end, size_);
-  const uint64_t first = (begin + page - 1) / page * page;
-  const uint64_t last = end / page * page;
-  if (last > first) ::madvise(data_ + first, last - first, MADV_DONTNEED);
-}
-
 }  // namespace df11::app

@@ -1,7 +1,5 @@
-// A large zero-filled scratch buffer whose pages cost memory only once touched and can be
-// given back range by range: the compressor encodes a group of gigabytes into it while
-// writing out and releasing the finished part after every step, so resident memory follows
-// the step size, not the group size.
+// A large zero-filled scratch buffer whose pages cost memory only once touched (the
+// compressor's per-group scratch; the stand-in file that checks a recorded header).
 #pragma once
 
 #include <cstddef>
@@ -27,10 +25,6 @@ class LazyBuffer {
   std::span<uint8_t> span() const { return {data_, static_cast<size_t>(size_)}; }
   uint8_t* data() const { return data_; }
   uint64_t size() const { return size_; }
-
-  // Returns the pages lying entirely inside [begin, end) to the system; they read as zero
-  // afterwards. Partial pages at either end are kept (a neighbour may still write there).
-  void release(uint64_t begin, uint64_t end) const;
 
  private:
   uint8_t* data_ = nullptr;
