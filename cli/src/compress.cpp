@@ -119,8 +119,8 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   DF11_RETURN_IF_ERROR(file.pwrite_all(0, final_layout.prefix));
   const Stopwatch committing;
   DF11_RETURN_IF_ERROR(file.commit());
-  console.detail(name + ": written (" + format_bytes(final_layout.file_size) + "), fsync and rename " +
-                 committing.text());
+  console.detail(name + ": written (" + format_bytes(final_layout.file_size) +
+                 "), fsync and rename " + committing.text());
   result.file_size = final_layout.file_size;
   return result;
 }
@@ -131,8 +131,8 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
 Result<std::vector<FolderFile>> write_folder_files(const ModelFolder& folder,
                                                    const CompressPlan& plan,
                                                    const std::vector<ShardOut>& shards,
-                                                   const std::string& config,
-                                                   const fs::path& dir, Console& console) {
+                                                   const std::string& config, const fs::path& dir,
+                                                   Console& console) {
   std::vector<std::string> written{kConfigFile};
   DF11_RETURN_IF_ERROR(write_file_atomic((dir / kConfigFile).string(), config));
   if (folder.index_text) {
@@ -166,11 +166,8 @@ uint64_t side_file_bytes(const ModelFolder& folder) {
   return total;
 }
 
-}  // namespace
-
-Result<CompressSummary> compress_model(const CompressOptions& options, Console& console) {
+Result<CompressSummary> compress_model_limited(const CompressOptions& options, Console& console) {
   const Stopwatch started;
-  ThreadLimit thread_limit(options.threads);
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir));
   if (!folder.config_text) {
@@ -198,14 +195,13 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
   for (const TensorLocation& at : plan.order) total += folder.tensor(at).byte_size();
   console.progress_start("compressing", total);
   // spec 7.7: the first shard records every shard and every other file of the folder.
-  DF11_ASSIGN_OR_RETURN(
-      shards.front().metadata.folder_files,
-      write_folder_files(folder, plan, shards, config, staging.path(), console));
+  DF11_ASSIGN_OR_RETURN(shards.front().metadata.folder_files,
+                        write_folder_files(folder, plan, shards, config, staging.path(), console));
   shards.front().metadata.shards = folder.shard_names;  // sorted
   GroupScratch scratch;
   for (ShardOut& out : shards) {
-    DF11_ASSIGN_OR_RETURN(ShardResult written, write_shard(folder, plan, out, staging.path(), hasher,
-                                                           scratch, options, console));
+    DF11_ASSIGN_OR_RETURN(ShardResult written, write_shard(folder, plan, out, staging.path(),
+                                                           hasher, scratch, options, console));
     summary.output_bytes += written.file_size;
     summary.input_bytes += folder.shards[out.shard].header().file_size;
   }
@@ -228,6 +224,13 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Console& 
   summary.coded_input_bytes = plan.coded_weight_bytes;
   summary.seconds = started.seconds();
   return summary;
+}
+
+}  // namespace
+
+Result<CompressSummary> compress_model(const CompressOptions& options, Console& console) {
+  return run_with_thread_limit(options.threads,
+                               [&] { return compress_model_limited(options, console); });
 }
 
 std::string compress_summary_line(const CompressOptions& options, const CompressSummary& s) {

@@ -45,11 +45,9 @@ Status restore_side_file(const SideFile& side, const fs::path& dir) {
   return write_file_atomic((dir / side.file).string(), side.content);
 }
 
-}  // namespace
-
-Result<DecompressSummary> decompress_model(const DecompressOptions& options, Console& console) {
+Result<DecompressSummary> decompress_model_limited(const DecompressOptions& options,
+                                                   Console& console) {
   const Stopwatch started;
-  ThreadLimit thread_limit(options.threads);
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.df11_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir));
   if (!written_by_df11(model)) {
@@ -65,13 +63,12 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
   DF11_RETURN_IF_ERROR(first_header_failure(folder));
   DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder));
   if (!findings.failures.empty()) {
-    return Status(ErrorCode::kCorruptData, findings.failures.front() +
-                                               (findings.failures.size() > 1
-                                                    ? " (and " +
-                                                          std::to_string(findings.failures.size() -
-                                                                         1) +
-                                                          " more problems: run df11 verify)"
-                                                    : std::string()));
+    return Status(
+        ErrorCode::kCorruptData,
+        findings.failures.front() + (findings.failures.size() > 1
+                                         ? " (and " + std::to_string(findings.failures.size() - 1) +
+                                               " more problems: run df11 verify)"
+                                         : std::string()));
   }
   for (const std::string& line : findings.warnings) console.warn(line);
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
@@ -135,6 +132,13 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Con
   }
   summary.seconds = started.seconds();
   return summary;
+}
+
+}  // namespace
+
+Result<DecompressSummary> decompress_model(const DecompressOptions& options, Console& console) {
+  return run_with_thread_limit(options.threads,
+                               [&] { return decompress_model_limited(options, console); });
 }
 
 std::string decompress_summary_line(const DecompressOptions& options, const DecompressSummary& s) {

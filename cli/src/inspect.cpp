@@ -71,8 +71,8 @@ int run_inspect(const InspectOptions& options, std::ostream& out, std::ostream& 
     return kExitUsage;
   }
   try {
-    ThreadLimit threads(options.threads);
-    Result<InspectReport> report = inspect(options, zstd, err);
+    Result<InspectReport> report =
+        run_with_thread_limit(options.threads, [&] { return inspect(options, zstd, err); });
     if (!report) {
       err << "error: " << report.status().to_string() << "\n";
       return exit_code_for(report.status());

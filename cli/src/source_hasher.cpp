@@ -47,7 +47,7 @@ Result<std::string> sha256_file_interruptible(const std::string& path,
 
 SourceHasher::SourceHasher(std::vector<std::string> paths, size_t max_threads)
     : paths_(std::move(paths)), results_(paths_.size()) {
-  const size_t n = std::min(paths_.size(), std::max<size_t>(1, max_threads));
+  const size_t n = std::min(paths_.size(), max_threads);
   for (size_t t = 0; t < n; ++t) threads_.emplace_back([this] { run(); });
 }
 
@@ -69,6 +69,7 @@ void SourceHasher::run() {
 }
 
 Result<std::string> SourceHasher::get(size_t i) {
+  if (threads_.empty()) return sha256_file_interruptible(paths_.at(i), &stop_);
   std::unique_lock<std::mutex> lock(mutex_);
   done_.wait(lock, [&] { return results_[i].has_value(); });
   return *results_[i];

@@ -18,7 +18,8 @@ namespace df11::app {
 
 class SourceHasher {
  public:
-  // Starts hashing `paths` in order, up to `max_threads` files at a time.
+  // Starts hashing `paths` in order, up to `max_threads` files at a time; with 0 threads,
+  // get() hashes the file it is asked for on the caller's thread.
   explicit SourceHasher(std::vector<std::string> paths, size_t max_threads = 4);
   ~SourceHasher();  // stops early and joins
   SourceHasher(const SourceHasher&) = delete;

@@ -32,10 +32,7 @@ Result<DecodeDevice> resolve_device(DeviceChoice choice, std::vector<std::string
 #endif
 }
 
-}  // namespace
-
-Result<VerifyReport> verify_model(const VerifyOptions& options, Console& console) {
-  ThreadLimit thread_limit(options.threads);
+Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Console& console) {
   VerifyReport report;
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir));
   std::optional<ModelFolder> against;
@@ -55,6 +52,13 @@ Result<VerifyReport> verify_model(const VerifyOptions& options, Console& console
   return report;
 }
 
+}  // namespace
+
+Result<VerifyReport> verify_model(const VerifyOptions& options, Console& console) {
+  return run_with_thread_limit(options.threads,
+                               [&] { return verify_model_limited(options, console); });
+}
+
 std::string verify_summary_line(const VerifyOptions& options, const VerifyReport& r) {
   std::string line = "verify " + options.df11_dir.string() + " (" + r.device + "): ";
   line += r.ok() ? "OK: " : "FAILED: " + std::to_string(r.failures.size()) + " problems; ";
@@ -64,9 +68,8 @@ std::string verify_summary_line(const VerifyOptions& options, const VerifyReport
     line += " (xxh3), " + std::to_string(r.files) +
             (r.files_sha256 ? " files rebuilt with their recorded sha256, "
                             : " files rebuilt from their recorded headers, ") +
-            std::to_string(r.side_files) + " recorded side files, " +
-            std::to_string(r.headers) + " header checksums, " + std::to_string(r.folder_files) +
-            " folder files (sha256)";
+            std::to_string(r.side_files) + " recorded side files, " + std::to_string(r.headers) +
+            " header checksums, " + std::to_string(r.folder_files) + " folder files (sha256)";
   } else {
     line += "; checksums unavailable (no df11 metadata)";
   }
