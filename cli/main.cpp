@@ -59,6 +59,9 @@ int main(int argc, char** argv) {
       "decompress", "DF11 folder written by df11 -> the original files, byte for byte");
   decompress_cmd->add_option("DF11_DIR", decompress_in, "DF11 model folder")->required();
   decompress_cmd->add_option("-o,--output", decompress_out, "output folder")->required();
+  bool decompress_sha256 = false;
+  decompress_cmd->add_flag("--sha256", decompress_sha256,
+                           "also hash every rebuilt file against its recorded SHA-256");
 
   std::string verify_in, verify_against, device = "auto";
   CLI::App* verify_cmd = cli.add_subcommand(
@@ -70,8 +73,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   bool verify_sha256 = false;
   verify_cmd->add_flag("--sha256", verify_sha256,
-                       "also hash every rebuilt original file against its recorded SHA-256 "
-                       "(decompress always does)");
+                       "also hash every rebuilt original file against its recorded SHA-256");
 
 #if defined(DF11_HAVE_INSPECT)
   app::InspectOptions inspect;
@@ -133,6 +135,7 @@ int main(int argc, char** argv) {
     options.out_dir = decompress_out;
     options.force = force;
     options.threads = threads;
+    options.file_sha256 = decompress_sha256;
     return app::run_decompress_command(options, output, std::cout, std::cerr);
   }
   if (verify_cmd->parsed()) {

@@ -88,6 +88,7 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   console.progress_start("restoring  ", total);
 
   RebuildOptions rebuild_options;
+  rebuild_options.check_file_sha256 = options.file_sha256;
   rebuild_options.on_bytes = [&](uint64_t n) { console.progress_advance(n); };
   std::mutex mutex;  // guards summary
   const size_t n_sources = folder.sources.size();
@@ -109,8 +110,8 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
         const Stopwatch committing;
         DF11_RETURN_IF_ERROR(file.commit());
         console.detail("restored " + source.file + " (" + std::to_string(rebuilt.tensors) +
-                       " tensors, sha256 " + source.sha256 + "), fsync and rename " +
-                       committing.text());
+                       " tensors" + (options.check_file_sha256 ? ", sha256 " + source.sha256 : "") +
+                       "), fsync and rename " + committing.text());
         std::lock_guard<std::mutex> lock(mutex);
         ++summary.files;
         summary.tensors += rebuilt.tensors;
@@ -145,10 +146,10 @@ std::string decompress_summary_line(const DecompressOptions& options, const Deco
   char text[512];
   const double rate = s.seconds > 0 ? s.output_bytes / s.seconds / 1e9 : 0.0;
   std::snprintf(text, sizeof text,
-                "restored %s -> %s: %zu files (%zu tensors, sha256 checked) + %zu other files, "
+                "restored %s -> %s: %zu files (%zu tensors, %s) + %zu other files, "
                 "%s -> %s in %.2f s (%.2f GB/s)",
                 options.df11_dir.string().c_str(), options.out_dir.string().c_str(), s.files,
-                s.tensors, s.side_files, format_bytes(s.input_bytes).c_str(),
+                s.tensors, options.file_sha256 ? "xxh3 and file sha256 checked" : "xxh3 checked", s.side_files, format_bytes(s.input_bytes).c_str(),
                 format_bytes(s.output_bytes).c_str(), s.seconds, rate);
   return text;
 }

@@ -19,6 +19,7 @@ struct DecompressOptions {
   bool force = false;
   int threads = 0;
   size_t parallel_files = 0;  // files rebuilt side by side; 0: from the thread count
+  bool file_sha256 = false;   // also hash every rebuilt file against its recorded SHA-256
 };
 
 struct DecompressSummary {

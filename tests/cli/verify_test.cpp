@@ -2,6 +2,8 @@
 // df11 metadata (as the dfloat11 tools publish them) are validated and fully decoded.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -267,37 +269,42 @@ TEST_F(Corruption, RenamedDf11KeyInASingleShardFolder) {
 }
 
 // A folder written with df11 metadata 1.0 (no header checksums, folder record or marker)
+// Rewrites a shard as df11 metadata 1.0 wrote it (no header checksum, no folder record),
+// after `edit` changes its metadata.
+void rewrite_as_version_10(const fs::path& path,
+                           const std::function<void(Df11Metadata&)>& edit = {}) {
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<TensorData> tensors;
+  MetadataEntries entries;
+  {
+    auto file = SafetensorsFile::open(path.string());
+    ASSERT_TRUE(file.is_ok());
+    for (const TensorInfo& t : file->header().tensors) {
+      const auto bytes = file->tensor_bytes(t);
+      data.emplace_back(bytes.begin(), bytes.end());
+    }
+    for (size_t i = 0; i < file->header().tensors.size(); ++i) {
+      const TensorInfo& t = file->header().tensors[i];
+      tensors.push_back({t.name, t.dtype, t.shape, data[i]});
+    }
+    Df11Metadata meta = metadata_of(path);
+    meta.spec_version = "1.0";
+    meta.shards.reset();
+    meta.folder_files.reset();
+    if (edit) edit(meta);
+    auto text = serialize_df11_metadata(meta);
+    ASSERT_TRUE(text.is_ok());
+    for (const auto& entry : file->header().metadata) {
+      if (entry.first != "df11" && entry.first != "df11_header_xxh3") entries.push_back(entry);
+    }
+    entries.emplace_back("df11", *text);
+  }
+  ASSERT_TRUE(write_safetensors(path.string(), tensors, &entries).is_ok());
+}
+
 // still verifies; verify says what it could not cover.
 TEST_F(Corruption, Version10FoldersStillVerify) {
-  for (const char* name : {kShard1, kShard2}) {
-    const fs::path path = df11() / name;
-    std::vector<std::vector<uint8_t>> data;
-    std::vector<TensorData> tensors;
-    MetadataEntries entries;
-    {
-      auto file = SafetensorsFile::open(path.string());
-      ASSERT_TRUE(file.is_ok());
-      for (const TensorInfo& t : file->header().tensors) {
-        const auto bytes = file->tensor_bytes(t);
-        data.emplace_back(bytes.begin(), bytes.end());
-      }
-      for (size_t i = 0; i < file->header().tensors.size(); ++i) {
-        const TensorInfo& t = file->header().tensors[i];
-        tensors.push_back({t.name, t.dtype, t.shape, data[i]});
-      }
-      Df11Metadata meta = metadata_of(path);
-      meta.spec_version = "1.0";
-      meta.shards.reset();
-      meta.folder_files.reset();
-      auto text = serialize_df11_metadata(meta);
-      ASSERT_TRUE(text.is_ok());
-      for (const auto& entry : file->header().metadata) {
-        if (entry.first != "df11" && entry.first != "df11_header_xxh3") entries.push_back(entry);
-      }
-      entries.emplace_back("df11", *text);
-    }
-    ASSERT_TRUE(write_safetensors(path.string(), tensors, &entries).is_ok());
-  }
+  for (const char* name : {kShard1, kShard2}) rewrite_as_version_10(df11() / name);
   nlohmann::ordered_json config = read_json(df11() / "config.json");
   config["dfloat11_config"].erase("df11");
   write_text(df11() / "config.json", config.dump(2) + "\n");
@@ -312,6 +319,44 @@ TEST_F(Corruption, Version10FoldersStillVerify) {
       tensor_file_offset(df11() / kShard1, "model.layers.0.sign_mantissa") + 100;
   expect_fails_naming(verify_flipped(df11() / kShard1, offset),
                       {"model.layers.0.self_attn.q_proj.weight"});
+}
+
+// A recorded file SHA-256 is checked with --sha256 only (spec 7.6): without a header
+// checksum (metadata 1.0) a wrong one is invisible to the other checks.
+TEST_F(Corruption, RecordedFileSha256IsCheckedWithSha256) {
+  for (const char* name : {kShard1, kShard2}) {
+    rewrite_as_version_10(df11() / name, [&](Df11Metadata& meta) {
+      if (name == std::string(kShard1)) meta.sources.front().sha256.assign(64, '0');
+    });
+  }
+  nlohmann::ordered_json config = read_json(df11() / "config.json");
+  config["dfloat11_config"].erase("df11");
+  write_text(df11() / "config.json", config.dump(2) + "\n");
+  EXPECT_EQ(verify().code, 0);
+  const Captured d = decompress();
+  EXPECT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("xxh3 checked"), std::string::npos) << d.out;
+  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+
+  VerifyOptions v;
+  v.df11_dir = df11();
+  v.device = app::DeviceChoice::kCpu;
+  v.file_sha256 = true;
+  std::ostringstream vout, verr;
+  EXPECT_EQ(app::run_verify_command(v, {}, vout, verr), 1);
+  EXPECT_NE(vout.str().find(std::string(kShard1) + ": rebuilt file has sha256 "),
+            std::string::npos)
+      << vout.str() << verr.str();
+
+  DecompressOptions o;
+  o.df11_dir = df11();
+  o.out_dir = tmp_ / "restored2";
+  o.file_sha256 = true;
+  std::ostringstream out, err;
+  EXPECT_EQ(app::run_decompress_command(o, {}, out, err), 1);
+  EXPECT_NE(err.str().find(std::string(kShard1) + ": rebuilt file has sha256 "), std::string::npos)
+      << err.str();
+  EXPECT_FALSE(fs::exists(tmp_ / "restored2"));
 }
 
 TEST_F(Corruption, DecompressRefusesCorruptFolderFiles) {
