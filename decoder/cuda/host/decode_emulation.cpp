@@ -8,8 +8,9 @@
 #include <vector>
 
 #include "decode_core.h"
-#include "decode_plan.h"
-#include "df11/cuda_decoder.h"
+#include "df11/cuda_emulation.h"
+#include "kernel_group.h"
+#include "status_record.h"
 
 namespace df11::cuda {
 

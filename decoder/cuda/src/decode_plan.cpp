@@ -1,4 +1,5 @@
-// Host side of the batched API: validation, kernel descriptions, workspace and status.
+// Host side of the batched API: planning (validation and kernel descriptions come from
+// decoder/cuda/host), workspace and status.
 #include <algorithm>
 #include <cstdint>
 #include <new>
@@ -14,8 +15,6 @@ namespace df11::cuda {
 namespace {
 
 std::string str(uint64_t v) { return std::to_string(v); }
-
-bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
 
 // "what: group 'model.layers.3'"; an unnamed group is "what: group #i", or just `what` when
 // it is the batch's only group.
@@ -39,94 +38,6 @@ Status check_pointers(const DeviceGroup& g, const std::string& gw) {
 }
 
 }  // namespace
-
-namespace detail {
-
-KernelGroup make_kernel_group(const GroupView& host, const GroupInfo& info,
-                              const uint8_t* luts, const uint8_t* stream,
-                              const uint8_t* sign_mantissa, const uint8_t* output_positions,
-                              const uint8_t* gaps, uint16_t* out) {
-  KernelGroup k{};
-  k.luts = luts;
-  k.stream = stream;
-  k.sign_mantissa = sign_mantissa;
-  k.output_positions = output_positions;
-  k.gaps = gaps;
-  k.out = out;
-  k.n_bytes = info.n_bytes;
-  k.gap_bytes = host.gaps.size();
-  k.n_elements = static_cast<uint32_t>(info.n_elements);  // validated: < 2^32
-  k.n_blocks = static_cast<uint32_t>(info.n_blocks);
-  k.first_block = 0;
-  k.n_luts = info.n_luts;
-  k.flags = 0;
-  k.row_depths = 0;
-  for (uint32_t r = 0; r < kTableRows; ++r) {
-    const int d = info.lut_row_depth[r];
-    const uint64_t v = d >= 0 && d <= 3 ? static_cast<uint64_t>(d) : kUnreachableRow;
-    k.row_depths |= v << (3 * r);
-  }
-  if (aligned(stream, 8)) k.flags |= kStreamAligned8;
-  if (aligned(output_positions, 4)) k.flags |= kOpAligned4;
-  // Block b is interior when its window bytes and the next window's first 4 bytes, gap
-  // fields 512b .. 512(b+1) and output positions b .. b+2 are all inside their arrays:
-  // (b + 1) * 4096 + 8 <= n_bytes (which also implies b + 2 <= n_blocks).
-  k.interior_blocks = 0;
-  if (aligned(stream, 8) && aligned(output_positions, 4) && info.n_bytes >= kBytesPerBlock + 8) {
-    k.interior_blocks = static_cast<uint32_t>((info.n_bytes - 8) / kBytesPerBlock);
-  }
-  if (aligned(sign_mantissa, 16)) k.flags |= kSignMantissaAligned16;
-  if (aligned(out, 16)) k.flags |= kOutputAligned16;
-  return k;
-}
-
-Result<GroupInfo> validate_with_output(const GroupView& group, size_t out_size,
-                                       const std::string& what) {
-  DF11_ASSIGN_OR_RETURN(GroupInfo info, validate_group(group, what));
-  if (out_size != info.n_elements) {
-    return Status(ErrorCode::kInvalidArgument, what + ": output holds " + str(out_size) +
-                                                   " weights, the group has " +
-                                                   str(info.n_elements));
-  }
-  return info;
-}
-
-Status record_status(const GroupStatusRecord& rec, const std::string& what) {
-  const std::string block = "block " + str(record_block(rec.key));
-  switch (record_problem(rec.key)) {
-    case kProblemCount:
-      return Status(ErrorCode::kBadOutputPositions,
-                    what + ": " + block + ": decoded " + str(rec.detail) +
-                        " codes, which does not match output_positions");
-    case kProblemBoundary:
-      return Status(ErrorCode::kBadGap,
-                    what + ": " + block + ": window " + str(rec.detail) +
-                        ": its codes do not end where the next window's gap says");
-    case kProblemUnusable:
-      return Status(ErrorCode::kCorruptData,
-                    what + ": " + block + ": window " + str(rec.detail) +
-                        ": a code reaches a lookup-table entry no valid code uses");
-    case kProblemStreamEnd:
-      return Status(ErrorCode::kCorruptData,
-                    what + ": " + block +
-                        ": the group's last code does not end in the last byte of "
-                        "encoded_exponent (only the last byte may hold padding)");
-    case kProblemFirstGap:
-      return Status(ErrorCode::kBadGap, what + ": gaps field 0 = " + str(rec.detail) +
-                                            ", but the stream's first code starts at bit 0");
-    case kProblemTooMany:
-      return Status(ErrorCode::kBadOutputPositions,
-                    what + ": " + block + ": holds " + str(rec.detail) +
-                        " weights on the device, more than the plan was made for (device "
-                        "copy differs from the validated host copy?)");
-    default:
-      return Status(ErrorCode::kInternal,
-                    what + ": " + block + ": unknown problem code " +
-                        str(record_problem(rec.key)));
-  }
-}
-
-}  // namespace detail
 
 DecodePlan::DecodePlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DecodePlan::DecodePlan(DecodePlan&&) noexcept = default;

@@ -8,6 +8,8 @@
 
 #include "decode_core.h"
 #include "df11/cuda_decoder.h"
+#include "kernel_group.h"
+#include "status_record.h"
 
 namespace df11::cuda {
 
@@ -33,12 +35,6 @@ namespace detail {
 // the 32 KiB parameter limit of CUDA 12.1+ on sm_70 and later).
 inline constexpr uint32_t kMaxGroupsPerLaunch = 256;
 
-// Bytes of one staging buffer for blocks of up to `max_block_weights` weights: weight g
-// goes to byte g - (op[b] & ~15), so up to 15 bytes of lead-in, rounded up to 16.
-inline uint32_t staging_bytes_for(uint32_t max_block_weights) {
-  return (max_block_weights + 15 + 15) / 16 * 16;
-}
-
 // How the kernel runs on the current device for staging buffers of `staging_bytes`: the
 // fast configuration (double-buffered, sign_mantissa staged through shared memory) or the
 // compact one, as `choice` says (decode_kernel.cu). Raises the kernel's dynamic shared
@@ -49,19 +45,6 @@ struct KernelConfig {
   uint32_t ctas_per_sm = 0;
 };
 Status configure_kernel(uint32_t staging_bytes, KernelChoice choice, KernelConfig& config);
-
-// validate_group() plus the check that the caller's output holds exactly n_elements weights.
-Result<GroupInfo> validate_with_output(const GroupView& group, size_t out_size,
-                                       const std::string& what);
-
-// Turns a status record written by the kernel (or the emulation) into a Status.
-Status record_status(const GroupStatusRecord& rec, const std::string& what);
-
-// KernelGroup for host-validated sizes and the given (device or host) pointers.
-KernelGroup make_kernel_group(const GroupView& host, const GroupInfo& info,
-                              const uint8_t* luts, const uint8_t* stream,
-                              const uint8_t* sign_mantissa, const uint8_t* output_positions,
-                              const uint8_t* gaps, uint16_t* out);
 
 }  // namespace detail
 }  // namespace df11::cuda

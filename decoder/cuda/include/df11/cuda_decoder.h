@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "df11/cuda_emulation.h"  // decode_group_emulated(), also built without CUDA
 #include "df11/group.h"
 #include "df11/status.h"
 
@@ -136,11 +137,5 @@ Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes
 // Copies the status records of the plan's latest launch to the host (synchronises `stream`)
 // and returns OK, or kCorruptData naming the first corrupt group and block.
 Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstream_st* stream);
-
-// Decodes one group on the host with the exact algorithm and arithmetic of the CUDA kernel
-// (same windows, prefix sums, checks and staging), for testing that logic where no GPU is.
-// `out` must hold n_elements; same statuses as the GPU path.
-Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
-                             const std::string& what);
 
 }  // namespace df11::cuda
