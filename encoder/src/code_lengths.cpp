@@ -143,23 +143,24 @@ uint64_t code_cost(std::span<const uint64_t> weights, std::span<const uint8_t> l
 }
 
 // Cost of some code meeting both limits, or kInf if none is found: the package-merge code for
-// the largest length limit below max_length found (by bisection) whose canonical code fits the
-// table shape.
-// Limits of at most index_bits bits always fit. Any valid code's cost bounds the DP's optimum
-// from above; a close bound only makes the search faster.
-uint64_t feasible_cost(std::span<const uint64_t> weights, uint32_t max_length,
-                       const LutShape& shape) {
+// the largest length limit found (by bisection) whose canonical code fits the table shape;
+// limits of at most index_bits bits always fit. Any valid code's cost bounds the DP's optimum
+// from above; a closer bound only makes the search faster.
+uint64_t feasible_cost(std::span<const uint64_t> weights, const LutShape& shape,
+                       std::span<const uint8_t> unlimited) {
   const auto cost_if_valid = [&](uint32_t limit) -> uint64_t {
     const Result<std::vector<uint8_t>> lengths = package_merge_lengths(weights, limit);
     if (!lengths.is_ok() || count_subtables(*lengths, shape) > shape.max_subtables) return kInf;
     return code_cost(weights, *lengths);
   };
-  // Only called once package-merge's code for max_length itself has failed the shape.
+  // Only called once package-merge's code for the length limit (`unlimited`) failed the shape.
+  // Any limit at or above its longest code gives the same code, so the search stays below.
   uint32_t lo = 1;  // the shortest limit that can code every symbol
   while (lo < 32 && weights.size() > (uint64_t{1} << lo)) ++lo;
   uint64_t lo_cost = cost_if_valid(lo);
   if (lo_cost == kInf) return kInf;
-  uint32_t hi = max_length;  // invariant: lo valid (costing lo_cost), hi not
+  // Invariant: limit lo gives a valid code costing lo_cost, limit hi does not.
+  uint32_t hi = *std::max_element(unlimited.begin(), unlimited.end());
   while (hi - lo > 1) {
     const uint32_t mid = lo + (hi - lo) / 2;
     const uint64_t c = cost_if_valid(mid);
@@ -559,7 +560,7 @@ Result<std::vector<uint8_t>> lut_limited_lengths(std::span<const uint64_t> weigh
       }
       // Nothing pruned by cost: the search was exhaustive, so no valid code exists.
       if (dp.beyond() == kInf || limit >= ceiling) break;
-      if (first) ceiling = feasible_cost(weights, max_length, shape);
+      if (first) ceiling = feasible_cost(weights, shape, unlimited);
       const uint64_t gap = ceiling == kInf ? floor : ceiling - floor;
       const uint64_t offset = limit - floor;
       uint64_t next = ceiling;
