@@ -65,7 +65,9 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
     return Status(ErrorCode::kInternal, what + ": plan does not match the members");
   }
   DF11_ASSIGN_OR_RETURN(const auto buffers, scratch.prepare(plan));
-  const auto [stream, sign] = buffers;
+  // Named spans, not structured bindings: clang 14 cannot capture those in lambdas.
+  const std::span<uint8_t> stream = buffers.first;
+  const std::span<uint8_t> sign = buffers.second;
   std::vector<uint8_t> positions(plan.output_positions_bytes);  // ~0.1% of the stream
   std::vector<uint8_t> gaps(plan.gaps_bytes);                   // ~8% of the stream
   const GroupOutput dst{stream, sign, positions, gaps};
