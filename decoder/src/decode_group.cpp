@@ -11,21 +11,19 @@
 #include <array>
 #include <atomic>
 #include <bit>
-#include <cstdlib>
 #include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <new>
 #include <span>
 #include <string>
-
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include "bf16.h"
 #include "code_run.h"
 #include "df11/decoder.h"
 #include "df11/group.h"
 #include "fast_table.h"
+#include "parallel_tasks.h"
 #include "reference_scan.h"
 
 namespace df11 {
@@ -66,18 +64,49 @@ struct BlockJob {
 // in [first, first + out.size()). Reports the failure of the lowest-numbered block.
 class BlockDecoder {
  public:
-  BlockDecoder(const GroupView& g, const GroupInfo& info, std::span<uint16_t> out,
-               uint64_t first, const std::string& what)
-      : g_(g), info_(info), out_(out), first_(first), what_(what),
+  BlockDecoder(const GroupView& g, const GroupInfo& info, std::span<uint16_t> out, uint64_t first,
+               const std::string& what)
+      : g_(g),
+        info_(info),
+        out_(out),
+        first_(first),
+        what_(what),
         table_(detail::make_fast_table(g, info)) {}
 
-  // Called by the thread that built the decoder before tasks start: see decode_blocks().
-  void publish() { published_.store(true, std::memory_order_release); }
+  // Called by the thread that built the decoder, before tasks start, with the blocks
+  // [first_block, end_block) that run() numbers in pairs from first_block.
+  void publish(uint64_t first_block, uint64_t end_block) {
+    first_block_ = first_block;
+    end_block_ = end_block;
+    published_.store(true, std::memory_order_release);
+  }
 
-  void decode_blocks(uint64_t begin, uint64_t end) {
-    // Pairs with publish(): orders the tasks after the decoder's construction in a way
+  // A task: decodes the block pairs [pair_begin, pair_end) (parallel_tasks.h).
+  void run(uint64_t pair_begin, uint64_t pair_end) {
+    // Pairs with publish(): orders the task after the decoder's construction in a way
     // ThreadSanitizer sees (the system oneTBB's task hand-off is not instrumented).
     if (!published_.load(std::memory_order_acquire)) std::abort();
+    decode_blocks(first_block_ + 2 * pair_begin, std::min(end_block_, first_block_ + 2 * pair_end));
+  }
+
+  // Blocks decoded so far. The acquire pairs with each task's release, so that the caller's
+  // later reads of the output are ordered after the tasks' writes in a way ThreadSanitizer
+  // sees (the system oneTBB's own joins are not instrumented).
+  uint64_t blocks_done() const { return blocks_done_.load(std::memory_order_acquire); }
+
+  // OK, or the error of the lowest failing block, as the reference decoder words it.
+  Status result() const {
+    if (failure_.is_ok()) return failure_;
+    const uint64_t b = failed_block_;
+    const detail::ScanState from{b == 0 ? 0 : b * kBitsPerBlock + gap(b * kWindowsPerBlock), op(b),
+                                 b};
+    // The reference finds the fault by the first code of block b + 1 (spec 4.3 checks).
+    Status s = detail::reference_scan(g_, info_, what_, from, (b + 2) * kBitsPerBlock, {});
+    return s.is_ok() ? failure_ : s;
+  }
+
+ private:
+  void decode_blocks(uint64_t begin, uint64_t end) {
     std::array<BlockJob, 2> jobs;
     for (uint64_t b = begin; b < end;) {
       // Up to two blocks with codes, decoded interleaved.
@@ -104,23 +133,6 @@ class BlockDecoder {
     blocks_done_.fetch_add(end - begin, std::memory_order_release);
   }
 
-  // Blocks decoded so far. The acquire pairs with each task's release, so that the caller's
-  // later reads of the output are ordered after the tasks' writes in a way ThreadSanitizer
-  // sees (the system oneTBB's own joins are not instrumented).
-  uint64_t blocks_done() const { return blocks_done_.load(std::memory_order_acquire); }
-
-  // OK, or the error of the lowest failing block, as the reference decoder words it.
-  Status result() const {
-    if (failure_.is_ok()) return failure_;
-    const uint64_t b = failed_block_;
-    const detail::ScanState from{b == 0 ? 0 : b * kBitsPerBlock + gap(b * kWindowsPerBlock),
-                                 op(b), b};
-    // The reference finds the fault by the first code of block b + 1 (spec 4.3 checks).
-    Status s = detail::reference_scan(g_, info_, what_, from, (b + 2) * kBitsPerBlock, {});
-    return s.is_ok() ? failure_ : s;
-  }
-
- private:
   uint64_t op(uint64_t b) const { return read_output_position(g_, b); }
   uint32_t gap(uint64_t w) const { return read_gap(g_.gaps, w); }
 
@@ -184,8 +196,7 @@ class BlockDecoder {
       if (window * kBitsPerWindow + first >= stream_end) break;
       if (gap(window) != first) {
         return fail(ErrorCode::kBadGap, "gaps field " + str(window) + " = " + str(gap(window)) +
-                                            ", first code in window starts at bit " +
-                                            str(first));
+                                            ", first code in window starts at bit " + str(first));
       }
     }
     return Status::ok();
@@ -206,13 +217,12 @@ class BlockDecoder {
     if (past_end != 0) {
       return fail(ErrorCode::kBadOutputPositions,
                   block + ": output_positions[" + str(b + 1) + "] = " + str(job.hi) +
-                      " counts codes that start past the block's end (bit " + str(block_end) +
-                      ")");
+                      " counts codes that start past the block's end (bit " + str(block_end) + ")");
     }
     if (!run.ok) {
       if (run.pos >= stream_end) {
-        return fail(ErrorCode::kCorruptData, block + ": the stream ends (bit " +
-                                                 str(stream_end) + ") before its codes do");
+        return fail(ErrorCode::kCorruptData,
+                    block + ": the stream ends (bit " + str(stream_end) + ") before its codes do");
       }
       return fail(ErrorCode::kCorruptData,
                   block + ": the code at bit " + str(run.pos) + " reaches luts row " +
@@ -228,22 +238,21 @@ class BlockDecoder {
       if (run.pos < block_end) {
         return fail(ErrorCode::kBadOutputPositions,
                     block + ": the next code starts at bit " + str(run.pos) +
-                        ", inside the block, but output_positions[" + str(b + 1) + "] = " +
-                        str(job.hi) + " ends the block's codes before it");
+                        ", inside the block, but output_positions[" + str(b + 1) +
+                        "] = " + str(job.hi) + " ends the block's codes before it");
       }
       const uint64_t w = (b + 1) * kWindowsPerBlock;
       if (run.pos != block_end + gap(w)) {
-        return fail(ErrorCode::kBadGap,
-                    "gaps field " + str(w) + " = " + str(gap(w)) +
-                        ", but the first code in that window starts at bit " +
-                        str(run.pos - block_end) + " (where block " + str(b) +
-                        "'s codes end)");
+        return fail(ErrorCode::kBadGap, "gaps field " + str(w) + " = " + str(gap(w)) +
+                                            ", but the first code in that window starts at bit " +
+                                            str(run.pos - block_end) + " (where block " + str(b) +
+                                            "'s codes end)");
       }
     } else if ((run.pos + 7) / 8 != info_.n_bytes) {
-      return fail(ErrorCode::kCorruptData,
-                  block + ": the group's last code ends at bit " + str(run.pos) +
-                      ", but encoded_exponent has " + str(info_.n_bytes) +
-                      " bytes (only the last byte may hold padding)");
+      return fail(ErrorCode::kCorruptData, block + ": the group's last code ends at bit " +
+                                               str(run.pos) + ", but encoded_exponent has " +
+                                               str(info_.n_bytes) +
+                                               " bytes (only the last byte may hold padding)");
     }
     return Status::ok();
   }
@@ -262,6 +271,8 @@ class BlockDecoder {
   const uint64_t first_;
   const std::string& what_;
   const detail::FastTable table_;
+  uint64_t first_block_ = 0;  // set by publish()
+  uint64_t end_block_ = 0;
   std::atomic<bool> published_{false};
   std::atomic<uint64_t> blocks_done_{0};
   std::mutex mutex_;
@@ -299,8 +310,7 @@ Status decode_group(const GroupView& group, std::span<uint16_t> out, const std::
     if (first > info.n_elements || out.size() > info.n_elements - first) {
       return Status(ErrorCode::kInvalidArgument,
                     what + ": weights [" + str(first) + ", " + str(first) + " + " +
-                        str(out.size()) + ") are not inside the group's " +
-                        str(info.n_elements));
+                        str(out.size()) + ") are not inside the group's " + str(info.n_elements));
     }
     if (out.empty()) return Status::ok();
 
@@ -309,14 +319,10 @@ Status decode_group(const GroupView& group, std::span<uint16_t> out, const std::
     BlockDecoder decoder(group, info, out, first, what);
     const uint64_t end_block = last_block + 1;
     const uint64_t n_pairs = (end_block - first_block + 1) / 2;
-    // Tasks see only the decoder and values copied into the lambda, all written before
-    // publish(), whose release the tasks acquire first (see decode_blocks()).
-    decoder.publish();
-    tbb::parallel_for(tbb::blocked_range<uint64_t>(0, n_pairs, kPairsPerTask),
-                      [&decoder, first_block, end_block](const tbb::blocked_range<uint64_t>& r) {
-                        decoder.decode_blocks(first_block + 2 * r.begin(),
-                                              std::min(end_block, first_block + 2 * r.end()));
-                      });
+    // Tasks read only the decoder, written before publish(), whose release each task
+    // acquires first (run()).
+    decoder.publish(first_block, end_block);
+    detail::parallel_ranges(n_pairs, kPairsPerTask, &decoder);
     if (decoder.blocks_done() != last_block + 1 - first_block) {
       return Status(ErrorCode::kInternal, what + ": not every block was decoded");
     }
