@@ -7,7 +7,9 @@
 #
 # Usage: fuzz/long_run.sh --build-dir build-asan --minutes 30 --out /tmp/fuzz-long
 #                         [--seconds S] [--jobs 2] [--jobs-for name=N ...] [--resume DIR]
-#                         [--max-len N]
+#                         [--max-len N] [--targets a,b] [--tag T]
+# --targets runs only those targets; --tag T names the run's directories <name>T (a second
+# campaign of one target with other options, e.g. --max-len 512 --tag -short).
 # The build: cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DDF11_CUDA=OFF \
 #   -DDF11_SANITIZE=address,undefined -DCMAKE_C_COMPILER=clang-14 \
 #   -DCMAKE_CXX_COMPILER=clang++-14 -DDF11_FUZZ=ON && cmake --build build-asan -j2
@@ -20,6 +22,8 @@ minutes=30
 out=${TMPDIR:-/tmp}/fuzz-long
 jobs=2
 seconds=
+targets=
+tag=
 resume=
 max_len=
 declare -A jobs_for=()
@@ -33,14 +37,19 @@ while [[ $# -gt 0 ]]; do
     --jobs-for) jobs_for[${2%%=*}]=${2#*=}; shift 2 ;;
     --resume) resume=$2; shift 2 ;;
     --max-len) max_len=$2; shift 2 ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    --targets) targets=,$2,; shift 2 ;;
+    --tag) tag=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "long_run.sh: unknown argument '$1' (--help)" >&2; exit 2 ;;
   esac
 done
 
 shopt -s nullglob
 build_dir=$(cd "$build_dir" && pwd)
-fuzzers=("$build_dir"/fuzz/*_fuzzer "$build_dir"/*_fuzzer)
+fuzzers=()
+for bin in "$build_dir"/fuzz/*_fuzzer "$build_dir"/*_fuzzer; do
+  [[ -z $targets || $targets == *,$(basename "$bin" _fuzzer),* ]] && fuzzers+=("$bin")
+done
 [[ ${#fuzzers[@]} -gt 0 ]] || { echo "long_run.sh: no *_fuzzer in $build_dir" >&2; exit 2; }
 mkdir -p "$out"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
@@ -52,11 +61,11 @@ pids=()
 for bin in "${fuzzers[@]}"; do
   name=$(basename "$bin" _fuzzer)
   n=${jobs_for[$name]:-$jobs}
-  dir=$out/$name
+  dir=$out/$name$tag
   rm -rf "$dir"
   mkdir -p "$dir/corpus" "$dir/logs" "$dir/artifacts"
   seeds=("$repo/fuzz/corpus/$name" "$repo/spec/vectors")
-  [[ -n $resume && -d $resume/$name/corpus ]] && seeds+=("$resume/$name/corpus")
+  [[ -n $resume && -d $resume/$name$tag/corpus ]] && seeds+=("$resume/$name$tag/corpus")
   args=(-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 -print_final_stats=1
         -artifact_prefix="$dir/artifacts/" -jobs="$n" -workers="$n")
   [[ -n $max_len ]] && args+=(-max_len="$max_len")
@@ -74,7 +83,7 @@ echo "| target | processes | executions | exec/s (all processes) | coverage (cov
 echo "|---|---:|---:|---:|---|---:|---:|"
 for bin in "${fuzzers[@]}"; do
   name=$(basename "$bin" _fuzzer)
-  dir=$out/$name
+  dir=$out/$name$tag
   n=${jobs_for[$name]:-$jobs}
   runs=0
   cov=0
@@ -89,6 +98,6 @@ for bin in "${fuzzers[@]}"; do
   found=$(find "$dir/artifacts" -type f | wc -l)
   ((found == 0)) || status=1
   files=$(find "$dir/corpus" -type f | wc -l)
-  echo "| $name | $n | $runs | $((runs / seconds)) | $cov / $ft | $files | $found |"
+  echo "| $name$tag${max_len:+ (-max_len=$max_len)} | $n | $runs | $((runs / seconds)) | $cov / $ft | $files | $found |"
 done
 exit $status
