@@ -19,6 +19,13 @@ class Corruption : public PipelineFixture {
     write_tiny_llama(model(), {});
     ASSERT_EQ(compress().code, 0);
   }
+  // Replaces the fixture's model and its DF11 folder with variant `m`, compressed.
+  void recompress_as(const TinyLlama& m) {
+    fs::remove_all(model());
+    fs::remove_all(df11());
+    write_tiny_llama(model(), m);
+    ASSERT_EQ(compress().code, 0);
+  }
   // Flips one byte, verifies, flips it back.
   Captured verify_flipped(const fs::path& file, uint64_t offset, uint8_t mask = 0x01,
                           bool against = false) {
@@ -170,7 +177,7 @@ TEST_F(Corruption, HeaderChecksumNamesTheShard) {
     EXPECT_EQ(v.code, 1) << v.out << v.err;
     for (const std::string& e : c.expect) {
       EXPECT_NE((v.out + v.err).find(e), std::string::npos) << "'" << e << "' in:\n"
-                                                             << v.out << v.err;
+                                                            << v.out << v.err;
     }
   }
   // Padding spaces: no single-bit flip of a space is JSON whitespace.
@@ -248,12 +255,9 @@ TEST_F(Corruption, Df11MarkerIsRequired) {
 // One shard whose "df11" key is renamed: without the marker rule this folder would be taken
 // for a published one and verified without checksums.
 TEST_F(Corruption, RenamedDf11KeyInASingleShardFolder) {
-  fs::remove_all(model());
-  fs::remove_all(df11());
   TinyLlama single;
   single.sharded = false;
-  write_tiny_llama(model(), single);
-  ASSERT_EQ(compress().code, 0);
+  recompress_as(single);
   const fs::path shard = df11() / "model.safetensors";
   const uint64_t key = find_in_file(shard, "\"df11\":\"") + 1;
   const Captured v = verify_flipped(shard, key, 0x10);  // "tf11"
@@ -344,8 +348,7 @@ TEST_F(Corruption, RecordedFileSha256IsCheckedWithSha256) {
   v.file_sha256 = true;
   std::ostringstream vout, verr;
   EXPECT_EQ(app::run_verify_command(v, {}, vout, verr), 1);
-  EXPECT_NE(vout.str().find(std::string(kShard1) + ": rebuilt file has sha256 "),
-            std::string::npos)
+  EXPECT_NE(vout.str().find(std::string(kShard1) + ": rebuilt file has sha256 "), std::string::npos)
       << vout.str() << verr.str();
 
   DecompressOptions o;
@@ -380,12 +383,9 @@ TEST_F(Corruption, AgainstFolderWithMoreTensorsFails) {
   // The same model with lm_head (the tied variant lacks it; every other tensor is equal).
   const fs::path untied = tmp_ / "untied";
   write_tiny_llama(untied, {});
-  fs::remove_all(model());
-  fs::remove_all(df11());
   TinyLlama tied;
   tied.tied_embeddings = true;
-  write_tiny_llama(model(), tied);
-  ASSERT_EQ(compress().code, 0);
+  recompress_as(tied);
   EXPECT_EQ(verify(model()).code, 0);
   const Captured v = verify(untied);
   EXPECT_EQ(v.code, 1) << v.out;
