@@ -20,7 +20,7 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime_api.h>
 
-#include "bench_cmd.h"
+#include "bench_decode.h"
 #include "df11/cuda_decoder.h"
 
 namespace {

@@ -1,4 +1,5 @@
-// df11 command-line tool: CLI11 wiring only; the work is in cli/src (library df11_app).
+// df11 command-line tool: CLI11 wiring only; the commands are in cli/src (library df11_cli),
+// the work in the libraries below it (pipeline/, model/, ...).
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,14 +10,8 @@
 #include "commands.h"
 #include "exit_codes.h"
 #include "signals.h"
-// Subcommands written in other files of cli/src are wired once they exist (cli/CMakeLists.txt
-// defines these when their sources are present).
-#if defined(DF11_HAVE_INSPECT)
-#include "inspect.h"
-#endif
-#if defined(DF11_HAVE_BENCH)
-#include "bench_cmd.h"
-#endif
+#include "inspect_command.h"
+#include "bench_command.h"
 
 #ifndef DF11_VERSION_STRING
 #define DF11_VERSION_STRING "0.0.0"
@@ -75,16 +70,13 @@ int main(int argc, char** argv) {
   verify_cmd->add_flag("--sha256", verify_sha256,
                        "also hash every rebuilt original file against its recorded SHA-256");
 
-#if defined(DF11_HAVE_INSPECT)
-  app::InspectOptions inspect;
+  app::InspectCommandOptions inspect;
   CLI::App* inspect_cmd = cli.add_subcommand(
       "inspect", "describe a model folder or file (BF16 or DF11): groups, sizes, entropy");
   inspect_cmd->add_option("PATH", inspect.path, "folder or .safetensors file")->required();
   inspect_cmd->add_flag("--json", inspect.json, "machine-readable output");
   inspect_cmd->add_option("--baseline", inspect.baselines,
                           "also measure a general-purpose compressor (zstd)");
-#endif
-#if defined(DF11_HAVE_BENCH)
   CLI::App* bench_cmd = cli.add_subcommand("bench", "benchmarks");
   bench_cmd->require_subcommand(1);
   app::BenchDecodeOptions bench;
@@ -106,7 +98,6 @@ int main(int argc, char** argv) {
   bench_decode_cmd->add_option("--kv-dim", bench.kv_dim, "rows of k_proj and v_proj")
       ->check(CLI::PositiveNumber);
   bench_decode_cmd->fallthrough();
-#endif
 
   for (CLI::App* sub : cli.get_subcommands({})) sub->fallthrough();
 
@@ -149,14 +140,11 @@ int main(int argc, char** argv) {
     options.file_sha256 = verify_sha256;
     return app::run_verify_command(options, output, std::cout, std::cerr);
   }
-#if defined(DF11_HAVE_INSPECT)
   if (inspect_cmd->parsed()) {
     inspect.threads = threads;
     inspect.verbosity = output.verbosity;
     return app::run_inspect(inspect, std::cout, std::cerr);
   }
-#endif
-#if defined(DF11_HAVE_BENCH)
   if (bench_decode_cmd->parsed()) {
     bench.threads = threads;
     bench.device = bench_device == "cpu"    ? app::DeviceChoice::kCpu
@@ -164,6 +152,5 @@ int main(int argc, char** argv) {
                                             : app::DeviceChoice::kCuda;
     return app::run_bench_decode(bench, std::cout, std::cerr);
   }
-#endif
   return app::kExitUsage;
 }

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "exit_codes.h"
+#include "signals.h"
 
 namespace df11::app {
 
@@ -13,7 +14,7 @@ int report_failure(const Status& status, Console& console) {
 int run_compress_command(const CompressOptions& options, const OutputOptions& output,
                          std::ostream& out, std::ostream& err) {
   Console console(out, err, output.verbosity, output.progress);
-  auto summary = compress_model(options, console);
+  auto summary = compress_model(options, console, interrupt_token());
   if (!summary) return report_failure(summary.status(), console);
   console.result(compress_summary_line(options, *summary));
   return kExitOk;
@@ -22,7 +23,7 @@ int run_compress_command(const CompressOptions& options, const OutputOptions& ou
 int run_decompress_command(const DecompressOptions& options, const OutputOptions& output,
                            std::ostream& out, std::ostream& err) {
   Console console(out, err, output.verbosity, output.progress);
-  auto summary = decompress_model(options, console);
+  auto summary = decompress_model(options, console, interrupt_token());
   if (!summary) return report_failure(summary.status(), console);
   console.result(decompress_summary_line(options, *summary));
   return kExitOk;
@@ -31,7 +32,7 @@ int run_decompress_command(const DecompressOptions& options, const OutputOptions
 int run_verify_command(const VerifyOptions& options, const OutputOptions& output, std::ostream& out,
                        std::ostream& err) {
   Console console(out, err, output.verbosity, output.progress);
-  auto report = verify_model(options, console);
+  auto report = verify_model(options, console, interrupt_token());
   if (!report) return report_failure(report.status(), console);
   for (const std::string& note : report->notes) console.result("note: " + note);
   // The verdict is printed even with -q: it is the command's answer.

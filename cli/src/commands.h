@@ -6,6 +6,7 @@
 #include <ostream>
 
 #include "compress.h"
+#include "console.h"
 #include "decompress.h"
 #include "verify.h"
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "byte_units.h"
 #include "terminal_text.h"
 
 namespace df11::app {
@@ -28,6 +29,9 @@ void Console::result(const std::string& line) {
 }
 void Console::detail(const std::string& line) {
   if (verbosity_ >= 2) print(out_, line);
+}
+void Console::note(const std::string& line) {
+  if (verbosity_ >= 1) print(err_, "note: " + line);
 }
 void Console::report(const std::string& line) { print(out_, line); }
 void Console::warn(const std::string& line) { print(err_, "warning: " + line); }
@@ -94,19 +98,5 @@ void Console::draw_locked() {
   bar_visible_ = true;
 }
 
-std::string format_bytes(uint64_t bytes) {
-  char text[32];
-  const double b = static_cast<double>(bytes);
-  if (b >= 1e9) {
-    std::snprintf(text, sizeof text, "%.2f GB", b / 1e9);
-  } else if (b >= 1e6) {
-    std::snprintf(text, sizeof text, "%.1f MB", b / 1e6);
-  } else if (b >= 1e3) {
-    std::snprintf(text, sizeof text, "%.1f kB", b / 1e3);
-  } else {
-    std::snprintf(text, sizeof text, "%llu B", static_cast<unsigned long long>(bytes));
-  }
-  return text;
-}
 
 }  // namespace df11::app

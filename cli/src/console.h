@@ -13,29 +13,36 @@
 #include <string>
 #include <thread>
 
+#include "reporter.h"
+
 namespace df11::app {
 
 // verbosity: 0 = quiet (-q: errors and warnings only), 1 = normal, 2+ = verbose (-v).
-class Console {
+class Console final : public Reporter {
  public:
   Console(std::ostream& out, std::ostream& err, int verbosity, bool progress_bar);
   ~Console();
   Console(const Console&) = delete;
   Console& operator=(const Console&) = delete;
 
-  int verbosity() const { return verbosity_; }
+  int verbosity() const override { return verbosity_; }
 
   void result(const std::string& line);  // stdout, verbosity >= 1
-  void detail(const std::string& line);  // stdout, verbosity >= 2
   void report(const std::string& line);  // stdout, always (verification findings)
   void warn(const std::string& line);    // stderr "warning: ...", always
   void error(const std::string& line);   // stderr "error: ...", always
 
   // Progress over `total` units (bytes); the bar is drawn ~8 times a second on stderr, only
   // when enabled at construction (a terminal and not quiet). advance() is lock-free.
-  void progress_start(const std::string& label, uint64_t total);
-  void progress_advance(uint64_t n) { done_.fetch_add(n, std::memory_order_relaxed); }
-  void progress_finish();
+  void progress_start(const std::string& label, uint64_t total) override;
+  void progress_advance(uint64_t n) override { done_.fetch_add(n, std::memory_order_relaxed); }
+  void progress_finish() override;
+
+  // Reporter: what the pipelines say.
+  void note(const std::string& line) override;     // stderr "note: ...", verbosity >= 1
+  void detail(const std::string& line) override;   // stdout, verbosity >= 2
+  void finding(const std::string& line) override { report(line); }
+  void warning(const std::string& line) override { warn(line); }
 
  private:
   void print(std::ostream& stream, const std::string& line);
@@ -57,8 +64,5 @@ class Console {
   std::atomic<uint64_t> done_{0};
   std::chrono::steady_clock::time_point started_;
 };
-
-// "1.23 GB" (decimal units, as disk sizes are usually quoted).
-std::string format_bytes(uint64_t bytes);
 
 }  // namespace df11::app

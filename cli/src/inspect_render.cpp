@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "byte_units.h"
 #include "console.h"
 #include "inspect_table.h"
 #include "inspect_zstd.h"

@@ -13,6 +13,7 @@ namespace {
 
 // sig_atomic_t is the only type a handler may portably write; lock-free on every target.
 volatile std::sig_atomic_t g_signal = 0;
+CancelToken g_token;
 
 extern "C" void on_interrupt(int sig) {
   if (g_signal != 0) {
@@ -20,6 +21,7 @@ extern "C" void on_interrupt(int sig) {
     _exit(128 + sig);
   }
   g_signal = sig;
+  g_token.cancel(sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "a signal");
 }
 
 }  // namespace
@@ -30,7 +32,7 @@ void install_signal_handlers() {
   action.sa_handler = on_interrupt;
   sigemptyset(&action.sa_mask);
   // No SA_RESTART: a blocking read/write returns EINTR promptly; file_io retries EINTR and
-  // the next check_interrupted() unwinds.
+  // the next poll of the token unwinds.
   action.sa_flags = 0;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
@@ -39,15 +41,11 @@ void install_signal_handlers() {
 
 int interrupt_signal() { return g_signal; }
 
-Status check_interrupted() {
-  const int sig = g_signal;
-  if (sig == 0) return Status::ok();
-  return Status(ErrorCode::kInterrupted,
-                std::string("interrupted by ") + (sig == SIGINT    ? "SIGINT"
-                                                  : sig == SIGTERM ? "SIGTERM"
-                                                                   : "a signal"));
-}
+const CancelToken& interrupt_token() { return g_token; }
 
-void reset_interrupt_for_testing() { g_signal = 0; }
+void reset_interrupt_for_testing() {
+  g_signal = 0;
+  g_token.reset();
+}
 
 }  // namespace df11::app

@@ -1,9 +1,10 @@
-// SIGINT/SIGTERM handling for long-running subcommands: the handler only records the signal;
-// loops poll check_interrupted() between bounded steps, unwind with kInterrupted, and RAII
-// owners (StagingDir, OutputFile) remove partial output on the way out.
+// SIGINT/SIGTERM handling for the df11 tool: the handler records the signal and cancels the
+// process's CancelToken, which the tool hands to every pipeline; the pipelines' loops poll it
+// between bounded steps and unwind with kInterrupted, and RAII owners (StagingDir,
+// OutputFile) remove partial output on the way out.
 #pragma once
 
-#include "df11/status.h"
+#include "cancel.h"
 
 namespace df11::app {
 
@@ -15,8 +16,8 @@ void install_signal_handlers();
 // The signal received (SIGINT, SIGTERM), or 0.
 int interrupt_signal();
 
-// kInterrupted naming the signal once one was received, OK otherwise. Cheap (one atomic load).
-Status check_interrupted();
+// The token the signal handlers cancel ("SIGINT", "SIGTERM"): pass it to the pipelines.
+const CancelToken& interrupt_token();
 
 // Clears the recorded signal (tests run several commands in one process).
 void reset_interrupt_for_testing();

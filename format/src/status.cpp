@@ -35,6 +35,46 @@ const char* error_code_name(ErrorCode code) {
   return "unknown";
 }
 
+ErrorClass error_class(ErrorCode code) {
+  switch (code) {
+    case ErrorCode::kOk:
+      return ErrorClass::kNone;
+    case ErrorCode::kInterrupted:
+      return ErrorClass::kCancelled;
+    case ErrorCode::kInvalidArgument:
+    case ErrorCode::kExists:
+      return ErrorClass::kUsage;
+    // The data itself is wrong: a container or group that does not validate, a checksum or
+    // comparison that fails.
+    case ErrorCode::kHeaderTooLarge:
+    case ErrorCode::kTruncated:
+    case ErrorCode::kBadJson:
+    case ErrorCode::kBadDtype:
+    case ErrorCode::kBadShape:
+    case ErrorCode::kBadOffsets:
+    case ErrorCode::kDuplicateName:
+    case ErrorCode::kOverflow:
+    case ErrorCode::kBadMetadata:
+    case ErrorCode::kBadGroup:
+    case ErrorCode::kBadLut:
+    case ErrorCode::kBadGap:
+    case ErrorCode::kBadOutputPositions:
+    case ErrorCode::kCorruptData:
+    case ErrorCode::kMismatch:
+    case ErrorCode::kBadConfig:
+      return ErrorClass::kData;
+    case ErrorCode::kIo:
+    case ErrorCode::kUncodable:
+    case ErrorCode::kResourceLimit:
+    case ErrorCode::kNotFound:
+    case ErrorCode::kCuda:
+    case ErrorCode::kUnsupported:
+    case ErrorCode::kInternal:
+      return ErrorClass::kEnvironment;
+  }
+  return ErrorClass::kEnvironment;
+}
+
 std::string Status::to_string() const {
   if (is_ok()) return "ok";
   return std::string(error_code_name(code_)) + ": " + message_;

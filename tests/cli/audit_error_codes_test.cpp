@@ -275,10 +275,10 @@ AUDIT_ERROR_CODE(kCuda) {
   app::Console console(out, err, /*verbosity=*/0, /*progress_bar=*/false);
 #if defined(DF11_HAVE_CUDA)
   ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
-  expect_error(app::verify_model(options, console).status(), ErrorCode::kCuda,
+  expect_error(app::verify_model(options, console, app::CancelToken::never()).status(), ErrorCode::kCuda,
                app::kExitOtherError, {"--device cuda"});
 #else
-  expect_error(app::verify_model(options, console).status(), ErrorCode::kUnsupported,
+  expect_error(app::verify_model(options, console, app::CancelToken::never()).status(), ErrorCode::kUnsupported,
                app::kExitOtherError, {"--device cuda", "without CUDA"});
   EXPECT_EQ(app::exit_code_for(Status(ErrorCode::kCuda, "x")), app::kExitOtherError);
 #endif
@@ -287,12 +287,12 @@ AUDIT_ERROR_CODE(kCuda) {
 AUDIT_ERROR_CODE(kInterrupted) {
   app::install_signal_handlers();
   app::reset_interrupt_for_testing();
-  EXPECT_TRUE(app::check_interrupted().is_ok());
+  EXPECT_TRUE(app::interrupt_token().check().is_ok());
   ASSERT_EQ(::raise(SIGTERM), 0);  // the handler only records it
-  expect_error(app::check_interrupted(), ErrorCode::kInterrupted, 128 + SIGTERM, {});
+  expect_error(app::interrupt_token().check(), ErrorCode::kInterrupted, 128 + SIGTERM, {});
   app::reset_interrupt_for_testing();
   ASSERT_EQ(::raise(SIGINT), 0);
-  expect_error(app::check_interrupted(), ErrorCode::kInterrupted, 128 + SIGINT, {});
+  expect_error(app::interrupt_token().check(), ErrorCode::kInterrupted, 128 + SIGINT, {});
   app::reset_interrupt_for_testing();
 }
 

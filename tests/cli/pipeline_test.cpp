@@ -217,7 +217,7 @@ TEST_F(Pipeline, IndexDecidesWhichFilesAreShards) {
   app::Console console(out, err, 1, false);
   CompressOptions o = compress_options();
   o.out_dir = tmp_ / "other";
-  auto result = app::compress_model(o, console);
+  auto result = app::compress_model(o, console, app::CancelToken::never());
   EXPECT_EQ(result.status().code(), ErrorCode::kNotFound);
   EXPECT_NE(result.status().message().find(kShard2), std::string::npos);
 }
@@ -263,7 +263,7 @@ TEST_F(Pipeline, ExistingOutputNeedsForce) {
   CompressOptions o = compress_options();
   std::ostringstream out, err;
   app::Console console(out, err, 1, false);
-  auto result = app::compress_model(o, console);
+  auto result = app::compress_model(o, console, app::CancelToken::never());
   ASSERT_FALSE(result.is_ok());
   EXPECT_EQ(result.status().code(), ErrorCode::kExists);
   const Captured c = compress(o);
@@ -291,16 +291,16 @@ TEST_F(Pipeline, UsageAndInputErrors) {
   std::ostringstream out, err;
   app::Console console(out, err, 1, false);
   CompressOptions o = compress_options();
-  auto missing = app::compress_model(o, console);
+  auto missing = app::compress_model(o, console, app::CancelToken::never());
   EXPECT_EQ(missing.status().code(), ErrorCode::kNotFound);
 
   write_tiny_llama(model(), {});
   o.out_dir = model() / "inside";
-  EXPECT_EQ(app::compress_model(o, console).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(app::compress_model(o, console, app::CancelToken::never()).status().code(), ErrorCode::kInvalidArgument);
 
   fs::remove(model() / "config.json");
   o.out_dir = df11();
-  auto no_config = app::compress_model(o, console);
+  auto no_config = app::compress_model(o, console, app::CancelToken::never());
   EXPECT_EQ(no_config.status().code(), ErrorCode::kNotFound);
   EXPECT_NE(no_config.status().message().find("config.json"), std::string::npos);
 
@@ -310,7 +310,7 @@ TEST_F(Pipeline, UsageAndInputErrors) {
   ASSERT_EQ(compress().code, 0);
   o.model_dir = df11();
   o.out_dir = tmp_ / "again";
-  auto again = app::compress_model(o, console);
+  auto again = app::compress_model(o, console, app::CancelToken::never());
   EXPECT_FALSE(again.is_ok());
   EXPECT_FALSE(fs::exists(tmp_ / "again"));
 }

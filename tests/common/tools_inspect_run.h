@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "inspect.h"
+#include "inspect_command.h"
 
 namespace df11::test {
 
@@ -21,7 +21,7 @@ struct InspectRun {
 inline InspectRun run_inspect_cmd(const std::string& path, bool json,
                                   std::vector<std::string> baselines = {}, int verbosity = 1,
                                   int threads = 0) {
-  app::InspectOptions o;
+  app::InspectCommandOptions o;
   o.path = path;
   o.json = json;
   o.baselines = std::move(baselines);

@@ -34,9 +34,9 @@ enum class ErrorCode : int {
   kUncodable = 17,          // input the DF11 code cannot represent (exponent >= 240, ...)
   kResourceLimit = 18,      // input asks for more memory/groups/time than allowed
   kNotFound = 19,           // file, tensor or group does not exist
-  kExists = 20,             // output exists and --force was not given
+  kExists = 20,             // an output exists and replacing it was not asked for
   kCuda = 21,               // CUDA runtime error
-  kInterrupted = 22,        // SIGINT/SIGTERM received
+  kInterrupted = 22,        // the caller cancelled the operation
   kUnsupported = 23,        // valid but not supported by this build (e.g. no CUDA)
   kMismatch = 24,           // verify --against: decoded tensor differs from the original
   kInternal = 25,           // a df11 bug: please report
@@ -45,6 +45,17 @@ enum class ErrorCode : int {
 
 // Stable lower_snake name of a code, e.g. "bad_offsets". Never null.
 const char* error_code_name(ErrorCode code);
+
+// The kind of failure a code stands for, for callers that sort failures into their own
+// classes (the df11 tool's exit codes; an engine deciding whether a retry can help).
+enum class ErrorClass {
+  kNone,         // kOk
+  kCancelled,    // kInterrupted
+  kUsage,        // the caller asked for something unusable (bad argument, output exists)
+  kData,         // the input data is invalid or corrupt, or differs from what it must match
+  kEnvironment,  // I/O, resources, missing files, CUDA, unsupported, internal errors
+};
+ErrorClass error_class(ErrorCode code);
 
 class [[nodiscard]] Status {
  public:

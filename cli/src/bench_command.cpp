@@ -1,0 +1,17 @@
+#include "bench_command.h"
+
+#include "exit_codes.h"
+
+namespace df11::app {
+
+int run_bench_decode(const BenchDecodeOptions& o, std::ostream& out, std::ostream& err) {
+  Status s = check_bench_options(o);  // before minutes of generating and encoding
+  if (s.is_ok()) {
+    Result<BenchWorkload> w = make_bench_workload(o);
+    s = w.is_ok() ? bench_decode_workload(o, *w, out) : w.status();
+  }
+  if (!s.is_ok()) err << "error: " << s.to_string() << "\n";
+  return exit_code_for(s);
+}
+
+}  // namespace df11::app

@@ -1,0 +1,41 @@
+// The folder record of df11 metadata 1.1 (spec 7.7): the lexicographically first shard lists
+// every DF11 shard of the folder ("shards") and the size and SHA-256 of every other file
+// ("folder_files": config.json and the index as written, every file copied unchanged), so
+// that verify covers every byte of a folder df11 wrote, not only the shards.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cancel.h"
+#include "df11/metadata.h"
+#include "df11/status.h"
+#include "df11_folder.h"
+
+namespace df11::app {
+
+// Writer: the size and SHA-256 of each file (paths relative to `dir`), sorted by path.
+// kInvalidArgument naming the file if its path cannot be recorded (not UTF-8: JSON cannot
+// carry it; not a safe relative path, spec 5.3 rule P2); kResourceLimit beyond
+// Max_Folder_Files; kIo if a file cannot be read.
+Result<std::vector<FolderFile>> hash_folder_files(const std::filesystem::path& dir,
+                                                  std::vector<std::string> files,
+                                                  const CancelToken& cancel);
+
+// What checking a DF11 folder against its record found (spec 7.7 rules I1..I5).
+struct FolderFindings {
+  std::vector<std::string> failures;  // one line each, naming the file
+  std::vector<std::string> warnings;  // files the record does not know (I5), one line each
+  size_t files_checked = 0;           // recorded files whose size and SHA-256 matched
+  bool has_record = false;            // false for folders written with df11 metadata 1.0
+};
+
+// Checks the folder's shards and files against the record in its first shard; every
+// recorded file is read in full. A folder whose metadata is 1.0 has no record: nothing is
+// checked (has_record false) unless a shard carries a record anyway. Stops early with
+// kInterrupted once `cancel` is cancelled.
+Result<FolderFindings> check_folder_record(const Df11Folder& folder, const CancelToken& cancel);
+
+}  // namespace df11::app

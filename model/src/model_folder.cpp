@@ -1,0 +1,215 @@
+#include "model_folder.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <system_error>
+#include <vector>
+
+#include "df11/file_io.h"
+
+namespace df11::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_shard_name(const std::string& name) {
+  return name.size() > 12 && name.ends_with(".safetensors");
+}
+
+Status io_error(const fs::path& path, const std::string& what, int err) {
+  return Status(ErrorCode::kIo, path.string() + ": " + what + ": " + std::strerror(err));
+}
+
+// Closes a file descriptor on scope exit.
+struct Fd {
+  int fd = -1;
+  ~Fd() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+// The shard files an index's weight_map names; each must exist in the folder.
+Result<std::set<std::string>> indexed_shards(const std::string& index_text, const fs::path& dir) {
+  const std::string where = (dir / kIndexFile).string();
+  std::set<std::string> files;
+  try {
+    const auto index = nlohmann::json::parse(index_text);
+    const auto map = index.find("weight_map");
+    if (!index.is_object() || map == index.end() || !map->is_object()) {
+      return Status(ErrorCode::kBadConfig, where + ": no weight_map object");
+    }
+    for (const auto& [tensor, file] : map->items()) {
+      if (!file.is_string()) {
+        return Status(ErrorCode::kBadConfig,
+                      where + ": weight_map['" + tensor + "'] is not a file name");
+      }
+      files.insert(file.get<std::string>());
+    }
+  } catch (const nlohmann::json::exception& e) {
+    return Status(ErrorCode::kBadConfig, where + ": " + e.what());
+  }
+  for (const std::string& file : files) {
+    std::error_code ec;
+    if (file.find('/') != std::string::npos || !fs::is_regular_file(dir / file, ec)) {
+      return Status(ErrorCode::kNotFound,
+                    where + ": names shard '" + file + "', which is not a file of the folder");
+    }
+  }
+  return files;
+}
+
+}  // namespace
+
+std::vector<TensorLocation> ModelFolder::tensors_in_file_order() const {
+  std::vector<TensorLocation> order;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    // The format keeps each header's tensors sorted by data offset.
+    for (size_t t = 0; t < shards[s].header().tensors.size(); ++t) order.push_back({s, t});
+  }
+  return order;
+}
+
+Result<ModelFolder> open_model_folder(const fs::path& dir, const CancelToken& cancel) {
+  ModelFolder folder;
+  folder.dir = dir;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) {
+    return Status(ErrorCode::kNotFound, dir.string() + ": not a folder");
+  }
+  // Top level: shards, config.json, the index. Everything else, at any depth, is a side file.
+  fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
+  if (ec) return Status(ErrorCode::kIo, dir.string() + ": cannot list: " + ec.message());
+  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) return Status(ErrorCode::kIo, dir.string() + ": cannot list: " + ec.message());
+    DF11_RETURN_IF_ERROR(cancel.check());
+    const fs::path& path = it->path();
+    std::error_code type_ec;
+    if (fs::is_directory(path, type_ec)) continue;
+    if (!fs::is_regular_file(path, type_ec)) {
+      return Status(ErrorCode::kIo, path.string() +
+                                        ": not a regular file (broken link, socket, "
+                                        "device...): cannot be copied");
+    }
+    const std::string rel = path.lexically_relative(dir).generic_string();
+    if (it.depth() == 0) {
+      if (is_shard_name(rel)) {
+        folder.shard_names.push_back(rel);
+        continue;
+      }
+      if (rel == kConfigFile || rel == kIndexFile) continue;
+    }
+    folder.side_files.push_back(rel);
+  }
+  for (const char* name : {kConfigFile, kIndexFile}) {
+    const fs::path path = dir / name;
+    if (!fs::exists(path, ec)) continue;
+    auto text = read_file_to_string(
+        path.string(), std::string(name) == kConfigFile ? kMaxConfigBytes : kMaxIndexBytes);
+    if (!text) return text.status();
+    (std::string(name) == kConfigFile ? folder.config_text : folder.index_text) =
+        std::move(text).value();
+  }
+  if (folder.index_text) {
+    // With an index, the checkpoint is the shards it names; another top-level .safetensors
+    // (e.g. a consolidated.safetensors beside HF shards) is just a file to copy.
+    DF11_ASSIGN_OR_RETURN(std::set<std::string> indexed, indexed_shards(*folder.index_text, dir));
+    std::vector<std::string> shards;
+    for (std::string& name : folder.shard_names) {
+      (indexed.count(name) != 0 ? shards : folder.side_files).push_back(std::move(name));
+    }
+    folder.shard_names = std::move(shards);
+  }
+  std::sort(folder.shard_names.begin(), folder.shard_names.end());
+  std::sort(folder.side_files.begin(), folder.side_files.end());
+  if (folder.shard_names.empty()) {
+    return Status(ErrorCode::kNotFound, dir.string() + ": no *.safetensors file in this folder");
+  }
+
+  folder.shards.reserve(folder.shard_names.size());
+  for (size_t s = 0; s < folder.shard_names.size(); ++s) {
+    DF11_RETURN_IF_ERROR(cancel.check());
+    auto file = SafetensorsFile::open(folder.shard_path(s));
+    if (!file) return file.status();
+    folder.shards.push_back(std::move(file).value());
+    const auto& tensors = folder.shards.back().header().tensors;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      auto [pos, inserted] = folder.tensors.emplace(tensors[t].name, TensorLocation{s, t});
+      if (!inserted) {
+        return Status(ErrorCode::kDuplicateName,
+                      folder.shard_path(s) + ": tensor '" + tensors[t].name + "' also appears in " +
+                          folder.shard_names[pos->second.shard] +
+                          " (tensor names must be unique across the model)");
+      }
+    }
+  }
+  return folder;
+}
+
+Status copy_one_file(const fs::path& from, const fs::path& to,
+                     const std::function<void(uint64_t)>& on_bytes, const CancelToken& cancel) {
+  Fd in{::open(from.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (in.fd < 0) return io_error(from, "cannot open", errno);
+  struct stat st;
+  if (::fstat(in.fd, &st) != 0) return io_error(from, "cannot stat", errno);
+  std::error_code ec;
+  fs::create_directories(to.parent_path(), ec);
+  if (ec) return Status(ErrorCode::kIo, to.parent_path().string() + ": " + ec.message());
+  Fd out{::open(to.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, st.st_mode & 07777)};
+  if (out.fd < 0) return io_error(to, "cannot create", errno);
+
+  // copy_file_range keeps the data in the kernel (and reflinks where the filesystem can);
+  // bounded steps let an interrupt stop a multi-gigabyte copy quickly.
+  constexpr size_t kStep = 64u << 20;
+  bool use_read_write = false;
+  std::vector<char> buffer;
+  for (;;) {
+    DF11_RETURN_IF_ERROR(cancel.check());
+    ssize_t n;
+    if (!use_read_write) {
+      n = ::copy_file_range(in.fd, nullptr, out.fd, nullptr, kStep, 0);
+      if (n < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP)) {
+        use_read_write = true;
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return io_error(to, "cannot copy from " + from.string(), errno);
+    } else {
+      if (buffer.empty()) buffer.resize(1u << 20);
+      n = ::read(in.fd, buffer.data(), buffer.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) return io_error(from, "cannot read", errno);
+      for (ssize_t done = 0; done < n;) {
+        const ssize_t w = ::write(out.fd, buffer.data() + done, static_cast<size_t>(n - done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w < 0) return io_error(to, "cannot write", errno);
+        done += w;
+      }
+    }
+    if (n == 0) break;
+    if (on_bytes) on_bytes(static_cast<uint64_t>(n));
+  }
+  if (::close(out.fd) != 0) {
+    out.fd = -1;
+    return io_error(to, "cannot close", errno);
+  }
+  out.fd = -1;
+  return Status::ok();
+}
+
+Status copy_side_files(const fs::path& from, const fs::path& to,
+                       const std::vector<std::string>& files,
+                       const std::function<void(uint64_t)>& on_bytes, const CancelToken& cancel) {
+  for (const std::string& rel : files) {
+    DF11_RETURN_IF_ERROR(copy_one_file(from / rel, to / rel, on_bytes, cancel));
+  }
+  return Status::ok();
+}
+
+}  // namespace df11::app

@@ -1,0 +1,48 @@
+// Pass 1 of compression: which tensors form groups, the code of every group (histograms
+// only: cheap), and which groups cannot meet the format's limits and stay raw. After this
+// every output size is known, so each shard's header can be laid out before data is written.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "cancel.h"
+#include "reporter.h"
+#include "df11/encoder.h"
+#include "grouping.h"
+#include "member_spans.h"
+#include "model_folder.h"
+
+namespace df11::app {
+
+struct PlannedGroup {
+  GroupSpec spec;      // members index CompressPlan::order
+  size_t shard = 0;    // output shard: the shard of the first member
+  bool coded = false;  // false: stored unchanged (uncodable or over a limit)
+  GroupPlan plan;      // valid when coded
+};
+
+struct CompressPlan {
+  std::vector<TensorLocation> order;  // every tensor, in original file order
+  std::vector<PlannedGroup> groups;
+  std::vector<bool> raw;  // per `order` entry: stored unchanged
+  nlohmann::ordered_json pattern_dict;
+  uint64_t coded_weight_bytes = 0;  // BF16 bytes of the coded groups' members
+};
+
+// Plans every group; warns on `console` for each group left raw, naming its tensors.
+// Progress counts the bytes of member tensors read. `chunk_weights`: see plan_group().
+Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by, Reporter& reporter, const CancelToken& cancel,
+                                      uint64_t chunk_weights = kDefaultChunkWeights);
+
+// The members of a group as spans over the folder's mappings.
+Result<MemberSpans> group_member_spans(const ModelFolder& folder, const CompressPlan& plan,
+                                       const GroupSpec& group);
+
+// "model.safetensors: group 'model.layers.3'" for messages.
+std::string group_context(const ModelFolder& folder, const CompressPlan& plan,
+                          const GroupSpec& group);
+
+}  // namespace df11::app

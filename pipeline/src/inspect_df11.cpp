@@ -1,0 +1,168 @@
+#include "inspect_df11.h"
+
+#include <algorithm>
+#include <optional>
+#include <unordered_set>
+#include <vector>
+
+#include "df11/decoder.h"
+#include "df11/encoder.h"
+#include "df11/group_tensors.h"
+#include "df11/metadata.h"
+#include "model_config.h"
+#include "safe_regex.h"
+
+namespace df11::app {
+namespace {
+
+// Weights decoded per step while counting exponents: 8 MiB of output, reused.
+constexpr uint64_t kCountSliceWeights = uint64_t{1} << 22;
+
+// Exponent counts of a validated group, by decoding it slice by slice (parallel inside).
+Result<Histogram> count_exponents(const GroupView& view, const GroupInfo& info,
+                                  const std::string& what, const CancelToken& cancel) {
+  Histogram counts{};
+  std::vector<uint16_t> slice(std::min(info.n_elements, kCountSliceWeights));
+  for (uint64_t first = 0; first < info.n_elements; first += kCountSliceWeights) {
+    DF11_RETURN_IF_ERROR(cancel.check());
+    const uint64_t n = std::min(kCountSliceWeights, info.n_elements - first);
+    const std::span<uint16_t> out(slice.data(), n);
+    DF11_RETURN_IF_ERROR(decode_group(view, out, what, first, &info));
+    const Histogram h = exponent_histogram(out);
+    for (int e = 0; e < 256; ++e) counts[e] += h[e];
+  }
+  return counts;
+}
+
+// Member sizes from split_positions (cumulative ends, except the last: spec 3.2), which
+// validate_group() has checked to be strictly increasing within (0, n).
+std::vector<uint64_t> member_sizes(const GroupView& view, uint64_t n) {
+  std::vector<uint64_t> sizes;
+  uint64_t previous = 0;
+  for (size_t i = 0; i + 8 <= view.split_positions.size(); i += 8) {
+    const uint64_t end = load_le64(view.split_positions.data() + i);
+    sizes.push_back(end - previous);
+    previous = end;
+  }
+  sizes.push_back(n - previous);
+  return sizes;
+}
+
+// Member tensor names of a group from config.json's pattern_dict (the dfloat11 loader's own
+// description): the first key that fully matches the module path, matched with SafeRegex
+// (Python's syntax, linear time: keys come from an untrusted config.json). Empty when unknown.
+std::vector<std::string> names_from_pattern_dict(const std::optional<nlohmann::ordered_json>& dict,
+                                                 const std::string& module, size_t n_members) {
+  if (!dict) return {};
+  for (const auto& [key, subs] : dict->items()) {
+    auto regex = SafeRegex::compile(key);
+    if (!regex) continue;  // outside the supported subset: this key cannot name members here
+    if (!regex->full_match(module)) continue;
+    std::vector<std::string> names;
+    if (subs.empty()) names.push_back(module + ".weight");
+    for (const auto& sub : subs) names.push_back(module + "." + sub.get<std::string>() + ".weight");
+    if (names.size() == n_members) return names;
+    return {};
+  }
+  return {};
+}
+
+Status analyze_shard(const ModelFolder& folder, size_t s,
+                     const std::optional<nlohmann::ordered_json>& pattern_dict,
+                     InspectReport& report, bool& all_sources_known, const CancelToken& cancel) {
+  const SafetensorsFile& shard = folder.shards[s];
+  const SafetensorsHeader& header = shard.header();
+  const std::string& file = folder.shard_names[s];
+  DF11_ASSIGN_OR_RETURN(std::optional<Df11Metadata> metadata, read_df11_metadata(header));
+  std::vector<GroupTensors> groups;
+  if (metadata) {
+    DF11_ASSIGN_OR_RETURN(groups, check_metadata_against_header(*metadata, header));
+    report.kind = CheckpointKind::kDf11;
+    bool listed = false;
+    for (const SourceFile& source : metadata->sources) {
+      if (source.file == file) {
+        report.original_file_bytes += source.size;
+        listed = true;
+      }
+    }
+    all_sources_known = all_sources_known && listed;
+  } else {
+    DF11_ASSIGN_OR_RETURN(groups, enumerate_groups(header));
+    all_sources_known = false;
+  }
+
+  std::unordered_set<const TensorInfo*> stored;
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const GroupTensors& gt = groups[gi];
+    for (const TensorInfo* t : gt.all()) stored.insert(t);
+    const std::string what = file + ": group '" + gt.name + "'";
+    const GroupView view = group_view(gt, shard.bytes());
+    DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(view, what));
+    DF11_ASSIGN_OR_RETURN(const Histogram counts, count_exponents(view, info, what, cancel));
+    for (const TensorInfo* t : gt.all()) shard.release(*t);
+
+    GroupReport g;
+    g.name = gt.name;
+    g.file = file;
+    g.n_elements = info.n_elements;
+    g.bytes.luts = gt.luts->byte_size();
+    g.bytes.encoded_exponent = gt.encoded_exponent->byte_size();
+    g.bytes.sign_mantissa = gt.sign_mantissa->byte_size();
+    g.bytes.output_positions = gt.output_positions->byte_size();
+    g.bytes.gaps = gt.gaps->byte_size();
+    g.bytes.split_positions = gt.split_positions->byte_size();
+    std::array<uint8_t, 256> lengths{};
+    std::copy(std::begin(info.code_lengths), std::end(info.code_lengths), lengths.begin());
+    g.code = make_code_stats(counts, lengths, info.n_luts);
+    g.max_block_weights = info.max_block_weights;
+    g.max_block_weights_exact = true;
+    if (metadata) {
+      for (const MemberMeta& m : metadata->groups[gi].members) {
+        g.members.push_back(MemberReport{m.name, m.shape, m.n_elements});
+      }
+    } else {
+      const std::vector<uint64_t> sizes = member_sizes(view, info.n_elements);
+      const std::vector<std::string> names =
+          names_from_pattern_dict(pattern_dict, gt.name, sizes.size());
+      for (size_t m = 0; m < sizes.size(); ++m) {
+        g.members.push_back(MemberReport{names.empty() ? "" : names[m], {}, sizes[m]});
+      }
+    }
+    report.groups.push_back(std::move(g));
+  }
+  // spec 5.4: with metadata, every other tensor is listed as raw; without, it is by default.
+  for (const TensorInfo& t : header.tensors) {
+    if (!stored.contains(&t))
+      report.raw.push_back(RawTensorReport{t.name, file, t.dtype, t.byte_size()});
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+bool is_df11_checkpoint(const ModelFolder& folder) {
+  for (const SafetensorsFile& shard : folder.shards) {
+    if (shard.header().metadata_value(kDf11MetadataKey) != nullptr) return true;
+    for (const TensorInfo& t : shard.header().tensors) {
+      if (t.name.ends_with(kEncodedExponentSuffix)) return true;
+    }
+  }
+  return false;
+}
+
+Status analyze_df11_checkpoint(const ModelFolder& folder, InspectReport& report,
+                               const CancelToken& cancel) {
+  report.kind = CheckpointKind::kDf11NoMetadata;
+  std::optional<nlohmann::ordered_json> pattern_dict;
+  if (folder.config_text) {
+    DF11_ASSIGN_OR_RETURN(pattern_dict, read_pattern_dict(*folder.config_text, kConfigFile));
+  }
+  bool all_sources_known = true;
+  for (size_t s = 0; s < folder.shards.size(); ++s) {
+    DF11_RETURN_IF_ERROR(analyze_shard(folder, s, pattern_dict, report, all_sources_known, cancel));
+  }
+  if (!all_sources_known) report.original_file_bytes = 0;
+  return Status::ok();
+}
+
+}  // namespace df11::app

@@ -1,0 +1,21 @@
+// `df11 inspect` on DF11 files: where each group's stored bytes go, its code, and how close
+// it comes to its entropy. Works with and without df11 metadata (published dfloat11 models).
+#pragma once
+
+#include "df11/status.h"
+#include "inspect_report.h"
+#include "model_folder.h"
+
+namespace df11::app {
+
+// True if any shard carries df11 metadata or a DF11 group ("<P>.encoded_exponent").
+bool is_df11_checkpoint(const ModelFolder& folder);
+
+// Fills report.kind, files, groups, raw and original_file_bytes. Every group is validated
+// (validate_group) and decoded once, in slices, to count its exponents (the code-length table
+// and the entropy need the counts); a group that does not decode fails the call (kCorruptData
+// and friends, naming the file and the group).
+Status analyze_df11_checkpoint(const ModelFolder& folder, InspectReport& report,
+                               const CancelToken& cancel);
+
+}  // namespace df11::app

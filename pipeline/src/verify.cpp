@@ -1,0 +1,83 @@
+#include "verify.h"
+
+#include <cstdio>
+
+#include "df11_folder.h"
+#include "model_folder.h"
+#include "thread_limit.h"
+#include "verify_modes.h"
+#if defined(DF11_HAVE_CUDA)
+#include "df11/cuda_decoder.h"
+#endif
+
+namespace df11::app {
+namespace {
+
+Result<DecodeDevice> resolve_device(DeviceChoice choice, std::vector<std::string>* notes) {
+  if (choice == DeviceChoice::kCpu) return DecodeDevice::kCpu;
+#if defined(DF11_HAVE_CUDA)
+  std::string why;
+  if (cuda::device_available(&why)) return DecodeDevice::kCuda;
+  if (choice == DeviceChoice::kCuda) {
+    return Status(ErrorCode::kCuda, "--device cuda: no usable CUDA device: " + why);
+  }
+  notes->push_back("no usable CUDA device (" + why + "): decoding on the CPU");
+  return DecodeDevice::kCpu;
+#else
+  if (choice == DeviceChoice::kCuda) {
+    return Status(ErrorCode::kUnsupported, "--device cuda: this df11 was built without CUDA");
+  }
+  notes->push_back("built without CUDA: decoding on the CPU");
+  return DecodeDevice::kCpu;
+#endif
+}
+
+Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter& reporter, const CancelToken& cancel) {
+  VerifyReport report;
+  DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir, cancel));
+  std::optional<ModelFolder> against;
+  if (options.against) {
+    DF11_ASSIGN_OR_RETURN(against.emplace(), open_model_folder(*options.against, cancel));
+  }
+  DF11_ASSIGN_OR_RETURN(DecodeDevice device, resolve_device(options.device, &report.notes));
+  report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
+  VerifyContext context(reporter, cancel, report, against ? &*against : nullptr, device,
+                        options.parallel_files, options.file_sha256);
+  report.files_sha256 = options.file_sha256;
+  if (written_by_df11(model)) {
+    DF11_RETURN_IF_ERROR(verify_df11_folder(std::move(model), context));
+  } else {
+    DF11_RETURN_IF_ERROR(verify_published_folder(model, context));
+  }
+  return report;
+}
+
+}  // namespace
+
+Result<VerifyReport> verify_model(const VerifyOptions& options, Reporter& reporter, const CancelToken& cancel) {
+  return run_with_thread_limit(options.threads,
+                               [&] { return verify_model_limited(options, reporter, cancel); });
+}
+
+std::string verify_summary_line(const VerifyOptions& options, const VerifyReport& r) {
+  std::string line = "verify " + options.df11_dir.string() + " (" + r.device + "): ";
+  line += r.ok() ? "OK: " : "FAILED: " + std::to_string(r.failures.size()) + " problems; ";
+  line += std::to_string(r.groups) + " groups decoded, " + std::to_string(r.tensors) +
+          " tensors checked";
+  if (r.has_checksums) {
+    line += " (xxh3), " + std::to_string(r.files) +
+            (r.files_sha256 ? " files rebuilt with their recorded sha256, "
+                            : " files rebuilt from their recorded headers, ") +
+            std::to_string(r.side_files) + " recorded side files, " + std::to_string(r.headers) +
+            " header checksums, " + std::to_string(r.folder_files) + " folder files (sha256)";
+  } else {
+    line += "; checksums unavailable (no df11 metadata)";
+  }
+  if (options.against) {
+    line += "; " + std::to_string(r.compared) + " tensors compared bit for bit with " +
+            options.against->string();
+  }
+  return line;
+}
+
+}  // namespace df11::app

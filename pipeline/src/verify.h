@@ -1,0 +1,58 @@
+// df11 verify: proves a DF11 folder decodes to what it claims. Every group is validated and
+// decoded in full; with df11 metadata, every stored tensor's xxh3, every original tensor's
+// xxh3, every original file's SHA-256, every shard header's checksum and (metadata 1.1)
+// every other file of the folder against the folder record are checked, and pattern_dict is
+// checked to make the dfloat11 loader decode each group into the right weights. With --against, every
+// tensor is compared bit for bit with the original folder. Folders without df11 metadata
+// (published by the dfloat11 tools) get structural validation and a full decode with the
+// strict reference decoder; checksums are unavailable for them.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cancel.h"
+#include "reporter.h"
+#include "df11/status.h"
+
+namespace df11::app {
+
+enum class DeviceChoice { kCpu, kCuda, kAuto };
+
+struct VerifyOptions {
+  std::filesystem::path df11_dir;
+  std::optional<std::filesystem::path> against;
+  DeviceChoice device = DeviceChoice::kAuto;
+  int threads = 0;
+  size_t parallel_files = 0;  // original files rebuilt side by side; 0: from the thread count
+  bool file_sha256 = false;   // also hash every rebuilt original file (--sha256)
+};
+
+struct VerifyReport {
+  bool has_checksums = true;          // false for folders without df11 metadata
+  std::string device;                 // "cpu" or "cuda"
+  size_t groups = 0;                  // groups decoded
+  size_t tensors = 0;                 // original tensors checked
+  size_t files = 0;                   // original files rebuilt and checked
+  bool files_sha256 = false;          // ... including their recorded SHA-256
+  size_t side_files = 0;              // recorded side files checked
+  size_t headers = 0;                 // shard headers whose whole-header checksum matched
+  size_t folder_files = 0;            // files of the folder matching the folder record
+  size_t compared = 0;                // tensors compared with --against
+  std::vector<std::string> failures;  // one line each, naming the tensor or file
+  std::vector<std::string> notes;
+  bool ok() const { return failures.empty(); }
+};
+
+// The report is returned even when checks fail (report.ok() false); an error Status means
+// verification could not run (unreadable folder, I/O, interrupted, no CUDA device).
+// Failures are also printed on the console's output as they are found ("FAIL ...").
+Result<VerifyReport> verify_model(const VerifyOptions& options, Reporter& reporter,
+                                  const CancelToken& cancel);
+
+std::string verify_summary_line(const VerifyOptions& options, const VerifyReport& report);
+
+}  // namespace df11::app

@@ -1,0 +1,318 @@
+// verify for folders written by df11: checksums of everything, loader compatibility of
+// pattern_dict, every original file rebuilt in a stream (nothing written) and, with
+// --against, compared with the original folder.
+#include <unordered_set>
+
+#include "df11/file_io.h"
+#include "df11/hash.h"
+#include "df11/header_checksum.h"
+#include "df11_folder.h"
+#include "file_stream.h"
+#include "folder_record.h"
+#include "loader_check.h"
+#include "model_config.h"
+#include "tensor_compare.h"
+#include "verify_modes.h"
+
+namespace df11::app {
+namespace {
+
+std::string member_names(const GroupMeta& meta) {
+  std::string list;
+  for (const MemberMeta& m : meta.members) list += (list.empty() ? "'" : ", '") + m.name + "'";
+  return list;
+}
+
+// Stored xxh3 of the six tensors (spec 5.2), streamed from the mapping.
+void check_stored(const Df11Folder& folder, const CodedGroup& g, VerifyContext& context,
+                  Status* fatal) {
+  const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
+  const std::string* recorded[6] = {&meta.stored.luts,          &meta.stored.encoded_exponent,
+                                    &meta.stored.sign_mantissa, &meta.stored.output_positions,
+                                    &meta.stored.gaps,          &meta.stored.split_positions};
+  const auto tensors = g.tensors.all();
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    Xxh3 hash;
+    Status status =
+        stream_file_range(folder.folder.shards[g.shard].mapped(), tensors[k]->file_offset,
+                          tensors[k]->byte_size(), [&](std::span<const uint8_t> bytes) {
+                            hash.update(bytes);
+                            context.reporter.progress_advance(bytes.size());
+                            return Status::ok();
+                          },
+                          context.cancel);
+    if (!status) {
+      *fatal = status;
+      return;
+    }
+    if (hash.hex_digest() != *recorded[k]) {
+      context.fail("tensor '" + tensors[k]->name + "' (" + g.what + "): stored bytes have xxh3 " +
+                   hash.hex_digest() + ", the metadata records " + *recorded[k] +
+                   "; members affected: " + member_names(meta));
+    }
+  }
+}
+
+// split_positions must hold the members' cumulative element counts (the loader splits the
+// decoded group there).
+void check_splits(const Df11Folder& folder, const CodedGroup& g, VerifyContext& context) {
+  const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
+  for (size_t k = 0; k + 1 < g.member_start.size() - 1; ++k) {
+    const uint64_t stored = load_le64(g.view.split_positions.data() + 8 * k);
+    if (stored != g.member_start[k + 1]) {
+      context.fail("tensor '" + g.tensors.name + ".split_positions' (" + g.what + "): entry " +
+                   std::to_string(k) + " is " + std::to_string(stored) + ", member '" +
+                   meta.members[k].name + "' ends at element " +
+                   std::to_string(g.member_start[k + 1]));
+      return;
+    }
+  }
+}
+
+// The DF11 config.json must make the loader decode every group into its members, in order.
+void check_loader(const Df11Folder& folder, VerifyContext& context) {
+  if (!folder.folder.config_text) {
+    context.fail("config.json: missing; the dfloat11 loader needs it");
+    return;
+  }
+  auto dict = read_pattern_dict(*folder.folder.config_text, "config.json");
+  if (!dict) {
+    context.fail(dict.status().message());
+    return;
+  }
+  if (!*dict) {
+    context.fail("config.json: no dfloat11_config; the dfloat11 loader cannot load this folder");
+    return;
+  }
+  auto patterns = LoaderPatterns::compile(**dict, "config.json");
+  if (!patterns) {
+    context.fail(patterns.status().message());
+    return;
+  }
+  for (const CodedGroup& g : folder.groups) {
+    const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
+    auto names = patterns->member_names(meta.name);
+    if (!names) {
+      context.fail(g.what + ": " + names.status().message());
+      continue;
+    }
+    std::vector<std::string> expected;
+    for (const MemberMeta& m : meta.members) expected.push_back(m.name);
+    if (*names != expected) {
+      context.fail(g.what + ": config.json pattern_dict makes the loader decode it into " +
+                   std::to_string(names->size()) + " weights starting with '" + names->front() +
+                   "', but its members are " + member_names(meta));
+    }
+  }
+}
+
+// Each shard records the original file of its own name (spec 5.2), and its own __metadata__
+// entries other than "df11" are that original's, copied: compare them.
+void check_shard_metadata(const Df11Folder& folder, size_t shard, VerifyContext& context) {
+  const std::string& name = folder.folder.shard_names[shard];
+  // Written by this spec version, the document is exactly what serialize_df11_metadata
+  // makes of its content: any other text (an unknown key, a dropped empty list) was altered.
+  const Df11Metadata& meta = folder.metadata[shard];
+  if (meta.spec_version == kDf11SpecVersion) {
+    auto canonical = serialize_df11_metadata(meta);
+    const std::string* stored =
+        folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
+    if (!canonical || stored == nullptr || *canonical != *stored) {
+      context.fail(name +
+                   ": df11 metadata text differs from what its content serializes to "
+                   "(altered after writing)");
+    }
+  }
+  for (const SourceFile& source : folder.metadata[shard].sources) {
+    if (source.file != name) continue;
+    auto layout = parse_source_layout(source);
+    if (!layout) return;  // reported when the source is rebuilt
+    MetadataEntries own;
+    for (const auto& entry : folder.folder.shards[shard].header().metadata) {
+      if (entry.first != kDf11MetadataKey && entry.first != kHeaderChecksumKey) {
+        own.push_back(entry);
+      }
+    }
+    if (own != layout->header.metadata) {
+      context.fail(name + ": __metadata__ entries differ from the original file's");
+    }
+    return;
+  }
+  context.fail(name + ": its df11 metadata records no original file of the same name");
+}
+
+// spec 7.2: config.json carries df11's marker exactly when the shards carry df11 metadata
+// (from 1.1 on; 1.0 folders have no marker), with the shards' spec_version.
+void check_marker(const Df11Folder& folder, VerifyContext& context) {
+  if (!folder.folder.config_text) return;  // check_loader reports it
+  auto marker = read_df11_marker(*folder.folder.config_text, "config.json");
+  if (!marker) {
+    context.fail(marker.status().message());
+    return;
+  }
+  const std::string& version = folder.metadata.front().spec_version;
+  if (!marker->has_value()) {
+    if (spec_minor_version(version) >= kFolderRecordMinor) {
+      context.fail("config.json: dfloat11_config has no \"df11\" marker, but the shards carry "
+                   "df11 metadata " + version);
+    }
+    return;
+  }
+  if (**marker != version) {
+    context.fail("config.json: dfloat11_config.df11 says spec_version " + **marker + ", the " +
+                 "df11 metadata of " + folder.folder.shard_names.front() + " " + version);
+  }
+}
+
+// Header checksums (spec 5.2) and the folder record (spec 7.7).
+Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) {
+  for (size_t s = 0; s < folder.header_checks.size(); ++s) {
+    if (folder.header_checks[s]) {
+      if (folder.folder.shards[s].header().metadata_value(kHeaderChecksumKey) != nullptr) {
+        ++context.report.headers;
+      }
+    } else {
+      context.fail(folder.header_checks[s].message());
+    }
+  }
+  DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder, context.cancel));
+  for (const std::string& line : findings.failures) context.fail(line);
+  for (const std::string& line : findings.warnings) context.reporter.warning(line);
+  if (!findings.has_record &&
+      spec_minor_version(folder.metadata.front().spec_version) < kFolderRecordMinor) {
+    context.report.notes.push_back(
+        "df11 metadata " + folder.metadata.front().spec_version +
+        ": no folder record and no header checksums (written before 1.1): files other than "
+        "the shards and the shard headers' informational fields are not covered");
+  }
+  context.report.folder_files = findings.files_checked;
+  check_marker(folder, context);
+  return Status::ok();
+}
+
+// Feeds rebuilt tensors to the comparer (when --against is given); nothing is written.
+class CompareSink : public RebuildSink {
+ public:
+  explicit CompareSink(TensorComparer* comparer) : comparer_(comparer) {}
+  Status write(uint64_t, std::span<const uint8_t> bytes) override {
+    if (in_tensor_ && comparer_ != nullptr) comparer_->piece(bytes);
+    return Status::ok();
+  }
+  Status begin_tensor(const TensorInfo& t) override {
+    in_tensor_ = true;
+    pending_ = comparer_ != nullptr ? comparer_->begin(t.name, t.dtype, t.shape) : Status::ok();
+    if (comparer_ != nullptr) ++compared_;
+    return Status::ok();
+  }
+  Status end_tensor(const TensorInfo&) override {
+    in_tensor_ = false;
+    if (!pending_) return pending_;
+    return comparer_ != nullptr ? comparer_->end() : Status::ok();
+  }
+  size_t compared() const { return compared_; }
+
+ private:
+  TensorComparer* comparer_;
+  bool in_tensor_ = false;
+  Status pending_;
+  size_t compared_ = 0;
+};
+
+}  // namespace
+
+Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
+  DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
+  Reporter& reporter = context.reporter;
+  uint64_t total = 0;
+  for (const CodedGroup& g : folder.groups) {
+    for (const TensorInfo* t : g.tensors.all()) total += t->byte_size();
+  }
+  for (const SourceRef& ref : folder.sources) total += folder.source(ref).size;
+  reporter.progress_start("verifying  ", total);
+
+  TensorProducer producer(folder, context.device, context.cancel);  // validates each group once
+  for (size_t i = 0; i < folder.groups.size(); ++i) {
+    const CodedGroup& g = folder.groups[i];
+    Status fatal;
+    check_stored(folder, g, context, &fatal);
+    DF11_RETURN_IF_ERROR(fatal);
+    auto info = producer.info(i);
+    if (!info) {
+      context.fail(info.status().message() + " (members affected: " +
+                   member_names(folder.metadata[g.shard].groups[g.meta_index]) + ")");
+    }
+    check_splits(folder, g, context);
+  }
+  check_loader(folder, context);
+  for (size_t s = 0; s < folder.folder.shards.size(); ++s) check_shard_metadata(folder, s, context);
+  DF11_RETURN_IF_ERROR(check_folder_integrity(folder, context));
+
+  std::optional<TensorComparer> comparer;  // what all workers compared, merged
+  if (context.against != nullptr) comparer.emplace(*context.against);
+  RebuildOptions options;
+  options.check_file_sha256 = context.file_sha256;
+  options.cancel = &context.cancel;
+  options.on_bytes = [&](uint64_t n) { reporter.progress_advance(n); };
+  options.on_tensor_failure = [&](const std::string&, const Status& why) {
+    context.fail(why.message());
+  };
+  std::unordered_set<std::string> rebuilt;
+  const size_t n_sources = folder.sources.size();
+  DF11_RETURN_IF_ERROR(for_each_source(
+      folder, context.device, n_sources,
+      context.parallel_files != 0 ? context.parallel_files
+                                  : source_parallelism(n_sources, context.device),
+      options,
+      [&](size_t i, TensorProducer& worker, const RebuildOptions& worker_options) -> Status {
+        std::optional<TensorComparer> local;
+        if (context.against != nullptr) local.emplace(*context.against);
+        CompareSink sink(local ? &*local : nullptr);
+        auto result =
+            rebuild_source(folder, folder.source(folder.sources[i]), worker, sink, worker_options);
+        if (!result) {
+          // Data problems are findings; anything else (I/O, a signal) stops verification.
+          if (error_class(result.status().code()) != ErrorClass::kData) return result.status();
+          context.fail(result.status().message());
+          return Status::ok();
+        }
+        std::lock_guard<std::mutex> lock(context.mutex);
+        for (std::string& name : result->names) rebuilt.insert(std::move(name));
+        context.report.tensors += result->tensors;
+        if (result->failed_tensors == 0) ++context.report.files;
+        context.report.compared += sink.compared();
+        if (local) comparer->merge_seen(*local);
+        return Status::ok();
+      }));
+  for (const auto& [name, original] : folder.originals) {
+    if (rebuilt.count(name) == 0) {
+      context.fail(folder.describe(name, original) +
+                   ": listed in the metadata but in no source file's header");
+    }
+  }
+  if (Status recorded = check_side_files_recorded(folder); !recorded) {
+    context.fail(recorded.message());
+  }
+  for (const SideFile& side : folder.side_files) {
+    const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(side.content.data()),
+                                         side.content.size());
+    if (sha256_hex(bytes) != side.sha256 || side.content.size() != side.size) {
+      context.fail(side.file + ": recorded content does not match its recorded sha256/size");
+      continue;
+    }
+    ++context.report.side_files;
+    if (context.against != nullptr) {
+      auto original =
+          read_file_to_string((context.against->dir / side.file).string(), kMaxIndexBytes);
+      if (!original || *original != side.content) {
+        context.fail(side.file + ": recorded original differs from " +
+                     (context.against->dir / side.file).string());
+      }
+    }
+  }
+  reporter.progress_finish();
+  context.report.groups = folder.groups.size();
+  if (comparer) context.fail_not_compared(*comparer);
+  return Status::ok();
+}
+
+}  // namespace df11::app

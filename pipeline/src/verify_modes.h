@@ -1,0 +1,52 @@
+// The two kinds of folder verify handles (verify.h): written by df11 (with df11 metadata:
+// checksums available) and published by the dfloat11 tools (none: structure + full decode).
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "reporter.h"
+#include "model_folder.h"
+#include "rebuild.h"
+#include "tensor_compare.h"
+#include "verify.h"
+
+namespace df11::app {
+
+struct VerifyContext {
+  VerifyContext(Reporter& rep, const CancelToken& c, VerifyReport& r, const ModelFolder* a,
+                DecodeDevice d, size_t files, bool sha256)
+      : reporter(rep), cancel(c), report(r), against(a), device(d), parallel_files(files),
+        file_sha256(sha256) {}
+
+  Reporter& reporter;
+  const CancelToken& cancel;
+  VerifyReport& report;
+  const ModelFolder* against = nullptr;  // --against, or null
+  DecodeDevice device = DecodeDevice::kCpu;
+  size_t parallel_files = 0;  // files rebuilt side by side; 0 = source_parallelism()
+  bool file_sha256 = false;   // hash rebuilt original files too (RebuildOptions)
+
+  std::mutex mutex;  // guards report (workers rebuild several files at once)
+
+  // Records and prints a finding; `line` names the tensor or file first. Thread-safe.
+  void fail(const std::string& line) {
+    reporter.finding("FAIL " + line);
+    std::lock_guard<std::mutex> lock(mutex);
+    report.failures.push_back(line);
+  }
+
+  // Reports each tensor of the --against folder that `comparer` (with what was merged into
+  // it) never saw: missing from the DF11 folder.
+  void fail_not_compared(const TensorComparer& comparer) {
+    for (const std::string& name : comparer.not_compared()) {
+      fail("tensor '" + name + "' of " + against->dir.string() +
+           " is missing from the DF11 folder");
+    }
+  }
+};
+
+Status verify_df11_folder(ModelFolder model, VerifyContext& context);
+Status verify_published_folder(const ModelFolder& model, VerifyContext& context);
+
+}  // namespace df11::app
