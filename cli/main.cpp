@@ -3,15 +3,18 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cctype>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "bench_command.h"
+#include "cli_text.h"
 #include "commands.h"
 #include "exit_codes.h"
-#include "signals.h"
 #include "inspect_command.h"
-#include "bench_command.h"
+#include "signals.h"
 
 #ifndef DF11_VERSION_STRING
 #define DF11_VERSION_STRING "0.0.0"
@@ -19,28 +22,161 @@
 
 namespace app = df11::app;
 
+namespace {
+
+// Options that apply to several subcommands. Each is declared on every subcommand it applies
+// to (so that `df11 SUB --help` lists it, with its default) and on the top level (so that it
+// may come before the subcommand too); both bind the same variable.
+struct CommonOptions {
+  std::string threads;  // validated after parsing: a positive count
+  bool quiet = false;
+  int verbose = 0;
+  bool json = false;
+  bool force = false;
+};
+
+void add_output_options(CLI::App* app, CommonOptions& common, bool with_json) {
+  app->add_option("--threads", common.threads,
+                  "worker threads, at most the number of cores (default: all cores)");
+  app->add_flag("-q,--quiet", common.quiet, "errors and warnings only");
+  app->add_flag("-v,--verbose", common.verbose, "more detail (per group, device notes)");
+  if (with_json) app->add_flag("--json", common.json, "print the result as one JSON document");
+}
+
+int usage_error(const std::string& message, const std::string& hint) {
+  std::cerr << "error: " << message << " [invalid_argument]\n";
+  if (!hint.empty()) std::cerr << hint << "\n";
+  return app::kExitUsage;
+}
+
+// The names an app accepts, "--long" and "-s".
+std::vector<std::string> option_names(const CLI::App* app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : app->get_options()) {
+    for (const std::string& n : opt->get_lnames()) names.push_back("--" + n);
+    for (const std::string& n : opt->get_snames()) names.push_back("-" + n);
+  }
+  return names;
+}
+
+const CLI::Option* find_option(const CLI::App* app, const std::string& name) {
+  for (const CLI::Option* opt : app->get_options()) {
+    if (opt->check_name(name)) return opt;
+  }
+  return nullptr;
+}
+
+// Names an unknown subcommand or option before CLI11 does ("A subcommand is required", "The
+// following arguments were not expected"), with the closest known name. Returns the exit code
+// of the error, or -1 when the command line names only known things.
+int check_names(CLI::App& cli, int argc, char** argv) {
+  std::vector<std::string> commands;
+  for (const CLI::App* sub : cli.get_subcommands([](const CLI::App*) { return true; })) {
+    commands.push_back(sub->get_name());
+  }
+  CLI::App* scope = &cli;  // the subcommand whose options apply, once it is named
+  std::string scope_name = "df11";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() > 1 && arg[0] == '-' && !(arg.size() > 1 && std::isdigit(arg[1]))) {
+      std::string name = arg.substr(0, arg.find('='));
+      if (name == "-h" || name == "--help" || name == "--version") continue;
+      // Short flags may be bundled (-qv): check each letter.
+      std::vector<std::string> names;
+      if (name.size() > 2 && name[1] != '-') {
+        for (size_t k = 1; k < name.size(); ++k) names.push_back(std::string("-") + name[k]);
+      } else {
+        names.push_back(name);
+      }
+      for (const std::string& n : names) {
+        const CLI::Option* opt = find_option(scope, n);
+        if (opt == nullptr && scope != &cli) opt = find_option(&cli, n);
+        if (opt == nullptr) {
+          const std::string near = app::closest_match(n, option_names(scope));
+          return usage_error("unknown option '" + n + "' for " + scope_name +
+                                 (near.empty() ? "" : " (did you mean '" + near + "'?)"),
+                             "run '" + scope_name + " --help' for its options");
+        }
+        // An option with a value consumes the next argument (which may start with '-').
+        if (opt->get_expected_max() > 0 && arg.find('=') == std::string::npos &&
+            names.size() == 1) {
+          ++i;
+        }
+      }
+      continue;
+    }
+    if (scope == &cli) {
+      CLI::App* sub = nullptr;
+      for (CLI::App* s : cli.get_subcommands([](CLI::App*) { return true; })) {
+        if (s->get_name() == arg) sub = s;
+      }
+      if (sub == nullptr) {
+        const std::string near = app::closest_match(arg, commands);
+        return usage_error("unknown command '" + arg + "'" +
+                               (near.empty() ? "" : " (did you mean '" + near + "'?)"),
+                           "commands: compress, verify, decompress, inspect, bench; run "
+                           "'df11 --help' for more");
+      }
+      scope = sub;
+      scope_name = "df11 " + arg;
+    } else if (!scope->get_subcommands([](CLI::App*) { return true; }).empty()) {
+      // A subcommand with subcommands of its own (bench decode).
+      for (CLI::App* s : scope->get_subcommands([](CLI::App*) { return true; })) {
+        if (s->get_name() == arg) {
+          scope = s;
+          scope_name += " " + arg;
+          break;
+        }
+      }
+    }
+  }
+  return -1;
+}
+
+// --threads: a positive count; more than the cores here is clamped with a note (oversubscribed
+// TBB arenas made a 0.26 s run take 210 s). Returns 0 for "all cores", -1 after an error.
+int resolve_threads(const std::string& text, bool quiet) {
+  if (text.empty()) return 0;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  long value = 0;
+  size_t used = 0;
+  try {
+    value = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || value < 1) {
+    usage_error("--threads " + text + ": must be a whole number of threads, at least 1",
+                "leave it out to use all " + app::count_of(cores, "core") + " of this machine");
+    return -1;
+  }
+  if (static_cast<unsigned long>(value) > cores) {
+    if (!quiet) {
+      std::cerr << "note: --threads " << value << " is more than the "
+                << app::count_of(cores, "core") << " of this machine: using " << cores << "\n";
+    }
+    return static_cast<int>(cores);
+  }
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   app::install_signal_handlers();
 
   CLI::App cli{"df11: lossless DFloat11 compression of BF16 model weights", "df11"};
   cli.set_version_flag("--version", "df11 " DF11_VERSION_STRING);
   cli.require_subcommand(1);
+  cli.option_defaults()->always_capture_default();
+  cli.footer("Run 'df11 COMMAND --help' for the options of a command.");
 
-  // Global options: accepted before or after the subcommand.
-  int threads = 0;
-  bool quiet = false;
-  int verbose = 0;
-  bool force = false;
+  CommonOptions common;
+  add_output_options(&cli, common, /*with_json=*/true);
+  cli.add_flag("--force", common.force,
+               "compress, decompress: replace an existing output (once the new one is complete)");
   std::string group_by = "block";
-  cli.add_option("--threads", threads, "worker threads (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
-  cli.add_flag("-q,--quiet", quiet, "no progress bar and no summary; errors and warnings only");
-  cli.add_flag("-v,--verbose", verbose, "more detail (per group)");
-  cli.add_flag("--force", force,
-               "replace an existing output folder (once the new one is complete)");
-  cli.add_option("--group-by", group_by,
-                 "block: one group per transformer block (default); tensor: one per weight")
-      ->check(CLI::IsMember({"block", "tensor"}));
 
   app::CompressOptions compress;
   std::string compress_in, compress_out;
@@ -48,74 +184,101 @@ int main(int argc, char** argv) {
       cli.add_subcommand("compress", "Hugging Face BF16 checkpoint folder -> DF11 model folder");
   compress_cmd->add_option("MODEL_DIR", compress_in, "checkpoint folder")->required();
   compress_cmd->add_option("-o,--output", compress_out, "output folder (OUT_DIR)")->required();
+  compress_cmd->add_option("--group-by", group_by,
+                           "block: one group per transformer block; tensor: one per weight")
+      ->check(CLI::IsMember({"block", "tensor"}));
+  compress_cmd->add_flag("--force", common.force,
+                         "replace an existing OUT_DIR (once the new one is complete)");
+  add_output_options(compress_cmd, common, true);
+  cli.add_option("--group-by", group_by, "compress: block (default) or tensor")
+      ->check(CLI::IsMember({"block", "tensor"}));
 
   std::string decompress_in, decompress_out;
+  bool decompress_sha256 = false;
   CLI::App* decompress_cmd = cli.add_subcommand(
       "decompress", "DF11 folder written by df11 -> the original files, byte for byte");
   decompress_cmd->add_option("DF11_DIR", decompress_in, "DF11 model folder")->required();
   decompress_cmd->add_option("-o,--output", decompress_out, "output folder")->required();
-  bool decompress_sha256 = false;
   decompress_cmd->add_flag("--sha256", decompress_sha256,
                            "also hash every rebuilt file against its recorded SHA-256");
+  decompress_cmd->add_flag("--force", common.force,
+                           "replace an existing output (once the new one is complete)");
+  add_output_options(decompress_cmd, common, true);
 
   std::string verify_in, verify_against, device = "auto";
+  bool verify_sha256 = false;
   CLI::App* verify_cmd = cli.add_subcommand(
       "verify", "decode everything and check every checksum (exit 0 only if all match)");
   verify_cmd->add_option("DF11_DIR", verify_in, "DF11 model folder")->required();
   verify_cmd->add_option("--against", verify_against,
                          "original BF16 folder: compare every tensor bit for bit");
-  verify_cmd->add_option("--device", device, "decoder: cpu, cuda or auto (default)")
+  verify_cmd->add_option("--device", device, "decoder: cpu, cuda or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
-  bool verify_sha256 = false;
   verify_cmd->add_flag("--sha256", verify_sha256,
                        "also hash every rebuilt original file against its recorded SHA-256");
+  add_output_options(verify_cmd, common, true);
 
   app::InspectCommandOptions inspect;
   CLI::App* inspect_cmd = cli.add_subcommand(
       "inspect", "describe a model folder or file (BF16 or DF11): groups, sizes, entropy");
   inspect_cmd->add_option("PATH", inspect.path, "folder or .safetensors file")->required();
-  inspect_cmd->add_flag("--json", inspect.json, "machine-readable output");
   inspect_cmd->add_option("--baseline", inspect.baselines,
                           "also measure a general-purpose compressor (zstd)");
+  add_output_options(inspect_cmd, common, true);
+
   CLI::App* bench_cmd = cli.add_subcommand("bench", "benchmarks");
   bench_cmd->require_subcommand(1);
   app::BenchDecodeOptions bench;
   std::string bench_device = "cuda";
   CLI::App* bench_decode_cmd = bench_cmd->add_subcommand(
       "decode", "decode speed of one synthetic Llama-3.1-8B block coded as one group");
-  bench_decode_cmd->add_option("--device", bench_device, "cuda (default), cpu or auto")
+  bench_decode_cmd->add_option("--device", bench_device, "cuda, cpu or auto")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   bench_decode_cmd->add_option("--runs", bench.runs, "timed runs (median)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1, 1000000));
   bench_decode_cmd->add_option("--warmup", bench.warmup, "untimed runs first")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1000000));
   bench_decode_cmd->add_option("--model-blocks", bench.model_blocks,
                                "cuda: blocks decoded in the inference pattern (0 skips it)");
   bench_decode_cmd->add_option("--seed", bench.seed, "weight generator seed");
-  bench_decode_cmd->add_option("--hidden", bench.hidden, "hidden size")->check(CLI::PositiveNumber);
+  bench_decode_cmd->add_option("--hidden", bench.hidden, "hidden size")
+      ->check(CLI::Range(1u, 1u << 20));
   bench_decode_cmd->add_option("--intermediate", bench.intermediate, "MLP size")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1u, 1u << 22));
   bench_decode_cmd->add_option("--kv-dim", bench.kv_dim, "rows of k_proj and v_proj")
-      ->check(CLI::PositiveNumber);
-  bench_decode_cmd->fallthrough();
+      ->check(CLI::Range(1u, 1u << 20));
+  add_output_options(bench_decode_cmd, common, false);
 
-  for (CLI::App* sub : cli.get_subcommands({})) sub->fallthrough();
-
+  for (CLI::App* sub : cli.get_subcommands([](CLI::App*) { return true; })) sub->footer("");
+  if (const int code = check_names(cli, argc, argv); code >= 0) return code;
   try {
     cli.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return cli.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return cli.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return cli.exit(e);
   } catch (const CLI::ParseError& e) {
-    const int code = cli.exit(e);
-    return code == 0 ? app::kExitOk : app::kExitUsage;
+    std::string where = "df11";
+    for (CLI::App* sub : cli.get_subcommands()) {
+      where += " " + sub->get_name();
+      for (CLI::App* s2 : sub->get_subcommands()) where += " " + s2->get_name();
+    }
+    return usage_error(e.what(), "run '" + where + " --help' for the options");
   }
 
+  const int threads = resolve_threads(common.threads, common.quiet);
+  if (threads < 0) return app::kExitUsage;
   app::OutputOptions output;
-  output.verbosity = quiet ? 0 : 1 + verbose;
-  output.progress = ::isatty(STDERR_FILENO) != 0 && !quiet;
+  output.verbosity = common.quiet ? 0 : 1 + common.verbose;
+  output.progress = ::isatty(STDERR_FILENO) != 0 && !common.quiet;
+  output.json = common.json;
 
   if (compress_cmd->parsed()) {
     compress.model_dir = compress_in;
     compress.out_dir = compress_out;
-    compress.force = force;
+    compress.force = common.force;
     compress.threads = threads;
     compress.group_by = group_by == "tensor" ? app::GroupBy::kTensor : app::GroupBy::kBlock;
     return app::run_compress_command(compress, output, std::cout, std::cerr);
@@ -124,7 +287,7 @@ int main(int argc, char** argv) {
     app::DecompressOptions options;
     options.df11_dir = decompress_in;
     options.out_dir = decompress_out;
-    options.force = force;
+    options.force = common.force;
     options.threads = threads;
     options.file_sha256 = decompress_sha256;
     return app::run_decompress_command(options, output, std::cout, std::cerr);
@@ -143,6 +306,7 @@ int main(int argc, char** argv) {
   if (inspect_cmd->parsed()) {
     inspect.threads = threads;
     inspect.verbosity = output.verbosity;
+    inspect.json = common.json;
     return app::run_inspect(inspect, std::cout, std::cerr);
   }
   if (bench_decode_cmd->parsed()) {

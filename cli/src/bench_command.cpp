@@ -1,5 +1,6 @@
 #include "bench_command.h"
 
+#include "commands.h"
 #include "exit_codes.h"
 
 namespace df11::app {
@@ -10,7 +11,7 @@ int run_bench_decode(const BenchDecodeOptions& o, std::ostream& out, std::ostrea
     Result<BenchWorkload> w = make_bench_workload(o);
     s = w.is_ok() ? bench_decode_workload(o, *w, out) : w.status();
   }
-  if (!s.is_ok()) err << "error: " << s.to_string() << "\n";
+  if (!s.is_ok()) err << "error: " << error_line(s) << "\n";
   return exit_code_for(s);
 }
 

@@ -1,15 +1,23 @@
 #include "console.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
 
 #include "byte_units.h"
+#include "cli_text.h"
 #include "terminal_text.h"
 
 namespace df11::app {
 
-Console::Console(std::ostream& out, std::ostream& err, int verbosity, bool progress_bar)
-    : out_(out), err_(err), verbosity_(verbosity), bar_enabled_(progress_bar && verbosity >= 1) {}
+Console::Console(std::ostream& out, std::ostream& err, int verbosity, bool progress_bar,
+                 int columns)
+    : out_(out),
+      err_(err),
+      verbosity_(verbosity),
+      bar_enabled_(progress_bar && verbosity >= 1),
+      columns_(columns) {}
 
 Console::~Console() { progress_finish(); }
 
@@ -74,26 +82,12 @@ void Console::ticker() {
 }
 
 void Console::draw_locked() {
-  const uint64_t done = std::min(done_.load(std::memory_order_relaxed), total_);
-  const double fraction = total_ == 0 ? 1.0 : static_cast<double>(done) / total_;
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-  constexpr int kWidth = 30;
-  const int filled = static_cast<int>(fraction * kWidth);
-  std::string bar(static_cast<size_t>(filled), '#');
-  bar.append(static_cast<size_t>(kWidth - filled), '.');
-  char tail[128];
-  const double rate = seconds > 0 ? done / seconds : 0;
-  if (rate > 0 && done < total_) {
-    std::snprintf(tail, sizeof tail, " %3d%%  %s/%s  %s/s  ETA %.0fs",
-                  static_cast<int>(fraction * 100), format_bytes(done).c_str(),
-                  format_bytes(total_).c_str(), format_bytes(static_cast<uint64_t>(rate)).c_str(),
-                  (total_ - done) / rate);
-  } else {
-    std::snprintf(tail, sizeof tail, " %3d%%  %s/%s", static_cast<int>(fraction * 100),
-                  format_bytes(done).c_str(), format_bytes(total_).c_str());
-  }
-  err_ << "\r\033[K" << label_ << " [" << bar << "]" << tail;
+  // The width is read at every redraw: a resized window gets a line that fits.
+  err_ << "\r\033[K"
+       << progress_line(label_, done_.load(std::memory_order_relaxed), total_, seconds,
+                        columns_ > 0 ? columns_ : terminal_columns(STDERR_FILENO));
   err_.flush();
   bar_visible_ = true;
 }

@@ -20,7 +20,9 @@ namespace df11::app {
 // verbosity: 0 = quiet (-q: errors and warnings only), 1 = normal, 2+ = verbose (-v).
 class Console final : public Reporter {
  public:
-  Console(std::ostream& out, std::ostream& err, int verbosity, bool progress_bar);
+  // `columns`: the progress bar's width; 0 reads the terminal's width at every redraw.
+  Console(std::ostream& out, std::ostream& err, int verbosity, bool progress_bar,
+          int columns = 0);
   ~Console();
   Console(const Console&) = delete;
   Console& operator=(const Console&) = delete;
@@ -53,6 +55,7 @@ class Console final : public Reporter {
   std::ostream& err_;
   const int verbosity_;
   const bool bar_enabled_;
+  const int columns_;
 
   std::mutex mutex_;  // guards the streams, the label and the ticker state
   std::condition_variable wake_;

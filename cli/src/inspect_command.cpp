@@ -2,6 +2,7 @@
 
 #include <new>
 
+#include "commands.h"
 #include "console.h"
 #include "exit_codes.h"
 #include "inspect_model.h"
@@ -21,13 +22,14 @@ int run_inspect(const InspectCommandOptions& options, std::ostream& out, std::os
   analysis.threads = options.threads;
   for (const std::string& b : options.baselines) {
     if (b != kZstdBaseline) {
-      err << "error: unknown --baseline '" << b << "' (known: zstd)\n";
+      err << "error: unknown --baseline '" << b << "' (known: zstd) [invalid_argument]\n";
       return kExitUsage;
     }
     analysis.zstd = true;
   }
   if (options.path.empty()) {
-    err << "error: inspect needs a PATH (a model folder or a .safetensors file)\n";
+    err << "error: inspect needs a PATH (a model folder or a .safetensors file) "
+           "[invalid_argument]\n";
     return kExitUsage;
   }
   try {
@@ -35,25 +37,25 @@ int run_inspect(const InspectCommandOptions& options, std::ostream& out, std::os
     Console console(out, err, options.verbosity, false);
     Result<InspectReport> report = inspect_model(analysis, console, interrupt_token());
     if (!report) {
-      err << "error: " << report.status().to_string() << "\n";
+      err << "error: " << error_line(report.status()) << "\n";
       return exit_code_for(report.status());
     }
     if (options.json) {
       render_inspect_json(*report, out);
-    } else {
+    } else if (options.verbosity >= 1) {  // -q: errors and warnings only
       render_inspect_text(*report, options.verbosity, out);
     }
     out.flush();
     if (!out) {
-      err << "error: cannot write the report (standard output closed or full)\n";
+      err << "error: cannot write the report (standard output closed or full) [io]\n";
       return kExitOtherError;
     }
     return kExitOk;
   } catch (const std::bad_alloc&) {
-    err << "error: resource_limit: out of memory\n";
+    err << "error: out of memory [resource_limit]\n";
     return kExitOtherError;
   } catch (const std::exception& e) {
-    err << "error: internal: " << e.what() << "\n";
+    err << "error: " << e.what() << " [internal]\n";
     return kExitOtherError;
   }
 }

@@ -1,10 +1,10 @@
 #include "compress.h"
-#include "byte_units.h"
 
 #include <cstdio>
 #include <map>
 #include <vector>
 
+#include "byte_units.h"
 #include "compress_layout.h"
 #include "compress_plan.h"
 #include "df11/file_io.h"
@@ -234,19 +234,5 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Reporter&
                                [&] { return compress_model_limited(options, reporter, cancel); });
 }
 
-std::string compress_summary_line(const CompressOptions& options, const CompressSummary& s) {
-  char text[512];
-  const double ratio = s.input_bytes ? 100.0 * s.output_bytes / s.input_bytes : 0.0;
-  const double coded_ratio =
-      s.coded_input_bytes ? 100.0 * s.coded_output_bytes / s.coded_input_bytes : 0.0;
-  const double rate = s.seconds > 0 ? s.input_bytes / s.seconds / 1e9 : 0.0;
-  std::snprintf(text, sizeof text,
-                "compressed %s -> %s: %s -> %s (%.1f%%; coded weights %.1f%%), %zu groups "
-                "(%zu tensors) coded, %zu tensors unchanged, in %.2f s (%.2f GB/s)",
-                options.model_dir.string().c_str(), options.out_dir.string().c_str(),
-                format_bytes(s.input_bytes).c_str(), format_bytes(s.output_bytes).c_str(), ratio,
-                coded_ratio, s.groups_coded, s.tensors_coded, s.tensors_raw, s.seconds, rate);
-  return text;
-}
 
 }  // namespace df11::app

@@ -52,7 +52,4 @@ struct CompressSummary {
 Result<CompressSummary> compress_model(const CompressOptions& options, Reporter& reporter,
                                        const CancelToken& cancel);
 
-// "compressed ...: 16.06 GB -> 10.94 GB (68.1%), ... in 12.3 s (1.31 GB/s)"
-std::string compress_summary_line(const CompressOptions& options, const CompressSummary& s);
-
 }  // namespace df11::app

@@ -1,5 +1,4 @@
 #include "decompress.h"
-#include "byte_units.h"
 
 #include <cstdio>
 #include <mutex>
@@ -143,16 +142,5 @@ Result<DecompressSummary> decompress_model(const DecompressOptions& options, Rep
                                [&] { return decompress_model_limited(options, reporter, cancel); });
 }
 
-std::string decompress_summary_line(const DecompressOptions& options, const DecompressSummary& s) {
-  char text[512];
-  const double rate = s.seconds > 0 ? s.output_bytes / s.seconds / 1e9 : 0.0;
-  std::snprintf(text, sizeof text,
-                "restored %s -> %s: %zu files (%zu tensors, %s) + %zu other files, "
-                "%s -> %s in %.2f s (%.2f GB/s)",
-                options.df11_dir.string().c_str(), options.out_dir.string().c_str(), s.files,
-                s.tensors, options.file_sha256 ? "xxh3 and file sha256 checked" : "xxh3 checked", s.side_files, format_bytes(s.input_bytes).c_str(),
-                format_bytes(s.output_bytes).c_str(), s.seconds, rate);
-  return text;
-}
 
 }  // namespace df11::app

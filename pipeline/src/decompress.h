@@ -35,7 +35,4 @@ struct DecompressSummary {
 Result<DecompressSummary> decompress_model(const DecompressOptions& options, Reporter& reporter,
                                            const CancelToken& cancel);
 
-std::string decompress_summary_line(const DecompressOptions& options,
-                                    const DecompressSummary& summary);
-
 }  // namespace df11::app

@@ -39,7 +39,7 @@ Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter
   if (options.against) {
     DF11_ASSIGN_OR_RETURN(against.emplace(), open_model_folder(*options.against, cancel));
   }
-  DF11_ASSIGN_OR_RETURN(DecodeDevice device, resolve_device(options.device, &report.notes));
+  DF11_ASSIGN_OR_RETURN(DecodeDevice device, resolve_device(options.device, &report.device_notes));
   report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
   VerifyContext context(reporter, cancel, report, against ? &*against : nullptr, device,
                         options.parallel_files, options.file_sha256);
@@ -59,25 +59,5 @@ Result<VerifyReport> verify_model(const VerifyOptions& options, Reporter& report
                                [&] { return verify_model_limited(options, reporter, cancel); });
 }
 
-std::string verify_summary_line(const VerifyOptions& options, const VerifyReport& r) {
-  std::string line = "verify " + options.df11_dir.string() + " (" + r.device + "): ";
-  line += r.ok() ? "OK: " : "FAILED: " + std::to_string(r.failures.size()) + " problems; ";
-  line += std::to_string(r.groups) + " groups decoded, " + std::to_string(r.tensors) +
-          " tensors checked";
-  if (r.has_checksums) {
-    line += " (xxh3), " + std::to_string(r.files) +
-            (r.files_sha256 ? " files rebuilt with their recorded sha256, "
-                            : " files rebuilt from their recorded headers, ") +
-            std::to_string(r.side_files) + " recorded side files, " + std::to_string(r.headers) +
-            " header checksums, " + std::to_string(r.folder_files) + " folder files (sha256)";
-  } else {
-    line += "; checksums unavailable (no df11 metadata)";
-  }
-  if (options.against) {
-    line += "; " + std::to_string(r.compared) + " tensors compared bit for bit with " +
-            options.against->string();
-  }
-  return line;
-}
 
 }  // namespace df11::app

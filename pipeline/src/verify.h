@@ -43,16 +43,15 @@ struct VerifyReport {
   size_t folder_files = 0;            // files of the folder matching the folder record
   size_t compared = 0;                // tensors compared with --against
   std::vector<std::string> failures;  // one line each, naming the tensor or file
-  std::vector<std::string> notes;
+  std::vector<std::string> notes;         // what the user should know about the checks
+  std::vector<std::string> device_notes;  // which decoder ran and why (CUDA absent, ...)
   bool ok() const { return failures.empty(); }
 };
 
 // The report is returned even when checks fail (report.ok() false); an error Status means
 // verification could not run (unreadable folder, I/O, interrupted, no CUDA device).
-// Failures are also printed on the console's output as they are found ("FAIL ...").
+// Failures are also reported as findings on `reporter` as they are found ("FAIL ...").
 Result<VerifyReport> verify_model(const VerifyOptions& options, Reporter& reporter,
                                   const CancelToken& cancel);
-
-std::string verify_summary_line(const VerifyOptions& options, const VerifyReport& report);
 
 }  // namespace df11::app

@@ -164,6 +164,15 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
     }
   }
   context.reporter.progress_finish();
+  if (context.report.groups == 0) {
+    // Nothing was decoded: a plain checkpoint, not a DF11 folder. Saying OK would claim a
+    // verification that never happened.
+    return Status(ErrorCode::kBadGroup,
+                  model.dir.string() +
+                      ": not a DF11 folder: no shard holds a DF11 group (no '<name>.encoded_exponent' "
+                      "tensors) or df11 metadata; to compress it, run: df11 compress " +
+                      model.dir.string() + " -o OUT_DIR");
+  }
   if (comparer) context.fail_not_compared(*comparer);
   return Status::ok();
 }

@@ -314,9 +314,9 @@ TEST_F(Corruption, Version10FoldersStillVerify) {
   write_text(df11() / "config.json", config.dump(2) + "\n");
   const Captured v = verify();
   EXPECT_EQ(v.code, 0) << v.out << v.err;
-  EXPECT_NE(v.out.find("note: df11 metadata 1.0: no folder record and no header checksums"),
+  EXPECT_NE(v.err.find("note: df11 metadata 1.0: no folder record and no header checksums"),
             std::string::npos)
-      << v.out;
+      << v.err;
   EXPECT_NE(v.out.find("0 header checksums, 0 folder files"), std::string::npos) << v.out;
   // The per-tensor checksums still hold.
   const uint64_t offset =

@@ -1,0 +1,103 @@
+#include "cli_text.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+
+#include "byte_units.h"
+
+namespace df11::app {
+
+std::string count_of(uint64_t n, std::string_view word, std::string_view plural_word) {
+  std::string text = std::to_string(n) + " ";
+  if (n == 1) return text.append(word);
+  if (!plural_word.empty()) return text.append(plural_word);
+  return text.append(word).append("s");
+}
+
+namespace {
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] != b[j - 1] ? 1u : 0u)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
+  const size_t limit = std::clamp<size_t>(word.size() / 3, 1, 3);
+  std::string best;
+  size_t best_distance = limit + 1;
+  for (const std::string& c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::string progress_line(std::string_view label, uint64_t done, uint64_t total, double seconds,
+                          int columns) {
+  done = std::min(done, total);
+  const double fraction = total == 0 ? 1.0 : static_cast<double>(done) / total;
+  const double rate = seconds > 0 ? done / seconds : 0;
+  char percent[8];
+  std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(fraction * 100));
+  // Optional parts, most important first: dropped from the end while the line is too wide.
+  std::vector<std::string> parts = {format_bytes(done) + "/" + format_bytes(total)};
+  if (rate > 0 && done < total) {
+    parts.push_back(format_bytes(static_cast<uint64_t>(rate)) + "/s");
+    char eta[32];
+    std::snprintf(eta, sizeof eta, "ETA %.0fs", (total - done) / rate);
+    parts.push_back(eta);
+  }
+  const size_t width = static_cast<size_t>(std::max(columns, 20) - 1);
+  std::string name(label.substr(0, std::min<size_t>(label.size(), width / 3)));
+  constexpr size_t kMaxBar = 30, kMinBar = 10;
+  for (;;) {
+    std::string tail = std::string(" ") + percent;
+    for (const std::string& p : parts) tail += "  " + p;
+    // name + " [" + bar + "]" + tail
+    const size_t fixed = name.size() + 3 + tail.size();
+    if (fixed + kMinBar <= width || parts.empty()) {
+      const size_t room = width > fixed ? width - fixed : 0;
+      const size_t bar_width = std::min(kMaxBar, room);
+      std::string line = name;
+      if (bar_width > 0) {
+        const size_t filled = static_cast<size_t>(fraction * bar_width);
+        line += " [" + std::string(filled, '#') + std::string(bar_width - filled, '.') + "]";
+      }
+      line += tail;
+      if (line.size() > width) line.resize(width);
+      return line;
+    }
+    parts.pop_back();
+  }
+}
+
+int terminal_columns(int fd) {
+  struct winsize size {};
+  if (::ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  if (const char* env = std::getenv("COLUMNS")) {
+    const int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  return 80;
+}
+
+}  // namespace df11::app

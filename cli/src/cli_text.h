@@ -1,0 +1,29 @@
+// Small pieces of the command line's text: plurals, "did you mean", the progress line and
+// the terminal's width.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace df11::app {
+
+// "1 file", "2 files", "0 files"; irregular plurals pass `plural_word`.
+std::string count_of(uint64_t n, std::string_view word, std::string_view plural_word = {});
+
+// The candidate closest to `word` by edit distance, if it is close enough to be a likely typo
+// (at most a third of the word's length, at least 1, at most 3 edits); empty otherwise.
+std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
+
+// One line of the progress bar, at most `columns - 1` characters wide (the last column stays
+// free so that no terminal wraps it): "label [####....]  42%  1.2 GB/2.5 GB  1.1 GB/s  ETA 3s".
+// Parts are dropped from the right as the width shrinks, then the bar narrows; the label and
+// percentage stay down to 20 columns.
+std::string progress_line(std::string_view label, uint64_t done, uint64_t total, double seconds,
+                          int columns);
+
+// Columns of the terminal on `fd` (TIOCGWINSZ), else $COLUMNS, else 80.
+int terminal_columns(int fd);
+
+}  // namespace df11::app

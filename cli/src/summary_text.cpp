@@ -1,0 +1,141 @@
+#include "summary_text.h"
+
+#include <cstdio>
+
+#include "byte_units.h"
+#include "cli_text.h"
+
+namespace df11::app {
+namespace {
+
+double ratio_percent(uint64_t part, uint64_t whole) {
+  return whole != 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0;
+}
+
+double gb_per_second(uint64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0.0;
+}
+
+}  // namespace
+
+std::string compress_summary_line(const CompressOptions& options, const CompressSummary& s) {
+  char text[256];
+  std::snprintf(text, sizeof text, "%s -> %s (%.1f%%; coded weights %.1f%%), ",
+                format_bytes(s.input_bytes).c_str(), format_bytes(s.output_bytes).c_str(),
+                ratio_percent(s.output_bytes, s.input_bytes),
+                ratio_percent(s.coded_output_bytes, s.coded_input_bytes));
+  char timing[96];
+  std::snprintf(timing, sizeof timing, " in %.2f s (%.2f GB/s)", s.seconds,
+                gb_per_second(s.input_bytes, s.seconds));
+  return "compressed " + options.model_dir.string() + " -> " + options.out_dir.string() + ": " +
+         text + count_of(s.groups_coded, "group") + " (" + count_of(s.tensors_coded, "tensor") +
+         ") coded, " + count_of(s.tensors_raw, "tensor") + " unchanged," + timing;
+}
+
+std::string decompress_summary_line(const DecompressOptions& options,
+                                    const DecompressSummary& s) {
+  char timing[160];
+  std::snprintf(timing, sizeof timing, "%s -> %s in %.2f s (%.2f GB/s)",
+                format_bytes(s.input_bytes).c_str(), format_bytes(s.output_bytes).c_str(),
+                s.seconds, gb_per_second(s.output_bytes, s.seconds));
+  return "restored " + options.df11_dir.string() + " -> " + options.out_dir.string() + ": " +
+         count_of(s.files, "file") + " (" + count_of(s.tensors, "tensor") + ", " +
+         (options.file_sha256 ? "xxh3 and file sha256 checked" : "xxh3 checked") + ") + " +
+         count_of(s.side_files, "other file") + ", " + timing;
+}
+
+std::string verify_summary_line(const VerifyOptions& options, const VerifyReport& r) {
+  std::string line = "verify " + options.df11_dir.string() + " (" + r.device + "): ";
+  line += r.ok() ? "OK: " : "FAILED: " + count_of(r.failures.size(), "problem") + "; ";
+  line += count_of(r.groups, "group") + " decoded, " + count_of(r.tensors, "tensor") + " checked";
+  if (r.has_checksums) {
+    line += " (xxh3), " + count_of(r.files, "file") +
+            (r.files_sha256 ? " rebuilt and matched to recorded sha256, "
+                            : " rebuilt from recorded headers, ") +
+            count_of(r.side_files, "recorded side file") + ", " +
+            count_of(r.headers, "header checksum") + ", " +
+            count_of(r.folder_files, "folder file") + " (sha256)";
+  } else {
+    line += "; checksums unavailable (no df11 metadata)";
+  }
+  if (options.against) {
+    line += "; " + count_of(r.compared, "tensor") + " compared bit for bit with " +
+            options.against->string();
+  }
+  return line;
+}
+
+nlohmann::ordered_json compress_json(const CompressOptions& options, const CompressSummary& s) {
+  nlohmann::ordered_json j;
+  j["command"] = "compress";
+  j["ok"] = true;
+  j["input"] = options.model_dir.string();
+  j["output"] = options.out_dir.string();
+  j["shards"] = s.shards;
+  j["tensors"] = s.tensors;
+  j["groups_coded"] = s.groups_coded;
+  j["tensors_coded"] = s.tensors_coded;
+  j["groups_raw"] = s.groups_raw;
+  j["tensors_raw"] = s.tensors_raw;
+  j["input_bytes"] = s.input_bytes;
+  j["output_bytes"] = s.output_bytes;
+  j["ratio"] = ratio_percent(s.output_bytes, s.input_bytes) / 100.0;
+  j["coded_input_bytes"] = s.coded_input_bytes;
+  j["coded_output_bytes"] = s.coded_output_bytes;
+  j["coded_ratio"] = ratio_percent(s.coded_output_bytes, s.coded_input_bytes) / 100.0;
+  j["seconds"] = s.seconds;
+  j["gb_per_second"] = gb_per_second(s.input_bytes, s.seconds);
+  return j;
+}
+
+nlohmann::ordered_json decompress_json(const DecompressOptions& options,
+                                       const DecompressSummary& s) {
+  nlohmann::ordered_json j;
+  j["command"] = "decompress";
+  j["ok"] = true;
+  j["input"] = options.df11_dir.string();
+  j["output"] = options.out_dir.string();
+  j["files"] = s.files;
+  j["tensors"] = s.tensors;
+  j["side_files"] = s.side_files;
+  j["file_sha256_checked"] = options.file_sha256;
+  j["input_bytes"] = s.input_bytes;
+  j["output_bytes"] = s.output_bytes;
+  j["seconds"] = s.seconds;
+  j["gb_per_second"] = gb_per_second(s.output_bytes, s.seconds);
+  return j;
+}
+
+nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyReport& r) {
+  nlohmann::ordered_json j;
+  j["command"] = "verify";
+  j["ok"] = r.ok();
+  j["folder"] = options.df11_dir.string();
+  j["device"] = r.device;
+  j["groups"] = r.groups;
+  j["tensors"] = r.tensors;
+  j["has_checksums"] = r.has_checksums;
+  j["files"] = r.files;
+  j["files_sha256"] = r.files_sha256;
+  j["side_files"] = r.side_files;
+  j["headers"] = r.headers;
+  j["folder_files"] = r.folder_files;
+  if (options.against) {
+    j["against"] = options.against->string();
+    j["compared"] = r.compared;
+  }
+  j["failures"] = r.failures;
+  j["notes"] = r.notes;
+  j["device_notes"] = r.device_notes;
+  return j;
+}
+
+nlohmann::ordered_json error_json(const std::string& command, const Status& status) {
+  nlohmann::ordered_json j;
+  j["command"] = command;
+  j["ok"] = false;
+  j["error"] = {{"code", error_code_name(status.code())}, {"message", status.message()}};
+  return j;
+}
+
+}  // namespace df11::app

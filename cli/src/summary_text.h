@@ -1,0 +1,29 @@
+// What compress, decompress and verify print when they end: one summary line for people, or
+// one JSON document (--json) with the same figures, for scripts.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "compress.h"
+#include "decompress.h"
+#include "df11/status.h"
+#include "verify.h"
+
+namespace df11::app {
+
+// "compressed M -> O: 16.06 GB -> 10.94 GB (68.1%; coded weights 67.7%), 32 groups ..."
+std::string compress_summary_line(const CompressOptions& options, const CompressSummary& s);
+// "restored D -> O: 2 files (58 tensors, xxh3 checked) + 3 other files, ..."
+std::string decompress_summary_line(const DecompressOptions& options, const DecompressSummary& s);
+// "verify D (cpu): OK: 5 groups decoded, ..." or "... FAILED: 2 problems; ..."
+std::string verify_summary_line(const VerifyOptions& options, const VerifyReport& report);
+
+nlohmann::ordered_json compress_json(const CompressOptions& options, const CompressSummary& s);
+nlohmann::ordered_json decompress_json(const DecompressOptions& options,
+                                       const DecompressSummary& s);
+nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyReport& report);
+// {"command": ..., "ok": false, "error": {"code": "bad_offsets", "message": ...}}
+nlohmann::ordered_json error_json(const std::string& command, const Status& status);
+
+}  // namespace df11::app

@@ -1,0 +1,296 @@
+// The command line as a user meets it: help that lists every option, named and suggested
+// mistakes, bounded --threads, a progress bar that fits the terminal, --json results, -q,
+// one error format, plurals, and verify refusing a folder that is not DF11.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <sstream>
+#include <thread>
+
+#include "cli_process.h"
+#include "cli_test_model.h"
+#include "cli_text.h"
+#include "console.h"
+
+namespace df11::clitest {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+class FrontEnd : public ::testing::Test {
+ protected:
+  fs::path model() const { return tmp_ / "model"; }
+  fs::path df11() const { return tmp_ / "df11"; }
+  fs::path restored() const { return tmp_ / "restored"; }
+  ProcessResult run(const std::vector<std::string>& args) {
+    fs::create_directories(tmp_ / "logs");
+    return run_df11(args, tmp_ / "logs");
+  }
+  void compressed(bool sharded = true) {
+    TinyLlama m;
+    m.sharded = sharded;
+    write_tiny_llama(model(), m);
+    const ProcessResult c = run({"compress", model(), "-o", df11(), "-q"});
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+  }
+
+  TempDir tmp_;
+};
+
+TEST_F(FrontEnd, EverySubcommandHelpListsItsOptionsWithDefaults) {
+  struct Expect {
+    std::vector<std::string> args;
+    std::vector<std::string> shown;
+  };
+  const std::vector<std::string> common = {"--threads", "-q,--quiet", "-v,--verbose"};
+  for (const Expect& e : std::vector<Expect>{
+           {{"compress", "--help"}, {"-o,--output", "--force", "--group-by", "=block", "--json"}},
+           {{"decompress", "--help"}, {"-o,--output", "--force", "--sha256", "--json"}},
+           {{"verify", "--help"}, {"--against", "--device", "=auto", "--sha256", "--json"}},
+           {{"inspect", "--help"}, {"--baseline", "--json"}},
+           {{"bench", "decode", "--help"}, {"--device", "=cuda", "--runs", "=20", "--warmup"}}}) {
+    const ProcessResult r = run(e.args);
+    EXPECT_EQ(r.exit_code, 0) << e.args[0] << r.err;
+    std::vector<std::string> want = e.shown;
+    want.insert(want.end(), common.begin(), common.end());
+    for (const std::string& s : want) {
+      EXPECT_NE(r.out.find(s), std::string::npos) << e.args[0] << " --help lacks " << s << "\n"
+                                                  << r.out;
+    }
+  }
+}
+
+TEST_F(FrontEnd, UnknownCommandsAndOptionsAreNamedWithTheClosestMatch) {
+  const ProcessResult c = run({"compres", "x", "-o", "y"});
+  EXPECT_EQ(c.exit_code, 2);
+  EXPECT_NE(c.err.find("unknown command 'compres' (did you mean 'compress'?)"), std::string::npos)
+      << c.err;
+  const ProcessResult v = run({"verfy", "x"});
+  EXPECT_NE(v.err.find("did you mean 'verify'?"), std::string::npos) << v.err;
+  const ProcessResult o = run({"compress", "x", "-o", "y", "--forse"});
+  EXPECT_EQ(o.exit_code, 2);
+  EXPECT_NE(o.err.find("unknown option '--forse' for df11 compress (did you mean '--force'?)"),
+            std::string::npos)
+      << o.err;
+  const ProcessResult far = run({"verify", "x", "--frobnicate"});
+  EXPECT_EQ(far.exit_code, 2);
+  EXPECT_NE(far.err.find("unknown option '--frobnicate' for df11 verify"), std::string::npos)
+      << far.err;
+  EXPECT_EQ(far.err.find("did you mean"), std::string::npos) << far.err;
+  EXPECT_FALSE(fs::exists(tmp_ / "y"));
+}
+
+TEST_F(FrontEnd, ThreadsAreBoundedAndZeroOrNegativeRefused) {
+  for (const char* bad : {"0", "-1", "-99999999999999999999", "two"}) {
+    const ProcessResult r = run({"verify", "x", "--threads", bad});
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find("--threads " + std::string(bad) + ": must be a whole number of threads"),
+              std::string::npos)
+        << r.err;
+    EXPECT_LT(r.err.size(), 300u) << r.err;  // no huge range printed
+  }
+  compressed();
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const ProcessResult big = run({"verify", df11(), "--threads", "10000"});
+  EXPECT_EQ(big.exit_code, 0) << big.err;
+  EXPECT_NE(big.err.find("note: --threads 10000 is more than the"), std::string::npos) << big.err;
+  EXPECT_NE(big.err.find("using " + std::to_string(cores)), std::string::npos) << big.err;
+  const ProcessResult quiet = run({"verify", df11(), "--threads", "10000", "-q"});
+  EXPECT_EQ(quiet.exit_code, 0);
+  EXPECT_EQ(quiet.err, "");
+}
+
+TEST(ProgressLine, FitsEightyAndFiftyColumnsAtAnyProgress) {
+  const uint64_t totals[] = {0, 1, 999, 123456789, 16ull << 30, 999'999'999'999'999ull};
+  for (const int columns : {80, 50, 30, 20}) {
+    for (const uint64_t total : totals) {
+      for (const double f : {0.0, 0.013, 0.5, 0.999, 1.0}) {
+        for (const double seconds : {0.0, 0.5, 3600.0}) {
+          const auto done = static_cast<uint64_t>(f * static_cast<double>(total));
+          const std::string line =
+              app::progress_line("compressing", done, total, seconds, columns);
+          EXPECT_LE(line.size(), static_cast<size_t>(columns - 1))
+              << columns << " cols: '" << line << "'";
+          EXPECT_EQ(line.find('\n'), std::string::npos);
+          EXPECT_NE(line.find('%'), std::string::npos) << line;
+          if (columns >= 50) {
+            EXPECT_NE(line.find("compressing ["), std::string::npos) << line;
+          }
+        }
+      }
+    }
+  }
+  // At 80 columns there is room for everything.
+  const std::string wide = app::progress_line("verifying  ", 1'000'000'000, 4'000'000'000, 2.0, 80);
+  EXPECT_NE(wide.find(" 25%"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("ETA"), std::string::npos) << wide;
+  EXPECT_NE(wide.find("MB/s"), std::string::npos) << wide;
+}
+
+TEST(ProgressLine, ConsoleRedrawsInPlaceWithinTheWidth) {
+  for (const int columns : {80, 50}) {
+    std::ostringstream out, err;
+    {
+      app::Console console(out, err, 1, /*progress_bar=*/true, columns);
+      console.progress_start("compressing", 10'000'000'000ull);
+      for (int i = 0; i < 4; ++i) {
+        console.progress_advance(1'000'000'000ull);
+        std::this_thread::sleep_for(std::chrono::milliseconds(150));
+      }
+      console.progress_finish();
+    }
+    const std::string text = err.str();
+    EXPECT_EQ(text.find('\n'), std::string::npos) << "a redraw must not scroll";
+    size_t draws = 0;
+    for (size_t at = text.find("\r\033[K"); at != std::string::npos;
+         at = text.find("\r\033[K", at + 1)) {
+      const size_t start = at + 4;
+      const size_t end = std::min(text.find('\r', start), text.size());
+      EXPECT_LE(end - start, static_cast<size_t>(columns - 1)) << text.substr(start, end - start);
+      ++draws;
+    }
+    EXPECT_GE(draws, 3u) << "drawn, then erased at the end";
+    EXPECT_EQ(out.str(), "");
+  }
+}
+
+TEST_F(FrontEnd, JsonResultsCarryTheSummaryFigures) {
+  TinyLlama m;
+  write_tiny_llama(model(), m);
+  const ProcessResult c = run({"compress", model(), "-o", df11(), "--json"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const json cj = json::parse(c.out);
+  EXPECT_EQ(cj["command"], "compress");
+  EXPECT_TRUE(cj["ok"].get<bool>());
+  EXPECT_EQ(cj["shards"], 2);
+  EXPECT_GT(cj["groups_coded"].get<int>(), 0);
+  EXPECT_LT(cj["ratio"].get<double>(), 0.8);
+  // The text summary of the same work names the same counts.
+  const ProcessResult t = run({"compress", model(), "-o", tmp_ / "df11b"});
+  ASSERT_EQ(t.exit_code, 0) << t.err;
+  EXPECT_NE(t.out.find(std::to_string(cj["groups_coded"].get<int>()) + " groups (" +
+                       std::to_string(cj["tensors_coded"].get<int>()) + " tensors) coded"),
+            std::string::npos)
+      << t.out;
+
+  const ProcessResult v = run({"verify", df11(), "--against", model(), "--json"});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  const json vj = json::parse(v.out);
+  EXPECT_TRUE(vj["ok"].get<bool>());
+  EXPECT_EQ(vj["compared"], cj["tensors"]);
+  EXPECT_TRUE(vj["failures"].empty());
+
+  const ProcessResult d = run({"decompress", df11(), "-o", restored(), "--json"});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  const json dj = json::parse(d.out);
+  EXPECT_EQ(dj["files"], 2);
+  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+
+  const ProcessResult i = run({"inspect", df11(), "--json"});
+  ASSERT_EQ(i.exit_code, 0) << i.err;
+  EXPECT_TRUE(json::accept(i.out)) << i.out;
+
+  // A failing verify lists every failure, per tensor, in the document.
+  const fs::path shard = df11() / "model-00002-of-00002.safetensors";
+  flip_byte(shard, tensor_file_offset(shard, "model.layers.2.encoded_exponent") + 9, 0x04);
+  const ProcessResult bad = run({"verify", df11(), "--json"});
+  EXPECT_EQ(bad.exit_code, 1);
+  const json bj = json::parse(bad.out);
+  EXPECT_FALSE(bj["ok"].get<bool>());
+  ASSERT_FALSE(bj["failures"].empty());
+  EXPECT_NE(bj["failures"][0].get<std::string>().find("model.layers.2.encoded_exponent"),
+            std::string::npos);
+  EXPECT_EQ(bad.out.find("FAIL "), std::string::npos) << "only the document on stdout";
+
+  // An error that stops a command is a document too.
+  const ProcessResult missing = run({"decompress", tmp_ / "nope", "-o", tmp_ / "r2", "--json"});
+  EXPECT_EQ(missing.exit_code, 3);
+  const json mj = json::parse(missing.out);
+  EXPECT_FALSE(mj["ok"].get<bool>());
+  EXPECT_EQ(mj["error"]["code"], "not_found");
+}
+
+TEST_F(FrontEnd, QuietSilencesEverythingButErrorsAndWarnings) {
+  write_tiny_llama(model(), {});
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"compress", model(), "-o", df11(), "-q"},
+           {"verify", df11(), "-q"},
+           {"verify", df11(), "--against", model(), "-q"},
+           {"inspect", df11(), "-q"},
+           {"inspect", model(), "-q"},
+           {"decompress", df11(), "-o", restored(), "-q"}}) {
+    const ProcessResult r = run(args);
+    EXPECT_EQ(r.exit_code, 0) << args[0] << r.err;
+    EXPECT_EQ(r.out, "") << args[0];
+    EXPECT_EQ(r.err, "") << args[0];
+  }
+  // Errors still come through.
+  const ProcessResult e = run({"verify", tmp_ / "nope", "-q"});
+  EXPECT_EQ(e.exit_code, 3);
+  EXPECT_NE(e.err.find("error: "), std::string::npos);
+}
+
+TEST_F(FrontEnd, OneErrorFormatEverywhere) {
+  write_tiny_llama(model(), {});
+  const std::regex format(R"(^error: .+ \[[a-z_]+\]$)");
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"compress", tmp_ / "nope", "-o", df11()},
+           {"decompress", tmp_ / "nope", "-o", restored()},
+           {"verify", tmp_ / "nope"},
+           {"inspect", tmp_ / "nope"},
+           {"inspect", model(), "--baseline", "gzip"},
+           {"compress", model()},
+           {"verify", model(), "--device", "gpu"},
+           {"frobnicate"},
+           {"verify", model()}}) {
+    const ProcessResult r = run(args);
+    EXPECT_NE(r.exit_code, 0);
+    const std::string first = r.err.substr(0, r.err.find('\n'));
+    EXPECT_TRUE(std::regex_match(first, format)) << "'" << first << "'";
+  }
+}
+
+TEST_F(FrontEnd, SingularAndPlural) {
+  compressed(/*sharded=*/false);
+  const ProcessResult v = run({"verify", df11()});
+  ASSERT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_NE(v.out.find(" 1 file rebuilt"), std::string::npos) << v.out;
+  EXPECT_NE(v.out.find(" 1 header checksum,"), std::string::npos) << v.out;
+  EXPECT_EQ(v.out.find(" 1 files"), std::string::npos) << v.out;
+  const ProcessResult d = run({"decompress", df11(), "-o", restored()});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_NE(d.out.find(": 1 file ("), std::string::npos) << d.out;
+  EXPECT_EQ(app::count_of(1, "group"), "1 group");
+  EXPECT_EQ(app::count_of(0, "group"), "0 groups");
+  EXPECT_EQ(app::count_of(2, "group"), "2 groups");
+}
+
+TEST_F(FrontEnd, CudaNoteOnlyWhenAskedFor) {
+  compressed();
+  const ProcessResult plain = run({"verify", df11()});
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.err.find("CUDA"), std::string::npos) << plain.err;
+  const ProcessResult verbose = run({"verify", df11(), "-v", "--json"});
+  ASSERT_EQ(verbose.exit_code, 0) << verbose.err;
+  const json j = json::parse(verbose.out);
+  if (j["device"] == "cpu") {
+    // No GPU here (or no CUDA build): -v says so.
+    const ProcessResult text = run({"verify", df11(), "-v"});
+    EXPECT_NE(text.err.find("note: "), std::string::npos) << text.err;
+    EXPECT_NE(text.err.find("CUDA"), std::string::npos) << text.err;
+  }
+}
+
+TEST_F(FrontEnd, VerifyRefusesAFolderThatIsNotDf11) {
+  write_tiny_llama(model(), {});
+  const ProcessResult r = run({"verify", model()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("not a DF11 folder"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("OK"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace df11::clitest
