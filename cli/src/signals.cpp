@@ -6,7 +6,6 @@
 #include <cstring>
 #include <string>
 
-#include "df11/file_io.h"
 
 namespace df11::app {
 namespace {
@@ -36,7 +35,9 @@ void install_signal_handlers() {
   action.sa_flags = 0;
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
-  ignore_sigxfsz();
+  // A write past RLIMIT_FSIZE then fails with EFBIG (reported as kIo, naming the file)
+  // instead of killing the process with partial output left behind.
+  std::signal(SIGXFSZ, SIG_IGN);
 }
 
 int interrupt_signal() { return g_signal; }

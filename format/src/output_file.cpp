@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -173,7 +172,5 @@ Status write_file_atomic(const std::string& path, std::string_view text) {
   return write_file_atomic(
       path, std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(text.data()), text.size()));
 }
-
-void ignore_sigxfsz() { std::signal(SIGXFSZ, SIG_IGN); }
 
 }  // namespace df11

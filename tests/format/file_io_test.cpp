@@ -175,7 +175,7 @@ std::string run_with_file_size_limit(rlim_t limit, const std::function<Status()>
   const pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    ignore_sigxfsz();
+    ::signal(SIGXFSZ, SIG_IGN);
     struct rlimit rl = {limit, limit};
     setrlimit(RLIMIT_FSIZE, &rl);
     const Status st = body();

@@ -54,8 +54,8 @@ class MappedFile {
 // The destructor (or abandon()) deletes the temp file unless commit() succeeded. Move-only.
 //
 // A write past RLIMIT_FSIZE raises SIGXFSZ, whose default action kills the process; programs
-// using OutputFile should call ignore_sigxfsz() once at start-up (the df11 CLI does) so that
-// the write fails with EFBIG and is reported as kIo "File too large".
+// using OutputFile should ignore SIGXFSZ once at start-up (the df11 CLI does, in its signal
+// set-up) so that the write fails with EFBIG and is reported as kIo "File too large".
 class OutputFile {
  public:
   // Creates the temp file exclusively (kIo if it already exists: another process writing the
@@ -105,9 +105,5 @@ Status write_file_atomic(const std::string& path, std::string_view text);
 
 // Reads a whole (small) file; kResourceLimit if it is larger than max_bytes.
 Result<std::string> read_file_to_string(const std::string& path, uint64_t max_bytes);
-
-// Sets SIGXFSZ to SIG_IGN, so that exceeding RLIMIT_FSIZE makes write() fail with EFBIG
-// instead of killing the process. Call once from main().
-void ignore_sigxfsz();
 
 }  // namespace df11
