@@ -31,14 +31,6 @@ namespace {
 using df11::app::BenchDecodeOptions;
 using df11::app::BenchWorkload;
 
-#define BENCH_CHECK(call, what)                                                      \
-  do {                                                                               \
-    if (!(call)) {                                                                   \
-      std::cerr << "error: " << (what) << "\n";                                      \
-      return false;                                                                  \
-    }                                                                                \
-  } while (0)
-
 bool write_file(const std::filesystem::path& p, const void* data, size_t bytes) {
   std::ofstream f(p, std::ios::binary);
   f.write(static_cast<const char*>(data), static_cast<std::streamsize>(bytes));

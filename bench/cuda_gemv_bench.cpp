@@ -64,14 +64,6 @@ class Pool {
   bool ok_ = true;
 };
 
-#define GEMV_CHECK(cond, what)                        \
-  do {                                                \
-    if (!(cond)) {                                    \
-      std::cerr << "error: " << (what) << "\n";       \
-      return false;                                   \
-    }                                                 \
-  } while (0)
-
 // `work` enqueues on `stream`; false if it fails.
 bool time_runs(cudaStream_t stream, int warmup, int runs, const std::function<bool()>& work,
                Timing& t) {
@@ -169,7 +161,7 @@ bool batch_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, Pool
                 const cuda::DeviceGroup& group, const uint16_t* d_w, cublasHandle_t h,
                 cudaStream_t stream, int warmup, int runs) {
   auto plan = cuda::make_decode_plan({&group, 1}, "gemv bench");
-  GEMV_CHECK(plan.is_ok(), plan.status().to_string());
+  BENCH_CHECK(plan.is_ok(), plan.status().to_string());
   std::printf("GEMV rows (y = W x for all %zu matrices; ms, CUDA-event median of %d runs)\n",
               ms.size(), runs);
   std::printf("  batch  cuBLAS BF16  decode+cuBLAS   fused (x cuBLAS)   reference  "
@@ -195,11 +187,11 @@ bool batch_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, Pool
                                   cuda::reference_gemv_workspace_bytes(ms[i].rows, ms[i].cols, n));
     }
     auto bytes = cuda::gemv_workspace_bytes(*plan, gm, n);
-    GEMV_CHECK(bytes.is_ok(), bytes.status().to_string());
+    BENCH_CHECK(bytes.is_ok(), bytes.status().to_string());
     void* ws = pool.alloc(*bytes);
     void* rws = pool.alloc(ref_ws);
-    GEMV_CHECK(pool.ok(), "device allocation");
-    GEMV_CHECK(cuda::init_workspace(*plan, ws, *bytes, stream).is_ok(), "init_workspace");
+    BENCH_CHECK(pool.ok(), "device allocation");
+    BENCH_CHECK(cuda::init_workspace(*plan, ws, *bytes, stream).is_ok(), "init_workspace");
 
     Timing t_cub, t_dec, t_fused, t_ref;
     const auto reference_all = [&](const uint16_t* weights) {
@@ -212,18 +204,18 @@ bool batch_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, Pool
       }
       return true;
     };
-    GEMV_CHECK(time_runs(stream, warmup, runs,
+    BENCH_CHECK(time_runs(stream, warmup, runs,
                          [&] { return cublas_all(h, d_w, ms, x_cub, y_cub, n); }, t_cub),
                "cuBLAS GEMV");
-    GEMV_CHECK(time_runs(stream, warmup, runs,
+    BENCH_CHECK(time_runs(stream, warmup, runs,
                          [&] {
                            return cuda::launch_decode(*plan, ws, *bytes, stream).is_ok() &&
                                   cublas_all(h, group.d_out, ms, x_cub, y_cub, n);
                          },
                          t_dec),
                "decode + cuBLAS GEMV");
-    GEMV_CHECK(cuda::read_decode_status(*plan, ws, stream).is_ok(), "decode status");
-    GEMV_CHECK(time_runs(stream, warmup, runs,
+    BENCH_CHECK(cuda::read_decode_status(*plan, ws, stream).is_ok(), "decode status");
+    BENCH_CHECK(time_runs(stream, warmup, runs,
                          [&] {
                            return cuda::launch_decode_gemv(*plan, gm, n, ws, *bytes, stream)
                                .is_ok();
@@ -231,13 +223,13 @@ bool batch_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, Pool
                          t_fused),
                "fused GEMV");
     const Status fs = cuda::read_decode_status(*plan, ws, stream);
-    GEMV_CHECK(fs.is_ok(), fs.to_string());
-    GEMV_CHECK(time_runs(stream, warmup, runs, [&] { return reference_all(d_w); }, t_ref),
+    BENCH_CHECK(fs.is_ok(), fs.to_string());
+    BENCH_CHECK(time_runs(stream, warmup, runs, [&] { return reference_all(d_w); }, t_ref),
                "reference GEMV");
     // Exactness: the reference on the GPU-decoded weights, then bit-for-bit comparison.
-    GEMV_CHECK(reference_all(group.d_out) && cudaStreamSynchronize(stream) == cudaSuccess,
+    BENCH_CHECK(reference_all(group.d_out) && cudaStreamSynchronize(stream) == cudaSuccess,
                "reference GEMV on the decoded weights");
-    GEMV_CHECK(cublas_all(h, d_w, ms, x_cub, y_cub, n) &&
+    BENCH_CHECK(cublas_all(h, d_w, ms, x_cub, y_cub, n) &&
                    cudaStreamSynchronize(stream) == cudaSuccess,
                "cuBLAS GEMV");
     bool equal = true;
@@ -266,7 +258,7 @@ bool batch_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, Pool
                 "reference %.3f/%.3f\n",
                 t_cub.min, t_cub.max, t_dec.min, t_dec.max, t_fused.min, t_fused.max, t_ref.min,
                 t_ref.max);
-    GEMV_CHECK(equal, "the fused output differs from the reference GEMV on the decoded weights");
+    BENCH_CHECK(equal, "the fused output differs from the reference GEMV on the decoded weights");
   }
   (void)w;
   return true;
@@ -294,31 +286,31 @@ bool model_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, cubl
     gm_one.push_back({ms[i].rows, ms[i].cols, x.back(), y.back()});
   }
   for (uint32_t k = 0; k < blocks; ++k) gm_all.insert(gm_all.end(), gm_one.begin(), gm_one.end());
-  GEMV_CHECK(pool.ok(), "device allocation for the model rows");
+  BENCH_CHECK(pool.ok(), "device allocation for the model rows");
   std::vector<cuda::DecodePlan> plans;
   std::vector<void*> ws;
   uint64_t ws_bytes = 0;
   for (uint32_t k = 0; k < blocks; ++k) {
     auto p = cuda::make_decode_plan({&groups[k], 1}, "block");
-    GEMV_CHECK(p.is_ok(), p.status().to_string());
+    BENCH_CHECK(p.is_ok(), p.status().to_string());
     auto b = cuda::gemv_workspace_bytes(*p, gm_one, 1);
-    GEMV_CHECK(b.is_ok(), b.status().to_string());
+    BENCH_CHECK(b.is_ok(), b.status().to_string());
     ws_bytes = *b;
     ws.push_back(pool.alloc(ws_bytes));
-    GEMV_CHECK(pool.ok() && cuda::init_workspace(*p, ws.back(), ws_bytes, stream).is_ok(),
+    BENCH_CHECK(pool.ok() && cuda::init_workspace(*p, ws.back(), ws_bytes, stream).is_ok(),
                "workspace");
     plans.push_back(std::move(*p));
   }
   auto all = cuda::make_decode_plan(groups, "model");
-  GEMV_CHECK(all.is_ok(), all.status().to_string());
+  BENCH_CHECK(all.is_ok(), all.status().to_string());
   auto all_bytes = cuda::gemv_workspace_bytes(*all, gm_all, 1);
-  GEMV_CHECK(all_bytes.is_ok(), all_bytes.status().to_string());
+  BENCH_CHECK(all_bytes.is_ok(), all_bytes.status().to_string());
   void* all_ws = pool.alloc(*all_bytes);
-  GEMV_CHECK(pool.ok() && cuda::init_workspace(*all, all_ws, *all_bytes, stream).is_ok(),
+  BENCH_CHECK(pool.ok() && cuda::init_workspace(*all, all_ws, *all_bytes, stream).is_ok(),
              "workspace");
 
   Timing t_cub, t_dec, t_fused_each, t_fused_all;
-  GEMV_CHECK(time_runs(stream, warmup, runs,
+  BENCH_CHECK(time_runs(stream, warmup, runs,
                        [&] {
                          for (uint32_t k = 0; k < blocks; ++k) {
                            if (!cublas_all(h, d_w[k], ms, x, y, 1)) return false;
@@ -327,7 +319,7 @@ bool model_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, cubl
                        },
                        t_cub),
              "model cuBLAS");
-  GEMV_CHECK(time_runs(stream, warmup, runs,
+  BENCH_CHECK(time_runs(stream, warmup, runs,
                        [&] {
                          for (uint32_t k = 0; k < blocks; ++k) {
                            if (!cuda::launch_decode(plans[k], ws[k], ws_bytes, stream).is_ok() ||
@@ -339,7 +331,7 @@ bool model_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, cubl
                        },
                        t_dec),
              "model decode + cuBLAS");
-  GEMV_CHECK(time_runs(stream, warmup, runs,
+  BENCH_CHECK(time_runs(stream, warmup, runs,
                        [&] {
                          for (uint32_t k = 0; k < blocks; ++k) {
                            if (!cuda::launch_decode_gemv(plans[k], gm_one, 1, ws[k], ws_bytes,
@@ -353,9 +345,9 @@ bool model_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, cubl
                        t_fused_each),
              "model fused, one launch per block");
   for (uint32_t k = 0; k < blocks; ++k) {
-    GEMV_CHECK(cuda::read_decode_status(plans[k], ws[k], stream).is_ok(), "model status");
+    BENCH_CHECK(cuda::read_decode_status(plans[k], ws[k], stream).is_ok(), "model status");
   }
-  GEMV_CHECK(time_runs(stream, warmup, runs,
+  BENCH_CHECK(time_runs(stream, warmup, runs,
                        [&] {
                          return cuda::launch_decode_gemv(*all, gm_all, 1, all_ws, *all_bytes,
                                                          stream)
@@ -363,7 +355,7 @@ bool model_rows(const app::BenchWorkload& w, const std::vector<Matrix>& ms, cubl
                        },
                        t_fused_all),
              "model fused, one launch");
-  GEMV_CHECK(cuda::read_decode_status(*all, all_ws, stream).is_ok(), "model status");
+  BENCH_CHECK(cuda::read_decode_status(*all, all_ws, stream).is_ok(), "model status");
   std::printf("Model line: %u blocks at batch 1 (%.1f GB of BF16 weights; ms, median of %d)\n",
               blocks, 2.0 * n_weights * blocks / 1e9, runs);
   std::printf("  cuBLAS BF16 GEMV           %8.3f (min %.3f, max %.3f)\n", t_cub.median, t_cub.min,
@@ -390,7 +382,7 @@ bool run_gemv_benchmark(const app::BenchWorkload& w, int warmup, int runs,
     at += m.rows * m.cols;
   }
   cublasHandle_t h;
-  GEMV_CHECK(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
+  BENCH_CHECK(cublasCreate(&h) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
   cudaStream_t stream;
   cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking);
   cublasSetStream(h, stream);

@@ -5,8 +5,18 @@
 #pragma once
 
 #include <cstdint>
+#include <iostream>
 
 #include "bench_decode.h"
+
+// Both benchmark files: on failure, print `what` and return false.
+#define BENCH_CHECK(call, what)                 \
+  do {                                          \
+    if (!(call)) {                              \
+      std::cerr << "error: " << (what) << "\n"; \
+      return false;                             \
+    }                                           \
+  } while (0)
 
 namespace df11::bench {
 
