@@ -43,6 +43,7 @@ __device__ __forceinline__ void write_unit(uint16_t* out, bool vector, uint32_t 
 // Step 6 of the decode kernel: the block's weights to g.out.
 struct StoreSink {
   __device__ __forceinline__ bool needs_next_block(const BlockOut&) const { return false; }
+  __device__ __forceinline__ void prepare(const BlockOut&) const {}
   __device__ __forceinline__ void after_block(const BlockOut&) const {}
 
   __device__ __forceinline__ void consume(const BlockOut& o) const {

@@ -26,6 +26,9 @@
 //   void consume(const BlockOut&)   step 6; must leave the exponent bytes it was given zero
 //                                   again before that staging buffer is scattered into next
 //                                   (scatter_exponents ORs into zeros)
+//   void prepare(const BlockOut&)   after the block's scan barrier, before step 5: shared
+//                                   memory that step 6 of the previous block read may be
+//                                   rewritten here for step 6 of this one
 //   void after_block(const BlockOut&)   compact configuration only, after its third barrier
 //   bool needs_next_block(const BlockOut&) const   whether the block after the thread block's range (same
 //                                   group) must be decoded too; uniform over the block
@@ -494,6 +497,9 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     }
     // A block past the range is the next thread block's to report.
     if (problem != kProblemNone && b < end) report(batch.status + gi, batch.epoch, lb, problem, detail);
+
+    // Between the two barriers: every thread is done with the previous block's step 6.
+    sink.prepare(out);
 
     // 5. the slot, compacted into the staging buffer (real codes only).
     const uint32_t keep = prefix < expected ? min(r.count, expected - prefix) : 0;

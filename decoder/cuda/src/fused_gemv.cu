@@ -120,19 +120,15 @@ __device__ __forceinline__ void accumulate_lane(const Src& src, uint32_t lane, u
                                                 uint32_t q_hi, bool w_vec, const uint16_t* x,
                                                 uint32_t n, bool x_vec, float (&acc)[NT]) {
   if (NT == 1 && n == 1 && w_vec && x_vec && q_lo == 0 && q_hi == kChunk) {
-    // A whole chunk at batch 1: 4 units per lane, all loads first, no checks.
+    // A whole chunk at batch 1: 4 units per lane, unrolled, no checks.
     constexpr uint32_t kUnitsPerLane = kChunk / (kUnit * 32);
-    uint4 w[kUnitsPerLane], xv[kUnitsPerLane];
 #pragma unroll
     for (uint32_t k = 0; k < kUnitsPerLane; ++k) {
       const uint32_t u0 = kUnit * (lane + 32 * k);
-      w[k] = src.unit(u0);
-      xv[k] = __ldg(reinterpret_cast<const uint4*>(x + u0));
-    }
-#pragma unroll
-    for (uint32_t k = 0; k < kUnitsPerLane; ++k) {
-      const uint32_t ws[4] = {w[k].x, w[k].y, w[k].z, w[k].w};
-      const uint32_t xs[4] = {xv[k].x, xv[k].y, xv[k].z, xv[k].w};
+      const uint4 w = src.unit(u0);
+      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + u0));
+      const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+      const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
       for (uint32_t e = 0; e < kUnit; ++e) {
         const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
@@ -294,14 +290,30 @@ __device__ __forceinline__ ChunkPlace place_in(const GemvMemberDesc& m, uint32_t
   return c;
 }
 
+// Which chunks a block gives this thread block, found once per block by one warp
+// (prepare()) and read by all in step 6 (consume()).
+struct BlockChunks {
+  uint64_t first, last;  // chunks first..last (none if first > last)
+  ChunkPlace a;          // the chunk holding the block's first weight
+};
+constexpr uint32_t kPlacedChunks = 32;  // places of chunks first .. first + 31, by lane
+
+// Shared memory of the fused kernel only (file scope, so that the sink keeps no pointers to
+// it in registers: the kernel is at its 64-register cap).
+__shared__ BlockChunks fused_blk;
+__shared__ ChunkPlace fused_placed[kPlacedChunks];
+// Warp 0's memory across blocks: the chunk holding weight `at` of group `gi` (the previous
+// block's op1), i.e. the next block's first chunk, found without a lookup.
+struct NextChunk {
+  ChunkPlace place;
+  uint32_t at, gi;
+};
+__shared__ NextChunk fused_next;
+
 template <uint32_t NT>
 struct GemvSink {
   const GemvParams& p;
   uint32_t zero_from = 0, zero_to = 0, zero_at = 0;  // previous block's staging bytes
-  // The chunk holding weight `next_at` of group `next_gi` (the previous block's op1): the
-  // next block's first chunk, found without a lookup.
-  ChunkPlace next{};
-  uint32_t next_at = 0xFFFFFFFFu, next_gi = 0xFFFFFFFFu;
 
   // Member of group gi holding weight i (members cover the group).
   __device__ __forceinline__ const GemvMemberDesc& member_of_weight(uint32_t gi,
@@ -357,6 +369,37 @@ struct GemvSink {
 
   __device__ __forceinline__ void after_block(const BlockOut&) const {}  // fast configuration only
 
+  // Warp 0, between the block's two barriers: the block's chunks and the places of the first
+  // 32 (one lookup per block instead of one per warp), for consume() after the second.
+  __device__ __forceinline__ void prepare(const BlockOut& o) {
+    if (threadIdx.x >= 32) return;
+    const uint32_t lane = threadIdx.x;
+    uint64_t first = 1, last = 0;
+    ChunkPlace a{};
+    if (o.op1 > o.op0) {
+      // Chunks of this block that are ours: starting in [own_from, own_to).
+      a = o.gi == fused_next.gi && o.op0 == fused_next.at ? fused_next.place
+                                                          : chunk_of_weight(o.gi, o.op0);
+      if (o.op1 < o.g->n_elements) {
+        const ChunkPlace next = chunk_of_weight(o.gi, o.op1);
+        __syncwarp();  // every lane has read fused_next
+        if (lane == 0) fused_next = NextChunk{next, o.op1, o.gi};
+        last = next.start < o.op1 ? next.chunk : next.chunk - 1;
+      } else {  // the group's last chunk ends at op1
+        const GemvMemberDesc& m = p.members[p.member_begin[o.gi + 1] - 1];
+        last = m.chunk_base + uint64_t{m.rows} * m.chunks_per_row - 1;
+      }
+      first = a.chunk + (a.start < o.own_from ? 1 : 0);
+      if (o.extra) {  // only the chunk that runs on from the range
+        last = a.chunk;
+        if (a.start >= o.own_to) first = last + 1;
+      }
+      if (first + lane <= last) fused_placed[lane] = chunk_after(o.gi, a, first + lane);
+    }
+    if (lane == 0) fused_blk = BlockChunks{first, last, a};
+    __syncwarp();
+  }
+
   __device__ __forceinline__ void consume(const BlockOut& o) {
     const uint32_t t = threadIdx.x;
     // The previous block's exponents, back to zero (scatter_exponents ORs into zeros). Its
@@ -368,33 +411,17 @@ struct GemvSink {
     zero_from = (o.op0 - o.base) & ~(kUnit - 1);
     zero_to = o.op1 > o.op0 ? o.op1 - o.base : zero_from;
     zero_at = o.staging;
-    if (o.op1 <= o.op0) return;
 
     const uint32_t lane = t % 32;
     const uint32_t warp = t / 32;
-    // Chunks of this block that are ours: starting in [own_from, own_to).
-    const ChunkPlace a = o.gi == next_gi && o.op0 == next_at ? next : chunk_of_weight(o.gi, o.op0);
-    uint64_t last;
-    if (o.op1 < o.g->n_elements) {
-      next = chunk_of_weight(o.gi, o.op1);
-      next_at = o.op1;
-      next_gi = o.gi;
-      last = next.start < o.op1 ? next.chunk : next.chunk - 1;
-    } else {  // the group's last chunk ends at op1
-      const GemvMemberDesc& m = p.members[p.member_begin[o.gi + 1] - 1];
-      last = m.chunk_base + uint64_t{m.rows} * m.chunks_per_row - 1;
-    }
-    const uint64_t first = a.chunk + (a.start < o.own_from ? 1 : 0);
-    if (o.extra) {
-      if (a.start >= o.own_to) return;
-      last = a.chunk;
-    }
+    const uint64_t first = fused_blk.first, last = fused_blk.last;
     float* const carry_out = p.carry + (uint64_t{blockIdx.x} * 2 + o.parity) * kGemvMaxBatch * 32;
     const float* const carry_in =
         p.carry + (uint64_t{blockIdx.x} * 2 + (o.parity ^ 1)) * kGemvMaxBatch * 32;
     const uint32_t n = p.batch;
     for (uint64_t k = first + warp; k <= last; k += kWarps) {
-      const ChunkPlace c = chunk_after(o.gi, a, k);
+      const ChunkPlace c =
+          k - first < kPlacedChunks ? fused_placed[k - first] : chunk_after(o.gi, fused_blk.a, k);
       const uint32_t lo = max(c.start, o.op0);
       const uint32_t hi = min(c.end, o.op1);
       float acc[NT];
@@ -423,6 +450,10 @@ struct GemvSink {
 template <uint32_t NT>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     fused_gemv_kernel(const __grid_constant__ FusedBatch batch) {
+  if (threadIdx.x == 0) {  // nothing cached (before the first barrier)
+    fused_next.at = 0xFFFFFFFFu;
+    fused_next.gi = 0xFFFFFFFFu;
+  }
   GemvSink<NT> sink{batch.gemv};
   decode_blocks<kFusedMaxGroups, false>(batch.decode, sink);
 }
