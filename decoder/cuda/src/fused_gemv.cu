@@ -111,6 +111,20 @@ __device__ __forceinline__ void fma_row(float w, const uint16_t* xq, uint32_t n,
   }
 }
 
+// acc += w * x over one 8-column unit at batch 1: w the unit's BF16 weights (as src.unit()
+// gives them), x 16-byte aligned at the unit's first column.
+__device__ __forceinline__ void fma_unit_batch1(const uint4& w, const uint16_t* x, float& acc) {
+  const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x));
+  const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+  const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+  for (uint32_t e = 0; e < kUnit; ++e) {
+    const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
+    const uint32_t xb = (xs[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
+    acc = __fmaf_rn(bf16_to_float(wb), bf16_to_float(xb), acc);
+  }
+}
+
 // Lane `lane`'s part of one chunk: the weights at chunk-relative columns [q_lo, q_hi) of its
 // 8-column units lane, lane + 32, ..., in increasing order. `src` gives weights as BF16
 // bits: src.unit(q) the 8 at q..q+7 (q a multiple of 8; only when `w_vec`), src.one(q) one.
@@ -125,16 +139,7 @@ __device__ __forceinline__ void accumulate_lane(const Src& src, uint32_t lane, u
 #pragma unroll
     for (uint32_t k = 0; k < kUnitsPerLane; ++k) {
       const uint32_t u0 = kUnit * (lane + 32 * k);
-      const uint4 w = src.unit(u0);
-      const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + u0));
-      const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
-      const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-      for (uint32_t e = 0; e < kUnit; ++e) {
-        const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
-        const uint32_t xb = (xs[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
-        acc[0] = __fmaf_rn(bf16_to_float(wb), bf16_to_float(xb), acc[0]);
-      }
+      fma_unit_batch1(src.unit(u0), x + u0, acc[0]);
     }
     return;
   }
@@ -145,14 +150,7 @@ __device__ __forceinline__ void accumulate_lane(const Src& src, uint32_t lane, u
       const uint4 w = src.unit(u0);
       const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
       if (NT == 1 && x_vec && n == 1) {  // the unit's 8 x values in one load
-        const uint4 xv = __ldg(reinterpret_cast<const uint4*>(x + u0));
-        const uint32_t xs[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-        for (uint32_t e = 0; e < kUnit; ++e) {
-          const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
-          const uint32_t xb = (xs[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
-          acc[0] = __fmaf_rn(bf16_to_float(wb), bf16_to_float(xb), acc[0]);
-        }
+        fma_unit_batch1(w, x + u0, acc[0]);
       } else {
 #pragma unroll
         for (uint32_t e = 0; e < kUnit; ++e) {
