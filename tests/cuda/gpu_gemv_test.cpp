@@ -287,6 +287,63 @@ TEST_F(CudaGemv, TwoGroupsOnePlan) {
   }
 }
 
+// More groups than one fused launch takes (64): several launches, each with its reduction,
+// partial sums of every launch in one workspace.
+TEST_F(CudaGemv, ManyGroupsSeveralLaunches) {
+  const uint32_t n = 2;
+  std::vector<Case> cases;
+  std::vector<std::vector<Shape>> shapes;
+  testing::TestRng rng(91);
+  for (int i = 0; i < 70; ++i) {
+    std::vector<Shape> s = {{1 + static_cast<uint32_t>(rng.below(40)),
+                             1 + static_cast<uint32_t>(rng.below(3000))}};
+    if (i % 3 == 0) s.push_back({3, 1 + static_cast<uint32_t>(rng.below(100))});
+    std::vector<std::vector<uint16_t>> members;
+    for (size_t k = 0; k < s.size(); ++k) {
+      members.push_back(testing::gaussian_bf16(uint64_t{s[k].rows} * s[k].cols, 0.05, 200 + 2 * i + k));
+    }
+    std::string name = "g";  // (not "g" + to_string(i): GCC 12 -Wrestrict false positive)
+    name += std::to_string(i);
+    cases.push_back(cuda_test::encoded(name, members));
+    shapes.push_back(s);
+  }
+  uint64_t bytes = 0;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    bytes += cuda_test::placed_footprint(cases[i].group.view()) + GemvFixture::footprint(shapes[i]);
+  }
+  DeviceArena arena(bytes);
+  ASSERT_TRUE(arena.ok());
+  std::vector<cuda::DeviceGroup> groups;
+  std::vector<cuda::GemvMatrix> ms;
+  std::vector<std::vector<uint16_t>> xs;
+  std::vector<const uint16_t*> weights;  // host, per matrix
+  std::vector<Shape> flat;
+  for (size_t i = 0; i < cases.size(); ++i) {
+    groups.push_back(cuda_test::place(arena, cases[i].group.view(), 0, cases[i].name).device);
+    uint64_t at = 0;
+    for (const Shape sh : shapes[i]) {
+      xs.push_back(random_x(uint64_t{sh.cols} * n, 300 + ms.size()));
+      ms.push_back({sh.rows, sh.cols, upload(arena, xs.back()),
+                    reinterpret_cast<uint16_t*>(arena.reserve(2ull * sh.rows * n, 0))});
+      weights.push_back(cases[i].weights.data() + at);
+      flat.push_back(sh);
+      at += uint64_t{sh.rows} * sh.cols;
+    }
+  }
+  auto plan = cuda::make_decode_plan(groups, "many");
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  auto ws_bytes = cuda::gemv_workspace_bytes(*plan, ms, n);
+  ASSERT_TRUE(ws_bytes.is_ok()) << ws_bytes.status().to_string();
+  DeviceWorkspace ws(*ws_bytes);
+  ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), *ws_bytes, nullptr).is_ok());
+  ASSERT_TRUE(cuda::launch_decode_gemv(*plan, ms, n, ws.get(), *ws_bytes, nullptr).is_ok());
+  ASSERT_TRUE(cuda::read_decode_status(*plan, ws.get(), nullptr).is_ok());
+  for (size_t i = 0; i < ms.size(); ++i) {
+    EXPECT_EQ(download(ms[i].d_y, uint64_t{flat[i].rows} * n), host_gemv(weights[i], flat[i], xs[i], n))
+        << "matrix " << i;
+  }
+}
+
 // Shapes that do not match the members, batches out of range, a short workspace.
 TEST_F(CudaGemv, BadArgumentsAreRejected) {
   GemvFixture f("args", {{8, 100}, {2, 50}}, 61, 0);
@@ -313,6 +370,26 @@ TEST_F(CudaGemv, BadArgumentsAreRejected) {
   DeviceWorkspace ws(bytes);
   EXPECT_EQ(cuda::launch_decode_gemv(*plan, good, 1, ws.get(), bytes - 1, nullptr).code(),
             ErrorCode::kInvalidArgument);
+}
+
+// A group of more members than one fused launch describes (256): kResourceLimit, before
+// anything is launched.
+TEST_F(CudaGemv, TooManyMembersInOneGroup) {
+  std::vector<std::vector<uint16_t>> members(257, std::vector<uint16_t>(3, 0x3F80));
+  members[7][1] = 0xBF00;
+  const Case c = cuda_test::encoded("wide", members);
+  DeviceArena arena(cuda_test::placed_footprint(c.group.view()) + (1u << 20));
+  ASSERT_TRUE(arena.ok());
+  const PlacedGroup p = cuda_test::place(arena, c.group.view(), 0, "wide");
+  auto plan = cuda::make_decode_plan({&p.device, 1}, "wide");
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  uint16_t* y = reinterpret_cast<uint16_t*>(arena.reserve(64, 0));
+  const std::vector<cuda::GemvMatrix> ms(257, cuda::GemvMatrix{1, 3, y, y});
+  const auto bytes = cuda::gemv_workspace_bytes(*plan, ms, 1);
+  EXPECT_EQ(bytes.status().code(), ErrorCode::kResourceLimit) << bytes.status().to_string();
+  DeviceWorkspace ws(1 << 20);
+  EXPECT_EQ(cuda::launch_decode_gemv(*plan, ms, 1, ws.get(), ws.size(), nullptr).code(),
+            ErrorCode::kResourceLimit);
 }
 
 // Corrupt streams: the fused launch reports what launch_decode reports for the same group

@@ -544,6 +544,12 @@ Result<GemvLayout> layout_for(const DecodePlan::Impl& p, std::span<const GemvMat
   GemvLayout l;
   size_t mi = 0;
   for (size_t gi = 0; gi < p.member_ends.size(); ++gi) {
+    if (p.member_ends[gi].size() > kFusedMaxMembers) {  // one launch takes a group whole
+      return Status(ErrorCode::kResourceLimit,
+                    w + ": " + p.names[gi] + " has " + std::to_string(p.member_ends[gi].size()) +
+                        " members, the fused kernel takes at most " +
+                        std::to_string(kFusedMaxMembers) + " per group");
+    }
     uint64_t start = 0;
     for (size_t k = 0; k < p.member_ends[gi].size(); ++k, ++mi) {
       const GemvMatrix& m = matrices[mi];
@@ -699,11 +705,6 @@ Status launch_decode_gemv(DecodePlan& plan, std::span<const GemvMatrix> matrices
            members + p.member_ends[g1].size() <= detail::kFusedMaxMembers) {
       members += p.member_ends[g1].size();
       ++g1;
-    }
-    if (g1 == g0) {
-      return Status(ErrorCode::kResourceLimit,
-                    "launch_decode_gemv: " + p.names[g0] + " has more than " +
-                        std::to_string(detail::kFusedMaxMembers) + " members");
     }
     DF11_RETURN_IF_ERROR(
         detail::launch_part(p, l, matrices, batch, ws, g0, g1, m0, stream));
