@@ -1,6 +1,8 @@
 // df11-cuda-bench: the `df11 bench decode --device cuda` workload and report, plus a cuBLAS
 // BF16 batch-1 GEMV over the same seven matrices in the same run, for scale (what the
-// decoded block is for). Results and the exact command: BENCHMARKS.md, "GPU decode".
+// decoded block is for), then the GEMV rows (cuda_gemv_bench.cpp: cuBLAS, decode + cuBLAS,
+// fused decode+GEMV, reference GEMV at batch 1..16, and the model line). Results and the
+// exact command: BENCHMARKS.md, "GPU decode" and "GPU GEMV".
 //
 //   df11-cuda-bench [--runs 20] [--warmup 5] [--model-blocks 32] [--seed 1] [--no-gemv]
 //                   [--dump DIR]
@@ -21,20 +23,13 @@
 #include <cuda_runtime_api.h>
 
 #include "bench_decode.h"
+#include "cuda_gemv_bench.h"
 #include "df11/cuda_decoder.h"
 
 namespace {
 
 using df11::app::BenchDecodeOptions;
 using df11::app::BenchWorkload;
-
-#define BENCH_CHECK(call, what)                                                      \
-  do {                                                                               \
-    if (!(call)) {                                                                   \
-      std::cerr << "error: " << (what) << "\n";                                      \
-      return false;                                                                  \
-    }                                                                                \
-  } while (0)
 
 bool write_file(const std::filesystem::path& p, const void* data, size_t bytes) {
   std::ofstream f(p, std::ios::binary);
@@ -135,7 +130,7 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", o.warmup, "untimed runs first");
   app.add_option("--model-blocks", o.model_blocks, "blocks of the inference pattern (0: skip)");
   app.add_option("--seed", o.seed, "workload seed");
-  app.add_flag("--no-gemv", no_gemv, "skip the cuBLAS GEMV");
+  app.add_flag("--no-gemv", no_gemv, "skip the cuBLAS GEMV and the GEMV rows");
   app.add_option("--dump", dump_dir, "write the group and weights as raw files here");
   CLI11_PARSE(app, argc, argv);
 
@@ -152,6 +147,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!no_gemv && !bench_gemv(*w, o.warmup, o.runs)) return 1;
+  if (!no_gemv && !df11::bench::run_gemv_benchmark(*w, o.warmup, o.runs, o.model_blocks)) {
+    return 1;
+  }
   if (!dump_dir.empty() && !dump(*w, dump_dir)) return 1;
   return 0;
 }

@@ -4,7 +4,7 @@
 # logged to OUT_DIR and bounded in time. Binaries come prebuilt for the GPU's architecture:
 #
 #   bench/cuda_gpu_session.sh BIN_DIR OUT_DIR [steps...]   (steps: info tests memcheck
-#                                                   racecheck initcheck bench ncu source)
+#                                      racecheck initcheck bench ncu ncu_fused source)
 #
 # BIN_DIR holds df11_cuda_tests and df11-cuda-bench (and lib/ with any shared library the
 # machine lacks). A short summary of every step is printed last.
@@ -28,14 +28,14 @@ step() {  # step NAME SECONDS command...
 
 # Sanitizer runs leave out the multi-megabyte cases and the long corruption sweep, unless
 # SANITIZE_ALL=1 (every GPU test, every case).
-small_filter='CudaDecode.*:-CudaDecode.CorruptStreamsAgreeWithReference'
-race_filter='CudaDecode.EveryCase*:CudaDecode.OneLaunch*:CudaDecode.Hostile*'
-init_filter='CudaDecode.EveryCase*:CudaDecode.ManySmall*'
+small_filter='CudaDecode.*:CudaGemv.*:-CudaDecode.CorruptStreamsAgreeWithReference'
+race_filter='CudaDecode.EveryCase*:CudaDecode.OneLaunch*:CudaDecode.Hostile*:CudaGemv.*'
+init_filter='CudaDecode.EveryCase*:CudaDecode.ManySmall*:CudaGemv.*'
 small_env=DF11_CUDA_TEST_SMALL=1
 if [ "${SANITIZE_ALL:-0}" = 1 ]; then
-  small_filter='CudaDecode.*'
-  race_filter='CudaDecode.*'
-  init_filter='CudaDecode.*'
+  small_filter='CudaDecode.*:CudaGemv.*'
+  race_filter='CudaDecode.*:CudaGemv.*'
+  init_filter='CudaDecode.*:CudaGemv.*'
   small_env=DF11_CUDA_TEST_ALL=1
 fi
 
@@ -65,6 +65,10 @@ for s in $steps; do
       step ncu 400 ncu --clock-control none --kernel-name regex:decode_kernel --launch-skip 3 \
         --launch-count 1 --set full "$bin/df11-cuda-bench" --runs 1 --warmup 3 \
         --model-blocks 0 --no-gemv ;;
+    ncu_fused)  # one fused decode+GEMV launch at batch 1 (the 4th: after 3 warm-up runs)
+      step ncu_fused 400 ncu --clock-control none --kernel-name regex:fused_gemv_kernel \
+        --launch-skip 3 --launch-count 1 --set full "$bin/df11-cuda-bench" --runs 1 --warmup 3 \
+        --model-blocks 0 ;;
     source)  # per-SASS-instruction counts and stall samples of one decode launch, as CSV
       step source_profile 400 ncu --clock-control none --kernel-name regex:decode_kernel \
         --launch-skip 3 --launch-count 1 --set full -f -o "$out/decode_profile" \

@@ -86,6 +86,12 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
       }
       impl->groups.push_back(k);
       impl->names.push_back(gw);
+      std::vector<uint64_t> ends;  // spec 3.2: split positions, then n
+      for (size_t j = 0; j + 8 <= dg.host.split_positions.size(); j += 8) {
+        ends.push_back(load_le64(dg.host.split_positions.data() + j));
+      }
+      ends.push_back(info.n_elements);
+      impl->member_ends.push_back(std::move(ends));
       impl->total_blocks += info.n_blocks;
       impl->total_elements += info.n_elements;
       impl->stream_bytes += info.n_bytes;
@@ -119,8 +125,8 @@ Status init_workspace(const DecodePlan& plan, void* d_workspace, size_t workspac
                   "init_workspace: workspace of " + str(workspace_bytes) + " bytes, the plan needs " +
                       str(plan.workspace_bytes()));
   }
-  if (plan.workspace_bytes() == 0) return Status::ok();
-  DF11_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_workspace, 0, plan.workspace_bytes(), stream),
+  if (workspace_bytes == 0) return Status::ok();
+  DF11_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_workspace, 0, workspace_bytes, stream),
                             "init_workspace: cudaMemsetAsync");
   return Status::ok();
 }

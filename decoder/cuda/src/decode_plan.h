@@ -16,6 +16,7 @@ namespace df11::cuda {
 struct DecodePlan::Impl {
   std::vector<detail::KernelGroup> groups;  // first_block counts within each launch
   std::vector<std::string> names;
+  std::vector<std::vector<uint64_t>> member_ends;  // per group: end of each member (spec 3.2)
   uint64_t total_blocks = 0;
   uint64_t total_elements = 0;
   uint64_t stream_bytes = 0;
@@ -30,6 +31,11 @@ struct DecodePlan::Impl {
 };
 
 namespace detail {
+
+struct PlanAccess {
+  static DecodePlan::Impl& impl(DecodePlan& plan) { return *plan.impl_; }
+  static const DecodePlan::Impl& impl(const DecodePlan& plan) { return *plan.impl_; }
+};
 
 // Groups per kernel launch: their descriptions are kernel parameters (96 bytes each, within
 // the 32 KiB parameter limit of CUDA 12.1+ on sm_70 and later).

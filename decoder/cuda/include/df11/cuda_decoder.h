@@ -41,6 +41,10 @@ struct CUstream_st;  // cudaStream_t is CUstream_st*; nullptr is the legacy defa
 
 namespace df11::cuda {
 
+namespace detail {
+struct PlanAccess;  // the fused decode+GEMV launcher's view of a plan (cuda_gemv.h)
+}
+
 // True if a CUDA device can be used; otherwise false and, if `why` is given, the reason
 // ("no CUDA device", driver error text, ...). Never aborts.
 bool device_available(std::string* why = nullptr);
@@ -110,6 +114,7 @@ class DecodePlan {
                                              const DecodePlanOptions&);
   friend Status launch_decode(DecodePlan&, void*, size_t, CUstream_st*);
   friend Status read_decode_status(const DecodePlan&, const void*, CUstream_st*);
+  friend struct detail::PlanAccess;
   explicit DecodePlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
@@ -122,8 +127,9 @@ class DecodePlan {
 Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const std::string& what,
                                     const DecodePlanOptions& options = {});
 
-// Enqueues a zeroing of the workspace's status records on `stream`. Call once per workspace
-// before its first launch_decode().
+// Enqueues a zeroing of the whole workspace (`workspace_bytes`, at least the plan's) on
+// `stream`. Call once per workspace before its first launch_decode() (or
+// launch_decode_gemv(), whose larger workspace starts with the same status records).
 Status init_workspace(const DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
                       CUstream_st* stream);
 

@@ -1,0 +1,532 @@
+// The decode pipeline of the CUDA kernels (design and measurements: decoder/cuda/NOTES.md),
+// shared by the decode kernel (decode_kernel.cu: decoded weights to global memory) and the
+// fused decode+GEMV kernel (fused_gemv.cu: decoded weights multiplied in place). Both run
+// decode_blocks() with a different Sink for step 6 below.
+//
+// One thread block of 512 threads decodes one 4096-byte stream block per iteration, thread t
+// taking window t, and loops over a contiguous range of blocks (persistent grid: a few thread
+// blocks per multiprocessor; the lookup tables are staged once per group, not per block).
+// Per iteration:
+//   1. the window's bytes, two gap fields and three output positions were requested during
+//      the previous iteration; the block's sign_mantissa bytes are requested now, straight
+//      into shared memory (bulk copy or cp.async);
+//   2. one decode pass, up to three codes per lookup (multi-code table): exponents go, a
+//      byte each, to the thread's private 64-byte slot in shared memory;
+//   3. the next block's inputs are requested; block-wide exclusive scan of the counts (warp
+//      shuffles, then one shared array of 16 warp totals summed with REDUX; one barrier);
+//   4. checks (gap chain, counts, stream end) -> status record on failure;
+//   5. the slot is copied, compacted (aligned 32-bit stores), into a shared staging buffer;
+//   6. barrier; the Sink consumes the block's weights [op0, op1): exponents in the staging
+//      buffer, sign_mantissa bytes in shared memory (or global memory, compact).
+// The fast configuration double-buffers staging and sign_mantissa (two barriers per block);
+// the compact one (GPUs with less shared memory per block) single-buffers the exponents,
+// reads sign_mantissa from global memory and adds a third barrier.
+//
+// A Sink provides:
+//   void consume(const BlockOut&)   step 6; must leave the exponent bytes it was given zero
+//                                   again before that staging buffer is scattered into next
+//                                   (scatter_exponents ORs into zeros)
+//   void prepare(const BlockOut&)   after the block's scan barrier, before step 5: shared
+//                                   memory that step 6 of the previous block read may be
+//                                   rewritten here for step 6 of this one
+//   void after_block(const BlockOut&)   compact configuration only, after its third barrier
+//   bool needs_next_block(const BlockOut&) const   whether the block after the thread block's range (same
+//                                   group) must be decoded too; uniform over the block
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "decode_core.h"
+#include "status_record.h"
+
+namespace df11::cuda {
+namespace detail {
+namespace {
+
+constexpr uint32_t kThreads = kWindowsPerBlock;  // one thread per window (spec 3.1)
+constexpr uint32_t kWarps = kThreads / 32;
+constexpr uint32_t kUnit = kOutputUnit;  // weights per thread per step (8 B in, 16 B out)
+// One thread's exponents: 64 bytes, plus 4 so that the 17-word stride spreads the threads'
+// slots over all banks (and room for the one uncounted byte decode_window may write).
+constexpr uint32_t kSlotStride = kExponentWords * 4 + 4;
+constexpr uint32_t kSlotsBytes = kThreads * kSlotStride;  // 34 KiB
+// Registers are capped so that two thread blocks of 512 threads fit a multiprocessor.
+constexpr uint32_t kMinBlocksPerSm = 2;
+constexpr uint32_t kFullMask = 0xFFFFFFFFu;
+
+template <uint32_t kMaxGroups>
+struct KernelBatch {
+  GroupStatusRecord* status;  // one per group of this launch
+  uint32_t n_groups;
+  uint32_t total_blocks;
+  uint32_t staging_bytes;
+  uint32_t epoch;
+  KernelGroup groups[kMaxGroups];
+};
+
+// Shared memory through 32-bit shared-window addresses: the hot loops then need one add per
+// access (generic pointers into shared memory cost a window-base computation on sm_90).
+// A value the compiler cannot see through. Table indices go through it so that index and
+// scale fold into one LEA with the base (the compiler would otherwise merge the index's
+// shift with the scale into a shift and a mask, then add the base).
+__device__ __forceinline__ uint32_t opaque(uint32_t v) {
+  asm("mov.b32 %0, %0;" : "+r"(v));
+  return v;
+}
+
+// The opaque move keeps the address in a register: without it the compiler recomputes it
+// (S2R of the cluster CTA id and a shift) inside the decode loop.
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  uint32_t a = static_cast<uint32_t>(__cvta_generic_to_shared(p));
+  asm volatile("mov.b32 %0, %0;" : "+r"(a));
+  return a;
+}
+__device__ __forceinline__ uint32_t lds_u32(uint32_t a) {
+  uint32_t v;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t lds_u16(uint32_t a) {
+  uint16_t v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ uint2 lds_u64(uint32_t a) {
+  uint2 v;
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a) : "memory");
+  return v;
+}
+__device__ __forceinline__ void sts_u8(uint32_t a, uint32_t v) {
+  asm volatile("st.shared.u8 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ void sts_u32(uint32_t a, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ void sts_zero64(uint32_t a) {
+  asm volatile("st.shared.v2.u32 [%0], {%1, %1};" ::"r"(a), "r"(0) : "memory");
+}
+__device__ __forceinline__ void sts_u128(uint32_t a, uint32_t x, uint32_t y, uint32_t z,
+                                         uint32_t w) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(x), "r"(y), "r"(z),
+               "r"(w)
+               : "memory");
+}
+__device__ __forceinline__ void sts_zero128(uint32_t a) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(a), "r"(0) : "memory");
+}
+// Atomic OR without a result (RED): the words two threads' exponent runs share.
+__device__ __forceinline__ void red_or_u32(uint32_t a, uint32_t v) {
+  asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
+
+// Inclusive scan over the warp; the shuffle's own in-range predicate guards the add (two
+// instructions per step).
+__device__ __forceinline__ uint32_t warp_inclusive_scan(uint32_t v) {
+#pragma unroll
+  for (uint32_t d = 1; d < 32; d <<= 1) {
+    asm("{\n\t.reg .u32 u;\n\t.reg .pred p;\n\t"
+        "shfl.sync.up.b32 u|p, %0, %1, 0, 0xffffffff;\n\t"
+        "@p add.u32 %0, %0, u;\n\t}"
+        : "+r"(v)
+        : "r"(d));
+  }
+  return v;
+}
+
+// A window's inputs as loaded: nothing here is used until the next iteration, so that the
+// loads stay in flight during the scan, the staging and the stores of the current block.
+struct RawInputs {
+  uint32_t a, b, c;  // fast: little-endian words of bytes [8w, 8w+8) and, when the next
+                     // thread cannot lend it, [8w+8, 8w+12); otherwise big-endian words
+  GapBytes gaps;
+  uint32_t op0, op1, op2;
+};
+
+// Every block but the group's last one or two, with aligned arrays: its window bytes (and
+// the next window's first 4), both gap fields and output positions b..b+2 all lie inside
+// their arrays, so its loads need no bounds checks (a block-uniform condition).
+__device__ __forceinline__ bool interior_block(const KernelGroup& g, uint32_t block) {
+  return block < g.interior_blocks;  // precomputed: see make_kernel_group()
+}
+
+struct WindowPlace {
+  uint64_t w, byte;
+  bool fast;      // one aligned 8-byte load, the rest from the next thread or one more load
+  bool use_next;  // the next thread's load covers bytes [8w+8, 8w+12)
+};
+
+// Edge blocks: where each window's loads may fall off the end of the stream.
+__device__ __forceinline__ WindowPlace place_of(const KernelGroup& g, uint32_t block,
+                                                uint32_t t) {
+  WindowPlace p;
+  p.w = uint64_t{block} * kWindowsPerBlock + t;
+  p.byte = p.w * kBytesPerWindow;
+  p.fast = (g.flags & kStreamAligned8) && p.byte + 12 <= g.n_bytes;
+  p.use_next = t % 32 != 31 && p.byte + 20 <= g.n_bytes;  // the next thread is fast too
+  return p;
+}
+
+__device__ __forceinline__ RawInputs load_raw(const KernelGroup& g, uint32_t block, uint32_t t) {
+  RawInputs r;
+  if (interior_block(g, block)) {
+    const uint64_t w = uint64_t{block} * kWindowsPerBlock + t;
+    const uint8_t* at = g.stream + w * kBytesPerWindow;
+    load_u64(at, r.a, r.b);
+    r.c = t % 32 == 31 ? load_u32(at + kBytesPerWindow) : 0u;  // the others shuffle it
+    const uint8_t* gp = g.gaps + w * kGapBits / 8;
+    r.gaps = GapBytes{load_u8(gp), load_u8(gp + 1), load_u8(gp + 2)};
+    const uint8_t* op = g.output_positions + 4 * uint64_t{block};
+    r.op0 = load_u32(op);
+    r.op1 = load_u32(op + 4);
+    r.op2 = load_u32(op + 8);
+    return r;
+  }
+  const WindowPlace p = place_of(g, block, t);
+  if (p.fast) {
+    load_u64(g.stream + p.byte, r.a, r.b);
+    r.c = p.use_next ? 0u : load_u32(g.stream + p.byte + 8);
+  } else {
+    load_window(g, p.w, r.a, r.b, r.c);
+  }
+  r.gaps = load_gap_bytes(g, p.w);
+  r.op0 = load_output_position(g, block);
+  r.op1 = load_output_position(g, uint64_t{block} + 1);
+  r.op2 = load_output_position(g, uint64_t{block} + 2);
+  return r;
+}
+
+// All 32 lanes call this (one shuffle).
+__device__ __forceinline__ WindowInputs finish_inputs(const RawInputs& r, const KernelGroup& g,
+                                                      uint32_t block, uint32_t t) {
+  const uint32_t next_a = __shfl_down_sync(kFullMask, r.a, 1);
+  const uint64_t w = uint64_t{block} * kWindowsPerBlock + t;
+  WindowInputs in;
+  if (interior_block(g, block)) {
+    in.w0 = swap_bytes(r.a);
+    in.w1 = swap_bytes(r.b);
+    in.w2 = swap_bytes(t % 32 == 31 ? r.c : next_a);
+  } else {
+    const WindowPlace p = place_of(g, block, t);
+    if (p.fast) {
+      in.w0 = swap_bytes(r.a);
+      in.w1 = swap_bytes(r.b);
+      in.w2 = swap_bytes(p.use_next ? next_a : r.c);
+    } else {
+      in.w0 = r.a;
+      in.w1 = r.b;
+      in.w2 = r.c;
+    }
+  }
+  gap_pair(r.gaps, w, in.gap, in.gap_next);
+  in.op0 = r.op0;
+  in.op1 = r.op1;
+  in.op2 = r.op2;
+  return in;
+}
+
+__device__ __forceinline__ void cp_async_16(uint32_t smem, const void* gmem, uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem), "l"(gmem),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n"); }
+__device__ __forceinline__ void cp_async_wait_all() {
+  asm volatile("cp.async.wait_all;\n" ::: "memory");
+}
+
+// Hopper's bulk copy engine: one thread moves a block's sign_mantissa bytes into shared
+// memory and an mbarrier tells the others when they have landed (sm_90 and later; older
+// GPUs use cp.async, 16 bytes per thread).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define DF11_BULK_COPY 1
+#else
+#define DF11_BULK_COPY 0
+#endif
+
+__device__ __forceinline__ void mbar_init(uint32_t mbar) {
+#if DF11_BULK_COPY
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(mbar) : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+// Thread 0: expect `bytes` and start their copy (size and both addresses 16-byte multiples).
+__device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_t bytes,
+                                          uint32_t mbar) {
+#if DF11_BULK_COPY
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // after generic reads of dst
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(mbar),
+               "r"(bytes)
+               : "memory");
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "l"(src), "r"(bytes), "r"(mbar)
+      : "memory");
+#endif
+}
+__device__ __forceinline__ void mbar_wait(uint32_t mbar, uint32_t parity) {
+#if DF11_BULK_COPY
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "wait_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra wait_%=;\n\t}" ::"r"(mbar),
+      "r"(parity)
+      : "memory");
+#endif
+}
+
+// 8 sign_mantissa bytes of weights [gstart, gstart + 8) from global memory; past n: 0.
+__device__ __forceinline__ uint2 load_sign_mantissa(const KernelGroup& g, uint32_t gstart) {
+  if ((g.flags & kSignMantissaAligned16) && uint64_t{gstart} + kUnit <= g.n_elements) {
+    return __ldg(reinterpret_cast<const uint2*>(g.sign_mantissa + gstart));
+  }
+  uint32_t w[2] = {0, 0};
+#pragma unroll
+  for (uint32_t k = 0; k < kUnit; ++k) {
+    const uint32_t v = uint64_t{gstart} + k < g.n_elements ? __ldg(g.sign_mantissa + gstart + k) : 0u;
+    w[k / 4] |= v << (8 * (k % 4));
+  }
+  return make_uint2(w[0], w[1]);
+}
+
+// Rare path (a corrupt stream): keeps the problem a sequential decoder would meet first.
+__device__ __noinline__ void report(GroupStatusRecord* rec, uint32_t epoch, uint32_t block,
+                                    uint32_t problem, uint32_t detail) {
+  const unsigned long long key = record_key(epoch, block, problem);
+  if (key > atomicMax(&rec->key, key)) atomicExch(&rec->detail, detail);
+}
+
+// What step 6 gets: block facts, uniform over the thread block, and shared addresses.
+struct BlockOut {
+  const KernelGroup* g;
+  uint32_t gi;           // group index in the launch
+  uint32_t lb;           // block index within the group
+  uint32_t op0, op1;     // the block's weights [op0, op1), clamped to the group
+  uint32_t base;         // staging (and sign_mantissa stage) byte of weight i: i - base
+  uint32_t staging;      // shared address of the exponent staging buffer
+  uint32_t sm_stage_at;  // shared address of the sign_mantissa stage (if sm_staged)
+  bool sm_staged;
+  uint32_t parity;       // alternates block by block
+  // Weights [own_from, own_to) of this group lie in the thread block's range of blocks
+  // (own_to is 2^32 - 1 until the block after the range).
+  uint32_t own_from, own_to;
+  bool extra;            // past the thread block's range (needs_next_block asked for it)
+};
+
+// Dynamic shared memory: slots, then the exponent staging buffer(s), then (fast
+// configuration) the two sign_mantissa buffers. Each buffer is `staging_bytes`.
+template <bool kCompact>
+constexpr uint32_t staging_buffers() {
+  return kCompact ? 1 : 4;
+}
+
+template <uint32_t kMaxGroups, bool kCompact, class Sink>
+__device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& batch, Sink& sink) {
+
+  __shared__ uint32_t multi[kMultiEntries];
+  __shared__ uint16_t table[kTableEntries];
+  __shared__ uint32_t warp_totals[2][kWarps];
+  __shared__ alignas(8) unsigned long long sm_barriers[2];  // one per sign_mantissa buffer
+  extern __shared__ uint4 dynamic_shared[];
+  uint8_t* const staging_base = reinterpret_cast<uint8_t*>(dynamic_shared) + kSlotsBytes;
+  const uint32_t staging_base_at = shared_address(staging_base);
+
+  const uint32_t t = threadIdx.x;
+  const uint32_t lane = t % 32;
+  const uint32_t warp = t / 32;
+  const uint32_t begin =
+      static_cast<uint32_t>(uint64_t{blockIdx.x} * batch.total_blocks / gridDim.x);
+  const uint32_t end =
+      static_cast<uint32_t>(uint64_t{blockIdx.x + 1} * batch.total_blocks / gridDim.x);
+  if (begin >= end) return;
+
+  // Group of block `begin`: the last one starting at or before it (every group has blocks).
+  uint32_t gi = 0;
+  {
+    uint32_t lo = 0, hi = batch.n_groups;
+    while (hi - lo > 1) {
+      const uint32_t mid = (lo + hi) / 2;
+      if (batch.groups[mid].first_block <= begin) lo = mid; else hi = mid;
+    }
+    gi = lo;
+  }
+  // The staging buffers start zeroed (scatter_exponents ORs into them; the output step
+  // zeroes what it read). The first table staging's barrier orders this before any use.
+  for (uint32_t i = 16 * t; i < (kCompact ? 1 : 2) * batch.staging_bytes; i += 16 * kThreads) {
+    sts_zero128(staging_base_at + i);
+  }
+  const uint32_t mbar_at = shared_address(sm_barriers);
+  if (DF11_BULK_COPY && !kCompact && t == 0) {
+    mbar_init(mbar_at);
+    mbar_init(mbar_at + 8);
+  }
+  uint32_t mbar_phases = 0;  // bit p: parity of the next completion of buffer p's barrier
+  uint32_t staged = 0xFFFFFFFFu;
+  RawInputs raw = load_raw(batch.groups[gi], begin - batch.groups[gi].first_block, t);
+  uint32_t parity = 0;
+  const uint32_t table_at = shared_address(table);
+  const uint32_t multi_at = shared_address(multi);
+  const auto tab = [=](uint32_t i) { return lds_u16(table_at + 2 * opaque(i)); };
+  const auto multi_tab = [=](uint32_t i) { return lds_u32(multi_at + 4 * opaque(i)); };
+  const uint32_t slot_at = shared_address(dynamic_shared) + t * kSlotStride;
+
+  uint32_t stop = end;  // grows past `end` while the sink needs the next block
+  uint32_t own_from = 0, own_to = 0xFFFFFFFFu;  // see BlockOut
+  for (uint32_t b = begin; b < stop; ++b) {
+    const KernelGroup& g = batch.groups[gi];
+    const uint32_t lb = b - g.first_block;
+    if (gi != staged) {
+      // No barrier needed before: every thread passed the previous iteration's second
+      // barrier, after the last use of the tables.
+      for (uint32_t i = t; i < kTableEntries; i += kThreads) {
+        table[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
+      }
+      __syncthreads();
+      for (uint32_t i = t; i < kMultiEntries; i += kThreads) multi[i] = multi_entry(tab, i);
+      __syncthreads();
+      staged = gi;
+    }
+    const WindowInputs in = finish_inputs(raw, g, lb, t);
+
+    // Block facts, clamped so that no output position can move a write out of the block's
+    // range, the group or the staging buffer.
+    uint32_t op1 = min(in.op1, g.n_elements);
+    const uint32_t op0 = min(in.op0, op1);
+    uint32_t expected = op1 - op0;
+    uint32_t block_problem = kProblemNone;
+    uint32_t block_detail = 0;
+    const uint32_t max_weights = batch.staging_bytes - 15;
+    if (expected > max_weights) {
+      block_problem = kProblemTooMany;
+      block_detail = expected;
+      expected = max_weights;
+      op1 = op0 + expected;
+    }
+    const uint32_t op2 = min(max(in.op2, op1), g.n_elements);
+    // Staging index of weight i is i - base; base is 16-aligned for the 16-byte copies.
+    // (Weight indices are below n_elements < 2^32.)
+    const uint32_t base = op0 & ~15u;
+    const uint32_t staging = staging_base_at + (kCompact ? 0 : parity * batch.staging_bytes);
+    const uint32_t sm_stage_at = staging_base_at + (2 + parity) * batch.staging_bytes;
+    const bool sm_staged = !kCompact && (g.flags & kSignMantissaAligned16);
+    // Weights of the range: from the first block's op0 (or the group's start) to the op0 of
+    // the block after the range (sinks that take more blocks than the range need this).
+    if (b == begin) own_from = op0;
+    else if (lb == 0) own_from = 0;
+    if (b == end) own_to = op0;
+    const BlockOut out{&g, gi, lb, op0, op1, base, staging, sm_stage_at, sm_staged, parity,
+                       own_from, own_to, b >= end};
+    // The last block of the range, or past it: does the sink need the next one too?
+    if (b + 1 == stop && lb + 1 < g.n_blocks && sink.needs_next_block(out)) ++stop;
+
+    // 1. sign_mantissa bytes of the block into shared memory: [base, base + 16 * pieces).
+    //    One bulk copy when they lie inside the array (all blocks but the group's last, on
+    //    sm_90), else 16 bytes per thread with reads stopping at n_elements (zero fill).
+    const uint32_t pieces = expected ? (op1 - base + 15) / 16 : 0;
+    const bool bulk = DF11_BULK_COPY && sm_staged && pieces != 0 &&
+                      uint64_t{base} + 16 * pieces <= g.n_elements;
+    if (bulk) {
+      if (t == 0) {
+        bulk_copy(sm_stage_at, g.sign_mantissa + base, 16 * pieces, mbar_at + 8 * parity);
+      }
+    } else if (sm_staged) {
+      const uint8_t* const src = g.sign_mantissa + base;
+      const uint32_t left = g.n_elements - base;  // > 0: op0 < n when expected > 0
+#pragma unroll 1
+      for (uint32_t i = t; i < pieces; i += kThreads) {
+        const uint32_t at = 16 * i;  // < left: pieces end within 15 bytes of op1 <= n
+        if (left - at >= 16) {
+          cp_async_16(sm_stage_at + at, src + at, 16);
+        } else {
+          // The group's last piece: byte loads that stop at n_elements (a 16-byte copy of
+          // a partial piece reads past the array, whatever its source size says).
+          uint32_t w[4] = {0, 0, 0, 0};
+#pragma unroll
+          for (uint32_t k = 0; k < 16; ++k) {
+            if (k < left - at) w[k / 4] |= uint32_t{__ldg(src + at + k)} << (8 * (k % 4));
+          }
+          sts_u128(sm_stage_at + at, w[0], w[1], w[2], w[3]);
+        }
+      }
+      cp_async_commit();
+    }
+
+    // 2. decode the window into the slot.
+    const WindowResult r = decode_window(multi_tab, tab, in.w0, in.w1, in.w2, in.gap, slot_at,
+                                         [](uint32_t a, uint32_t v) { sts_u8(a, v); });
+
+    // 3. next block's inputs, then the block-wide scan.
+    uint32_t gi_next = gi;
+    if (b + 1 < stop) {
+      while (gi_next + 1 < batch.n_groups &&
+             b + 1 >= batch.groups[gi_next].first_block + batch.groups[gi_next].n_blocks) {
+        ++gi_next;
+      }
+      const KernelGroup& gn = batch.groups[gi_next];
+      raw = load_raw(gn, b + 1 - gn.first_block, t);
+    }
+    const uint32_t incl = warp_inclusive_scan(r.count);
+    if (lane == 31) warp_totals[parity][warp] = incl;
+    __syncthreads();
+    // Block level: every warp sums the totals of the warps before it (one REDUX each).
+    const uint32_t wt = lane < kWarps ? warp_totals[parity][lane] : 0;
+    const uint32_t total = __reduce_add_sync(kFullMask, wt);
+    const uint32_t before = __reduce_add_sync(kFullMask, lane < warp ? wt : 0u);
+    const uint32_t prefix = before + incl - r.count;
+
+    // 4. checks.
+    const BlockFacts facts{lb, g.n_blocks, expected, op2 - op1, total};
+    uint32_t end_check = 0;
+    uint32_t problem = window_problem(facts, t, prefix, r, in.gap, in.gap_next, end_check);
+    uint32_t detail = problem == kProblemFirstGap ? in.gap : t;
+    if (end_check != 0) {
+      const uint32_t e = window_end_after(tab, in.w0, in.w1, in.w2, in.gap, end_check);
+      problem = first_problem(
+          problem, stream_end_problem(e, uint64_t{lb} * kWindowsPerBlock + t, g.n_bytes));
+    }
+    if (t == 0 && !count_ok(facts) && first_problem(problem, kProblemCount) == kProblemCount) {
+      problem = kProblemCount;
+      detail = total;
+    }
+    if (t == 0 && block_problem != kProblemNone &&
+        first_problem(problem, block_problem) == block_problem) {
+      problem = block_problem;
+      detail = block_detail;
+    }
+    // A block past the range is the next thread block's to report.
+    if (problem != kProblemNone && b < end) report(batch.status + gi, batch.epoch, lb, problem, detail);
+
+    // Between the two barriers: every thread is done with the previous block's step 6.
+    sink.prepare(out);
+
+    // 5. the slot, compacted into the staging buffer (real codes only).
+    const uint32_t keep = prefix < expected ? min(r.count, expected - prefix) : 0;
+    scatter_exponents([=](uint32_t q) { return lds_u32(slot_at + 4 * q); },
+                      prefix + (op0 - base), keep,
+                      [=](uint32_t word, uint32_t v) { sts_u32(staging + 4 * word, v); },
+                      [=](uint32_t word, uint32_t v) { red_or_u32(staging + 4 * word, v); });
+    if (bulk) {
+      mbar_wait(mbar_at + 8 * parity, (mbar_phases >> parity) & 1);
+      mbar_phases ^= 1u << parity;
+    } else if (sm_staged) {
+      cp_async_wait_all();
+    }
+    __syncthreads();
+
+    // 6. the sink takes the block's weights.
+    sink.consume(out);
+    if (kCompact) {
+      __syncthreads();  // the single staging buffer is rewritten next
+      sink.after_block(out);
+    }
+
+    gi = gi_next;
+    parity ^= 1;
+  }
+}
+
+}  // namespace
+}  // namespace detail
+}  // namespace df11::cuda
