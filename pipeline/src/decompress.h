@@ -1,8 +1,9 @@
 // df11 decompress: a DF11 folder written by df11 -> the original checkpoint folder, byte for
-// byte; a folder published by the dfloat11 tools -> a BF16 checkpoint with the same tensors
-// (restore_published.h). Every original .safetensors file is rebuilt from the header text and tensors the
+// byte. Every original .safetensors file is rebuilt from the header text and tensors the
 // df11 metadata records, checked while it is written (xxh3 per tensor, SHA-256 per file);
 // config.json and the index come back from their recorded bytes; other files are copied.
+// A folder published by the dfloat11 tools gives a BF16 checkpoint with the same tensors
+// instead (restore_published.h).
 #pragma once
 
 #include <cstdint>
