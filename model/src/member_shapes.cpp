@@ -196,6 +196,7 @@ Result<MemberShapes> MemberShapes::from_config(const std::optional<std::string>&
             kLlmFamilies.end()) {
       shapes.family_ = it->get<std::string>();
       shapes.config_ = *text;
+      shapes.language_model_only_ = true;
     }
   }
   return shapes;
@@ -212,6 +213,12 @@ std::optional<std::vector<uint64_t>> MemberShapes::shape_of(const std::string& n
 
 std::optional<std::vector<uint64_t>> MemberShapes::from_family(const std::string& name) const {
   if (family_.empty()) return std::nullopt;
+  // text_config describes the language model only, not the vision tower beside it (the
+  // head may sit outside the language model: "lm_head.weight").
+  if (language_model_only_ && name.find("language_model.") == std::string::npos &&
+      !ends_with(name, "lm_head.weight")) {
+    return std::nullopt;
+  }
   if (family_ == "flux") return flux_shape(config_, name);
   return llm_shape(config_, name);
 }

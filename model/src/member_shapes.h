@@ -37,6 +37,7 @@ class MemberShapes {
 
   std::string family_;
   nlohmann::json config_;  // the config that describes the family's dimensions
+  bool language_model_only_ = false;  // config_ is a wrapper's text_config
   std::unordered_map<std::string, std::vector<uint64_t>> like_;
 };
 

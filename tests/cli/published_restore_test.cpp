@@ -222,7 +222,10 @@ TEST(MemberShapesTest, GemmaTextAndMultimodalWrapper) {
   EXPECT_EQ(mm.family(), "gemma3_text");
   EXPECT_EQ(mm.shape_of("language_model.model.layers.2.mlp.down_proj.weight"),
             (Shape{2560, 10240}));
-  EXPECT_EQ(mm.shape_of("vision_tower.vision_model.encoder.layers.0.mlp.fc1.weight"),
+  EXPECT_EQ(mm.shape_of("model.language_model.layers.2.self_attn.q_proj.weight"),
+            (Shape{2048, 2560}));
+  EXPECT_EQ(mm.shape_of("lm_head.weight"), (Shape{262208, 2560}));
+  EXPECT_EQ(mm.shape_of("vision_tower.vision_model.encoder.layers.0.self_attn.q_proj.weight"),
             std::nullopt);
 }
 
