@@ -232,6 +232,24 @@ def official_folders(family, model, patterns, official_dir, saved_config,
         return False
 
 
+def loader_checks(family, step, path, config, ids2, ref_logits, generations):
+    """The official loader on `path`: logits equal to BF16's, and for each (ids, tokens, name)
+    greedy tokens equal to BF16's."""
+    try:
+        loaded = official_load(path, fresh_llm(config))
+        ok, detail = equal_report(llm_logits(loaded, ids2), ref_logits)
+        record(ok, family, f"{step}-logits", detail)
+        for ids, ref_tokens, name in generations:
+            tokens = greedy(loaded, ids)
+            rows = [r for r in range(len(ids)) if not torch.equal(tokens[r], ref_tokens[r])]
+            record(torch.equal(tokens, ref_tokens), family, f"{step}-greedy-{name}",
+                   f"{int((tokens != ref_tokens).sum())} of {tokens.numel()} tokens differ "
+                   f"(rows {rows})")
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        record(False, family, f"{step}-official-load", f"{type(e).__name__}: {e}")
+
+
 def check_llm(args, family):
     from transformers import AutoModelForCausalLM
     work = os.path.join(args.work, family)
@@ -254,20 +272,8 @@ def check_llm(args, family):
     rc, _ = run_df11(args.df11, "compress", bf16_dir, "-o", df11_dir)
     record(rc == 0, family, "a-compress", f"exit {rc}")
     if rc == 0:
-        try:
-            loaded = official_load(df11_dir, fresh_llm(config))
-            ok, detail = equal_report(llm_logits(loaded, ids2), ref_logits)
-            record(ok, family, "a-logits", detail)
-            t1, t8 = greedy(loaded, ids1), greedy(loaded, ids8)
-            record(torch.equal(t1, ref_tok1), family, "a-greedy-batch1",
-                   f"{int((t1 != ref_tok1).sum())} of {t1.numel()} tokens differ")
-            rows = [int(r) for r in range(8) if not torch.equal(t8[r], ref_tok8[r])]
-            record(torch.equal(t8, ref_tok8), family, "a-greedy-batch8",
-                   f"{int((t8 != ref_tok8).sum())} of {t8.numel()} tokens differ (rows {rows})")
-            del loaded
-        except Exception as e:  # noqa: BLE001
-            traceback.print_exc()
-            record(False, family, "a-official-load", f"{type(e).__name__}: {e}")
+        loader_checks(family, "a", df11_dir, config, ids2, ref_logits,
+                      [(ids1, ref_tok1, "batch1"), (ids8, ref_tok8, "batch8")])
 
     # (b) official compress_model -> df11 verify, inspect, decompress -> transformers
     official_dir = os.path.join(work, "official")
@@ -284,17 +290,8 @@ def check_llm(args, family):
         shutil.copy(os.path.join(bf16_dir, "config.json"), against_dir)
     if not official_folders(family, model, OFFICIAL_PATTERNS[pattern], official_dir, saved):
         return
-    try:
-        loaded = official_load(official_dir, fresh_llm(config))
-        ok, detail = equal_report(llm_logits(loaded, ids2), ref_logits)
-        record(ok, family, "official-encoder-official-loader-logits", detail)
-        t8 = greedy(loaded, ids8)
-        record(torch.equal(t8, ref_tok8), family, "official-encoder-official-loader-batch8",
-               f"{int((t8 != ref_tok8).sum())} of {t8.numel()} tokens differ")
-        del loaded
-    except Exception as e:  # noqa: BLE001
-        traceback.print_exc()
-        record(False, family, "official-encoder-official-loader", f"{type(e).__name__}: {e}")
+    loader_checks(family, "official-encoder-official-loader", official_dir, config, ids2,
+                  ref_logits, [(ids8, ref_tok8, "batch8")])
     check_restore(args, family, official_dir, against_dir,
                   lambda d: llm_logits(AutoModelForCausalLM.from_pretrained(
                       d, dtype=torch.bfloat16).cuda().eval(), ids2), ref_logits)
