@@ -196,7 +196,9 @@ int main(int argc, char** argv) {
   std::string decompress_in, decompress_out;
   bool decompress_sha256 = false;
   CLI::App* decompress_cmd = cli.add_subcommand(
-      "decompress", "DF11 folder written by df11 -> the original files, byte for byte");
+      "decompress",
+      "DF11 folder -> the original files, byte for byte (written by df11) or a BF16 "
+      "checkpoint with the same tensors (published by the dfloat11 tools)");
   decompress_cmd->add_option("DF11_DIR", decompress_in, "DF11 model folder")->required();
   decompress_cmd->add_option("-o,--output", decompress_out, "output folder")->required();
   decompress_cmd->add_flag("--sha256", decompress_sha256,
@@ -204,6 +206,11 @@ int main(int argc, char** argv) {
   decompress_cmd->add_flag("--force", common.force,
                            "replace an existing output (once the new one is complete)");
   add_output_options(decompress_cmd, common, true);
+  std::string decompress_like;
+  decompress_cmd->add_option("--like", decompress_like,
+                             "folder of .safetensors with the same tensor names (e.g. the "
+                             "original model): shapes for a DF11 folder published by the "
+                             "dfloat11 tools, where config.json does not give them");
 
   std::string verify_in, verify_against, device = "auto";
   bool verify_sha256 = false;
@@ -290,6 +297,7 @@ int main(int argc, char** argv) {
     options.force = common.force;
     options.threads = threads;
     options.file_sha256 = decompress_sha256;
+    if (!decompress_like.empty()) options.like = decompress_like;
     return app::run_decompress_command(options, output, std::cout, std::cerr);
   }
   if (verify_cmd->parsed()) {

@@ -40,7 +40,10 @@ std::string decompress_summary_line(const DecompressOptions& options,
                 s.seconds, gb_per_second(s.output_bytes, s.seconds));
   return "restored " + options.df11_dir.string() + " -> " + options.out_dir.string() + ": " +
          count_of(s.files, "file") + " (" + count_of(s.tensors, "tensor") + ", " +
-         (options.file_sha256 ? "xxh3 and file sha256 checked" : "xxh3 checked") + ") + " +
+         (s.published            ? "a new BF16 checkpoint, no checksums recorded"
+          : options.file_sha256 ? "xxh3 and file sha256 checked"
+                                : "xxh3 checked") +
+         ") + " +
          count_of(s.side_files, "other file") + ", " + timing;
 }
 
@@ -99,6 +102,8 @@ nlohmann::ordered_json decompress_json(const DecompressOptions& options,
   j["tensors"] = s.tensors;
   j["side_files"] = s.side_files;
   j["file_sha256_checked"] = options.file_sha256;
+  // A folder published by the dfloat11 tools: a new BF16 checkpoint, not the original files.
+  j["published"] = s.published;
   j["input_bytes"] = s.input_bytes;
   j["output_bytes"] = s.output_bytes;
   j["seconds"] = s.seconds;

@@ -12,6 +12,7 @@
 #include "model_folder.h"
 #include "output_dir.h"
 #include "rebuild.h"
+#include "restore_published.h"
 #include "stopwatch.h"
 #include "thread_limit.h"
 
@@ -50,10 +51,19 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.df11_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir, cancel));
   if (!written_by_df11(model)) {
-    return Status(ErrorCode::kUnsupported,
-                  options.df11_dir.string() +
-                      ": no df11 metadata in its shards (not written by df11, e.g. a published "
-                      "DF11 model): the original files cannot be rebuilt byte for byte");
+    if (options.file_sha256) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "--sha256: " + options.df11_dir.string() +
+                        " has no df11 metadata (published by the dfloat11 tools): no file "
+                        "SHA-256 was recorded to check against");
+    }
+    return restore_published_folder(std::move(model), options, reporter, cancel);
+  }
+  if (options.like) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "--like: " + options.df11_dir.string() +
+                      " was written by df11 and records every shape; --like is for folders "
+                      "published by the dfloat11 tools");
   }
   DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
   DF11_RETURN_IF_ERROR(check_side_files_recorded(folder));

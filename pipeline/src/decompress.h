@@ -2,10 +2,13 @@
 // byte. Every original .safetensors file is rebuilt from the header text and tensors the
 // df11 metadata records, checked while it is written (xxh3 per tensor, SHA-256 per file);
 // config.json and the index come back from their recorded bytes; other files are copied.
+// A folder published by the dfloat11 tools gives a BF16 checkpoint with the same tensors
+// instead (restore_published.h).
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "cancel.h"
@@ -21,6 +24,9 @@ struct DecompressOptions {
   int threads = 0;
   size_t parallel_files = 0;  // files rebuilt side by side; 0: from the thread count
   bool file_sha256 = false;   // also hash every rebuilt file against its recorded SHA-256
+  // A folder whose .safetensors headers give the shapes of a published folder's weights
+  // (spec 7.8; e.g. the original model), where config.json does not.
+  std::optional<std::filesystem::path> like;
 };
 
 struct DecompressSummary {
@@ -30,6 +36,7 @@ struct DecompressSummary {
   uint64_t input_bytes = 0;   // DF11 .safetensors files
   uint64_t output_bytes = 0;  // rebuilt .safetensors files
   double seconds = 0;
+  bool published = false;  // a folder without df11 metadata: a new BF16 checkpoint was written
 };
 
 Result<DecompressSummary> decompress_model(const DecompressOptions& options, Reporter& reporter,

@@ -2,6 +2,7 @@
 // checksums exist, so every group is validated and decoded in full by the strict reference
 // decoder (which checks every gap and output position); with --against, pattern_dict says
 // which original weights each group holds and those are compared bit for bit.
+#include <algorithm>
 #include <new>
 #include <unordered_set>
 
@@ -9,6 +10,7 @@
 #include "df11/group_tensors.h"
 #include "file_stream.h"
 #include "loader_check.h"
+#include "member_shapes.h"
 #include "member_spans.h"
 #include "model_config.h"
 #include "tensor_compare.h"
@@ -20,10 +22,25 @@
 namespace df11::app {
 namespace {
 
+// The --against tensor that weight `name` is compared with: itself, or for a head the
+// dfloat11 encoder stored as a group of its own while the original ties it to the input
+// embedding (spec 7.8), that embedding.
+std::string against_name(const std::string& name, const ModelFolder& model,
+                         const std::vector<std::string>& against_names, VerifyContext& context) {
+  if (context.against->tensors.count(name) != 0) return name;
+  const auto embedding = tied_embedding_of(name, model.config_text, against_names);
+  if (!embedding) return name;
+  context.report.notes.push_back("'" + name + "' compared with '" + *embedding +
+                                 "' of " + context.against->dir.string() +
+                                 ": the original ties them and stores the embedding only");
+  return *embedding;
+}
+
 // Compares the decoded group with the original weights the loader would fill from it.
 void compare_group(const GroupTensors& group, const GroupView& view,
                    std::span<const uint16_t> decoded, const LoaderPatterns* patterns,
-                   TensorComparer& comparer, const std::string& what, VerifyContext& context) {
+                   TensorComparer& comparer, const std::string& what, const ModelFolder& model,
+                   const std::vector<std::string>& against_names, VerifyContext& context) {
   if (patterns == nullptr) {
     context.fail(what +
                  ": config.json has no usable dfloat11_config.pattern_dict: cannot tell which "
@@ -46,7 +63,7 @@ void compare_group(const GroupTensors& group, const GroupView& view,
     // validate_group checked the split positions are increasing within (0, n).
     const uint64_t end =
         k < n_splits ? load_le64(view.split_positions.data() + 8 * k) : decoded.size();
-    const std::string& name = (*names)[k];
+    const std::string name = against_name((*names)[k], model, against_names, context);
     std::vector<uint64_t> shape{end - begin};
     const auto it = context.against->tensors.find(name);
     if (it != context.against->tensors.end() &&
@@ -86,7 +103,12 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
     }
   }
   std::optional<TensorComparer> comparer;
-  if (context.against != nullptr) comparer.emplace(*context.against);
+  std::vector<std::string> against_names;
+  if (context.against != nullptr) {
+    comparer.emplace(*context.against);
+    for (const auto& [name, at] : context.against->tensors) against_names.push_back(name);
+    std::sort(against_names.begin(), against_names.end());
+  }
 
   uint64_t total = 0;
   for (const SafetensorsFile& shard : model.shards) total += shard.header().data_size;
@@ -137,7 +159,7 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       context.report.tensors += view.split_positions.size() / 8 + 1;
       if (comparer)
         compare_group(group, view, decoded, patterns ? &*patterns : nullptr, *comparer, what,
-                      context);
+                      model, against_names, context);
       for (const TensorInfo* t : group.all()) {
         shard.mapped().advise_dontneed(t->file_offset, t->byte_size());
         context.reporter.progress_advance(t->byte_size());

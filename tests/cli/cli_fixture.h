@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "commands.h"
 #include "df11/metadata.h"
 #include "df11/safetensors.h"
+#include "model_folder.h"
 #include "signals.h"
 
 namespace df11::clitest {
@@ -95,6 +97,30 @@ class PipelineFixture : public ::testing::Test {
 
 inline nlohmann::ordered_json read_json(const fs::path& file) {
   return nlohmann::ordered_json::parse(read_text(file));
+}
+
+// Both folders hold the same tensors: names, dtypes, shapes and bytes (bit for bit), whatever
+// their files and order.
+inline void expect_same_tensors(const fs::path& a, const fs::path& b) {
+  auto fa = app::open_model_folder(a);
+  auto fb = app::open_model_folder(b);
+  ASSERT_TRUE(fa.is_ok()) << fa.status().to_string();
+  ASSERT_TRUE(fb.is_ok()) << fb.status().to_string();
+  EXPECT_EQ(fa->tensors.size(), fb->tensors.size());
+  for (const auto& [name, at] : fa->tensors) {
+    const auto it = fb->tensors.find(name);
+    if (it == fb->tensors.end()) {
+      ADD_FAILURE() << name << ": in " << a << ", not in " << b;
+      continue;
+    }
+    const TensorInfo& ta = fa->tensor(at);
+    const TensorInfo& tb = fb->tensor(it->second);
+    EXPECT_EQ(ta.dtype, tb.dtype) << name;
+    EXPECT_EQ(ta.shape, tb.shape) << name;
+    const auto ba = fa->shards[at.shard].tensor_bytes(ta);
+    const auto bb = fb->shards[it->second.shard].tensor_bytes(tb);
+    EXPECT_TRUE(std::equal(ba.begin(), ba.end(), bb.begin(), bb.end())) << name;
+  }
 }
 
 inline Df11Metadata metadata_of(const fs::path& shard) {
