@@ -27,9 +27,17 @@ std::string compress_summary_line(const CompressOptions& options, const Compress
   char timing[96];
   std::snprintf(timing, sizeof timing, " in %.2f s (%.2f GB/s)", s.seconds,
                 gb_per_second(s.input_bytes, s.seconds));
-  return "compressed " + options.model_dir.string() + " -> " + options.out_dir.string() + ": " +
-         text + count_of(s.groups_coded, "group") + " (" + count_of(s.tensors_coded, "tensor") +
-         ") coded, " + count_of(s.tensors_raw, "tensor") + " unchanged," + timing;
+  std::string line = "compressed " + options.model_dir.string() + " -> " +
+                     options.out_dir.string() + ": " + text + count_of(s.groups_coded, "group") +
+                     " (" + count_of(s.tensors_coded, "tensor") + ") coded, " +
+                     count_of(s.tensors_raw, "tensor") + " unchanged," + timing;
+  if (!s.tied_copies.empty()) {
+    // spec 7.4: the loader needs the tied head as its own group; restoration drops the copy.
+    line += "; tied copy " + s.tied_copies.front();
+    for (size_t i = 1; i < s.tied_copies.size(); ++i) line += ", " + s.tied_copies[i];
+    line += " coded for the dfloat11 loader (+" + format_bytes(s.tied_copy_bytes) + ")";
+  }
+  return line;
 }
 
 std::string decompress_summary_line(const DecompressOptions& options,
@@ -55,6 +63,10 @@ std::string verify_summary_line(const VerifyOptions& options, const VerifyReport
             count_of(r.side_files, "recorded side file") + ", " +
             count_of(r.headers, "header checksum") + ", " +
             count_of(r.folder_files, "folder file") + " (sha256)";
+    if (r.aliases != 0) {
+      line += ", " + std::to_string(r.aliases) + " tied cop" + (r.aliases == 1 ? "y" : "ies") +
+              " decoded equal to the tensor " + (r.aliases == 1 ? "it copies" : "they copy");
+    }
   } else {
     line += "; checksums unavailable (no df11 metadata)";
   }
@@ -83,6 +95,8 @@ nlohmann::ordered_json compress_json(const CompressOptions& options, const Compr
   j["coded_input_bytes"] = s.coded_input_bytes;
   j["coded_output_bytes"] = s.coded_output_bytes;
   j["coded_ratio"] = ratio_percent(s.coded_output_bytes, s.coded_input_bytes) / 100.0;
+  j["tied_copies"] = s.tied_copies;
+  j["tied_copy_bytes"] = s.tied_copy_bytes;
   j["seconds"] = s.seconds;
   j["gb_per_second"] = gb_per_second(s.input_bytes, s.seconds);
   return j;
@@ -120,6 +134,7 @@ nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyRep
   j["side_files"] = r.side_files;
   j["headers"] = r.headers;
   j["folder_files"] = r.folder_files;
+  j["aliases"] = r.aliases;
   if (options.against) {
     j["against"] = options.against->string();
     j["compared"] = r.compared;
