@@ -3,6 +3,7 @@
 #include <array>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <vector>
 
 namespace df11::app {
 namespace {
@@ -86,6 +87,18 @@ std::optional<size_t> find_tied_embedding(std::span<const TensorEntry> tensors,
     }
   }
   return best;
+}
+
+std::optional<std::string> tied_embedding_name(const ModelFolder& folder) {
+  if (!folder.config_text) return std::nullopt;
+  std::vector<TensorEntry> entries;
+  for (const TensorLocation& at : folder.tensors_in_file_order()) {
+    const TensorInfo& t = folder.tensor(at);
+    entries.push_back(TensorEntry{t.name, t.dtype, t.shape, t.n_elements});
+  }
+  const std::optional<size_t> embedding = find_tied_embedding(entries, *folder.config_text);
+  if (!embedding) return std::nullopt;
+  return entries[*embedding].name;
 }
 
 void add_tied_head(Grouping& grouping, std::span<const TensorEntry> tensors, size_t embedding) {

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "grouping.h"
+#include "model_folder.h"
 
 namespace df11::app {
 
@@ -28,6 +29,11 @@ inline constexpr const char* kTiedHeadModule = "lm_head";
 // config.json is no tie (compress reports it elsewhere).
 std::optional<size_t> find_tied_embedding(std::span<const TensorEntry> tensors,
                                           const std::string& config_text);
+
+// The name of the tensor a folder's lm_head is tied to (find_tied_embedding over the
+// folder's tensors in file order and its config.json), or nullopt. verify --against uses it:
+// a published DF11 folder of a tied model codes "lm_head.weight", which the original lacks.
+std::optional<std::string> tied_embedding_name(const ModelFolder& folder);
 
 // Appends the group "lm_head" coding `tensors[embedding]` again, under the member name
 // "lm_head.weight" (GroupSpec::alias_name), unless that would clash with a group or a tensor

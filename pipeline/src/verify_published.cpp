@@ -12,6 +12,7 @@
 #include "member_spans.h"
 #include "model_config.h"
 #include "tensor_compare.h"
+#include "tied_head.h"
 #include "verify_modes.h"
 #if defined(DF11_HAVE_CUDA)
 #include "df11/cuda_decoder.h"
@@ -23,7 +24,8 @@ namespace {
 // Compares the decoded group with the original weights the loader would fill from it.
 void compare_group(const GroupTensors& group, const GroupView& view,
                    std::span<const uint16_t> decoded, const LoaderPatterns* patterns,
-                   TensorComparer& comparer, const std::string& what, VerifyContext& context) {
+                   const std::optional<std::string>& tied_to, TensorComparer& comparer,
+                   const std::string& what, VerifyContext& context) {
   if (patterns == nullptr) {
     context.fail(what +
                  ": config.json has no usable dfloat11_config.pattern_dict: cannot tell which "
@@ -46,7 +48,13 @@ void compare_group(const GroupTensors& group, const GroupView& view,
     // validate_group checked the split positions are increasing within (0, n).
     const uint64_t end =
         k < n_splits ? load_le64(view.split_positions.data() + 8 * k) : decoded.size();
-    const std::string& name = (*names)[k];
+    std::string name = (*names)[k];
+    // spec 7.4: the official encoder codes a tied lm_head as its own group; the original
+    // stores only the embedding it is tied to, which the copy must equal.
+    if (tied_to && name == std::string(kTiedHeadModule) + ".weight" &&
+        context.against->tensors.count(name) == 0) {
+      name = *tied_to;
+    }
     std::vector<uint64_t> shape{end - begin};
     const auto it = context.against->tensors.find(name);
     if (it != context.against->tensors.end() &&
@@ -86,7 +94,11 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
     }
   }
   std::optional<TensorComparer> comparer;
-  if (context.against != nullptr) comparer.emplace(*context.against);
+  std::optional<std::string> tied_to;
+  if (context.against != nullptr) {
+    comparer.emplace(*context.against);
+    tied_to = tied_embedding_name(*context.against);
+  }
 
   uint64_t total = 0;
   for (const SafetensorsFile& shard : model.shards) total += shard.header().data_size;
@@ -136,8 +148,8 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       ++context.report.groups;
       context.report.tensors += view.split_positions.size() / 8 + 1;
       if (comparer)
-        compare_group(group, view, decoded, patterns ? &*patterns : nullptr, *comparer, what,
-                      context);
+        compare_group(group, view, decoded, patterns ? &*patterns : nullptr, tied_to, *comparer,
+                      what, context);
       for (const TensorInfo* t : group.all()) {
         shard.mapped().advise_dontneed(t->file_offset, t->byte_size());
         context.reporter.progress_advance(t->byte_size());

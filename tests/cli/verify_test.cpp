@@ -471,6 +471,24 @@ TEST_F(Published, BadGapFailsAndWrongWeightsFailAgainstTheOriginal) {
   EXPECT_NE(va.out.find("1 of 4096 elements differ"), std::string::npos) << va.out;
 }
 
+TEST_F(Published, TiedHeadIsComparedWithTheEmbeddingItCopies) {
+  // The official encoder codes a tied lm_head as its own group; the original has no
+  // lm_head.weight, so --against compares the group with the embedding (spec 7.4).
+  TinyLlama tied;
+  tied.tied_embeddings = true;
+  recompress_as(tied);
+  fs::remove_all(published());
+  strip_metadata(df11(), published());
+  const Captured va = verify(model(), published());
+  EXPECT_EQ(va.code, 0) << va.out << va.err;
+  const fs::path shard = published() / kShard1;
+  flip_byte(shard, tensor_file_offset(shard, "lm_head.sign_mantissa") + 3, 0x80);
+  const Captured bad = verify(model(), published());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("model.embed_tokens.weight"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("group 'lm_head'"), std::string::npos) << bad.out;
+}
+
 TEST_F(Published, CannotBeDecompressed) {
   DecompressOptions o;
   o.df11_dir = published();
