@@ -145,6 +145,91 @@ nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyRep
   return j;
 }
 
+std::vector<std::string> pipeline_compress_lines(const CompressOptions& options,
+                                                 const PipelineCompressSummary& s) {
+  std::vector<std::string> lines;
+  uint64_t in = 0, out = 0;
+  for (size_t i = 0; i < s.coded.size(); ++i) {
+    CompressOptions component = options;
+    component.model_dir = options.model_dir / s.coded[i];
+    component.out_dir = options.out_dir / s.coded[i];
+    lines.push_back(compress_summary_line(component, s.summaries[i]));
+    in += s.summaries[i].input_bytes;
+    out += s.summaries[i].output_bytes;
+  }
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "compressed pipeline %s -> %s: %zu components coded (%s -> %s), %zu other "
+                "files copied (%s), in %.2f s",
+                options.model_dir.string().c_str(), options.out_dir.string().c_str(),
+                s.coded.size(), format_bytes(in).c_str(), format_bytes(out).c_str(),
+                s.copied_files, format_bytes(s.copied_bytes).c_str(), s.seconds);
+  lines.push_back(text);
+  return lines;
+}
+
+std::string pipeline_decompress_line(const DecompressOptions& options,
+                                     const PipelineDecompressSummary& s) {
+  size_t files = 0, tensors = 0;
+  uint64_t out = 0;
+  for (const DecompressSummary& c : s.summaries) {
+    files += c.files;
+    tensors += c.tensors;
+    out += c.output_bytes;
+  }
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "decompressed pipeline %s -> %s: %zu components restored (%zu files, %zu "
+                "tensors, %s), %zu other files copied, in %.2f s",
+                options.df11_dir.string().c_str(), options.out_dir.string().c_str(),
+                s.restored.size(), files, tensors, format_bytes(out).c_str(), s.copied_files,
+                s.seconds);
+  return text;
+}
+
+nlohmann::ordered_json pipeline_compress_json(const CompressOptions& options,
+                                              const PipelineCompressSummary& s) {
+  nlohmann::ordered_json j;
+  j["command"] = "compress";
+  j["ok"] = true;
+  j["input"] = options.model_dir.string();
+  j["output"] = options.out_dir.string();
+  j["pipeline"] = true;
+  nlohmann::ordered_json components = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < s.coded.size(); ++i) {
+    CompressOptions component = options;
+    component.model_dir = options.model_dir / s.coded[i];
+    component.out_dir = options.out_dir / s.coded[i];
+    components[s.coded[i]] = compress_json(component, s.summaries[i]);
+  }
+  j["components"] = components;
+  j["copied_files"] = s.copied_files;
+  j["copied_bytes"] = s.copied_bytes;
+  j["seconds"] = s.seconds;
+  return j;
+}
+
+nlohmann::ordered_json pipeline_decompress_json(const DecompressOptions& options,
+                                                const PipelineDecompressSummary& s) {
+  nlohmann::ordered_json j;
+  j["command"] = "decompress";
+  j["ok"] = true;
+  j["input"] = options.df11_dir.string();
+  j["output"] = options.out_dir.string();
+  j["pipeline"] = true;
+  nlohmann::ordered_json components = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < s.restored.size(); ++i) {
+    DecompressOptions component = options;
+    component.df11_dir = options.df11_dir / s.restored[i];
+    component.out_dir = options.out_dir / s.restored[i];
+    components[s.restored[i]] = decompress_json(component, s.summaries[i]);
+  }
+  j["components"] = components;
+  j["copied_files"] = s.copied_files;
+  j["seconds"] = s.seconds;
+  return j;
+}
+
 nlohmann::ordered_json error_json(const std::string& command, const Status& status) {
   nlohmann::ordered_json j;
   j["command"] = command;

@@ -181,7 +181,7 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
 Status check_side_files_recorded(const Df11Folder& folder) {
   const std::pair<const char*, bool> present[] = {
       {kConfigFile, folder.folder.config_text.has_value()},
-      {kIndexFile, folder.folder.index_text.has_value()}};
+      {folder.folder.index_name.c_str(), folder.folder.index_text.has_value()}};
   for (const auto& [name, here] : present) {
     if (!here) continue;
     // (A copy for the lambda: clang 14 cannot capture structured bindings.)

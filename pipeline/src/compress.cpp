@@ -149,8 +149,8 @@ Result<std::vector<FolderFile>> write_folder_files(const ModelFolder& folder,
     }
     DF11_ASSIGN_OR_RETURN(std::string index,
                           make_index(folder.index_text, weight_map, total_tensor_bytes));
-    DF11_RETURN_IF_ERROR(write_file_atomic((dir / kIndexFile).string(), index));
-    written.push_back(kIndexFile);
+    DF11_RETURN_IF_ERROR(write_file_atomic((dir / folder.index_name).string(), index));
+    written.push_back(folder.index_name);
   }
   DF11_RETURN_IF_ERROR(copy_side_files(folder.dir, dir, folder.side_files,
                                        [&](uint64_t n) { reporter.progress_advance(n); }, cancel));
@@ -189,7 +189,7 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   DF11_ASSIGN_OR_RETURN(std::string config,
                         make_df11_config(*folder.config_text, plan.pattern_dict));
   std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};
-  if (folder.index_text) changed.push_back(side_file(kIndexFile, *folder.index_text));
+  if (folder.index_text) changed.push_back(side_file(folder.index_name, *folder.index_text));
   std::vector<ShardOut> shards =
       assign_shards(folder, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
 

@@ -105,9 +105,9 @@ void write_checkpoint(const fs::path& dir, const SyntheticCheckpoint& c) {
   uint64_t total = 0;
   const size_t per_shard = (tensors.size() + n - 1) / n;
   for (size_t s = 0; s < n; ++s) {
-    char name[64];
-    std::snprintf(name, sizeof name, "model-%05zu-of-%05zu.safetensors", s + 1, n);
-    const std::string file = n == 1 ? "model.safetensors" : name;
+    char name[96];
+    std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", c.stem.c_str(), s + 1, n);
+    const std::string file = n == 1 ? c.stem + ".safetensors" : name;
     std::vector<Tensor> part(tensors.begin() + std::min(tensors.size(), s * per_shard),
                              tensors.begin() + std::min(tensors.size(), (s + 1) * per_shard));
     write_shard(dir / file, part);
@@ -120,7 +120,7 @@ void write_checkpoint(const fs::path& dir, const SyntheticCheckpoint& c) {
     nlohmann::ordered_json index;
     index["metadata"] = {{"total_size", total}};
     index["weight_map"] = weight_map;
-    write_text(dir / "model.safetensors.index.json", index.dump(2) + "\n");
+    write_text(dir / (c.stem + ".safetensors.index.json"), index.dump(2) + "\n");
   }
   write_text(dir / "config.json", c.config_json);
 }

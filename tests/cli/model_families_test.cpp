@@ -119,6 +119,64 @@ TEST_F(Families, FluxDiffusersNaming) {
   EXPECT_TRUE(dict.contains("proj_out")) << dict.dump();
 }
 
+TEST_F(Families, DiffusersPipelineFolder) {
+  // model_index.json and components: the transformer (sharded, diffusers file names) and a
+  // text encoder in BF16 are coded; an F32 VAE, the tokenizer and the scheduler are copied.
+  fs::create_directories(model());
+  write_text(model() / "model_index.json",
+             R"({"_class_name": "FluxPipeline", "transformer": ["diffusers", )"
+             R"("FluxTransformer2DModel"], "vae": ["diffusers", "AutoencoderKL"]})");
+  SyntheticCheckpoint transformer = flux_diffusers();
+  transformer.stem = "diffusion_pytorch_model";
+  write_checkpoint(model() / "transformer", transformer);
+  SyntheticCheckpoint encoder;
+  encoder.config_json = R"({"architectures": ["T5EncoderModel"], "tie_word_embeddings": false})";
+  add(encoder.tensors, "encoder.block.0.layer.0.SelfAttention.q.weight", {kD, kD});
+  add(encoder.tensors, "encoder.block.0.layer.1.DenseReluDense.wi_0.weight", {2 * kD, kD});
+  add(encoder.tensors, "shared.weight", {256, kD});
+  write_checkpoint(model() / "text_encoder_2", encoder);
+  SyntheticCheckpoint vae;
+  vae.stem = "diffusion_pytorch_model";
+  add(vae.tensors, "decoder.conv_in.weight", {kD, 4, 3, 3}, Dtype::kF32);
+  add(vae.tensors, "decoder.mid_block.attentions.0.to_q.weight", {kD, kD}, Dtype::kF32);
+  write_checkpoint(model() / "vae", vae);
+  fs::create_directories(model() / "tokenizer");
+  write_text(model() / "tokenizer" / "vocab.json", R"({"a": 0})");
+  fs::create_directories(model() / "scheduler");
+  write_text(model() / "scheduler" / "scheduler_config.json", R"({"shift": 3.0})");
+
+  const Captured c = compress();
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("compressed pipeline " + model().string() + " -> " + df11().string() +
+                       ": 2 components coded"),
+            std::string::npos)
+      << c.out;
+  const auto config = read_json(df11() / "transformer" / "config.json");
+  EXPECT_TRUE(config["dfloat11_config"]["pattern_dict"].contains("transformer_blocks\\.\\d+"));
+  EXPECT_TRUE(read_json(df11() / "text_encoder_2" / "config.json").contains("dfloat11_config"));
+  // The diffusers index is rewritten for the DF11 tensors.
+  const auto index =
+      read_json(df11() / "transformer" / "diffusion_pytorch_model.safetensors.index.json");
+  EXPECT_TRUE(index["weight_map"].contains("transformer_blocks.0.encoded_exponent"));
+  EXPECT_EQ(tree_sha256(df11() / "vae"), tree_sha256(model() / "vae"));
+  EXPECT_EQ(read_text(df11() / "model_index.json"), read_text(model() / "model_index.json"));
+
+  const Captured v = verify(model());
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("pipeline: 2 coded components verified"), std::string::npos) << v.out;
+  const Captured d = decompress();
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.out.find("2 components restored"), std::string::npos) << d.out;
+  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+
+  // A copied file that differs from the original's is found.
+  write_text(df11() / "scheduler" / "scheduler_config.json", R"({"shift": 1.0})");
+  const Captured bad = verify(model());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("scheduler/scheduler_config.json: differs from"), std::string::npos)
+      << bad.out;
+}
+
 TEST_F(Families, FluxBflNaming) {
   SyntheticCheckpoint c;
   c.config_json = "{}";
