@@ -163,7 +163,8 @@ TEST_F(Families, DiffusersPipelineFolder) {
 
   const Captured v = verify(model());
   EXPECT_EQ(v.code, 0) << v.out << v.err;
-  EXPECT_NE(v.out.find("pipeline: 2 coded components verified"), std::string::npos) << v.out;
+  EXPECT_NE((v.out + v.err).find("pipeline: 2 coded components verified"), std::string::npos)
+      << v.out << v.err;
   const Captured d = decompress();
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_NE(d.out.find("2 components restored"), std::string::npos) << d.out;
