@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include "exit_codes.h"
+#include "pipeline_folder.h"
 #include "signals.h"
 #include "summary_text.h"
 
@@ -35,6 +36,18 @@ int run_compress_command(const CompressOptions& options, const OutputOptions& ou
                          std::ostream& out, std::ostream& err) {
   Console console(out, err, output.json ? std::min(output.verbosity, 1) : output.verbosity,
                   output.progress);
+  if (is_pipeline_folder(options.model_dir)) {
+    auto pipeline = compress_pipeline(options, console, interrupt_token());
+    if (!pipeline) return fail("compress", pipeline.status(), output, console, out);
+    if (output.json) {
+      print_json(out, pipeline_compress_json(options, *pipeline));
+    } else {
+      for (const std::string& line : pipeline_compress_lines(options, *pipeline)) {
+        console.result(line);
+      }
+    }
+    return kExitOk;
+  }
   auto summary = compress_model(options, console, interrupt_token());
   if (!summary) return fail("compress", summary.status(), output, console, out);
   if (output.json) {
@@ -49,6 +62,16 @@ int run_decompress_command(const DecompressOptions& options, const OutputOptions
                            std::ostream& out, std::ostream& err) {
   Console console(out, err, output.json ? std::min(output.verbosity, 1) : output.verbosity,
                   output.progress);
+  if (is_pipeline_folder(options.df11_dir)) {
+    auto pipeline = decompress_pipeline(options, console, interrupt_token());
+    if (!pipeline) return fail("decompress", pipeline.status(), output, console, out);
+    if (output.json) {
+      print_json(out, pipeline_decompress_json(options, *pipeline));
+    } else {
+      console.result(pipeline_decompress_line(options, *pipeline));
+    }
+    return kExitOk;
+  }
   auto summary = decompress_model(options, console, interrupt_token());
   if (!summary) return fail("decompress", summary.status(), output, console, out);
   if (output.json) {
@@ -76,7 +99,9 @@ int run_verify_command(const VerifyOptions& options, const OutputOptions& output
   Console console(out, err, output.verbosity, output.progress);
   JsonQuiet json_reporter(console);
   Reporter& reporter = output.json ? static_cast<Reporter&>(json_reporter) : console;
-  auto report = verify_model(options, reporter, interrupt_token());
+  auto report = is_pipeline_folder(options.df11_dir)
+                    ? verify_pipeline(options, reporter, interrupt_token())
+                    : verify_model(options, reporter, interrupt_token());
   if (!report) return fail("verify", report.status(), output, console, out);
   if (output.json) {
     print_json(out, verify_json(options, *report));

@@ -102,13 +102,14 @@ Json group_json(const GroupReport& g) {
 void print_files(const InspectReport& r, std::ostream& out) {
   uint64_t total = 0;
   for (const FileReport& f : r.files) total += f.size;
-  const char* what = r.kind == CheckpointKind::kBf16 ? "BF16 checkpoint"
+  const char* what = r.kind == CheckpointKind::kBf16 ? "checkpoint"
                      : r.kind == CheckpointKind::kDf11
                          ? "DF11 checkpoint (with df11 metadata)"
                          : "DF11 checkpoint (no df11 metadata: member names from config.json "
                            "pattern_dict where it matches)";
   out << r.path << ": " << what << ", " << r.files.size()
       << (r.files.size() == 1 ? " file, " : " files, ") << format_bytes(total) << "\n";
+  if (!r.dtypes.empty()) out << "  tensors by dtype: " << dtype_shares_text(r.dtypes) << "\n";
   for (const FileReport& f : r.files) {
     out << "  " << f.file << "  " << format_bytes(f.size) << "  " << f.n_tensors << " tensors\n";
   }
@@ -265,6 +266,12 @@ void render_inspect_json(const InspectReport& r, std::ostream& out) {
     files.push_back(Json{{"file", f.file}, {"size", f.size}, {"tensors", f.n_tensors}});
   }
   j["files"] = files;
+  Json dtypes = Json::array();
+  for (const DtypeShare& d : r.dtypes) {
+    dtypes.push_back(
+        Json{{"dtype", dtype_name(d.dtype)}, {"tensors", d.tensors}, {"bytes", d.bytes}});
+  }
+  j["dtypes"] = dtypes;
   Json groups = Json::array();
   for (const GroupReport& g : r.groups) groups.push_back(group_json(g));
   j["groups"] = groups;
@@ -301,6 +308,7 @@ void render_inspect_json(const InspectReport& r, std::ostream& out) {
               {"bound_ratio", t.bound_ratio()},
               {"raw_bytes", t.raw_bytes},
               {"model_original_bytes", t.model_original_bytes()},
+              {"tied_copy_bytes", t.tied_copy_bytes},
               {"model_stored_bytes", t.model_stored_bytes()},
               {"model_ratio", t.model_ratio()}};
   uint64_t file_bytes = 0;
@@ -372,6 +380,12 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
         << "\n";
   } else {
     out << "No coded groups.\n";
+  }
+  for (const GroupReport& g : r.groups) {
+    if (g.alias_of.empty() || !g.coded) continue;
+    out << "Tied copy: group '" << g.name << "' codes '" << g.alias_of
+        << "' again for the dfloat11 loader (its lm_head is tied): +" << format_bytes(g.bytes.total())
+        << " stored; restoration drops it\n";
   }
   out << "Stored unchanged: " << r.raw.size() << (r.raw.size() == 1 ? " tensor, " : " tensors, ")
       << format_bytes(t.raw_bytes) << "\n";

@@ -27,9 +27,17 @@ std::string compress_summary_line(const CompressOptions& options, const Compress
   char timing[96];
   std::snprintf(timing, sizeof timing, " in %.2f s (%.2f GB/s)", s.seconds,
                 gb_per_second(s.input_bytes, s.seconds));
-  return "compressed " + options.model_dir.string() + " -> " + options.out_dir.string() + ": " +
-         text + count_of(s.groups_coded, "group") + " (" + count_of(s.tensors_coded, "tensor") +
-         ") coded, " + count_of(s.tensors_raw, "tensor") + " unchanged," + timing;
+  std::string line = "compressed " + options.model_dir.string() + " -> " +
+                     options.out_dir.string() + ": " + text + count_of(s.groups_coded, "group") +
+                     " (" + count_of(s.tensors_coded, "tensor") + ") coded, " +
+                     count_of(s.tensors_raw, "tensor") + " unchanged," + timing;
+  if (!s.tied_copies.empty()) {
+    // spec 7.4: the loader needs the tied head as its own group; restoration drops the copy.
+    line += "; tied copy " + s.tied_copies.front();
+    for (size_t i = 1; i < s.tied_copies.size(); ++i) line += ", " + s.tied_copies[i];
+    line += " coded for the dfloat11 loader (+" + format_bytes(s.tied_copy_bytes) + ")";
+  }
+  return line;
 }
 
 std::string decompress_summary_line(const DecompressOptions& options,
@@ -58,6 +66,10 @@ std::string verify_summary_line(const VerifyOptions& options, const VerifyReport
             count_of(r.side_files, "recorded side file") + ", " +
             count_of(r.headers, "header checksum") + ", " +
             count_of(r.folder_files, "folder file") + " (sha256)";
+    if (r.aliases != 0) {
+      line += ", " + std::to_string(r.aliases) + " tied cop" + (r.aliases == 1 ? "y" : "ies") +
+              " decoded equal to the tensor " + (r.aliases == 1 ? "it copies" : "they copy");
+    }
   } else {
     line += "; checksums unavailable (no df11 metadata)";
   }
@@ -86,6 +98,8 @@ nlohmann::ordered_json compress_json(const CompressOptions& options, const Compr
   j["coded_input_bytes"] = s.coded_input_bytes;
   j["coded_output_bytes"] = s.coded_output_bytes;
   j["coded_ratio"] = ratio_percent(s.coded_output_bytes, s.coded_input_bytes) / 100.0;
+  j["tied_copies"] = s.tied_copies;
+  j["tied_copy_bytes"] = s.tied_copy_bytes;
   j["seconds"] = s.seconds;
   j["gb_per_second"] = gb_per_second(s.input_bytes, s.seconds);
   return j;
@@ -125,6 +139,7 @@ nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyRep
   j["side_files"] = r.side_files;
   j["headers"] = r.headers;
   j["folder_files"] = r.folder_files;
+  j["aliases"] = r.aliases;
   if (options.against) {
     j["against"] = options.against->string();
     j["compared"] = r.compared;
@@ -132,6 +147,91 @@ nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyRep
   j["failures"] = r.failures;
   j["notes"] = r.notes;
   j["device_notes"] = r.device_notes;
+  return j;
+}
+
+std::vector<std::string> pipeline_compress_lines(const CompressOptions& options,
+                                                 const PipelineCompressSummary& s) {
+  std::vector<std::string> lines;
+  uint64_t in = 0, out = 0;
+  for (size_t i = 0; i < s.coded.size(); ++i) {
+    CompressOptions component = options;
+    component.model_dir = options.model_dir / s.coded[i];
+    component.out_dir = options.out_dir / s.coded[i];
+    lines.push_back(compress_summary_line(component, s.summaries[i]));
+    in += s.summaries[i].input_bytes;
+    out += s.summaries[i].output_bytes;
+  }
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "compressed pipeline %s -> %s: %zu components coded (%s -> %s), %zu other "
+                "files copied (%s), in %.2f s",
+                options.model_dir.string().c_str(), options.out_dir.string().c_str(),
+                s.coded.size(), format_bytes(in).c_str(), format_bytes(out).c_str(),
+                s.copied_files, format_bytes(s.copied_bytes).c_str(), s.seconds);
+  lines.push_back(text);
+  return lines;
+}
+
+std::string pipeline_decompress_line(const DecompressOptions& options,
+                                     const PipelineDecompressSummary& s) {
+  size_t files = 0, tensors = 0;
+  uint64_t out = 0;
+  for (const DecompressSummary& c : s.summaries) {
+    files += c.files;
+    tensors += c.tensors;
+    out += c.output_bytes;
+  }
+  char text[512];
+  std::snprintf(text, sizeof text,
+                "decompressed pipeline %s -> %s: %zu components restored (%zu files, %zu "
+                "tensors, %s), %zu other files copied, in %.2f s",
+                options.df11_dir.string().c_str(), options.out_dir.string().c_str(),
+                s.restored.size(), files, tensors, format_bytes(out).c_str(), s.copied_files,
+                s.seconds);
+  return text;
+}
+
+nlohmann::ordered_json pipeline_compress_json(const CompressOptions& options,
+                                              const PipelineCompressSummary& s) {
+  nlohmann::ordered_json j;
+  j["command"] = "compress";
+  j["ok"] = true;
+  j["input"] = options.model_dir.string();
+  j["output"] = options.out_dir.string();
+  j["pipeline"] = true;
+  nlohmann::ordered_json components = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < s.coded.size(); ++i) {
+    CompressOptions component = options;
+    component.model_dir = options.model_dir / s.coded[i];
+    component.out_dir = options.out_dir / s.coded[i];
+    components[s.coded[i]] = compress_json(component, s.summaries[i]);
+  }
+  j["components"] = components;
+  j["copied_files"] = s.copied_files;
+  j["copied_bytes"] = s.copied_bytes;
+  j["seconds"] = s.seconds;
+  return j;
+}
+
+nlohmann::ordered_json pipeline_decompress_json(const DecompressOptions& options,
+                                                const PipelineDecompressSummary& s) {
+  nlohmann::ordered_json j;
+  j["command"] = "decompress";
+  j["ok"] = true;
+  j["input"] = options.df11_dir.string();
+  j["output"] = options.out_dir.string();
+  j["pipeline"] = true;
+  nlohmann::ordered_json components = nlohmann::ordered_json::object();
+  for (size_t i = 0; i < s.restored.size(); ++i) {
+    DecompressOptions component = options;
+    component.df11_dir = options.df11_dir / s.restored[i];
+    component.out_dir = options.out_dir / s.restored[i];
+    components[s.restored[i]] = decompress_json(component, s.summaries[i]);
+  }
+  j["components"] = components;
+  j["copied_files"] = s.copied_files;
+  j["seconds"] = s.seconds;
   return j;
 }
 

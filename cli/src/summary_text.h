@@ -4,10 +4,12 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "compress.h"
 #include "decompress.h"
 #include "df11/status.h"
+#include "pipeline_folder.h"
 #include "verify.h"
 
 namespace df11::app {
@@ -23,6 +25,17 @@ nlohmann::ordered_json compress_json(const CompressOptions& options, const Compr
 nlohmann::ordered_json decompress_json(const DecompressOptions& options,
                                        const DecompressSummary& s);
 nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyReport& report);
+// Diffusers pipelines: one line per coded component, then the pipeline's
+// ("compressed pipeline P -> O: 2 components coded ..."); its JSON nests each component's.
+std::vector<std::string> pipeline_compress_lines(const CompressOptions& options,
+                                                 const PipelineCompressSummary& s);
+std::string pipeline_decompress_line(const DecompressOptions& options,
+                                     const PipelineDecompressSummary& s);
+nlohmann::ordered_json pipeline_compress_json(const CompressOptions& options,
+                                              const PipelineCompressSummary& s);
+nlohmann::ordered_json pipeline_decompress_json(const DecompressOptions& options,
+                                                const PipelineDecompressSummary& s);
+
 // {"command": ..., "ok": false, "error": {"code": "bad_offsets", "message": ...}}
 nlohmann::ordered_json error_json(const std::string& command, const Status& status);
 

@@ -149,7 +149,8 @@ std::string named_context(const json& j, const std::string& ctx) {
 // spec 5.3 rules G1..G6 for one member.
 Status parse_member(const json& j, const std::string& ctx, MemberMeta* m) {
   const std::string mctx = named_context(j, ctx);
-  DF11_RETURN_IF_ERROR(check_fields(j, mctx, {"name", "dtype", "shape", "n_elements", "xxh3"}));
+  DF11_RETURN_IF_ERROR(
+      check_fields(j, mctx, {"name", "dtype", "shape", "n_elements", "xxh3"}, {"alias_of"}));
   DF11_RETURN_IF_ERROR(get_name(j, "name", ctx, &m->name));
   DF11_RETURN_IF_ERROR(get_string(j, "dtype", mctx, &m->dtype));
   if (m->dtype != "BF16") {
@@ -168,7 +169,13 @@ Status parse_member(const json& j, const std::string& ctx, MemberMeta* m) {
                                             " != product of shape " + shape_to_string(m->shape) +
                                             " = " + std::to_string(product));
   }
-  return get_hex(j, "xxh3", kXxh3HexLength, mctx, &m->xxh3);
+  DF11_RETURN_IF_ERROR(get_hex(j, "xxh3", kXxh3HexLength, mctx, &m->xxh3));
+  // G8 (1.2): an alias names another tensor of the folder; which one is checked folder-wide.
+  if (j.contains("alias_of")) {
+    DF11_RETURN_IF_ERROR(get_name(j, "alias_of", mctx, &m->alias_of));
+    if (m->alias_of == m->name) return bad(mctx, "alias_of names the member itself");
+  }
+  return Status::ok();
 }
 
 Status parse_stored(const json& j, const std::string& ctx, StoredChecksums* s) {

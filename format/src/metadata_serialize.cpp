@@ -18,6 +18,7 @@ Json member_json(const MemberMeta& m) {
   append_member(j, "shape", m.shape);
   append_member(j, "n_elements", m.n_elements);
   append_member(j, "xxh3", m.xxh3);
+  if (!m.alias_of.empty()) append_member(j, "alias_of", m.alias_of);
   return j;
 }
 

@@ -43,6 +43,38 @@ Status after_header_check(const Status& header_check, Status status) {
   return Status(header_check.code(), header_check.message() + "; then: " + status.message());
 }
 
+// spec 5.3 G8: an alias copies a tensor of the folder: same shape, same original bytes.
+Status check_aliases(const Df11Folder& folder) {
+  std::unordered_set<std::string> names;
+  for (const AliasMember& a : folder.aliases) {
+    const CodedGroup& g = folder.groups[a.group];
+    const MemberMeta& m = folder.metadata[g.shard].groups[g.meta_index].members[a.member];
+    const std::string where = g.what + ": member '" + a.name + "' (alias of '" + a.target + "')";
+    if (folder.originals.count(a.name) != 0 || !names.insert(a.name).second) {
+      return Status(ErrorCode::kDuplicateName, where + ": its name is also an original tensor's");
+    }
+    const auto it = folder.originals.find(a.target);
+    if (it == folder.originals.end()) {
+      return Status(ErrorCode::kBadMetadata, where + ": no tensor of the folder has that name");
+    }
+    const OriginalTensor& t = it->second;
+    const std::vector<uint64_t>& shape =
+        t.is_member ? folder.member_meta(t).shape : folder.folder.tensor(t.raw).shape;
+    const bool bf16 = t.is_member || folder.folder.tensor(t.raw).dtype == Dtype::kBF16;
+    if (!bf16 || shape != m.shape) {
+      return Status(ErrorCode::kBadMetadata, where + ": shape " + shape_to_string(m.shape) +
+                                                 ", the tensor it copies is " +
+                                                 (bf16 ? "" : "not BF16, ") +
+                                                 shape_to_string(shape));
+    }
+    if (t.xxh3 != m.xxh3) {
+      return Status(ErrorCode::kBadMetadata, where + ": xxh3 " + m.xxh3 +
+                                                 ", the tensor it copies has " + t.xxh3);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 Status first_header_failure(const Df11Folder& folder) {
@@ -94,6 +126,10 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
       for (size_t m = 0; m < gm.members.size(); ++m) {
         const MemberMeta& mm = gm.members[m];
         coded.member_start.push_back(coded.member_start.back() + mm.n_elements);
+        if (!mm.alias_of.empty()) {
+          result.aliases.push_back(AliasMember{result.groups.size(), m, mm.name, mm.alias_of});
+          continue;
+        }
         OriginalTensor t;
         t.is_member = true;
         t.group = result.groups.size();
@@ -134,6 +170,7 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
     }
     result.metadata.push_back(std::move(*meta));
   }
+  DF11_RETURN_IF_ERROR(check_aliases(result));
   std::sort(result.sources.begin(), result.sources.end(),
             [&](const SourceRef& a, const SourceRef& b) {
               return result.source(a).file < result.source(b).file;
@@ -144,7 +181,7 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
 Status check_side_files_recorded(const Df11Folder& folder) {
   const std::pair<const char*, bool> present[] = {
       {kConfigFile, folder.folder.config_text.has_value()},
-      {kIndexFile, folder.folder.index_text.has_value()}};
+      {folder.folder.index_name.c_str(), folder.folder.index_text.has_value()}};
   for (const auto& [name, here] : present) {
     if (!here) continue;
     // (A copy for the lambda: clang 14 cannot capture structured bindings.)

@@ -35,6 +35,16 @@ struct OriginalTensor {
   uint64_t byte_size = 0;
 };
 
+// spec 5.3 (1.2): a member that is a coded copy of another tensor (a tied lm_head). It is no
+// original tensor (not in `originals`): restoration skips it, verify decodes it and checks
+// it against the tensor it copies.
+struct AliasMember {
+  size_t group = 0;    // index into Df11Folder::groups
+  size_t member = 0;   // index among the group's members
+  std::string name;    // the member's name ("lm_head.weight")
+  std::string target;  // the original tensor it copies ("model.embed_tokens.weight")
+};
+
 struct SourceRef {
   size_t shard = 0;  // whose metadata lists it
   size_t index = 0;  // into metadata[shard].sources
@@ -49,6 +59,7 @@ struct Df11Folder {
   std::vector<Status> header_checks;
   std::vector<CodedGroup> groups;      // shard by shard, metadata order
   std::unordered_map<std::string, OriginalTensor> originals;
+  std::vector<AliasMember> aliases;  // shard by shard, metadata order
   std::vector<SourceRef> sources;    // sorted by file name
   std::vector<SideFile> side_files;  // from every shard's metadata
 
@@ -73,7 +84,8 @@ bool written_by_df11(const ModelFolder& folder);
 
 // Reads and cross-checks the metadata of every shard (each must have it: kBadMetadata
 // "written by df11 but has no df11 metadata" otherwise). kDuplicateName if a tensor, source
-// or side file appears twice. When a shard's header checksum fails, an error found while
+// or side file appears twice; kBadMetadata if an alias member (spec 5.3 G8) names no tensor
+// of the folder, or one of another shape or checksum. When a shard's header checksum fails, an error found while
 // interpreting that header is reported as kCorruptData with the checksum's message first.
 Result<Df11Folder> open_df11_folder(ModelFolder folder);
 

@@ -140,12 +140,12 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
   // I4, I5: files the record does not know.
   std::vector<std::string> present = model.side_files;
   if (model.config_text) present.push_back(kConfigFile);
-  if (model.index_text) present.push_back(kIndexFile);
+  if (model.index_text) present.push_back(model.index_name);
   std::sort(present.begin(), present.end());
   size_t unlisted = 0;
   for (const std::string& rel : present) {
     if (recorded_files.count(rel) != 0) continue;
-    if (rel == kConfigFile || rel == kIndexFile) {
+    if (rel == kConfigFile || rel == model.index_name) {
       findings.failures.push_back(rel + ": written by df11, but not in the folder record");
     } else if (is_top_level_safetensors(rel)) {
       findings.failures.push_back(

@@ -36,8 +36,9 @@ struct Fd {
 };
 
 // The shard files an index's weight_map names; each must exist in the folder.
-Result<std::set<std::string>> indexed_shards(const std::string& index_text, const fs::path& dir) {
-  const std::string where = (dir / kIndexFile).string();
+Result<std::set<std::string>> indexed_shards(const std::string& index_text, const fs::path& dir,
+                                            const std::string& index_name) {
+  const std::string where = (dir / index_name).string();
   std::set<std::string> files;
   try {
     const auto index = nlohmann::json::parse(index_text);
@@ -83,6 +84,13 @@ Result<ModelFolder> open_model_folder(const fs::path& dir, const CancelToken& ca
   if (!fs::is_directory(dir, ec)) {
     return Status(ErrorCode::kNotFound, dir.string() + ": not a folder");
   }
+  // The index: Hugging Face's name, else diffusers' (a pipeline component's).
+  for (const char* name : {kIndexFile, kDiffusersIndexFile}) {
+    if (fs::exists(dir / name, ec)) {
+      folder.index_name = name;
+      break;
+    }
+  }
   // Top level: shards, config.json, the index. Everything else, at any depth, is a side file.
   fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
   if (ec) return Status(ErrorCode::kIo, dir.string() + ": cannot list: " + ec.message());
@@ -103,23 +111,22 @@ Result<ModelFolder> open_model_folder(const fs::path& dir, const CancelToken& ca
         folder.shard_names.push_back(rel);
         continue;
       }
-      if (rel == kConfigFile || rel == kIndexFile) continue;
+      if (rel == kConfigFile || rel == folder.index_name) continue;
     }
     folder.side_files.push_back(rel);
   }
-  for (const char* name : {kConfigFile, kIndexFile}) {
+  for (const std::string& name : {std::string(kConfigFile), folder.index_name}) {
     const fs::path path = dir / name;
     if (!fs::exists(path, ec)) continue;
-    auto text = read_file_to_string(
-        path.string(), std::string(name) == kConfigFile ? kMaxConfigBytes : kMaxIndexBytes);
+    auto text =
+        read_file_to_string(path.string(), name == kConfigFile ? kMaxConfigBytes : kMaxIndexBytes);
     if (!text) return text.status();
-    (std::string(name) == kConfigFile ? folder.config_text : folder.index_text) =
-        std::move(text).value();
+    (name == kConfigFile ? folder.config_text : folder.index_text) = std::move(text).value();
   }
   if (folder.index_text) {
     // With an index, the checkpoint is the shards it names; another top-level .safetensors
     // (e.g. a consolidated.safetensors beside HF shards) is just a file to copy.
-    DF11_ASSIGN_OR_RETURN(std::set<std::string> indexed, indexed_shards(*folder.index_text, dir));
+    DF11_ASSIGN_OR_RETURN(std::set<std::string> indexed, indexed_shards(*folder.index_text, dir, folder.index_name));
     std::vector<std::string> shards;
     for (std::string& name : folder.shard_names) {
       (indexed.count(name) != 0 ? shards : folder.side_files).push_back(std::move(name));

@@ -21,6 +21,8 @@ namespace df11::app {
 
 inline constexpr const char* kConfigFile = "config.json";
 inline constexpr const char* kIndexFile = "model.safetensors.index.json";
+// A diffusers component's index (transformer/, unet/, text_encoder_2/ of a pipeline).
+inline constexpr const char* kDiffusersIndexFile = "diffusion_pytorch_model.safetensors.index.json";
 // config.json and the index are parsed whole; bigger ones are not plausible.
 inline constexpr uint64_t kMaxConfigBytes = 64ull << 20;
 inline constexpr uint64_t kMaxIndexBytes = 512ull << 20;
@@ -35,7 +37,8 @@ struct ModelFolder {
   std::vector<std::string> shard_names;    // top-level *.safetensors, sorted by name (bytes)
   std::vector<SafetensorsFile> shards;     // same order
   std::optional<std::string> config_text;  // config.json bytes, if present
-  std::optional<std::string> index_text;   // model.safetensors.index.json bytes, if present
+  std::optional<std::string> index_text;   // the index's bytes, if present
+  std::string index_name = kIndexFile;     // kIndexFile, or kDiffusersIndexFile when that is it
   std::vector<std::string> side_files;     // other files, relative paths, sorted
   std::unordered_map<std::string, TensorLocation> tensors;  // every tensor, by name
 

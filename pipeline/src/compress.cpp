@@ -8,6 +8,7 @@
 #include "compress_layout.h"
 #include "compress_plan.h"
 #include "df11/file_io.h"
+#include "dtype_shares.h"
 #include "df11/hash.h"
 #include "df11/metadata.h"
 #include "file_stream.h"
@@ -148,8 +149,8 @@ Result<std::vector<FolderFile>> write_folder_files(const ModelFolder& folder,
     }
     DF11_ASSIGN_OR_RETURN(std::string index,
                           make_index(folder.index_text, weight_map, total_tensor_bytes));
-    DF11_RETURN_IF_ERROR(write_file_atomic((dir / kIndexFile).string(), index));
-    written.push_back(kIndexFile);
+    DF11_RETURN_IF_ERROR(write_file_atomic((dir / folder.index_name).string(), index));
+    written.push_back(folder.index_name);
   }
   DF11_RETURN_IF_ERROR(copy_side_files(folder.dir, dir, folder.side_files,
                                        [&](uint64_t n) { reporter.progress_advance(n); }, cancel));
@@ -175,6 +176,7 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
     return Status(ErrorCode::kNotFound, (folder.dir / kConfigFile).string() +
                                             ": not found (a Hugging Face checkpoint has one)");
   }
+  DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
   std::vector<std::string> shard_paths;
   for (size_t s = 0; s < folder.shards.size(); ++s) shard_paths.push_back(folder.shard_path(s));
@@ -187,7 +189,7 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   DF11_ASSIGN_OR_RETURN(std::string config,
                         make_df11_config(*folder.config_text, plan.pattern_dict));
   std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};
-  if (folder.index_text) changed.push_back(side_file(kIndexFile, *folder.index_text));
+  if (folder.index_text) changed.push_back(side_file(folder.index_name, *folder.index_text));
   std::vector<ShardOut> shards =
       assign_shards(folder, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
 
@@ -213,7 +215,11 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   summary.shards = folder.shards.size();
   summary.tensors = plan.order.size();
   for (const PlannedGroup& g : plan.groups) {
-    if (g.coded) {
+    if (g.coded && !g.spec.alias_name.empty()) {
+      summary.tied_copies.push_back(g.spec.alias_name + " = " +
+                                    folder.tensor(plan.order[g.spec.members.front()]).name);
+      for (uint64_t bytes : stored_sizes(g.plan)) summary.tied_copy_bytes += bytes;
+    } else if (g.coded) {
       ++summary.groups_coded;
       summary.tensors_coded += g.spec.members.size();
       for (uint64_t bytes : stored_sizes(g.plan)) summary.coded_output_bytes += bytes;

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "cancel.h"
 #include "reporter.h"
@@ -44,6 +45,10 @@ struct CompressSummary {
   uint64_t output_bytes = 0;        // DF11 .safetensors files
   uint64_t coded_input_bytes = 0;   // BF16 bytes of coded members
   uint64_t coded_output_bytes = 0;  // their six stored tensors
+  // Tied copies (spec 5.3 G8: a tied lm_head coded again for the dfloat11 loader), counted
+  // in output_bytes but in none of the above.
+  std::vector<std::string> tied_copies;  // "lm_head.weight = model.embed_tokens.weight"
+  uint64_t tied_copy_bytes = 0;          // their six stored tensors
   double seconds = 0;
 };
 

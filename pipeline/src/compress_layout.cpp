@@ -18,7 +18,13 @@ GroupMeta group_meta(const ModelFolder& folder, const CompressPlan& plan, const 
   meta.n_elements = g.plan.n_elements;
   for (size_t m : g.spec.members) {
     const TensorInfo& t = folder.tensor(plan.order[m]);
-    meta.members.push_back(MemberMeta{t.name, "BF16", t.shape, t.n_elements, xxh3_placeholder()});
+    MemberMeta member{t.name, "BF16", t.shape, t.n_elements, xxh3_placeholder(), ""};
+    if (!g.spec.alias_name.empty()) {
+      // spec 5.3 G8: the copy is named as the loader's module, and says what it copies.
+      member.alias_of = std::move(member.name);
+      member.name = g.spec.alias_name;
+    }
+    meta.members.push_back(std::move(member));
   }
   const std::string p = xxh3_placeholder();
   meta.stored = StoredChecksums{p, p, p, p, p, p};
@@ -41,30 +47,28 @@ std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPla
   // shard_names are sorted: shard 0 is the lexicographically first.
   shards.front().metadata.side_files = std::move(side_files);
 
-  // Which coded group starts at each tensor.
-  std::vector<size_t> group_at(plan.order.size(), SIZE_MAX);
+  // Which coded groups start at each tensor: one, or two when a tied copy (spec 5.3 G8)
+  // codes the same tensor again.
+  std::vector<std::vector<size_t>> groups_at(plan.order.size());
   for (size_t g = 0; g < plan.groups.size(); ++g) {
-    if (plan.groups[g].coded) group_at[plan.groups[g].spec.members.front()] = g;
+    if (plan.groups[g].coded) groups_at[plan.groups[g].spec.members.front()].push_back(g);
   }
-  for (size_t i = 0; i < plan.order.size(); ++i) {
-    ShardOut& out = shards[plan.order[i].shard];
-    ShardItem item;
-    if (plan.raw[i]) {
-      item.index = i;
-      item.meta_index = out.metadata.tensors.size();
-      out.metadata.tensors.push_back(
-          RawTensorMeta{folder.tensor(plan.order[i]).name, xxh3_placeholder()});
-    } else if (group_at[i] != SIZE_MAX) {
-      item.is_group = true;
-      item.index = group_at[i];
-      item.meta_index = out.metadata.groups.size();
-      out.metadata.groups.push_back(group_meta(folder, plan, plan.groups[group_at[i]]));
-    } else {
-      continue;  // a later member of a coded group
-    }
+  auto push = [](ShardOut& out, ShardItem item) {
     item.first_tensor =
         out.items.empty() ? 0 : out.items.back().first_tensor + (out.items.back().is_group ? 6 : 1);
     out.items.push_back(item);
+  };
+  for (size_t i = 0; i < plan.order.size(); ++i) {
+    ShardOut& out = shards[plan.order[i].shard];
+    if (plan.raw[i]) {
+      push(out, ShardItem{false, i, out.metadata.tensors.size(), 0});
+      out.metadata.tensors.push_back(
+          RawTensorMeta{folder.tensor(plan.order[i]).name, xxh3_placeholder()});
+    }
+    for (size_t g : groups_at[i]) {
+      push(out, ShardItem{true, g, out.metadata.groups.size(), 0});
+      out.metadata.groups.push_back(group_meta(folder, plan, plan.groups[g]));
+    }
   }
   return shards;
 }

@@ -1,9 +1,13 @@
 #include "compress_plan.h"
 
+#include <algorithm>
+#include <cstdio>
 #include <utility>
 
 #include "block_limits.h"
 #include "df11/group.h"
+#include "byte_units.h"
+#include "tied_head.h"
 
 namespace df11::app {
 namespace {
@@ -30,20 +34,87 @@ std::string member_list(const ModelFolder& folder, const CompressPlan& plan,
   return list;
 }
 
-// Which members hold exponents the code cannot represent (spec 3.3: values >= 240).
-std::string uncodable_members(const ModelFolder& folder, const CompressPlan& plan,
-                              const GroupSpec& group, const MemberSpans& spans) {
-  std::string list;
+// Which members hold exponents the code cannot represent (spec 3.3: values >= 240): their
+// positions in the group and the number of such weights in each.
+std::vector<std::pair<size_t, uint64_t>> uncodable_members(const MemberSpans& spans) {
+  std::vector<std::pair<size_t, uint64_t>> bad_members;
   for (size_t k = 0; k < spans.size(); ++k) {
     const Histogram hist = exponent_histogram(spans.spans()[k]);
     uint64_t bad = 0;
     for (uint32_t e = kMaxCodableExponent + 1; e < 256; ++e) bad += hist[e];
-    if (bad == 0) continue;
+    if (bad != 0) bad_members.emplace_back(k, bad);
+  }
+  return bad_members;
+}
+
+// The members' list for a message, with their counts of uncodable weights.
+std::string uncodable_list(const ModelFolder& folder, const CompressPlan& plan,
+                           const GroupSpec& group,
+                           const std::vector<std::pair<size_t, uint64_t>>& bad_members) {
+  std::string list;
+  for (const auto& [k, bad] : bad_members) {
     list += (list.empty() ? "" : ", ") + std::string("'") +
             folder.tensor(plan.order[group.members[k]]).name + "' (" + std::to_string(bad) +
             (bad == 1 ? " weight)" : " weights)");
   }
   return list;
+}
+
+// spec 7.4: the group without the members at `drop` (sorted positions).
+GroupSpec without_members(const GroupSpec& group,
+                          const std::vector<std::pair<size_t, uint64_t>>& drop) {
+  GroupSpec rest = group;
+  rest.members.clear();
+  rest.member_modules.clear();
+  size_t d = 0;
+  for (size_t k = 0; k < group.members.size(); ++k) {
+    if (d < drop.size() && drop[d].first == k) {
+      ++d;
+      continue;
+    }
+    rest.members.push_back(group.members[k]);
+    if (k < group.member_modules.size()) rest.member_modules.push_back(group.member_modules[k]);
+  }
+  return rest;
+}
+
+// spec 7.4 / issue "no silent nothing compressed": below this share of the BF16 2-D weight
+// bytes coded, compress says which tensors stayed raw and why.
+constexpr double kLowCoverageShare = 0.90;
+
+std::string coverage_warning(const ModelFolder& folder, const CompressPlan& plan,
+                             const std::vector<std::string>& reasons) {
+  struct Uncoded {
+    uint64_t bytes;
+    size_t index;
+  };
+  std::vector<Uncoded> uncoded;
+  for (size_t i = 0; i < plan.order.size(); ++i) {
+    const TensorInfo& t = folder.tensor(plan.order[i]);
+    if (plan.raw[i] && t.dtype == Dtype::kBF16 && t.shape.size() == 2 && t.n_elements > 0) {
+      uncoded.push_back({t.byte_size(), i});
+    }
+  }
+  std::stable_sort(uncoded.begin(), uncoded.end(),
+                   [](const Uncoded& a, const Uncoded& b) { return a.bytes > b.bytes; });
+  char share[32];
+  std::snprintf(share, sizeof share, "%.1f%%",
+                100.0 * static_cast<double>(plan.coded_weight_bytes) /
+                    static_cast<double>(plan.bf16_matrix_bytes));
+  std::string line = "only " + std::string(share) + " of the BF16 2-D weight bytes are coded (" +
+                     format_bytes(plan.coded_weight_bytes) + " of " +
+                     format_bytes(plan.bf16_matrix_bytes) + "); largest uncoded:";
+  bool limits = false;
+  for (size_t k = 0; k < uncoded.size() && k < 5; ++k) {
+    const size_t i = uncoded[k].index;
+    const std::string& why = reasons[i];
+    limits = limits || why.find("limit") != std::string::npos;
+    line += (k ? "; '" : " '") + folder.tensor(plan.order[i]).name + "' (" +
+            format_bytes(uncoded[k].bytes) + ": " + why + ")";
+  }
+  line += limits ? "; --group-by tensor makes smaller groups"
+                 : "; rename tensors to '<module>.weight' or report the layout to df11";
+  return line;
 }
 
 }  // namespace
@@ -76,9 +147,27 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
     entries.push_back(TensorEntry{t.name, t.dtype, t.shape, t.n_elements});
   }
   Grouping grouping = derive_groups(entries, group_by);
+  if (folder.config_text) {
+    if (const auto embedding = find_tied_embedding(entries, *folder.config_text)) {
+      add_tied_head(grouping, entries, *embedding);
+    }
+  }
   for (const std::string& note : grouping.notes) reporter.warning(note);
   result.raw.assign(result.order.size(), false);
   for (size_t i : grouping.raw) result.raw[i] = true;
+
+  // Why each tensor stays raw, for the coverage warning.
+  std::vector<std::string> reasons(result.order.size(), "not grouped");
+  for (size_t i : grouping.raw) {
+    const TensorInfo& t = folder.tensor(result.order[i]);
+    if (!t.name.ends_with(".weight")) reasons[i] = "not named '<module>.weight'";
+  }
+  for (size_t i = 0; i < result.order.size(); ++i) {
+    const TensorInfo& t = folder.tensor(result.order[i]);
+    if (t.dtype == Dtype::kBF16 && t.shape.size() == 2 && t.n_elements > 0) {
+      result.bf16_matrix_bytes += t.byte_size();
+    }
+  }
 
   uint64_t total = 0;
   for (const GroupSpec& g : grouping.groups) total += member_bytes(folder, result, g);
@@ -89,12 +178,17 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
     PlannedGroup group;
     group.spec = std::move(spec);
     group.shard = result.order[group.spec.members.front()].shard;
-    // spec 3.7: a group the loader cannot take is stored unchanged; the element count is
-    // known before any weight is read, the stream's blocks after planning.
-    CompatSizes sizes;
-    for (size_t m : group.spec.members) sizes.n_elements += folder.tensor(result.order[m]).n_elements;
-    std::string incompatible = compat_violation(sizes);
-    if (incompatible.empty()) {
+    const uint64_t group_bytes = member_bytes(folder, result, group.spec);
+    std::string incompatible;
+    for (;;) {
+      // spec 3.7: a group the loader cannot take is stored unchanged; the element count is
+      // known before any weight is read, the stream's blocks after planning.
+      CompatSizes sizes;
+      for (size_t m : group.spec.members) {
+        sizes.n_elements += folder.tensor(result.order[m]).n_elements;
+      }
+      incompatible = compat_violation(sizes);
+      if (!incompatible.empty()) break;
       DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, result, group.spec));
       auto plan = plan_group(spans.spans(), chunk_weights);
       if (plan) {
@@ -107,29 +201,60 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
         if (incompatible.empty()) {
           group.coded = true;
           group.plan = std::move(plan).value();
-          result.coded_weight_bytes += member_bytes(folder, result, group.spec);
+          if (group.spec.alias_name.empty()) {
+            result.coded_weight_bytes += member_bytes(folder, result, group.spec);
+          }
         }
-      } else if (plan.status().code() == ErrorCode::kUncodable) {
-        reporter.warning(group_context(folder, result, group.spec) +
-                     ": stored unchanged: Inf, NaN or |x| >= 2^113 cannot be coded, in " +
-                     uncodable_members(folder, result, group.spec, spans));
-      } else {
+        break;
+      }
+      if (plan.status().code() != ErrorCode::kUncodable) {
         return plan.status().with_context(group_context(folder, result, group.spec));
       }
+      const auto bad_members = uncodable_members(spans);
+      const std::string list = uncodable_list(folder, result, group.spec, bad_members);
+      for (const auto& [k, bad] : bad_members) {
+        reasons[group.spec.members[k]] = "holds Inf, NaN or |x| >= 2^113";
+      }
+      if (bad_members.empty() || bad_members.size() == group.spec.members.size()) {
+        reporter.warning(group_context(folder, result, group.spec) +
+                     ": stored unchanged: Inf, NaN or |x| >= 2^113 cannot be coded, in " + list);
+        break;
+      }
+      // spec 7.4: the tensors that cannot be coded leave the group, the rest is coded.
+      uint64_t dropped = 0;
+      for (const auto& [k, bad] : bad_members) {
+        const size_t m = group.spec.members[k];
+        dropped += folder.tensor(result.order[m]).byte_size();
+        result.raw[m] = true;
+      }
+      reporter.warning(group_context(folder, result, group.spec) + ": " + list +
+                   " hold Inf, NaN or |x| >= 2^113, which cannot be coded: stored unchanged on " +
+                   "their own (" + format_bytes(dropped) + " uncoded); the group's other " +
+                   std::to_string(group.spec.members.size() - bad_members.size()) +
+                   " tensors are coded");
+      group.spec = without_members(group.spec, bad_members);
     }
     if (!incompatible.empty()) {
       reporter.warning(group_context(folder, result, group.spec) + ": stored unchanged: " +
                    incompatible + "; tensors " + member_list(folder, result, group.spec));
+      for (size_t m : group.spec.members) reasons[m] = "its group is above a loader limit";
     }
     release_members(folder, result, group.spec);
-    if (!group.coded) {
+    // A tied copy that stays uncoded is simply not written: its tensor is stored by its own
+    // group or raw.
+    if (!group.coded && group.spec.alias_name.empty()) {
       for (size_t m : group.spec.members) result.raw[m] = true;
     }
-    reporter.progress_advance(member_bytes(folder, result, group.spec));
+    reporter.progress_advance(group_bytes);
     coded.push_back(group.coded);
     result.groups.push_back(std::move(group));
   }
   reporter.progress_finish();
+  if (result.bf16_matrix_bytes != 0 &&
+      static_cast<double>(result.coded_weight_bytes) <
+          kLowCoverageShare * static_cast<double>(result.bf16_matrix_bytes)) {
+    reporter.warning(coverage_warning(folder, result, reasons));
+  }
 
   std::vector<GroupSpec> specs;
   specs.reserve(result.groups.size());

@@ -29,10 +29,13 @@ struct CompressPlan {
   std::vector<PlannedGroup> groups;
   std::vector<bool> raw;  // per `order` entry: stored unchanged
   nlohmann::ordered_json pattern_dict;
-  uint64_t coded_weight_bytes = 0;  // BF16 bytes of the coded groups' members
+  uint64_t coded_weight_bytes = 0;  // BF16 bytes of the coded groups' members (no tied copy)
+  uint64_t bf16_matrix_bytes = 0;   // bytes of every non-empty 2-D BF16 tensor
 };
 
-// Plans every group; warns on `console` for each group left raw, naming its tensors.
+// Plans every group; warns on `reporter` for each group left raw, naming its tensors, for
+// each tensor with Inf or NaN taken out of its group (spec 7.4), and when less than 90% of
+// the BF16 2-D weight bytes are coded (naming the largest uncoded tensors and why).
 // Progress counts the bytes of member tensors read. `chunk_weights`: see plan_group().
 Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by, Reporter& reporter, const CancelToken& cancel,
                                       uint64_t chunk_weights = kDefaultChunkWeights);

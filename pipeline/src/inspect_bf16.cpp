@@ -98,6 +98,12 @@ Status predict_bf16_checkpoint(const ModelFolder& folder, bool zstd, InspectRepo
     g.file = folder.shard_names[pg.shard];
     for (size_t m : pg.spec.members) {
       const TensorInfo& t = folder.tensor(plan.order[m]);
+      if (!pg.spec.alias_name.empty()) {
+        g.alias_of = t.name;  // a tied copy: the tensor stays in its own group's rows
+        g.members.push_back(MemberReport{pg.spec.alias_name, t.shape, t.n_elements});
+        g.n_elements += t.n_elements;
+        continue;
+      }
       g.members.push_back(MemberReport{t.name, t.shape, t.n_elements});
       g.n_elements += t.n_elements;
       group_of[m] = gi;

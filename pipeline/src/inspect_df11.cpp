@@ -119,6 +119,7 @@ Status analyze_shard(const ModelFolder& folder, size_t s,
     if (metadata) {
       for (const MemberMeta& m : metadata->groups[gi].members) {
         g.members.push_back(MemberReport{m.name, m.shape, m.n_elements});
+        if (!m.alias_of.empty()) g.alias_of = m.alias_of;
       }
     } else {
       const std::vector<uint64_t> sizes = member_sizes(view, info.n_elements);

@@ -4,6 +4,7 @@
 #include <system_error>
 #include <utility>
 
+#include "dtype_shares.h"
 #include "inspect_bf16.h"
 #include "inspect_df11.h"
 #include "model_folder.h"
@@ -36,6 +37,7 @@ Result<InspectReport> inspect_limited(const InspectOptions& options, Reporter& r
   if (!folder) return folder.status();
   InspectReport report;
   report.path = options.path;
+  report.dtypes = dtype_shares(*folder);
   if (is_df11_checkpoint(*folder)) {
     if (options.zstd) {
       reporter.note(

@@ -105,6 +105,10 @@ InspectTotals compute_totals(const InspectReport& report) {
   double entropy_weighted = 0;
   for (const GroupReport& g : report.groups) {
     if (!g.coded) continue;
+    if (!g.alias_of.empty()) {
+      t.tied_copy_bytes += g.bytes.total();
+      continue;
+    }
     ++t.n_groups_coded;
     t.coded_weights += g.n_elements;
     t.coded_bf16_bytes += g.bf16_bytes();

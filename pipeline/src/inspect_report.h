@@ -3,6 +3,8 @@
 // predicted DF11 size; optional zstd baselines on the same bytes.
 #pragma once
 
+#include "dtype_shares.h"
+
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -102,6 +104,9 @@ struct GroupReport {
   double entropy_ratio() const;  // (entropy + 8) / 16: exponents at their entropy, no overhead
   double bound_ratio() const;    // exponents at their entropy plus this group's real overhead
   bool compatible() const { return max_block_weights <= kMaxWeightsPerBlockCompat; }
+  // spec 5.3 G8: non-empty for a tied copy (the group codes this tensor again for the
+  // loader); it counts in the stored bytes only.
+  std::string alias_of;
 };
 
 // A tensor of a BF16 checkpoint, with DF11's prediction for it alone (as a group of its own,
@@ -147,6 +152,7 @@ struct InspectReport {
   std::vector<TensorReport> tensors;  // kBf16 only
   std::vector<RawTensorReport> raw;
   std::vector<std::string> notes;    // warnings worth reading (groups left raw, ...)
+  std::vector<DtypeShare> dtypes;    // every tensor's dtype, most bytes first
   uint64_t original_file_bytes = 0;  // kDf11: sizes of the original files, when all known
   bool zstd = false;                 // baselines computed
 };
@@ -161,12 +167,13 @@ struct InspectTotals {
   double bound_bytes = 0;            // coded groups at their entropy plus overhead
   double entropy_bits = 0;           // weight-averaged over the coded groups
   uint64_t raw_bytes = 0;            // tensors stored unchanged
+  uint64_t tied_copy_bytes = 0;      // stored bytes of tied copies (GroupReport::alias_of)
   std::optional<ZstdBaseline> zstd;  // over the coded groups' bytes
 
   double coded_ratio() const;
   double bound_ratio() const;
   uint64_t model_original_bytes() const { return coded_bf16_bytes + raw_bytes; }
-  uint64_t model_stored_bytes() const { return coded_stored_bytes + raw_bytes; }
+  uint64_t model_stored_bytes() const { return coded_stored_bytes + raw_bytes + tied_copy_bytes; }
   double model_ratio() const;
 };
 

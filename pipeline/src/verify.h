@@ -42,6 +42,7 @@ struct VerifyReport {
   size_t headers = 0;                 // shard headers whose whole-header checksum matched
   size_t folder_files = 0;            // files of the folder matching the folder record
   size_t compared = 0;                // tensors compared with --against
+  size_t aliases = 0;                 // tied copies decoded equal to the tensor they copy
   std::vector<std::string> failures;  // one line each, naming the tensor or file
   std::vector<std::string> notes;         // what the user should know about the checks
   std::vector<std::string> device_notes;  // which decoder ran and why (CUDA absent, ...)

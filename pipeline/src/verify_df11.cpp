@@ -69,6 +69,34 @@ void check_splits(const Df11Folder& folder, const CodedGroup& g, VerifyContext& 
   }
 }
 
+// spec 5.3 G8: an alias group (a tied lm_head) decodes to the bytes of the tensor it copies.
+// open_df11_folder checked that both record the same xxh3; decoding the copy against it
+// proves the copy's own stored bytes carry the same weights (restoration never reads them).
+void check_alias(const Df11Folder& folder, const AliasMember& alias, TensorProducer& producer,
+                 VerifyContext& context) {
+  OriginalTensor copy;
+  copy.is_member = true;
+  copy.group = alias.group;
+  copy.member = alias.member;
+  Xxh3 hash;
+  const Status status = producer.produce(copy, [&](std::span<const uint8_t> bytes) {
+    hash.update(bytes);
+    context.reporter.progress_advance(bytes.size());
+    return Status::ok();
+  });
+  const std::string what = folder.groups[alias.group].what + ": member '" + alias.name +
+                           "' (tied copy of '" + alias.target + "')";
+  if (!status) {
+    context.fail(what + ": " + status.message());
+  } else if (hash.hex_digest() != folder.originals.at(alias.target).xxh3) {
+    context.fail(what + ": decodes to xxh3 " + hash.hex_digest() + ", '" + alias.target +
+                 "' has " + folder.originals.at(alias.target).xxh3);
+  } else {
+    std::lock_guard<std::mutex> lock(context.mutex);
+    ++context.report.aliases;
+  }
+}
+
 // The DF11 config.json must make the loader decode every group into its members, in order.
 void check_loader(const Df11Folder& folder, VerifyContext& context) {
   if (!folder.folder.config_text) {
@@ -113,7 +141,9 @@ void check_shard_metadata(const Df11Folder& folder, size_t shard, VerifyContext&
   // Written by this spec version, the document is exactly what serialize_df11_metadata
   // makes of its content: any other text (an unknown key, a dropped empty list) was altered.
   const Df11Metadata& meta = folder.metadata[shard];
-  if (meta.spec_version == kDf11SpecVersion) {
+  // 1.1 documents serialize the same way (1.2 only adds the optional alias_of).
+  if (spec_minor_version(meta.spec_version) >= kFolderRecordMinor &&
+      spec_minor_version(meta.spec_version) <= spec_minor_version(kDf11SpecVersion)) {
     auto canonical = serialize_df11_metadata(meta);
     const std::string* stored =
         folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
@@ -228,6 +258,10 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
     for (const TensorInfo* t : g.tensors.all()) total += t->byte_size();
   }
   for (const SourceRef& ref : folder.sources) total += folder.source(ref).size;
+  for (const AliasMember& a : folder.aliases) {
+    const CodedGroup& g = folder.groups[a.group];
+    total += 2 * (g.member_start[a.member + 1] - g.member_start[a.member]);
+  }
   reporter.progress_start("verifying  ", total);
 
   TensorProducer producer(folder, context.device, context.cancel);  // validates each group once
@@ -243,6 +277,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
     }
     check_splits(folder, g, context);
   }
+  for (const AliasMember& a : folder.aliases) check_alias(folder, a, producer, context);
   check_loader(folder, context);
   for (size_t s = 0; s < folder.folder.shards.size(); ++s) check_shard_metadata(folder, s, context);
   DF11_RETURN_IF_ERROR(check_folder_integrity(folder, context));

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 
 #include <cmath>
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -54,7 +56,74 @@ void write_shard(const fs::path& path, const std::vector<Tensor>& tensors) {
   ASSERT_TRUE(status.is_ok()) << status.to_string();
 }
 
+uint16_t to_f16(float f) {
+  // Values here are small normals: round-to-nearest on the mantissa is enough.
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  const uint32_t sign = (u >> 16) & 0x8000;
+  const int exp = static_cast<int>((u >> 23) & 0xff) - 127 + 15;
+  if (exp <= 0) return static_cast<uint16_t>(sign);
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) |
+                               (((u >> 13) & 0x3ff)));
+}
+
 }  // namespace
+
+void write_checkpoint(const fs::path& dir, const SyntheticCheckpoint& c) {
+  fs::create_directories(dir);
+  std::mt19937_64 rng(c.seed);
+  std::vector<Tensor> tensors;
+  for (const SyntheticTensor& spec : c.tensors) {
+    const bool norm = spec.shape.size() == 1;
+    const float mean = norm ? 1.0f : 0.0f, stddev = norm ? 0.05f : 0.02f;
+    Tensor t = bf16_tensor(spec.name, spec.shape, mean, stddev, rng);
+    t.dtype = spec.dtype;
+    if (spec.dtype != Dtype::kBF16) {
+      uint64_t n = t.bytes.size() / 2;
+      std::normal_distribution<float> dist(mean, stddev);
+      const size_t width = spec.dtype == Dtype::kF32 ? 4 : 2;
+      t.bytes.assign(width * n, 0);
+      for (uint64_t i = 0; i < n; ++i) {
+        const float f = dist(rng);
+        if (width == 4) {
+          std::memcpy(t.bytes.data() + 4 * i, &f, 4);
+        } else {
+          const uint16_t h = to_f16(f);
+          t.bytes[2 * i] = static_cast<uint8_t>(h);
+          t.bytes[2 * i + 1] = static_cast<uint8_t>(h >> 8);
+        }
+      }
+    }
+    if (spec.name == c.nan_tensor) {
+      t.bytes[6] = 0xc0;  // element 3 = 0x7fc0, a quiet NaN
+      t.bytes[7] = 0x7f;
+    }
+    tensors.push_back(std::move(t));
+  }
+  const size_t n = std::max<size_t>(1, c.shards);
+  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+  uint64_t total = 0;
+  const size_t per_shard = (tensors.size() + n - 1) / n;
+  for (size_t s = 0; s < n; ++s) {
+    char name[96];
+    std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", c.stem.c_str(), s + 1, n);
+    const std::string file = n == 1 ? c.stem + ".safetensors" : name;
+    std::vector<Tensor> part(tensors.begin() + std::min(tensors.size(), s * per_shard),
+                             tensors.begin() + std::min(tensors.size(), (s + 1) * per_shard));
+    write_shard(dir / file, part);
+    for (const Tensor& t : part) {
+      weight_map[t.name] = file;
+      total += t.bytes.size();
+    }
+  }
+  if (n > 1) {
+    nlohmann::ordered_json index;
+    index["metadata"] = {{"total_size", total}};
+    index["weight_map"] = weight_map;
+    write_text(dir / (c.stem + ".safetensors.index.json"), index.dump(2) + "\n");
+  }
+  write_text(dir / "config.json", c.config_json);
+}
 
 std::vector<std::string> write_tiny_llama(const fs::path& dir, const TinyLlama& m) {
   fs::create_directories(dir);

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "df11/dtype.h"
+
 namespace df11::clitest {
 
 struct TinyLlama {
@@ -25,6 +27,24 @@ struct TinyLlama {
 
 // Writes the folder (created; must not exist). Returns the tensor names in file order.
 std::vector<std::string> write_tiny_llama(const std::filesystem::path& dir, const TinyLlama& m);
+
+// A synthetic checkpoint of any architecture: tensors by name and shape, in file order.
+struct SyntheticTensor {
+  std::string name;
+  std::vector<uint64_t> shape;
+  Dtype dtype = Dtype::kBF16;
+};
+struct SyntheticCheckpoint {
+  std::string config_json = "{}";  // written as config.json
+  std::vector<SyntheticTensor> tensors;
+  size_t shards = 1;        // > 1: tensors split evenly over "<stem>-0000i-of-0000n" + index
+  std::string stem = "model";  // "diffusion_pytorch_model" for a diffusers component
+  std::string nan_tensor;   // this BF16 tensor gets a NaN at element 3
+  uint64_t seed = 7;
+};
+// Writes the folder (created). Weights are Gaussian (BF16, F16, F32 alike); 1-D tensors
+// near 1 (norm scales).
+void write_checkpoint(const std::filesystem::path& dir, const SyntheticCheckpoint& c);
 
 // A fresh directory under TMPDIR, removed with its contents on destruction.
 class TempDir {

@@ -76,22 +76,27 @@ TEST(Grouping, OnlyNonEmpty2dBf16WeightsAreCoded) {
       bf16("weight", 8, 8),
   };
   const Grouping g = derive_groups(tensors, GroupBy::kBlock);
-  ASSERT_EQ(g.groups.size(), 1u);
+  // spec 7.4: the block, and vision_proj as a module of its own; "model.layers.0" as a
+  // module clashes with the block's name and stays raw.
+  ASSERT_EQ(g.groups.size(), 2u);
   EXPECT_EQ(g.groups[0].member_modules, std::vector<std::string>{"mlp.up_proj"});
-  EXPECT_EQ(g.raw.size(), tensors.size() - 1);
+  EXPECT_EQ(g.groups[1].name, "model.vision_proj");
+  EXPECT_EQ(g.groups[1].kind, GroupKind::kModule);
+  EXPECT_EQ(g.raw.size(), tensors.size() - 2);
 }
 
-TEST(Grouping, BlockWordsAndOutermostPrefix) {
+TEST(Grouping, AnyNumberedModuleIsABlockOutermostFirst) {
   const std::vector<TensorEntry> tensors{
       bf16("transformer.h.0.attn.c_attn.weight", 8, 8),
       bf16("encoder.layer.11.attention.self.query.weight", 8, 8),
       bf16("blocks.2.ff.weight", 8, 8),
       bf16("model.layers.3.mlp.experts.layers.2.w1.weight", 8, 8),
       bf16("model.layers.3.mlp.experts.layers.2.w2.weight", 8, 8),
-      bf16("model.hidden.0.fc.weight", 8, 8),  // "hidden" is not a block word
+      bf16("model.hidden.0.fc.weight", 8, 8),  // any word before the number
+      bf16("down_blocks.1.attentions.0.transformer_blocks.0.attn1.to_q.weight", 8, 8),
   };
   const Grouping g = derive_groups(tensors, GroupBy::kBlock);
-  ASSERT_EQ(g.groups.size(), 4u);
+  ASSERT_EQ(g.groups.size(), 6u);
   EXPECT_EQ(g.groups[0].name, "transformer.h.0");
   EXPECT_EQ(g.groups[0].member_modules, std::vector<std::string>{"attn.c_attn"});
   EXPECT_EQ(g.groups[1].name, "encoder.layer.11");
@@ -100,7 +105,90 @@ TEST(Grouping, BlockWordsAndOutermostPrefix) {
   EXPECT_EQ(g.groups[3].name, "model.layers.3");
   EXPECT_EQ(g.groups[3].member_modules,
             (std::vector<std::string>{"mlp.experts.layers.2.w1", "mlp.experts.layers.2.w2"}));
-  EXPECT_EQ(names_of(tensors, g.raw), std::vector<std::string>{"model.hidden.0.fc.weight"});
+  EXPECT_EQ(g.groups[4].name, "model.hidden.0");
+  EXPECT_EQ(g.groups[5].name, "down_blocks.1");
+  EXPECT_EQ(g.groups[5].member_modules,
+            std::vector<std::string>{"attentions.0.transformer_blocks.0.attn1.to_q"});
+  EXPECT_TRUE(g.raw.empty());
+}
+
+TEST(Grouping, EmbeddingInsideABlockIsAModuleGroup) {
+  // T5's relative_attention_bias is an nn.Embedding: the loader cannot take it as a member.
+  const std::vector<TensorEntry> tensors{
+      bf16("encoder.block.0.layer.0.SelfAttention.q.weight", 8, 8),
+      bf16("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", 32, 4),
+      bf16("encoder.block.0.layer.1.DenseReluDense.wi.weight", 8, 8),
+      bf16("shared.weight", 64, 8)};
+  const Grouping g = derive_groups(tensors, GroupBy::kBlock);
+  ASSERT_EQ(g.groups.size(), 3u);
+  EXPECT_EQ(g.groups[0].name, "encoder.block.0");
+  EXPECT_EQ(g.groups[0].member_modules,
+            (std::vector<std::string>{"layer.0.SelfAttention.q", "layer.1.DenseReluDense.wi"}));
+  EXPECT_EQ(g.groups[1].name, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias");
+  EXPECT_EQ(g.groups[1].kind, GroupKind::kModule);
+  EXPECT_EQ(g.groups[2].name, "shared");
+}
+
+// A Mixtral-shaped layer: attention, router and `experts` experts of three matrices.
+std::vector<TensorEntry> moe_layers(int layers, int experts, uint64_t rows) {
+  std::vector<TensorEntry> t;
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = "model.layers." + std::to_string(l) + ".";
+    for (int e = 0; e < experts; ++e) {
+      for (const char* w : {"w1", "w2", "w3"}) {
+        t.push_back(bf16(p + "block_sparse_moe.experts." + std::to_string(e) + "." + w +
+                             ".weight",
+                         rows, 8));
+      }
+    }
+    t.push_back(bf16(p + "block_sparse_moe.gate.weight", experts, 8));
+    t.push_back(bf16(p + "self_attn.q_proj.weight", 8, 8));
+  }
+  return t;
+}
+
+TEST(Grouping, SplitsMoeLayerAboveTheLimitPerExpert) {
+  // Mixtral-8x22B: 8 experts x 3 x 6144 x 16384 + attention = 2.45e9 weights per layer, above
+  // Max_Elements_Compat. Scaled down: 8 experts x 3 x 64 x 8, limit 2000 weights.
+  const auto tensors = moe_layers(2, 8, 64);
+  const Grouping g = derive_groups(tensors, GroupBy::kBlock, 2000);
+  ASSERT_EQ(g.groups.size(), 2u * (1 + 8)) << g.notes.front();
+  // Groups stay in file order: the experts (first in the file), then the rest of the layer.
+  EXPECT_EQ(g.groups[0].name, "model.layers.0.block_sparse_moe.experts.0");
+  EXPECT_EQ(g.groups[0].block_prefix, "model.layers.0.block_sparse_moe.experts");
+  EXPECT_EQ(g.groups[0].member_modules, (std::vector<std::string>{"w1", "w2", "w3"}));
+  EXPECT_EQ(g.groups[8].name, "model.layers.0");
+  EXPECT_EQ(g.groups[8].member_modules,
+            (std::vector<std::string>{"block_sparse_moe.gate", "self_attn.q_proj"}));
+  EXPECT_TRUE(g.raw.empty());
+  ASSERT_EQ(g.notes.size(), 2u);
+  EXPECT_NE(g.notes[0].find("group 'model.layers.0' has 12416 weights, above the loader's "
+                            "limit of 2000 (Max_Elements_Compat): coded as 9 groups"),
+            std::string::npos)
+      << g.notes[0];
+  const auto dict = derive_pattern_dict(g.groups, std::vector<bool>(g.groups.size(), true));
+  const nlohmann::ordered_json expected = {
+      {"model\\.layers\\.\\d+\\.block_sparse_moe\\.experts\\.\\d+", {"w1", "w2", "w3"}},
+      {"model\\.layers\\.\\d+", {"block_sparse_moe.gate", "self_attn.q_proj"}}};
+  EXPECT_EQ(dict, expected) << dict.dump(2);
+  // Each group name fully matches exactly one key.
+  for (const GroupSpec& spec : g.groups) {
+    int matches = 0;
+    for (const auto& [key, value] : dict.items()) {
+      matches += std::regex_match(spec.name, std::regex(key)) ? 1 : 0;
+    }
+    EXPECT_EQ(matches, 1) << spec.name;
+  }
+}
+
+TEST(Grouping, SplitsToSingleTensorsWhenAnExpertIsStillTooLarge) {
+  const auto tensors = moe_layers(1, 2, 64);
+  const Grouping g = derive_groups(tensors, GroupBy::kBlock, 1000);  // an expert has 1536
+  ASSERT_EQ(g.groups.size(), 1u + 6) << g.notes.front();
+  EXPECT_EQ(g.groups[0].name, "model.layers.0.block_sparse_moe.experts.0.w1");
+  EXPECT_EQ(g.groups[0].kind, GroupKind::kModule);
+  EXPECT_EQ(g.groups[6].name, "model.layers.0");
+  EXPECT_NE(g.notes[0].find("and 6 single tensors"), std::string::npos) << g.notes[0];
 }
 
 TEST(Grouping, MembersFollowInputOrderAcrossShards) {

@@ -102,7 +102,7 @@ TEST_F(Pipeline, OutputFolderLayout) {
   // spec 7.2: df11's marker, last in dfloat11_config. spec 5.1: the header checksum entry
   // comes last in __metadata__. spec 7.7: the folder record lists every shard and every
   // other file as written (sha256 of the output), in the first shard only.
-  EXPECT_EQ(d["df11"], nlohmann::ordered_json({{"spec_version", "1.1"}}));
+  EXPECT_EQ(d["df11"], nlohmann::ordered_json({{"spec_version", "1.2"}}));
   EXPECT_EQ(std::prev(d.end()).key(), "df11");
   for (const auto* shard : {&*s1, &*s2}) {
     const MetadataEntries& entries = shard->header().metadata;
@@ -187,7 +187,8 @@ TEST_F(Pipeline, VariantsRoundTrip) {
     o.group_by = v.by;
     expect_round_trip(o);
     const auto dict = read_json(df11() / "config.json")["dfloat11_config"]["pattern_dict"];
-    EXPECT_EQ(dict.contains("lm_head"), !v.model.tied_embeddings) << dict.dump();
+    // A tied lm_head is coded as a copy of the embedding (spec 5.3 G8): the key is there too.
+    EXPECT_EQ(dict["lm_head"], nlohmann::ordered_json::array()) << dict.dump();
     EXPECT_EQ(fs::exists(df11() / "model.safetensors.index.json"), v.model.sharded);
     if (v.by == app::GroupBy::kTensor) {
       EXPECT_EQ(dict.size(), 2u + 7 * 3) << dict.dump(2);
@@ -222,7 +223,7 @@ TEST_F(Pipeline, IndexDecidesWhichFilesAreShards) {
   EXPECT_NE(result.status().message().find(kShard2), std::string::npos);
 }
 
-TEST_F(Pipeline, UncodableGroupIsStoredUnchangedWithWarning) {
+TEST_F(Pipeline, UncodableTensorLeavesItsGroupWithWarning) {
   TinyLlama m;
   m.inf_tensor = "model.layers.1.mlp.up_proj.weight";
   write_tiny_llama(model(), m);
@@ -234,8 +235,10 @@ TEST_F(Pipeline, UncodableGroupIsStoredUnchangedWithWarning) {
       << c.err;
   auto s1 = SafetensorsFile::open((df11() / kShard1).string());
   auto s2 = SafetensorsFile::open((df11() / kShard2).string());
-  EXPECT_EQ(s1->header().find("model.layers.1.luts"), nullptr);
-  EXPECT_NE(s1->header().find("model.layers.1.self_attn.q_proj.weight"), nullptr);
+  // spec 7.4: the tensor leaves its group, stored unchanged; the rest of the block is coded.
+  EXPECT_NE(c.err.find("stored unchanged on their own"), std::string::npos) << c.err;
+  EXPECT_NE(s1->header().find("model.layers.1.luts"), nullptr);
+  EXPECT_EQ(s1->header().find("model.layers.1.self_attn.q_proj.weight"), nullptr);
   EXPECT_NE(s2->header().find("model.layers.1.mlp.up_proj.weight"), nullptr);
   EXPECT_NE(s1->header().find("model.layers.0.luts"), nullptr);
   const Captured d = decompress();
@@ -254,6 +257,54 @@ TEST_F(Pipeline, UncodableGroupIsStoredUnchangedWithWarning) {
   EXPECT_FALSE(dict.contains("model\\.embed_tokens")) << dict.dump();
   EXPECT_TRUE(dict.contains("lm_head")) << dict.dump();
   EXPECT_EQ(verify(model()).code, 0);
+}
+
+TEST_F(Pipeline, TiedHeadIsCodedAsAnAliasOfTheEmbedding) {
+  TinyLlama m;
+  m.tied_embeddings = true;
+  write_tiny_llama(model(), m);
+  const Captured c = compress();
+  ASSERT_EQ(c.code, 0) << c.err;
+  EXPECT_NE(c.out.find("tied copy lm_head.weight = model.embed_tokens.weight coded for the "
+                       "dfloat11 loader (+"),
+            std::string::npos)
+      << c.out;
+  const auto dict = read_json(df11() / "config.json")["dfloat11_config"]["pattern_dict"];
+  EXPECT_EQ(dict["lm_head"], nlohmann::ordered_json::array()) << dict.dump();
+  EXPECT_EQ(read_json(df11() / "config.json")["dfloat11_config"]["df11"]["spec_version"], "1.2");
+  // The official encoder's layout: lm_head.* beside model.embed_tokens.* in the same shard.
+  const Df11Metadata meta = metadata_of(df11() / kShard1);
+  const GroupMeta* head = nullptr;
+  const GroupMeta* embed = nullptr;
+  for (const GroupMeta& g : meta.groups) {
+    if (g.name == "lm_head") head = &g;
+    if (g.name == "model.embed_tokens") embed = &g;
+  }
+  ASSERT_NE(head, nullptr);
+  ASSERT_NE(embed, nullptr);
+  ASSERT_EQ(head->members.size(), 1u);
+  EXPECT_EQ(head->members[0].name, "lm_head.weight");
+  EXPECT_EQ(head->members[0].alias_of, "model.embed_tokens.weight");
+  EXPECT_EQ(head->members[0].xxh3, embed->members[0].xxh3);
+  EXPECT_EQ(head->members[0].shape, embed->members[0].shape);
+  // Restoration writes no lm_head.weight: the original files, byte for byte.
+  const Captured d = decompress();
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+  const Captured v = verify(model());
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("1 tied copy decoded equal to the tensor it copies"), std::string::npos)
+      << v.out;
+
+  // A copy whose stored weights differ from the embedding's is found by decoding it.
+  const uint64_t at = tensor_file_offset(df11() / kShard1, "lm_head.sign_mantissa") + 7;
+  flip_byte(df11() / kShard1, at, 0x01);
+  const Captured bad = verify();
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("member 'lm_head.weight' (tied copy of 'model.embed_tokens.weight'): "
+                         "decodes to xxh3"),
+            std::string::npos)
+      << bad.out;
 }
 
 TEST_F(Pipeline, ExistingOutputNeedsForce) {

@@ -157,9 +157,9 @@ TEST_F(Corruption, HeaderChecksumNamesTheShard) {
   const uint64_t checksum_key = text.find("\"df11_header_xxh3\"");
   const uint64_t checksum_value = checksum_key + std::string("\"df11_header_xxh3\":\"").size();
   const uint64_t encoder = text.find("df11 ", text.find("\\\"encoder\\\""));
-  const uint64_t minor = text.find("\\\"spec_version\\\":\\\"1.1") + 21;
+  const uint64_t minor = text.find("\\\"spec_version\\\":\\\"1.2") + 21;
   const uint64_t format = text.find("\"format\":\"pt\"") + 10;
-  ASSERT_EQ(text[minor], '1');
+  ASSERT_EQ(text[minor], '2');
   ASSERT_EQ(text[format], 'p');
   const std::string mismatch = std::string(kShard1) + ": header checksum mismatch";
   const Case cases[] = {
@@ -370,8 +370,8 @@ TEST_F(Corruption, DecompressRefusesCorruptFolderFiles) {
   EXPECT_NE(d.err.find("[corrupt_data]"), std::string::npos) << d.err;
   EXPECT_EQ(list_dir(tmp_.path()), (std::vector<std::string>{"df11", "model"}));
   flip_byte(df11() / "tokenizer.json", 3, 0x01);
-  // spec_version "1.1" -> "1.0" in the second shard: only its header checksum can tell.
-  const uint64_t minor = find_in_file(df11() / kShard2, "spec_version\\\":\\\"1.1") + 18;
+  // spec_version "1.2" -> "1.3" in the second shard: only its header checksum can tell.
+  const uint64_t minor = find_in_file(df11() / kShard2, "spec_version\\\":\\\"1.2") + 18;
   flip_byte(df11() / kShard2, minor, 0x01);
   const Captured h = decompress();
   EXPECT_EQ(h.code, 1) << h.err;
@@ -469,6 +469,24 @@ TEST_F(Published, BadGapFailsAndWrongWeightsFailAgainstTheOriginal) {
   EXPECT_EQ(va.code, 1) << va.out << va.err;
   EXPECT_NE(va.out.find("model.layers.0.self_attn.q_proj.weight"), std::string::npos) << va.out;
   EXPECT_NE(va.out.find("1 of 4096 elements differ"), std::string::npos) << va.out;
+}
+
+TEST_F(Published, TiedHeadIsComparedWithTheEmbeddingItCopies) {
+  // The official encoder codes a tied lm_head as its own group; the original has no
+  // lm_head.weight, so --against compares the group with the embedding (spec 7.4).
+  TinyLlama tied;
+  tied.tied_embeddings = true;
+  recompress_as(tied);
+  fs::remove_all(published());
+  strip_metadata(df11(), published());
+  const Captured va = verify(model(), published());
+  EXPECT_EQ(va.code, 0) << va.out << va.err;
+  const fs::path shard = published() / kShard1;
+  flip_byte(shard, tensor_file_offset(shard, "lm_head.sign_mantissa") + 3, 0x80);
+  const Captured bad = verify(model(), published());
+  EXPECT_EQ(bad.code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("model.embed_tokens.weight"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("group 'lm_head'"), std::string::npos) << bad.out;
 }
 
 // spec 7.8: the tiny model's config.json lacks num_attention_heads, so no shape can be derived

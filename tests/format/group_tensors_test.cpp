@@ -67,7 +67,7 @@ GroupMeta group_meta(const std::string& name, uint64_t n, size_t members) {
   for (size_t i = 0; i < members; ++i) {
     const uint64_t count = i + 1 < members ? 1 : n - (members - 1);
     g.members.push_back(
-        {name + ".m" + std::to_string(i), "BF16", {count}, count, "0000000000000000"});
+        {name + ".m" + std::to_string(i), "BF16", {count}, count, "0000000000000000", ""});
   }
   return g;
 }

@@ -27,14 +27,14 @@ Df11Metadata valid_metadata() {
   GroupMeta g0;
   g0.name = "model.layers.0";
   g0.members = {
-      {"model.layers.0.self_attn.q_proj.weight", "BF16", {4, 8}, 32, kHex16},
-      {"model.layers.0.mlp.up_proj.weight", "BF16", {16, 8}, 128, "fedcba9876543210"},
+      {"model.layers.0.self_attn.q_proj.weight", "BF16", {4, 8}, 32, kHex16, ""},
+      {"model.layers.0.mlp.up_proj.weight", "BF16", {16, 8}, 128, "fedcba9876543210", ""},
   };
   g0.n_elements = 160;
   g0.stored = stored('1');
   GroupMeta g1;
   g1.name = "lm_head";
-  g1.members = {{"lm_head.weight", "BF16", {0, 5}, 0, kHex16}};
+  g1.members = {{"lm_head.weight", "BF16", {0, 5}, 0, kHex16, ""}};
   g1.stored = stored('2');
   m.groups = {g0, g1};
   m.tensors = {{"model.norm.weight", "00000000000000ff"}, {"a.bias", "1111111111111111"}};
@@ -70,7 +70,7 @@ TEST(Df11Metadata, RoundTripIsExactAndDeterministic) {
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(*again, *text);
   // Fixed key order.
-  EXPECT_EQ(text->rfind(R"({"spec_version":"1.1","encoder":"df11 0.1.0","groups":[{"name":)", 0),
+  EXPECT_EQ(text->rfind(R"({"spec_version":"1.2","encoder":"df11 0.1.0","groups":[{"name":)", 0),
             0u)
       << *text;
   EXPECT_NE(text->find(R"(],"shards":[")" + kFile + R"(","model-00002-of-00002.safetensors"],)"
@@ -216,6 +216,28 @@ TEST(Df11Metadata, MemberFields) {
   j = valid_json();
   j["groups"][0]["members"][0]["name"] = "";
   EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "members[0]", "'name' is empty");
+}
+
+TEST(Df11Metadata, AliasMembers) {
+  // spec 5.3 (1.2): alias_of round-trips, after xxh3, only when set.
+  Df11Metadata m = valid_metadata();
+  m.groups[1].members[0].alias_of = "model.embed_tokens.weight";
+  Result<std::string> text = serialize_df11_metadata(m);
+  ASSERT_TRUE(text.is_ok());
+  EXPECT_NE(text->find(R"("xxh3":"0123456789abcdef","alias_of":"model.embed_tokens.weight"})"),
+            std::string::npos)
+      << *text;
+  EXPECT_EQ(text->find("alias_of"), text->rfind("alias_of")) << *text;
+  Result<Df11Metadata> back = parse_df11_metadata(*text, kFile);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back->groups[1].members[0].alias_of, "model.embed_tokens.weight");
+  json j = valid_json();
+  j["groups"][1]["members"][0]["alias_of"] = "";
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "'lm_head.weight'", "'alias_of' is empty");
+  j["groups"][1]["members"][0]["alias_of"] = "lm_head.weight";
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "alias_of names the member itself");
+  j["groups"][1]["members"][0]["alias_of"] = 7;
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "'alias_of' is not a string");
 }
 
 TEST(Df11Metadata, MemberSumOverflow) {
@@ -390,7 +412,8 @@ TEST(Df11Metadata, SpecMinorVersion) {
   EXPECT_EQ(spec_minor_version("1.0"), 0);
   EXPECT_EQ(spec_minor_version("1.1"), 1);
   EXPECT_EQ(spec_minor_version("1.17"), 17);
-  EXPECT_EQ(spec_minor_version(kDf11SpecVersion), kFolderRecordMinor);
+  EXPECT_EQ(spec_minor_version(kDf11SpecVersion), kAliasMinor);
+  EXPECT_GT(kAliasMinor, kFolderRecordMinor);
 }
 
 TEST(Df11Metadata, CountLimits) {

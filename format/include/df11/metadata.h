@@ -18,11 +18,13 @@ namespace df11 {
 // spec 5.1: the __metadata__ key holding the document.
 inline constexpr std::string_view kDf11MetadataKey = "df11";
 // spec 5.1: the version this build writes; it reads any 1.x.
-inline constexpr std::string_view kDf11SpecVersion = "1.1";
+inline constexpr std::string_view kDf11SpecVersion = "1.2";
 inline constexpr int kDf11SpecMajor = 1;
 // spec 5.1: from this minor version on, a shard carries the header checksum
 // (df11/header_checksum.h) and the first shard records the folder (shards, folder_files).
 inline constexpr int kFolderRecordMinor = 1;
+// spec 5.3 (1.2): from this minor version on, a member may be an alias (MemberMeta::alias_of).
+inline constexpr int kAliasMinor = 2;
 
 // spec 5.3 limits (a shard's document is at most Max_Header_Bytes anyway; these keep every
 // count far below what would exhaust memory).
@@ -53,6 +55,10 @@ struct MemberMeta {
   std::vector<uint64_t> shape;
   uint64_t n_elements = 0;  // product(shape)
   std::string xxh3;         // XXH3-64 hex of the ORIGINAL tensor bytes
+  // spec 5.3 (1.2): non-empty when this member is no tensor of the original files but a
+  // coded copy of the tensor named here (a tied lm_head for the dfloat11 loader): same shape
+  // and bytes, restored once, under that name only.
+  std::string alias_of;
   bool operator==(const MemberMeta&) const = default;
 };
 
