@@ -9,14 +9,17 @@
 
 #include "decode_core.h"
 #include "df11/cuda_emulation.h"
+#include "emulated_launch.h"
 #include "kernel_group.h"
 #include "status_record.h"
 
 namespace df11::cuda {
 
-Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
-                             const std::string& what) {
-  using namespace detail;
+namespace detail {
+
+Status emulate_group_launch(const GroupView& group, std::span<uint16_t> out,
+                            const std::string& what, uint32_t epoch,
+                            GroupStatusRecord& workspace_record) {
   try {
     DF11_ASSIGN_OR_RETURN(const GroupInfo info,
                           detail::validate_with_output(group, out.size(), what));
@@ -40,7 +43,7 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
     std::vector<WindowResult> res(kWindowsPerBlock);
     // The kernel's slots: 64 exponents (+1 uncounted byte) per thread, kept across blocks.
     std::vector<std::array<uint8_t, 4 * kExponentWords + 4>> slots(kWindowsPerBlock);
-    GroupStatusRecord record{};  // epoch 1 stands for "this decode"
+    GroupStatusRecord record{};  // this launch's report, raised into the workspace at the end
 
     for (uint32_t b = 0; b < g.n_blocks && record.key == 0; ++b) {
       uint32_t total = 0;
@@ -57,7 +60,7 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
       const uint32_t op0 = std::min(in[0].op0, op1);
       const uint32_t expected = op1 - op0;
       if (expected > staging_bytes - 15) {  // the validated host copy never gets here
-        record = {record_key(1, b, kProblemTooMany), expected, 0};
+        record = {record_key(epoch, b, kProblemTooMany), expected, 0};
         break;
       }
       const uint32_t op2 = std::min(std::max(in[0].op2, op1), g.n_elements);
@@ -90,7 +93,7 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
       }
       if (!count_ok(facts)) note(kProblemCount, total);
       if (block_problem != kProblemNone) {
-        record = {record_key(1, b, block_problem), block_detail, 0};
+        record = {record_key(epoch, b, block_problem), block_detail, 0};
         break;
       }
 
@@ -125,11 +128,20 @@ Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
         }
       }
     }
-    if (record.key != 0) return record_status(record, what);
+    if (record.key != 0) raise_record(workspace_record, record.key, record.detail);
     return Status::ok();
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kResourceLimit, what + ": out of memory while decoding");
   }
+}
+
+}  // namespace detail
+
+Status decode_group_emulated(const GroupView& group, std::span<uint16_t> out,
+                             const std::string& what) {
+  detail::GroupStatusRecord record{};
+  DF11_RETURN_IF_ERROR(detail::emulate_group_launch(group, out, what, 1, record));
+  return detail::group_record_status(record, 1, what);
 }
 
 }  // namespace df11::cuda

@@ -46,4 +46,24 @@ Status record_status(const GroupStatusRecord& rec, const std::string& what) {
   }
 }
 
+Status group_record_status(const GroupStatusRecord& rec, uint32_t epoch, const std::string& what) {
+  if (epoch == 0 || record_epoch(rec.key) != epoch) return Status::ok();
+  return record_status(rec, what);
+}
+
+Status workspace_status(std::span<const GroupStatusRecord> records, uint32_t epoch,
+                        const std::vector<std::string>& names) {
+  for (size_t i = 0; i < records.size() && i < names.size(); ++i) {
+    DF11_RETURN_IF_ERROR(group_record_status(records[i], epoch, names[i]));
+  }
+  return Status::ok();
+}
+
+void raise_record(GroupStatusRecord& rec, unsigned long long key, uint32_t detail) {
+  if (key > rec.key) {
+    rec.key = key;
+    rec.detail = detail;
+  }
+}
+
 }  // namespace df11::cuda::detail

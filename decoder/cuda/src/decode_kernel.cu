@@ -145,13 +145,13 @@ Status prepare_config(uint32_t shared_bytes, uint32_t& ctas_per_sm) {
 }
 
 template <uint32_t kMaxGroups, bool kCompact>
-Status launch_one(const DecodePlan::Impl& p, size_t first, size_t count,
+Status launch_one(const DecodePlan::Impl& p, uint32_t epoch, size_t first, size_t count,
                   GroupStatusRecord* status, cudaStream_t stream) {
   KernelBatch<kMaxGroups> batch{};
   batch.status = status + first;
   batch.n_groups = static_cast<uint32_t>(count);
   batch.staging_bytes = p.staging_bytes;
-  batch.epoch = p.epoch;
+  batch.epoch = epoch;
   uint64_t blocks = 0;
   for (size_t i = 0; i < count; ++i) {
     batch.groups[i] = p.groups[first + i];
@@ -167,12 +167,13 @@ Status launch_one(const DecodePlan::Impl& p, size_t first, size_t count,
 }
 
 template <bool kCompact>
-Status launch_all(const DecodePlan::Impl& p, GroupStatusRecord* status, cudaStream_t stream) {
+Status launch_all(const DecodePlan::Impl& p, uint32_t epoch, GroupStatusRecord* status,
+                  cudaStream_t stream) {
   for (size_t first = 0; first < p.groups.size(); first += kMaxGroupsPerLaunch) {
     const size_t count = std::min<size_t>(kMaxGroupsPerLaunch, p.groups.size() - first);
-    Status s = count == 1    ? launch_one<1, kCompact>(p, first, count, status, stream)
-               : count <= 16 ? launch_one<16, kCompact>(p, first, count, status, stream)
-                             : launch_one<kMaxGroupsPerLaunch, kCompact>(p, first, count,
+    Status s = count == 1    ? launch_one<1, kCompact>(p, epoch, first, count, status, stream)
+               : count <= 16 ? launch_one<16, kCompact>(p, epoch, first, count, status, stream)
+                             : launch_one<kMaxGroupsPerLaunch, kCompact>(p, epoch, first, count,
                                                                          status, stream);
     DF11_RETURN_IF_ERROR(s);
   }
@@ -236,10 +237,12 @@ Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes
                   "launch_decode: the plan was made for device " + std::to_string(p.device) +
                       ", the current device is " + std::to_string(device));
   }
-  p.epoch = p.epoch == UINT32_MAX ? 1 : p.epoch + 1;  // 0 marks a record never written
+  if (p.groups.empty()) return Status::ok();
+  DF11_ASSIGN_OR_RETURN(const uint32_t epoch,
+                        detail::begin_launch(p, d_workspace, stream, "launch_decode"));
   auto* status = static_cast<detail::GroupStatusRecord*>(d_workspace);
-  return p.compact ? detail::launch_all<true>(p, status, stream)
-                   : detail::launch_all<false>(p, status, stream);
+  return p.compact ? detail::launch_all<true>(p, epoch, status, stream)
+                   : detail::launch_all<false>(p, epoch, status, stream);
 }
 
 }  // namespace df11::cuda

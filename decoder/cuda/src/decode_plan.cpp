@@ -1,8 +1,11 @@
 // Host side of the batched API: planning (validation and kernel descriptions come from
 // decoder/cuda/host), workspace and status.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -51,6 +54,9 @@ uint64_t DecodePlan::stream_bytes() const { return impl_->stream_bytes; }
 size_t DecodePlan::workspace_bytes() const {
   return impl_->groups.size() * sizeof(detail::GroupStatusRecord);
 }
+size_t DecodePlan::status_copy_bytes() const {
+  return detail::status_copy_bytes(impl_->groups.size());
+}
 uint32_t DecodePlan::launches() const {
   const size_t n = impl_->groups.size();
   return static_cast<uint32_t>((n + detail::kMaxGroupsPerLaunch - 1) /
@@ -66,6 +72,8 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
                                     const DecodePlanOptions& options) {
   try {
     auto impl = std::make_unique<DecodePlan::Impl>();
+    static std::atomic<uint64_t> next_id{1};
+    impl->id = next_id.fetch_add(1, std::memory_order_relaxed);
     impl->groups.reserve(groups.size());
     impl->names.reserve(groups.size());
     uint64_t launch_blocks = 0;  // blocks in the current launch (kernel indexes them in 32 bits)
@@ -118,7 +126,7 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
   }
 }
 
-Status init_workspace(const DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
+Status init_workspace(DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
                       CUstream_st* stream) {
   if (workspace_bytes < plan.workspace_bytes() || (d_workspace == nullptr && workspace_bytes)) {
     return Status(ErrorCode::kInvalidArgument,
@@ -128,18 +136,50 @@ Status init_workspace(const DecodePlan& plan, void* d_workspace, size_t workspac
   if (workspace_bytes == 0) return Status::ok();
   DF11_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_workspace, 0, workspace_bytes, stream),
                             "init_workspace: cudaMemsetAsync");
+  plan.impl_->ledger.initialised(d_workspace);
   return Status::ok();
 }
+
+namespace detail {
+
+Result<uint32_t> begin_launch(DecodePlan::Impl& p, void* d_workspace, CUstream_st* stream,
+                              const char* what) {
+  const WorkspaceLedger::Launch launch = p.ledger.begin_launch(d_workspace);
+  if (launch.zero_first) {
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaMemsetAsync(d_workspace, 0, p.groups.size() * sizeof(GroupStatusRecord), stream),
+        std::string(what) + ": cudaMemsetAsync(status records)");
+  }
+  return launch.epoch;
+}
+
+}  // namespace detail
+
+namespace {
+
+// The epoch of the plan's latest launch into `d_workspace`: a status can only be read for it.
+Result<uint32_t> latest_launch(const DecodePlan::Impl& p, const void* d_workspace,
+                               const char* what) {
+  if (d_workspace == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, std::string(what) + ": workspace is null");
+  }
+  const std::optional<uint32_t> epoch = p.ledger.latest(d_workspace);
+  if (!epoch) {  // before any copy: the workspace may not even be initialised
+    return Status(ErrorCode::kInvalidArgument,
+                  std::string(what) + ": the plan was never launched into this workspace (or " +
+                      "into " + str(detail::WorkspaceLedger::kMaxWorkspaces) +
+                      " other workspaces since)");
+  }
+  return *epoch;
+}
+
+}  // namespace
 
 Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstream_st* stream) {
   const DecodePlan::Impl& p = *plan.impl_;
   if (p.groups.empty()) return Status::ok();
-  if (d_workspace == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, "read_decode_status: workspace is null");
-  }
-  if (p.epoch == 0) {  // before any copy: the workspace may not even be initialised
-    return Status(ErrorCode::kInvalidArgument, "read_decode_status: the plan was never launched");
-  }
+  DF11_ASSIGN_OR_RETURN(const uint32_t epoch,
+                        latest_launch(p, d_workspace, "read_decode_status"));
   std::vector<detail::GroupStatusRecord> records(p.groups.size());
   DF11_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(records.data(), d_workspace, records.size() * sizeof(records[0]),
@@ -147,12 +187,52 @@ Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstr
       "read_decode_status: cudaMemcpyAsync");
   DF11_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream),
                             "read_decode_status: cudaStreamSynchronize");
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (detail::record_epoch(records[i].key) == p.epoch) {
-      return detail::record_status(records[i], p.names[i]);
-    }
+  return detail::workspace_status(records, epoch, p.names);
+}
+
+Status copy_decode_status(const DecodePlan& plan, const void* d_workspace, void* h_status,
+                          size_t status_bytes, CUstream_st* stream) {
+  const DecodePlan::Impl& p = *plan.impl_;
+  if (h_status == nullptr || status_bytes < plan.status_copy_bytes()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "copy_decode_status: host buffer of " + str(status_bytes) +
+                      " bytes, the plan needs " + str(plan.status_copy_bytes()));
   }
+  uint32_t epoch = 0;
+  if (!p.groups.empty()) {
+    DF11_ASSIGN_OR_RETURN(epoch, latest_launch(p, d_workspace, "copy_decode_status"));
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(static_cast<uint8_t*>(h_status) + sizeof(detail::StatusCopyHeader),
+                        d_workspace, plan.workspace_bytes(), cudaMemcpyDeviceToHost, stream),
+        "copy_decode_status: cudaMemcpyAsync");
+  }
+  // The header is the host's own: written now, outside the bytes the copy lands in.
+  const detail::StatusCopyHeader header{detail::kStatusCopyMagic, epoch, p.id};
+  std::memcpy(h_status, &header, sizeof(header));
   return Status::ok();
+}
+
+Status copied_group_status(const DecodePlan& plan, const void* h_status, size_t status_bytes,
+                           size_t group) {
+  const DecodePlan::Impl& p = *plan.impl_;
+  detail::StatusCopyHeader header;
+  if (h_status != nullptr && status_bytes >= plan.status_copy_bytes()) {
+    std::memcpy(&header, h_status, sizeof(header));
+  }
+  if (header.magic != detail::kStatusCopyMagic || header.plan_id != p.id) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "copied_group_status: the buffer was not filled by copy_decode_status for "
+                  "this plan");
+  }
+  if (group >= p.groups.size()) {
+    return Status(ErrorCode::kInvalidArgument, "copied_group_status: group " + str(group) +
+                                                   " of a plan of " + str(p.groups.size()));
+  }
+  detail::GroupStatusRecord record;
+  std::memcpy(&record,
+              static_cast<const uint8_t*>(h_status) + sizeof(header) + group * sizeof(record),
+              sizeof(record));
+  return detail::group_record_status(record, header.epoch, p.names[group]);
 }
 
 }  // namespace df11::cuda

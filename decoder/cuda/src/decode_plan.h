@@ -10,6 +10,7 @@
 #include "df11/cuda_decoder.h"
 #include "kernel_group.h"
 #include "status_record.h"
+#include "workspace_ledger.h"
 
 namespace df11::cuda {
 
@@ -27,10 +28,20 @@ struct DecodePlan::Impl {
   bool compact = false;        // the kernel's compact configuration (see KernelConfig)
   uint32_t sm_count = 0;
   int device = 0;
-  uint32_t epoch = 0;  // launches so far; the latest launch writes records with this value
+  uint64_t id = 0;  // process-unique: host status copies name the plan they belong to
+  // The epoch of this plan's latest launch into each workspace (workspace_ledger.h).
+  detail::WorkspaceLedger ledger;
 };
 
 namespace detail {
+
+// The epoch of a launch of `p` into `d_workspace` that is about to be enqueued on `stream`;
+// first enqueues the zeroing of the status records when records of an older generation of
+// epochs (or of an unknown past) could outrank it (workspace_ledger.h). For launch_decode()
+// and launch_decode_gemv(), whose workspaces start with the same records.
+// `what` ("launch_decode") prefixes an error.
+Result<uint32_t> begin_launch(DecodePlan::Impl& p, void* d_workspace, CUstream_st* stream,
+                              const char* what);
 
 struct PlanAccess {
   static DecodePlan::Impl& impl(DecodePlan& plan) { return *plan.impl_; }

@@ -606,7 +606,7 @@ Status launch_reduce(const ReduceParams& r, cudaStream_t stream) {
 }
 
 // One fused launch and its reduction for groups [g0, g1) and their matrices from m0.
-Status launch_part(const DecodePlan::Impl& p, const GemvLayout& l,
+Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& l,
                    std::span<const GemvMatrix> matrices, uint32_t batch, uint8_t* ws, size_t g0,
                    size_t g1, size_t m0, cudaStream_t stream) {
   auto fb = std::make_unique<FusedBatch>();  // ~17 KiB: not on the stack
@@ -615,7 +615,7 @@ Status launch_part(const DecodePlan::Impl& p, const GemvLayout& l,
   kb.status = reinterpret_cast<GroupStatusRecord*>(ws) + g0;
   kb.n_groups = static_cast<uint32_t>(g1 - g0);
   kb.staging_bytes = p.staging_bytes;
-  kb.epoch = p.epoch;
+  kb.epoch = epoch;
   GemvParams& gp = fb->gemv;
   gp.partials = reinterpret_cast<float*>(ws + l.partials_offset);
   gp.carry = reinterpret_cast<float*>(ws + l.carry_offset);
@@ -696,7 +696,10 @@ Status launch_decode_gemv(DecodePlan& plan, std::span<const GemvMatrix> matrices
                   "launch_decode_gemv: the plan was made for device " + std::to_string(p.device) +
                       ", the current device is " + std::to_string(device));
   }
-  p.epoch = p.epoch == UINT32_MAX ? 1 : p.epoch + 1;  // as launch_decode()
+  if (p.groups.empty()) return Status::ok();
+  // As launch_decode(): the epoch of this workspace's launch (workspace_ledger.h).
+  DF11_ASSIGN_OR_RETURN(const uint32_t epoch,
+                        detail::begin_launch(p, d_workspace, stream, "launch_decode_gemv"));
   auto* ws = static_cast<uint8_t*>(d_workspace);
   size_t g0 = 0, m0 = 0;
   while (g0 < p.groups.size()) {
@@ -707,7 +710,7 @@ Status launch_decode_gemv(DecodePlan& plan, std::span<const GemvMatrix> matrices
       ++g1;
     }
     DF11_RETURN_IF_ERROR(
-        detail::launch_part(p, l, matrices, batch, ws, g0, g1, m0, stream));
+        detail::launch_part(p, epoch, l, matrices, batch, ws, g0, g1, m0, stream));
     m0 += members;
     g0 = g1;
   }

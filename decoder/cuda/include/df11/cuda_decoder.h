@@ -15,6 +15,11 @@
 //      ... caller synchronises when it wants to know ...
 //      Status s = read_decode_status(*plan, d_ws, stream);     // synchronises `stream`
 //
+//    or, without waiting for the stream: copy_decode_status() enqueues a copy of the records
+//    into a host buffer, and copied_group_status() reads a group's result from it later.
+//    A plan may use several workspaces (double buffering) and plans may share one: the status
+//    read for a workspace is that of the latest launch into it (workspace_ledger.h).
+//
 //    launch_decode() performs no allocation, no host<->device copy and no synchronisation:
 //    it enqueues one kernel per 256 groups (one for any transformer block or typical model).
 //    The group descriptions travel as kernel parameters.
@@ -97,6 +102,8 @@ class DecodePlan {
   uint64_t stream_bytes() const;    // encoded_exponent bytes over all groups
   // Device memory a launch needs, in bytes (16 per group): one status record per group.
   size_t workspace_bytes() const;
+  // Host memory a copy_decode_status() needs, in bytes (16 + 16 per group).
+  size_t status_copy_bytes() const;
   // Kernel launches per launch_decode() call (ceil(n_groups / 256)).
   uint32_t launches() const;
   // Dynamic shared memory per thread block, in bytes (grows with the largest block).
@@ -112,9 +119,12 @@ class DecodePlan {
  private:
   friend Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup>, const std::string&,
                                              const DecodePlanOptions&);
+  friend Status init_workspace(DecodePlan&, void*, size_t, CUstream_st*);
   friend Status launch_decode(DecodePlan&, void*, size_t, CUstream_st*);
   friend Status read_decode_status(const DecodePlan&, const void*, CUstream_st*);
   friend struct detail::PlanAccess;
+  friend Status copy_decode_status(const DecodePlan&, const void*, void*, size_t, CUstream_st*);
+  friend Status copied_group_status(const DecodePlan&, const void*, size_t, size_t);
   explicit DecodePlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
@@ -128,20 +138,38 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
                                     const DecodePlanOptions& options = {});
 
 // Enqueues a zeroing of the whole workspace (`workspace_bytes`, at least the plan's) on
-// `stream`. Call once per workspace before its first launch_decode() (or
-// launch_decode_gemv(), whose larger workspace starts with the same status records).
-Status init_workspace(const DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
+// `stream`. Call once per workspace (fresh memory) before its first launch_decode() (or
+// launch_decode_gemv(), whose larger workspace starts with the same status records). No
+// synchronisation.
+Status init_workspace(DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
                       CUstream_st* stream);
 
 // Enqueues the decode of every group of the plan on `stream`: no allocation, no copy, no
 // synchronisation. `d_workspace` (plan.workspace_bytes() bytes, initialised once by
 // init_workspace) receives the per-group status of this launch; it must not be shared by
-// two launches in flight at once. Returns kCuda if the launch itself fails.
+// two launches in flight at once. Its status stays readable until the next launch into it.
+// The first launch of a plan into a workspace (and the first after 2^32 - 1 launches in the
+// process) also enqueues a zeroing of its records. Returns kCuda if the launch itself fails.
 Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
                      CUstream_st* stream);
 
-// Copies the status records of the plan's latest launch to the host (synchronises `stream`)
-// and returns OK, or kCorruptData naming the first corrupt group and block.
+// Copies the status records of the plan's latest launch into `d_workspace` to the host
+// (synchronises `stream`) and returns OK, or kCorruptData (kBadGap, kBadOutputPositions)
+// naming the first corrupt group and block. kInvalidArgument if the plan never launched into
+// this workspace.
 Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstream_st* stream);
+
+// The same without waiting: enqueues on `stream` a copy of the records of the plan's latest
+// launch into `d_workspace` to `h_status` (status_copy_bytes() bytes of the caller's host
+// memory; page-locked memory makes the copy asynchronous) and notes in it which launch they
+// belong to. No synchronisation.
+Status copy_decode_status(const DecodePlan& plan, const void* d_workspace, void* h_status,
+                          size_t status_bytes, CUstream_st* stream);
+
+// Group `group`'s result in a copy made by copy_decode_status() for this plan, once the
+// caller knows the copy is complete. Host only (no CUDA call). kInvalidArgument for a buffer
+// that copy_decode_status() did not fill for this plan.
+Status copied_group_status(const DecodePlan& plan, const void* h_status, size_t status_bytes,
+                           size_t group);
 
 }  // namespace df11::cuda

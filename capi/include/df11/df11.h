@@ -1,0 +1,305 @@
+/* df11.h: the C API of df11, for inference engines that read DF11 model folders and decode
+ * their weights (C, C++, and any language with a C FFI: Rust, Go, Python through ctypes).
+ *
+ * One header for C99 and C++; no C++ types. Link libdf11.so.0 (shared, the stable ABI) or
+ * libdf11.a (static; link the C++ runtime and oneTBB too, as df11Config.cmake and df11.pc do).
+ *
+ * Model. A DF11 folder (written by `df11 compress`) holds safetensors shards. Each original
+ * BF16 tensor is either a *member* of a coded *group* (spec/DF11.md section 3: the tensors of
+ * one module, concatenated and Huffman-coded together) or stored raw (unchanged). A tensor is
+ * named and shaped as in the original checkpoint; decoding gives its original bytes exactly.
+ *
+ * Errors. Every fallible call returns a df11_status (DF11_OK is 0). The handle it was called
+ * on keeps the message of its latest failure, naming the file and the tensor or group
+ * ("model-00001-of-00002.safetensors: group 'model.layers.3': ..."): df11_model_errmsg(),
+ * like sqlite3_errmsg(). Nothing is global; nothing needs clearing. A successful call does not
+ * clear the message.
+ *
+ * Threads. A df11_model is immutable after df11_model_open(): every query and every CPU decode
+ * may run concurrently on one handle from any number of threads (the handle's message is then
+ * the message of one of the concurrent failures: a thread that needs its own message uses a
+ * handle of its own). df11_model_close() must not race any other call on the handle.
+ * A df11_cuda_plan is used by one host thread at a time.
+ *
+ * Lifetime. Strings and arrays returned by a query (names, shapes, stored bytes) point into
+ * the handle and stay valid until df11_model_close(). A df11_cuda_plan refers to nothing of
+ * the model after df11_cuda_plan_create() and may outlive it.
+ *
+ * Cost. df11_model_open() maps every shard (mmap: no read of the weights) and parses and
+ * checks every header and the df11 metadata: milliseconds. Queries are O(1), allocate
+ * nothing and never touch the weights. Decodes read the mapped bytes (page faults on first
+ * touch) and never allocate more than a few kilobytes.
+ *
+ * ABI policy: README.md, "Embedding df11". In short: within a major version (the SONAME
+ * libdf11.so.0), functions, enum values and struct layouts of the stable section never change
+ * or go away; minor versions only add. The experimental section (DF11_EXPERIMENTAL) may
+ * change in any release and is not part of the stable ABI. */
+#ifndef DF11_DF11_H
+#define DF11_DF11_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#if defined(_WIN32)
+#define DF11_API
+#elif defined(__GNUC__)
+#define DF11_API __attribute__((visibility("default")))
+#else
+#define DF11_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ======================================================================================
+ * Stable API
+ * ====================================================================================== */
+
+#define DF11_VERSION_MAJOR 0
+#define DF11_VERSION_MINOR 1
+#define DF11_VERSION_PATCH 0
+/* MAJOR * 10000 + MINOR * 100 + PATCH, e.g. 100 for 0.1.0. */
+#define DF11_VERSION_NUMBER \
+  (DF11_VERSION_MAJOR * 10000 + DF11_VERSION_MINOR * 100 + DF11_VERSION_PATCH)
+
+/* The library's DF11_VERSION_NUMBER (the one linked, which may be newer than the header). */
+DF11_API unsigned df11_version_number(void);
+/* "0.1.0". Static storage; never NULL. */
+DF11_API const char* df11_version_string(void);
+
+/* Result codes. Frozen numbers (the C++ library's df11::ErrorCode): new codes are only ever
+ * appended. A caller must treat an unknown non-zero code as an error. */
+typedef enum df11_status {
+  DF11_OK = 0,
+  DF11_ERROR_IO = 1,                  /* open/read failed (errno text in the message) */
+  DF11_ERROR_INVALID_ARGUMENT = 2,    /* a caller's argument is unusable (API misuse) */
+  DF11_ERROR_HEADER_TOO_LARGE = 3,    /* a safetensors header beyond its limit or the file */
+  DF11_ERROR_TRUNCATED = 4,           /* a file shorter than its structure says */
+  DF11_ERROR_BAD_JSON = 5,            /* a header or the df11 metadata is not valid JSON */
+  DF11_ERROR_BAD_DTYPE = 6,           /* unknown dtype, or the wrong one for a DF11 tensor */
+  DF11_ERROR_BAD_SHAPE = 7,           /* a shape inconsistent with its byte size */
+  DF11_ERROR_BAD_OFFSETS = 8,         /* tensor data overlaps, leaves holes or overruns */
+  DF11_ERROR_DUPLICATE_NAME = 9,      /* a tensor name appears twice */
+  DF11_ERROR_OVERFLOW = 10,           /* a size in the file overflows 64 bits */
+  DF11_ERROR_BAD_METADATA = 11,       /* the df11 metadata is missing or inconsistent */
+  DF11_ERROR_BAD_GROUP = 12,          /* a group's stored tensors are missing or mis-sized */
+  DF11_ERROR_BAD_LUT = 13,            /* a group's lookup tables are unusable */
+  DF11_ERROR_BAD_GAP = 14,            /* a gap field does not point at a code boundary */
+  DF11_ERROR_BAD_OUTPUT_POSITIONS = 15, /* output positions inconsistent */
+  DF11_ERROR_CORRUPT_DATA = 16,       /* checksum mismatch, or a stream that does not decode */
+  DF11_ERROR_UNCODABLE = 17,          /* (encoder only) */
+  DF11_ERROR_RESOURCE_LIMIT = 18,     /* more memory/groups than allowed, or out of memory */
+  DF11_ERROR_NOT_FOUND = 19,          /* folder, tensor or group does not exist */
+  DF11_ERROR_EXISTS = 20,             /* (writers only) */
+  DF11_ERROR_CUDA = 21,               /* a CUDA runtime call failed (its text in the message) */
+  DF11_ERROR_INTERRUPTED = 22,        /* (tools only) */
+  DF11_ERROR_UNSUPPORTED = 23,        /* valid, but not supported by this build (no CUDA) */
+  DF11_ERROR_MISMATCH = 24,           /* (verify only) */
+  DF11_ERROR_INTERNAL = 25,           /* a df11 bug: please report */
+  DF11_ERROR_BAD_CONFIG = 26          /* config.json or the index is unusable */
+} df11_status;
+
+/* Stable lower_snake name of a code ("corrupt_data"); "unknown" for a number this library
+ * does not know. Static storage; never NULL. */
+DF11_API const char* df11_status_name(int status);
+
+/* ---- Opening a model folder ---------------------------------------------------------- */
+
+typedef struct df11_model df11_model; /* opaque */
+
+/* Opens the DF11 model folder `dir` (UTF-8 path): maps every shard, checks every header, its
+ * checksum and the df11 metadata against it. *out receives a handle in every case but out of
+ * memory (then NULL and DF11_ERROR_RESOURCE_LIMIT); on failure the handle only reports the
+ * error (df11_model_errmsg) and must still be closed. A folder that df11 did not write (a plain
+ * BF16 checkpoint, or a published DFloat11 model without df11 metadata) is
+ * DF11_ERROR_BAD_METADATA or DF11_ERROR_NOT_FOUND. Any thread; allocates; blocking I/O. */
+DF11_API df11_status df11_model_open(const char* dir, df11_model** out);
+
+/* Unmaps and frees everything. NULL is allowed. Pointers the handle gave out die with it. */
+DF11_API void df11_model_close(df11_model* model);
+
+/* Message of the latest failed call on `model` ("" if none failed), naming the file and the
+ * tensor or group. Valid until the next failing call on the handle or its close. */
+DF11_API const char* df11_model_errmsg(const df11_model* model);
+/* Code of the latest failed call on `model` (DF11_OK if none failed). */
+DF11_API df11_status df11_model_errcode(const df11_model* model);
+
+/* ---- Listing groups and tensors (all O(1), no allocation, any thread) ------------------
+ * Tensors are numbered 0 .. df11_model_tensor_count() - 1 in the original checkpoint's file
+ * order (by shard name, then offset); groups 0 .. df11_model_group_count() - 1 in storage
+ * order. An index out of range gives NULL / 0 / (size_t)-1 as the function says. */
+
+DF11_API size_t df11_model_tensor_count(const df11_model* model);
+DF11_API size_t df11_model_group_count(const df11_model* model);
+
+/* Index of the tensor named `name`, or (size_t)-1 (then the handle's message says so). */
+DF11_API size_t df11_model_find_tensor(df11_model* model, const char* name);
+
+/* The tensor's original name ("model.layers.0.mlp.up_proj.weight"); NULL if out of range. */
+DF11_API const char* df11_tensor_name(const df11_model* model, size_t tensor);
+/* Its safetensors dtype name: "BF16" for group members, any dtype for raw tensors. */
+DF11_API const char* df11_tensor_dtype(const df11_model* model, size_t tensor);
+/* Its rank and shape (rank entries; NULL for rank 0 or out of range). */
+DF11_API size_t df11_tensor_rank(const df11_model* model, size_t tensor);
+DF11_API const uint64_t* df11_tensor_shape(const df11_model* model, size_t tensor);
+/* Bytes of the decoded tensor (what df11_decode_tensor writes); 0 if out of range. */
+DF11_API uint64_t df11_tensor_byte_size(const df11_model* model, size_t tensor);
+/* The group the tensor is a member of, or (size_t)-1 for a tensor stored raw. */
+DF11_API size_t df11_tensor_group(const df11_model* model, size_t tensor);
+/* For a member: its first weight within the group's decoded output (members are
+ * concatenated in order); 0 for a raw tensor. */
+DF11_API uint64_t df11_tensor_group_offset(const df11_model* model, size_t tensor);
+
+/* The group's module path ("model.layers.3"); NULL if out of range. */
+DF11_API const char* df11_group_name(const df11_model* model, size_t group);
+/* The shard file holding it ("model-00001-of-00002.safetensors"). */
+DF11_API const char* df11_group_file(const df11_model* model, size_t group);
+/* BF16 weights it decodes to (its decoded size is twice this, in bytes). */
+DF11_API uint64_t df11_group_element_count(const df11_model* model, size_t group);
+/* Its member tensors: count, and the tensor index of member k (in concatenation order). */
+DF11_API size_t df11_group_member_count(const df11_model* model, size_t group);
+DF11_API size_t df11_group_member(const df11_model* model, size_t group, size_t k);
+
+/* The stored (coded) arrays of a group, spec/DF11.md section 3.2. */
+typedef enum df11_group_part {
+  DF11_PART_LUTS = 0,             /* U8 [n_luts, 256] */
+  DF11_PART_ENCODED_EXPONENT = 1, /* U8 [n_bytes], the bitstream */
+  DF11_PART_SIGN_MANTISSA = 2,    /* U8 [n_elements] */
+  DF11_PART_OUTPUT_POSITIONS = 3, /* U8 [4 * (n_blocks + 1)] */
+  DF11_PART_GAPS = 4,             /* U8 [5 * 512 * n_blocks / 8, rounded up] */
+  DF11_PART_SPLIT_POSITIONS = 5   /* I64 [n_members - 1] (the CUDA decode does not need it) */
+} df11_group_part;
+
+/* Where part `part` of group `group` lies in the mapped shard: *data (read-only, valid until
+ * close) and *bytes. An engine uploads these to the GPU once (see df11_cuda_plan_create).
+ * Sum over the parts = the group's stored bytes. DF11_ERROR_INVALID_ARGUMENT out of range. */
+DF11_API df11_status df11_group_part_bytes(df11_model* model, size_t group, df11_group_part part,
+                                           const void** data, size_t* bytes);
+
+/* ---- Decoding on the CPU -------------------------------------------------------------
+ * Both check everything spec/DF11.md section 4 asks a decoder to check and report a corrupt
+ * stream as DF11_ERROR_CORRUPT_DATA (or BAD_GAP / BAD_OUTPUT_POSITIONS) naming the group and
+ * block; nothing is read or written out of bounds whatever the file holds. On failure the
+ * contents of `out` are unspecified. The output is little-endian raw bits (BF16 patterns for
+ * members), exactly the original tensor's bytes. They run in parallel on oneTBB's arena of
+ * the calling thread (all cores by default), allocate a few kilobytes, and may be called
+ * concurrently on one handle with distinct outputs. */
+
+/* Decodes tensor `tensor` into out[0 .. out_bytes): out_bytes must equal
+ * df11_tensor_byte_size(). A member decodes only the blocks holding it; a raw tensor is a
+ * copy. `out` needs no alignment. */
+DF11_API df11_status df11_decode_tensor(df11_model* model, size_t tensor, void* out,
+                                        size_t out_bytes);
+
+/* Decodes the whole group `group`: out_bytes must equal 2 * df11_group_element_count(). */
+DF11_API df11_status df11_decode_group(df11_model* model, size_t group, void* out,
+                                       size_t out_bytes);
+
+/* ---- Decoding on a CUDA GPU ----------------------------------------------------------
+ * For engines that keep the coded groups in device memory and decode them just before use,
+ * on their own stream, into device memory they own (two-phase, like CUB):
+ *
+ *   df11_cuda_plan_create(model, groups, n, dev, &plan);   host only: validates, sizes
+ *   size_t ws = df11_cuda_plan_workspace_bytes(plan);      phase 1: ask
+ *   cudaMalloc(&d_ws, ws);                                  the caller's memory
+ *   df11_cuda_workspace_init(plan, d_ws, ws, stream);       once per workspace
+ *   df11_cuda_decode(plan, d_ws, ws, stream);               phase 2: enqueue, per forward pass
+ *   df11_cuda_status_sync(plan, d_ws, stream);              or the deferred pair below
+ *
+ * On a build without CUDA (df11_has_cuda() == 0) every function here returns
+ * DF11_ERROR_UNSUPPORTED (plans cannot be created). `stream` is a cudaStream_t passed as
+ * void* (NULL is the legacy default stream). */
+
+typedef struct df11_cuda_plan df11_cuda_plan; /* opaque */
+
+/* 1 if this library was built with the CUDA decoder, else 0. Does not touch a GPU. */
+DF11_API int df11_has_cuda(void);
+
+/* The device copies of one group's parts (the bytes of df11_group_part_bytes(), uploaded by
+ * the caller) and where its 2 * n_elements bytes of BF16 output go. Pointers may have any
+ * alignment; 16-byte aligned sign_mantissa and out, 8-byte aligned encoded_exponent and
+ * 4-byte aligned output_positions are faster. All are the caller's and must stay valid
+ * while a decode using them runs. */
+typedef struct df11_cuda_group {
+  const void* d_luts;
+  const void* d_encoded_exponent;
+  const void* d_sign_mantissa;
+  const void* d_output_positions;
+  const void* d_gaps;
+  void* d_out;
+} df11_cuda_group;
+
+/* Plans the decode of groups[0 .. n_groups) of `model` (group indices, any order, each at
+ * most once) with their device buffers dev[0 .. n_groups). Validates every group on the host
+ * and sizes the launch for the current device; no device memory is touched, nothing
+ * synchronises. Outputs of one plan must not overlap. *out receives a plan handle in every
+ * case but out of memory; on failure it only reports the error and must still be destroyed.
+ * Errors name the file and group. The calling thread's current device is the plan's. */
+DF11_API df11_status df11_cuda_plan_create(df11_model* model, const size_t* groups,
+                                           size_t n_groups, const df11_cuda_group* dev,
+                                           df11_cuda_plan** out);
+/* Frees the plan (host memory only; the caller's device buffers are untouched). NULL ok. */
+DF11_API void df11_cuda_plan_destroy(df11_cuda_plan* plan);
+/* The plan's latest failure, as df11_model_errmsg / df11_model_errcode. */
+DF11_API const char* df11_cuda_plan_errmsg(const df11_cuda_plan* plan);
+DF11_API df11_status df11_cuda_plan_errcode(const df11_cuda_plan* plan);
+
+/* Bytes of device workspace a decode needs (16 per group): per-group status records. */
+DF11_API size_t df11_cuda_plan_workspace_bytes(const df11_cuda_plan* plan);
+
+/* Enqueues the zeroing of a workspace on `stream`. Call once for each workspace (fresh
+ * memory: a workspace never initialised may report stale garbage) before its first decode.
+ * No synchronisation. A plan may use several workspaces (double buffering), and a workspace
+ * may serve several plans in turn; each decode's report stays readable until the next decode
+ * into the same workspace. */
+DF11_API df11_status df11_cuda_workspace_init(df11_cuda_plan* plan, void* d_workspace,
+                                              size_t workspace_bytes, void* stream);
+
+/* Enqueues the decode of every group of the plan on `stream`: one kernel launch per 256
+ * groups, no allocation, no copy, no synchronisation. `d_workspace` receives this decode's
+ * per-group status; it must not serve two decodes in flight at once. Returns
+ * DF11_ERROR_CUDA if the launch fails; a corrupt stream is reported through the workspace. */
+DF11_API df11_status df11_cuda_decode(df11_cuda_plan* plan, void* d_workspace,
+                                      size_t workspace_bytes, void* stream);
+
+/* Waits for `stream` (cudaStreamSynchronize) and reports the latest decode into
+ * `d_workspace`: DF11_OK, or DF11_ERROR_CORRUPT_DATA (BAD_GAP, BAD_OUTPUT_POSITIONS) naming
+ * the first corrupt group and block in the plan's message. */
+DF11_API df11_status df11_cuda_status_sync(df11_cuda_plan* plan, const void* d_workspace,
+                                           void* stream);
+
+/* Deferred status, without waiting for the stream: df11_cuda_status_copy() enqueues on
+ * `stream` a copy of the workspace's records into the caller's host buffer `h_status` of
+ * df11_cuda_plan_status_bytes() bytes (page-locked memory makes it asynchronous) and notes in
+ * that buffer which decode it belongs to. Once the caller knows the copy is done (its own
+ * event or a later sync), df11_cuda_group_status() reads group i's result from the buffer:
+ * no CUDA call, any thread, the buffer alone is enough (the plan only names the group). */
+DF11_API size_t df11_cuda_plan_status_bytes(const df11_cuda_plan* plan);
+DF11_API df11_status df11_cuda_status_copy(df11_cuda_plan* plan, const void* d_workspace,
+                                           void* h_status, size_t status_bytes, void* stream);
+/* Group i (position in the plan's `groups`) of a copied status buffer: DF11_OK or the error,
+ * with the message in the plan's message. DF11_ERROR_INVALID_ARGUMENT if the buffer was not
+ * filled by df11_cuda_status_copy for this plan. */
+DF11_API df11_status df11_cuda_group_status(df11_cuda_plan* plan, const void* h_status,
+                                            size_t status_bytes, size_t i);
+
+/* ======================================================================================
+ * Experimental API: define DF11_EXPERIMENTAL before including this header. May change or
+ * go away in any release, minor or patch; not covered by the ABI policy.
+ * ====================================================================================== */
+#ifdef DF11_EXPERIMENTAL
+
+/* The launch the plan makes, for tuning and profiling: thread blocks per launch, dynamic
+ * shared memory per thread block (bytes), and 1 if the compact kernel configuration was
+ * chosen (decoder/cuda/NOTES.md). DF11_ERROR_UNSUPPORTED without CUDA. */
+DF11_API df11_status df11_cuda_plan_launch_info(const df11_cuda_plan* plan, uint32_t* grid,
+                                                uint32_t* shared_bytes, int* compact);
+
+#endif /* DF11_EXPERIMENTAL */
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* DF11_DF11_H */

@@ -1,0 +1,95 @@
+// What the C API's handles hold (df11/df11.h), shared by the model and the CUDA plan sources.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "df11/df11.h"
+#include "df11/group.h"
+#include "df11/status.h"
+#include "df11_folder.h"
+
+namespace df11::capi {
+
+// A handle's latest failure (sqlite3_errmsg style). Locked: CPU decodes may run
+// concurrently on one model handle.
+struct ErrorState {
+  mutable std::mutex mu;
+  ErrorCode code = ErrorCode::kOk;
+  std::string message;
+
+  // For df11_*_errmsg / df11_*_errcode: valid until the next failure recorded.
+  const char* last_message() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return message.c_str();
+  }
+  df11_status last_code() const {
+    std::lock_guard<std::mutex> lock(mu);
+    return static_cast<df11_status>(code);
+  }
+};
+
+// Records a failure on the handle and returns its code.
+df11_status fail(ErrorState& err, const Status& s);
+// DF11_OK for OK, otherwise fail().
+df11_status record(ErrorState& err, const Status& s);
+
+// Runs `body` (returning Status) at the C boundary: its status, or an exception turned into
+// one, recorded on `err`.
+template <typename F>
+df11_status guarded(ErrorState& err, F&& body) {
+  try {
+    return record(err, body());
+  } catch (const std::bad_alloc&) {
+    return fail(err, Status(ErrorCode::kResourceLimit, "out of memory"));
+  } catch (const std::exception& e) {
+    return fail(err,
+                Status(ErrorCode::kInternal, std::string("unexpected exception: ") + e.what()));
+  }
+}
+
+}  // namespace df11::capi
+
+struct df11_model {
+  struct Tensor {
+    std::string name;
+    std::string dtype;
+    std::vector<uint64_t> shape;
+    uint64_t byte_size = 0;
+    size_t group = SIZE_MAX;  // member of this group, or SIZE_MAX for a raw tensor
+    uint64_t group_offset = 0;
+    const df11::app::TensorLocation* raw = nullptr;  // raw: where it lies
+    const std::string* xxh3 = nullptr;               // recorded checksum of the original
+  };
+  struct Group {
+    std::vector<size_t> members;  // tensor indices, concatenation order
+  };
+  // validate_group() once per group, on first decode, whichever thread comes first.
+  struct Validated {
+    std::once_flag once;
+    df11::GroupInfo info;
+    df11::Status status;
+  };
+
+  df11::capi::ErrorState err;
+  std::optional<df11::app::Df11Folder> folder;  // empty if open failed
+  std::vector<Tensor> tensors;
+  std::vector<Group> groups;  // parallel to folder->groups
+  std::unordered_map<std::string, size_t> by_name;
+  std::unique_ptr<Validated[]> validated;
+};
+
+namespace df11::capi {
+
+// The group's validate_group() result, computed once.
+Result<const GroupInfo*> validated_group(df11_model& m, size_t g);
+
+}  // namespace df11::capi

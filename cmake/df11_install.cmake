@@ -1,0 +1,57 @@
+# Install rules: `cmake --install build --prefix P` gives
+#   P/include/df11/       df11.h (C API) and the C++ headers of format, decoder (and cuda)
+#   P/lib/                libdf11.so.0 (+ links), libdf11.a, and the C++ libraries
+#   P/bin/df11            the command-line tool (when built)
+#   P/lib/cmake/df11/     df11Config.cmake, df11ConfigVersion.cmake, df11Targets*.cmake
+#   P/lib/pkgconfig/      df11.pc (the C API)
+# Targets, namespace df11::: df11 (C API, shared), df11_static (C API, static), format,
+# decoder, cuda and cuda_host (C++20 API; cuda on CUDA builds).
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+set(DF11_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/df11)
+set(DF11_EXPORTED df11_capi df11_capi_static df11_format df11_decoder)
+if(TARGET df11_cuda)
+  list(APPEND DF11_EXPORTED df11_cuda df11_cuda_host)
+endif()
+
+install(TARGETS ${DF11_EXPORTED} EXPORT df11Targets
+        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${PROJECT_SOURCE_DIR}/capi/include/df11/df11.h
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/df11)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/format/include/df11 ${PROJECT_SOURCE_DIR}/decoder/include/df11
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+if(TARGET df11_cuda)
+  install(DIRECTORY ${PROJECT_SOURCE_DIR}/decoder/cuda/include/df11
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
+endif()
+if(TARGET df11)
+  install(TARGETS df11 RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
+
+install(EXPORT df11Targets NAMESPACE df11:: DESTINATION ${DF11_INSTALL_CMAKEDIR})
+set(DF11_CONFIG_CUDA ${DF11_CUDA})
+configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/df11Config.cmake.in
+                              ${PROJECT_BINARY_DIR}/df11Config.cmake
+                              INSTALL_DESTINATION ${DF11_INSTALL_CMAKEDIR})
+# 0.x: a minor version may break the C++ API, so only the same minor is compatible; from 1.0
+# on the ABI policy (README, "Embedding df11") makes it SameMajorVersion.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/df11ConfigVersion.cmake
+                                 COMPATIBILITY SameMinorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/df11Config.cmake ${PROJECT_BINARY_DIR}/df11ConfigVersion.cmake
+        DESTINATION ${DF11_INSTALL_CMAKEDIR})
+
+# df11.pc from CMake variables: relocatable (the prefix is found from the .pc file's own
+# place, so `cmake --install --prefix P` works whatever CMAKE_INSTALL_PREFIX was), and the
+# static link line for `pkg-config --static`.
+file(RELATIVE_PATH DF11_PC_TO_PREFIX /${CMAKE_INSTALL_LIBDIR}/pkgconfig /)
+string(REGEX REPLACE "/$" "" DF11_PC_TO_PREFIX "${DF11_PC_TO_PREFIX}")
+set(DF11_PC_LIBS_PRIVATE "-ltbb -lxxhash -lcrypto -lstdc++ -lm -lpthread")
+if(TARGET df11_cuda)
+  string(PREPEND DF11_PC_LIBS_PRIVATE "-L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt ")
+endif()
+configure_file(${CMAKE_CURRENT_LIST_DIR}/df11.pc.in ${PROJECT_BINARY_DIR}/df11.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/df11.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)

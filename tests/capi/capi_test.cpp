@@ -1,0 +1,223 @@
+// The C API (df11/df11.h) end to end: a Llama-shaped checkpoint compressed by the df11 tool,
+// opened through libdf11.so, every tensor decoded and compared bit for bit with the original
+// file's bytes; then the errors an engine meets (missing folder, a plain BF16 folder, corrupt
+// data, wrong sizes), each naming the file and the tensor or group.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cli_process.h"
+#include "cli_test_model.h"
+#include "df11/df11.h"
+#include "df11/safetensors.h"
+
+namespace df11::clitest {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Model {
+  df11_model* m = nullptr;
+  ~Model() { df11_model_close(m); }
+};
+
+// The original tensors' bytes, by name.
+std::map<std::string, std::vector<uint8_t>> original_tensors(const fs::path& dir) {
+  std::map<std::string, std::vector<uint8_t>> all;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir)) {
+    if (e.path().extension() != ".safetensors") continue;
+    Result<SafetensorsFile> f = SafetensorsFile::open(e.path().string());
+    EXPECT_TRUE(f.is_ok()) << f.status().to_string();
+    if (!f.is_ok()) continue;
+    for (const TensorInfo& t : f->header().tensors) {
+      const std::span<const uint8_t> b = f->tensor_bytes(t);
+      all[t.name].assign(b.begin(), b.end());
+    }
+  }
+  return all;
+}
+
+class CApi : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TinyLlama llama;
+    llama.layers = 3;
+    write_tiny_llama(tmp_ / "model", llama);
+    const ProcessResult r = run_df11(
+        {"compress", (tmp_ / "model").string(), "-o", (tmp_ / "df11").string(), "-q"}, tmp_.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  fs::path df11_dir() const { return tmp_ / "df11"; }
+  TempDir tmp_;
+};
+
+TEST_F(CApi, VersionMatchesTheHeader) {
+  EXPECT_EQ(df11_version_number(), unsigned{DF11_VERSION_NUMBER});
+  EXPECT_STREQ(df11_version_string(), "0.1.0");
+  EXPECT_STREQ(df11_status_name(DF11_ERROR_CORRUPT_DATA), "corrupt_data");
+  EXPECT_STREQ(df11_status_name(DF11_ERROR_BAD_CONFIG), "bad_config");
+  EXPECT_STREQ(df11_status_name(9999), "unknown");
+}
+
+TEST_F(CApi, EveryTensorDecodesToTheOriginalBytes) {
+  const auto originals = original_tensors(tmp_ / "model");
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK) << df11_model_errmsg(model.m);
+  const size_t n = df11_model_tensor_count(model.m);
+  ASSERT_EQ(n, originals.size());
+  size_t members = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const std::string name = df11_tensor_name(model.m, i);
+    ASSERT_EQ(originals.count(name), 1u) << name;
+    const std::vector<uint8_t>& want = originals.at(name);
+    ASSERT_EQ(df11_tensor_byte_size(model.m, i), want.size()) << name;
+    EXPECT_EQ(df11_model_find_tensor(model.m, name.c_str()), i);
+    std::vector<uint16_t> buf(want.size() / 2 + 1);  // 2-byte aligned for members
+    ASSERT_EQ(df11_decode_tensor(model.m, i, buf.data(), want.size()), DF11_OK)
+        << df11_model_errmsg(model.m);
+    EXPECT_EQ(std::memcmp(buf.data(), want.data(), want.size()), 0) << name;
+    uint64_t elements = 1;
+    for (size_t d = 0; d < df11_tensor_rank(model.m, i); ++d) {
+      elements *= df11_tensor_shape(model.m, i)[d];
+    }
+    if (df11_tensor_group(model.m, i) != SIZE_MAX) {
+      ++members;
+      EXPECT_STREQ(df11_tensor_dtype(model.m, i), "BF16");
+      EXPECT_EQ(2 * elements, want.size()) << name;
+    }
+  }
+  EXPECT_GT(members, 0u);
+  // Every group decodes to its members, concatenated.
+  ASSERT_GT(df11_model_group_count(model.m), 0u);
+  for (size_t g = 0; g < df11_model_group_count(model.m); ++g) {
+    const uint64_t elements = df11_group_element_count(model.m, g);
+    std::vector<uint16_t> out(elements);
+    ASSERT_EQ(df11_decode_group(model.m, g, out.data(), 2 * elements), DF11_OK)
+        << df11_model_errmsg(model.m);
+    size_t stored = 0;
+    for (int part = DF11_PART_LUTS; part <= DF11_PART_SPLIT_POSITIONS; ++part) {
+      const void* data = nullptr;
+      size_t bytes = 0;
+      ASSERT_EQ(
+          df11_group_part_bytes(model.m, g, static_cast<df11_group_part>(part), &data, &bytes),
+          DF11_OK);
+      stored += bytes;
+    }
+    EXPECT_GT(stored, 0u);
+    EXPECT_LT(stored, 2 * elements);  // compressed
+    for (size_t k = 0; k < df11_group_member_count(model.m, g); ++k) {
+      const size_t t = df11_group_member(model.m, g, k);
+      EXPECT_EQ(df11_tensor_group(model.m, t), g);
+      const std::vector<uint8_t>& want = originals.at(df11_tensor_name(model.m, t));
+      EXPECT_EQ(
+          std::memcmp(out.data() + df11_tensor_group_offset(model.m, t), want.data(), want.size()),
+          0);
+    }
+  }
+}
+
+TEST_F(CApi, OpenErrorsNameTheFolder) {
+  Model missing;
+  EXPECT_EQ(df11_model_open((tmp_ / "nope").c_str(), &missing.m), DF11_ERROR_NOT_FOUND);
+  ASSERT_NE(missing.m, nullptr);
+  EXPECT_NE(std::string(df11_model_errmsg(missing.m)).find("nope"), std::string::npos)
+      << df11_model_errmsg(missing.m);
+  EXPECT_EQ(df11_model_errcode(missing.m), DF11_ERROR_NOT_FOUND);
+  EXPECT_EQ(df11_model_tensor_count(missing.m), 0u);
+  EXPECT_EQ(df11_tensor_name(missing.m, 0), nullptr);
+
+  Model plain;  // a BF16 checkpoint is not a DF11 folder
+  EXPECT_EQ(df11_model_open((tmp_ / "model").c_str(), &plain.m), DF11_ERROR_BAD_METADATA);
+  EXPECT_NE(std::string(df11_model_errmsg(plain.m)).find("not a folder written by df11"),
+            std::string::npos)
+      << df11_model_errmsg(plain.m);
+  EXPECT_EQ(df11_model_open(nullptr, &plain.m), DF11_ERROR_INVALID_ARGUMENT);
+  df11_model_close(plain.m);
+  plain.m = nullptr;
+  EXPECT_EQ(df11_model_open("x", nullptr), DF11_ERROR_INVALID_ARGUMENT);
+}
+
+TEST_F(CApi, MisuseIsReportedOnTheHandle) {
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  EXPECT_STREQ(df11_model_errmsg(model.m), "");
+  const size_t n = df11_model_tensor_count(model.m);
+  std::vector<uint16_t> buf(16);
+  EXPECT_EQ(df11_decode_tensor(model.m, n, buf.data(), 2), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(df11_model_errmsg(model.m)).find("out of range"), std::string::npos);
+  size_t member = SIZE_MAX;
+  for (size_t i = 0; i < n && member == SIZE_MAX; ++i) {
+    if (df11_tensor_group(model.m, i) != SIZE_MAX) member = i;
+  }
+  ASSERT_NE(member, SIZE_MAX);
+  const std::string name = df11_tensor_name(model.m, member);
+  EXPECT_EQ(df11_decode_tensor(model.m, member, buf.data(), 2), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(df11_model_errmsg(model.m)).find("member '" + name + "'"),
+            std::string::npos)
+      << df11_model_errmsg(model.m);
+  EXPECT_EQ(df11_model_find_tensor(model.m, "no.such.weight"), SIZE_MAX);
+  EXPECT_EQ(df11_model_errcode(model.m), DF11_ERROR_NOT_FOUND);
+  EXPECT_NE(std::string(df11_model_errmsg(model.m)).find("no.such.weight"), std::string::npos);
+  EXPECT_EQ(df11_tensor_group(model.m, n), SIZE_MAX);
+  EXPECT_EQ(df11_group_member(model.m, 0, 1u << 20), SIZE_MAX);
+  const void* data = nullptr;
+  size_t bytes = 0;
+  EXPECT_EQ(df11_group_part_bytes(model.m, 0, static_cast<df11_group_part>(6), &data, &bytes),
+            DF11_ERROR_INVALID_ARGUMENT);
+}
+
+// A flipped bit inside a group's stored exponent stream: the header checksum does not cover
+// tensor data, so open succeeds and the decode must report it, naming file and group.
+TEST_F(CApi, CorruptStreamIsReportedNamingFileAndGroup) {
+  std::string file, group;
+  uint64_t offset = 0;
+  {
+    Model model;
+    ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+    file = df11_group_file(model.m, 0);
+    group = df11_group_name(model.m, 0);
+    offset = tensor_file_offset(df11_dir() / file, group + ".encoded_exponent");
+  }
+  flip_byte(df11_dir() / file, offset + 100, 0x10);
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  std::vector<uint16_t> out(df11_group_element_count(model.m, 0));
+  const df11_status s = df11_decode_group(model.m, 0, out.data(), 2 * out.size());
+  EXPECT_NE(s, DF11_OK);
+  const std::string msg = df11_model_errmsg(model.m);
+  EXPECT_NE(msg.find(file + ": group '" + group + "'"), std::string::npos) << msg;
+  // Each member fails too (its block, or its checksum).
+  const size_t t = df11_group_member(model.m, 0, 0);
+  std::vector<uint16_t> one(df11_tensor_byte_size(model.m, t) / 2);
+  EXPECT_NE(df11_decode_tensor(model.m, t, one.data(), 2 * one.size()), DF11_OK);
+  EXPECT_NE(std::string(df11_model_errmsg(model.m)).find(group), std::string::npos);
+}
+
+TEST_F(CApi, CudaEntryPointsMatchTheBuild) {
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  const size_t g = 0;
+  df11_cuda_group dev{};
+  df11_cuda_plan* plan = nullptr;
+  const df11_status s = df11_cuda_plan_create(model.m, &g, 1, &dev, &plan);
+  ASSERT_NE(plan, nullptr);
+  if (df11_has_cuda() == 0) {
+    EXPECT_EQ(s, DF11_ERROR_UNSUPPORTED);
+    EXPECT_NE(std::string(df11_cuda_plan_errmsg(plan)).find("without CUDA"), std::string::npos);
+  } else {
+    EXPECT_EQ(s, DF11_ERROR_INVALID_ARGUMENT);  // null device pointers, checked on the host
+    EXPECT_NE(std::string(df11_cuda_plan_errmsg(plan)).find("is null"), std::string::npos)
+        << df11_cuda_plan_errmsg(plan);
+  }
+  EXPECT_EQ(df11_cuda_plan_workspace_bytes(plan), 0u);
+  EXPECT_NE(df11_cuda_decode(plan, nullptr, 0, nullptr), DF11_OK);
+  df11_cuda_plan_destroy(plan);
+}
+
+}  // namespace
+}  // namespace df11::clitest
