@@ -235,6 +235,50 @@ TEST_F(CudaDecode, EarlierLaunchRecordsAreIgnored) {
   EXPECT_TRUE(cuda_test::fetch_output(p, &guards) == c.weights);
 }
 
+// Double buffering: launches alternate between two workspaces, and the status of either is
+// read after the other's launch (the epoch is the workspace's, not the plan's); a plan of a
+// good group sharing the workspace neither hides nor inherits the report. The deferred read
+// (copy_decode_status, then copied_group_status) gives the same answers.
+TEST_F(CudaDecode, DoubleBufferedAndSharedWorkspacesKeepEveryReport) {
+  Case c = cuda_test::encoded("g", {testing::gaussian_bf16(100000, 0.01, 9)});
+  GroupBuffers bad = c.group;
+  test::write_gap(bad.gaps, 3, (read_gap(bad.gaps, 3) + 1) % 32);
+  DeviceArena arena(2 * cuda_test::placed_footprint(c.group.view()));
+  const PlacedGroup pb = cuda_test::place(arena, bad.view(), 0, "bad");
+  const PlacedGroup pg = cuda_test::place(arena, c.group.view(), 0, "good");
+  Result<cuda::DecodePlan> plan_bad = cuda::make_decode_plan(std::span(&pb.device, 1), "t");
+  Result<cuda::DecodePlan> plan_good = cuda::make_decode_plan(std::span(&pg.device, 1), "t");
+  ASSERT_TRUE(plan_bad.is_ok() && plan_good.is_ok());
+  cuda_test::DeviceWorkspace ws0(16), ws1(16);
+  ASSERT_TRUE(cuda::init_workspace(*plan_bad, ws0.get(), 16, nullptr).is_ok());
+  ASSERT_TRUE(cuda::init_workspace(*plan_bad, ws1.get(), 16, nullptr).is_ok());
+  std::vector<uint8_t> h(plan_bad->status_copy_bytes());
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(cuda::launch_decode(*plan_bad, ws0.get(), 16, nullptr).is_ok());
+    ASSERT_TRUE(
+        cuda::copy_decode_status(*plan_bad, ws0.get(), h.data(), h.size(), nullptr).is_ok());
+    ASSERT_TRUE(cuda::launch_decode(*plan_bad, ws1.get(), 16, nullptr).is_ok());
+    const Status s0 = cuda::read_decode_status(*plan_bad, ws0.get(), nullptr);
+    EXPECT_EQ(s0.code(), ErrorCode::kBadGap) << round << ": " << s0.to_string();
+    EXPECT_EQ(cuda::copied_group_status(*plan_bad, h.data(), h.size(), 0).code(),
+              ErrorCode::kBadGap);
+    EXPECT_EQ(cuda::read_decode_status(*plan_bad, ws1.get(), nullptr).code(), ErrorCode::kBadGap);
+    // The good plan through the bad plan's workspace: its own (clean) launch only.
+    ASSERT_TRUE(cuda::launch_decode(*plan_good, ws1.get(), 16, nullptr).is_ok());
+    const Status sg = cuda::read_decode_status(*plan_good, ws1.get(), nullptr);
+    EXPECT_TRUE(sg.is_ok()) << round << ": " << sg.to_string();
+    ASSERT_TRUE(
+        cuda::copy_decode_status(*plan_good, ws1.get(), h.data(), h.size(), nullptr).is_ok());
+    DF11_CUDA_ASSERT(cudaDeviceSynchronize());
+    EXPECT_TRUE(cuda::copied_group_status(*plan_good, h.data(), h.size(), 0).is_ok());
+    EXPECT_EQ(cuda::copied_group_status(*plan_bad, h.data(), h.size(), 0).code(),
+              ErrorCode::kInvalidArgument);  // another plan's copy
+  }
+  bool guards = false;
+  EXPECT_TRUE(cuda_test::fetch_output(pg, &guards) == c.weights);
+  EXPECT_TRUE(guards);
+}
+
 // A plan made later for smaller blocks (less shared memory) must not break the launches of
 // an earlier plan that needs more.
 TEST_F(CudaDecode, PlansOfDifferentBlockSizesCoexist) {

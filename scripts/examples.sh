@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Installs build/ into a temporary prefix and builds the embedding examples out of tree
+# against it, the way an engine developer would: c_decode with find_package(df11) (CMake),
+# with pkg-config (shared), and statically against libdf11.a; cuda_engine when the package
+# was built with CUDA. Then runs the three c_decode builds on MODEL_DIR (a DF11 folder) and
+# checks that they agree and decoded every tensor.
+#   scripts/examples.sh MODEL_DIR [BUILD_DIR (default build)]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+model=$1
+prefix=$(mktemp -d)
+out=$(mktemp -d)
+trap 'rm -rf "$prefix" "$out"' EXIT
+
+cmake --install "${2:-build}" --prefix "$prefix" >/dev/null
+pc_dir=$(dirname "$(find "$prefix" -name df11.pc)")
+lib_dir=$(dirname "$pc_dir")
+
+cmake -S examples/c_decode -B "$out/cmake" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$out/cmake" >/dev/null
+export PKG_CONFIG_PATH=$pc_dir
+cc -std=c99 -Wall -Wextra -pedantic -Werror examples/c_decode/c_decode.c -o "$out/c_decode_pc" \
+  $(pkg-config --cflags --libs df11) -Wl,-rpath,"$lib_dir"
+cc -std=c99 -Wall -Wextra -pedantic -Werror examples/c_decode/c_decode.c -o "$out/c_decode_static" \
+  $(pkg-config --cflags df11) "$lib_dir/libdf11.a" \
+  $(pkg-config --static --libs-only-L --libs-only-l df11 | sed 's/-ldf11 //')
+if [ -f "$prefix/include/df11/cuda_decoder.h" ]; then
+  cmake -S examples/cuda_engine -B "$out/cuda_engine" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$out/cuda_engine" >/dev/null
+  echo "cuda_engine built against the installed package"
+fi
+
+"$out/cmake/c_decode" "$model" >"$out/cmake.txt"
+"$out/c_decode_pc" "$model" >"$out/pc.txt"
+"$out/c_decode_static" "$model" >"$out/static.txt"
+cmp "$out/cmake.txt" "$out/pc.txt"
+cmp "$out/cmake.txt" "$out/static.txt"
+tensors=$(head -n 1 "$out/cmake.txt" | sed -E 's/.*: ([0-9]+) tensors.*/\1/')
+lines=$(( $(wc -l <"$out/cmake.txt") - 1 ))
+if [ "$tensors" -eq 0 ] || [ "$tensors" -ne "$lines" ]; then
+  echo "c_decode: $lines checksums for $tensors tensors" >&2
+  exit 1
+fi
+head -n 3 "$out/cmake.txt"
+echo "c_decode (CMake, pkg-config, static): $tensors tensors decoded, the three agree"
