@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_process.h"
@@ -119,6 +120,33 @@ TEST_F(CApi, EveryTensorDecodesToTheOriginalBytes) {
           0);
     }
   }
+}
+
+// The header's promise: queries and CPU decodes run concurrently on one handle.
+TEST_F(CApi, ConcurrentDecodesOnOneHandle) {
+  const auto originals = original_tensors(tmp_ / "model");
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  const size_t n = df11_model_tensor_count(model.m);
+  std::vector<int> mismatches(4);
+  std::vector<std::thread> threads;
+  for (size_t k = 0; k < mismatches.size(); ++k) {
+    threads.emplace_back([&, k] {
+      for (size_t round = 0; round < 3; ++round) {
+        for (size_t j = 0; j < n; ++j) {
+          const size_t i = (j + k * 7) % n;  // the threads start at different tensors
+          const std::vector<uint8_t>& want = originals.at(df11_tensor_name(model.m, i));
+          std::vector<uint16_t> buf(want.size() / 2 + 1);
+          if (df11_decode_tensor(model.m, i, buf.data(), want.size()) != DF11_OK ||
+              std::memcmp(buf.data(), want.data(), want.size()) != 0) {
+            ++mismatches[k];
+          }
+        }
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
 TEST_F(CApi, OpenErrorsNameTheFolder) {

@@ -126,9 +126,11 @@ DF11_API const char* df11_model_errmsg(const df11_model* model);
 DF11_API df11_status df11_model_errcode(const df11_model* model);
 
 /* ---- Listing groups and tensors (all O(1), no allocation, any thread) ------------------
- * Tensors are numbered 0 .. df11_model_tensor_count() - 1 in the original checkpoint's file
- * order (by shard name, then offset); groups 0 .. df11_model_group_count() - 1 in storage
- * order. An index out of range gives NULL / 0 / (size_t)-1 as the function says. */
+ * Tensors are numbered 0 .. df11_model_tensor_count() - 1 in the DF11 folder's storage
+ * order: shard by shard (by file name), each where it lies, the members of a group together
+ * in concatenation order; groups 0 .. df11_model_group_count() - 1 shard by shard, in the
+ * order of the df11 metadata. An index out of range gives NULL / 0 / (size_t)-1 as the
+ * function says. */
 
 DF11_API size_t df11_model_tensor_count(const df11_model* model);
 DF11_API size_t df11_model_group_count(const df11_model* model);
