@@ -260,8 +260,11 @@ DF11_API df11_status df11_cuda_workspace_init(df11_cuda_plan* plan, void* d_work
 
 /* Enqueues the decode of every group of the plan on `stream`: one kernel launch per 256
  * groups, no allocation, no copy, no synchronisation. `d_workspace` receives this decode's
- * per-group status; it must not serve two decodes in flight at once. Returns
- * DF11_ERROR_CUDA if the launch fails; a corrupt stream is reported through the workspace. */
+ * per-group status; it must not serve two decodes in flight at once. The plan remembers its
+ * latest decode into each of the last 64 workspaces it used; the first decode of a plan into
+ * a workspace (and the first after 2^32 - 1 decodes in the process) also enqueues the zeroing
+ * of its records. Returns DF11_ERROR_CUDA if the launch fails; a corrupt stream is reported
+ * through the workspace. */
 DF11_API df11_status df11_cuda_decode(df11_cuda_plan* plan, void* d_workspace,
                                       size_t workspace_bytes, void* stream);
 
