@@ -164,9 +164,9 @@ TEST_F(CApi, OpenErrorsNameTheFolder) {
   EXPECT_NE(std::string(df11_model_errmsg(plain.m)).find("not a folder written by df11"),
             std::string::npos)
       << df11_model_errmsg(plain.m);
-  EXPECT_EQ(df11_model_open(nullptr, &plain.m), DF11_ERROR_INVALID_ARGUMENT);
   df11_model_close(plain.m);
   plain.m = nullptr;
+  EXPECT_EQ(df11_model_open(nullptr, &plain.m), DF11_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(df11_model_open("x", nullptr), DF11_ERROR_INVALID_ARGUMENT);
 }
 
