@@ -18,7 +18,7 @@
 //    or, without waiting for the stream: copy_decode_status() enqueues a copy of the records
 //    into a host buffer, and copied_group_status() reads a group's result from it later.
 //    A plan may use several workspaces (double buffering) and plans may share one: the status
-//    read for a workspace is that of the latest launch into it (workspace_ledger.h).
+//    read for a workspace is that of the latest launch into it (decoder/cuda/NOTES.md).
 //
 //    launch_decode() performs no allocation, no host<->device copy and no synchronisation:
 //    it enqueues one kernel per 256 groups (one for any transformer block or typical model).
