@@ -16,9 +16,10 @@
  * clear the message.
  *
  * Threads. A df11_model is immutable after df11_model_open(): every query and every CPU decode
- * may run concurrently on one handle from any number of threads (the handle's message is then
- * the message of one of the concurrent failures: a thread that needs its own message uses a
- * handle of its own). df11_model_close() must not race any other call on the handle.
+ * may run concurrently on one handle from any number of threads. The handle's message is then
+ * that of one of the concurrent failures, and reading it must not race another failing call
+ * on the handle (which replaces it): a thread that needs its own messages uses a handle of
+ * its own (handles are cheap). df11_model_close() must not race any other call on it.
  * A df11_cuda_plan is used by one host thread at a time.
  *
  * Lifetime. Strings and arrays returned by a query (names, shapes, stored bytes) point into
@@ -26,8 +27,9 @@
  * the model after df11_cuda_plan_create() and may outlive it.
  *
  * Cost. df11_model_open() maps every shard (mmap: no read of the weights) and parses and
- * checks every header and the df11 metadata: milliseconds. Queries are O(1), allocate
- * nothing and never touch the weights. Decodes read the mapped bytes (page faults on first
+ * checks every header and the df11 metadata: milliseconds (the metadata of a large model
+ * takes longer: it is JSON). Queries are O(1), never touch the weights and allocate nothing
+ * (but the message of a failure). Decodes read the mapped bytes (page faults on first
  * touch) and never allocate more than a few kilobytes.
  *
  * ABI policy: README.md, "Embedding df11". In short: within a major version (the SONAME
