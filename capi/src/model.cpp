@@ -60,6 +60,13 @@ Status build_index(df11_model& m) {
         const GroupMeta& gm = f.metadata[cg.shard].groups[cg.meta_index];
         for (size_t k = 0; k < gm.members.size(); ++k) {
           const MemberMeta& mm = gm.members[k];
+          // A member that codes a copy of another tensor (spec 5.3 alias: a tied lm_head) is
+          // no original tensor: the tensor it copies is listed where it lies.
+          const auto original = f.originals.find(mm.name);
+          if (original == f.originals.end() || !original->second.is_member ||
+              original->second.group != g || original->second.member != k) {
+            continue;
+          }
           df11_model::Tensor t;
           t.name = mm.name;
           t.dtype = mm.dtype;
@@ -67,7 +74,7 @@ Status build_index(df11_model& m) {
           t.byte_size = 2 * mm.n_elements;
           t.group = g;
           t.group_offset = cg.member_start[k];
-          t.xxh3 = &f.originals.at(mm.name).xxh3;
+          t.xxh3 = &original->second.xxh3;
           m.groups[g].members.push_back(m.tensors.size());
           m.tensors.push_back(std::move(t));
         }

@@ -43,11 +43,12 @@ std::map<std::string, std::vector<uint8_t>> original_tensors(const fs::path& dir
   return all;
 }
 
-class CApi : public ::testing::Test {
+class CApi : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
     TinyLlama llama;
     llama.layers = 3;
+    llama.tied_embeddings = GetParam();  // tied: the folder may code lm_head as an alias
     write_tiny_llama(tmp_ / "model", llama);
     const ProcessResult r = run_df11(
         {"compress", (tmp_ / "model").string(), "-o", (tmp_ / "df11").string(), "-q"}, tmp_.path());
@@ -57,7 +58,7 @@ class CApi : public ::testing::Test {
   TempDir tmp_;
 };
 
-TEST_F(CApi, VersionMatchesTheHeader) {
+TEST_P(CApi, VersionMatchesTheHeader) {
   EXPECT_EQ(df11_version_number(), unsigned{DF11_VERSION_NUMBER});
   EXPECT_STREQ(df11_version_string(), "0.1.0");
   EXPECT_STREQ(df11_status_name(DF11_ERROR_CORRUPT_DATA), "corrupt_data");
@@ -65,7 +66,7 @@ TEST_F(CApi, VersionMatchesTheHeader) {
   EXPECT_STREQ(df11_status_name(9999), "unknown");
 }
 
-TEST_F(CApi, EveryTensorDecodesToTheOriginalBytes) {
+TEST_P(CApi, EveryTensorDecodesToTheOriginalBytes) {
   const auto originals = original_tensors(tmp_ / "model");
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK) << df11_model_errmsg(model.m);
@@ -123,7 +124,7 @@ TEST_F(CApi, EveryTensorDecodesToTheOriginalBytes) {
 }
 
 // The header's promise: queries and CPU decodes run concurrently on one handle.
-TEST_F(CApi, ConcurrentDecodesOnOneHandle) {
+TEST_P(CApi, ConcurrentDecodesOnOneHandle) {
   const auto originals = original_tensors(tmp_ / "model");
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
@@ -149,7 +150,7 @@ TEST_F(CApi, ConcurrentDecodesOnOneHandle) {
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
 }
 
-TEST_F(CApi, OpenErrorsNameTheFolder) {
+TEST_P(CApi, OpenErrorsNameTheFolder) {
   Model missing;
   EXPECT_EQ(df11_model_open((tmp_ / "nope").c_str(), &missing.m), DF11_ERROR_NOT_FOUND);
   ASSERT_NE(missing.m, nullptr);
@@ -170,7 +171,7 @@ TEST_F(CApi, OpenErrorsNameTheFolder) {
   EXPECT_EQ(df11_model_open("x", nullptr), DF11_ERROR_INVALID_ARGUMENT);
 }
 
-TEST_F(CApi, MisuseIsReportedOnTheHandle) {
+TEST_P(CApi, MisuseIsReportedOnTheHandle) {
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
   EXPECT_STREQ(df11_model_errmsg(model.m), "");
@@ -201,7 +202,7 @@ TEST_F(CApi, MisuseIsReportedOnTheHandle) {
 
 // A flipped bit inside a group's stored exponent stream: the header checksum does not cover
 // tensor data, so open succeeds and the decode must report it, naming file and group.
-TEST_F(CApi, CorruptStreamIsReportedNamingFileAndGroup) {
+TEST_P(CApi, CorruptStreamIsReportedNamingFileAndGroup) {
   std::string file, group;
   uint64_t offset = 0;
   {
@@ -226,7 +227,7 @@ TEST_F(CApi, CorruptStreamIsReportedNamingFileAndGroup) {
   EXPECT_NE(std::string(df11_model_errmsg(model.m)).find(group), std::string::npos);
 }
 
-TEST_F(CApi, CudaEntryPointsMatchTheBuild) {
+TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
   const size_t g = 0;
@@ -246,6 +247,9 @@ TEST_F(CApi, CudaEntryPointsMatchTheBuild) {
   EXPECT_NE(df11_cuda_decode(plan, nullptr, 0, nullptr), DF11_OK);
   df11_cuda_plan_destroy(plan);
 }
+
+INSTANTIATE_TEST_SUITE_P(Untied, CApi, ::testing::Values(false));
+INSTANTIATE_TEST_SUITE_P(Tied, CApi, ::testing::Values(true));
 
 }  // namespace
 }  // namespace df11::clitest

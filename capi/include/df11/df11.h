@@ -130,7 +130,9 @@ DF11_API df11_status df11_model_errcode(const df11_model* model);
 /* ---- Listing groups and tensors (all O(1), no allocation, any thread) ------------------
  * Tensors are numbered 0 .. df11_model_tensor_count() - 1 in the DF11 folder's storage
  * order: shard by shard (by file name), each where it lies, the members of a group together
- * in concatenation order; groups 0 .. df11_model_group_count() - 1 shard by shard, in the
+ * in concatenation order (a member that only codes a copy of another tensor, as a tied
+ * lm_head, is not listed: the tensor it copies is); groups 0 .. df11_model_group_count() - 1
+ * shard by shard, in the
  * order of the df11 metadata. An index out of range gives NULL / 0 / (size_t)-1 as the
  * function says. */
 
