@@ -1,0 +1,291 @@
+// df11::hub::pull: list, then HEAD + GET each missing file into the shared cache or a local
+// folder (huggingface_hub's file_download.py layout), streaming to an .incomplete file that
+// is checked and renamed.
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+
+#include "df11/hash.h"
+#include "df11/hub/hub.h"
+#include "hub_api.h"
+#include "hub_cache.h"
+#include "parallel_transfers.h"
+
+namespace df11::hub {
+namespace {
+
+bool selected(const std::string& path, const std::vector<std::string>& include) {
+  if (include.empty()) return true;
+  for (const std::string& glob : include) {
+    if (::fnmatch(glob.c_str(), path.c_str(), 0) == 0) return true;
+  }
+  return false;
+}
+
+// GET `url` into the new file `tmp_path`, resuming with Range after a dropped connection, and
+// checking the size and (when `sha256` is set) the SHA-256 of the whole. A mismatch starts
+// over once, then fails with kCorruptData. On success the file is renamed to `final_path`;
+// on failure nothing is left.
+Status download_file(HttpSession& session, const std::string& url, const std::string& tmp_path,
+                     const std::string& final_path, uint64_t size, const std::string& sha256,
+                     const std::string& label, ProgressMeter& meter, uint64_t* received) {
+  for (int round = 0;; ++round) {
+    const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) return Status(ErrorCode::kIo, tmp_path + ": create: " + std::strerror(errno));
+    Sha256 hasher;
+    uint64_t written = 0;
+    HttpRequest request;
+    request.url = url;
+    request.max_body = 0;
+    request.on_retry = [&] {
+      request.headers.clear();
+      if (written > 0) request.headers.push_back("Range: bytes=" + std::to_string(written) + "-");
+    };
+    request.on_start = [&](const HttpResponse& headers, long status) -> Status {
+      if (status == 206) {
+        const std::string range = headers.header("content-range");
+        if (range.rfind("bytes " + std::to_string(written) + "-", 0) != 0) {
+          return Status(ErrorCode::kCorruptData, label + ": the server resumed at the wrong offset");
+        }
+        return Status::ok();
+      }
+      if (written > 0) {
+        // 200 to a Range request: the server sends everything again.
+        if (::ftruncate(fd, 0) != 0 || ::lseek(fd, 0, SEEK_SET) != 0) {
+          return Status(ErrorCode::kIo, tmp_path + ": truncate: " + std::strerror(errno));
+        }
+        hasher.reset();
+        written = 0;
+      }
+      return Status::ok();
+    };
+    request.sink = [&](std::span<const uint8_t> bytes) -> Status {
+      if (written + bytes.size() > size) {
+        return Status(ErrorCode::kCorruptData, label + ": the server sent more than the " +
+                                                   std::to_string(size) + " bytes announced");
+      }
+      size_t done = 0;
+      while (done < bytes.size()) {
+        const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+        if (n < 0) {
+          if (errno == EINTR) continue;
+          return Status(ErrorCode::kIo, tmp_path + ": write: " + std::strerror(errno));
+        }
+        done += static_cast<size_t>(n);
+      }
+      if (!sha256.empty()) hasher.update(bytes);
+      written += bytes.size();
+      *received += bytes.size();
+      meter.add_bytes(bytes.size());
+      return Status::ok();
+    };
+    Status s = session.send(request, "GET " + label).status();
+    if (s.is_ok() && written != size) {
+      s = Status(ErrorCode::kCorruptData, label + ": received " + std::to_string(written) +
+                                              " bytes, the Hub announced " + std::to_string(size));
+    } else if (s.is_ok() && !sha256.empty() && hasher.hex_digest() != sha256) {
+      s = Status(ErrorCode::kCorruptData,
+                 label + ": SHA-256 " + hasher.hex_digest() + " differs from the Hub's " + sha256);
+    }
+    if (s.is_ok()) return finish_and_rename(fd, tmp_path, final_path);
+    ::close(fd);
+    ::unlink(tmp_path.c_str());
+    if (s.code() != ErrorCode::kCorruptData || round >= 1) return s;
+    // One fresh try: a CDN node may have served a damaged copy.
+  }
+}
+
+}  // namespace
+
+Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
+                        const TransferControl& control) {
+  HttpSession session(config, control);
+  DF11_ASSIGN_OR_RETURN(RemoteListing listing, get_revision(session, options.ref));
+  PullResult result;
+  result.commit = listing.commit;
+  std::vector<const RemoteFile*> files;
+  for (const RemoteFile& f : listing.files) {
+    if (selected(f.path, options.include)) files.push_back(&f);
+  }
+  if (files.empty()) {
+    return Status(ErrorCode::kNotFound, options.ref.repo_id + "@" + options.ref.revision +
+                                            ": no file matches the --include patterns");
+  }
+  result.files_total = static_cast<int>(files.size());
+  for (const RemoteFile* f : files) result.bytes_total += f->size;
+
+  const bool local = options.local_dir.has_value();
+  const CachePaths paths = cache_paths(config.cache_dir, options.ref.repo_id);
+  const std::string meta_dir = local ? *options.local_dir + "/.cache/huggingface/download" : "";
+  result.snapshot_dir = local ? *options.local_dir : paths.snapshot(listing.commit);
+  if (local) {
+    DF11_RETURN_IF_ERROR(make_dirs(meta_dir));
+    DF11_RETURN_IF_ERROR(write_file_atomic(*options.local_dir + "/.cache/huggingface/.gitignore", "*\n"));
+  } else {
+    DF11_RETURN_IF_ERROR(make_dirs(paths.storage + "/blobs"));
+    DF11_RETURN_IF_ERROR(make_dirs(paths.snapshot(listing.commit)));
+  }
+
+  // What is already here is not fetched again.
+  ProgressMeter meter(control, result.bytes_total, result.files_total);
+  std::vector<const RemoteFile*> todo;
+  for (const RemoteFile* f : files) {
+    bool have = false;
+    if (local) {
+      const std::string target = *options.local_dir + "/" + f->path;
+      const std::string meta = read_small_file(meta_dir + "/" + f->path + ".metadata");
+      const size_t nl = meta.find('\n');
+      const size_t nl2 = nl == std::string::npos ? nl : meta.find('\n', nl + 1);
+      const bool meta_ok = nl2 != std::string::npos &&
+                           (meta.substr(0, nl) == listing.commit ||
+                            meta.substr(nl + 1, nl2 - nl - 1) == f->etag);
+      have = meta_ok && file_size_or_minus1(target) == static_cast<int64_t>(f->size);
+      if (have) {
+        DF11_RETURN_IF_ERROR(write_file_atomic(meta_dir + "/" + f->path + ".metadata",
+                                               listing.commit + "\n" + f->etag + "\n0\n"));
+      }
+    } else {
+      const std::string entry = paths.snapshot(listing.commit) + "/" + f->path;
+      if (file_size_or_minus1(entry) == static_cast<int64_t>(f->size)) {
+        have = true;
+      } else if (file_size_or_minus1(paths.blob(f->etag)) == static_cast<int64_t>(f->size)) {
+        DF11_RETURN_IF_ERROR(link_snapshot_file(paths, listing.commit, f->path, f->etag));
+        have = true;
+      }
+    }
+    if (have) {
+      ++result.files_reused;
+      meter.add_bytes(f->size);
+      meter.file_done();
+    } else {
+      todo.push_back(f);
+    }
+  }
+
+  std::mutex mutex;
+  const RepoRef pinned{options.ref.repo_id, listing.commit};
+  Status s = run_parallel(config, control, todo.size(), [&](HttpSession& worker, size_t i) -> Status {
+    const RemoteFile& f = *todo[i];
+    DF11_ASSIGN_OR_RETURN(FileMetadata meta, head_file(worker, pinned, f.path));
+    if (meta.etag != f.etag || meta.size != f.size || meta.commit != listing.commit) {
+      return Status(ErrorCode::kBadJson, options.ref.repo_id + "/" + f.path +
+                                             ": the file's HEAD disagrees with the listing "
+                                             "(etag, size or commit)");
+    }
+    uint64_t received = 0;
+    const std::string sha = f.lfs ? f.etag : std::string();
+    if (local) {
+      const std::string target = *options.local_dir + "/" + f.path;
+      const std::string meta_path = meta_dir + "/" + f.path + ".metadata";
+      DF11_RETURN_IF_ERROR(make_dirs(target.substr(0, target.rfind('/'))));
+      DF11_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(meta_dir + "/" + f.path + ".lock"));
+      DF11_RETURN_IF_ERROR(download_file(worker, meta.location,
+                                         incomplete_name(meta_dir + "/" + f.path + "." + f.etag),
+                                         target, f.size, sha, f.path, meter, &received));
+      DF11_RETURN_IF_ERROR(write_file_atomic(meta_path, listing.commit + "\n" + f.etag + "\n" +
+                                             std::to_string(std::time(nullptr)) + "\n"));
+    } else {
+      DF11_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(paths.lock_dir + "/" + f.etag + ".lock"));
+      // Another process may have fetched it while we waited for the lock.
+      if (file_size_or_minus1(paths.blob(f.etag)) != static_cast<int64_t>(f.size)) {
+        DF11_RETURN_IF_ERROR(download_file(worker, meta.location,
+                                           incomplete_name(paths.blob(f.etag)), paths.blob(f.etag),
+                                           f.size, sha, f.path, meter, &received));
+      } else {
+        meter.add_bytes(f.size);
+      }
+      DF11_RETURN_IF_ERROR(link_snapshot_file(paths, listing.commit, f.path, f.etag));
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      result.bytes_downloaded += received;
+      ++result.files_downloaded;
+    }
+    meter.file_done();
+    return Status::ok();
+  });
+  DF11_RETURN_IF_ERROR(s);
+  if (!local && options.ref.revision != listing.commit) {
+    DF11_RETURN_IF_ERROR(
+        write_file_atomic(paths.storage + "/refs/" + options.ref.revision, listing.commit));
+  }
+  return result;
+}
+
+Result<RemoteListing> list_files(const HubConfig& config, const RepoRef& ref,
+                                 const TransferControl& control) {
+  HttpSession session(config, control);
+  return get_revision(session, ref);
+}
+
+Result<std::vector<uint8_t>> read_range(const HubConfig& config, const RepoRef& ref,
+                                        const std::string& path, uint64_t offset,
+                                        uint64_t length, const TransferControl& control) {
+  constexpr uint64_t kMaxRange = 256ull << 20;
+  if (length > kMaxRange) {
+    return Status(ErrorCode::kResourceLimit, path + ": range of " + std::to_string(length) +
+                                                 " bytes is over the 256 MiB limit");
+  }
+  HttpSession session(config, control);
+  DF11_ASSIGN_OR_RETURN(FileMetadata meta, head_file(session, ref, path));
+  if (offset > meta.size || length > meta.size - offset) {
+    return Status(ErrorCode::kTruncated, ref.repo_id + "/" + path + ": " +
+                                             std::to_string(meta.size) + " bytes, shorter than " +
+                                             std::to_string(offset + length));
+  }
+  std::vector<uint8_t> out;
+  if (length == 0) return out;
+  out.reserve(static_cast<size_t>(length));
+  HttpRequest request;
+  request.url = meta.location;
+  request.headers = {"Range: bytes=" + std::to_string(offset) + "-" +
+                     std::to_string(offset + length - 1)};
+  bool complete = false;
+  request.on_start = [&](const HttpResponse&, long status) -> Status {
+    out.clear();
+    if (status != 206 && offset != 0) {
+      return Status(ErrorCode::kUnsupported, path + ": the server ignored the Range request");
+    }
+    return Status::ok();
+  };
+  request.sink = [&](std::span<const uint8_t> bytes) -> Status {
+    const size_t take = static_cast<size_t>(std::min<uint64_t>(bytes.size(), length - out.size()));
+    out.insert(out.end(), bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(take));
+    // A 200 with the whole file: stop once the prefix is here.
+    if (out.size() == length && take < bytes.size()) {
+      complete = true;
+      return Status(ErrorCode::kUnsupported, "prefix complete");
+    }
+    return Status::ok();
+  };
+  const Status s = session.send(request, "GET range of " + path).status();
+  if (!s.is_ok() && !complete) return s;
+  if (out.size() != length) {
+    return Status(ErrorCode::kTruncated, ref.repo_id + "/" + path + ": range answer of " +
+                                             std::to_string(out.size()) + " bytes, asked for " +
+                                             std::to_string(length));
+  }
+  return out;
+}
+
+Result<std::string> whoami(const HubConfig& config, const TransferControl& control) {
+  if (!config.token) {
+    return Status(ErrorCode::kInvalidArgument, "no Hub token: set HF_TOKEN or write HF_HOME/token");
+  }
+  HttpSession session(config, control);
+  HttpRequest request;
+  request.url = config.endpoint + "/api/whoami-v2";
+  DF11_ASSIGN_OR_RETURN(HttpResponse response, session.send(request, "whoami"));
+  DF11_ASSIGN_OR_RETURN(nlohmann::json j, parse_server_json(response.body, "whoami"));
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+    return Status(ErrorCode::kBadJson, "whoami: no 'name' in the answer");
+  }
+  return j["name"].get<std::string>();
+}
+
+}  // namespace df11::hub
