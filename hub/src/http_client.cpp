@@ -231,7 +231,7 @@ HttpSession::~HttpSession() {
 }
 
 bool HttpSession::cancelled() const {
-  return (control_.cancel && control_.cancel->load(std::memory_order_relaxed)) ||
+  return (control_.cancelled && control_.cancelled()) ||
          (abort_ && abort_->load(std::memory_order_relaxed));
 }
 
@@ -290,9 +290,11 @@ Result<HttpResponse> HttpSession::perform(const HttpRequest& request) {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
   } else if (request.method == "POST") {
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
-    const std::string& body = request.body ? *request.body : std::string();
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+    // curl reads the body during curl_easy_perform: it must be the caller's string itself.
+    static const char kEmpty[] = "";
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body ? request.body->data() : kEmpty);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE_LARGE,
+                     static_cast<curl_off_t>(request.body ? request.body->size() : 0));
   } else if (request.method == "PUT") {
     curl_easy_setopt(curl, CURLOPT_UPLOAD, 1L);
     curl_easy_setopt(curl, CURLOPT_READFUNCTION, on_read);

@@ -32,7 +32,7 @@ Status run_parallel(const HubConfig& config, const TransferControl& control, siz
   for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
   worker();
   for (std::thread& t : pool) t.join();
-  if (first.is_ok() && control.cancel && control.cancel->load()) {
+  if (first.is_ok() && control.cancelled && control.cancelled()) {
     return Status(ErrorCode::kInterrupted, "interrupted");
   }
   return first;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <map>
@@ -70,14 +71,14 @@ Result<std::vector<LocalFile>> list_local(const std::string& folder) {
 }
 
 // SHA-256 and the first 512 bytes, streamed (bounded memory).
-Status hash_file(LocalFile& f, const std::atomic<bool>* cancel) {
+Status hash_file(LocalFile& f, const std::function<bool()>& cancelled) {
   const int fd = ::open(f.absolute.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status(ErrorCode::kIo, f.absolute + ": open: " + std::strerror(errno));
   std::vector<uint8_t> buffer(1 << 20);
   Sha256 hasher;
   uint64_t total = 0;
   for (;;) {
-    if (cancel && cancel->load()) {
+    if (cancelled && cancelled()) {
       ::close(fd);
       return Status(ErrorCode::kInterrupted, "interrupted");
     }
@@ -135,6 +136,11 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
   PushResult result;
   result.files = static_cast<int>(files.size());
 
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point t) {
+    return std::chrono::duration<double>(Clock::now() - t).count();
+  };
+  const Clock::time_point hash_start = Clock::now();
   // Hash every file (parallel, streamed) before talking to the Hub.
   {
     std::atomic<size_t> next{0};
@@ -142,7 +148,7 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     Status first;
     auto worker = [&] {
       for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-        Status s = hash_file(files[i], control.cancel);
+        Status s = hash_file(files[i], control.cancelled);
         if (!s.is_ok()) {
           std::lock_guard<std::mutex> lock(mutex);
           if (first.is_ok()) first = s;
@@ -157,7 +163,9 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     for (std::thread& t : pool) t.join();
     DF11_RETURN_IF_ERROR(first);
   }
+  result.hash_seconds = seconds_since(hash_start);
 
+  const Clock::time_point transfer_start = Clock::now();
   HttpSession session(config, control);
   DF11_RETURN_IF_ERROR(create_repo(session, options.ref.repo_id, options.private_repo));
   for (size_t begin = 0; begin < files.size(); begin += kPreuploadBatch) {
@@ -260,6 +268,7 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     if (!c.pr_url.empty()) result.pr_url = c.pr_url;
     ++result.commits;
   }
+  result.transfer_seconds = seconds_since(transfer_start);
   return result;
 }
 

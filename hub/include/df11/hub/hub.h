@@ -65,7 +65,9 @@ using ProgressFn = std::function<void(const TransferProgress&)>;
 struct TransferControl {
   int threads = 8;                             // parallel transfers (>= 1)
   ProgressFn progress;                         // may be empty
-  const std::atomic<bool>* cancel = nullptr;   // set by the caller to stop (kInterrupted)
+  // Polled between and during transfers (every ~20 ms and on every received chunk); true
+  // stops the operation with kInterrupted. May be empty. Must be cheap and thread-safe.
+  std::function<bool()> cancelled;
   int max_attempts = 6;                        // per request, with backoff (tests lower it)
   double backoff_base_seconds = 0.5;           // 0.5, 1, 2, ... capped at 30 s
 };
@@ -113,6 +115,8 @@ struct PushResult {
   int lfs_already_stored = 0;  // LFS objects the server already had (resumed push)
   int commits = 0;
   uint64_t bytes_uploaded = 0;
+  double hash_seconds = 0;      // SHA-256 of every file (before any request)
+  double transfer_seconds = 0;  // create, preupload, LFS batch, uploads and commits
 };
 
 // Creates the repository (an existing one is fine), asks which files go through LFS, uploads
