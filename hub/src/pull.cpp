@@ -27,18 +27,48 @@ bool selected(const std::string& path, const std::vector<std::string>& include) 
   return false;
 }
 
-// GET `url` into the new file `tmp_path`, resuming with Range after a dropped connection, and
-// checking the size and (when `sha256` is set) the SHA-256 of the whole. A mismatch starts
-// over once, then fails with kCorruptData. On success the file is renamed to `final_path`;
-// on failure nothing is left.
+// Takes over the prefix an interrupted run kept at `resume_path` (renamed to `tmp_path`, so
+// no other process sees it; the caller holds the blob's lock): hashes it and returns its
+// length, or 0 when there is none or it is not shorter than `size`.
+uint64_t adopt_partial(const std::string& resume_path, const std::string& tmp_path, uint64_t size,
+                       Sha256& hasher) {
+  const int64_t have = file_size_or_minus1(resume_path);
+  if (have <= 0 || static_cast<uint64_t>(have) >= size ||
+      ::rename(resume_path.c_str(), tmp_path.c_str()) != 0) {
+    return 0;
+  }
+  const int fd = ::open(tmp_path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  std::vector<uint8_t> buffer(1 << 20);
+  uint64_t total = 0;
+  for (ssize_t n; (n = ::read(fd, buffer.data(), buffer.size())) > 0;) {
+    hasher.update({buffer.data(), static_cast<size_t>(n)});
+    total += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  if (total != static_cast<uint64_t>(have)) {
+    hasher.reset();
+    return 0;
+  }
+  return total;
+}
+
+// GET `url` into `tmp_path`, resuming with Range after a dropped connection, and checking the
+// size and (when `sha256` is set) the SHA-256 of the whole. A mismatch starts over once, then
+// fails with kCorruptData. On success the file is renamed to `final_path`. On failure nothing
+// is left, except after an interruption: the bytes received are kept at `resume_path` (not a
+// blob name: nothing reads it but the next download of this blob, which continues there).
 Status download_file(HttpSession& session, const std::string& url, const std::string& tmp_path,
-                     const std::string& final_path, uint64_t size, const std::string& sha256,
-                     const std::string& label, ProgressMeter& meter, uint64_t* received) {
+                     const std::string& resume_path, const std::string& final_path,
+                     uint64_t size, const std::string& sha256, const std::string& label,
+                     ProgressMeter& meter, uint64_t* received) {
   for (int round = 0;; ++round) {
-    const int fd = ::open(tmp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) return Status(ErrorCode::kIo, tmp_path + ": create: " + std::strerror(errno));
     Sha256 hasher;
-    uint64_t written = 0;
+    uint64_t written = round == 0 ? adopt_partial(resume_path, tmp_path, size, hasher) : 0;
+    const int fd = ::open(tmp_path.c_str(),
+                          O_WRONLY | O_CREAT | O_CLOEXEC | (written > 0 ? O_APPEND : O_TRUNC), 0644);
+    if (fd < 0) return Status(ErrorCode::kIo, tmp_path + ": create: " + std::strerror(errno));
+    meter.add_bytes(written);
     HttpRequest request;
     request.url = url;
     request.max_body = 0;
@@ -46,6 +76,7 @@ Status download_file(HttpSession& session, const std::string& url, const std::st
       request.headers.clear();
       if (written > 0) request.headers.push_back("Range: bytes=" + std::to_string(written) + "-");
     };
+    request.on_retry();
     request.on_start = [&](const HttpResponse& headers, long status) -> Status {
       if (status == 206) {
         const std::string range = headers.header("content-range");
@@ -94,6 +125,13 @@ Status download_file(HttpSession& session, const std::string& url, const std::st
     }
     if (s.is_ok()) return finish_and_rename(fd, tmp_path, final_path);
     ::close(fd);
+    // Only the caller's interruption keeps the prefix: a worker stopped because another
+    // failed leaves nothing, like every other failure.
+    const TransferControl& control = session.control();
+    if (s.code() == ErrorCode::kInterrupted && written > 0 && control.cancelled &&
+        control.cancelled() && ::rename(tmp_path.c_str(), resume_path.c_str()) == 0) {
+      return s;
+    }
     ::unlink(tmp_path.c_str());
     if (s.code() != ErrorCode::kCorruptData || round >= 1) return s;
     // One fresh try: a CDN node may have served a damaged copy.
@@ -184,18 +222,20 @@ Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
       const std::string meta_path = meta_dir + "/" + f.path + ".metadata";
       DF11_RETURN_IF_ERROR(make_dirs(target.substr(0, target.rfind('/'))));
       DF11_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(meta_dir + "/" + f.path + ".lock"));
-      DF11_RETURN_IF_ERROR(download_file(worker, meta.location,
-                                         incomplete_name(meta_dir + "/" + f.path + "." + f.etag),
-                                         target, f.size, sha, f.path, meter, &received));
+      const std::string partial = meta_dir + "/" + f.path + "." + f.etag;
+      DF11_RETURN_IF_ERROR(download_file(worker, meta.location, incomplete_name(partial),
+                                         partial + ".incomplete", target, f.size, sha, f.path,
+                                         meter, &received));
       DF11_RETURN_IF_ERROR(write_file_atomic(meta_path, listing.commit + "\n" + f.etag + "\n" +
                                              std::to_string(std::time(nullptr)) + "\n"));
     } else {
       DF11_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(paths.lock_dir + "/" + f.etag + ".lock"));
       // Another process may have fetched it while we waited for the lock.
       if (file_size_or_minus1(paths.blob(f.etag)) != static_cast<int64_t>(f.size)) {
-        DF11_RETURN_IF_ERROR(download_file(worker, meta.location,
-                                           incomplete_name(paths.blob(f.etag)), paths.blob(f.etag),
-                                           f.size, sha, f.path, meter, &received));
+        const std::string blob = paths.blob(f.etag);
+        DF11_RETURN_IF_ERROR(download_file(worker, meta.location, incomplete_name(blob),
+                                           blob + ".incomplete", blob, f.size, sha, f.path, meter,
+                                           &received));
       } else {
         meter.add_bytes(f.size);
       }

@@ -239,6 +239,32 @@ class FaultTests(HubTestBase):
         self.assertEqual(len(ranged), 1)
         self.assertNotEqual(ranged[0][3]["Range"], "bytes=0-")
 
+    def test_interrupted_pull_continues_where_it_stopped(self):
+        self.hub.state.add_fault("stall", "GET /cdn/" + self.big_sha, times=1)
+        mark = len(self.hub.state.log)
+        p = subprocess.Popen([ARGS.df11, "pull", self.repo, "--threads", "1"], env=self.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        blob = os.path.join(self.home, "hub", "models--org--faults", "blobs", self.big_sha)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if any(r[2] == "/cdn/" + self.big_sha for r in self.hub.state.log[mark:]):
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)  # the first half has arrived; the server is silent now
+        p.send_signal(2)
+        out, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertNotIn(TOKEN, out + err)
+        self.assertFalse(os.path.exists(blob))
+        kept = os.path.getsize(blob + ".incomplete")
+        self.assertGreater(kept, 0)
+        mark = len(self.hub.state.log)
+        r = self.df11("pull", self.repo, "--json")
+        ranged = [x for x in self.hub.state.log[mark:] if x[2] == "/cdn/" + self.big_sha]
+        self.assertEqual([x[3].get("Range") for x in ranged], [f"bytes={kept}-"])
+        same_tree(self, self.model, json.loads(r.stdout)["path"], ignore={".gitattributes"})
+        self.assertEqual(self.cache_leftovers(self.home), [])
+
     def test_wrong_size_once_is_retried(self):
         self.hub.state.add_fault("wrong_size", "GET /cdn/" + self.big_sha, times=1)
         self.pull_ok()

@@ -16,6 +16,7 @@ whose "<METHOD> <path>" contains `match` get the fault:
   "429"         429 with Retry-After: 1
   "500"         500
   "cut"         GET: headers with the full length, half the body, then the connection closes
+  "stall"       GET: headers with the full length, half the body, then 30 s of silence
   "wrong_size"  GET: the body is one byte short (Content-Length matches the short body)
   "wrong_hash"  GET: the right length with one byte flipped
   "hostile_name" the revision listing and the tree listing gain a file named "../escape.txt"
@@ -627,7 +628,7 @@ class Handler(BaseHTTPRequestHandler):
 
     def serve_blob(self, sha256, size, what, headers):
         st = self.state
-        fault = st.take_fault(what, ("cut", "wrong_size", "wrong_hash")) if self.command == "GET" else None
+        fault = st.take_fault(what, ("cut", "stall", "wrong_size", "wrong_hash")) if self.command == "GET" else None
         start = 0
         rng = self.headers.get("Range")
         status = 200
@@ -655,10 +656,12 @@ class Handler(BaseHTTPRequestHandler):
         if self.command == "HEAD":
             return
         with open(st.object_path(sha256), "rb") as f:
-            if fault == "cut":
+            if fault in ("cut", "stall"):
                 f.seek(start)
                 self.wfile.write(f.read(max(1, length // 2)))
                 self.wfile.flush()
+                if fault == "stall":
+                    time.sleep(30)
                 self.close_connection = True
                 self.connection.shutdown(socket.SHUT_RDWR)
                 return

@@ -93,7 +93,9 @@ struct PullResult {
 // already present (by blob or by snapshot entry) are not fetched again; every new blob is
 // written as <blob>.<random>.incomplete, checked for size and (LFS) SHA-256, then renamed,
 // under a flock on <cache>/.locks/<repo folder>/<etag>.lock. kNotFound if nothing matches
-// `include`. A failure leaves no partial blob and no snapshot entry for the failed file.
+// `include`. A failure leaves no partial blob and no snapshot entry for the failed file; an
+// interruption (control.cancelled) keeps the bytes received as <blob>.incomplete, where the
+// next pull of that blob continues (Range), hashing the kept prefix first.
 Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
                         const TransferControl& control);
 
