@@ -50,7 +50,14 @@ def timed(cmd, env):
     rc, seconds, rss_kb = json.loads(out.stdout.strip().splitlines()[-1])
     if rc != 0:
         raise SystemExit(f"{cmd[:3]} failed: {out.stderr[-2000:]}")
+    if "--json" in cmd:
+        # df11 push --json: the child's JSON precedes the wrapper's line.
+        doc = json.loads("\n".join(out.stdout.strip().splitlines()[:-1]))
+        PHASES.append(doc["seconds"])
     return seconds, rss_kb / 1024
+
+
+PHASES = []
 
 
 def folder_bytes(path):
@@ -72,7 +79,6 @@ def main():
     ap.add_argument("--mkmodel", required=True)
     ap.add_argument("--size", default="3GB")  # its DF11 copy (pushed) is over 2 GB
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--threads", type=int, default=8)
     ap.add_argument("--work", default="/tmp/df11-hub-bench")
     args = ap.parse_args()
 
@@ -101,8 +107,7 @@ def main():
             # folders); df11's time includes its verify and hashing passes.
             repo = f"bench/push-{run}-{name.split()[0]}"
             if name == "df11 push":
-                cmd = [args.df11, "push", df11_dir_for(args, model), repo, "-q",
-                       "--threads", str(args.threads)]
+                cmd = [args.df11, "push", df11_dir_for(args, model), repo, "--json"]
             else:
                 cmd = [sys.executable, "-c", HF_PUSH, repo, df11_dir_for(args, model), hub.url, TOKEN]
             s, r = timed(cmd, dict(env, HF_HOME=os.path.join(args.work, "home")))
@@ -118,7 +123,7 @@ def main():
             home = os.path.join(args.work, "home-pull")
             shutil.rmtree(home, ignore_errors=True)
             if name == "df11 pull":
-                cmd = [args.df11, "pull", "bench/model", "-q", "--threads", str(args.threads)]
+                cmd = [args.df11, "pull", "bench/model", "-q"]
             else:
                 cmd = [sys.executable, "-c", HF_PULL, "bench/model", os.path.join(home, "hub"),
                        hub.url, TOKEN]
@@ -132,7 +137,7 @@ def main():
 
     push_bytes = folder_bytes(df11_dir_for(args, model))
     print(f"model: {total / 1e9:.2f} GB BF16 ({args.size}), DF11 copy pushed: {push_bytes / 1e9:.2f} GB, "
-          f"runs: {args.runs}, threads: {args.threads}")
+          f"runs: {args.runs}; both clients with their default parallelism (8 transfers)")
     print("| operation | client | median s | GB/s (median) | runs (s) | peak RSS MB (max) |")
     print("|---|---|---:|---:|---|---:|")
     for name, times in results.items():
@@ -141,6 +146,9 @@ def main():
         op, client = name.split()[1], name.split()[0]
         print(f"| {op} | {client} | {med:.2f} | {size / 1e9 / med:.2f} | "
               f"{', '.join(f'{t:.2f}' for t in times)} | {max(rss[name]):.0f} |")
+    print("df11 push phases (s): " + "; ".join(
+        f"verify {p['verify']:.2f}, hash {p['hash']:.2f}, transfer {p['transfer']:.2f}"
+        for p in PHASES))
 
 
 _DF11_DIRS = {}
