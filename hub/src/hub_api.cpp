@@ -423,4 +423,19 @@ Result<CommitResult> commit(HttpSession& session, const RepoRef& ref, const std:
   return result;
 }
 
+Result<std::string> whoami(const HubConfig& config, const TransferControl& control) {
+  if (!config.token) {
+    return Status(ErrorCode::kInvalidArgument, "no Hub token: set HF_TOKEN or write HF_HOME/token");
+  }
+  HttpSession session(config, control);
+  HttpRequest request;
+  request.url = config.endpoint + "/api/whoami-v2";
+  DF11_ASSIGN_OR_RETURN(HttpResponse response, session.send(request, "whoami"));
+  DF11_ASSIGN_OR_RETURN(nlohmann::json j, parse_server_json(response.body, "whoami"));
+  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
+    return Status(ErrorCode::kBadJson, "whoami: no 'name' in the answer");
+  }
+  return j["name"].get<std::string>();
+}
+
 }  // namespace df11::hub

@@ -166,6 +166,8 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
   result.hash_seconds = seconds_since(hash_start);
 
   const Clock::time_point transfer_start = Clock::now();
+  // A rejected token is reported as such before anything is created.
+  DF11_RETURN_IF_ERROR(whoami(config, control).status());
   HttpSession session(config, control);
   DF11_RETURN_IF_ERROR(create_repo(session, options.ref.repo_id, options.private_repo));
   for (size_t begin = 0; begin < files.size(); begin += kPreuploadBatch) {

@@ -1,6 +1,6 @@
 // df11::hub: a Hugging Face Hub client over libcurl (no Python): download a repository into
 // the cache that huggingface_hub and transformers share, upload a folder through the Git LFS
-// protocol, and read byte ranges of remote files.
+// protocol.
 //
 // The library never prints, exits or looks at signals: it reports through the caller's
 // progress callback and stops when the caller's cancellation flag is set (kInterrupted).
@@ -121,15 +121,16 @@ struct PushResult {
   double transfer_seconds = 0;  // create, preupload, LFS batch, uploads and commits
 };
 
-// Creates the repository (an existing one is fine), asks which files go through LFS, uploads
+// Checks the token (whoami), creates the repository (an existing one is fine), asks which
+// files go through LFS, uploads
 // the LFS objects the server lacks (basic or multipart), then commits. The commit is made
 // only after every object is stored: an interrupted push leaves no commit, and the next one
 // re-sends only the objects the server lacks.
 Result<PushResult> push_folder(const HubConfig& config, const PushOptions& options,
                                const TransferControl& control);
 
-// ---- remote reads ----
-// The commit `ref` resolves to and the repo paths with their sizes (revision listing).
+// ---- remote listing ----
+// A file of a repo at a commit, as the revision listing gives it.
 struct RemoteFile {
   std::string path;
   uint64_t size = 0;
@@ -140,14 +141,6 @@ struct RemoteListing {
   std::string commit;
   std::vector<RemoteFile> files;
 };
-Result<RemoteListing> list_files(const HubConfig& config, const RepoRef& ref,
-                                 const TransferControl& control);
-
-// Bytes [offset, offset + length) of one file of `ref` through an HTTP Range request (kTruncated
-// if the file is shorter). `length` is capped at 256 MiB.
-Result<std::vector<uint8_t>> read_range(const HubConfig& config, const RepoRef& ref,
-                                        const std::string& path, uint64_t offset,
-                                        uint64_t length, const TransferControl& control);
 
 // GET /api/whoami-v2: the account name the token belongs to (kInvalidArgument if rejected).
 Result<std::string> whoami(const HubConfig& config, const TransferControl& control);
