@@ -3,7 +3,6 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
-#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
