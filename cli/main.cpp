@@ -13,6 +13,7 @@
 #include "cli_text.h"
 #include "commands.h"
 #include "exit_codes.h"
+#include "hub_commands.h"
 #include "inspect_command.h"
 #include "signals.h"
 
@@ -115,7 +116,8 @@ int check_names(CLI::App& cli, int argc, char** argv) {
         const std::string near = app::closest_match(arg, commands);
         return usage_error("unknown command '" + arg + "'" +
                                (near.empty() ? "" : " (did you mean '" + near + "'?)"),
-                           "commands: compress, verify, decompress, inspect, bench; run "
+                           "commands: compress, verify, decompress, inspect, pull, push, publish, "
+                           "bench; run "
                            "'df11 --help' for more");
       }
       scope = sub;
@@ -233,6 +235,44 @@ int main(int argc, char** argv) {
                           "also measure a general-purpose compressor (zstd)");
   add_output_options(inspect_cmd, common, true);
 
+  // Hub commands (pipeline/hub_pipeline.h over hub/). Endpoint, token and cache come from
+  // HF_ENDPOINT, HF_TOKEN / HF_HOME/token, HF_HUB_CACHE / HF_HOME: never from the command line,
+  // so the token stays out of shell history and process listings.
+  app::PullModelOptions pull;
+  std::string pull_local_dir;
+  CLI::App* pull_cmd = cli.add_subcommand(
+      "pull", "download a Hub repo into the Hugging Face cache; prints the snapshot folder");
+  pull_cmd->add_option("REPO", pull.repo, "org/name[@revision]")->required();
+  pull_cmd->add_option("--local-dir", pull_local_dir, "plain files in this folder instead");
+  pull_cmd->add_option("--include", pull.include, "only repo paths matching these globs");
+  add_output_options(pull_cmd, common, true);
+
+  app::PushModelOptions push;
+  std::string push_base;
+  CLI::App* push_cmd = cli.add_subcommand(
+      "push", "verify a DF11 folder, write its model card if missing, upload it to the Hub");
+  push_cmd->add_option("DF11_DIR", push.folder, "DF11 model folder")->required();
+  push_cmd->add_option("REPO", push.repo, "org/name")->required();
+  push_cmd->add_option("--revision", push.revision, "branch to commit to");
+  push_cmd->add_flag("--private", push.private_repo, "create the repo private");
+  push_cmd->add_flag("--create-pr", push.create_pr, "open a pull request instead of committing");
+  push_cmd->add_option("--base-model", push_base, "source repo id for the model card");
+  push_cmd->add_option("-m,--message", push.message, "commit message");
+  add_output_options(push_cmd, common, true);
+
+  app::PublishOptions publish;
+  CLI::App* publish_cmd = cli.add_subcommand(
+      "publish", "pull a BF16 repo, compress, verify and push it as a DF11 repo (resumable)");
+  publish_cmd->add_option("SOURCE", publish.source, "BF16 repo org/name[@revision]")->required();
+  publish_cmd->add_option("TARGET", publish.target, "DF11 repo org/name")->required();
+  publish_cmd->add_option("-o,--output", publish.work_dir,
+                          "DF11 folder (default: the target's name, reused when present)");
+  publish_cmd->add_flag("--private", publish.private_repo, "create the repo private");
+  publish_cmd->add_flag("--create-pr", publish.create_pr, "open a pull request");
+  publish_cmd->add_option("--group-by", group_by, "block or tensor (as compress)")
+      ->check(CLI::IsMember({"block", "tensor"}));
+  add_output_options(publish_cmd, common, true);
+
   CLI::App* bench_cmd = cli.add_subcommand("bench", "benchmarks");
   bench_cmd->require_subcommand(1);
   app::BenchDecodeOptions bench;
@@ -282,7 +322,33 @@ int main(int argc, char** argv) {
   output.progress = ::isatty(STDERR_FILENO) != 0 && !common.quiet;
   output.json = common.json;
 
+  // A Hub id where a folder is expected is pulled first (pipeline/hub_pipeline.h).
+  auto resolve = [&](std::string& argument) -> int {
+    if (argument.empty()) return app::kExitOk;
+    app::Console console(std::cout, std::cerr, output.json ? 0 : output.verbosity,
+                         output.progress && !output.json);
+    auto path = app::resolve_model_argument(argument, threads, console, app::interrupt_token());
+    if (!path) return app::report_failure(path.status(), console);
+    argument = *path;
+    return app::kExitOk;
+  };
+  if (pull_cmd->parsed()) {
+    if (!pull_local_dir.empty()) pull.local_dir = pull_local_dir;
+    if (threads > 0) pull.threads = threads;
+    return app::run_pull_command(pull, output.json, output, std::cout, std::cerr);
+  }
+  if (push_cmd->parsed()) {
+    if (!push_base.empty()) push.base_model = push_base;
+    if (threads > 0) push.threads = threads;
+    return app::run_push_command(push, output.json, output, std::cout, std::cerr);
+  }
+  if (publish_cmd->parsed()) {
+    publish.threads = threads;
+    publish.group_by = group_by == "tensor" ? app::GroupBy::kTensor : app::GroupBy::kBlock;
+    return app::run_publish_command(publish, output.json, output, std::cout, std::cerr);
+  }
   if (compress_cmd->parsed()) {
+    if (int rc = resolve(compress_in); rc != 0) return rc;
     compress.model_dir = compress_in;
     compress.out_dir = compress_out;
     compress.force = common.force;
@@ -291,6 +357,7 @@ int main(int argc, char** argv) {
     return app::run_compress_command(compress, output, std::cout, std::cerr);
   }
   if (decompress_cmd->parsed()) {
+    if (int rc = resolve(decompress_in); rc != 0) return rc;
     app::DecompressOptions options;
     options.df11_dir = decompress_in;
     options.out_dir = decompress_out;
@@ -301,6 +368,8 @@ int main(int argc, char** argv) {
     return app::run_decompress_command(options, output, std::cout, std::cerr);
   }
   if (verify_cmd->parsed()) {
+    if (int rc = resolve(verify_in); rc != 0) return rc;
+    if (int rc = resolve(verify_against); rc != 0) return rc;
     app::VerifyOptions options;
     options.df11_dir = verify_in;
     if (!verify_against.empty()) options.against = verify_against;
@@ -312,6 +381,7 @@ int main(int argc, char** argv) {
     return app::run_verify_command(options, output, std::cout, std::cerr);
   }
   if (inspect_cmd->parsed()) {
+    if (int rc = resolve(inspect.path); rc != 0) return rc;
     inspect.threads = threads;
     inspect.verbosity = output.verbosity;
     inspect.json = common.json;

@@ -1,0 +1,102 @@
+#include "hub_commands.h"
+
+#include <nlohmann/json.hpp>
+
+#include "byte_units.h"
+#include "exit_codes.h"
+#include "signals.h"
+
+namespace df11::app {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+Json pull_json(const std::string& repo, const hub::PullResult& r) {
+  return Json{{"repo", repo},
+              {"commit", r.commit},
+              {"path", r.snapshot_dir},
+              {"files", r.files_total},
+              {"files_downloaded", r.files_downloaded},
+              {"files_reused", r.files_reused},
+              {"bytes_total", r.bytes_total},
+              {"bytes_downloaded", r.bytes_downloaded}};
+}
+
+Json push_json(const std::string& repo, const PushModelResult& r) {
+  return Json{{"repo", repo},
+              {"commit", r.push.commit_oid},
+              {"commit_url", r.push.commit_url},
+              {"pr_url", r.push.pr_url.empty() ? Json(nullptr) : Json(r.push.pr_url)},
+              {"files", r.push.files},
+              {"commits", r.push.commits},
+              {"lfs_uploaded", r.push.lfs_uploaded},
+              {"lfs_already_stored", r.push.lfs_already_stored},
+              {"bytes_uploaded", r.push.bytes_uploaded},
+              {"wrote_model_card", r.wrote_card},
+              {"seconds",
+               {{"verify", r.verify_seconds},
+                {"hash", r.push.hash_seconds},
+                {"transfer", r.push.transfer_seconds}}}};
+}
+
+std::string push_line(const std::string& repo, const PushModelResult& r) {
+  std::string line = "pushed " + std::to_string(r.push.files) + " files to " + repo + " (" +
+                     std::to_string(r.push.lfs_uploaded) + " LFS objects sent, " +
+                     format_bytes(r.push.bytes_uploaded) + "; " +
+                     std::to_string(r.push.lfs_already_stored) + " already stored) in " +
+                     std::to_string(r.push.commits) + " commit" + (r.push.commits == 1 ? "" : "s") +
+                     ": " + r.push.commit_url;
+  if (!r.push.pr_url.empty()) line += " (pull request " + r.push.pr_url + ")";
+  return line;
+}
+
+}  // namespace
+
+int run_pull_command(const PullModelOptions& options, bool json, const OutputOptions& output,
+                     std::ostream& out, std::ostream& err) {
+  Console console(out, err, json ? 0 : output.verbosity, output.progress && !json);
+  auto result = pull_model(options, console, interrupt_token());
+  if (!result) return report_failure(result.status(), console);
+  if (json) {
+    out << pull_json(options.repo, *result).dump(2) << "\n";
+  } else {
+    console.detail("commit " + result->commit + ": " + std::to_string(result->files_downloaded) +
+                   " files downloaded (" + format_bytes(result->bytes_downloaded) + "), " +
+                   std::to_string(result->files_reused) + " already present");
+    // The path is the answer (scripts use it), printed even with -q.
+    console.report(result->snapshot_dir);
+  }
+  return kExitOk;
+}
+
+int run_push_command(const PushModelOptions& options, bool json, const OutputOptions& output,
+                     std::ostream& out, std::ostream& err) {
+  Console console(out, err, json ? 0 : output.verbosity, output.progress && !json);
+  auto result = push_model(options, console, interrupt_token());
+  if (!result) return report_failure(result.status(), console);
+  if (json) {
+    out << push_json(options.repo, *result).dump(2) << "\n";
+  } else {
+    console.result(push_line(options.repo, *result));
+  }
+  return kExitOk;
+}
+
+int run_publish_command(const PublishOptions& options, bool json, const OutputOptions& output,
+                        std::ostream& out, std::ostream& err) {
+  Console console(out, err, json ? 0 : output.verbosity, output.progress && !json);
+  auto result = publish_model(options, console, interrupt_token());
+  if (!result) return report_failure(result.status(), console);
+  if (json) {
+    Json j{{"source", pull_json(options.source, result->pull)},
+           {"df11_dir", result->df11_dir},
+           {"compressed", result->compressed},
+           {"push", push_json(options.target, result->push)}};
+    out << j.dump(2) << "\n";
+  } else {
+    console.result(push_line(options.target, result->push));
+  }
+  return kExitOk;
+}
+
+}  // namespace df11::app

@@ -1,0 +1,151 @@
+// df11::hub: a Hugging Face Hub client over libcurl (no Python): download a repository into
+// the cache that huggingface_hub and transformers share, upload a folder through the Git LFS
+// protocol.
+//
+// The library never prints, exits or looks at signals: it reports through the caller's
+// progress callback and stops when the caller's cancellation flag is set (kInterrupted).
+// Errors are Statuses: kNotFound (repository, revision or file), kInvalidArgument (a bad repo
+// id, an insecure endpoint, a missing or rejected token), kCorruptData (a size or SHA-256 the
+// server sent that does not match the bytes), kBadJson (a server answer that is not what the
+// protocol says), kIo (network or disk), kInterrupted. The token never appears in a message.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "df11/status.h"
+
+namespace df11::hub {
+
+// Where to talk to and where to keep files.
+struct HubConfig {
+  std::string endpoint = "https://huggingface.co";  // no trailing slash
+  std::optional<std::string> token;                 // never printed
+  std::string cache_dir;                            // the hub cache (models--org--name/...)
+};
+
+// HF_ENDPOINT (default https://huggingface.co); the token from HF_TOKEN, else the file
+// HF_HOME/token (whitespace stripped); the cache from HF_HUB_CACHE, else HF_HOME/hub, else
+// ~/.cache/huggingface/hub (HF_HOME defaults to ~/.cache/huggingface). kInvalidArgument for an
+// endpoint that is not https:// (http:// is allowed for loopback hosts only).
+Result<HubConfig> config_from_environment();
+
+// "org/name" with an optional "@revision" (branch, tag or 40-hex commit).
+struct RepoRef {
+  std::string repo_id;
+  std::string revision = "main";
+};
+
+// kInvalidArgument naming the text unless it is "org/name[@rev]" with Hub-valid names.
+Result<RepoRef> parse_repo_ref(std::string_view text);
+// True if `text` has the shape of a Hub repo id (used to accept an id where a folder is
+// expected, when no such folder exists).
+bool looks_like_repo_ref(std::string_view text);
+
+// A path inside a repository, as the server sends it: relative, '/'-separated, no "." or ".."
+// segment, no backslash, NUL or control character, at most 1024 bytes.
+bool is_safe_repo_path(std::string_view path);
+
+// What a transfer reports; called from worker threads (serialised by the library), at most
+// a few times per second per file plus once when each file ends.
+struct TransferProgress {
+  uint64_t bytes_done = 0;   // bytes transferred or found in the cache, all files
+  uint64_t bytes_total = 0;  // bytes of every file in the operation
+  int files_done = 0;
+  int files_total = 0;
+};
+using ProgressFn = std::function<void(const TransferProgress&)>;
+
+// Caller-owned controls shared by every operation.
+struct TransferControl {
+  int threads = 8;                             // parallel transfers (>= 1)
+  ProgressFn progress;                         // may be empty
+  // Polled between and during transfers (every ~20 ms and on every received chunk); true
+  // stops the operation with kInterrupted. May be empty. Must be cheap and thread-safe.
+  std::function<bool()> cancelled;
+  int max_attempts = 6;                        // per request, with backoff (tests lower it)
+  double backoff_base_seconds = 0.5;           // 0.5, 1, 2, ... capped at 30 s
+};
+
+// ---- pull ----
+struct PullOptions {
+  RepoRef ref;
+  std::optional<std::string> local_dir;  // plain files + .cache/huggingface/download metadata
+  std::vector<std::string> include;      // fnmatch globs on repo paths; empty = everything
+};
+
+struct PullResult {
+  std::string commit;        // the resolved 40-hex commit
+  std::string snapshot_dir;  // cache snapshots/<commit> or the local dir
+  int files_total = 0;
+  int files_downloaded = 0;
+  int files_reused = 0;           // already in the cache or local dir
+  uint64_t bytes_downloaded = 0;  // body bytes received (a resumed file counts its rest only)
+  uint64_t bytes_total = 0;       // size of the selected files
+};
+
+// Downloads the selected files of `ref` into the shared cache (or options.local_dir). Files
+// already present (by blob or by snapshot entry) are not fetched again; every new blob is
+// written as <blob>.<random>.incomplete, checked for size and (LFS) SHA-256, then renamed,
+// under a flock on <cache>/.locks/<repo folder>/<etag>.lock. kNotFound if nothing matches
+// `include`. A failure leaves no partial blob and no snapshot entry for the failed file; an
+// interruption (control.cancelled) keeps the bytes received as <blob>.incomplete, where the
+// next pull of that blob continues (Range), hashing the kept prefix first.
+Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
+                        const TransferControl& control);
+
+// ---- push ----
+struct PushOptions {
+  RepoRef ref;             // repository and target branch
+  std::string folder;      // local folder: every regular file except .git/ and .cache/
+  bool private_repo = false;
+  bool create_pr = false;
+  std::string commit_message = "Upload with df11";
+};
+
+struct PushResult {
+  std::string commit_oid;
+  std::string commit_url;
+  std::string pr_url;  // empty unless create_pr
+  int files = 0;
+  int lfs_uploaded = 0;        // LFS objects sent
+  int lfs_already_stored = 0;  // LFS objects the server already had (resumed push)
+  int commits = 0;
+  uint64_t bytes_uploaded = 0;
+  double hash_seconds = 0;      // SHA-256 of every file (before any request)
+  double transfer_seconds = 0;  // create, preupload, LFS batch, uploads and commits
+};
+
+// Checks the token (whoami), creates the repository (an existing one is fine), asks which
+// files go through LFS, uploads
+// the LFS objects the server lacks (basic or multipart), then commits. The commit is made
+// only after every object is stored: an interrupted push leaves no commit, and the next one
+// re-sends only the objects the server lacks.
+Result<PushResult> push_folder(const HubConfig& config, const PushOptions& options,
+                               const TransferControl& control);
+
+// ---- remote listing ----
+// A file of a repo at a commit, as the revision listing gives it.
+struct RemoteFile {
+  std::string path;
+  uint64_t size = 0;
+  std::string etag;  // lfs sha256, else the git blob id
+  bool lfs = false;
+};
+struct RemoteListing {
+  std::string commit;
+  std::vector<RemoteFile> files;
+};
+
+// GET /api/whoami-v2: the account name the token belongs to (kInvalidArgument if rejected).
+Result<std::string> whoami(const HubConfig& config, const TransferControl& control);
+
+// The cache folder name of a model repo: "models--org--name".
+std::string repo_folder_name(std::string_view repo_id);
+
+}  // namespace df11::hub

@@ -1,0 +1,439 @@
+"""CLI tests of `df11 pull`, `push`, `publish` and Hub ids, against the strict local Hub
+(hub_server.py) on 127.0.0.1, with the real huggingface_hub client for interop. No network.
+
+Run by ctest: python3 hub_cli_test.py --df11 BIN --mkmodel BIN. Skips (exit 77) only when
+huggingface_hub is missing and CI is not set; under CI a missing package fails.
+"""
+
+import argparse
+import contextlib
+import filecmp
+import hashlib
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+os.environ["HF_HUB_DISABLE_XET"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+from hub_server import LocalHub  # noqa: E402
+
+TOKEN = "hf_df11TestTokenDoNotPrint0123456789"
+ARGS = None
+
+
+def read(path, mode="r"):
+    with open(path, mode) as f:
+        return f.read()
+
+
+def sha256_file(path):
+    return hashlib.sha256(read(path, "rb")).hexdigest()
+
+
+def tree_files(root):
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".cache"]
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            out[os.path.relpath(p, root)] = p
+    return out
+
+
+def same_tree(test, a, b, ignore=()):
+    fa = {k: v for k, v in tree_files(a).items() if k not in ignore}
+    fb = {k: v for k, v in tree_files(b).items() if k not in ignore}
+    test.assertEqual(sorted(fa), sorted(fb))
+    for k in fa:
+        test.assertTrue(filecmp.cmp(fa[k], fb[k], shallow=False), f"{k} differs")
+
+
+class HubTestBase(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.mkdtemp(prefix="df11-hub-test-")
+        cls.hub = LocalHub(os.path.join(cls.tmp, "server"), token=TOKEN, lfs_threshold=64 << 10,
+                           multipart_threshold=256 << 10, chunk_size=128 << 10)
+        cls.model = os.path.join(cls.tmp, "bf16")
+        subprocess.run([ARGS.mkmodel, cls.model, "--layers", "2", "--hidden", "256",
+                        "--intermediate", "512", "--vocab", "2000", "--shard-size", "1MB",
+                        "--seed", "3"], check=True, capture_output=True)
+        cls.df11_dir = os.path.join(cls.tmp, "df11")
+        subprocess.run([ARGS.df11, "compress", cls.model, "-o", cls.df11_dir, "-q"], check=True)
+        cls.counter = 0
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.hub.close()
+        shutil.rmtree(cls.tmp, ignore_errors=True)
+
+    def setUp(self):
+        type(self).counter += 1
+        self.home = os.path.join(self.tmp, f"home{self.counter}")
+        os.makedirs(self.home)
+        self.hub.state.clear_faults()
+        self.hub.state.violations.clear()
+
+    def tearDown(self):
+        self.assertEqual(self.hub.state.violations, [])
+
+    def env(self, home=None, **extra):
+        e = dict(os.environ)
+        e.update({"HF_ENDPOINT": self.hub.url, "HF_TOKEN": TOKEN, "HF_HOME": home or self.home})
+        e.pop("HF_HUB_CACHE", None)
+        e.update(extra)
+        return e
+
+    def df11(self, *args, expect=0, home=None, env=None):
+        r = subprocess.run([ARGS.df11, *args], capture_output=True, text=True,
+                           env=env or self.env(home), timeout=120)
+        # The token never appears in any output.
+        self.assertNotIn(TOKEN, r.stdout)
+        self.assertNotIn(TOKEN, r.stderr)
+        if expect is not None:
+            self.assertEqual(r.returncode, expect, f"df11 {args}: {r.stdout}\n{r.stderr}")
+        return r
+
+    def hf_api(self, home=None):
+        # huggingface_hub reads its constants at import time: pass everything explicitly.
+        import huggingface_hub
+        return huggingface_hub.HfApi(endpoint=self.hub.url, token=TOKEN)
+
+    def upload_bf16(self, repo):
+        api = self.hf_api()
+        api.create_repo(repo)
+        api.upload_folder(repo_id=repo, folder_path=self.model)
+
+    def snapshot_download(self, repo, home, **kw):
+        import huggingface_hub
+        return huggingface_hub.snapshot_download(repo, cache_dir=os.path.join(home, "hub"),
+                                                 endpoint=self.hub.url, token=TOKEN, **kw)
+
+    def cache_leftovers(self, home):
+        """Files in the cache that a failed run must not leave: partial blobs."""
+        out = []
+        for dirpath, _, filenames in os.walk(os.path.join(home, "hub")):
+            out += [os.path.join(dirpath, f) for f in filenames if f.endswith(".incomplete")]
+        return out
+
+    def downloads(self, since):
+        return [r for r in self.hub.state.log[since:] if r[1] == "GET" and
+                ("/resolve/" in r[2] or r[2].startswith("/cdn/"))]
+
+
+class PullTests(HubTestBase):
+    def test_pull_fetches_what_upload_folder_uploaded_byte_for_byte(self):
+        self.upload_bf16("org/pull-basic")
+        r = self.df11("pull", "org/pull-basic")
+        snapshot = r.stdout.strip()
+        same_tree(self, self.model, snapshot, ignore={".gitattributes"})
+        storage = os.path.join(self.home, "hub", "models--org--pull-basic")
+        commit = read(os.path.join(storage, "refs", "main"))
+        self.assertEqual(snapshot, os.path.join(storage, "snapshots", commit))
+        # LFS files are stored under their SHA-256, linked from the snapshot.
+        for name in os.listdir(self.model):
+            if name.endswith(".safetensors"):
+                link = os.path.join(snapshot, name)
+                self.assertTrue(os.path.islink(link))
+                sha = sha256_file(os.path.join(self.model, name))
+                self.assertEqual(os.readlink(link), "../../blobs/" + sha)
+        # huggingface_hub finds the same snapshot offline.
+        self.assertEqual(self.snapshot_download("org/pull-basic", self.home, local_files_only=True),
+                         snapshot)
+        # The CDN never saw the token; the Hub did.
+        for host, _, path, headers in self.hub.state.log:
+            if host == "cdn":
+                self.assertNotIn("Authorization", headers)
+
+    def test_pull_after_snapshot_download_downloads_nothing(self):
+        self.upload_bf16("org/pull-cached")
+        path = self.snapshot_download("org/pull-cached", self.home)
+        mark = len(self.hub.state.log)
+        r = self.df11("pull", "org/pull-cached", "--json")
+        result = json.loads(r.stdout)
+        self.assertEqual(result["path"], path)
+        self.assertEqual(result["files_downloaded"], 0)
+        self.assertEqual(result["bytes_downloaded"], 0)
+        self.assertEqual(self.downloads(mark), [])
+        # And a second df11 pull after a df11 pull: nothing either.
+        r = self.df11("pull", "org/pull-cached", "--json")
+        self.assertEqual(json.loads(r.stdout)["files_reused"], result["files"])
+
+    def test_pull_local_dir_and_include(self):
+        self.upload_bf16("org/pull-local")
+        out = os.path.join(self.home, "local")
+        self.df11("pull", "org/pull-local", "--local-dir", out)
+        same_tree(self, self.model, out, ignore={".gitattributes"})
+        meta = os.path.join(out, ".cache", "huggingface", "download", "config.json.metadata")
+        lines = read(meta).splitlines()
+        self.assertEqual(len(lines[0]), 40)
+        # huggingface_hub accepts the records: nothing is downloaded again.
+        mark = len(self.hub.state.log)
+        import huggingface_hub
+        huggingface_hub.snapshot_download("org/pull-local", local_dir=out, endpoint=self.hub.url,
+                                          token=TOKEN)
+        self.assertEqual(self.downloads(mark), [])
+        only = os.path.join(self.home, "only")
+        self.df11("pull", "org/pull-local", "--local-dir", only, "--include", "*.json")
+        self.assertTrue(all(n.endswith(".json") for n in tree_files(only)))
+        r = self.df11("pull", "org/pull-local", "--include", "*.nothing", expect=3)
+        self.assertIn("no file matches", r.stderr)
+
+    def test_errors_are_clear(self):
+        r = self.df11("pull", "org/does-not-exist", expect=3)
+        self.assertIn("RepoNotFound", r.stderr)
+        r = self.df11("pull", "not a repo", expect=2)
+        self.assertIn("not a Hub repo id", r.stderr)
+        r = self.df11("pull", "org/x", expect=2, env=self.env(HF_ENDPOINT="http://example.com"))
+        self.assertIn("loopback", r.stderr)
+        self.upload_bf16("org/pull-rev")
+        r = self.df11("pull", "org/pull-rev@nobranch", expect=3)
+        self.assertIn("RevisionNotFound", r.stderr)
+        r = self.df11("push", self.df11_dir, "org/pull-rev", expect=2,
+                      env=self.env(HF_TOKEN="wrong-token"))
+        self.assertIn("token", r.stderr)
+
+
+class FaultTests(HubTestBase):
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        cls.repo = "org/faults"
+        api = cls.hf_api(cls)
+        api.create_repo(cls.repo)
+        api.upload_folder(repo_id=cls.repo, folder_path=cls.model)
+        cls.big = max((n for n in os.listdir(cls.model) if n.endswith(".safetensors")),
+                      key=lambda n: os.path.getsize(os.path.join(cls.model, n)))
+        cls.big_sha = sha256_file(os.path.join(cls.model, cls.big))
+
+    def pull_ok(self):
+        r = self.df11("pull", self.repo)
+        same_tree(self, self.model, r.stdout.strip(), ignore={".gitattributes"})
+        self.assertEqual(self.cache_leftovers(self.home), [])
+
+    def test_429_with_retry_after_is_retried(self):
+        self.hub.state.add_fault("429", "HEAD /org/faults/resolve/", times=2)
+        start = time.monotonic()
+        self.pull_ok()
+        self.assertGreaterEqual(time.monotonic() - start, 1.0)  # Retry-After: 1 was honoured
+
+    def test_500_is_retried(self):
+        self.hub.state.add_fault("500", "GET /api/models/org/faults/revision", times=2)
+        self.hub.state.add_fault("500", "GET /cdn/", times=1)
+        self.pull_ok()
+
+    def test_connection_cut_mid_file_resumes_with_range(self):
+        mark = len(self.hub.state.log)
+        self.hub.state.add_fault("cut", "GET /cdn/" + self.big_sha, times=1)
+        self.pull_ok()
+        ranged = [r for r in self.hub.state.log[mark:]
+                  if r[2] == "/cdn/" + self.big_sha and "Range" in r[3]]
+        self.assertEqual(len(ranged), 1)
+        self.assertNotEqual(ranged[0][3]["Range"], "bytes=0-")
+
+    def test_interrupted_pull_continues_where_it_stopped(self):
+        self.hub.state.add_fault("stall", "GET /cdn/" + self.big_sha, times=1)
+        mark = len(self.hub.state.log)
+        p = subprocess.Popen([ARGS.df11, "pull", self.repo, "--threads", "1"], env=self.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        blob = os.path.join(self.home, "hub", "models--org--faults", "blobs", self.big_sha)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            if any(r[2] == "/cdn/" + self.big_sha for r in self.hub.state.log[mark:]):
+                break
+            time.sleep(0.05)
+        time.sleep(1.0)  # the first half has arrived; the server is silent now
+        p.send_signal(2)
+        out, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertNotIn(TOKEN, out + err)
+        self.assertFalse(os.path.exists(blob))
+        kept = os.path.getsize(blob + ".incomplete")
+        self.assertGreater(kept, 0)
+        mark = len(self.hub.state.log)
+        r = self.df11("pull", self.repo, "--json")
+        ranged = [x for x in self.hub.state.log[mark:] if x[2] == "/cdn/" + self.big_sha]
+        self.assertEqual([x[3].get("Range") for x in ranged], [f"bytes={kept}-"])
+        same_tree(self, self.model, json.loads(r.stdout)["path"], ignore={".gitattributes"})
+        self.assertEqual(self.cache_leftovers(self.home), [])
+
+    def test_wrong_size_once_is_retried(self):
+        self.hub.state.add_fault("wrong_size", "GET /cdn/" + self.big_sha, times=1)
+        self.pull_ok()
+
+    def test_wrong_hash_every_time_fails_with_nothing_partial(self):
+        self.hub.state.add_fault("wrong_hash", "GET /cdn/" + self.big_sha, times=100)
+        r = self.df11("pull", self.repo, expect=1)
+        self.assertIn("SHA-256", r.stderr)
+        self.assertIn("corrupt_data", r.stderr)
+        storage = os.path.join(self.home, "hub", "models--org--faults")
+        self.assertFalse(os.path.exists(os.path.join(storage, "blobs", self.big_sha)))
+        self.assertEqual(self.cache_leftovers(self.home), [])
+        snap = [os.path.join(dp, f) for dp, _, fs in os.walk(os.path.join(storage, "snapshots"))
+                for f in fs if f == self.big]
+        self.assertEqual(snap, [])
+
+    def test_wrong_size_every_time_fails(self):
+        self.hub.state.add_fault("wrong_size", "GET /cdn/" + self.big_sha, times=100)
+        r = self.df11("pull", self.repo, expect=1)
+        self.assertIn("announced", r.stderr)
+        self.assertEqual(self.cache_leftovers(self.home), [])
+
+    def test_hostile_file_name_is_refused(self):
+        self.hub.state.add_fault("hostile_name", "GET /api/models/org/faults/revision", times=1)
+        r = self.df11("pull", self.repo, expect=1)
+        self.assertIn("unsafe file name", r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.home, "hub", "escape.txt")))
+        self.assertFalse(os.path.exists(os.path.join(self.home, "hub", "models--org--faults")))
+
+    def test_persistent_500_gives_up_with_exit_3(self):
+        self.hub.state.add_fault("500", "GET /api/models/org/faults/revision", times=100)
+        r = self.df11("pull", self.repo, expect=3)
+        self.assertIn("HTTP 500", r.stderr)
+
+    def test_push_faults_are_retried(self):
+        self.hub.state.add_fault("500", "PUT /part/", times=1)
+        self.hub.state.add_fault("429", "POST /api/models/org/push-faults/commit", times=1)
+        self.hub.state.add_fault("cut", "nothing", times=0)
+        folder = os.path.join(self.home, "df11")
+        shutil.copytree(self.df11_dir, folder)
+        self.df11("push", folder, "org/push-faults")
+        path = self.snapshot_download("org/push-faults", os.path.join(self.home, "hf"))
+        same_tree(self, folder, path, ignore={".gitattributes"})
+
+
+class PushTests(HubTestBase):
+    def copy_df11(self, name="df11"):
+        folder = os.path.join(self.home, name)
+        shutil.copytree(self.df11_dir, folder)
+        return folder
+
+    def test_push_then_snapshot_download_byte_for_byte(self):
+        folder = self.copy_df11()
+        self.hub.state.lfs_objects.clear()  # other tests of the class pushed the same objects
+        r = self.df11("push", folder, "me/model-DF11", "--base-model", "org/base", "--json")
+        result = json.loads(r.stdout)
+        self.assertTrue(result["wrote_model_card"])
+        self.assertEqual(result["commits"], 1)
+        self.assertGreater(result["lfs_uploaded"], 0)
+        card = read(os.path.join(folder, "README.md"))
+        self.assertTrue(card.startswith("---\nbase_model: \"org/base\"\nbase_model_relation: quantized\n"))
+        self.assertIn("  - dfloat11\n  - df11\n  - lossless compression\n", card)
+        self.assertIn("pipeline_tag: text-generation\n", card)
+        self.assertIn("DFloat11Model.from_pretrained(\"me/model-DF11\"", card)
+        self.assertIn("| Whole model |", card)
+        path = self.snapshot_download("me/model-DF11", os.path.join(self.home, "hf"))
+        same_tree(self, folder, path, ignore={".gitattributes"})
+        # Multipart was used for the larger shards; the CDN never saw the token.
+        self.assertTrue(self.hub.state.requests("PUT", "/part/"))
+        # The pushed folder still verifies (the card is a side file the verifier accepts).
+        self.df11("verify", folder, "-q")
+
+    def test_push_again_sends_no_stored_object(self):
+        folder = self.copy_df11()
+        self.df11("push", folder, "me/resume-a")
+        r = self.df11("push", folder, "me/resume-b", "--json")
+        result = json.loads(r.stdout)
+        self.assertEqual(result["lfs_uploaded"], 0)
+        self.assertGreater(result["lfs_already_stored"], 0)
+        self.assertEqual(result["bytes_uploaded"], 0)
+
+    def test_push_refuses_a_folder_that_fails_verify(self):
+        folder = self.copy_df11()
+        shard = sorted(n for n in os.listdir(folder) if n.endswith(".safetensors"))[0]
+        with open(os.path.join(folder, shard), "r+b") as f:
+            f.seek(-100, os.SEEK_END)
+            b = f.read(1)
+            f.seek(-100, os.SEEK_END)
+            f.write(bytes([b[0] ^ 0xFF]))
+        r = self.df11("push", folder, "me/broken", expect=1)
+        self.assertIn("refusing to push", r.stderr)
+        self.assertNotIn("me/broken", self.hub.state.repos)
+        self.assertFalse(os.path.exists(os.path.join(folder, "README.md")))
+        r = self.df11("push", self.model, "me/bf16", expect=1)
+        self.assertIn("not a DF11 folder", r.stderr)
+
+    def test_push_create_pr_and_revision(self):
+        folder = self.copy_df11()
+        r = self.df11("push", folder, "me/pr-model", "--create-pr", "--json")
+        result = json.loads(r.stdout)
+        self.assertIn("/discussions/1", result["pr_url"])
+        repo = self.hub.state.repos["me/pr-model"]
+        self.assertIn("refs/pr/1", repo.refs)
+        self.assertEqual(len(repo.commits[repo.refs["main"]]), 1)  # main has .gitattributes only
+        r = self.df11("push", folder, "me/pr-model", "--revision", "nobranch", expect=3)
+        self.assertIn("RevisionNotFound", r.stderr)
+
+    def test_push_without_token_is_refused(self):
+        env = self.env()
+        env.pop("HF_TOKEN")
+        r = self.df11("push", self.copy_df11(), "me/notoken", expect=2, env=env)
+        self.assertIn("HF_TOKEN", r.stderr)
+        # The token file is read when HF_TOKEN is absent.
+        with open(os.path.join(self.home, "token"), "w") as f:
+            f.write(TOKEN + "\n")
+        self.df11("push", self.copy_df11("df11b"), "me/tokenfile", env=env)
+
+
+class HubIdTests(HubTestBase):
+    def test_commands_accept_hub_ids(self):
+        self.upload_bf16("org/ids")
+        out = os.path.join(self.home, "out")
+        self.df11("compress", "org/ids", "-o", out, "-q")
+        self.df11("verify", out, "--against", self.model, "-q")
+        self.df11("push", out, "me/ids-DF11", "-q")
+        self.df11("verify", "me/ids-DF11", "--against", "org/ids", "-q")
+        restored = os.path.join(self.home, "restored")
+        self.df11("decompress", "me/ids-DF11", "-o", restored, "-q")
+        # The snapshot's .gitattributes and the model card are side files: they come along.
+        same_tree(self, self.model, restored, ignore={".gitattributes", "README.md"})
+        r = self.df11("inspect", "me/ids-DF11", "--json")
+        self.assertEqual(json.loads(r.stdout)["kind"], "df11")
+
+    def test_publish_pull_compress_verify_push_and_resume(self):
+        self.upload_bf16("org/pub")
+        work = os.path.join(self.home, "pub-DF11")
+        r = self.df11("publish", "org/pub", "me/pub-DF11", "-o", work, "--json")
+        result = json.loads(r.stdout)
+        self.assertTrue(result["compressed"])
+        path = self.snapshot_download("me/pub-DF11", os.path.join(self.home, "hf"))
+        self.assertIn("base_model: \"org/pub\"", read(os.path.join(path, "README.md")))
+        same_tree(self, work, path, ignore={".gitattributes"})
+        # Run again: nothing pulled, nothing compressed, nothing sent.
+        mark = len(self.hub.state.log)
+        r = self.df11("publish", "org/pub", "me/pub-DF11", "-o", work, "--json")
+        result = json.loads(r.stdout)
+        self.assertFalse(result["compressed"])
+        self.assertEqual(result["source"]["files_downloaded"], 0)
+        self.assertEqual(result["push"]["lfs_uploaded"], 0)
+        self.assertEqual(self.downloads(mark), [])
+
+
+def main():
+    global ARGS
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--df11", required=True)
+    parser.add_argument("--mkmodel", required=True)
+    ARGS, rest = parser.parse_known_args()
+    try:
+        import huggingface_hub  # noqa: F401
+    except ImportError:
+        if os.environ.get("CI"):
+            print("huggingface_hub is missing and CI is set: failing (pip install huggingface_hub)")
+            return 1
+        print("SKIP: huggingface_hub is not installed (pip install huggingface_hub)")
+        return 77
+    prog = unittest.main(argv=[sys.argv[0], *rest], exit=False, verbosity=2)
+    return 0 if prog.result.wasSuccessful() else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
