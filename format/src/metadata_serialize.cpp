@@ -1,5 +1,5 @@
-// serialize_df11_metadata(): the writer's half of spec 5.2. Key order is fixed here (it is
-// the order of spec 5.2's tables), so equal metadata always gives equal bytes.
+// serialize_df11_metadata(): the writer's half of spec 5.3. Key order is fixed here (it is
+// the order of spec 5.3's schema), so equal metadata always gives equal bytes.
 #include <algorithm>
 
 #include "df11/metadata.h"
