@@ -5,6 +5,7 @@
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "df11/header_checksum.h"
 #include "df11_folder.h"
 #include "file_stream.h"
