@@ -40,16 +40,10 @@ bool write_file(const std::filesystem::path& p, const void* data, size_t bytes) 
 bool dump(const BenchWorkload& w, const std::filesystem::path& dir) {
   std::filesystem::create_directories(dir);
   const df11::GroupBuffers& g = w.group;
-  const std::pair<const char*, const std::vector<uint8_t>*> arrays[] = {
-      {"luts", &g.luts},
-      {"encoded_exponent", &g.encoded_exponent},
-      {"sign_mantissa", &g.sign_mantissa},
-      {"output_positions", &g.output_positions},
-      {"gaps", &g.gaps},
-      {"split_positions", &g.split_positions}};
-  for (const auto& [name, bytes] : arrays) {
-    BENCH_CHECK(write_file(dir / (std::string(name) + ".bin"), bytes->data(), bytes->size()),
-                std::string("writing ") + name);
+  for (const df11::GroupTensorSpec& t : df11::kGroupTensors) {
+    const std::string name(t.name());
+    const std::vector<uint8_t>& bytes = g.part(t.id);
+    BENCH_CHECK(write_file(dir / (name + ".bin"), bytes.data(), bytes.size()), "writing " + name);
   }
   BENCH_CHECK(write_file(dir / "weights.bin", w.weights.data(), 2 * w.weights.size()),
               "writing weights");

@@ -14,7 +14,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "df11/cuda_emulation.h"
+#include "cuda_emulation.h"
 #include "df11/decoder.h"
 #include "df11/group.h"
 #include "fuzz_check.h"

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "df11/encoder.h"
-#include "member_stream.h"
+#include "df11/member_stream.h"
 
 namespace df11 {
 

@@ -8,15 +8,17 @@
 
 #include "chunk_encoder.h"
 #include "df11/encoder.h"
-#include "member_stream.h"
+#include "df11/group_schema.h"
+#include "df11/member_stream.h"
 #include "parallel_chunks.h"
 
 namespace df11 {
 namespace {
 
-Status size_error(const char* what, uint64_t have, uint64_t want) {
+Status size_error(GroupTensor what, uint64_t have, uint64_t want) {
   return Status(ErrorCode::kInvalidArgument,
-                std::string("encode_group_range: ") + what + " has " + std::to_string(have) +
+                "encode_group_range: " + std::string(group_tensor(what).name()) + " has " +
+                    std::to_string(have) +
                     " bytes, the plan needs " + std::to_string(want));
 }
 
@@ -53,17 +55,17 @@ Status check_plan(const GroupPlan& plan, uint64_t n, uint64_t first_chunk, uint6
     }
   }
   if (out.encoded_exponent.size() != plan.n_bytes) {
-    return size_error("encoded_exponent", out.encoded_exponent.size(), plan.n_bytes);
+    return size_error(GroupTensor::kEncodedExponent, out.encoded_exponent.size(), plan.n_bytes);
   }
   if (out.sign_mantissa.size() != plan.n_elements) {
-    return size_error("sign_mantissa", out.sign_mantissa.size(), plan.n_elements);
+    return size_error(GroupTensor::kSignMantissa, out.sign_mantissa.size(), plan.n_elements);
   }
   if (out.output_positions.size() != plan.output_positions_bytes) {
-    return size_error("output_positions", out.output_positions.size(),
+    return size_error(GroupTensor::kOutputPositions, out.output_positions.size(),
                       plan.output_positions_bytes);
   }
   if (out.gaps.size() != plan.gaps_bytes) {
-    return size_error("gaps", out.gaps.size(), plan.gaps_bytes);
+    return size_error(GroupTensor::kGaps, out.gaps.size(), plan.gaps_bytes);
   }
   return Status::ok();
 }

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "member_stream.h"
+#include "df11/member_stream.h"
 
 namespace df11 {
 

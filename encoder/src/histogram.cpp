@@ -2,7 +2,7 @@
 // chunks. Integer sums do not depend on the order of reduction: deterministic.
 #include "df11/encoder.h"
 #include "exponent_count.h"
-#include "member_stream.h"
+#include "df11/member_stream.h"
 
 namespace df11 {
 

@@ -8,7 +8,7 @@
 
 #include "df11/encoder.h"
 #include "exponent_count.h"
-#include "member_stream.h"
+#include "df11/member_stream.h"
 
 namespace df11 {
 namespace {

@@ -14,7 +14,7 @@ struct DtypeRow {
   uint32_t bits;
 };
 
-// spec 2.2: names and element sizes, in Dtype order.
+// spec 6.2: names and element sizes, in Dtype order.
 constexpr std::array<DtypeRow, kDtypeCount> kDtypeTable = {{
     {Dtype::kBool, "BOOL", 8},
     {Dtype::kU8, "U8", 8},

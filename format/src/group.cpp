@@ -176,7 +176,7 @@ Status check_output_positions(const GroupView& g, const std::string& what, Group
   return Status::ok();
 }
 
-// spec 3.7: member boundaries strictly increase inside (0, n).
+// spec 3.8 rule S1 (3.2): member boundaries strictly increase inside (0, n).
 Status check_split_positions(const GroupView& g, const std::string& what, uint64_t n) {
   const uint64_t count = g.split_positions.size() / 8;
   int64_t prev = 0;

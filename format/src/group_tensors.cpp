@@ -7,30 +7,26 @@ namespace {
 
 using detail::quote_name;
 
-struct Slot {
-  std::string_view suffix;
-  Dtype dtype;
-  const TensorInfo* GroupTensors::*member;
-};
-
-// spec 3.2: the six stored tensors and their dtypes.
-constexpr Slot kSlots[] = {
-    {kLutsSuffix, Dtype::kU8, &GroupTensors::luts},
-    {kEncodedExponentSuffix, Dtype::kU8, &GroupTensors::encoded_exponent},
-    {kSignMantissaSuffix, Dtype::kU8, &GroupTensors::sign_mantissa},
-    {kOutputPositionsSuffix, Dtype::kU8, &GroupTensors::output_positions},
-    {kGapsSuffix, Dtype::kU8, &GroupTensors::gaps},
-    {kSplitPositionsSuffix, Dtype::kI64, &GroupTensors::split_positions},
+// GroupTensors' field for each schema entry, in kGroupTensors order.
+constexpr const TensorInfo* GroupTensors::*kFields[kGroupTensorCount] = {
+    &GroupTensors::luts,          &GroupTensors::encoded_exponent, &GroupTensors::sign_mantissa,
+    &GroupTensors::output_positions, &GroupTensors::gaps,          &GroupTensors::split_positions,
 };
 
 }  // namespace
+
+std::array<const TensorInfo*, kGroupTensorCount> GroupTensors::all() const {
+  std::array<const TensorInfo*, kGroupTensorCount> out{};
+  for (size_t i = 0; i < kGroupTensorCount; ++i) out[i] = this->*kFields[i];
+  return out;
+}
 
 Result<GroupTensors> find_group_tensors(const SafetensorsHeader& header, std::string_view name) {
   GroupTensors g;
   g.name = std::string(name);
   const std::string group_ctx = header.file_name + ": group " + quote_name(name);
-  for (const Slot& slot : kSlots) {
-    const std::string tensor_name = g.name + std::string(slot.suffix);
+  for (const GroupTensorSpec& slot : kGroupTensors) {
+    const std::string tensor_name = group_tensor_name(g.name, slot.id);
     const TensorInfo* t = header.find(tensor_name);
     if (t == nullptr) {
       return Status(ErrorCode::kBadGroup,
@@ -42,7 +38,7 @@ Result<GroupTensors> find_group_tensors(const SafetensorsHeader& header, std::st
                                               ", a DF11 group stores it as " +
                                               dtype_name(slot.dtype));
     }
-    if (slot.member == &GroupTensors::luts) {
+    if (slot.rank == 2) {
       if (t->shape.size() != 2 || t->shape[1] != kLutRowSize || t->shape[0] == 0) {
         return Status(ErrorCode::kBadShape, ctx + ": shape " + shape_to_string(t->shape) +
                                                 ", a DF11 lookup table is [n_luts, 256] with "
@@ -52,21 +48,19 @@ Result<GroupTensors> find_group_tensors(const SafetensorsHeader& header, std::st
       return Status(ErrorCode::kBadShape,
                     ctx + ": shape " + shape_to_string(t->shape) + " is not one-dimensional");
     }
-    g.*slot.member = t;
+    g.*kFields[static_cast<size_t>(slot.id)] = t;
   }
   return g;
 }
 
 Result<std::vector<GroupTensors>> enumerate_groups(const SafetensorsHeader& header) {
   std::vector<GroupTensors> groups;
+  const std::string_view suffix = group_tensor(GroupTensor::kEncodedExponent).suffix;
   for (const TensorInfo& t : header.tensors) {
     const std::string_view n = t.name;
-    if (n.size() <= kEncodedExponentSuffix.size() || !n.ends_with(kEncodedExponentSuffix)) {
-      continue;
-    }
-    DF11_ASSIGN_OR_RETURN(
-        GroupTensors g,
-        find_group_tensors(header, n.substr(0, n.size() - kEncodedExponentSuffix.size())));
+    if (n.size() <= suffix.size() || !n.ends_with(suffix)) continue;
+    DF11_ASSIGN_OR_RETURN(GroupTensors g,
+                          find_group_tensors(header, n.substr(0, n.size() - suffix.size())));
     groups.push_back(std::move(g));
   }
   return groups;

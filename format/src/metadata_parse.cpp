@@ -24,17 +24,18 @@ Status bad(const std::string& ctx, const std::string& what) {
 // spec 5.3 rule S1: an object with exactly these fields (all required unless listed in
 // `optional`).
 Status check_fields(const json& j, const std::string& ctx,
-                    std::initializer_list<const char*> required,
-                    std::initializer_list<const char*> optional = {}) {
+                    const std::vector<std::string_view>& required,
+                    const std::vector<std::string_view>& optional = {}) {
   if (!j.is_object()) return bad(ctx, "is not a JSON object");
   for (const auto& [key, value] : j.items()) {
     bool known = false;
-    for (const char* k : required) known = known || key == k;
-    for (const char* k : optional) known = known || key == k;
+    for (std::string_view k : required) known = known || key == k;
+    for (std::string_view k : optional) known = known || key == k;
     if (!known) return bad(ctx, "unknown field " + quote_name(key));
   }
-  for (const char* k : required) {
-    if (!j.contains(k)) return bad(ctx, std::string("missing field '") + k + "'");
+  for (std::string_view k : required) {
+    const std::string name(k);
+    if (!j.contains(name)) return bad(ctx, "missing field '" + name + "'");
   }
   return Status::ok();
 }
@@ -179,15 +180,15 @@ Status parse_member(const json& j, const std::string& ctx, MemberMeta* m) {
 }
 
 Status parse_stored(const json& j, const std::string& ctx, StoredChecksums* s) {
-  DF11_RETURN_IF_ERROR(check_fields(j, ctx,
-                                    {"luts", "encoded_exponent", "sign_mantissa",
-                                     "output_positions", "gaps", "split_positions"}));
-  DF11_RETURN_IF_ERROR(get_hex(j, "luts", kXxh3HexLength, ctx, &s->luts));
-  DF11_RETURN_IF_ERROR(get_hex(j, "encoded_exponent", kXxh3HexLength, ctx, &s->encoded_exponent));
-  DF11_RETURN_IF_ERROR(get_hex(j, "sign_mantissa", kXxh3HexLength, ctx, &s->sign_mantissa));
-  DF11_RETURN_IF_ERROR(get_hex(j, "output_positions", kXxh3HexLength, ctx, &s->output_positions));
-  DF11_RETURN_IF_ERROR(get_hex(j, "gaps", kXxh3HexLength, ctx, &s->gaps));
-  return get_hex(j, "split_positions", kXxh3HexLength, ctx, &s->split_positions);
+  // spec 5.3: one xxh3 per stored tensor, keyed by the schema's names (group_schema.h).
+  std::vector<std::string_view> names;
+  for (const GroupTensorSpec& t : kGroupTensors) names.push_back(t.name());
+  DF11_RETURN_IF_ERROR(check_fields(j, ctx, names));
+  for (const GroupTensorSpec& t : kGroupTensors) {
+    const std::string key(t.name());
+    DF11_RETURN_IF_ERROR(get_hex(j, key.c_str(), kXxh3HexLength, ctx, &s->of(t.id)));
+  }
+  return Status::ok();
 }
 
 struct NameSets {

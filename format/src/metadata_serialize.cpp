@@ -1,5 +1,5 @@
-// serialize_df11_metadata(): the writer's half of spec 5.2. Key order is fixed here (it is
-// the order of spec 5.2's tables), so equal metadata always gives equal bytes.
+// serialize_df11_metadata(): the writer's half of spec 5.3. Key order is fixed here (it is
+// the order of spec 5.3's schema), so equal metadata always gives equal bytes.
 #include <algorithm>
 
 #include "df11/metadata.h"
@@ -24,12 +24,7 @@ Json member_json(const MemberMeta& m) {
 
 Json stored_json(const StoredChecksums& s) {
   Json j = Json::object();
-  append_member(j, "luts", s.luts);
-  append_member(j, "encoded_exponent", s.encoded_exponent);
-  append_member(j, "sign_mantissa", s.sign_mantissa);
-  append_member(j, "output_positions", s.output_positions);
-  append_member(j, "gaps", s.gaps);
-  append_member(j, "split_positions", s.split_positions);
+  for (const GroupTensorSpec& t : kGroupTensors) append_member(j, std::string(t.name()), s.of(t.id));
   return j;
 }
 

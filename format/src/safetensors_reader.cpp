@@ -1,4 +1,4 @@
-// parse_safetensors(): spec 2.3, rule by rule. Each check cites its rule number so that the
+// parse_safetensors(): spec 6.3, rule by rule. Each check cites its rule number so that the
 // spec's table of errors and this file can be read side by side.
 #include <algorithm>
 #include <numeric>
@@ -15,7 +15,7 @@ namespace {
 using detail::quote_name;
 using nlohmann::json;
 
-// spec 2.3: the header nests at most root object > tensor entry > shape array. One more
+// spec 6.3 (Max_Header_Json_Depth): the header nests at most root object > tensor entry > shape array. One more
 // level is allowed so that a nested array inside "shape" reports kBadShape, not kBadJson.
 constexpr int kMaxHeaderJsonDepth = 4;
 
@@ -36,7 +36,7 @@ std::string offsets_to_string(uint64_t begin, uint64_t end) {
   return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
 }
 
-// spec 2.3 rules T1..T8: one tensor entry.
+// spec 6.3 rules T1..T8: one tensor entry.
 Status parse_tensor_entry(const std::string& name, const json& entry, uint64_t data_size,
                           const std::string& ctx, TensorInfo* t) {
   t->name = name;
@@ -111,7 +111,7 @@ Status parse_tensor_entry(const std::string& name, const json& entry, uint64_t d
   return Status::ok();
 }
 
-// spec 2.3 rule M1: __metadata__ is an object of string values.
+// spec 6.3 rule M1: __metadata__ is an object of string values.
 Status parse_metadata(const json& value, const std::vector<std::string>& keys,
                       const std::string& file_name, MetadataEntries* out) {
   if (!value.is_object()) {

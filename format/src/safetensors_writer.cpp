@@ -1,4 +1,4 @@
-// SafetensorsLayout and the convenience writers: spec 2.4.
+// SafetensorsLayout and the convenience writers: spec 6.4.
 #include <cstring>
 #include <unordered_set>
 
@@ -84,7 +84,7 @@ Result<FinalizedLayout> SafetensorsLayout::finalize() const {
       offset = end;
     }
     text = header.dump();
-    // spec 2.4: pad with spaces so that the data starts 8-byte aligned.
+    // spec 6.4: pad with spaces so that the data starts 8-byte aligned.
     text.append((kHeaderAlignment - text.size() % kHeaderAlignment) % kHeaderAlignment, ' ');
     if (text.size() > kMaxHeaderBytes) {
       return Status(ErrorCode::kHeaderTooLarge, "header would be " + std::to_string(text.size()) +

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "df11/hub/hub.h"
 #include "hub_api.h"
 #include "hub_cache.h"

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "df11/hub/hub.h"
 #include "hub_api.h"
 #include "parallel_transfers.h"

@@ -28,8 +28,8 @@ uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan) {
     uint64_t bit = plan.chunk_bit_offset[c];
     uint64_t block = bit / kBitsPerBlock;
     uint32_t count = 0;
-    members.for_each_piece(begin, end, [&](size_t, uint64_t, std::span<const uint16_t> w) {
-      for (uint16_t v : w) {
+    members.stream().for_each_piece(begin, end, [&](const uint16_t* w, uint64_t n, uint64_t) {
+      for (const uint16_t v : std::span(w, n)) {
         const uint64_t b = bit / kBitsPerBlock;
         if (b != block) {
           starts[block].fetch_add(count, std::memory_order_relaxed);

@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "df11/group_schema.h"
 #include "python_regex.h"
 
 namespace df11::app {
@@ -222,8 +223,8 @@ Grouping derive_groups(std::span<const TensorEntry> tensors, GroupBy by,
       continue;
     }
     std::string clash;
-    for (const char* suffix : kGroupTensorSuffixes) {
-      const std::string stored = g.name + "." + suffix;
+    for (const GroupTensorSpec& t : kGroupTensors) {
+      const std::string stored = group_tensor_name(g.name, t.id);
       if (raw_names.count(stored) != 0) clash = stored;
     }
     if (clash.empty()) {

@@ -37,10 +37,6 @@ enum class GroupKind {
   kModule,  // one tensor, the module's own weight (embeddings, lm_head, --group-by tensor)
 };
 
-// The six stored tensors of a group are "<name>.<suffix>" for these suffixes, in file order.
-inline constexpr const char* kGroupTensorSuffixes[6] = {
-    "luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps", "split_positions"};
-
 struct GroupSpec {
   std::string name;  // P, the module path ("model.layers.3")
   GroupKind kind = GroupKind::kModule;

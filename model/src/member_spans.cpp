@@ -30,8 +30,8 @@ Result<MemberSpans> MemberSpans::make(const std::vector<std::span<const uint8_t>
       std::memcpy(result.copies_.back().data(), bytes.data(), bytes.size());
       result.spans_.emplace_back(result.copies_.back().data(), n);
     }
-    result.starts_.push_back(result.starts_.back() + n);
   }
+  result.stream_ = MemberStream(result.spans_);
   return result;
 }
 

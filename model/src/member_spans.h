@@ -1,12 +1,13 @@
-// A group's members as one logical stream of BF16 patterns: uint16 spans straight over the
-// input mappings, in concatenation order, with helpers to walk any element range.
+// A group's members as uint16 spans straight over the input mappings, in concatenation
+// order (copies only for members that are not 2-byte aligned), walked through the encoder's
+// MemberStream.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <span>
 #include <vector>
 
+#include "df11/member_stream.h"
 #include "df11/status.h"
 
 namespace df11::app {
@@ -23,28 +24,23 @@ class MemberSpans {
   // since the codec reads uint16_t.
   static Result<MemberSpans> make(const std::vector<std::span<const uint8_t>>& member_bytes);
 
+  MemberSpans(MemberSpans&&) noexcept = default;
+  MemberSpans& operator=(MemberSpans&&) noexcept = default;
+  // Not copyable: stream_ refers to spans_'s heap buffer, which a move keeps in place.
+  MemberSpans(const MemberSpans&) = delete;
+  MemberSpans& operator=(const MemberSpans&) = delete;
+
   std::span<const std::span<const uint16_t>> spans() const { return spans_; }
   size_t size() const { return spans_.size(); }
-  uint64_t n_elements() const { return starts_.back(); }
-  uint64_t start(size_t member) const { return starts_[member]; }
-
-  // fn(member, first element within the member, span of elements) for each piece of
-  // [begin, end) in stream order.
-  template <typename Fn>
-  void for_each_piece(uint64_t begin, uint64_t end, Fn&& fn) const {
-    size_t m = static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), begin) -
-                                   starts_.begin() - 1);
-    for (; m < spans_.size() && starts_[m] < end; ++m) {
-      const uint64_t lo = std::max(begin, starts_[m]) - starts_[m];
-      const uint64_t hi = std::min(end, starts_[m + 1]) - starts_[m];
-      if (hi > lo) fn(m, lo, spans_[m].subspan(lo, hi - lo));
-    }
-  }
+  // The members as one stream of weights (element ranges, member of an index, pieces).
+  const MemberStream& stream() const { return stream_; }
 
  private:
+  MemberSpans() = default;
+
   std::vector<std::span<const uint16_t>> spans_;
-  std::vector<uint64_t> starts_{0};  // element offset of each member; back() = total
   std::vector<std::vector<uint16_t>> copies_;
+  MemberStream stream_{{}};
 };
 
 }  // namespace df11::app

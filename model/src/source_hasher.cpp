@@ -8,7 +8,7 @@
 #include <cstring>
 #include <utility>
 
-#include "df11/hash.h"
+#include "df11/sha256.h"
 
 namespace df11::app {
 

@@ -5,6 +5,8 @@
 #include <string_view>
 #include <vector>
 
+#include "df11/group_schema.h"
+
 namespace df11::app {
 namespace {
 
@@ -108,8 +110,8 @@ void add_tied_head(Grouping& grouping, std::span<const TensorEntry> tensors, siz
     if (g.name == name) clash = "group '" + name + "'";
   }
   for (const TensorEntry& t : tensors) {
-    for (const char* suffix : kGroupTensorSuffixes) {
-      if (t.name == name + "." + suffix) clash = "tensor '" + t.name + "'";
+    for (const GroupTensorSpec& part : kGroupTensors) {
+      if (t.name == group_tensor_name(name, part.id)) clash = "tensor '" + t.name + "'";
     }
   }
   if (!clash.empty()) {

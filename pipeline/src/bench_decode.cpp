@@ -19,7 +19,7 @@
 #include "df11/encoder.h"
 #include "thread_limit.h"
 #if DF11_HAVE_CUDA
-#include "df11/cuda_benchmark.h"
+#include "cuda_benchmark.h"
 #include "df11/cuda_decoder.h"
 #endif
 

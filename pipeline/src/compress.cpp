@@ -10,6 +10,7 @@
 #include "df11/file_io.h"
 #include "dtype_shares.h"
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "df11/metadata.h"
 #include "file_stream.h"
 #include "file_writer.h"

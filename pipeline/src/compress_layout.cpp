@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <utility>
 
+#include "df11/group_schema.h"
 #include "df11/hash.h"
 #include "df11/header_checksum.h"
 #include "group_writer.h"
@@ -55,7 +56,7 @@ std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPla
   }
   auto push = [](ShardOut& out, ShardItem item) {
     item.first_tensor =
-        out.items.empty() ? 0 : out.items.back().first_tensor + (out.items.back().is_group ? 6 : 1);
+        out.items.empty() ? 0 : out.items.back().first_tensor + (out.items.back().is_group ? kGroupTensorCount : 1);
     out.items.push_back(item);
   };
   for (size_t i = 0; i < plan.order.size(); ++i) {
@@ -83,23 +84,13 @@ Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressP
       continue;
     }
     const PlannedGroup& g = plan.groups[item.index];
-    const GroupPlan& p = g.plan;
-    const uint64_t n_luts = p.luts.size() / kLutRowSize;
-    const std::string& name = g.spec.name;
-    // spec 3.2: dtypes and shapes of the six stored tensors, as the dfloat11 loader reads them.
-    DF11_RETURN_IF_ERROR(
-        layout.add_tensor(name + ".luts", Dtype::kU8, {n_luts, kLutRowSize}, p.luts.size()));
-    DF11_RETURN_IF_ERROR(
-        layout.add_tensor(name + ".encoded_exponent", Dtype::kU8, {p.n_bytes}, p.n_bytes));
-    DF11_RETURN_IF_ERROR(
-        layout.add_tensor(name + ".sign_mantissa", Dtype::kU8, {p.n_elements}, p.n_elements));
-    DF11_RETURN_IF_ERROR(layout.add_tensor(name + ".output_positions", Dtype::kU8,
-                                           {p.output_positions_bytes}, p.output_positions_bytes));
-    DF11_RETURN_IF_ERROR(
-        layout.add_tensor(name + ".gaps", Dtype::kU8, {p.gaps_bytes}, p.gaps_bytes));
-    const uint64_t n_splits = p.split_positions.size();
-    DF11_RETURN_IF_ERROR(
-        layout.add_tensor(name + ".split_positions", Dtype::kI64, {n_splits}, 8 * n_splits));
+    // spec 3.2: the six stored tensors with the schema's dtypes and shapes.
+    const std::array<uint64_t, kGroupTensorCount> sizes = stored_sizes(g.plan);
+    for (const GroupTensorSpec& t : kGroupTensors) {
+      const uint64_t bytes = sizes[static_cast<size_t>(t.id)];
+      DF11_RETURN_IF_ERROR(layout.add_tensor(group_tensor_name(g.spec.name, t.id), t.dtype,
+                                             group_tensor_shape(t.id, bytes), bytes));
+    }
   }
   const SafetensorsHeader& original = folder.shards[out.shard].header();
   MetadataEntries entries = original.metadata;
@@ -134,8 +125,8 @@ ShardContents shard_contents(const ModelFolder& folder, const CompressPlan& plan
       continue;
     }
     const PlannedGroup& group = plan.groups[item.index];
-    for (const char* suffix : kGroupTensorSuffixes) {
-      contents.tensor_names.push_back(group.spec.name + "." + suffix);
+    for (const GroupTensorSpec& t : kGroupTensors) {
+      contents.tensor_names.push_back(group_tensor_name(group.spec.name, t.id));
     }
     for (uint64_t bytes : stored_sizes(group.plan)) contents.tensor_bytes += bytes;
   }

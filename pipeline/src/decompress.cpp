@@ -6,6 +6,7 @@
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "df11_folder.h"
 #include "file_writer.h"
 #include "folder_record.h"

@@ -12,7 +12,7 @@
 namespace df11::app {
 namespace {
 
-enum StoredIndex { kLuts, kEncodedExponent, kSignMantissa, kOutputPositions, kGaps, kSplits };
+constexpr size_t index(GroupTensor t) { return static_cast<size_t>(t); }
 
 std::vector<uint8_t> split_bytes(const GroupPlan& plan) {
   std::vector<uint8_t> bytes(plan.split_positions.size() * 8);
@@ -22,12 +22,13 @@ std::vector<uint8_t> split_bytes(const GroupPlan& plan) {
   return bytes;
 }
 
-// Writes and hashes a finished piece of a stored tensor.
-Status emit(const FileWriter& out, uint64_t offset, std::span<const uint8_t> bytes, Xxh3& hash,
-            const std::string& what, const char* tensor) {
-  hash.update(bytes);
-  Status status = out.write(offset, bytes);
-  if (!status) return status.with_context(what + ": " + tensor);
+// Writes and hashes a finished piece of stored tensor t.
+Status emit(const FileWriter& out, const StoredOffsets& offsets, uint64_t at,
+            std::span<const uint8_t> bytes, std::array<Xxh3, kGroupTensorCount>& hashes,
+            GroupTensor t, const std::string& what) {
+  hashes[index(t)].update(bytes);
+  Status status = out.write(offsets[index(t)] + at, bytes);
+  if (!status) return status.with_context(what + ": " + std::string(group_tensor(t).name()));
   return Status::ok();
 }
 
@@ -48,7 +49,7 @@ Result<std::pair<std::span<uint8_t>, std::span<uint8_t>>> GroupScratch::prepare(
   return std::pair{stream_.span().first(plan.n_bytes), sign_.span().first(plan.n_elements)};
 }
 
-std::array<uint64_t, 6> stored_sizes(const GroupPlan& plan) {
+std::array<uint64_t, kGroupTensorCount> stored_sizes(const GroupPlan& plan) {
   return {plan.luts.size(), plan.n_bytes,
           plan.n_elements,  plan.output_positions_bytes,
           plan.gaps_bytes,  8 * plan.split_positions.size()};
@@ -60,7 +61,8 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
                                      const StoredOffsets& offsets, uint64_t step_weights,
                                      GroupScratch& scratch, Reporter& reporter, const CancelToken& cancel,
                                      const std::string& what) {
-  if (members.n_elements() != plan.n_elements || plan.n_chunks() == 0) {
+  const MemberStream& weights = members.stream();
+  if (weights.size() != plan.n_elements || plan.n_chunks() == 0) {
     return Status(ErrorCode::kInternal, what + ": plan does not match the members");
   }
   DF11_ASSIGN_OR_RETURN(const auto buffers, scratch.prepare(plan));
@@ -71,7 +73,7 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
   std::vector<uint8_t> gaps(plan.gaps_bytes);                   // ~8% of the stream
   const GroupOutput dst{stream, sign, positions, gaps};
 
-  std::array<Xxh3, 6> stored_hash;
+  std::array<Xxh3, kGroupTensorCount> stored_hash;
   std::vector<Xxh3> member_hash(members.size());
   const uint64_t chunks_per_step = std::max<uint64_t>(1, step_weights / plan.chunk_weights);
   const uint64_t n_steps = (plan.n_chunks() + chunks_per_step - 1) / chunks_per_step;
@@ -90,13 +92,12 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
   auto finish = [&](const Step& s) -> Status {
     const uint64_t stream_end =
         s.c1 == plan.n_chunks() ? plan.n_bytes : plan.chunk_bit_offset[s.c1] / 8;
-    DF11_RETURN_IF_ERROR(emit(out, offsets[kEncodedExponent] + stream_done,
-                              stream.subspan(stream_done, stream_end - stream_done),
-                              stored_hash[kEncodedExponent], what, "encoded_exponent"));
+    DF11_RETURN_IF_ERROR(emit(out, offsets, stream_done,
+                              stream.subspan(stream_done, stream_end - stream_done), stored_hash,
+                              GroupTensor::kEncodedExponent, what));
     stream_done = stream_end;
-    DF11_RETURN_IF_ERROR(emit(out, offsets[kSignMantissa] + s.w0,
-                              sign.subspan(s.w0, s.w1 - s.w0), stored_hash[kSignMantissa],
-                              what, "sign_mantissa"));
+    DF11_RETURN_IF_ERROR(emit(out, offsets, s.w0, sign.subspan(s.w0, s.w1 - s.w0), stored_hash,
+                              GroupTensor::kSignMantissa, what));
     return Status::ok();
   };
 
@@ -115,10 +116,9 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
         },
         [&] {
           if (!coding) return;
-          members.for_each_piece(cur.w0, cur.w1,
-                                 [&](size_t m, uint64_t, std::span<const uint16_t> w) {
-                                   member_hash[m].update(bf16_bytes(w));
-                                 });
+          weights.for_each_piece(cur.w0, cur.w1, [&](const uint16_t* w, uint64_t n, uint64_t at) {
+            member_hash[weights.member_of(at)].update(bf16_bytes({w, n}));
+          });
         },
         [&] {
           if (k > 0) written = finish(step(k - 1));
@@ -127,12 +127,13 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
     if (!coding) break;
     if (!encoded->is_ok()) return encoded->status().with_context(what);
     most = std::max(most, encoded->value());
-    members.for_each_piece(
-        cur.w0, cur.w1, [&](size_t m, uint64_t first, std::span<const uint16_t> w) {
-          if (sources[m].file != nullptr) {
-            sources[m].file->advise_dontneed(sources[m].offset + 2 * first, w.size_bytes());
-          }
-        });
+    weights.for_each_piece(cur.w0, cur.w1, [&](const uint16_t*, uint64_t n, uint64_t at) {
+      const size_t m = weights.member_of(at);
+      if (sources[m].file != nullptr) {
+        const uint64_t first = at - weights.member_start(m);
+        sources[m].file->advise_dontneed(sources[m].offset + 2 * first, 2 * n);
+      }
+    });
     reporter.progress_advance(2 * (cur.w1 - cur.w0));
   }
   if (most > kMaxWeightsPerBlockCompat) {
@@ -142,20 +143,17 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
                       std::to_string(kMaxWeightsPerBlockCompat) + ", but planning said it fits");
   }
   const std::vector<uint8_t> splits = split_bytes(plan);
-  DF11_RETURN_IF_ERROR(emit(out, offsets[kLuts], plan.luts, stored_hash[kLuts], what, "luts"));
-  DF11_RETURN_IF_ERROR(emit(out, offsets[kOutputPositions], positions,
-                            stored_hash[kOutputPositions], what, "output_positions"));
-  DF11_RETURN_IF_ERROR(emit(out, offsets[kGaps], gaps, stored_hash[kGaps], what, "gaps"));
+  DF11_RETURN_IF_ERROR(emit(out, offsets, 0, plan.luts, stored_hash, GroupTensor::kLuts, what));
   DF11_RETURN_IF_ERROR(
-      emit(out, offsets[kSplits], splits, stored_hash[kSplits], what, "split_positions"));
+      emit(out, offsets, 0, positions, stored_hash, GroupTensor::kOutputPositions, what));
+  DF11_RETURN_IF_ERROR(emit(out, offsets, 0, gaps, stored_hash, GroupTensor::kGaps, what));
+  DF11_RETURN_IF_ERROR(
+      emit(out, offsets, 0, splits, stored_hash, GroupTensor::kSplitPositions, what));
 
   GroupWriteResult result;
-  result.stored.luts = stored_hash[kLuts].hex_digest();
-  result.stored.encoded_exponent = stored_hash[kEncodedExponent].hex_digest();
-  result.stored.sign_mantissa = stored_hash[kSignMantissa].hex_digest();
-  result.stored.output_positions = stored_hash[kOutputPositions].hex_digest();
-  result.stored.gaps = stored_hash[kGaps].hex_digest();
-  result.stored.split_positions = stored_hash[kSplits].hex_digest();
+  for (const GroupTensorSpec& t : kGroupTensors) {
+    result.stored.of(t.id) = stored_hash[index(t.id)].hex_digest();
+  }
   for (const Xxh3& h : member_hash) result.member_xxh3.push_back(h.hex_digest());
   result.max_block_weights = most;
   return result;

@@ -16,6 +16,7 @@
 #include "reporter.h"
 #include "df11/encoder.h"
 #include "df11/file_io.h"
+#include "df11/group_schema.h"
 #include "df11/metadata.h"
 #include "file_writer.h"
 #include "lazy_buffer.h"
@@ -29,9 +30,9 @@ struct MemberSource {
   uint64_t offset = 0;  // absolute file offset of the tensor's first byte
 };
 
-// Absolute offsets of the six stored tensors in the output file, in spec order (luts,
-// encoded_exponent, sign_mantissa, output_positions, gaps, split_positions).
-using StoredOffsets = std::array<uint64_t, 6>;
+// Absolute offsets of the six stored tensors in the output file, in kGroupTensors order
+// (df11/group_schema.h).
+using StoredOffsets = std::array<uint64_t, kGroupTensorCount>;
 
 struct GroupWriteResult {
   StoredChecksums stored;
@@ -53,8 +54,8 @@ class GroupScratch {
   LazyBuffer sign_;
 };
 
-// The stored tensors' byte sizes for a plan, in spec order.
-std::array<uint64_t, 6> stored_sizes(const GroupPlan& plan);
+// The stored tensors' byte sizes for a plan, in kGroupTensors order.
+std::array<uint64_t, kGroupTensorCount> stored_sizes(const GroupPlan& plan);
 
 // Encodes `members` with `plan` into `out` at `offsets`, `step_weights` weights per step.
 // Progress advances by the members' BF16 bytes. `what` names the group in messages.

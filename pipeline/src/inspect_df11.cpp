@@ -145,7 +145,7 @@ bool is_df11_checkpoint(const ModelFolder& folder) {
   for (const SafetensorsFile& shard : folder.shards) {
     if (shard.header().metadata_value(kDf11MetadataKey) != nullptr) return true;
     for (const TensorInfo& t : shard.header().tensors) {
-      if (t.name.ends_with(kEncodedExponentSuffix)) return true;
+      if (t.name.ends_with(group_tensor(GroupTensor::kEncodedExponent).suffix)) return true;
     }
   }
   return false;

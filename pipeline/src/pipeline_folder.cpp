@@ -5,6 +5,7 @@
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "df11_folder.h"
 #include "dtype_shares.h"
 #include "model_folder.h"

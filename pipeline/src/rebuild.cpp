@@ -11,6 +11,7 @@
 
 #include "df11/decoder.h"
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "member_spans.h"
 #include "thread_limit.h"
 #if defined(DF11_HAVE_CUDA)

@@ -5,6 +5,7 @@
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "df11/header_checksum.h"
 #include "df11_folder.h"
 #include "file_stream.h"
@@ -27,11 +28,9 @@ std::string member_names(const GroupMeta& meta) {
 void check_stored(const Df11Folder& folder, const CodedGroup& g, VerifyContext& context,
                   Status* fatal) {
   const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
-  const std::string* recorded[6] = {&meta.stored.luts,          &meta.stored.encoded_exponent,
-                                    &meta.stored.sign_mantissa, &meta.stored.output_positions,
-                                    &meta.stored.gaps,          &meta.stored.split_positions};
-  const auto tensors = g.tensors.all();
+  const auto tensors = g.tensors.all();  // kGroupTensors order
   for (size_t k = 0; k < tensors.size(); ++k) {
+    const std::string& recorded = meta.stored.of(kGroupTensors[k].id);
     Xxh3 hash;
     Status status =
         stream_file_range(folder.folder.shards[g.shard].mapped(), tensors[k]->file_offset,
@@ -45,9 +44,9 @@ void check_stored(const Df11Folder& folder, const CodedGroup& g, VerifyContext& 
       *fatal = status;
       return;
     }
-    if (hash.hex_digest() != *recorded[k]) {
+    if (hash.hex_digest() != recorded) {
       context.fail("tensor '" + tensors[k]->name + "' (" + g.what + "): stored bytes have xxh3 " +
-                   hash.hex_digest() + ", the metadata records " + *recorded[k] +
+                   hash.hex_digest() + ", the metadata records " + recorded +
                    "; members affected: " + member_names(meta));
     }
   }

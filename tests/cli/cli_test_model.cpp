@@ -12,7 +12,7 @@
 #include <random>
 #include <sstream>
 
-#include "df11/hash.h"
+#include "df11/sha256.h"
 #include "df11/safetensors.h"
 
 namespace df11::clitest {

@@ -45,20 +45,13 @@ struct StageStatus {
 inline Status check_stored_checksums(const LoadedShard& shard, size_t group) {
   const GroupMeta& meta = shard.metadata.groups[group];
   const GroupView v = shard.view(group);
-  const std::pair<const char*, std::pair<std::span<const uint8_t>, const std::string*>> six[] = {
-      {"luts", {v.luts, &meta.stored.luts}},
-      {"encoded_exponent", {v.encoded_exponent, &meta.stored.encoded_exponent}},
-      {"sign_mantissa", {v.sign_mantissa, &meta.stored.sign_mantissa}},
-      {"output_positions", {v.output_positions, &meta.stored.output_positions}},
-      {"gaps", {v.gaps, &meta.stored.gaps}},
-      {"split_positions", {v.split_positions, &meta.stored.split_positions}},
-  };
-  for (const auto& [suffix, data] : six) {
-    const std::string actual = xxh3_hex(data.first);
-    if (actual != *data.second) {
-      return Status(ErrorCode::kCorruptData, shard.what(group) + ": stored tensor '" + meta.name +
-                                                 "." + suffix + "' has xxh3 " + actual +
-                                                 ", the df11 metadata records " + *data.second);
+  for (const GroupTensorSpec& t : kGroupTensors) {
+    const std::string actual = xxh3_hex(v.part(t.id));
+    if (actual != meta.stored.of(t.id)) {
+      return Status(ErrorCode::kCorruptData,
+                    shard.what(group) + ": stored tensor '" + group_tensor_name(meta.name, t.id) +
+                        "' has xxh3 " + actual + ", the df11 metadata records " +
+                        meta.stored.of(t.id));
     }
   }
   return Status::ok();

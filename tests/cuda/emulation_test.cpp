@@ -8,7 +8,7 @@
 
 #include "cuda_test_cases.h"
 #include "decoder_test_groups.h"
-#include "df11/cuda_decoder.h"
+#include "cuda_emulation.h"
 #include "df11/decoder.h"
 
 namespace df11 {

@@ -191,3 +191,54 @@ TEST(GroupTensors, MetadataAgainstHeader) {
 
 }  // namespace
 }  // namespace df11
+
+// The one place the tests spell the schema out, from the spec 3.2 table itself: everything
+// else (reader, writers, metadata, these tests) loops over kGroupTensors.
+namespace df11 {
+namespace {
+
+TEST(GroupSchema, MatchesSpecTable) {
+  const std::pair<const char*, Dtype> expected[] = {
+      {"luts", Dtype::kU8},         {"encoded_exponent", Dtype::kU8}, {"sign_mantissa", Dtype::kU8},
+      {"output_positions", Dtype::kU8}, {"gaps", Dtype::kU8},         {"split_positions", Dtype::kI64}};
+  ASSERT_EQ(kGroupTensors.size(), std::size(expected));
+  for (size_t i = 0; i < kGroupTensors.size(); ++i) {
+    const GroupTensorSpec& t = kGroupTensors[i];
+    EXPECT_EQ(static_cast<size_t>(t.id), i);
+    EXPECT_EQ(t.name(), expected[i].first);
+    EXPECT_EQ(t.suffix, "." + std::string(expected[i].first));
+    EXPECT_EQ(t.dtype, expected[i].second) << t.name();
+    EXPECT_EQ(t.rank, t.id == GroupTensor::kLuts ? 2u : 1u) << t.name();
+  }
+  EXPECT_EQ(group_tensor_name("model.layers.3", GroupTensor::kGaps), "model.layers.3.gaps");
+  EXPECT_EQ(group_tensor_shape(GroupTensor::kLuts, 3 * 256), (std::vector<uint64_t>{3, 256}));
+  EXPECT_EQ(group_tensor_shape(GroupTensor::kSplitPositions, 16), (std::vector<uint64_t>{2}));
+  EXPECT_EQ(group_tensor_shape(GroupTensor::kGaps, 320), (std::vector<uint64_t>{320}));
+}
+
+// The per-struct tables (GroupView::part, GroupBuffers::part, StoredChecksums::of,
+// GroupTensors::all) pick the field named like the schema entry.
+TEST(GroupSchema, FieldTablesFollowTheSchema) {
+  GroupBuffers b;
+  b.luts.resize(1);
+  b.encoded_exponent.resize(2);
+  b.sign_mantissa.resize(3);
+  b.output_positions.resize(4);
+  b.gaps.resize(5);
+  b.split_positions.resize(6);
+  StoredChecksums s{"l", "e", "s", "o", "g", "p"};
+  const char* first_letters = "lesogp";
+  for (size_t i = 0; i < kGroupTensorCount; ++i) {
+    const GroupTensor t = kGroupTensors[i].id;
+    EXPECT_EQ(b.part(t).size(), i + 1) << kGroupTensors[i].name();
+    EXPECT_EQ(b.view().part(t).size(), i + 1) << kGroupTensors[i].name();
+    EXPECT_EQ(s.of(t), std::string(1, first_letters[i])) << kGroupTensors[i].name();
+  }
+  TensorInfo infos[kGroupTensorCount];
+  GroupTensors g{"m", &infos[0], &infos[1], &infos[2], &infos[3], &infos[4], &infos[5]};
+  const auto all = g.all();
+  for (size_t i = 0; i < kGroupTensorCount; ++i) EXPECT_EQ(all[i], &infos[i]);
+}
+
+}  // namespace
+}  // namespace df11

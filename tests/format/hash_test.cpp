@@ -1,6 +1,7 @@
 // Hashes against published / independently computed vectors. Expected values come from
 // Python's hashlib and the `xxhash` package (xxh3_64_hexdigest), not from this code.
 #include "df11/hash.h"
+#include "df11/sha256.h"
 
 #include <gtest/gtest.h>
 

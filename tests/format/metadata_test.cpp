@@ -265,8 +265,8 @@ TEST(Df11Metadata, TensorNamesAreUniqueModelWide) {
 }
 
 TEST(Df11Metadata, StoredChecksums) {
-  for (const char* key : {"luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
-                          "split_positions"}) {
+  for (const GroupTensorSpec& t : kGroupTensors) {
+    const std::string key(t.name());
     json j = valid_json();
     j["groups"][1]["stored"][key] = "0123";
     EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "'lm_head': stored", key, "16 lowercase hex");

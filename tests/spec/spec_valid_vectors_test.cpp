@@ -15,6 +15,7 @@
 #include "df11/decoder.h"
 #include "df11/encoder.h"
 #include "df11/hash.h"
+#include "df11/sha256.h"
 #include "spec_pipeline.h"
 #include "spec_vectors.h"
 

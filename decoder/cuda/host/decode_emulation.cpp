@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "decode_core.h"
-#include "df11/cuda_emulation.h"
+#include "cuda_emulation.h"
 #include "emulated_launch.h"
 #include "kernel_group.h"
 #include "status_record.h"

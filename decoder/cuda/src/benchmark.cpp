@@ -1,6 +1,6 @@
 // run_decode_benchmark(): device copies of the groups, event-timed decode launches, a
 // device-to-device copy of the same output bytes for scale, and the inference pattern.
-#include "df11/cuda_benchmark.h"
+#include "cuda_benchmark.h"
 
 #include <algorithm>
 #include <cstring>

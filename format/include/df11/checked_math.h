@@ -1,4 +1,4 @@
-// Overflow-checked arithmetic for sizes read from untrusted files (spec 2.3).
+// Overflow-checked arithmetic for sizes read from untrusted files (spec 6.3).
 //
 // Every size that comes from a header (shape dimensions, offsets, counts) goes through these
 // before it is used to index or allocate: a file must not be able to wrap a uint64_t.

@@ -1,4 +1,4 @@
-// Element types of safetensors tensors (spec 2.2), with their names and sizes.
+// Element types of safetensors tensors (spec 6.2), with their names and sizes.
 #pragma once
 
 #include <cstdint>
@@ -48,7 +48,7 @@ const char* dtype_name(Dtype dtype);
 // Bits per element: 4 (F4), 6 (F6_*), 8, 16, 32 or 64.
 uint32_t dtype_bits(Dtype dtype);
 
-// Bytes of a tensor of this dtype and shape (spec 2.3): product(shape) * bits / 8.
+// Bytes of a tensor of this dtype and shape (spec 6.3 rules T5..T7): product(shape) * bits / 8.
 // kOverflow if the product overflows uint64; kBadShape if a sub-byte dtype does not fill
 // a whole number of bytes. Messages name the dtype and shape; callers add file and tensor.
 Result<uint64_t> tensor_byte_size(Dtype dtype, std::span<const uint64_t> shape);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "df11/group_schema.h"
 #include "df11/status.h"
 
 namespace df11 {
@@ -58,6 +59,14 @@ struct GroupView {
   uint64_t n_blocks() const { return (n_bytes() + kBytesPerBlock - 1) / kBytesPerBlock; }
   uint64_t n_windows() const { return n_blocks() * kWindowsPerBlock; }
   uint32_t n_luts() const { return static_cast<uint32_t>(luts.size() / kLutRowSize); }
+
+  // The span of schema entry t (group_schema.h).
+  std::span<const uint8_t> part(GroupTensor t) const {
+    static constexpr std::span<const uint8_t> GroupView::*kParts[kGroupTensorCount] = {
+        &GroupView::luts,          &GroupView::encoded_exponent, &GroupView::sign_mantissa,
+        &GroupView::output_positions, &GroupView::gaps,           &GroupView::split_positions};
+    return this->*kParts[static_cast<size_t>(t)];
+  }
 };
 
 // Owned buffers with the same meaning as GroupView (what the encoder produces).
@@ -68,6 +77,14 @@ struct GroupBuffers {
   std::vector<uint8_t> output_positions;
   std::vector<uint8_t> gaps;
   std::vector<uint8_t> split_positions;
+
+  const std::vector<uint8_t>& part(GroupTensor t) const {
+    static constexpr std::vector<uint8_t> GroupBuffers::*kParts[kGroupTensorCount] = {
+        &GroupBuffers::luts,          &GroupBuffers::encoded_exponent,
+        &GroupBuffers::sign_mantissa, &GroupBuffers::output_positions,
+        &GroupBuffers::gaps,          &GroupBuffers::split_positions};
+    return this->*kParts[static_cast<size_t>(t)];
+  }
 
   GroupView view() const {
     return GroupView{luts, encoded_exponent, sign_mantissa, output_positions, gaps,

@@ -11,18 +11,11 @@
 #include <vector>
 
 #include "df11/group.h"
+#include "df11/group_schema.h"
 #include "df11/safetensors.h"
 #include "df11/status.h"
 
 namespace df11 {
-
-// spec 3.2: the six tensor names are "<P>.<suffix>" for a group with module path P.
-inline constexpr std::string_view kLutsSuffix = ".luts";
-inline constexpr std::string_view kEncodedExponentSuffix = ".encoded_exponent";
-inline constexpr std::string_view kSignMantissaSuffix = ".sign_mantissa";
-inline constexpr std::string_view kOutputPositionsSuffix = ".output_positions";
-inline constexpr std::string_view kGapsSuffix = ".gaps";
-inline constexpr std::string_view kSplitPositionsSuffix = ".split_positions";
 
 // The stored tensors of one group. Pointers into the SafetensorsHeader they were found in:
 // valid while that header lives and is not modified.
@@ -38,21 +31,27 @@ struct GroupTensors {
   uint64_t n_elements() const { return sign_mantissa->n_elements; }
   // Members according to split_positions (its length + 1).
   uint64_t n_members() const { return split_positions->n_elements + 1; }
-  // The six, in spec order (luts first), for loops over all of them.
-  std::array<const TensorInfo*, 6> all() const {
-    return {luts, encoded_exponent, sign_mantissa, output_positions, gaps, split_positions};
-  }
+  // The six, in schema order (luts first), for loops over all of them.
+  std::array<const TensorInfo*, kGroupTensorCount> all() const;
 };
 
-// Looks up "<P>.luts" ... "<P>.split_positions" and checks (spec 3.2): all six exist
-// (kBadGroup), dtypes U8 except split_positions I64 (kBadDtype), luts shape [k, 256] with
-// k >= 1, the others rank 1 (kBadShape). Messages name the file and the tensor.
+// Looks up the six "<P>.<suffix>" of kGroupTensors and checks them against that schema
+// (spec 3.2): all six exist (kBadGroup), with the schema's dtypes (kBadDtype), luts shape
+// [k, 256] with k >= 1, the others rank 1 (kBadShape). Messages name the file and the tensor.
 Result<GroupTensors> find_group_tensors(const SafetensorsHeader& header, std::string_view name);
 
 // Every group in a header, found by its "<P>.encoded_exponent" tensor (for files without df11
 // metadata, e.g. published DF11 models), in file order of those tensors. Each is checked as
 // by find_group_tensors().
 Result<std::vector<GroupTensors>> enumerate_groups(const SafetensorsHeader& header);
+
+// The shape that stored tensor t of `bytes` bytes is written with (spec 3.2): luts
+// [bytes / 256, 256], split_positions [bytes / 8], the others [bytes]. `bytes` must be a
+// multiple of the row or element size (what the encoder's plan gives).
+inline std::vector<uint64_t> group_tensor_shape(GroupTensor t, uint64_t bytes) {
+  if (t == GroupTensor::kLuts) return {bytes / kLutRowSize, kLutRowSize};
+  return {bytes / (dtype_bits(group_tensor(t).dtype) / 8)};
+}
 
 // Spans over the group's tensors inside `file_bytes` (the whole file the header was parsed
 // from, e.g. SafetensorsFile::bytes()). Not validated: call validate_group().

@@ -1,9 +1,10 @@
-// Checksums: XXH3-64 per tensor (df11 metadata, spec 5.2) and SHA-256 per file (the proof
-// that decompression restores the original bytes exactly). xxHash and OpenSSL stay out of
-// this header.
+// Checksums: XXH3-64 per tensor (df11 metadata, spec 5.2). SHA-256 per file lives in
+// df11/sha256.h (library df11_sha256), so that df11_format needs no libcrypto. xxHash stays
+// out of this header.
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
@@ -43,34 +44,6 @@ class Xxh3 {
   struct State;
   std::unique_ptr<State> state_;
 };
-
-// SHA-256 as 64 lowercase hex digits.
-std::string sha256_hex(std::span<const uint8_t> bytes);
-
-// Incremental SHA-256 (OpenSSL EVP). Move-only; not thread-safe.
-// A failure inside OpenSSL (only possible when it cannot allocate) aborts the process with a
-// message: there is no meaningful way to continue hashing.
-class Sha256 {
- public:
-  Sha256();
-  ~Sha256();
-  Sha256(Sha256&&) noexcept;
-  Sha256& operator=(Sha256&&) noexcept;
-  Sha256(const Sha256&) = delete;
-  Sha256& operator=(const Sha256&) = delete;
-
-  void update(std::span<const uint8_t> bytes);
-  std::string hex_digest() const;  // does not end the stream: more updates may follow
-  void reset();
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
-
-// SHA-256 of a whole file, read in chunks (nothing stays resident). kNotFound / kIo name
-// the file (a directory fails with kIo "Is a directory").
-Result<std::string> sha256_file(const std::string& path);
 
 // True if `s` is exactly `length` lowercase hex digits.
 bool is_lower_hex(std::string_view s, size_t length);

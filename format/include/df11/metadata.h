@@ -37,7 +37,8 @@ inline constexpr size_t kMaxFileNameBytes = 255;       // Max_File_Name_Bytes (N
 inline constexpr size_t kMaxFolderFiles = 100'000;     // Max_Folder_Files (and shards) per folder
 inline constexpr size_t kMaxFolderPathBytes = 4'096;   // Max_Folder_Path_Bytes (PATH_MAX)
 
-// XXH3-64 (hex) of each stored tensor's bytes, as written (spec 5.2).
+// XXH3-64 (hex) of each stored tensor's bytes, as written (spec 5.2); `stored` in the
+// document has one key per entry of kGroupTensors, named by its name() (spec 5.3).
 struct StoredChecksums {
   std::string luts;
   std::string encoded_exponent;
@@ -46,6 +47,10 @@ struct StoredChecksums {
   std::string gaps;
   std::string split_positions;
   bool operator==(const StoredChecksums&) const = default;
+
+  // The checksum of schema entry t (group_schema.h).
+  std::string& of(GroupTensor t);
+  const std::string& of(GroupTensor t) const;
 };
 
 // One original BF16 tensor inside a group, in concatenation order.

@@ -1,7 +1,7 @@
-// The safetensors container (spec 2): strict parsing from bytes, and a streaming writer.
+// The safetensors container (spec 6): strict parsing from bytes, and a streaming writer.
 //
 // A file is: 8-byte little-endian header length N, N bytes of UTF-8 JSON header, then the
-// data buffer. parse_safetensors() checks every rule of spec 2.3 and reports the first
+// data buffer. parse_safetensors() checks every rule of spec 6.3 and reports the first
 // violation with a specific ErrorCode and a message naming the file and the tensor.
 // Nothing here knows about DF11 codes: groups are plain tensors at this level.
 #pragma once
@@ -21,19 +21,19 @@
 
 namespace df11 {
 
-// spec 2.1: the header length prefix.
+// spec 6.1: the header length prefix (Header_Length_Bytes).
 inline constexpr uint64_t kHeaderLengthBytes = 8;
-// spec 2.3: Max_Header_Bytes, the same bound as the reference safetensors implementation.
+// spec 6.3: Max_Header_Bytes, the same bound as the reference safetensors implementation.
 inline constexpr uint64_t kMaxHeaderBytes = 100'000'000;
-// spec 2.3: Max_Tensors per file (a 100 MB header cannot describe many more anyway; the bound
+// spec 6.3: Max_Tensors per file (a 100 MB header cannot describe many more anyway; the bound
 // keeps index maps and sorting predictable).
 inline constexpr uint64_t kMaxTensors = 1'000'000;
-// spec 2.3: Max_Rank, dimensions per shape.
+// spec 6.3: Max_Rank, dimensions per shape.
 inline constexpr size_t kMaxRank = 64;
-// spec 2.4: the writer pads the header with spaces so that the data starts at a multiple
+// spec 6.4: the writer pads the header with spaces so that the data starts at a multiple
 // of Header_Alignment bytes.
 inline constexpr uint64_t kHeaderAlignment = 8;
-// spec 2.1: the reserved key for the string->string map.
+// spec 6.1: the reserved key for the string->string map.
 inline constexpr std::string_view kMetadataKey = "__metadata__";
 
 // The __metadata__ map in document order (keys unique).
@@ -96,7 +96,7 @@ class SafetensorsFile {
   SafetensorsHeader header_;
 };
 
-// ---- Writing (spec 2.4) ----
+// ---- Writing (spec 6.4) ----
 
 // The bytes before the data buffer and where each tensor goes, for callers that pwrite
 // tensor data at its offset (streaming: no tensor data needs to be held at once).

@@ -38,7 +38,6 @@
 #include <string>
 #include <vector>
 
-#include "df11/cuda_emulation.h"  // decode_group_emulated(), also built without CUDA
 #include "df11/group.h"
 #include "df11/status.h"
 

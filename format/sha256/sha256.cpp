@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "df11/hash.h"
+#include "df11/sha256.h"
 #include "posix_file.h"
 
 namespace df11 {

@@ -1,5 +1,7 @@
 // A group's members seen as one stream of BF16 patterns (spec 2.5: members are
-// concatenated in order), without copying them.
+// concatenated in order), without copying them. The one walker over a group's members: the
+// encoder uses it, and so do model/ and pipeline/ (MemberSpans holds one over its aligned
+// spans).
 #pragma once
 
 #include <algorithm>

@@ -1,6 +1,7 @@
 // The CUDA decoder's kernel run on the host (library df11_cuda_host, built with or without
 // CUDA): for testing and fuzzing the kernel's logic where there is no GPU or no nvcc.
-// df11/cuda_decoder.h includes this header.
+// A test-support header, not part of the public API: tests and fuzz targets include it
+// from decoder/cuda/support/ (DF11_CUDA_SUPPORT_DIR).
 #pragma once
 
 #include <cstdint>
