@@ -354,13 +354,24 @@ class Handler(BaseHTTPRequestHandler):
         files = dict(repo.commits[sha])
         return files
 
-    def api_revision(self, repo_id, rev, query):
-        repo = self.find_repo(repo_id)
-        if repo is None:
-            return
+    def find_revision(self, repo, rev):
+        """The commit `rev` names in `repo`, or None after answering 404 RevisionNotFound."""
         sha = self.state.resolve(repo, rev)
         if sha is None:
-            return self.send_error_code(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+            self.send_error_code(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+        return sha
+
+    def find_repo_revision(self, repo_id, rev):
+        """(repo, sha), or (None, None) after answering the repo's or the revision's error."""
+        repo = self.find_repo(repo_id)
+        if repo is None:
+            return None, None
+        return repo, self.find_revision(repo, rev)
+
+    def api_revision(self, repo_id, rev, query):
+        repo, sha = self.find_repo_revision(repo_id, rev)
+        if sha is None:
+            return
         blobs = query.get("blobs", ["false"])[0].lower() in ("1", "true")
         siblings = []
         for name, e in sorted(self.listing(repo, sha).items()):
@@ -376,12 +387,9 @@ class Handler(BaseHTTPRequestHandler):
                                     "private": repo.private, "siblings": siblings, "tags": []})
 
     def api_tree(self, repo_id, rev, query):
-        repo = self.find_repo(repo_id)
-        if repo is None:
-            return
-        sha = self.state.resolve(repo, rev)
+        repo, sha = self.find_repo_revision(repo_id, rev)
         if sha is None:
-            return self.send_error_code(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+            return
         entries = []
         for name, e in sorted(self.listing(repo, sha).items()):
             t = {"type": "file", "oid": e.git_oid, "size": e.size, "path": name}
@@ -402,12 +410,9 @@ class Handler(BaseHTTPRequestHandler):
         return self.send_json(200, page, headers)
 
     def resolve_file(self, repo_id, rev, name, what):
-        repo = self.find_repo(repo_id)
-        if repo is None:
-            return
-        sha = self.state.resolve(repo, rev)
+        repo, sha = self.find_repo_revision(repo_id, rev)
         if sha is None:
-            return self.send_error_code(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+            return
         e = repo.commits[sha].get(name)
         if e is None:
             return self.send_error_code(404, "EntryNotFound", f"{name} does not exist at {rev}")
@@ -434,9 +439,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_error_code(400, None, "preupload: bad body")
         if len(body["files"]) > 256:
             return self.send_error_code(400, None, "preupload: more than 256 files")
-        sha = self.state.resolve(repo, rev)
+        sha = self.find_revision(repo, rev)
         if sha is None:
-            return self.send_error_code(404, "RevisionNotFound", f"Invalid rev id: {rev}")
+            return
         out = []
         for f in body["files"]:
             if not isinstance(f, dict) or bad_path(f.get("path")) or not isinstance(f.get("size"), int):
