@@ -98,6 +98,26 @@ Result<std::string> sha256_of(const fs::path& file) {
   return sha256_hex(mapped.span());
 }
 
+// Every entry of a pipeline folder, into the same name under `staging`: the components that
+// `is_component` picks go through `convert(name)` (one model folder each: compress or
+// decompress), the rest are copied as they are.
+template <class IsComponent, class Convert>
+Status for_each_entry(const fs::path& from, const fs::path& staging,
+                      const std::vector<std::string>& names, IsComponent is_component,
+                      Convert convert, size_t* copied_files, uint64_t* copied_bytes,
+                      const CancelToken& cancel) {
+  for (const std::string& name : names) {
+    DF11_RETURN_IF_ERROR(cancel.check());
+    if (!is_component(name)) {
+      DF11_RETURN_IF_ERROR(copy_entry(from, staging, name, copied_files, copied_bytes, cancel));
+      continue;
+    }
+    const Status status = convert(name);
+    if (!status) return status.with_context(name);
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 bool is_pipeline_folder(const fs::path& dir) {
@@ -127,22 +147,22 @@ Result<PipelineCompressSummary> compress_pipeline(const CompressOptions& options
   }
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
   PipelineCompressSummary summary;
-  for (const std::string& name : names) {
-    DF11_RETURN_IF_ERROR(cancel.check());
-    if (std::find(coded.begin(), coded.end(), name) == coded.end()) {
-      DF11_RETURN_IF_ERROR(copy_entry(options.model_dir, staging.path(), name,
-                                      &summary.copied_files, &summary.copied_bytes, cancel));
-      continue;
-    }
-    CompressOptions component = options;
-    component.model_dir = options.model_dir / name;
-    component.out_dir = staging.path() / name;
-    component.force = false;
-    auto result = compress_model(component, reporter, cancel);
-    if (!result) return result.status().with_context(name);
-    summary.coded.push_back(name);
-    summary.summaries.push_back(*result);
-  }
+  DF11_RETURN_IF_ERROR(for_each_entry(
+      options.model_dir, staging.path(), names,
+      [&](const std::string& name) {
+        return std::find(coded.begin(), coded.end(), name) != coded.end();
+      },
+      [&](const std::string& name) -> Status {
+        CompressOptions component = options;
+        component.model_dir = options.model_dir / name;
+        component.out_dir = staging.path() / name;
+        component.force = false;
+        DF11_ASSIGN_OR_RETURN(CompressSummary result, compress_model(component, reporter, cancel));
+        summary.coded.push_back(name);
+        summary.summaries.push_back(result);
+        return Status::ok();
+      },
+      &summary.copied_files, &summary.copied_bytes, cancel));
   DF11_RETURN_IF_ERROR(cancel.check());
   DF11_RETURN_IF_ERROR(staging.commit());
   summary.seconds = started.seconds();
@@ -158,22 +178,21 @@ Result<PipelineDecompressSummary> decompress_pipeline(const DecompressOptions& o
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
   PipelineDecompressSummary summary;
   uint64_t copied_bytes = 0;
-  for (const std::string& name : names) {
-    DF11_RETURN_IF_ERROR(cancel.check());
-    if (!is_df11_component(options.df11_dir / name, cancel)) {
-      DF11_RETURN_IF_ERROR(copy_entry(options.df11_dir, staging.path(), name,
-                                      &summary.copied_files, &copied_bytes, cancel));
-      continue;
-    }
-    DecompressOptions component = options;
-    component.df11_dir = options.df11_dir / name;
-    component.out_dir = staging.path() / name;
-    component.force = false;
-    auto result = decompress_model(component, reporter, cancel);
-    if (!result) return result.status().with_context(name);
-    summary.restored.push_back(name);
-    summary.summaries.push_back(*result);
-  }
+  DF11_RETURN_IF_ERROR(for_each_entry(
+      options.df11_dir, staging.path(), names,
+      [&](const std::string& name) { return is_df11_component(options.df11_dir / name, cancel); },
+      [&](const std::string& name) -> Status {
+        DecompressOptions component = options;
+        component.df11_dir = options.df11_dir / name;
+        component.out_dir = staging.path() / name;
+        component.force = false;
+        DF11_ASSIGN_OR_RETURN(DecompressSummary result,
+                              decompress_model(component, reporter, cancel));
+        summary.restored.push_back(name);
+        summary.summaries.push_back(result);
+        return Status::ok();
+      },
+      &summary.copied_files, &copied_bytes, cancel));
   if (summary.restored.empty()) {
     return Status(ErrorCode::kBadMetadata,
                   options.df11_dir.string() +
