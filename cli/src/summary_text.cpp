@@ -162,14 +162,13 @@ std::vector<std::string> pipeline_compress_lines(const CompressOptions& options,
     in += s.summaries[i].input_bytes;
     out += s.summaries[i].output_bytes;
   }
-  char text[512];
-  std::snprintf(text, sizeof text,
-                "compressed pipeline %s -> %s: %zu components coded (%s -> %s), %zu other "
-                "files copied (%s), in %.2f s",
-                options.model_dir.string().c_str(), options.out_dir.string().c_str(),
-                s.coded.size(), format_bytes(in).c_str(), format_bytes(out).c_str(),
-                s.copied_files, format_bytes(s.copied_bytes).c_str(), s.seconds);
-  lines.push_back(text);
+  char timing[32];
+  std::snprintf(timing, sizeof timing, "%.2f s", s.seconds);
+  lines.push_back("compressed pipeline " + options.model_dir.string() + " -> " +
+                  options.out_dir.string() + ": " + count_of(s.coded.size(), "component") +
+                  " coded (" + format_bytes(in) + " -> " + format_bytes(out) + "), " +
+                  count_of(s.copied_files, "other file") + " copied (" +
+                  format_bytes(s.copied_bytes) + "), in " + timing);
   return lines;
 }
 
@@ -182,14 +181,13 @@ std::string pipeline_decompress_line(const DecompressOptions& options,
     tensors += c.tensors;
     out += c.output_bytes;
   }
-  char text[512];
-  std::snprintf(text, sizeof text,
-                "decompressed pipeline %s -> %s: %zu components restored (%zu files, %zu "
-                "tensors, %s), %zu other files copied, in %.2f s",
-                options.df11_dir.string().c_str(), options.out_dir.string().c_str(),
-                s.restored.size(), files, tensors, format_bytes(out).c_str(), s.copied_files,
-                s.seconds);
-  return text;
+  char timing[32];
+  std::snprintf(timing, sizeof timing, "%.2f s", s.seconds);
+  return "decompressed pipeline " + options.df11_dir.string() + " -> " +
+         options.out_dir.string() + ": " + count_of(s.restored.size(), "component") +
+         " restored (" + count_of(files, "file") + ", " + count_of(tensors, "tensor") + ", " +
+         format_bytes(out) + "), " + count_of(s.copied_files, "other file") + " copied, in " +
+         timing;
 }
 
 nlohmann::ordered_json pipeline_compress_json(const CompressOptions& options,
