@@ -77,6 +77,17 @@ TEST_F(OfficialFolder, Phi3FusedProjectionsRestoreWithShapesFromConfig) {
   expect_same_tensors(restored(), original_);
 }
 
+// Made under transformers 4 (one module per expert, as the DFloat11 hub's MoE models are): each
+// layer's group holds the attention and every expert's gate/up/down projection.
+TEST_F(OfficialFolder, Qwen3MoeExpertsRestoreWithShapesFromConfig) {
+  use("qwen3moe");
+  const Captured v = verify(original_);
+  ASSERT_EQ(v.code, 0) << v.out << v.err;
+  const Captured d = restore();
+  ASSERT_EQ(d.code, 0) << d.err;
+  expect_same_tensors(restored(), original_);
+}
+
 TEST_F(OfficialFolder, FluxTransformerRestoresWithShapesFromConfig) {
   use("flux");
   ASSERT_EQ(verify(original_).code, 0);

@@ -17,6 +17,7 @@ under tests/interop/fixtures/ were made this way).
 
 Needs: torch with CUDA, transformers, the wheels dfloat11, dahuffman (and diffusers for flux).
 Usage: interop.py --df11 PATH_TO_DF11 --work DIR [--families a,b] [--batch8-study]
+       interop.py --df11 PATH --work DIR --probe-load FOLDER [--probe-load FOLDER ...]
 """
 import argparse
 import importlib.util
@@ -66,10 +67,8 @@ OFFICIAL_PATTERNS = {
     "phi3": {"lm_head": [], "model.embed_tokens": [],
              r"model\.layers\.\d+": ["self_attn.qkv_proj", "self_attn.o_proj",
                                      "mlp.gate_up_proj", "mlp.down_proj"]},
-    # transformers 5 stores MoE experts as fused 3-D parameters (no nn.Linear per expert), which
-    # the official encoder cannot take: it codes the attention projections of each layer.
-    "moe": {"lm_head": [], "model.embed_tokens": [],
-            r"model\.layers\.\d+": LLM_MEMBERS[:4]},
+    # MoE: see moe_official_patterns() (the experts' form depends on the transformers version).
+    "moe": None,
     "flux": {
         r"transformer_blocks\.\d+": [
             "norm1.linear", "norm1_context.linear", "attn.to_q", "attn.to_k", "attn.to_v",
@@ -80,6 +79,31 @@ OFFICIAL_PATTERNS = {
             "norm.linear", "proj_mlp", "attn.to_q", "attn.to_k", "attn.to_v", "proj_out"],
     },
 }
+
+MOE_EXPERTS = 4
+
+
+def transformers_major():
+    import transformers
+    return int(transformers.__version__.split(".")[0])
+
+
+def moe_official_patterns():
+    """transformers 4 (the version dfloat11 0.5.0 was written for) holds each expert as a module
+    with gate/up/down nn.Linear, as the DFloat11 hub's MoE models expect; the encoder codes them
+    in the layer's group. transformers 5 fuses the experts into 3-D parameters of one module
+    (no nn.Linear per expert), which the official encoder cannot take: it codes the attention
+    projections of each layer only."""
+    members = LLM_MEMBERS[:4]
+    if transformers_major() < 5:
+        members = members + [f"mlp.experts.{e}.{p}" for e in range(MOE_EXPERTS)
+                             for p in ("gate_proj", "up_proj", "down_proj")]
+    return {"lm_head": [], "model.embed_tokens": [], r"model\.layers\.\d+": members}
+
+
+def official_patterns(pattern):
+    return moe_official_patterns() if pattern == "moe" else OFFICIAL_PATTERNS[pattern]
+
 
 SMALL = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
              num_key_value_heads=2, head_dim=16, vocab_size=512, max_position_embeddings=256)
@@ -95,7 +119,7 @@ def llm_config(family):
         "gemma3": ("gemma3_text", dict(tie_word_embeddings=True, sliding_window=32,
                                        query_pre_attn_scalar=16), "llm"),
         "phi3": ("phi3", dict(tie_word_embeddings=False, pad_token_id=0), "phi3"),
-        "qwen3moe": ("qwen3_moe", dict(tie_word_embeddings=False, num_experts=4,
+        "qwen3moe": ("qwen3_moe", dict(tie_word_embeddings=False, num_experts=MOE_EXPERTS,
                                        num_experts_per_tok=2, moe_intermediate_size=48,
                                        decoder_sparse_step=1), "moe"),
     }[family]
@@ -278,7 +302,7 @@ def check_llm(args, family):
     # (b) official compress_model -> df11 verify, inspect, decompress -> transformers
     official_dir = os.path.join(work, "official")
     against_dir = bf16_dir
-    if family == "qwen3moe":
+    if family == "qwen3moe" and transformers_major() >= 5:
         # The official encoder saves model.state_dict(): under transformers 5 its MoE experts
         # are fused 3-D tensors ("mlp.experts.gate_up_proj"), while save_pretrained writes
         # them per expert. Compare with a folder of the state dict as it is.
@@ -288,7 +312,7 @@ def check_llm(args, family):
         save_file({k: v.contiguous() for k, v in model.state_dict().items()},
                   os.path.join(against_dir, "model.safetensors"), metadata={"format": "pt"})
         shutil.copy(os.path.join(bf16_dir, "config.json"), against_dir)
-    if not official_folders(family, model, OFFICIAL_PATTERNS[pattern], official_dir, saved):
+    if not official_folders(family, model, official_patterns(pattern), official_dir, saved):
         return
     loader_checks(family, "official-encoder-official-loader", official_dir, config, ids2,
                   ref_logits, [(ids8, ref_tok8, "batch8")])
@@ -470,6 +494,19 @@ def note_repro(args):
            f"{'same tokens' if torch.equal(a, b) else 'tokens differ'}")
 
 
+def probe_load(folder):
+    """The official loader on a folder written elsewhere (e.g. under another transformers
+    version): prints whether it loads and runs, without judging (an INFO line)."""
+    from transformers import AutoConfig
+    try:
+        config = AutoConfig.from_pretrained(folder)
+        loaded = official_load(folder, fresh_llm(config))
+        logits = llm_logits(loaded, llm_inputs(config.vocab_size, 2))
+        print(f"INFO probe {folder}: loads, logits {tuple(logits.shape)}", flush=True)
+    except Exception as e:  # noqa: BLE001
+        print(f"INFO probe {folder}: {type(e).__name__}: {e}", flush=True)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--df11", required=True)
@@ -478,10 +515,16 @@ def main():
                         default="llama,qwen2,qwen3,mistral,gemma3,phi3,qwen3moe,flux")
     parser.add_argument("--batch8-study", action="store_true")
     parser.add_argument("--note-repro", action="store_true")
+    parser.add_argument("--probe-load", action="append", default=[], metavar="DIR",
+                        help="only try the official loader on DIR (repeatable)")
     args = parser.parse_args()
     print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}", flush=True)
     import transformers
     print(f"transformers {transformers.__version__}", flush=True)
+    if args.probe_load:
+        for folder in args.probe_load:
+            probe_load(folder)
+        return 0
     for family in args.families.split(","):
         print(f"===== {family}", flush=True)
         try:
