@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <string_view>
 #include <utility>
 
 #include "block_limits.h"
@@ -11,6 +12,37 @@
 
 namespace df11::app {
 namespace {
+
+// The official loader fills one nn.Linear per expert ("mlp.experts.3.gate_proj"), which
+// transformers 4 builds; transformers 5 fuses a layer's experts into 3-D parameters, and the
+// loader cannot load such a model (measured: tests/interop/README.md). The output is right
+// either way; the user should know which transformers the official loader needs.
+bool is_per_expert_path(const std::string& path) {
+  static constexpr std::string_view kExperts = "experts.";
+  for (size_t at = path.find(kExperts); at != std::string::npos;
+       at = path.find(kExperts, at + 1)) {
+    const size_t digit = at + kExperts.size();
+    if ((at == 0 || path[at - 1] == '.') && digit < path.size() &&
+        path[digit] >= '0' && path[digit] <= '9') {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string per_expert_note(const Grouping& grouping) {
+  for (const GroupSpec& g : grouping.groups) {
+    bool per_expert = is_per_expert_path(g.name + ".");
+    for (const std::string& m : g.member_modules) per_expert = per_expert || is_per_expert_path(m);
+    if (per_expert) {
+      return "MoE experts are coded per expert (group '" + g.name +
+             "'): the official dfloat11 loader fills one nn.Linear per expert, which "
+             "transformers 4 builds; under transformers 5 (fused experts) it cannot load MoE "
+             "models, the official ones included";
+    }
+  }
+  return {};
+}
 
 uint64_t member_bytes(const ModelFolder& folder, const CompressPlan& plan, const GroupSpec& group) {
   uint64_t bytes = 0;
@@ -153,6 +185,7 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
     }
   }
   for (const std::string& note : grouping.notes) reporter.warning(note);
+  if (const std::string moe = per_expert_note(grouping); !moe.empty()) reporter.note(moe);
   result.raw.assign(result.order.size(), false);
   for (size_t i : grouping.raw) result.raw[i] = true;
 
