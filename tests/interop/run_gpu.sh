@@ -5,7 +5,8 @@
 # outputs go to OUT.
 #
 # With TF4_WHL=DIR (wheels transformers 4.57, huggingface_hub 0.36, tokenizers, requests and
-# its dependencies), a second pass runs TF4_FAMILIES (default qwen3moe,qwen3,llama) under
+# its dependencies), a second pass runs TF4_FAMILIES (default: the seven language-model families;
+# not flux: diffusers 0.42 needs huggingface_hub 1.x, which transformers 4 cannot use) under
 # transformers 4, the version dfloat11 0.5.0 was written for (its MoE models hold one module
 # per expert), into OUT/interop-transformers4.log; then the installed transformers 5 tries
 # the official loader on that pass's MoE folders (INFO lines, OUT/probe-transformers5.log).
@@ -28,7 +29,7 @@ if [ -n "${TF4_WHL:-}" ]; then
     --target /tmp/site-tf4 "$TF4_WHL"/*.whl || exit 1
   work4=/tmp/interop-tf4
   PYTHONPATH=/tmp/site-tf4:/tmp/site python3 "$dir/interop.py" --df11 "$dir/df11" \
-    --work "$work4" --families "${TF4_FAMILIES:-qwen3moe,qwen3,llama}" 2>&1 \
+    --work "$work4" --families "${TF4_FAMILIES:-llama,qwen2,qwen3,mistral,gemma3,phi3,qwen3moe}" 2>&1 \
     | tee "$out/interop-transformers4.log"
   rc4=${PIPESTATUS[0]}
   [ "$rc" -ne 0 ] || rc=$rc4
