@@ -7,8 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "df11/cuda_decoder.h"  // host-only header, present in every build
+#include "df11/cuda_decoder.h"  // host-only headers, present in every build
+#include "df11/cuda_gemv.h"
 #include "df11/df11.h"
+#include "gemv_args.h"
 #include "model_handle.h"
 
 #ifndef DF11_HAVE_CUDA  // set by df11_cuda's target when the C API links it
@@ -23,6 +25,8 @@ struct df11_cuda_plan {
 #if DF11_HAVE_CUDA
   std::optional<df11::cuda::DecodePlan> plan;  // empty if creation failed
 #endif
+  std::vector<df11::capi::GemvMember> members;  // the fused GEMV's matrices (created plans)
+  std::vector<df11::cuda::GemvMatrix> matrices;  // a call's, reused (one thread at a time)
 };
 
 namespace {
@@ -65,6 +69,56 @@ Status make_plan(df11_cuda_plan& out, const std::vector<df11::cuda::DeviceGroup>
   (void)out, (void)device, (void)what;
   return Status(ErrorCode::kUnsupported, "this df11 library was built without CUDA");
 #endif
+}
+
+// A fused GEMV entry point: the batch and `matrices` pointer are checked first (so that a
+// misuse reads the same whatever the plan's state), then the matrices against the plan's
+// members; `body(DecodePlan&, span<const GemvMatrix>)` runs on the converted matrices.
+template <typename F>
+df11_status on_gemv(df11_cuda_plan* plan, const char* what, const df11_gemv_matrix* matrices,
+                    size_t n_matrices, uint32_t batch, F&& body) {
+  if (plan == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
+  return df11::capi::guarded(plan->err, [&]() -> Status {
+#if DF11_HAVE_CUDA
+    DF11_RETURN_IF_ERROR(df11::capi::check_gemv_batch(batch, what));
+    if (n_matrices != 0 && matrices == nullptr) {
+      return Status(ErrorCode::kInvalidArgument, std::string(what) + ": matrices is NULL");
+    }
+    if (!plan->plan) return Status(ErrorCode::kInvalidArgument, "the plan failed to be created");
+    DF11_RETURN_IF_ERROR(
+        df11::capi::check_gemv_call(plan->members, matrices, n_matrices, batch, what));
+    plan->matrices.resize(n_matrices);
+    for (size_t i = 0; i < n_matrices; ++i) {
+      plan->matrices[i] = df11::cuda::GemvMatrix{matrices[i].rows, matrices[i].cols,
+                                                 static_cast<const uint16_t*>(matrices[i].d_x),
+                                                 static_cast<uint16_t*>(matrices[i].d_y)};
+    }
+    return body(*plan->plan, std::span<const df11::cuda::GemvMatrix>(plan->matrices));
+#else
+    (void)what, (void)matrices, (void)n_matrices, (void)batch, (void)body;
+    return Status(ErrorCode::kUnsupported, "this df11 library was built without CUDA");
+#endif
+  });
+}
+
+// A reference GEMV entry point: `body(DecodePlan&, const GemvMatrix&)` after the checks.
+template <typename F>
+df11_status on_reference(df11_cuda_plan* plan, const char* what, const df11_gemv_matrix* m,
+                         uint32_t batch, F&& body) {
+  if (plan == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
+  return df11::capi::guarded(plan->err, [&]() -> Status {
+#if DF11_HAVE_CUDA
+    DF11_RETURN_IF_ERROR(df11::capi::check_gemv_batch(batch, what));
+    if (m == nullptr) return Status(ErrorCode::kInvalidArgument, std::string(what) + ": m is NULL");
+    if (!plan->plan) return Status(ErrorCode::kInvalidArgument, "the plan failed to be created");
+    const df11::cuda::GemvMatrix gm{m->rows, m->cols, static_cast<const uint16_t*>(m->d_x),
+                                    static_cast<uint16_t*>(m->d_y)};
+    return body(*plan->plan, gm);
+#else
+    (void)what, (void)m, (void)batch, (void)body;
+    return Status(ErrorCode::kUnsupported, "this df11 library was built without CUDA");
+#endif
+  });
 }
 
 CUstream_st* as_stream(void* stream) { return static_cast<CUstream_st*>(stream); }
@@ -126,7 +180,9 @@ df11_status df11_cuda_plan_create(df11_model* model, const size_t* groups, size_
     // plan usually come from one shard, and the group names the rest.
     const std::string what =
         n_groups != 0 ? f.folder.shard_names[f.groups[groups[0]].shard] : f.folder.dir.string();
-    return make_plan(*p, device, what);
+    DF11_RETURN_IF_ERROR(make_plan(*p, device, what));
+    p->members = df11::capi::gemv_members(f, groups, n_groups);
+    return Status::ok();
   });
 }
 
@@ -196,6 +252,76 @@ df11_status df11_cuda_plan_launch_info(const df11_cuda_plan* plan, uint32_t* gri
     *compact = static_cast<int>(plan_size(plan, [](const auto& p) { return p.compact(); }));
   }
   return DF11_OK;
+}
+
+size_t df11_cuda_gemv_matrix_count(const df11_cuda_plan* plan) {
+  return plan_size(plan, [&](const auto&) { return plan->members.size(); });
+}
+
+df11_status df11_cuda_gemv_matrix_info(df11_cuda_plan* plan, size_t i, df11_gemv_matrix* out,
+                                       const char** name) {
+  return on_plan(plan, [&](auto&) -> Status {
+    if (out == nullptr) {
+      return Status(ErrorCode::kInvalidArgument, "df11_cuda_gemv_matrix_info: out is NULL");
+    }
+    if (i >= plan->members.size()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    "df11_cuda_gemv_matrix_info: matrix " + std::to_string(i) +
+                        " out of range (the plan has " + std::to_string(plan->members.size()) +
+                        ")");
+    }
+    const df11::capi::GemvMember& m = plan->members[i];
+    if (m.rows > UINT32_MAX || m.cols > UINT32_MAX) {
+      return Status(ErrorCode::kResourceLimit,
+                    "df11_cuda_gemv_matrix_info: '" + m.name + "' is " + std::to_string(m.rows) +
+                        " x " + std::to_string(m.cols) + ", beyond the fused kernel's 2^32 - 1");
+    }
+    *out = df11_gemv_matrix{static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols),
+                            nullptr, nullptr};
+    if (name != nullptr) *name = m.name.c_str();
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_gemv_workspace_bytes(df11_cuda_plan* plan, const df11_gemv_matrix* matrices,
+                                           size_t n_matrices, uint32_t batch, size_t* out) {
+  const char* what = "df11_cuda_gemv_workspace_bytes";
+  return on_gemv(plan, what, matrices, n_matrices, batch, [&](auto& p, auto gm) -> Status {
+    if (out == nullptr) return Status(ErrorCode::kInvalidArgument, std::string(what) + ": out is NULL");
+    DF11_ASSIGN_OR_RETURN(const size_t bytes, df11::cuda::gemv_workspace_bytes(p, gm, batch));
+    *out = bytes;
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_decode_gemv(df11_cuda_plan* plan, const df11_gemv_matrix* matrices,
+                                  size_t n_matrices, uint32_t batch, void* d_workspace,
+                                  size_t workspace_bytes, void* stream) {
+  return on_gemv(plan, "df11_cuda_decode_gemv", matrices, n_matrices, batch,
+                 [&](auto& p, auto gm) {
+                   return df11::cuda::launch_decode_gemv(p, gm, batch, d_workspace,
+                                                         workspace_bytes, as_stream(stream));
+                 });
+}
+
+df11_status df11_cuda_reference_gemv_workspace_bytes(df11_cuda_plan* plan,
+                                                     const df11_gemv_matrix* m, uint32_t batch,
+                                                     size_t* out) {
+  const char* what = "df11_cuda_reference_gemv_workspace_bytes";
+  return on_reference(plan, what, m, batch, [&](auto&, const auto& gm) -> Status {
+    if (out == nullptr) return Status(ErrorCode::kInvalidArgument, std::string(what) + ": out is NULL");
+    *out = df11::cuda::reference_gemv_workspace_bytes(gm.rows, gm.cols, batch);
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* d_w,
+                                     const df11_gemv_matrix* m, uint32_t batch,
+                                     void* d_workspace, size_t workspace_bytes, void* stream) {
+  return on_reference(plan, "df11_cuda_reference_gemv", m, batch, [&](auto&, const auto& gm) {
+    return df11::cuda::launch_reference_gemv(static_cast<const uint16_t*>(d_w), gm, batch,
+                                             d_workspace, workspace_bytes, as_stream(stream));
+  });
 }
 
 }  // extern "C"

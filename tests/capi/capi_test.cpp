@@ -14,6 +14,7 @@
 
 #include "cli_process.h"
 #include "cli_test_model.h"
+#define DF11_EXPERIMENTAL
 #include "df11/df11.h"
 #include "df11/safetensors.h"
 
@@ -245,6 +246,96 @@ TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   }
   EXPECT_EQ(df11_cuda_plan_workspace_bytes(plan), 0u);
   EXPECT_NE(df11_cuda_decode(plan, nullptr, 0, nullptr), DF11_OK);
+  df11_cuda_plan_destroy(plan);
+}
+
+// The fused GEMV's entry points on the host: misuse is DF11_ERROR_INVALID_ARGUMENT with a
+// message on the plan whatever the plan's state (no GPU here: the plan cannot be sized), and
+// with a GPU the matrices are checked against the plan's members. capi_gpu_test.cpp runs it.
+TEST_P(CApi, GemvMisuseIsReportedOnThePlan) {
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  static uint8_t fake[16];  // device pointers the host never dereferences
+  size_t g = 0;
+  while (g < df11_model_group_count(model.m) &&
+         std::string(df11_group_name(model.m, g)) != "model.layers.0") {
+    ++g;
+  }
+  ASSERT_LT(g, df11_model_group_count(model.m));
+  const df11_cuda_group dev{fake, fake, fake, fake, fake, fake};
+  df11_cuda_plan* plan = nullptr;
+  const df11_status created = df11_cuda_plan_create(model.m, &g, 1, &dev, &plan);
+  ASSERT_NE(plan, nullptr);
+  std::vector<df11_gemv_matrix> m(df11_cuda_gemv_matrix_count(plan), {1, 1, fake, fake});
+  size_t bytes = 0;
+  const auto workspace = [&](uint32_t batch, const df11_gemv_matrix* p, size_t n) {
+    return df11_cuda_gemv_workspace_bytes(plan, p, n, batch, &bytes);
+  };
+  const auto message = [&] { return std::string(df11_cuda_plan_errmsg(plan)); };
+  EXPECT_EQ(df11_cuda_decode_gemv(nullptr, m.data(), m.size(), 1, fake, 16, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_cuda_gemv_workspace_bytes(nullptr, m.data(), m.size(), 1, &bytes),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_cuda_gemv_matrix_count(nullptr), 0u);
+  if (df11_has_cuda() == 0) {
+    EXPECT_EQ(created, DF11_ERROR_UNSUPPORTED);
+    EXPECT_EQ(df11_cuda_gemv_matrix_count(plan), 0u);
+    EXPECT_EQ(workspace(1, m.data(), m.size()), DF11_ERROR_UNSUPPORTED);
+    EXPECT_EQ(df11_cuda_decode_gemv(plan, m.data(), m.size(), 1, fake, 16, nullptr),
+              DF11_ERROR_UNSUPPORTED);
+    EXPECT_EQ(df11_cuda_reference_gemv(plan, fake, m.data(), 1, fake, 16, nullptr),
+              DF11_ERROR_UNSUPPORTED);
+    EXPECT_NE(message().find("without CUDA"), std::string::npos) << message();
+    df11_cuda_plan_destroy(plan);
+    return;
+  }
+  for (const uint32_t batch : {0u, 17u}) {
+    EXPECT_EQ(workspace(batch, m.data(), m.size()), DF11_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(message(), "df11_cuda_gemv_workspace_bytes: batch " + std::to_string(batch) +
+                             " is not within 1..16");
+    EXPECT_EQ(df11_cuda_decode_gemv(plan, m.data(), m.size(), batch, fake, 16, nullptr),
+              DF11_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(message(), "df11_cuda_decode_gemv: batch " + std::to_string(batch) +
+                             " is not within 1..16");
+    EXPECT_EQ(df11_cuda_reference_gemv(plan, fake, m.data(), batch, fake, 16, nullptr),
+              DF11_ERROR_INVALID_ARGUMENT);
+  }
+  EXPECT_EQ(df11_cuda_decode_gemv(plan, nullptr, 7, 1, fake, 16, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(message(), "df11_cuda_decode_gemv: matrices is NULL");
+  EXPECT_EQ(df11_cuda_reference_gemv(plan, fake, nullptr, 1, fake, 16, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(message(), "df11_cuda_reference_gemv: m is NULL");
+  if (created != DF11_OK) {  // no usable GPU: the plan reports its failure, and says so
+    EXPECT_EQ(df11_cuda_gemv_matrix_count(plan), 0u);
+    EXPECT_EQ(workspace(1, m.data(), m.size()), DF11_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(message(), "the plan failed to be created");
+    df11_cuda_plan_destroy(plan);
+    return;
+  }
+  // A GPU: the plan's members are the matrices, checked by count and shape.
+  ASSERT_EQ(m.size(), 7u);  // q, k, v, o, gate, up, down
+  for (size_t i = 0; i < m.size(); ++i) {
+    const char* name = nullptr;
+    ASSERT_EQ(df11_cuda_gemv_matrix_info(plan, i, &m[i], &name), DF11_OK) << message();
+    ASSERT_NE(name, nullptr);
+    EXPECT_EQ(df11_tensor_byte_size(model.m, df11_model_find_tensor(model.m, name)),
+              2ull * m[i].rows * m[i].cols);
+    m[i].d_x = fake;
+    m[i].d_y = fake + 8;
+  }
+  EXPECT_EQ(df11_cuda_gemv_matrix_info(plan, 7, &m[0], nullptr), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("matrix 7 out of range (the plan has 7)"), std::string::npos);
+  EXPECT_EQ(workspace(3, m.data(), m.size()), DF11_OK) << message();
+  EXPECT_GE(bytes, df11_cuda_plan_workspace_bytes(plan));
+  EXPECT_EQ(workspace(3, m.data(), 6), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("6 matrices, the plan's groups have 7 members"), std::string::npos);
+  std::swap(m[6].rows, m[6].cols);
+  EXPECT_EQ(df11_cuda_decode_gemv(plan, m.data(), m.size(), 3, fake, bytes, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("matrices[6] ('model.layers.0.mlp.down_proj.weight') is"),
+            std::string::npos)
+      << message();
   df11_cuda_plan_destroy(plan);
 }
 

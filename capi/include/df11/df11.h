@@ -305,6 +305,85 @@ DF11_API df11_status df11_cuda_group_status(df11_cuda_plan* plan, const void* h_
 DF11_API df11_status df11_cuda_plan_launch_info(const df11_cuda_plan* plan, uint32_t* grid,
                                                 uint32_t* shared_bytes, int* compact);
 
+/* ---- Fused decode + GEMV on a CUDA GPU -------------------------------------------------
+ * y = W x for every member of every group of a plan, straight from the coded buffers the
+ * plan was made with: the decoded weights are never written to memory (batch 1 to 16, BF16
+ * x and y, FP32 accumulation). For engines at small batch, where reading the weights is the
+ * cost and DF11 stores about 68% of the BF16 bytes (BENCHMARKS.md, "GPU GEMV").
+ *
+ *   size_t n = df11_cuda_gemv_matrix_count(plan);          one matrix per coded member
+ *   df11_cuda_gemv_matrix_info(plan, i, &m[i], &name);     its rows, cols (and tensor name)
+ *   ... the caller sets m[i].d_x and m[i].d_y ...
+ *   df11_cuda_gemv_workspace_bytes(plan, m, n, batch, &ws);       phase 1: ask (checks m)
+ *   cudaMalloc(&d_ws, ws);  df11_cuda_workspace_init(plan, d_ws, ws, stream);   once
+ *   df11_cuda_decode_gemv(plan, m, n, batch, d_ws, ws, stream);   phase 2: per token
+ *   df11_cuda_status_sync(plan, d_ws, stream);             or the deferred pair, as for decode
+ *
+ * Exactness: every output is the FP32 sum of w * x in a fixed order (decoder/cuda/NOTES.md,
+ * "Fused decode+GEMV"), rounded once to BF16. df11_cuda_reference_gemv() computes exactly
+ * that from BF16 weights, so the fused output equals it bit for bit whenever the groups
+ * decode to those weights: the same model run in BF16 through the reference and in DF11
+ * through the fused kernel gives identical outputs. It is not bit-equal to cuBLAS (another
+ * order). Without CUDA every function here returns DF11_ERROR_UNSUPPORTED (count 0). */
+
+/* One member's matrix W, row-major [rows, cols] (the member's weights in order): rows is the
+ * tensor's shape[0] (its output features), cols the product of the rest. x is BF16
+ * [cols, batch] and y BF16 [rows, batch], both row-major (x[c * batch + j]); any alignment
+ * (16-byte aligned x is faster). y must not overlap any x or another y. */
+typedef struct df11_gemv_matrix {
+  uint32_t rows;
+  uint32_t cols;
+  const void* d_x;
+  void* d_y;
+} df11_gemv_matrix;
+
+/* Matrices a fused launch takes: the coded members of the plan's groups, in the plan's group
+ * order and each group's concatenation order. This counts every coded member, a tied copy
+ * (spec 5.3 alias) included, so it can exceed the sum of df11_group_member_count(). 0 for a
+ * plan that failed or a build without CUDA. */
+DF11_API size_t df11_cuda_gemv_matrix_count(const df11_cuda_plan* plan);
+
+/* Matrix i's shape: sets out->rows and out->cols (d_x and d_y to NULL) and, if `name` is not
+ * NULL, *name to the member's tensor name (valid until the plan is destroyed). */
+DF11_API df11_status df11_cuda_gemv_matrix_info(df11_cuda_plan* plan, size_t i,
+                                                df11_gemv_matrix* out, const char** name);
+
+/* Bytes of device workspace a fused launch of these matrices at this batch needs into *out:
+ * the plan's status records first (what df11_cuda_status_* read), then partial sums. Checks
+ * the arguments as df11_cuda_decode_gemv does: DF11_ERROR_INVALID_ARGUMENT for NULL
+ * pointers, a batch outside 1..16, or matrices that are not the plan's (count, order,
+ * shape), naming the matrix and its tensor; DF11_ERROR_RESOURCE_LIMIT if the kernel does
+ * not fit the device. Host only; nothing synchronises. */
+DF11_API df11_status df11_cuda_gemv_workspace_bytes(df11_cuda_plan* plan,
+                                                    const df11_gemv_matrix* matrices,
+                                                    size_t n_matrices, uint32_t batch,
+                                                    size_t* out);
+
+/* Enqueues y = W x for every matrix on `stream`, decoding W from the plan's groups: two
+ * kernel launches per 64 groups (256 members), no allocation, no copy, no synchronisation.
+ * The workspace (at least df11_cuda_gemv_workspace_bytes(), initialised once by
+ * df11_cuda_workspace_init with its whole size) must not serve two launches in flight at
+ * once; it records this launch's status exactly as df11_cuda_decode does (same epochs: a
+ * workspace may alternate decodes and fused launches, of this plan or others), read with
+ * df11_cuda_status_sync or df11_cuda_status_copy. A corrupt stream is reported there (y is
+ * then unspecified; nothing outside the described arrays is touched). The plan's d_out
+ * buffers are not used. DF11_ERROR_CUDA if a launch fails. */
+DF11_API df11_status df11_cuda_decode_gemv(df11_cuda_plan* plan, const df11_gemv_matrix* matrices,
+                                           size_t n_matrices, uint32_t batch, void* d_workspace,
+                                           size_t workspace_bytes, void* stream);
+
+/* The reference: y = W x for BF16 W (d_w, row-major [m->rows, m->cols], device memory, any
+ * alignment) in the fused kernel's accumulation order. `plan` is any created plan of the
+ * current device; it only receives the error message. Its workspace (*out bytes, no
+ * initialisation) holds partial sums. Two kernel launches on `stream`, nothing else. */
+DF11_API df11_status df11_cuda_reference_gemv_workspace_bytes(df11_cuda_plan* plan,
+                                                              const df11_gemv_matrix* m,
+                                                              uint32_t batch, size_t* out);
+DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* d_w,
+                                              const df11_gemv_matrix* m, uint32_t batch,
+                                              void* d_workspace, size_t workspace_bytes,
+                                              void* stream);
+
 #endif /* DF11_EXPERIMENTAL */
 
 #ifdef __cplusplus

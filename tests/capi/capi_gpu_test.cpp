@@ -1,0 +1,324 @@
+// The fused decode+GEMV through libdf11.so on a GPU, as an engine calls it (df11/df11.h,
+// experimental section): every member of a real compressed folder (ragged shapes: columns
+// not a multiple of 8, rows across the 1024-column chunks) at batch 1, 3 and 16, compared bit
+// for bit with the reference GEMV on the CPU-decoded weights; then a corrupt stream, reported
+// through the same status calls as after df11_cuda_decode, with double-buffered and shared
+// workspaces. Skips without a GPU.
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli_process.h"
+#include "cli_test_model.h"
+#define DF11_EXPERIMENTAL
+#include "df11/df11.h"
+
+namespace df11::clitest {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Model {
+  df11_model* m = nullptr;
+  ~Model() { df11_model_close(m); }
+};
+
+struct Plan {
+  df11_cuda_plan* p = nullptr;
+  ~Plan() { df11_cuda_plan_destroy(p); }
+};
+
+// Device allocations freed together.
+class Device {
+ public:
+  Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
+  ~Device() {
+    for (void* p : ptrs_) cudaFree(p);
+  }
+  void* alloc(size_t bytes) {
+    void* p = nullptr;
+    EXPECT_EQ(cudaMalloc(&p, std::max<size_t>(bytes, 16)), cudaSuccess);
+    ptrs_.push_back(p);
+    return p;
+  }
+  void* upload(const void* data, size_t bytes) {
+    void* p = alloc(bytes);
+    EXPECT_EQ(cudaMemcpy(p, data, bytes, cudaMemcpyHostToDevice), cudaSuccess);
+    return p;
+  }
+  template <typename T>
+  void* upload(const std::vector<T>& v) {
+    return upload(v.data(), v.size() * sizeof(T));
+  }
+
+ private:
+  std::vector<void*> ptrs_;
+};
+
+std::vector<uint16_t> download(const void* d, size_t count) {
+  std::vector<uint16_t> h(count);
+  EXPECT_EQ(cudaMemcpy(h.data(), d, 2 * count, cudaMemcpyDeviceToHost), cudaSuccess);
+  return h;
+}
+
+// Deterministic BF16 inputs in (-1, 1), never zero, both signs.
+std::vector<uint16_t> make_x(size_t n, uint64_t seed) {
+  std::vector<uint16_t> x(n);
+  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 12345;
+  for (uint16_t& v : x) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    const float f = (static_cast<float>(s >> 41) + 0.5f) / static_cast<float>(1u << 23) - 1.0f;
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    v = static_cast<uint16_t>(u >> 16);
+  }
+  return x;
+}
+
+// Index of the group named `name`.
+size_t find_group(df11_model* m, const std::string& name) {
+  for (size_t g = 0; g < df11_model_group_count(m); ++g) {
+    if (name == df11_group_name(m, g)) return g;
+  }
+  ADD_FAILURE() << "no group " << name;
+  return 0;
+}
+
+// Uploads group g's five parts and gives it a real output buffer.
+df11_cuda_group upload_group(df11_model* m, size_t g, Device& dev) {
+  const df11_group_part parts[5] = {DF11_PART_LUTS, DF11_PART_ENCODED_EXPONENT,
+                                    DF11_PART_SIGN_MANTISSA, DF11_PART_OUTPUT_POSITIONS,
+                                    DF11_PART_GAPS};
+  const void* slots[5] = {};
+  for (int p = 0; p < 5; ++p) {
+    const void* data = nullptr;
+    size_t bytes = 0;
+    EXPECT_EQ(df11_group_part_bytes(m, g, parts[p], &data, &bytes), DF11_OK);
+    slots[p] = dev.upload(data, bytes);
+  }
+  return df11_cuda_group{slots[0], slots[1], slots[2], slots[3], slots[4],
+                         dev.alloc(2 * df11_group_element_count(m, g))};
+}
+
+// A plan's matrices with fresh x (per batch) and y buffers, and where each matrix's weights
+// lie in the CPU-decoded groups.
+struct Matrices {
+  std::vector<df11_gemv_matrix> m;
+  std::vector<const uint16_t*> d_w;  // the matrix's BF16 weights on the device (decoded on CPU)
+};
+
+Matrices matrices_of(df11_model* model, df11_cuda_plan* plan, const std::vector<size_t>& groups,
+                     uint32_t batch, Device& dev) {
+  Matrices out;
+  size_t gi = 0;
+  uint64_t at = 0;
+  const uint16_t* d_group = nullptr;
+  const auto load_group = [&] {
+    std::vector<uint16_t> w(df11_group_element_count(model, groups[gi]));
+    EXPECT_EQ(df11_decode_group(model, groups[gi], w.data(), 2 * w.size()), DF11_OK)
+        << df11_model_errmsg(model);
+    d_group = static_cast<const uint16_t*>(dev.upload(w));
+  };
+  load_group();
+  for (size_t i = 0; i < df11_cuda_gemv_matrix_count(plan); ++i) {
+    if (at == df11_group_element_count(model, groups[gi])) {
+      ++gi;
+      at = 0;
+      load_group();
+    }
+    df11_gemv_matrix mi{};
+    EXPECT_EQ(df11_cuda_gemv_matrix_info(plan, i, &mi, nullptr), DF11_OK);
+    mi.d_x = dev.upload(make_x(uint64_t{mi.cols} * batch, 31 * i + batch));
+    mi.d_y = dev.alloc(2ull * mi.rows * batch);
+    out.m.push_back(mi);
+    out.d_w.push_back(d_group + at);
+    at += uint64_t{mi.rows} * mi.cols;
+  }
+  EXPECT_EQ(gi + 1, groups.size());
+  EXPECT_EQ(at, df11_group_element_count(model, groups[gi]));
+  return out;
+}
+
+class CApiGpu : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      GTEST_SKIP() << "no usable CUDA device";
+    }
+    ASSERT_EQ(df11_has_cuda(), 1);
+    TinyLlama llama;
+    llama.layers = 2;
+    llama.hidden = 1040;        // two accumulation chunks (1024 + 16 columns)
+    llama.intermediate = 1501;  // down_proj: 1501 columns, not a multiple of 8
+    llama.sharded = false;
+    write_tiny_llama(tmp_ / "model", llama);
+    const ProcessResult r = run_df11(
+        {"compress", (tmp_ / "model").string(), "-o", (tmp_ / "df11").string(), "-q"}, tmp_.path());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  TempDir tmp_;
+};
+
+TEST_F(CApiGpu, FusedEqualsReferenceOnDecodedWeightsBitForBit) {
+  Model model;
+  ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &model.m), DF11_OK);
+  // Every group of the model in one plan, in reverse order (any order is allowed).
+  std::vector<size_t> groups;
+  for (size_t g = df11_model_group_count(model.m); g-- > 0;) groups.push_back(g);
+  ASSERT_GE(groups.size(), 3u);  // embed_tokens, two layers (and lm_head)
+  Device dev;
+  std::vector<df11_cuda_group> d;
+  for (size_t g : groups) d.push_back(upload_group(model.m, g, dev));
+  Plan plan;
+  ASSERT_EQ(df11_cuda_plan_create(model.m, groups.data(), groups.size(), d.data(), &plan.p),
+            DF11_OK)
+      << df11_cuda_plan_errmsg(plan.p);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  for (const uint32_t batch : {1u, 3u, 16u}) {
+    SCOPED_TRACE("batch " + std::to_string(batch));
+    Matrices ms = matrices_of(model.m, plan.p, groups, batch, dev);
+    size_t ws = 0;
+    ASSERT_EQ(df11_cuda_gemv_workspace_bytes(plan.p, ms.m.data(), ms.m.size(), batch, &ws),
+              DF11_OK)
+        << df11_cuda_plan_errmsg(plan.p);
+    void* d_ws = dev.alloc(ws);
+    ASSERT_EQ(df11_cuda_workspace_init(plan.p, d_ws, ws, stream), DF11_OK);
+    // Too small a workspace is refused before anything is enqueued.
+    EXPECT_EQ(df11_cuda_decode_gemv(plan.p, ms.m.data(), ms.m.size(), batch, d_ws, ws - 1, stream),
+              DF11_ERROR_INVALID_ARGUMENT);
+    ASSERT_EQ(df11_cuda_decode_gemv(plan.p, ms.m.data(), ms.m.size(), batch, d_ws, ws, stream),
+              DF11_OK)
+        << df11_cuda_plan_errmsg(plan.p);
+    ASSERT_EQ(df11_cuda_status_sync(plan.p, d_ws, stream), DF11_OK)
+        << df11_cuda_plan_errmsg(plan.p);
+    // The reference on the CPU-decoded weights, matrix by matrix, into its own outputs.
+    size_t ref_ws = 0;
+    for (const df11_gemv_matrix& m : ms.m) {
+      size_t b = 0;
+      ASSERT_EQ(df11_cuda_reference_gemv_workspace_bytes(plan.p, &m, batch, &b), DF11_OK);
+      ref_ws = std::max(ref_ws, b);
+    }
+    void* d_ref_ws = dev.alloc(ref_ws);
+    uint64_t outputs = 0, nonzero = 0;
+    for (size_t i = 0; i < ms.m.size(); ++i) {
+      df11_gemv_matrix ref = ms.m[i];
+      ref.d_y = dev.alloc(2ull * ref.rows * batch);
+      ASSERT_EQ(df11_cuda_reference_gemv(plan.p, ms.d_w[i], &ref, batch, d_ref_ws, ref_ws, stream),
+                DF11_OK)
+          << df11_cuda_plan_errmsg(plan.p);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      const std::vector<uint16_t> fused = download(ms.m[i].d_y, uint64_t{ref.rows} * batch);
+      const std::vector<uint16_t> want = download(ref.d_y, uint64_t{ref.rows} * batch);
+      ASSERT_EQ(fused, want) << "matrix " << i << " (" << ref.rows << " x " << ref.cols << ")";
+      outputs += fused.size();
+      for (uint16_t v : fused) nonzero += (v & 0x7FFF) != 0;
+    }
+    EXPECT_GT(nonzero, outputs / 2);  // real sums, not an untouched output
+  }
+  cudaStreamDestroy(stream);
+}
+
+// A flipped bit in layer 0's stream: the fused launch reports it exactly like a decode,
+// through both status paths, and workspaces shared or alternated between a corrupt and a good
+// plan, and between decodes and fused launches, keep each launch's own report (the epochs of
+// decoder/cuda/host/workspace_ledger.h).
+TEST_F(CApiGpu, CorruptStreamIsReportedAfterAFusedLaunch) {
+  fs::copy(tmp_ / "df11", tmp_ / "bad", fs::copy_options::recursive);
+  std::string file, group = "model.layers.0";
+  {
+    Model model;
+    ASSERT_EQ(df11_model_open((tmp_ / "bad").c_str(), &model.m), DF11_OK);
+    file = df11_group_file(model.m, find_group(model.m, group));
+  }
+  flip_byte(tmp_ / "bad" / file,
+            tensor_file_offset(tmp_ / "bad" / file, group + ".encoded_exponent") + 100, 0x10);
+  Model good, bad;
+  ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &good.m), DF11_OK);
+  ASSERT_EQ(df11_model_open((tmp_ / "bad").c_str(), &bad.m), DF11_OK);
+  const size_t g_good = find_group(good.m, group), g_bad = find_group(bad.m, group);
+  {  // the CPU decoder sees it too: the stream really is corrupt
+    std::vector<uint16_t> w(df11_group_element_count(bad.m, g_bad));
+    ASSERT_NE(df11_decode_group(bad.m, g_bad, w.data(), 2 * w.size()), DF11_OK);
+  }
+  Device dev;
+  const df11_cuda_group d_good = upload_group(good.m, g_good, dev);
+  const df11_cuda_group d_bad = upload_group(bad.m, g_bad, dev);
+  Plan p_good, p_bad;
+  ASSERT_EQ(df11_cuda_plan_create(good.m, &g_good, 1, &d_good, &p_good.p), DF11_OK);
+  ASSERT_EQ(df11_cuda_plan_create(bad.m, &g_bad, 1, &d_bad, &p_bad.p), DF11_OK);
+  const uint32_t batch = 2;
+  Matrices m_good = matrices_of(good.m, p_good.p, {g_good}, batch, dev);
+  Matrices m_bad = matrices_of(good.m, p_bad.p, {g_good}, batch, dev);  // same shapes
+  size_t ws_good = 0, ws_bad = 0;
+  ASSERT_EQ(df11_cuda_gemv_workspace_bytes(p_good.p, m_good.m.data(), m_good.m.size(), batch,
+                                           &ws_good),
+            DF11_OK);
+  ASSERT_EQ(df11_cuda_gemv_workspace_bytes(p_bad.p, m_bad.m.data(), m_bad.m.size(), batch,
+                                           &ws_bad),
+            DF11_OK);
+  const size_t ws = std::max(ws_good, ws_bad);
+  void* a = dev.alloc(ws);
+  void* b = dev.alloc(ws);
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  // Both plans know both workspaces from the start: no launch below zeroes stale records
+  // first, so only the epochs keep the reports apart.
+  for (df11_cuda_plan* p : {p_bad.p, p_good.p}) {
+    for (void* w : {a, b}) ASSERT_EQ(df11_cuda_workspace_init(p, w, ws, stream), DF11_OK);
+  }
+  const auto fused = [&](df11_cuda_plan* p, Matrices& m, void* w) {
+    return df11_cuda_decode_gemv(p, m.m.data(), m.m.size(), batch, w, ws, stream);
+  };
+  const auto names_group = [&](df11_cuda_plan* p) {
+    const std::string msg = df11_cuda_plan_errmsg(p);
+    EXPECT_NE(msg.find(file + ": group '" + group + "'"), std::string::npos) << msg;
+  };
+
+  // Double buffering: the corrupt launch into A, the good one into B, then both read.
+  ASSERT_EQ(fused(p_bad.p, m_bad, a), DF11_OK);
+  ASSERT_EQ(fused(p_good.p, m_good, b), DF11_OK);
+  const df11_status s = df11_cuda_status_sync(p_bad.p, a, stream);
+  EXPECT_TRUE(s == DF11_ERROR_CORRUPT_DATA || s == DF11_ERROR_BAD_GAP ||
+              s == DF11_ERROR_BAD_OUTPUT_POSITIONS)
+      << df11_status_name(s);
+  names_group(p_bad.p);
+  EXPECT_EQ(df11_cuda_status_sync(p_good.p, b, stream), DF11_OK) << df11_cuda_plan_errmsg(p_good.p);
+
+  // Deferred: the copied records say the same, read without the stream.
+  std::vector<uint8_t> h(df11_cuda_plan_status_bytes(p_bad.p));
+  ASSERT_EQ(df11_cuda_status_copy(p_bad.p, a, h.data(), h.size(), stream), DF11_OK);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  EXPECT_EQ(df11_cuda_group_status(p_bad.p, h.data(), h.size(), 0), s);
+  names_group(p_bad.p);
+
+  // Shared: the good plan's launch into A ignores the corrupt launch's record still there.
+  ASSERT_EQ(fused(p_good.p, m_good, a), DF11_OK);
+  EXPECT_EQ(df11_cuda_status_sync(p_good.p, a, stream), DF11_OK) << df11_cuda_plan_errmsg(p_good.p);
+
+  // Decodes and fused launches alternate in one workspace: each read is its latest launch's.
+  ASSERT_EQ(df11_cuda_decode(p_bad.p, b, ws, stream), DF11_OK);
+  EXPECT_EQ(df11_cuda_status_sync(p_bad.p, b, stream), s);
+  ASSERT_EQ(fused(p_good.p, m_good, b), DF11_OK);
+  EXPECT_EQ(df11_cuda_status_sync(p_good.p, b, stream), DF11_OK);
+  ASSERT_EQ(df11_cuda_decode(p_good.p, b, ws, stream), DF11_OK);
+  EXPECT_EQ(df11_cuda_status_sync(p_good.p, b, stream), DF11_OK);
+  ASSERT_EQ(fused(p_bad.p, m_bad, b), DF11_OK);
+  EXPECT_EQ(df11_cuda_status_sync(p_bad.p, b, stream), s);
+  names_group(p_bad.p);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace df11::clitest
