@@ -1,7 +1,7 @@
 // The fused decode+GEMV through libdf11.so on a GPU, as an engine calls it (df11/df11.h,
 // experimental section): every member of a real compressed folder (ragged shapes: columns
 // not a multiple of 8, rows across the 1024-column chunks) at batch 1, 3 and 16, compared bit
-// for bit with the reference GEMV on the CPU-decoded weights; then a corrupt stream, reported
+// for bit with the reference GEMV on the CPU-decoded weights; then a corrupt device copy, reported
 // through the same status calls as after df11_cuda_decode, with double-buffered and shared
 // workspaces. Skips without a GPU.
 #include <cuda_runtime.h>
@@ -10,7 +10,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
-#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -21,8 +20,6 @@
 
 namespace df11::clitest {
 namespace {
-
-namespace fs = std::filesystem;
 
 struct Model {
   df11_model* m = nullptr;
@@ -230,37 +227,41 @@ TEST_F(CApiGpu, FusedEqualsReferenceOnDecodedWeightsBitForBit) {
   cudaStreamDestroy(stream);
 }
 
-// A flipped bit in layer 0's stream: the fused launch reports it exactly like a decode,
-// through both status paths, and workspaces shared or alternated between a corrupt and a good
-// plan, and between decodes and fused launches, keep each launch's own report (the epochs of
+// Layer 0's device copy made inconsistent after planning (block 0's output position says one
+// weight more than its stream holds: what a corrupt upload looks like to the kernel, which
+// must find it while decoding): the fused launch reports it exactly like a decode, through
+// both status paths, and workspaces shared or alternated between the corrupt and a good plan,
+// and between decodes and fused launches, keep each launch's own report (the epochs of
 // decoder/cuda/host/workspace_ledger.h).
 TEST_F(CApiGpu, CorruptStreamIsReportedAfterAFusedLaunch) {
-  fs::copy(tmp_ / "df11", tmp_ / "bad", fs::copy_options::recursive);
-  std::string file, group = "model.layers.0";
-  {
-    Model model;
-    ASSERT_EQ(df11_model_open((tmp_ / "bad").c_str(), &model.m), DF11_OK);
-    file = df11_group_file(model.m, find_group(model.m, group));
-  }
-  flip_byte(tmp_ / "bad" / file,
-            tensor_file_offset(tmp_ / "bad" / file, group + ".encoded_exponent") + 100, 0x10);
-  Model good, bad;
-  ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &good.m), DF11_OK);
-  ASSERT_EQ(df11_model_open((tmp_ / "bad").c_str(), &bad.m), DF11_OK);
-  const size_t g_good = find_group(good.m, group), g_bad = find_group(bad.m, group);
-  {  // the CPU decoder sees it too: the stream really is corrupt
-    std::vector<uint16_t> w(df11_group_element_count(bad.m, g_bad));
-    ASSERT_NE(df11_decode_group(bad.m, g_bad, w.data(), 2 * w.size()), DF11_OK);
-  }
+  const std::string group = "model.layers.0";
+  Model model;
+  ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &model.m), DF11_OK);
+  const size_t g = find_group(model.m, group);
+  const std::string file = df11_group_file(model.m, g);
   Device dev;
-  const df11_cuda_group d_good = upload_group(good.m, g_good, dev);
-  const df11_cuda_group d_bad = upload_group(bad.m, g_bad, dev);
+  const df11_cuda_group d_good = upload_group(model.m, g, dev);
+  df11_cuda_group d_bad = upload_group(model.m, g, dev);
+  {
+    const void* data = nullptr;
+    size_t bytes = 0;
+    ASSERT_EQ(df11_group_part_bytes(model.m, g, DF11_PART_OUTPUT_POSITIONS, &data, &bytes),
+              DF11_OK);
+    ASSERT_GE(bytes, 12u);  // at least two blocks
+    std::vector<uint8_t> positions(static_cast<const uint8_t*>(data),
+                                   static_cast<const uint8_t*>(data) + bytes);
+    uint32_t end0;  // spec 3.2: little-endian uint32 per block boundary
+    std::memcpy(&end0, positions.data() + 4, 4);
+    ++end0;
+    std::memcpy(positions.data() + 4, &end0, 4);
+    d_bad.d_output_positions = dev.upload(positions);
+  }
   Plan p_good, p_bad;
-  ASSERT_EQ(df11_cuda_plan_create(good.m, &g_good, 1, &d_good, &p_good.p), DF11_OK);
-  ASSERT_EQ(df11_cuda_plan_create(bad.m, &g_bad, 1, &d_bad, &p_bad.p), DF11_OK);
+  ASSERT_EQ(df11_cuda_plan_create(model.m, &g, 1, &d_good, &p_good.p), DF11_OK);
+  ASSERT_EQ(df11_cuda_plan_create(model.m, &g, 1, &d_bad, &p_bad.p), DF11_OK);
   const uint32_t batch = 2;
-  Matrices m_good = matrices_of(good.m, p_good.p, {g_good}, batch, dev);
-  Matrices m_bad = matrices_of(good.m, p_bad.p, {g_good}, batch, dev);  // same shapes
+  Matrices m_good = matrices_of(model.m, p_good.p, {g}, batch, dev);
+  Matrices m_bad = matrices_of(model.m, p_bad.p, {g}, batch, dev);  // same shapes
   size_t ws_good = 0, ws_bad = 0;
   ASSERT_EQ(df11_cuda_gemv_workspace_bytes(p_good.p, m_good.m.data(), m_good.m.size(), batch,
                                            &ws_good),
@@ -290,10 +291,11 @@ TEST_F(CApiGpu, CorruptStreamIsReportedAfterAFusedLaunch) {
   ASSERT_EQ(fused(p_bad.p, m_bad, a), DF11_OK);
   ASSERT_EQ(fused(p_good.p, m_good, b), DF11_OK);
   const df11_status s = df11_cuda_status_sync(p_bad.p, a, stream);
-  EXPECT_TRUE(s == DF11_ERROR_CORRUPT_DATA || s == DF11_ERROR_BAD_GAP ||
-              s == DF11_ERROR_BAD_OUTPUT_POSITIONS)
-      << df11_status_name(s);
+  EXPECT_EQ(s, DF11_ERROR_BAD_OUTPUT_POSITIONS) << df11_cuda_plan_errmsg(p_bad.p);
   names_group(p_bad.p);
+  EXPECT_NE(std::string(df11_cuda_plan_errmsg(p_bad.p)).find("': block 0: "),
+            std::string::npos)
+      << df11_cuda_plan_errmsg(p_bad.p);
   EXPECT_EQ(df11_cuda_status_sync(p_good.p, b, stream), DF11_OK) << df11_cuda_plan_errmsg(p_good.p);
 
   // Deferred: the copied records say the same, read without the stream.
