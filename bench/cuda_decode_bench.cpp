@@ -1,8 +1,8 @@
 // df11-cuda-bench: the `df11 bench decode --device cuda` workload and report, plus a cuBLAS
 // BF16 batch-1 GEMV over the same seven matrices in the same run, for scale (what the
-// decoded block is for), then the GEMV rows (cuda_gemv_bench.cpp: cuBLAS, decode + cuBLAS,
-// fused decode+GEMV, reference GEMV at batch 1..16, and the model line). Results and the
-// exact command: BENCHMARKS.md, "GPU decode" and "GPU GEMV".
+// decoded block is for), then the GEMV rows of `df11 bench gemv` (pipeline/bench_gemv.h:
+// cuBLAS, decode + cuBLAS, fused decode+GEMV, reference GEMV at batch 1..16, and the model
+// line). Results and the exact command: BENCHMARKS.md, "GPU decode" and "GPU GEMV".
 //
 //   df11-cuda-bench [--runs 20] [--warmup 5] [--model-blocks 32] [--seed 1] [--no-gemv]
 //                   [--dump DIR]
@@ -23,8 +23,17 @@
 #include <cuda_runtime_api.h>
 
 #include "bench_decode.h"
-#include "cuda_gemv_bench.h"
+#include "bench_gemv.h"
 #include "df11/cuda_decoder.h"
+
+// On failure, print `what` and return false.
+#define BENCH_CHECK(call, what)                 \
+  do {                                          \
+    if (!(call)) {                              \
+      std::cerr << "error: " << (what) << "\n"; \
+      return false;                             \
+    }                                           \
+  } while (0)
 
 namespace {
 
@@ -141,8 +150,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (!no_gemv && !bench_gemv(*w, o.warmup, o.runs)) return 1;
-  if (!no_gemv && !df11::bench::run_gemv_benchmark(*w, o.warmup, o.runs, o.model_blocks)) {
-    return 1;
+  if (!no_gemv) {
+    df11::app::BenchGemvOptions g;
+    g.block = o;
+    s = df11::app::bench_gemv_workload(g, *w, std::cout);
+    if (!s.is_ok()) {
+      std::cerr << "error: " << s.to_string() << "\n";
+      return 1;
+    }
   }
   if (!dump_dir.empty() && !dump(*w, dump_dir)) return 1;
   return 0;

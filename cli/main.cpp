@@ -295,6 +295,25 @@ int main(int argc, char** argv) {
   bench_decode_cmd->add_option("--kv-dim", bench.kv_dim, "rows of k_proj and v_proj")
       ->check(CLI::Range(1u, 1u << 20));
   add_output_options(bench_decode_cmd, common, false);
+  app::BenchGemvOptions gemv;
+  std::string gemv_batches = "1,2,4,8,16";
+  CLI::App* bench_gemv_cmd = bench_cmd->add_subcommand(
+      "gemv", "GPU y = W x on the same block: cuBLAS, decode + cuBLAS, fused decode+GEMV");
+  bench_gemv_cmd->add_option("--batch", gemv_batches, "batch sizes (columns of x), each 1..16");
+  bench_gemv_cmd->add_option("--runs", gemv.block.runs, "timed runs (median)")
+      ->check(CLI::Range(1, 1000000));
+  bench_gemv_cmd->add_option("--warmup", gemv.block.warmup, "untimed runs first")
+      ->check(CLI::Range(0, 1000000));
+  bench_gemv_cmd->add_option("--model-blocks", gemv.block.model_blocks,
+                             "blocks of the model line at batch 1 (0 skips it)");
+  bench_gemv_cmd->add_option("--seed", gemv.block.seed, "weight generator seed");
+  bench_gemv_cmd->add_option("--hidden", gemv.block.hidden, "hidden size")
+      ->check(CLI::Range(1u, 1u << 20));
+  bench_gemv_cmd->add_option("--intermediate", gemv.block.intermediate, "MLP size")
+      ->check(CLI::Range(1u, 1u << 22));
+  bench_gemv_cmd->add_option("--kv-dim", gemv.block.kv_dim, "rows of k_proj and v_proj")
+      ->check(CLI::Range(1u, 1u << 20));
+  add_output_options(bench_gemv_cmd, common, true);
 
   for (CLI::App* sub : cli.get_subcommands([](CLI::App*) { return true; })) sub->footer("");
   if (const int code = check_names(cli, argc, argv); code >= 0) return code;
@@ -393,6 +412,14 @@ int main(int argc, char** argv) {
                    : bench_device == "auto" ? app::DeviceChoice::kAuto
                                             : app::DeviceChoice::kCuda;
     return app::run_bench_decode(bench, std::cout, std::cerr);
+  }
+  if (bench_gemv_cmd->parsed()) {
+    auto batches = app::parse_batch_list(gemv_batches);
+    if (!batches) return usage_error(batches.status().message(), "run 'df11 bench gemv --help'");
+    gemv.batches = *batches;
+    gemv.block.threads = threads;
+    gemv.json = common.json;
+    return app::run_bench_gemv(gemv, std::cout, std::cerr);
   }
   return app::kExitUsage;
 }

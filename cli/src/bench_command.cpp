@@ -15,4 +15,14 @@ int run_bench_decode(const BenchDecodeOptions& o, std::ostream& out, std::ostrea
   return exit_code_for(s);
 }
 
+int run_bench_gemv(const BenchGemvOptions& o, std::ostream& out, std::ostream& err) {
+  Status s = check_bench_gemv_options(o);  // before minutes of generating and encoding
+  if (s.is_ok()) {
+    Result<BenchWorkload> w = make_bench_workload(o.block);
+    s = w.is_ok() ? bench_gemv_workload(o, *w, out) : w.status();
+  }
+  if (!s.is_ok()) err << "error: " << error_line(s) << "\n";
+  return exit_code_for(s);
+}
+
 }  // namespace df11::app

@@ -86,29 +86,6 @@ std::string with_commas(uint64_t v) {
 
 double gbps(uint64_t bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0; }
 
-void print_workload(const BenchWorkload& w, std::ostream& out) {
-  const GroupView g = w.group.view();
-  Result<GroupInfo> info = validate_group(g, "bench");
-  const uint64_t stored = g.luts.size() + g.n_bytes() + g.n_elements() +
-                          g.output_positions.size() + g.gaps.size() + g.split_positions.size();
-  const bool llama8b = w.members.size() == 7 && w.members[0].rows == 4096 &&
-                      w.members[1].rows == 1024 && w.members[4].rows == 14336;
-  out << "workload: " << (llama8b ? "Llama-3.1-8B" : "Llama") << "-shaped block as one group of "
-      << w.members.size() << " members (";
-  for (size_t i = 0; i < w.members.size(); ++i) {
-    out << (i ? ", " : "") << w.members[i].rows << "x" << w.members[i].cols;
-  }
-  out << "), " << with_commas(g.n_elements()) << " weights, "
-      << fmt("%.1f", 2.0 * g.n_elements() / 1e6) << " MB BF16\n";
-  out << "coded: " << fmt("%.1f", stored / 1e6) << " MB ("
-      << fmt("%.2f", 100.0 * stored / (2.0 * g.n_elements())) << "% of BF16, "
-      << fmt("%.3f", 8.0 * g.n_bytes() / g.n_elements()) << " bits/exponent), "
-      << with_commas(g.n_blocks()) << " blocks, max "
-      << (info.is_ok() ? with_commas(info->max_block_weights) : "?") << " weights/block\n";
-  out << "generated in " << fmt("%.2f", w.generate_seconds) << " s, encoded in "
-      << fmt("%.2f", w.encode_seconds) << " s\n";
-}
-
 Status bench_cpu(const BenchDecodeOptions& o, const BenchWorkload& w, std::ostream& out) {
   const GroupView g = w.group.view();
   DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(g, "bench"));
@@ -203,6 +180,29 @@ Status check_options(const BenchDecodeOptions& o) {
 
 }  // namespace
 
+void print_bench_workload(const BenchWorkload& w, std::ostream& out) {
+  const GroupView g = w.group.view();
+  Result<GroupInfo> info = validate_group(g, "bench");
+  const uint64_t stored = g.luts.size() + g.n_bytes() + g.n_elements() +
+                          g.output_positions.size() + g.gaps.size() + g.split_positions.size();
+  const bool llama8b = w.members.size() == 7 && w.members[0].rows == 4096 &&
+                      w.members[1].rows == 1024 && w.members[4].rows == 14336;
+  out << "workload: " << (llama8b ? "Llama-3.1-8B" : "Llama") << "-shaped block as one group of "
+      << w.members.size() << " members (";
+  for (size_t i = 0; i < w.members.size(); ++i) {
+    out << (i ? ", " : "") << w.members[i].rows << "x" << w.members[i].cols;
+  }
+  out << "), " << with_commas(g.n_elements()) << " weights, "
+      << fmt("%.1f", 2.0 * g.n_elements() / 1e6) << " MB BF16\n";
+  out << "coded: " << fmt("%.1f", stored / 1e6) << " MB ("
+      << fmt("%.2f", 100.0 * stored / (2.0 * g.n_elements())) << "% of BF16, "
+      << fmt("%.3f", 8.0 * g.n_bytes() / g.n_elements()) << " bits/exponent), "
+      << with_commas(g.n_blocks()) << " blocks, max "
+      << (info.is_ok() ? with_commas(info->max_block_weights) : "?") << " weights/block\n";
+  out << "generated in " << fmt("%.2f", w.generate_seconds) << " s, encoded in "
+      << fmt("%.2f", w.encode_seconds) << " s\n";
+}
+
 Status check_bench_options(const BenchDecodeOptions& o) {
   DF11_RETURN_IF_ERROR(check_options(o));
   return use_cuda(o).status();
@@ -264,7 +264,7 @@ Status bench_decode_workload(const BenchDecodeOptions& o, const BenchWorkload& w
   ThreadLimit limit(o.threads);
   DF11_RETURN_IF_ERROR(check_options(o));
   DF11_ASSIGN_OR_RETURN([[maybe_unused]] const bool cuda, use_cuda(o));  // unused without CUDA
-  print_workload(w, out);
+  print_bench_workload(w, out);
 #if DF11_HAVE_CUDA
   if (cuda) return bench_cuda(o, w, out);
 #endif

@@ -57,6 +57,9 @@ Status check_bench_options(const BenchDecodeOptions& options);
 // Generates and encodes the workload (deterministic for the options' seed and shapes).
 Result<BenchWorkload> make_bench_workload(const BenchDecodeOptions& options);
 
+// The workload's shape, coded size and generation times (the first lines of the report).
+void print_bench_workload(const BenchWorkload& workload, std::ostream& out);
+
 // Prints the workload and times its decode on the options' device (report on `out`).
 // kUnsupported if the device is cuda and no CUDA device is usable (or no CUDA build).
 Status bench_decode_workload(const BenchDecodeOptions& options, const BenchWorkload& workload,

@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -51,7 +53,10 @@ TEST_F(FrontEnd, EverySubcommandHelpListsItsOptionsWithDefaults) {
            {{"decompress", "--help"}, {"-o,--output", "--force", "--sha256", "--json"}},
            {{"verify", "--help"}, {"--against", "--device", "=auto", "--sha256", "--json"}},
            {{"inspect", "--help"}, {"--baseline", "--json"}},
-           {{"bench", "decode", "--help"}, {"--device", "=cuda", "--runs", "=20", "--warmup"}}}) {
+           {{"bench", "decode", "--help"}, {"--device", "=cuda", "--runs", "=20", "--warmup"}},
+           {{"bench", "gemv", "--help"},
+            {"--batch", "=1,2,4,8,16", "--runs", "=20", "--warmup", "=5", "--model-blocks",
+             "=32", "--seed", "--hidden", "=4096", "--json"}}}) {
     const ProcessResult r = run(e.args);
     EXPECT_EQ(r.exit_code, 0) << e.args[0] << r.err;
     std::vector<std::string> want = e.shown;
@@ -60,6 +65,35 @@ TEST_F(FrontEnd, EverySubcommandHelpListsItsOptionsWithDefaults) {
       EXPECT_NE(r.out.find(s), std::string::npos) << e.args[0] << " --help lacks " << s << "\n"
                                                   << r.out;
     }
+  }
+}
+
+// `df11 bench gemv` needs a GPU: without one (every device hidden, or a build without CUDA)
+// it says so and exits with the environment's code before generating anything; bad --batch
+// lists are usage errors naming the item.
+TEST_F(FrontEnd, BenchGemvWithoutAGpuFailsClearly) {
+  const char* old = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+  ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+  const auto start = std::chrono::steady_clock::now();
+  const ProcessResult r = run({"bench", "gemv", "--batch", "1,3"});
+  const auto seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (saved) {
+    ::setenv("CUDA_VISIBLE_DEVICES", saved->c_str(), 1);
+  } else {
+    ::unsetenv("CUDA_VISIBLE_DEVICES");
+  }
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("error: bench gemv needs a CUDA GPU: "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("[unsupported]"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_LT(seconds, 20.0);  // refused before the 218M-weight workload is generated
+  for (const char* bad : {"0", "17", "1,,2", "2,2", "x", "1,2,"}) {
+    const ProcessResult b = run({"bench", "gemv", "--batch", bad});
+    EXPECT_EQ(b.exit_code, 2) << bad << b.err;
+    EXPECT_NE(b.err.find("error: --batch '" + std::string(bad) + "'"), std::string::npos)
+        << b.err;
   }
 }
 

@@ -11,15 +11,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include "bench_timing.h"
 #include "cuda_error.h"
 #include "device_buffer.h"
 #include "df11/cuda_decoder.h"
 
 namespace df11::cuda {
+namespace detail {
 namespace {
-
-using detail::DeviceBuffer;
-using detail::DeviceGroupCopy;
 
 class Events {
  public:
@@ -39,7 +38,8 @@ class Events {
   cudaEvent_t stop_ = nullptr;
 };
 
-// Runs `work` (which enqueues on `stream`) warmup + runs times; times the last `runs`.
+}  // namespace
+
 Result<TimingMs> time_runs(cudaStream_t stream, int warmup, int runs,
                            const std::function<Status()>& work) {
   Events ev;
@@ -62,6 +62,14 @@ Result<TimingMs> time_runs(cudaStream_t stream, int warmup, int runs,
   r.median = ms.size() % 2 ? ms[ms.size() / 2] : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
   return r;
 }
+
+}  // namespace detail
+
+namespace {
+
+using detail::DeviceBuffer;
+using detail::DeviceGroupCopy;
+using detail::time_runs;
 
 Status compare_output(const uint16_t* d_out, std::span<const uint16_t> want,
                       const std::string& what) {
