@@ -2,6 +2,7 @@
 
 #include "commands.h"
 #include "exit_codes.h"
+#include "summary_text.h"
 
 namespace df11::app {
 
@@ -20,6 +21,13 @@ int run_bench_gemv(const BenchGemvOptions& o, std::ostream& out, std::ostream& e
   if (s.is_ok()) {
     Result<BenchWorkload> w = make_bench_workload(o.block);
     s = w.is_ok() ? bench_gemv_workload(o, *w, out) : w.status();
+  }
+  // A mismatch comes after the report, whose document says so ("ok": false); any other
+  // failure comes before it.
+  if (o.json && !s.is_ok() && s.code() != ErrorCode::kMismatch) {
+    out << error_json("bench gemv", s).dump(2, ' ', false,
+                                            nlohmann::ordered_json::error_handler_t::replace)
+        << "\n";
   }
   if (!s.is_ok()) err << "error: " << error_line(s) << "\n";
   return exit_code_for(s);

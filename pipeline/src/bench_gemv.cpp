@@ -65,7 +65,11 @@ void print_json(const BenchGemvOptions& o, const BenchWorkload& w,
                     {"max_ulp_vs_cublas", row.max_ulp_vs_cublas},
                     {"differ_vs_cublas", row.differ_vs_cublas}});
   }
-  nlohmann::ordered_json doc = {{"device", r.device_name},
+  bool ok = true;
+  for (const cuda::GemvBatchRow& row : r.rows) ok = ok && row.fused_equals_reference;
+  nlohmann::ordered_json doc = {{"command", "bench gemv"},
+                                {"ok", ok},
+                                {"device", r.device_name},
                         {"sm_count", r.sm_count},
                         {"runs", o.block.runs},
                         {"warmup", o.block.warmup},

@@ -37,8 +37,9 @@ Result<std::vector<uint32_t>> parse_batch_list(const std::string& text);
 // device (saying which): cheap, for a front end to check before generating the workload.
 Status check_bench_gemv_options(const BenchGemvOptions& options);
 
-// Runs the benchmark on `workload` and prints the report (text or JSON) on `out`. kMismatch,
-// after the report, if a fused output differed from the reference.
+// Runs the benchmark on `workload` and prints the report (text or JSON, {"command": "bench
+// gemv", "ok": ..., "device": ...}) on `out`. kMismatch, after the report (whose "ok" is then
+// false), if a fused output differed from the reference.
 Status bench_gemv_workload(const BenchGemvOptions& options, const BenchWorkload& workload,
                            std::ostream& out);
 

@@ -79,6 +79,7 @@ TEST_F(FrontEnd, BenchGemvWithoutAGpuFailsClearly) {
   const ProcessResult r = run({"bench", "gemv", "--batch", "1,3"});
   const auto seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const ProcessResult j = run({"bench", "gemv", "--json"});
   if (saved) {
     ::setenv("CUDA_VISIBLE_DEVICES", saved->c_str(), 1);
   } else {
@@ -89,6 +90,13 @@ TEST_F(FrontEnd, BenchGemvWithoutAGpuFailsClearly) {
   EXPECT_NE(r.err.find("[unsupported]"), std::string::npos) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_LT(seconds, 20.0);  // refused before the 218M-weight workload is generated
+  EXPECT_EQ(j.exit_code, 3);
+  const json doc = json::parse(j.out);  // one document, the error's
+  EXPECT_EQ(doc["command"], "bench gemv");
+  EXPECT_EQ(doc["ok"], false);
+  EXPECT_EQ(doc["error"]["code"], "unsupported");
+  EXPECT_NE(doc["error"]["message"].get<std::string>().find("bench gemv needs a CUDA GPU"),
+            std::string::npos);
   for (const char* bad : {"0", "17", "1,,2", "2,2", "x", "1,2,"}) {
     const ProcessResult b = run({"bench", "gemv", "--batch", bad});
     EXPECT_EQ(b.exit_code, 2) << bad << b.err;
