@@ -25,7 +25,7 @@ struct df11_cuda_plan {
 #if DF11_HAVE_CUDA
   std::optional<df11::cuda::DecodePlan> plan;  // empty if creation failed
 #endif
-  std::vector<df11::capi::GemvMember> members;  // the fused GEMV's matrices (created plans)
+  std::vector<df11::capi::GemvMember> members;   // the fused GEMV's matrices (created plans)
   std::vector<df11::cuda::GemvMatrix> matrices;  // a call's, reused (one thread at a time)
 };
 
@@ -265,10 +265,10 @@ df11_status df11_cuda_gemv_matrix_info(df11_cuda_plan* plan, size_t i, df11_gemv
       return Status(ErrorCode::kInvalidArgument, "df11_cuda_gemv_matrix_info: out is NULL");
     }
     if (i >= plan->members.size()) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "df11_cuda_gemv_matrix_info: matrix " + std::to_string(i) +
-                        " out of range (the plan has " + std::to_string(plan->members.size()) +
-                        ")");
+      return Status(ErrorCode::kInvalidArgument, "df11_cuda_gemv_matrix_info: matrix " +
+                                                     std::to_string(i) +
+                                                     " out of range (the plan has " +
+                                                     std::to_string(plan->members.size()) + ")");
     }
     const df11::capi::GemvMember& m = plan->members[i];
     if (m.rows > UINT32_MAX || m.cols > UINT32_MAX) {
@@ -276,8 +276,8 @@ df11_status df11_cuda_gemv_matrix_info(df11_cuda_plan* plan, size_t i, df11_gemv
                     "df11_cuda_gemv_matrix_info: '" + m.name + "' is " + std::to_string(m.rows) +
                         " x " + std::to_string(m.cols) + ", beyond the fused kernel's 2^32 - 1");
     }
-    *out = df11_gemv_matrix{static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols),
-                            nullptr, nullptr};
+    *out = df11_gemv_matrix{static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols), nullptr,
+                            nullptr};
     if (name != nullptr) *name = m.name.c_str();
     return Status::ok();
   });
@@ -287,7 +287,8 @@ df11_status df11_cuda_gemv_workspace_bytes(df11_cuda_plan* plan, const df11_gemv
                                            size_t n_matrices, uint32_t batch, size_t* out) {
   const char* what = "df11_cuda_gemv_workspace_bytes";
   return on_gemv(plan, what, matrices, n_matrices, batch, [&](auto& p, auto gm) -> Status {
-    if (out == nullptr) return Status(ErrorCode::kInvalidArgument, std::string(what) + ": out is NULL");
+    if (out == nullptr)
+      return Status(ErrorCode::kInvalidArgument, std::string(what) + ": out is NULL");
     DF11_ASSIGN_OR_RETURN(const size_t bytes, df11::cuda::gemv_workspace_bytes(p, gm, batch));
     *out = bytes;
     return Status::ok();
@@ -297,11 +298,10 @@ df11_status df11_cuda_gemv_workspace_bytes(df11_cuda_plan* plan, const df11_gemv
 df11_status df11_cuda_decode_gemv(df11_cuda_plan* plan, const df11_gemv_matrix* matrices,
                                   size_t n_matrices, uint32_t batch, void* d_workspace,
                                   size_t workspace_bytes, void* stream) {
-  return on_gemv(plan, "df11_cuda_decode_gemv", matrices, n_matrices, batch,
-                 [&](auto& p, auto gm) {
-                   return df11::cuda::launch_decode_gemv(p, gm, batch, d_workspace,
-                                                         workspace_bytes, as_stream(stream));
-                 });
+  return on_gemv(plan, "df11_cuda_decode_gemv", matrices, n_matrices, batch, [&](auto& p, auto gm) {
+    return df11::cuda::launch_decode_gemv(p, gm, batch, d_workspace, workspace_bytes,
+                                          as_stream(stream));
+  });
 }
 
 df11_status df11_cuda_reference_gemv_workspace_bytes(df11_cuda_plan* plan,
@@ -309,15 +309,16 @@ df11_status df11_cuda_reference_gemv_workspace_bytes(df11_cuda_plan* plan,
                                                      size_t* out) {
   const char* what = "df11_cuda_reference_gemv_workspace_bytes";
   return on_reference(plan, what, m, batch, [&](auto&, const auto& gm) -> Status {
-    if (out == nullptr) return Status(ErrorCode::kInvalidArgument, std::string(what) + ": out is NULL");
+    if (out == nullptr)
+      return Status(ErrorCode::kInvalidArgument, std::string(what) + ": out is NULL");
     *out = df11::cuda::reference_gemv_workspace_bytes(gm.rows, gm.cols, batch);
     return Status::ok();
   });
 }
 
 df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* d_w,
-                                     const df11_gemv_matrix* m, uint32_t batch,
-                                     void* d_workspace, size_t workspace_bytes, void* stream) {
+                                     const df11_gemv_matrix* m, uint32_t batch, void* d_workspace,
+                                     size_t workspace_bytes, void* stream) {
   return on_reference(plan, "df11_cuda_reference_gemv", m, batch, [&](auto&, const auto& gm) {
     return df11::cuda::launch_reference_gemv(static_cast<const uint16_t*>(d_w), gm, batch,
                                              d_workspace, workspace_bytes, as_stream(stream));

@@ -55,9 +55,9 @@ Status check_gemv_call(std::span<const GemvMember> members, const df11_gemv_matr
     const GemvMember& want = members[i];
     const std::string mw = w + ": matrices[" + str(i) + "] ('" + want.name + "')";
     if (m.rows != want.rows || m.cols != want.cols) {
-      return Status(ErrorCode::kInvalidArgument,
-                    mw + " is " + str(m.rows) + " x " + str(m.cols) + ", the member is " +
-                        str(want.rows) + " x " + str(want.cols));
+      return Status(ErrorCode::kInvalidArgument, mw + " is " + str(m.rows) + " x " + str(m.cols) +
+                                                     ", the member is " + str(want.rows) + " x " +
+                                                     str(want.cols));
     }
     if (m.d_x == nullptr || m.d_y == nullptr) {
       return Status(ErrorCode::kInvalidArgument,

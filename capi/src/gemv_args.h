@@ -17,9 +17,9 @@ namespace df11::capi {
 
 // One coded member of a planned group as the matrix W of y = W x (row-major, as stored).
 struct GemvMember {
-  std::string name;       // the member's tensor name (an alias's own name, spec 5.3)
-  uint64_t rows = 0;      // shape[0] (1 for a scalar)
-  uint64_t cols = 0;      // product of the other dimensions
+  std::string name;   // the member's tensor name (an alias's own name, spec 5.3)
+  uint64_t rows = 0;  // shape[0] (1 for a scalar)
+  uint64_t cols = 0;  // product of the other dimensions
 };
 
 // The coded members of groups[0 .. n_groups) of `f`, group after group in that order, each

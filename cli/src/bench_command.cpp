@@ -25,8 +25,8 @@ int run_bench_gemv(const BenchGemvOptions& o, std::ostream& out, std::ostream& e
   // A mismatch comes after the report, whose document says so ("ok": false); any other
   // failure comes before it.
   if (o.json && !s.is_ok() && s.code() != ErrorCode::kMismatch) {
-    out << error_json("bench gemv", s).dump(2, ' ', false,
-                                            nlohmann::ordered_json::error_handler_t::replace)
+    out << error_json("bench gemv", s)
+               .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
         << "\n";
   }
   if (!s.is_ok()) err << "error: " << error_line(s) << "\n";

@@ -70,16 +70,16 @@ void print_json(const BenchGemvOptions& o, const BenchWorkload& w,
   nlohmann::ordered_json doc = {{"command", "bench gemv"},
                                 {"ok", ok},
                                 {"device", r.device_name},
-                        {"sm_count", r.sm_count},
-                        {"runs", o.block.runs},
-                        {"warmup", o.block.warmup},
-                        {"seed", o.block.seed},
-                        {"workload",
-                         {{"members", members},
-                          {"weights", r.weights},
-                          {"bf16_bytes", 2 * r.weights},
-                          {"coded_bytes", r.coded_bytes}}},
-                        {"rows", rows}};
+                                {"sm_count", r.sm_count},
+                                {"runs", o.block.runs},
+                                {"warmup", o.block.warmup},
+                                {"seed", o.block.seed},
+                                {"workload",
+                                 {{"members", members},
+                                  {"weights", r.weights},
+                                  {"bf16_bytes", 2 * r.weights},
+                                  {"coded_bytes", r.coded_bytes}}},
+                                {"rows", rows}};
   if (r.model_run) {
     doc["model"] = {{"blocks", r.model.blocks},
                     {"batch", 1},
@@ -95,22 +95,25 @@ void print_text(const BenchGemvOptions& o, const BenchWorkload& w,
                 const cuda::GemvBenchmarkReport& r, std::ostream& out) {
   print_bench_workload(w, out);
   out << "device: " << r.device_name << " (" << r.sm_count << " SMs)\n";
-  out << line("GEMV rows (y = W x for all %zu matrices; ms, CUDA-event median of %d runs after "
-              "%d warm-up)\n",
-              w.members.size(), o.block.runs, o.block.warmup);
+  out << line(
+      "GEMV rows (y = W x for all %zu matrices; ms, CUDA-event median of %d runs after "
+      "%d warm-up)\n",
+      w.members.size(), o.block.runs, o.block.warmup);
   out << "  batch  cuBLAS BF16  decode+cuBLAS   fused (x cuBLAS)   reference  fused==ref  "
          "max ulp vs cuBLAS\n";
   for (const cuda::GemvBatchRow& row : r.rows) {
-    out << line("  %5u  %11.3f  %13.3f  %7.3f (%5.2fx)  %10.3f  %10s  %u (%.2f%% of outputs "
-                "differ)\n",
-                row.batch, row.cublas.median, row.decode_cublas.median, row.fused.median,
-                row.fused.median / row.cublas.median, row.reference.median,
-                row.fused_equals_reference ? "yes" : "NO", row.max_ulp_vs_cublas,
-                100.0 * row.differ_vs_cublas);
-    out << line("         min/max: cuBLAS %.3f/%.3f, decode+cuBLAS %.3f/%.3f, fused %.3f/%.3f, "
-                "reference %.3f/%.3f\n",
-                row.cublas.min, row.cublas.max, row.decode_cublas.min, row.decode_cublas.max,
-                row.fused.min, row.fused.max, row.reference.min, row.reference.max);
+    out << line(
+        "  %5u  %11.3f  %13.3f  %7.3f (%5.2fx)  %10.3f  %10s  %u (%.2f%% of outputs "
+        "differ)\n",
+        row.batch, row.cublas.median, row.decode_cublas.median, row.fused.median,
+        row.fused.median / row.cublas.median, row.reference.median,
+        row.fused_equals_reference ? "yes" : "NO", row.max_ulp_vs_cublas,
+        100.0 * row.differ_vs_cublas);
+    out << line(
+        "         min/max: cuBLAS %.3f/%.3f, decode+cuBLAS %.3f/%.3f, fused %.3f/%.3f, "
+        "reference %.3f/%.3f\n",
+        row.cublas.min, row.cublas.max, row.decode_cublas.min, row.decode_cublas.max, row.fused.min,
+        row.fused.max, row.reference.min, row.reference.max);
   }
   if (!r.model_run) return;
   const cuda::GemvModelLine& m = r.model;

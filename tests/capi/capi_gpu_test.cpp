@@ -103,8 +103,8 @@ df11_cuda_group upload_group(df11_model* m, size_t g, Device& dev) {
     EXPECT_EQ(df11_group_part_bytes(m, g, parts[p], &data, &bytes), DF11_OK);
     slots[p] = dev.upload(data, bytes);
   }
-  return df11_cuda_group{slots[0], slots[1], slots[2], slots[3], slots[4],
-                         dev.alloc(2 * df11_group_element_count(m, g))};
+  return df11_cuda_group{slots[0], slots[1], slots[2],
+                         slots[3], slots[4], dev.alloc(2 * df11_group_element_count(m, g))};
 }
 
 // A plan's matrices with fresh x (per batch) and y buffers, and where each matrix's weights
@@ -187,8 +187,7 @@ TEST_F(CApiGpu, FusedEqualsReferenceOnDecodedWeightsBitForBit) {
     SCOPED_TRACE("batch " + std::to_string(batch));
     Matrices ms = matrices_of(model.m, plan.p, groups, batch, dev);
     size_t ws = 0;
-    ASSERT_EQ(df11_cuda_gemv_workspace_bytes(plan.p, ms.m.data(), ms.m.size(), batch, &ws),
-              DF11_OK)
+    ASSERT_EQ(df11_cuda_gemv_workspace_bytes(plan.p, ms.m.data(), ms.m.size(), batch, &ws), DF11_OK)
         << df11_cuda_plan_errmsg(plan.p);
     void* d_ws = dev.alloc(ws);
     ASSERT_EQ(df11_cuda_workspace_init(plan.p, d_ws, ws, stream), DF11_OK);
@@ -263,11 +262,10 @@ TEST_F(CApiGpu, CorruptStreamIsReportedAfterAFusedLaunch) {
   Matrices m_good = matrices_of(model.m, p_good.p, {g}, batch, dev);
   Matrices m_bad = matrices_of(model.m, p_bad.p, {g}, batch, dev);  // same shapes
   size_t ws_good = 0, ws_bad = 0;
-  ASSERT_EQ(df11_cuda_gemv_workspace_bytes(p_good.p, m_good.m.data(), m_good.m.size(), batch,
-                                           &ws_good),
-            DF11_OK);
-  ASSERT_EQ(df11_cuda_gemv_workspace_bytes(p_bad.p, m_bad.m.data(), m_bad.m.size(), batch,
-                                           &ws_bad),
+  ASSERT_EQ(
+      df11_cuda_gemv_workspace_bytes(p_good.p, m_good.m.data(), m_good.m.size(), batch, &ws_good),
+      DF11_OK);
+  ASSERT_EQ(df11_cuda_gemv_workspace_bytes(p_bad.p, m_bad.m.data(), m_bad.m.size(), batch, &ws_bad),
             DF11_OK);
   const size_t ws = std::max(ws_good, ws_bad);
   void* a = dev.alloc(ws);
@@ -293,8 +291,7 @@ TEST_F(CApiGpu, CorruptStreamIsReportedAfterAFusedLaunch) {
   const df11_status s = df11_cuda_status_sync(p_bad.p, a, stream);
   EXPECT_EQ(s, DF11_ERROR_BAD_OUTPUT_POSITIONS) << df11_cuda_plan_errmsg(p_bad.p);
   names_group(p_bad.p);
-  EXPECT_NE(std::string(df11_cuda_plan_errmsg(p_bad.p)).find("': block 0: "),
-            std::string::npos)
+  EXPECT_NE(std::string(df11_cuda_plan_errmsg(p_bad.p)).find("': block 0: "), std::string::npos)
       << df11_cuda_plan_errmsg(p_bad.p);
   EXPECT_EQ(df11_cuda_status_sync(p_good.p, b, stream), DF11_OK) << df11_cuda_plan_errmsg(p_good.p);
 

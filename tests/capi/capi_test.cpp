@@ -295,8 +295,8 @@ TEST_P(CApi, GemvMisuseIsReportedOnThePlan) {
                              " is not within 1..16");
     EXPECT_EQ(df11_cuda_decode_gemv(plan, m.data(), m.size(), batch, fake, 16, nullptr),
               DF11_ERROR_INVALID_ARGUMENT);
-    EXPECT_EQ(message(), "df11_cuda_decode_gemv: batch " + std::to_string(batch) +
-                             " is not within 1..16");
+    EXPECT_EQ(message(),
+              "df11_cuda_decode_gemv: batch " + std::to_string(batch) + " is not within 1..16");
     EXPECT_EQ(df11_cuda_reference_gemv(plan, fake, m.data(), batch, fake, 16, nullptr),
               DF11_ERROR_INVALID_ARGUMENT);
   }

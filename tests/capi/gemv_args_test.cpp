@@ -2,6 +2,8 @@
 // without a GPU: the matrices a plan's groups hold (names, shapes, aliases) and the messages
 // of every misuse df11_cuda_gemv_workspace_bytes / df11_cuda_decode_gemv reject on the host.
 // (capi_test.cpp checks the same through libdf11.so where a plan can be made.)
+#include "gemv_args.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -13,7 +15,6 @@
 #include "cli_process.h"
 #include "cli_test_model.h"
 #include "df11_folder.h"
-#include "gemv_args.h"
 #include "model_folder.h"
 
 namespace df11::clitest {
@@ -81,9 +82,8 @@ TEST_P(GemvArgs, MembersAreTheCodedTensorsInPlanOrder) {
     }
   }
   EXPECT_EQ(weights, folder_->groups[g0].view.n_elements());  // they tile the group
-  EXPECT_TRUE(capi::check_gemv_call(members, matrices_for(members).data(), members.size(), 1,
-                                    "f")
-                  .is_ok());
+  EXPECT_TRUE(
+      capi::check_gemv_call(members, matrices_for(members).data(), members.size(), 1, "f").is_ok());
 }
 
 // Every coded member is a matrix, a tied copy (spec 5.3 alias) included: the kernel decodes
@@ -91,7 +91,8 @@ TEST_P(GemvArgs, MembersAreTheCodedTensorsInPlanOrder) {
 TEST_P(GemvArgs, EveryGroupTilesItsWeightsAliasesIncluded) {
   std::vector<size_t> all(folder_->groups.size());
   std::iota(all.begin(), all.end(), size_t{0});
-  const std::vector<capi::GemvMember> members = capi::gemv_members(*folder_, all.data(), all.size());
+  const std::vector<capi::GemvMember> members =
+      capi::gemv_members(*folder_, all.data(), all.size());
   uint64_t weights = 0, group_weights = 0;
   for (const capi::GemvMember& m : members) weights += m.rows * m.cols;
   for (const app::CodedGroup& g : folder_->groups) group_weights += g.view.n_elements();
@@ -113,8 +114,7 @@ TEST_P(GemvArgs, MisuseIsNamed) {
     return s.message();
   };
   EXPECT_EQ(message(0, m.size(), m.data()), "df11_cuda_decode_gemv: batch 0 is not within 1..16");
-  EXPECT_EQ(message(17, m.size(), m.data()),
-            "df11_cuda_decode_gemv: batch 17 is not within 1..16");
+  EXPECT_EQ(message(17, m.size(), m.data()), "df11_cuda_decode_gemv: batch 17 is not within 1..16");
   EXPECT_EQ(message(1, m.size(), nullptr), "df11_cuda_decode_gemv: matrices is NULL");
   EXPECT_EQ(message(16, m.size() - 1, m.data()),
             "df11_cuda_decode_gemv: 6 matrices, the plan's groups have 7 members "
@@ -131,8 +131,9 @@ TEST_P(GemvArgs, MisuseIsNamed) {
                 "] ('model.layers.0.mlp.down_proj.weight') is 128 x 64, the member is 64 x 128");
   std::swap(m[down].rows, m[down].cols);
   m[2].d_y = nullptr;
-  EXPECT_NE(message(3, m.size(), m.data()).find("matrices[2] ('" + members[2].name + "'): d_y is NULL"),
-            std::string::npos);
+  EXPECT_NE(
+      message(3, m.size(), m.data()).find("matrices[2] ('" + members[2].name + "'): d_y is NULL"),
+      std::string::npos);
   m[2].d_y = m[1].d_y;
   m[0].d_x = nullptr;
   EXPECT_NE(message(3, m.size(), m.data()).find("matrices[0]"), std::string::npos);

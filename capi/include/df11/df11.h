@@ -356,8 +356,7 @@ DF11_API df11_status df11_cuda_gemv_matrix_info(df11_cuda_plan* plan, size_t i,
  * not fit the device. Host only; nothing synchronises. */
 DF11_API df11_status df11_cuda_gemv_workspace_bytes(df11_cuda_plan* plan,
                                                     const df11_gemv_matrix* matrices,
-                                                    size_t n_matrices, uint32_t batch,
-                                                    size_t* out);
+                                                    size_t n_matrices, uint32_t batch, size_t* out);
 
 /* Enqueues y = W x for every matrix on `stream`, decoding W from the plan's groups: two
  * kernel launches per 64 groups (256 members), no allocation, no copy, no synchronisation.

@@ -49,9 +49,8 @@ class Cublas {
       if (lib_ != nullptr) break;
     }
     if (lib_ == nullptr) {
-      return Status(ErrorCode::kUnsupported,
-                    "cuBLAS (" + names[0] + ") is not installed: the GEMV benchmark compares "
-                    "against it");
+      const std::string what = "cuBLAS (" + names[0] + ") is not installed";
+      return Status(ErrorCode::kUnsupported, what + ": the GEMV benchmark compares against it");
     }
     create_ = reinterpret_cast<Create>(dlsym(lib_, "cublasCreate_v2"));
     destroy_ = reinterpret_cast<Destroy>(dlsym(lib_, "cublasDestroy_v2"));
@@ -72,14 +71,14 @@ class Cublas {
 
   // y = W x: W row-major [rows, cols] is column-major W^T (ld = cols); x column-major
   // [cols, n], y column-major [rows, n]. FP32 accumulation, BF16 in and out.
-  Status gemv(const uint16_t* d_w, uint32_t rows, uint32_t cols, const uint16_t* d_x,
-              uint16_t* d_y, uint32_t n) const {
+  Status gemv(const uint16_t* d_w, uint32_t rows, uint32_t cols, const uint16_t* d_x, uint16_t* d_y,
+              uint32_t n) const {
     const float alpha = 1.0f, beta = 0.0f;
     const cublasStatus_t st =
         gemm_(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
               static_cast<int>(cols), &alpha, d_w, CUDA_R_16BF, static_cast<int>(cols), d_x,
-              CUDA_R_16BF, static_cast<int>(cols), &beta, d_y, CUDA_R_16BF,
-              static_cast<int>(rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+              CUDA_R_16BF, static_cast<int>(cols), &beta, d_y, CUDA_R_16BF, static_cast<int>(rows),
+              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
     if (st != CUBLAS_STATUS_SUCCESS) {
       return Status(ErrorCode::kCuda, "cublasGemmEx failed (status " + str(st) + ")");
     }
@@ -90,10 +89,10 @@ class Cublas {
   using Create = cublasStatus_t (*)(cublasHandle_t*);
   using Destroy = cublasStatus_t (*)(cublasHandle_t);
   using SetStream = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
-  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
-                                    int, int, const void*, const void*, cudaDataType, int,
-                                    const void*, cudaDataType, int, const void*, void*,
-                                    cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
+                                    int, const void*, const void*, cudaDataType, int, const void*,
+                                    cudaDataType, int, const void*, void*, cudaDataType, int,
+                                    cublasComputeType_t, cublasGemmAlgo_t);
   void* lib_ = nullptr;
   Create create_ = nullptr;
   Destroy destroy_ = nullptr;
@@ -210,12 +209,10 @@ Result<GemvBatchRow> batch_row(const Setup& s, DecodePlan& plan, const DeviceGro
     }
     return Status::ok();
   };
-  DF11_ASSIGN_OR_RETURN(row.cublas, time_runs(s.stream, s.warmup, s.runs, [&] {
-                          return cublas_all(s, d_w, x_cm, y_cm, n);
-                        }));
+  DF11_ASSIGN_OR_RETURN(row.cublas, time_runs(s.stream, s.warmup, s.runs,
+                                              [&] { return cublas_all(s, d_w, x_cm, y_cm, n); }));
   DF11_ASSIGN_OR_RETURN(row.decode_cublas, time_runs(s.stream, s.warmup, s.runs, [&]() -> Status {
-                          DF11_RETURN_IF_ERROR(
-                              launch_decode(plan, ws.get(), ws_bytes, s.stream));
+                          DF11_RETURN_IF_ERROR(launch_decode(plan, ws.get(), ws_bytes, s.stream));
                           return cublas_all(s, group.d_out, x_cm, y_cm, n);
                         }));
   DF11_RETURN_IF_ERROR(read_decode_status(plan, ws.get(), s.stream));
@@ -223,8 +220,8 @@ Result<GemvBatchRow> batch_row(const Setup& s, DecodePlan& plan, const DeviceGro
                           return launch_decode_gemv(plan, gm, n, ws.get(), ws_bytes, s.stream);
                         }));
   DF11_RETURN_IF_ERROR(read_decode_status(plan, ws.get(), s.stream));
-  DF11_ASSIGN_OR_RETURN(row.reference, time_runs(s.stream, s.warmup, s.runs,
-                                                 [&] { return reference_all(d_w); }));
+  DF11_ASSIGN_OR_RETURN(row.reference,
+                        time_runs(s.stream, s.warmup, s.runs, [&] { return reference_all(d_w); }));
   // Exactness: the reference on the GPU-decoded weights (group.d_out, written by the
   // decode + cuBLAS runs), then bit for bit; cuBLAS again from the BF16 weights.
   DF11_RETURN_IF_ERROR(reference_all(group.d_out));
@@ -271,8 +268,8 @@ Status model_line(const Setup& s, const GroupView& g, const DeviceGroupCopy& inp
   std::vector<uint16_t*> x, y;
   std::vector<GemvMatrix> gm_one, gm_all;
   for (size_t i = 0; i < s.shapes.size(); ++i) {
-    DF11_ASSIGN_OR_RETURN(uint16_t* xi, pool.upload(make_x(s.shapes[i].cols, 100 + i), "x"));
-    DF11_ASSIGN_OR_RETURN(uint16_t* yi, pool.alloc(2ull * s.shapes[i].rows, "y"));
+    DF11_ASSIGN_OR_RETURN(uint16_t * xi, pool.upload(make_x(s.shapes[i].cols, 100 + i), "x"));
+    DF11_ASSIGN_OR_RETURN(uint16_t * yi, pool.alloc(2ull * s.shapes[i].rows, "y"));
     x.push_back(xi);
     y.push_back(yi);
     gm_one.push_back({s.shapes[i].rows, s.shapes[i].cols, xi, yi});
@@ -294,34 +291,32 @@ Status model_line(const Setup& s, const GroupView& g, const DeviceGroupCopy& inp
   DF11_RETURN_IF_ERROR(all_ws.allocate(all_bytes, "model: workspace"));
   DF11_RETURN_IF_ERROR(init_workspace(all, all_ws.get(), all_bytes, s.stream));
 
-  DF11_ASSIGN_OR_RETURN(line.cublas, time_runs(s.stream, s.warmup, s.runs, [&]() -> Status {
-                          for (uint32_t k = 0; k < blocks; ++k) {
-                            DF11_RETURN_IF_ERROR(
-                                cublas_all(s, weights[k].get<uint16_t>(), x, y, 1));
-                          }
-                          return Status::ok();
-                        }));
-  DF11_ASSIGN_OR_RETURN(line.decode_cublas,
-                        time_runs(s.stream, s.warmup, s.runs, [&]() -> Status {
-                          for (uint32_t k = 0; k < blocks; ++k) {
-                            DF11_RETURN_IF_ERROR(
-                                launch_decode(plans[k], ws[k].get(), ws_bytes, s.stream));
-                            DF11_RETURN_IF_ERROR(cublas_all(s, d_dec.get<uint16_t>(), x, y, 1));
-                          }
-                          return Status::ok();
-                        }));
+  DF11_ASSIGN_OR_RETURN(
+      line.cublas, time_runs(s.stream, s.warmup, s.runs, [&]() -> Status {
+        for (uint32_t k = 0; k < blocks; ++k) {
+          DF11_RETURN_IF_ERROR(cublas_all(s, weights[k].get<uint16_t>(), x, y, 1));
+        }
+        return Status::ok();
+      }));
+  DF11_ASSIGN_OR_RETURN(
+      line.decode_cublas, time_runs(s.stream, s.warmup, s.runs, [&]() -> Status {
+        for (uint32_t k = 0; k < blocks; ++k) {
+          DF11_RETURN_IF_ERROR(launch_decode(plans[k], ws[k].get(), ws_bytes, s.stream));
+          DF11_RETURN_IF_ERROR(cublas_all(s, d_dec.get<uint16_t>(), x, y, 1));
+        }
+        return Status::ok();
+      }));
   for (uint32_t k = 0; k < blocks; ++k) {
     DF11_RETURN_IF_ERROR(read_decode_status(plans[k], ws[k].get(), s.stream));
   }
-  DF11_ASSIGN_OR_RETURN(line.fused_per_block,
-                        time_runs(s.stream, s.warmup, s.runs, [&]() -> Status {
-                          for (uint32_t k = 0; k < blocks; ++k) {
-                            DF11_RETURN_IF_ERROR(launch_decode_gemv(plans[k], gm_one, 1,
-                                                                    ws[k].get(), ws_bytes,
-                                                                    s.stream));
-                          }
-                          return Status::ok();
-                        }));
+  DF11_ASSIGN_OR_RETURN(
+      line.fused_per_block, time_runs(s.stream, s.warmup, s.runs, [&]() -> Status {
+        for (uint32_t k = 0; k < blocks; ++k) {
+          DF11_RETURN_IF_ERROR(
+              launch_decode_gemv(plans[k], gm_one, 1, ws[k].get(), ws_bytes, s.stream));
+        }
+        return Status::ok();
+      }));
   for (uint32_t k = 0; k < blocks; ++k) {
     DF11_RETURN_IF_ERROR(read_decode_status(plans[k], ws[k].get(), s.stream));
   }
@@ -382,9 +377,9 @@ Status run(const GroupView& g, std::span<const uint16_t> weights,
   DF11_RETURN_IF_ERROR(input.upload(g, "block"));
   rep.coded_bytes = input.bytes();
   DeviceBuffer d_w, d_dec;
-  DF11_RETURN_IF_ERROR(d_w.upload(
-      std::span(reinterpret_cast<const uint8_t*>(weights.data()), weights.size_bytes()),
-      "BF16 weights"));
+  DF11_RETURN_IF_ERROR(
+      d_w.upload(std::span(reinterpret_cast<const uint8_t*>(weights.data()), weights.size_bytes()),
+                 "BF16 weights"));
   DF11_RETURN_IF_ERROR(d_dec.allocate(weights.size_bytes(), "decoded weights"));
   const DeviceGroup group = input.describe(g, d_dec.get<uint16_t>(), "block");
   DF11_ASSIGN_OR_RETURN(DecodePlan plan, make_decode_plan({&group, 1}, "gemv bench"));
@@ -396,8 +391,9 @@ Status run(const GroupView& g, std::span<const uint16_t> weights,
   DF11_ASSIGN_OR_RETURN(const std::vector<uint16_t> decoded,
                         download(d_dec.get<uint16_t>(), weights.size()));
   if (!std::equal(decoded.begin(), decoded.end(), weights.begin())) {
-    return Status(ErrorCode::kMismatch, "run_gemv_benchmark: the GPU decode differs from the "
-                                        "original weights");
+    return Status(ErrorCode::kMismatch,
+                  "run_gemv_benchmark: the GPU decode differs from the "
+                  "original weights");
   }
   if (o.model_blocks == 0) return Status::ok();
   DF11_RETURN_IF_ERROR(model_line(s, g, input, d_w, o.model_blocks, rep.model));

@@ -39,10 +39,10 @@ struct GemvBenchmarkOptions {
 
 struct GemvBatchRow {
   uint32_t batch = 0;
-  TimingMs cublas;         // cuBLAS over the BF16 weights, every member
-  TimingMs decode_cublas;  // df11 decode of the group, then the same cuBLAS calls
-  TimingMs fused;          // the fused decode+GEMV kernel
-  TimingMs reference;      // the reference GEMV over the BF16 weights
+  TimingMs cublas;                      // cuBLAS over the BF16 weights, every member
+  TimingMs decode_cublas;               // df11 decode of the group, then the same cuBLAS calls
+  TimingMs fused;                       // the fused decode+GEMV kernel
+  TimingMs reference;                   // the reference GEMV over the BF16 weights
   bool fused_equals_reference = false;  // on the GPU-decoded weights, every output bit
   uint32_t max_ulp_vs_cublas = 0;       // fused vs cuBLAS, BF16 ulps
   double differ_vs_cublas = 0;          // fraction of outputs where they differ
@@ -59,8 +59,8 @@ struct GemvModelLine {
 struct GemvBenchmarkReport {
   std::string device_name;  // e.g. "NVIDIA H100 80GB HBM3"
   int sm_count = 0;
-  uint64_t weights = 0;        // of the group
-  uint64_t coded_bytes = 0;    // the group's five device arrays
+  uint64_t weights = 0;      // of the group
+  uint64_t coded_bytes = 0;  // the group's five device arrays
   std::vector<GemvBatchRow> rows;
   bool model_run = false;
   GemvModelLine model;
