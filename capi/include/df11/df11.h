@@ -364,9 +364,12 @@ DF11_API df11_status df11_cuda_gemv_workspace_bytes(df11_cuda_plan* plan,
  * df11_cuda_workspace_init with its whole size) must not serve two launches in flight at
  * once; it records this launch's status exactly as df11_cuda_decode does (same epochs: a
  * workspace may alternate decodes and fused launches, of this plan or others), read with
- * df11_cuda_status_sync or df11_cuda_status_copy. A corrupt stream is reported there (y is
- * then unspecified; nothing outside the described arrays is touched). The plan's d_out
- * buffers are not used. DF11_ERROR_CUDA if a launch fails. */
+ * df11_cuda_status_sync or df11_cuda_status_copy. A stream that does not decode as its
+ * gaps and output positions declare is reported there (y is then unspecified; nothing
+ * outside the described arrays is touched); a corruption that still decodes consistently,
+ * to other weights, is only caught by the checksums of the CPU decode (df11_decode_*), as
+ * for df11_cuda_decode. The plan's d_out buffers are not used. DF11_ERROR_CUDA if a launch
+ * fails. */
 DF11_API df11_status df11_cuda_decode_gemv(df11_cuda_plan* plan, const df11_gemv_matrix* matrices,
                                            size_t n_matrices, uint32_t batch, void* d_workspace,
                                            size_t workspace_bytes, void* stream);
