@@ -209,16 +209,20 @@ DF11_HD uint32_t walk_subtables(const Table& table, uint32_t e, uint32_t top) {
 // bits the published procedure uses: a code starting at bit c <= kMultiIndexBits - 8 of the
 // index has its 8 bits inside it. So a second code is decoded when the first has at most 4
 // bits, a third when the first two have at most 4 together. Entry layout:
-//   bits 0-7, 8-15, 16-23: the exponents; 24-25: n = codes decoded (0: not a root symbol,
-//   use the joined table); 26-31: bits consumed by the n codes.
+//   bits 0-7, 8-15, 16-23: the exponents; 24-29: bits consumed by the n codes (1..12);
+//   30-31: n = codes decoded (1..3).
+// The top byte, advance + 64 n, is what decode_window() adds to its cursor (bit position in
+// bits 0-5, codes in bits 6 and up) in one instruction. A first code of 9 to 12 bits is
+// decoded alone when the index decides it (see multi_entry()); any other index whose first
+// code is not a root symbol (a longer code, or an unusable entry) holds kMultiEscape: no
+// codes, an advance of 32 that ends decode_window's inner loop, which then walks the joined
+// table.
 // Codes decoded from one index start in its first 4 bits, so decoding with this table while
 // pos < kBitsPerWindow - 4 never takes a code that starts in the next window.
 inline constexpr uint32_t kMultiIndexBits = 12;
 inline constexpr uint32_t kMultiEntries = 1u << kMultiIndexBits;  // 4096 (16 KiB)
 inline constexpr uint32_t kMultiReach = kMultiIndexBits - 8;       // 4: starts of later codes
-
-DF11_HD uint32_t multi_n(uint32_t e) { return (e >> 24) & 3; }
-DF11_HD uint32_t multi_advance(uint32_t e) { return e >> 26; }
+inline constexpr uint32_t kMultiEscape = 32u << 24;
 
 template <typename Table>
 DF11_HD uint32_t multi_entry(const Table& table, uint32_t i) {
@@ -230,7 +234,20 @@ DF11_HD uint32_t multi_entry(const Table& table, uint32_t i) {
     used += e >> 8;
     ++n;
   }
-  return n == 0 ? 0u : symbols | (n << 24) | (used << 26);
+  if (n != 0) return symbols | (used << 24) | (n << 30);
+  // The first code is longer than 8 bits (or unusable). Decoding it needs the 8 bits after
+  // its first 8 (spec 3.3), of which the index holds only 4; when the table gives the same
+  // symbol of at most 12 bits for all 16 values of the other 4, the index decides it alone
+  // and the entry is what walk_subtables() would find, for any tables. Otherwise: escape.
+  const uint32_t root = table(i >> kMultiReach);
+  uint32_t j = 0;
+  for (uint32_t rest = 0; rest < 16; ++rest) {
+    const uint32_t top = (i << (32 - kMultiIndexBits)) | (rest << (28 - kMultiIndexBits));
+    const uint32_t k = walk_subtables(table, root, top);
+    if (k == 0 || (k >> 8) > kMultiIndexBits || (rest != 0 && k != j)) return kMultiEscape;
+    j = k;
+  }
+  return (j & 0xFF) | ((j >> 8) << 24) | (1u << 30);
 }
 
 // ---- one window ----
@@ -322,42 +339,67 @@ struct WindowResult {
 };
 
 // Decodes every code that starts in the window (spec 4.3), from bit `gap`: exponent j goes
-// to store_byte(slot + j, v), which stores the low 8 bits of v (j < 64); the caller's
-// `slot` is an address or an index, so that the loop advances one cursor per lookup.
+// to store_byte(slot + j, v), which stores the low 8 bits of v (j < 64; bytes up to
+// slot + 63 may be written past the count); the caller's `slot` is an address or an index.
 // `multi` is the multi-code table, `table` the joined table. The last 4 bits of the window
 // are decoded one code at a time, so that no code of the next window is taken.
+//
+// The loop is shaped for the GPU (13 instructions per multi lookup instead of 24; see
+// decoder/cuda/NOTES.md, v11 and v12). One cursor x holds the bit position in bits 0-5 and the codes
+// decoded so far from bit 6 up, so that a lookup advances both with one add of the entry's
+// top byte. The window is decoded in three phases, each reading its 32 bits with one funnel
+// shift of two words (whose amount is taken mod 32) and leaving when bit 5 of x is set:
+//   1. positions 0..31 from words (w0, w1), x = pos;
+//   2. positions 32..59 from the window's bits 28.. , x = pos - 28;
+//   3. positions 60..63 (the tail, one code per lookup) from (w1, w2), x = pos - 32.
+// The multi table's escape entry adds 32 to the position, so it leaves the inner loop too;
+// the slow path (the joined table) runs only then, outside the inner loop. A position never
+// passes 63 within a phase (< 32 + 32), so it never carries into the code count.
 template <typename Multi, typename Table, typename StoreByte>
 DF11_HD WindowResult decode_window(const Multi& multi, const Table& table, uint32_t w0,
                                    uint32_t w1, uint32_t w2, uint32_t gap, uint32_t slot,
                                    const StoreByte& store_byte) {
-  uint32_t pos = gap;
-  uint32_t at = slot;  // where the next exponent goes
-  while (pos < kBitsPerWindow - kMultiReach) {
-    const uint32_t top = bits_at(w0, w1, w2, pos);
-    uint32_t e = multi(top >> (32 - kMultiIndexBits));
-    if (multi_n(e) == 0) {  // not a root symbol: a longer code, or an unusable entry
+  constexpr uint32_t kPhase = 32;  // bit 5 of x: the phase is over
+  // Multi-code lookups from x's position while it is below 32; false on an unusable code.
+  const auto multi_phase = [&](uint32_t& x, uint32_t first, uint32_t next) {
+    while ((x & kPhase) == 0) {
+      uint32_t e, top;
+      do {
+        top = funnel_left(next, first, x);  // the 32 bits from x's position
+        e = multi(top >> (32 - kMultiIndexBits));
+        const uint32_t at = slot + (x >> 6);
+        store_byte(at, e);  // n <= 3 codes; bytes past n are rewritten or ignored
+        store_byte(at + 1, e >> 8);
+        store_byte(at + 2, e >> 16);
+        x += e >> 24;  // advance + 64 n (escape: + 32)
+      } while ((x & kPhase) == 0);
+      if (e != kMultiEscape) return true;
+      x -= 32;  // the escape's advance; the code at x is longer than 8 bits (or unusable)
       const uint32_t j = walk_subtables(table, table(top >> 24), top);
-      if (j == 0) return WindowResult{at - slot, kBadEnd};
-      e = (j & 0xFF) | (1u << 24) | ((j >> 8) << 26);
+      if (j == 0) return false;
+      store_byte(slot + (x >> 6), j);
+      x += (j >> 8) + 64;
     }
-    store_byte(at, e);  // store_byte keeps the low 8 bits
-    if (multi_n(e) >= 2) store_byte(at + 1, e >> 8);
-    if (multi_n(e) == 3) store_byte(at + 2, e >> 16);
-    at += multi_n(e);
-    pos += multi_advance(e);
+    return true;
+  };
+  uint32_t x = gap;  // phase 1: gap < 32
+  if (!multi_phase(x, w0, w1)) return WindowResult{x >> 6, kBadEnd};
+  x -= 28;  // phase 2: the position was >= 32
+  if (!multi_phase(x, funnel_left(w1, w0, 28), funnel_left(w2, w1, 28))) {
+    return WindowResult{x >> 6, kBadEnd};
   }
-  while (pos < kBitsPerWindow) {
-    const uint32_t top = bits_at(w0, w1, w2, pos);
+  x -= 4;  // phase 3: position - 32, at least 28
+  while ((x & kPhase) == 0) {
+    const uint32_t top = funnel_left(w2, w1, x);
     uint32_t e = table(top >> 24);
     if (e < 0x100) {
       e = walk_subtables(table, e, top);
-      if (e == 0) return WindowResult{at - slot, kBadEnd};
+      if (e == 0) return WindowResult{x >> 6, kBadEnd};
     }
-    store_byte(at, e);
-    at += 1;
-    pos += e >> 8;
+    store_byte(slot + (x >> 6), e);
+    x += (e >> 8) + 64;
   }
-  return WindowResult{at - slot, pos};
+  return WindowResult{x >> 6, (x & 63) + 32};
 }
 
 // Bit (relative to the window) where the first `limit` codes of the window end, or kBadEnd.
