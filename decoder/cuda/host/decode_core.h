@@ -345,9 +345,9 @@ struct WindowResult {
 // are decoded one code at a time, so that no code of the next window is taken.
 //
 // The loop is shaped for the GPU (13 instructions per multi lookup instead of 24; see
-// decoder/cuda/NOTES.md, v11 and v12). One cursor x holds the bit position in bits 0-5 and the codes
-// decoded so far from bit 6 up, so that a lookup advances both with one add of the entry's
-// top byte. The window is decoded in three phases, each reading its 32 bits with one funnel
+// decoder/cuda/NOTES.md, v11 and v12). One cursor x holds the bit position in bits 0-5 and
+// the codes decoded so far from bit 6 up, so that a lookup advances both with one add of the
+// entry's top byte. The window is decoded in three phases, each reading its 32 bits with one funnel
 // shift of two words (whose amount is taken mod 32) and leaving when bit 5 of x is set:
 //   1. positions 0..31 from words (w0, w1), x = pos;
 //   2. positions 32..59 from the window's bits 28.. , x = pos - 28;
