@@ -2,7 +2,7 @@
 Hub server (tests/hub/hub_server.py) in the same run, with each client's peak RSS.
 
   python3 bench/hub_bench.py --df11 build/cli/df11 --mkmodel build/tools/df11-mkmodel \
-      --size 3GB --runs 3 --work /tmp/df11-hub-bench
+      --size 3GB --runs 3 --work /tmp/df11-hub-bench [--df11-before OLD/df11]
 
 Each client runs in its own process (RSS is that process's ru_maxrss); runs alternate
 df11 / huggingface_hub so that drift on a shared machine hits both. Pull: the model is in the
@@ -58,6 +58,7 @@ def timed(cmd, env):
 
 
 PHASES = []
+PHASE_OWNER = []
 
 
 def folder_bytes(path):
@@ -80,6 +81,8 @@ def main():
     ap.add_argument("--size", default="3GB")  # its DF11 copy (pushed) is over 2 GB
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--work", default="/tmp/df11-hub-bench")
+    ap.add_argument("--df11-before", help="a second df11 binary (e.g. the previous main): its "
+                    "push runs beside the two clients, for a same-run before/after")
     args = ap.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
@@ -97,17 +100,21 @@ def main():
 
     results = {"df11 pull": [], "huggingface_hub pull": [], "df11 push": [],
                "huggingface_hub push": []}
+    if args.df11_before:
+        results["df11-before push"] = []
     rss = {k: [] for k in results}
 
     # Push runs (alternating), each onto a server without the objects.
     for run in range(args.runs):
-        for name in ("df11 push", "huggingface_hub push"):
+        for name in [n for n in results if n.endswith(" push")]:
             drop_objects(hub)
             # Both clients push the same DF11 folder (df11 push only takes verified DF11
             # folders); df11's time includes its verify and hashing passes.
             repo = f"bench/push-{run}-{name.split()[0]}"
-            if name == "df11 push":
-                cmd = [args.df11, "push", df11_dir_for(args, model), repo, "--json"]
+            if name.startswith("df11"):
+                binary = args.df11 if name == "df11 push" else args.df11_before
+                cmd = [binary, "push", df11_dir_for(args, model), repo, "--json"]
+                PHASE_OWNER.append(name.split()[0])
             else:
                 cmd = [sys.executable, "-c", HF_PUSH, repo, df11_dir_for(args, model), hub.url, TOKEN]
             s, r = timed(cmd, dict(env, HF_HOME=os.path.join(args.work, "home")))
@@ -146,9 +153,10 @@ def main():
         op, client = name.split()[1], name.split()[0]
         print(f"| {op} | {client} | {med:.2f} | {size / 1e9 / med:.2f} | "
               f"{', '.join(f'{t:.2f}' for t in times)} | {max(rss[name]):.0f} |")
-    print("df11 push phases (s): " + "; ".join(
-        f"verify {p['verify']:.2f}, hash {p['hash']:.2f}, transfer {p['transfer']:.2f}"
-        for p in PHASES))
+    for owner in sorted(set(PHASE_OWNER)):
+        print(f"{owner} push phases (s): " + "; ".join(
+            f"verify {p['verify']:.2f}, hash {p['hash']:.2f}, transfer {p['transfer']:.2f}"
+            for o, p in zip(PHASE_OWNER, PHASES) if o == owner))
 
 
 _DF11_DIRS = {}

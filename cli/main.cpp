@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cctype>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <thread>
@@ -12,6 +13,7 @@
 #include "bench_command.h"
 #include "cli_text.h"
 #include "commands.h"
+#include "df11/hub/hub.h"
 #include "exit_codes.h"
 #include "hub_commands.h"
 #include "inspect_command.h"
@@ -30,6 +32,7 @@ namespace {
 // may come before the subcommand too); both bind the same variable.
 struct CommonOptions {
   std::string threads;  // validated after parsing: a positive count
+  std::string transfers;  // Hub commands and Hub ids: parallel transfers, validated after parsing
   bool quiet = false;
   int verbose = 0;
   bool json = false;
@@ -42,6 +45,16 @@ void add_output_options(CLI::App* app, CommonOptions& common, bool with_json) {
   app->add_flag("-q,--quiet", common.quiet, "errors and warnings only");
   app->add_flag("-v,--verbose", common.verbose, "more detail (per group, device notes)");
   if (with_json) app->add_flag("--json", common.json, "print the result as one JSON document");
+}
+
+// Hub transfers wait on the network, not on a core: their own count, not clamped to the cores
+// (huggingface_hub also runs 8 by default).
+constexpr int kDefaultTransfers = 8;
+constexpr int kMaxTransfers = 64;
+
+void add_transfers_option(CLI::App* app, CommonOptions& common) {
+  app->add_option("--transfers", common.transfers,
+                  "parallel Hub transfers (default 8; not limited by the core count)");
 }
 
 int usage_error(const std::string& message, const std::string& hint) {
@@ -138,9 +151,8 @@ int check_names(CLI::App& cli, int argc, char** argv) {
 
 // --threads: a positive count; more than the cores here is clamped with a note (oversubscribed
 // TBB arenas made a 0.26 s run take 210 s). Returns 0 for "all cores", -1 after an error.
-int resolve_threads(const std::string& text, bool quiet) {
-  if (text.empty()) return 0;
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+// A whole positive number, or -1 (std::stol accepts a prefix and throws: neither is wanted).
+long parse_count(const std::string& text) {
   long value = 0;
   size_t used = 0;
   try {
@@ -148,7 +160,14 @@ int resolve_threads(const std::string& text, bool quiet) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used != text.size() || value < 1) {
+  return used == text.size() && value >= 1 ? value : -1;
+}
+
+int resolve_threads(const std::string& text, bool quiet) {
+  if (text.empty()) return 0;
+  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  const long value = parse_count(text);
+  if (value < 1) {
     usage_error("--threads " + text + ": must be a whole number of threads, at least 1",
                 "leave it out to use all " + app::count_of(cores, "core") + " of this machine");
     return -1;
@@ -159,6 +178,19 @@ int resolve_threads(const std::string& text, bool quiet) {
                 << app::count_of(cores, "core") << " of this machine: using " << cores << "\n";
     }
     return static_cast<int>(cores);
+  }
+  return static_cast<int>(value);
+}
+
+// --transfers: 1 .. kMaxTransfers; kDefaultTransfers when absent. -1 after an error.
+int resolve_transfers(const std::string& text) {
+  if (text.empty()) return kDefaultTransfers;
+  const long value = parse_count(text);
+  if (value < 1 || value > kMaxTransfers) {
+    usage_error("--transfers " + text + ": must be a whole number from 1 to " +
+                    std::to_string(kMaxTransfers),
+                "leave it out for " + std::to_string(kDefaultTransfers) + " parallel transfers");
+    return -1;
   }
   return static_cast<int>(value);
 }
@@ -176,6 +208,7 @@ int main(int argc, char** argv) {
 
   CommonOptions common;
   add_output_options(&cli, common, /*with_json=*/true);
+  add_transfers_option(&cli, common);
   cli.add_flag("--force", common.force,
                "compress, decompress: replace an existing output (once the new one is complete)");
   std::string group_by = "block";
@@ -192,6 +225,7 @@ int main(int argc, char** argv) {
   compress_cmd->add_flag("--force", common.force,
                          "replace an existing OUT_DIR (once the new one is complete)");
   add_output_options(compress_cmd, common, true);
+  add_transfers_option(compress_cmd, common);
   cli.add_option("--group-by", group_by, "compress: block (default) or tensor")
       ->check(CLI::IsMember({"block", "tensor"}));
 
@@ -208,6 +242,7 @@ int main(int argc, char** argv) {
   decompress_cmd->add_flag("--force", common.force,
                            "replace an existing output (once the new one is complete)");
   add_output_options(decompress_cmd, common, true);
+  add_transfers_option(decompress_cmd, common);
   std::string decompress_like;
   decompress_cmd->add_option("--like", decompress_like,
                              "folder of .safetensors with the same tensor names (e.g. the "
@@ -226,6 +261,7 @@ int main(int argc, char** argv) {
   verify_cmd->add_flag("--sha256", verify_sha256,
                        "also hash every rebuilt original file against its recorded SHA-256");
   add_output_options(verify_cmd, common, true);
+  add_transfers_option(verify_cmd, common);
 
   app::InspectCommandOptions inspect;
   CLI::App* inspect_cmd = cli.add_subcommand(
@@ -234,6 +270,7 @@ int main(int argc, char** argv) {
   inspect_cmd->add_option("--baseline", inspect.baselines,
                           "also measure a general-purpose compressor (zstd)");
   add_output_options(inspect_cmd, common, true);
+  add_transfers_option(inspect_cmd, common);
 
   // Hub commands (pipeline/hub_pipeline.h over hub/). Endpoint, token and cache come from
   // HF_ENDPOINT, HF_TOKEN / HF_HOME/token, HF_HUB_CACHE / HF_HOME: never from the command line,
@@ -246,6 +283,7 @@ int main(int argc, char** argv) {
   pull_cmd->add_option("--local-dir", pull_local_dir, "plain files in this folder instead");
   pull_cmd->add_option("--include", pull.include, "only repo paths matching these globs");
   add_output_options(pull_cmd, common, true);
+  add_transfers_option(pull_cmd, common);
 
   app::PushModelOptions push;
   std::string push_base;
@@ -259,6 +297,7 @@ int main(int argc, char** argv) {
   push_cmd->add_option("--base-model", push_base, "source repo id for the model card");
   push_cmd->add_option("-m,--message", push.message, "commit message");
   add_output_options(push_cmd, common, true);
+  add_transfers_option(push_cmd, common);
 
   app::PublishOptions publish;
   CLI::App* publish_cmd = cli.add_subcommand(
@@ -272,6 +311,7 @@ int main(int argc, char** argv) {
   publish_cmd->add_option("--group-by", group_by, "block or tensor (as compress)")
       ->check(CLI::IsMember({"block", "tensor"}));
   add_output_options(publish_cmd, common, true);
+  add_transfers_option(publish_cmd, common);
 
   CLI::App* bench_cmd = cli.add_subcommand("bench", "benchmarks");
   bench_cmd->require_subcommand(1);
@@ -336,6 +376,8 @@ int main(int argc, char** argv) {
 
   const int threads = resolve_threads(common.threads, common.quiet);
   if (threads < 0) return app::kExitUsage;
+  const int transfers = resolve_transfers(common.transfers);
+  if (transfers < 0) return app::kExitUsage;
   app::OutputOptions output;
   output.verbosity = common.quiet ? 0 : 1 + common.verbose;
   output.progress = ::isatty(STDERR_FILENO) != 0 && !common.quiet;
@@ -346,23 +388,25 @@ int main(int argc, char** argv) {
     if (argument.empty()) return app::kExitOk;
     app::Console console(std::cout, std::cerr, output.json ? 0 : output.verbosity,
                          output.progress && !output.json);
-    auto path = app::resolve_model_argument(argument, threads, console, app::interrupt_token());
+    auto path = app::resolve_model_argument(argument, transfers, console, app::interrupt_token());
     if (!path) return app::report_failure(path.status(), console);
     argument = *path;
     return app::kExitOk;
   };
   if (pull_cmd->parsed()) {
     if (!pull_local_dir.empty()) pull.local_dir = pull_local_dir;
-    if (threads > 0) pull.threads = threads;
+    pull.transfers = transfers;
     return app::run_pull_command(pull, output.json, output, std::cout, std::cerr);
   }
   if (push_cmd->parsed()) {
     if (!push_base.empty()) push.base_model = push_base;
-    if (threads > 0) push.threads = threads;
+    push.threads = threads;
+    push.transfers = transfers;
     return app::run_push_command(push, output.json, output, std::cout, std::cerr);
   }
   if (publish_cmd->parsed()) {
     publish.threads = threads;
+    publish.transfers = transfers;
     publish.group_by = group_by == "tensor" ? app::GroupBy::kTensor : app::GroupBy::kBlock;
     return app::run_publish_command(publish, output.json, output, std::cout, std::cerr);
   }
@@ -400,7 +444,15 @@ int main(int argc, char** argv) {
     return app::run_verify_command(options, output, std::cout, std::cerr);
   }
   if (inspect_cmd->parsed()) {
-    if (int rc = resolve(inspect.path); rc != 0) return rc;
+    // A Hub id is read remotely (headers and a sample, pipeline/inspect_remote.h); only the
+    // zstd baseline, which compresses every weight, pulls the repo first.
+    std::error_code ec;
+    inspect.remote = inspect.baselines.empty() && !std::filesystem::exists(inspect.path, ec) &&
+                     df11::hub::looks_like_repo_ref(inspect.path);
+    inspect.transfers = transfers;
+    if (!inspect.remote) {
+      if (int rc = resolve(inspect.path); rc != 0) return rc;
+    }
     inspect.threads = threads;
     inspect.verbosity = output.verbosity;
     inspect.json = common.json;

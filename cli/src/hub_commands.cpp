@@ -32,6 +32,7 @@ Json push_json(const std::string& repo, const PushModelResult& r) {
               {"lfs_uploaded", r.push.lfs_uploaded},
               {"lfs_already_stored", r.push.lfs_already_stored},
               {"bytes_uploaded", r.push.bytes_uploaded},
+              {"files_hashed", r.push.files_hashed},
               {"wrote_model_card", r.wrote_card},
               {"seconds",
                {{"verify", r.verify_seconds},

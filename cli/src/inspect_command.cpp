@@ -6,6 +6,7 @@
 #include "console.h"
 #include "exit_codes.h"
 #include "inspect_model.h"
+#include "inspect_remote.h"
 #include "inspect_render.h"
 #include "signals.h"
 
@@ -35,7 +36,12 @@ int run_inspect(const InspectCommandOptions& options, std::ostream& out, std::os
   try {
     // Notes and warnings go to `err`; the report alone goes to `out`.
     Console console(out, err, options.verbosity, false);
-    Result<InspectReport> report = inspect_model(analysis, console, interrupt_token());
+    RemoteInspectOptions remote;
+    remote.repo = options.path;
+    remote.transfers = options.transfers;
+    Result<InspectReport> report = options.remote
+                                       ? inspect_remote(remote, console, interrupt_token())
+                                       : inspect_model(analysis, console, interrupt_token());
     if (!report) {
       err << "error: " << error_line(report.status()) << "\n";
       return exit_code_for(report.status());

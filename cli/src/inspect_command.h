@@ -14,6 +14,8 @@ struct InspectCommandOptions {
   std::vector<std::string> baselines;  // "zstd" is the only one
   int threads = 0;                     // 0: all cores
   int verbosity = 1;                   // 0 summary, 1 tables, 2 + code tables per group
+  bool remote = false;                 // `path` is a Hub id read with Range requests
+  int transfers = 8;                   // remote: parallel requests
 };
 
 // Returns the process exit code (exit_codes.h): 0 ok, 1 invalid input (corrupt or

@@ -35,6 +35,21 @@ std::string zstd_cell(const std::optional<ZstdBaseline>& z, bool strong) {
   return fixed(r.ratio(), 4) + (r.sampled ? "*" : "");
 }
 
+// Exponent bits per weight: from the counted code, or from the stored stream's size when
+// nothing was counted (a remote DF11 group).
+double mean_code_bits(const GroupReport& g) {
+  if (g.counts_known) return g.code.mean_length_bits();
+  return g.n_elements ? 8.0 * static_cast<double>(g.bytes.encoded_exponent) /
+                            static_cast<double>(g.n_elements)
+                      : 0.0;
+}
+
+// The line that says what a remote inspect read: "read 97.3 KiB of 64.1 MB in 9 requests".
+std::string remote_read_text(const RemoteRead& remote) {
+  return "read " + format_bytes(remote.bytes_read) + " of " + format_bytes(remote.repo_bytes) +
+         " in " + std::to_string(remote.requests) + " HTTP requests";
+}
+
 // ---- JSON ----
 
 Json parts_json(const PartBytes& b) {
@@ -75,14 +90,15 @@ Json group_json(const GroupReport& g) {
   j["bf16_bytes"] = g.bf16_bytes();
   j["bytes"] = g.coded ? parts_json(g.bytes) : Json(nullptr);
   j["ratio"] = g.ratio();
-  j["entropy_bits_per_weight"] = g.code.entropy_bits;
-  j["entropy_ratio"] = g.entropy_ratio();
+  j["counts_known"] = g.counts_known;
+  j["entropy_bits_per_weight"] = g.counts_known ? Json(g.code.entropy_bits) : Json(nullptr);
+  j["entropy_ratio"] = g.counts_known ? Json(g.entropy_ratio()) : Json(nullptr);
   if (g.coded) {
-    j["bound_ratio"] = g.bound_ratio();
-    j["coded_bits"] = g.code.coded_bits;
-    j["mean_code_length_bits"] = g.code.mean_length_bits();
+    j["bound_ratio"] = g.counts_known ? Json(g.bound_ratio()) : Json(nullptr);
+    j["coded_bits"] = g.counts_known ? Json(g.code.coded_bits) : Json(nullptr);
+    j["mean_code_length_bits"] = mean_code_bits(g);
   }
-  if (g.coded || g.max_block_weights > 0) {  // known unless the group is uncodable
+  if (g.counts_known && (g.coded || g.max_block_weights > 0)) {  // unknown: uncodable, remote
     j["max_block_weights"] = g.max_block_weights;
     j["max_block_weights_exact"] = g.max_block_weights_exact;
     j["compatible"] = g.compatible();
@@ -109,6 +125,12 @@ void print_files(const InspectReport& r, std::ostream& out) {
                            "pattern_dict where it matches)";
   out << r.path << ": " << what << ", " << r.files.size()
       << (r.files.size() == 1 ? " file, " : " files, ") << format_bytes(total) << "\n";
+  if (r.remote) {
+    out << "  remote: " << r.remote->repo << " at " << r.remote->commit
+        << ", nothing downloaded: " << remote_read_text(*r.remote) << " (headers"
+        << (r.remote->sample_bytes ? ", " + format_bytes(r.remote->sample_bytes) + " of sampled weights" : "")
+        << ")\n";
+  }
   if (!r.dtypes.empty()) out << "  tensors by dtype: " << dtype_shares_text(r.dtypes) << "\n";
   for (const FileReport& f : r.files) {
     out << "  " << f.file << "  " << format_bytes(f.size) << "  " << f.n_tensors << " tensors\n";
@@ -131,12 +153,15 @@ void print_group_table(const InspectReport& r, const InspectTotals& t, std::ostr
       row.insert(row.end(),
                  {format_bytes(g.bytes.encoded_exponent), format_bytes(g.bytes.sign_mantissa),
                   format_bytes(g.bytes.overhead()), format_bytes(g.bytes.total()),
-                  fixed(g.ratio(), 4), fixed(g.code.mean_length_bits(), 3),
-                  fixed(g.code.entropy_bits, 3), fixed(g.bound_ratio(), 4),
-                  (g.max_block_weights_exact ? "" : "<=") + group_digits(g.max_block_weights)});
+                  fixed(g.ratio(), 4), fixed(mean_code_bits(g), 3),
+                  g.counts_known ? fixed(g.code.entropy_bits, 3) : "",
+                  g.counts_known ? fixed(g.bound_ratio(), 4) : "",
+                  g.counts_known ? (g.max_block_weights_exact ? "" : "<=") +
+                                       group_digits(g.max_block_weights)
+                                 : ""});
     } else {
       row.insert(row.end(), {"", "", "", format_bytes(g.bf16_bytes()), "raw", "",
-                             fixed(g.code.entropy_bits, 3), "",
+                             g.code.n_weights ? fixed(g.code.entropy_bits, 3) : "", "",
                              g.max_block_weights ? group_digits(g.max_block_weights) : ""});
     }
     if (r.zstd) {
@@ -160,8 +185,8 @@ void print_group_table(const InspectReport& r, const InspectTotals& t, std::ostr
                                   static_cast<double>(t.coded_weights)
                             : 0.0,
             3),
-      fixed(t.entropy_bits, 3),
-      fixed(t.bound_ratio(), 4),
+      t.counts_known ? fixed(t.entropy_bits, 3) : "",
+      t.counts_known ? fixed(t.bound_ratio(), 4) : "",
       ""};
   if (r.zstd) {
     total.push_back(zstd_cell(t.zstd, false));
@@ -304,8 +329,8 @@ void render_inspect_json(const InspectReport& r, std::ostream& out) {
               {"coded_stored_bytes", t.coded_stored_bytes},
               {"coded_bytes", parts_json(t.parts)},
               {"coded_ratio", t.coded_ratio()},
-              {"entropy_bits_per_weight", t.entropy_bits},
-              {"bound_ratio", t.bound_ratio()},
+              {"entropy_bits_per_weight", t.counts_known ? Json(t.entropy_bits) : Json(nullptr)},
+              {"bound_ratio", t.counts_known ? Json(t.bound_ratio()) : Json(nullptr)},
               {"raw_bytes", t.raw_bytes},
               {"model_original_bytes", t.model_original_bytes()},
               {"tied_copy_bytes", t.tied_copy_bytes},
@@ -323,6 +348,19 @@ void render_inspect_json(const InspectReport& r, std::ostream& out) {
                          : Json(nullptr);
   j["limits"] = Json{{"max_weights_per_block_compat", kMaxWeightsPerBlockCompat},
                      {"max_code_length", kMaxCodeLength}};
+  if (r.remote) {
+    const RemoteRead& x = *r.remote;
+    j["remote"] = Json{{"repo", x.repo},
+                       {"revision", x.revision},
+                       {"commit", x.commit},
+                       {"repo_bytes", x.repo_bytes},
+                       {"bytes_read", x.bytes_read},
+                       {"requests", x.requests},
+                       {"sample_bytes", x.sample_bytes},
+                       {"sample_bytes_per_group", x.sample_bytes_per_group},
+                       {"sampled_groups", x.sampled_groups},
+                       {"sizes", r.kind == CheckpointKind::kBf16 ? "predicted" : "stored"}};
+  }
   j["notes"] = r.notes;
   out << j.dump(2) << "\n";
 }
@@ -332,11 +370,15 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
   print_files(r, out);
   const bool predicted = r.kind == CheckpointKind::kBf16;
   if (verbosity >= 1 && !r.groups.empty()) {
-    out << "\n"
-        << (predicted ? "DF11 groups as df11 compress would store them (exact sizes from the "
-                        "codes; nothing is written):"
-                      : "DF11 groups (stored bytes):")
-        << "\n";
+    const char* heading =
+        !predicted ? (r.remote ? "DF11 groups (stored bytes, from the headers; exponent counts "
+                                 "need the weights: df11 pull, then inspect the folder):"
+                               : "DF11 groups (stored bytes):")
+        : r.remote ? "DF11 groups as df11 compress would make them (sizes PREDICTED from a "
+                     "sample of each group's weights; see below):"
+                   : "DF11 groups as df11 compress would store them (exact sizes from the "
+                     "codes; nothing is written):";
+    out << "\n" << heading << "\n";
     print_group_table(r, t, out);
   }
   if (verbosity >= 1 && predicted && !r.tensors.empty()) {
@@ -352,13 +394,29 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
         << (t.n_groups_coded == 1 ? " coded group, " : " coded groups, ")
         << group_digits(t.coded_weights) << " weights):\n";
     print_parts(t, out);
-    out << "Exponent entropy " << fixed(t.entropy_bits, 3) << " bits/weight; DF11 codes "
-        << fixed(8.0 * static_cast<double>(t.parts.encoded_exponent) /
-                     static_cast<double>(t.coded_weights),
-                 3)
-        << ".\nRatio: (entropy + 8)/16 = " << fixed((t.entropy_bits + 8) / 16, 4)
-        << "; with the stored overhead (tables, gaps, positions) " << fixed(t.bound_ratio(), 4)
-        << "; DF11 " << fixed(t.coded_ratio(), 4) << "\n";
+    const std::string coded_bits = fixed(8.0 * static_cast<double>(t.parts.encoded_exponent) /
+                                             static_cast<double>(t.coded_weights),
+                                         3);
+    if (!t.counts_known) {
+      out << "DF11 codes the exponents in " << coded_bits << " bits/weight; ratio "
+          << fixed(t.coded_ratio(), 4) << " (entropy unknown: it needs the weights)\n";
+    } else {
+      out << "Exponent entropy " << fixed(t.entropy_bits, 3) << " bits/weight"
+          << (r.remote ? " (of the sample)" : "") << "; DF11 codes " << coded_bits
+          << ".\nRatio: (entropy + 8)/16 = " << fixed((t.entropy_bits + 8) / 16, 4)
+          << "; with the stored overhead (tables, gaps, positions) " << fixed(t.bound_ratio(), 4)
+          << "; DF11 " << (r.remote ? "predicted " : "") << fixed(t.coded_ratio(), 4) << "\n";
+    }
+    if (r.remote && predicted) {
+      out << "Predicted, not measured: each group's Huffman code is built from the exponents "
+             "of a sample of its weights ("
+          << format_bytes(r.remote->sample_bytes) << " in all, up to "
+          << format_bytes(r.remote->sample_bytes_per_group)
+          << " per group from the middle of each member), and its exponent stream is that "
+             "code's mean length on the sample times the group's weights; sign+mantissa "
+             "bytes and the BF16 sizes are exact. df11 pull + df11 inspect gives the exact "
+             "sizes.\n";
+    }
     uint64_t most = 0;
     std::string where;
     bool exact = true;
@@ -371,13 +429,15 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
     }
     size_t incompatible = 0;
     for (const GroupReport& g : r.groups) incompatible += g.coded && !g.compatible();
-    out << "Max weights per block: " << (exact ? "" : "<= ") << group_digits(most) << " (" << where
-        << "); limit " << group_digits(kMaxWeightsPerBlockCompat) << ": "
-        << (incompatible == 0 ? "every group loads in dfloat11"
-                              : std::to_string(incompatible) +
-                                    " groups exceed it (the dfloat11 CUDA kernel cannot load "
-                                    "them)")
-        << "\n";
+    if (t.counts_known) {
+      out << "Max weights per block: " << (exact ? "" : "<= ") << group_digits(most) << " ("
+          << where << "); limit " << group_digits(kMaxWeightsPerBlockCompat) << ": "
+          << (incompatible == 0 ? "every group loads in dfloat11"
+                                : std::to_string(incompatible) +
+                                      " groups exceed it (the dfloat11 CUDA kernel cannot load "
+                                      "them)")
+          << "\n";
+    }
   } else {
     out << "No coded groups.\n";
   }

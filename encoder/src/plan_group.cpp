@@ -41,6 +41,15 @@ double entropy_bits(const Histogram& hist, uint64_t n) {
   return h;
 }
 
+// spec 3.2, 3.5, 3.6: the stream's bytes, its blocks, their gaps and output positions follow
+// from the number of coded bits.
+void set_stream_sizes(GroupPlan& plan) {
+  plan.n_bytes = (plan.n_bits + 7) / 8;
+  plan.n_blocks = (plan.n_bytes + kBytesPerBlock - 1) / kBytesPerBlock;
+  plan.gaps_bytes = gap_bytes_for_blocks(plan.n_blocks);
+  plan.output_positions_bytes = 4 * (plan.n_blocks + 1);
+}
+
 Result<GroupPlan> plan_group_unchecked(std::span<const std::span<const uint16_t>> members,
                                        uint64_t chunk_weights) {
   if (members.empty()) {
@@ -94,10 +103,7 @@ Result<GroupPlan> plan_group_unchecked(std::span<const std::span<const uint16_t>
     plan.chunk_bit_offset[c + 1] = plan.chunk_bit_offset[c] + bits;
   }
   plan.n_bits = plan.chunk_bit_offset[n_chunks];
-  plan.n_bytes = (plan.n_bits + 7) / 8;
-  plan.n_blocks = (plan.n_bytes + kBytesPerBlock - 1) / kBytesPerBlock;
-  plan.gaps_bytes = gap_bytes_for_blocks(plan.n_blocks);
-  plan.output_positions_bytes = 4 * (plan.n_blocks + 1);
+  set_stream_sizes(plan);
   for (size_t m = 0; m + 1 < members.size(); ++m) {
     plan.split_positions.push_back(static_cast<int64_t>(stream.member_start(m + 1)));
   }
@@ -116,6 +122,39 @@ Result<GroupPlan> plan_group(std::span<const std::span<const uint16_t>> members,
                   "plan_group: out of memory (" + std::to_string(chunk_weights) +
                       " weights per chunk needs 1 KiB of counts per chunk)");
   }
+}
+
+Result<GroupPlan> predict_group_plan(const Histogram& sample, uint64_t n_elements,
+                                     size_t n_members) {
+  uint64_t n_sample = 0;
+  for (uint64_t c : sample) n_sample += c;
+  if (n_sample == 0 || n_elements == 0 || n_members == 0 || n_members > n_elements) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "predict_group_plan: needs a non-empty sample and 1 <= members <= weights");
+  }
+  if (n_elements > std::numeric_limits<uint32_t>::max()) {
+    return Status(ErrorCode::kUncodable,
+                  "predict_group_plan: group has more than 2^32 - 1 weights (output positions "
+                  "are 32-bit)");
+  }
+  GroupPlan plan;
+  plan.histogram = sample;
+  plan.n_elements = n_elements;
+  plan.chunk_weights = n_elements;
+  DF11_ASSIGN_OR_RETURN(plan.code, build_code(sample));
+  DF11_ASSIGN_OR_RETURN(plan.luts, build_luts(plan.code));
+  // The sample's share of each exponent, times the group's weights: n_bits in expectation.
+  uint64_t sample_bits = 0;
+  for (int e = 0; e < 256; ++e) sample_bits += sample[e] * plan.code.length[e];
+  plan.n_bits = static_cast<uint64_t>(std::llround(static_cast<double>(sample_bits) /
+                                                   static_cast<double>(n_sample) *
+                                                   static_cast<double>(n_elements)));
+  plan.chunk_bit_offset = {0, plan.n_bits};
+  set_stream_sizes(plan);
+  // Where the members end is not known, only how many boundaries there are.
+  plan.split_positions.assign(n_members - 1, 0);
+  plan.entropy_bits = entropy_bits(sample, n_sample);
+  return plan;
 }
 
 }  // namespace df11

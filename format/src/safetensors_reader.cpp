@@ -145,14 +145,28 @@ const std::string* SafetensorsHeader::metadata_value(std::string_view key) const
 
 Result<SafetensorsHeader> parse_safetensors(std::span<const uint8_t> file_bytes,
                                             const std::string& file_name) {
+  return parse_safetensors_header(file_bytes, file_bytes.size(), file_name);
+}
+
+Result<SafetensorsHeader> parse_safetensors_header(std::span<const uint8_t> prefix,
+                                                   uint64_t file_size,
+                                                   const std::string& file_name) {
   const std::string& f = file_name;
-  const uint64_t file_size = file_bytes.size();
+  if (prefix.size() > file_size) {
+    return Status(ErrorCode::kInvalidArgument,
+                  f + ": " + std::to_string(prefix.size()) + " header bytes given for a file of " +
+                      std::to_string(file_size) + " bytes");
+  }
   // H1: the 8-byte length prefix is present.
   if (file_size < kHeaderLengthBytes) {
     return Status(ErrorCode::kTruncated, f + ": file is " + std::to_string(file_size) +
                                              " bytes, shorter than the 8-byte header length");
   }
-  const uint64_t n = load_le64(file_bytes.data());
+  if (prefix.size() < kHeaderLengthBytes) {
+    return Status(ErrorCode::kTruncated, f + ": " + std::to_string(prefix.size()) +
+                                             " bytes given, fewer than the 8-byte header length");
+  }
+  const uint64_t n = load_le64(prefix.data());
   // H2: N <= Max_Header_Bytes.
   if (n > kMaxHeaderBytes) {
     return Status(ErrorCode::kHeaderTooLarge, f + ": header length " + std::to_string(n) +
@@ -166,7 +180,12 @@ Result<SafetensorsHeader> parse_safetensors(std::span<const uint8_t> file_bytes,
                       std::to_string(file_size - kHeaderLengthBytes) +
                       " bytes after the length prefix (is the file truncated?)");
   }
-  const auto* text = reinterpret_cast<const char*>(file_bytes.data() + kHeaderLengthBytes);
+  if (n > prefix.size() - kHeaderLengthBytes) {
+    return Status(ErrorCode::kTruncated, f + ": header length " + std::to_string(n) + " but only " +
+                                             std::to_string(prefix.size() - kHeaderLengthBytes) +
+                                             " header bytes given");
+  }
+  const auto* text = reinterpret_cast<const char*>(prefix.data() + kHeaderLengthBytes);
   // H4: the header starts with '{' (the safetensors format says MUST).
   if (n == 0 || text[0] != '{') {
     return Status(ErrorCode::kBadJson, f + ": header does not start with '{'");

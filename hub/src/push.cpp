@@ -71,6 +71,26 @@ Result<std::vector<LocalFile>> list_local(const std::string& folder) {
   return files;
 }
 
+// The first 512 bytes only, when the SHA-256 is already known.
+Status read_sample(LocalFile& f) {
+  const int fd = ::open(f.absolute.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status(ErrorCode::kIo, f.absolute + ": open: " + std::strerror(errno));
+  f.sample.assign(static_cast<size_t>(std::min<uint64_t>(512, f.size)), '\0');
+  size_t done = 0;
+  while (done < f.sample.size()) {
+    const ssize_t n = ::pread(fd, f.sample.data() + done, f.sample.size() - done,
+                              static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      ::close(fd);
+      return Status(ErrorCode::kIo, f.absolute + ": read failed or file shrank");
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return Status::ok();
+}
+
 // SHA-256 and the first 512 bytes, streamed (bounded memory).
 Status hash_file(LocalFile& f, const std::function<bool()>& cancelled) {
   const int fd = ::open(f.absolute.c_str(), O_RDONLY | O_CLOEXEC);
@@ -142,14 +162,26 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
   const Clock::time_point hash_start = Clock::now();
-  // Hash every file (parallel, streamed) before talking to the Hub.
+  // Hash every file whose SHA-256 the caller does not give (parallel, streamed) before
+  // talking to the Hub.
+  std::vector<bool> known(files.size(), false);
+  for (size_t i = 0; i < files.size(); ++i) {
+    const auto it = options.known_sha256.find(files[i].path);
+    if (it != options.known_sha256.end() && it->second.size == files[i].size &&
+        is_lower_hex(it->second.sha256, 64)) {
+      files[i].sha256 = it->second.sha256;
+      known[i] = true;
+    } else {
+      ++result.files_hashed;
+    }
+  }
   {
     std::atomic<size_t> next{0};
     std::mutex mutex;
     Status first;
     auto worker = [&] {
       for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-        Status s = hash_file(files[i], control.cancelled);
+        Status s = known[i] ? read_sample(files[i]) : hash_file(files[i], control.cancelled);
         if (!s.is_ok()) {
           std::lock_guard<std::mutex> lock(mutex);
           if (first.is_ok()) first = s;

@@ -10,12 +10,16 @@
 
 namespace df11::app {
 
-uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan) {
+uint64_t block_starts_bound(const GroupPlan& plan) {
   uint32_t shortest = kMaxCodeLength;
   for (uint32_t len : plan.code.length) {
     if (len != 0) shortest = std::min(shortest, len);
   }
-  const uint64_t bound = (kBitsPerBlock + shortest - 1) / shortest;
+  return (kBitsPerBlock + shortest - 1) / shortest;
+}
+
+uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan) {
+  const uint64_t bound = block_starts_bound(plan);
   if (bound <= kMaxWeightsPerBlockCompat || plan.n_elements == 0) {
     // Not exact, but on the right side of the limit, which is all the caller decides on.
     return std::min<uint64_t>(bound, plan.n_elements);

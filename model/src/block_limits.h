@@ -19,6 +19,10 @@ namespace df11::app {
 // covering a large share of the weights) are scanned, in parallel by chunk.
 uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan);
 
+// The cheap bound alone: ceil(32768 / shortest code length). What a prediction
+// without the weights (remote inspect) can say about max_block_weights.
+uint64_t block_starts_bound(const GroupPlan& plan);
+
 // The sizes of a coded group that the dfloat11 loader's limits constrain (spec 3.7).
 struct CompatSizes {
   uint64_t n_elements = 0;

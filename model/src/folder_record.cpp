@@ -128,6 +128,7 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
                                        : state.status().message()));
       continue;
     }
+    findings.hashed.push_back(FolderFile{f.file, state->size, state->sha256});
     if (state->size != f.size || state->sha256 != f.sha256) {
       findings.failures.push_back(f.file + ": " + std::to_string(state->size) +
                                   " bytes with sha256 " + state->sha256 + ", the folder record has " +

@@ -30,6 +30,7 @@ struct FolderFindings {
   std::vector<std::string> warnings;  // files the record does not know (I5), one line each
   size_t files_checked = 0;           // recorded files whose size and SHA-256 matched
   bool has_record = false;            // false for folders written with df11 metadata 1.0
+  std::vector<FolderFile> hashed;     // every recorded file read, with its size and SHA-256 now
 };
 
 // Checks the folder's shards and files against the record in its first shard; every

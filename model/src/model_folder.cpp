@@ -35,38 +35,46 @@ struct Fd {
   }
 };
 
-// The shard files an index's weight_map names; each must exist in the folder.
-Result<std::set<std::string>> indexed_shards(const std::string& index_text, const fs::path& dir,
-                                            const std::string& index_name) {
-  const std::string where = (dir / index_name).string();
-  std::set<std::string> files;
+}  // namespace
+
+Result<std::vector<std::string>> checkpoint_shards(const std::vector<std::string>& top_level_files,
+                                                   const std::optional<std::string>& index_text,
+                                                   const std::string& index_where) {
+  std::vector<std::string> shards;
+  for (const std::string& name : top_level_files) {
+    if (is_shard_name(name)) shards.push_back(name);
+  }
+  std::sort(shards.begin(), shards.end());
+  if (!index_text) return shards;
+  std::set<std::string> indexed;
   try {
-    const auto index = nlohmann::json::parse(index_text);
+    const auto index = nlohmann::json::parse(*index_text);
     const auto map = index.find("weight_map");
     if (!index.is_object() || map == index.end() || !map->is_object()) {
-      return Status(ErrorCode::kBadConfig, where + ": no weight_map object");
+      return Status(ErrorCode::kBadConfig, index_where + ": no weight_map object");
     }
     for (const auto& [tensor, file] : map->items()) {
       if (!file.is_string()) {
         return Status(ErrorCode::kBadConfig,
-                      where + ": weight_map['" + tensor + "'] is not a file name");
+                      index_where + ": weight_map['" + tensor + "'] is not a file name");
       }
-      files.insert(file.get<std::string>());
+      indexed.insert(file.get<std::string>());
     }
   } catch (const nlohmann::json::exception& e) {
-    return Status(ErrorCode::kBadConfig, where + ": " + e.what());
+    return Status(ErrorCode::kBadConfig, index_where + ": " + e.what());
   }
-  for (const std::string& file : files) {
-    std::error_code ec;
-    if (file.find('/') != std::string::npos || !fs::is_regular_file(dir / file, ec)) {
+  const std::set<std::string> present(top_level_files.begin(), top_level_files.end());
+  for (const std::string& file : indexed) {
+    if (file.find('/') != std::string::npos || present.count(file) == 0) {
       return Status(ErrorCode::kNotFound,
-                    where + ": names shard '" + file + "', which is not a file of the folder");
+                    index_where + ": names shard '" + file + "', which is not a file of the folder");
     }
   }
-  return files;
+  // With an index, the checkpoint is the shards it names; another top-level .safetensors
+  // (e.g. a consolidated.safetensors beside HF shards) is just a file to copy.
+  std::erase_if(shards, [&](const std::string& name) { return indexed.count(name) == 0; });
+  return shards;
 }
-
-}  // namespace
 
 std::vector<TensorLocation> ModelFolder::tensors_in_file_order() const {
   std::vector<TensorLocation> order;
@@ -92,6 +100,7 @@ Result<ModelFolder> open_model_folder(const fs::path& dir, const CancelToken& ca
     }
   }
   // Top level: shards, config.json, the index. Everything else, at any depth, is a side file.
+  std::vector<std::string> top_level;
   fs::recursive_directory_iterator it(dir, fs::directory_options::follow_directory_symlink, ec);
   if (ec) return Status(ErrorCode::kIo, dir.string() + ": cannot list: " + ec.message());
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
@@ -107,11 +116,8 @@ Result<ModelFolder> open_model_folder(const fs::path& dir, const CancelToken& ca
     }
     const std::string rel = path.lexically_relative(dir).generic_string();
     if (it.depth() == 0) {
-      if (is_shard_name(rel)) {
-        folder.shard_names.push_back(rel);
-        continue;
-      }
-      if (rel == kConfigFile || rel == folder.index_name) continue;
+      top_level.push_back(rel);
+      if (is_shard_name(rel) || rel == kConfigFile || rel == folder.index_name) continue;
     }
     folder.side_files.push_back(rel);
   }
@@ -123,17 +129,15 @@ Result<ModelFolder> open_model_folder(const fs::path& dir, const CancelToken& ca
     if (!text) return text.status();
     (name == kConfigFile ? folder.config_text : folder.index_text) = std::move(text).value();
   }
-  if (folder.index_text) {
-    // With an index, the checkpoint is the shards it names; another top-level .safetensors
-    // (e.g. a consolidated.safetensors beside HF shards) is just a file to copy.
-    DF11_ASSIGN_OR_RETURN(std::set<std::string> indexed, indexed_shards(*folder.index_text, dir, folder.index_name));
-    std::vector<std::string> shards;
-    for (std::string& name : folder.shard_names) {
-      (indexed.count(name) != 0 ? shards : folder.side_files).push_back(std::move(name));
+  DF11_ASSIGN_OR_RETURN(folder.shard_names,
+                        checkpoint_shards(top_level, folder.index_text,
+                                          (dir / folder.index_name).string()));
+  for (const std::string& name : top_level) {
+    if (is_shard_name(name) && !std::binary_search(folder.shard_names.begin(),
+                                                   folder.shard_names.end(), name)) {
+      folder.side_files.push_back(name);
     }
-    folder.shard_names = std::move(shards);
   }
-  std::sort(folder.shard_names.begin(), folder.shard_names.end());
   std::sort(folder.side_files.begin(), folder.side_files.end());
   if (folder.shard_names.empty()) {
     return Status(ErrorCode::kNotFound, dir.string() + ": no *.safetensors file in this folder");

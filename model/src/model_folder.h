@@ -50,6 +50,14 @@ struct ModelFolder {
   std::vector<TensorLocation> tensors_in_file_order() const;
 };
 
+// The checkpoint's shards among a folder's top-level file names, sorted: with an index (its
+// text given), the files its weight_map names, each of which must be among them (kNotFound
+// otherwise; kBadConfig for an index that is not usable JSON; `index_where` names it in
+// messages); without, every *.safetensors. Shared by open_model_folder and remote inspect.
+Result<std::vector<std::string>> checkpoint_shards(const std::vector<std::string>& top_level_files,
+                                                   const std::optional<std::string>& index_text,
+                                                   const std::string& index_where);
+
 // Lists and opens a folder. kNotFound if `dir` is not a folder, holds no *.safetensors, or
 // its index names a shard that is not there; kBadConfig if the index is not usable JSON;
 // kDuplicateName if a tensor name appears in two shards; parse errors of any shard as the

@@ -168,6 +168,17 @@ Result<MemberSpans> group_member_spans(const ModelFolder& folder, const Compress
   return MemberSpans::make(bytes);
 }
 
+Grouping group_tensors(std::span<const TensorEntry> entries,
+                       const std::optional<std::string>& config_text, GroupBy group_by) {
+  Grouping grouping = derive_groups(entries, group_by);
+  if (config_text) {
+    if (const auto embedding = find_tied_embedding(entries, *config_text)) {
+      add_tied_head(grouping, entries, *embedding);
+    }
+  }
+  return grouping;
+}
+
 Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by, Reporter& reporter, const CancelToken& cancel,
                                       uint64_t chunk_weights) {
   CompressPlan result;
@@ -178,12 +189,7 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
     const TensorInfo& t = folder.tensor(at);
     entries.push_back(TensorEntry{t.name, t.dtype, t.shape, t.n_elements});
   }
-  Grouping grouping = derive_groups(entries, group_by);
-  if (folder.config_text) {
-    if (const auto embedding = find_tied_embedding(entries, *folder.config_text)) {
-      add_tied_head(grouping, entries, *embedding);
-    }
-  }
+  Grouping grouping = group_tensors(entries, folder.config_text, group_by);
   for (const std::string& note : grouping.notes) reporter.warning(note);
   if (const std::string moe = per_expert_note(grouping); !moe.empty()) reporter.note(moe);
   result.raw.assign(result.order.size(), false);

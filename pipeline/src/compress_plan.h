@@ -5,6 +5,8 @@
 
 #include <cstddef>
 #include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +34,12 @@ struct CompressPlan {
   uint64_t coded_weight_bytes = 0;  // BF16 bytes of the coded groups' members (no tied copy)
   uint64_t bf16_matrix_bytes = 0;   // bytes of every non-empty 2-D BF16 tensor
 };
+
+// The groups of a checkpoint from its tensors' names and shapes alone (`entries` in
+// original file order), with the tied lm_head copy that config.json asks for: what
+// plan_compression starts from, and what remote inspect predicts from.
+Grouping group_tensors(std::span<const TensorEntry> entries,
+                       const std::optional<std::string>& config_text, GroupBy group_by);
 
 // Plans every group; warns on `reporter` for each group left raw, naming its tensors, for
 // each tensor with Inf or NaN taken out of its group (spec 7.4), and when less than 90% of

@@ -9,9 +9,15 @@
 namespace df11::app {
 
 std::vector<DtypeShare> dtype_shares(const ModelFolder& folder) {
+  std::vector<const SafetensorsHeader*> headers;
+  for (const SafetensorsFile& shard : folder.shards) headers.push_back(&shard.header());
+  return dtype_shares(headers);
+}
+
+std::vector<DtypeShare> dtype_shares(const std::vector<const SafetensorsHeader*>& headers) {
   std::map<Dtype, DtypeShare> by_dtype;
-  for (const SafetensorsFile& shard : folder.shards) {
-    for (const TensorInfo& t : shard.header().tensors) {
+  for (const SafetensorsHeader* header : headers) {
+    for (const TensorInfo& t : header->tensors) {
       DtypeShare& share = by_dtype[t.dtype];
       share.dtype = t.dtype;
       ++share.tensors;

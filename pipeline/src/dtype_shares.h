@@ -21,6 +21,8 @@ struct DtypeShare {
 
 // Every dtype of the folder's tensors, most bytes first (ties: dtype order).
 std::vector<DtypeShare> dtype_shares(const ModelFolder& folder);
+// The same over parsed headers (a remote repo's).
+std::vector<DtypeShare> dtype_shares(const std::vector<const SafetensorsHeader*>& headers);
 
 // "F16 1.20 GB (99.9%, 291 tensors), F32 1.10 MB (0.1%, 2 tensors)".
 std::string dtype_shares_text(const std::vector<DtypeShare>& shares);

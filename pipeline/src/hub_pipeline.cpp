@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -19,8 +20,8 @@ namespace fs = std::filesystem;
 // Transfer controls that feed the reporter's progress and stop with the cancel token.
 struct ReportedTransfer {
   ReportedTransfer(Reporter& reporter, const CancelToken& cancel, const std::string& label,
-                   int threads) {
-    control.threads = threads > 0 ? threads : 8;
+                   int transfers) {
+    control.threads = transfers > 0 ? transfers : 8;
     control.cancelled = [&cancel] { return cancel.cancelled(); };
     control.progress = [this, &reporter, label](const hub::TransferProgress& p) {
       std::lock_guard<std::mutex> lock(mutex);
@@ -44,8 +45,8 @@ struct ReportedTransfer {
 // the token's reason ("interrupted by SIGINT").
 template <typename T, typename Op>
 Result<T> with_reporter(Reporter& reporter, const CancelToken& cancel, const std::string& label,
-                        int threads, Op op) {
-  ReportedTransfer transfer(reporter, cancel, label, threads);
+                        int transfers, Op op) {
+  ReportedTransfer transfer(reporter, cancel, label, transfers);
   Result<T> result = op(transfer.control);
   reporter.progress_finish();
   if (!result && result.status().code() == ErrorCode::kInterrupted) {
@@ -74,12 +75,15 @@ std::optional<std::string> base_model_from_config(const std::string& config_json
   return name;
 }
 
-Status verify_for_push(const std::string& folder, int threads, Reporter& reporter,
-                       const CancelToken& cancel) {
+// Verifies the folder and returns the SHA-256 of its files that the verify pass computed on
+// the way (push needs them as LFS object ids: no second read of the shards).
+Result<std::map<std::string, hub::PushOptions::KnownDigest>> verify_for_push(
+    const std::string& folder, int threads, Reporter& reporter, const CancelToken& cancel) {
   VerifyOptions verify;
   verify.df11_dir = folder;
   verify.device = DeviceChoice::kCpu;
   verify.threads = threads;
+  verify.folder_sha256 = true;
   DF11_ASSIGN_OR_RETURN(VerifyReport report, verify_model(verify, reporter, cancel));
   if (!report.has_checksums) {
     return Status(ErrorCode::kBadMetadata,
@@ -93,7 +97,9 @@ Status verify_for_push(const std::string& folder, int threads, Reporter& reporte
   reporter.note("verified " + folder + ": " + std::to_string(report.groups) + " groups decoded, " +
                 std::to_string(report.tensors) + " tensors and " + std::to_string(report.files) +
                 " files checked");
-  return Status::ok();
+  std::map<std::string, hub::PushOptions::KnownDigest> digests;
+  for (const FolderFile& f : report.folder_digests) digests[f.file] = {f.size, f.sha256};
+  return digests;
 }
 
 }  // namespace
@@ -107,7 +113,7 @@ Result<hub::PullResult> pull_model(const PullModelOptions& options, Reporter& re
   pull.local_dir = options.local_dir;
   pull.include = options.include;
   return with_reporter<hub::PullResult>(
-      reporter, cancel, "pull " + ref.repo_id, options.threads,
+      reporter, cancel, "pull " + ref.repo_id, options.transfers,
       [&](const hub::TransferControl& control) { return hub::pull(config, pull, control); });
 }
 
@@ -125,7 +131,8 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
   }
   PushModelResult result;
   const auto verify_start = std::chrono::steady_clock::now();
-  DF11_RETURN_IF_ERROR(verify_for_push(options.folder, options.threads, reporter, cancel));
+  DF11_ASSIGN_OR_RETURN(auto digests,
+                        verify_for_push(options.folder, options.threads, reporter, cancel));
   result.verify_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
   const fs::path readme = fs::path(options.folder) / "README.md";
@@ -154,9 +161,10 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
   push.private_repo = options.private_repo;
   push.create_pr = options.create_pr;
   push.commit_message = options.message;
+  push.known_sha256 = std::move(digests);
   DF11_ASSIGN_OR_RETURN(result.push,
                         with_reporter<hub::PushResult>(
-                            reporter, cancel, "push " + ref.repo_id, options.threads,
+                            reporter, cancel, "push " + ref.repo_id, options.transfers,
                             [&](const hub::TransferControl& control) {
                               return hub::push_folder(config, push, control);
                             }));
@@ -172,7 +180,7 @@ Result<PublishResult> publish_model(const PublishOptions& options, Reporter& rep
                                              : options.work_dir;
   PullModelOptions pull;
   pull.repo = options.source;
-  pull.threads = options.threads > 0 ? options.threads : 8;
+  pull.transfers = options.transfers;
   DF11_ASSIGN_OR_RETURN(result.pull, pull_model(pull, reporter, cancel));
   reporter.note("pulled " + source.repo_id + " -> " + result.pull.snapshot_dir);
 
@@ -200,18 +208,19 @@ Result<PublishResult> publish_model(const PublishOptions& options, Reporter& rep
   push.create_pr = options.create_pr;
   push.base_model = source.repo_id;
   push.message = "Upload " + source.repo_id + " in DF11 (df11 publish)";
-  push.threads = pull.threads;
+  push.threads = options.threads;
+  push.transfers = options.transfers;
   DF11_ASSIGN_OR_RETURN(result.push, push_model(push, reporter, cancel));
   return result;
 }
 
-Result<std::string> resolve_model_argument(const std::string& argument, int threads,
+Result<std::string> resolve_model_argument(const std::string& argument, int transfers,
                                            Reporter& reporter, const CancelToken& cancel) {
   std::error_code ec;
   if (fs::exists(argument, ec) || !hub::looks_like_repo_ref(argument)) return argument;
   PullModelOptions pull;
   pull.repo = argument;
-  pull.threads = threads > 0 ? threads : 8;
+  pull.transfers = transfers;
   DF11_ASSIGN_OR_RETURN(hub::PullResult pulled, pull_model(pull, reporter, cancel));
   reporter.detail("pulled " + argument + " -> " + pulled.snapshot_dir);
   return pulled.snapshot_dir;

@@ -19,7 +19,7 @@ struct PullModelOptions {
   std::string repo;  // "org/name[@rev]"
   std::optional<std::string> local_dir;
   std::vector<std::string> include;
-  int threads = 8;
+  int transfers = 8;  // parallel downloads (network-bound: not limited by the cores)
 };
 Result<hub::PullResult> pull_model(const PullModelOptions& options, Reporter& reporter,
                                     const CancelToken& cancel);
@@ -32,7 +32,8 @@ struct PushModelOptions {
   bool create_pr = false;
   std::optional<std::string> base_model;  // for the card; else config.json's _name_or_path
   std::string message = "Upload DF11 model with df11";
-  int threads = 8;
+  int threads = 0;    // CPU threads of the verify pass (0: all cores)
+  int transfers = 8;  // parallel uploads (network-bound: not limited by the cores)
 };
 struct PushModelResult {
   hub::PushResult push;
@@ -51,7 +52,8 @@ struct PublishOptions {
   bool private_repo = false;
   bool create_pr = false;
   GroupBy group_by = GroupBy::kBlock;
-  int threads = 0;
+  int threads = 0;    // CPU threads of compress and verify (0: all cores)
+  int transfers = 8;  // parallel Hub transfers
 };
 struct PublishResult {
   hub::PullResult pull;
@@ -66,7 +68,7 @@ Result<PublishResult> publish_model(const PublishOptions& options, Reporter& rep
 
 // A command's model argument: an existing path is returned as it is; otherwise a Hub id
 // ("org/name[@rev]") is pulled into the cache and its snapshot folder returned.
-Result<std::string> resolve_model_argument(const std::string& argument, int threads,
+Result<std::string> resolve_model_argument(const std::string& argument, int transfers,
                                            Reporter& reporter, const CancelToken& cancel);
 
 }  // namespace df11::app

@@ -19,11 +19,7 @@ namespace {
 // The compressor's own limit check (block_limits.h) is exact only where it can matter: with
 // a shortest code of L >= 2 bits no block can hold more than ceil(32768 / L) <= 16384 codes.
 bool block_count_is_exact(const GroupPlan& plan) {
-  uint32_t shortest = kMaxCodeLength;
-  for (uint32_t len : plan.code.length) {
-    if (len != 0) shortest = std::min(shortest, len);
-  }
-  return (kBitsPerBlock + shortest - 1) / shortest > kMaxWeightsPerBlockCompat;
+  return block_starts_bound(plan) > kMaxWeightsPerBlockCompat;
 }
 
 void fill_from_plan(const MemberSpans& spans, const GroupPlan& plan, GroupReport& g) {

@@ -67,14 +67,16 @@ std::vector<std::string> names_from_pattern_dict(const std::optional<nlohmann::o
   return {};
 }
 
-Status analyze_shard(const ModelFolder& folder, size_t s,
-                     const std::optional<nlohmann::ordered_json>& pattern_dict,
-                     InspectReport& report, bool& all_sources_known, const CancelToken& cancel) {
-  const SafetensorsFile& shard = folder.shards[s];
-  const SafetensorsHeader& header = shard.header();
-  const std::string& file = folder.shard_names[s];
+// The groups of one shard from its header alone: names, members and stored sizes (spec 3.2:
+// n is the sign_mantissa byte count), counts unknown. Without df11 metadata, member names
+// come from pattern_dict and member sizes from split_positions, which needs the bytes: they
+// stay 0 here. Fills `groups` with the groups' tensors, in report order.
+Status describe_shard(const SafetensorsHeader& header, const std::string& file,
+                      const std::optional<nlohmann::ordered_json>& pattern_dict,
+                      InspectReport& report, bool& all_sources_known,
+                      std::vector<GroupTensors>& groups, bool& has_metadata) {
   DF11_ASSIGN_OR_RETURN(std::optional<Df11Metadata> metadata, read_df11_metadata(header));
-  std::vector<GroupTensors> groups;
+  has_metadata = metadata.has_value();
   if (metadata) {
     DF11_ASSIGN_OR_RETURN(groups, check_metadata_against_header(*metadata, header));
     report.kind = CheckpointKind::kDf11;
@@ -95,38 +97,28 @@ Status analyze_shard(const ModelFolder& folder, size_t s,
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const GroupTensors& gt = groups[gi];
     for (const TensorInfo* t : gt.all()) stored.insert(t);
-    const std::string what = file + ": group '" + gt.name + "'";
-    const GroupView view = group_view(gt, shard.bytes());
-    DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(view, what));
-    DF11_ASSIGN_OR_RETURN(const Histogram counts, count_exponents(view, info, what, cancel));
-    for (const TensorInfo* t : gt.all()) shard.release(*t);
-
     GroupReport g;
     g.name = gt.name;
     g.file = file;
-    g.n_elements = info.n_elements;
+    g.n_elements = gt.sign_mantissa->byte_size();
     g.bytes.luts = gt.luts->byte_size();
     g.bytes.encoded_exponent = gt.encoded_exponent->byte_size();
     g.bytes.sign_mantissa = gt.sign_mantissa->byte_size();
     g.bytes.output_positions = gt.output_positions->byte_size();
     g.bytes.gaps = gt.gaps->byte_size();
     g.bytes.split_positions = gt.split_positions->byte_size();
-    std::array<uint8_t, 256> lengths{};
-    std::copy(std::begin(info.code_lengths), std::end(info.code_lengths), lengths.begin());
-    g.code = make_code_stats(counts, lengths, info.n_luts);
-    g.max_block_weights = info.max_block_weights;
-    g.max_block_weights_exact = true;
+    g.counts_known = false;
     if (metadata) {
       for (const MemberMeta& m : metadata->groups[gi].members) {
         g.members.push_back(MemberReport{m.name, m.shape, m.n_elements});
         if (!m.alias_of.empty()) g.alias_of = m.alias_of;
       }
     } else {
-      const std::vector<uint64_t> sizes = member_sizes(view, info.n_elements);
+      const size_t n_members = g.bytes.split_positions / 8 + 1;
       const std::vector<std::string> names =
-          names_from_pattern_dict(pattern_dict, gt.name, sizes.size());
-      for (size_t m = 0; m < sizes.size(); ++m) {
-        g.members.push_back(MemberReport{names.empty() ? "" : names[m], {}, sizes[m]});
+          names_from_pattern_dict(pattern_dict, gt.name, n_members);
+      for (size_t m = 0; m < n_members; ++m) {
+        g.members.push_back(MemberReport{names.empty() ? "" : names[m], {}, 0});
       }
     }
     report.groups.push_back(std::move(g));
@@ -139,25 +131,88 @@ Status analyze_shard(const ModelFolder& folder, size_t s,
   return Status::ok();
 }
 
+// describe_shard, then every group validated and decoded once to count its exponents.
+Status analyze_shard(const ModelFolder& folder, size_t s,
+                     const std::optional<nlohmann::ordered_json>& pattern_dict,
+                     InspectReport& report, bool& all_sources_known, const CancelToken& cancel) {
+  const SafetensorsFile& shard = folder.shards[s];
+  const std::string& file = folder.shard_names[s];
+  const size_t first = report.groups.size();
+  std::vector<GroupTensors> groups;
+  bool has_metadata = false;
+  DF11_RETURN_IF_ERROR(describe_shard(shard.header(), file, pattern_dict, report,
+                                      all_sources_known, groups, has_metadata));
+  for (size_t gi = 0; gi < groups.size(); ++gi) {
+    const GroupTensors& gt = groups[gi];
+    const std::string what = file + ": group '" + gt.name + "'";
+    const GroupView view = group_view(gt, shard.bytes());
+    DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(view, what));
+    DF11_ASSIGN_OR_RETURN(const Histogram counts, count_exponents(view, info, what, cancel));
+    for (const TensorInfo* t : gt.all()) shard.release(*t);
+
+    GroupReport& g = report.groups[first + gi];
+    g.n_elements = info.n_elements;
+    std::array<uint8_t, 256> lengths{};
+    std::copy(std::begin(info.code_lengths), std::end(info.code_lengths), lengths.begin());
+    g.code = make_code_stats(counts, lengths, info.n_luts);
+    g.counts_known = true;
+    g.max_block_weights = info.max_block_weights;
+    g.max_block_weights_exact = true;
+    if (!has_metadata) {
+      // No metadata: the member sizes are where split_positions cuts the group.
+      const std::vector<uint64_t> sizes = member_sizes(view, info.n_elements);
+      for (size_t m = 0; m < sizes.size() && m < g.members.size(); ++m) {
+        g.members[m].n_elements = sizes[m];
+      }
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace
+
+bool is_df11_header(const SafetensorsHeader& header) {
+  if (header.metadata_value(kDf11MetadataKey) != nullptr) return true;
+  for (const TensorInfo& t : header.tensors) {
+    if (t.name.ends_with(group_tensor(GroupTensor::kEncodedExponent).suffix)) return true;
+  }
+  return false;
+}
 
 bool is_df11_checkpoint(const ModelFolder& folder) {
   for (const SafetensorsFile& shard : folder.shards) {
-    if (shard.header().metadata_value(kDf11MetadataKey) != nullptr) return true;
-    for (const TensorInfo& t : shard.header().tensors) {
-      if (t.name.ends_with(group_tensor(GroupTensor::kEncodedExponent).suffix)) return true;
-    }
+    if (is_df11_header(shard.header())) return true;
   }
   return false;
+}
+
+Result<std::optional<nlohmann::ordered_json>> df11_pattern_dict(
+    const std::optional<std::string>& config_text) {
+  if (!config_text) return std::optional<nlohmann::ordered_json>();
+  return read_pattern_dict(*config_text, kConfigFile);
+}
+
+Status describe_df11_checkpoint(const std::vector<const SafetensorsHeader*>& headers,
+                                const std::vector<std::string>& names,
+                                const std::optional<std::string>& config_text,
+                                InspectReport& report) {
+  report.kind = CheckpointKind::kDf11NoMetadata;
+  DF11_ASSIGN_OR_RETURN(const auto pattern_dict, df11_pattern_dict(config_text));
+  bool all_sources_known = true;
+  for (size_t s = 0; s < headers.size(); ++s) {
+    std::vector<GroupTensors> groups;
+    bool has_metadata = false;
+    DF11_RETURN_IF_ERROR(describe_shard(*headers[s], names[s], pattern_dict, report,
+                                        all_sources_known, groups, has_metadata));
+  }
+  if (!all_sources_known) report.original_file_bytes = 0;
+  return Status::ok();
 }
 
 Status analyze_df11_checkpoint(const ModelFolder& folder, InspectReport& report,
                                const CancelToken& cancel) {
   report.kind = CheckpointKind::kDf11NoMetadata;
-  std::optional<nlohmann::ordered_json> pattern_dict;
-  if (folder.config_text) {
-    DF11_ASSIGN_OR_RETURN(pattern_dict, read_pattern_dict(*folder.config_text, kConfigFile));
-  }
+  DF11_ASSIGN_OR_RETURN(const auto pattern_dict, df11_pattern_dict(folder.config_text));
   bool all_sources_known = true;
   for (size_t s = 0; s < folder.shards.size(); ++s) {
     DF11_RETURN_IF_ERROR(analyze_shard(folder, s, pattern_dict, report, all_sources_known, cancel));

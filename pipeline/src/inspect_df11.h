@@ -2,6 +2,10 @@
 // it comes to its entropy. Works with and without df11 metadata (published dfloat11 models).
 #pragma once
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "df11/status.h"
 #include "inspect_report.h"
 #include "model_folder.h"
@@ -10,6 +14,15 @@ namespace df11::app {
 
 // True if any shard carries df11 metadata or a DF11 group ("<P>.encoded_exponent").
 bool is_df11_checkpoint(const ModelFolder& folder);
+bool is_df11_header(const SafetensorsHeader& header);
+
+// Fills report.kind, groups, raw and original_file_bytes from the shards' headers alone
+// (`names[i]` is headers[i]'s file): stored sizes and members, exponent counts unknown
+// (GroupReport::counts_known false). For a checkpoint whose weights are not at hand.
+Status describe_df11_checkpoint(const std::vector<const SafetensorsHeader*>& headers,
+                                const std::vector<std::string>& names,
+                                const std::optional<std::string>& config_text,
+                                InspectReport& report);
 
 // Fills report.kind, files, groups, raw and original_file_bytes. Every group is validated
 // (validate_group) and decoded once, in slices, to count its exponents (the code-length table

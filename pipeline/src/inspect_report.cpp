@@ -110,6 +110,7 @@ InspectTotals compute_totals(const InspectReport& report) {
       continue;
     }
     ++t.n_groups_coded;
+    t.counts_known = t.counts_known && g.counts_known;
     t.coded_weights += g.n_elements;
     t.coded_bf16_bytes += g.bf16_bytes();
     t.coded_stored_bytes += g.bytes.total();

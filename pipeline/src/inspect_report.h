@@ -95,6 +95,9 @@ struct GroupReport {
   std::string raw_reason;  // why not coded
   PartBytes bytes;         // stored (DF11 file) or predicted (exact) sizes; zero when not coded
   CodeStats code;
+  // False when no exponent was counted (a remote DF11 group: its sizes come from the header,
+  // its counts would need the whole stream decoded): entropy, bound and code unknown.
+  bool counts_known = true;
   uint64_t max_block_weights = 0;        // weights whose code starts in the fullest block
   bool max_block_weights_exact = false;  // false: an upper bound from the shortest code
   std::optional<ZstdBaseline> zstd;
@@ -144,6 +147,20 @@ enum class CheckpointKind {
 };
 const char* checkpoint_kind_name(CheckpointKind kind);  // "bf16", "df11", "df11-no-metadata"
 
+// How a remote repo was read (inspect of a Hub id): HTTP Range requests on the shards'
+// headers and, for a BF16 repo, on a sample of every group's weights; nothing else.
+struct RemoteRead {
+  std::string repo;           // "org/name"
+  std::string revision;       // as asked
+  std::string commit;         // resolved
+  uint64_t repo_bytes = 0;    // every file of the repo at that commit
+  uint64_t bytes_read = 0;    // response bytes kept: side files, headers, samples
+  uint64_t requests = 0;      // HTTP requests for those bytes (redirects and retries included)
+  uint64_t sample_bytes = 0;  // weight bytes sampled (BF16 repos; part of bytes_read)
+  uint64_t sample_bytes_per_group = 0;  // the budget each coded group's sample shares
+  uint64_t sampled_groups = 0;
+};
+
 struct InspectReport {
   std::string path;
   CheckpointKind kind = CheckpointKind::kBf16;
@@ -155,6 +172,10 @@ struct InspectReport {
   std::vector<DtypeShare> dtypes;    // every tensor's dtype, most bytes first
   uint64_t original_file_bytes = 0;  // kDf11: sizes of the original files, when all known
   bool zstd = false;                 // baselines computed
+  // Set for a Hub repo read remotely. kBf16: group sizes are predicted from the sampled
+  // exponents (GroupReport::code counts the sample), not computed from every weight; kDf11:
+  // sizes are the stored ones, exponent counts are unknown (counts_known false).
+  std::optional<RemoteRead> remote;
 };
 
 // Sums over the coded groups (what the DF11 ratio is about) and over the whole model.
@@ -169,6 +190,7 @@ struct InspectTotals {
   uint64_t raw_bytes = 0;            // tensors stored unchanged
   uint64_t tied_copy_bytes = 0;      // stored bytes of tied copies (GroupReport::alias_of)
   std::optional<ZstdBaseline> zstd;  // over the coded groups' bytes
+  bool counts_known = true;          // every coded group's exponents were counted
 
   double coded_ratio() const;
   double bound_ratio() const;

@@ -42,7 +42,7 @@ Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter
   DF11_ASSIGN_OR_RETURN(DecodeDevice device, resolve_device(options.device, &report.device_notes));
   report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
   VerifyContext context(reporter, cancel, report, against ? &*against : nullptr, device,
-                        options.parallel_files, options.file_sha256);
+                        options.parallel_files, options.file_sha256, options.folder_sha256);
   report.files_sha256 = options.file_sha256;
   if (written_by_df11(model)) {
     DF11_RETURN_IF_ERROR(verify_df11_folder(std::move(model), context));

@@ -16,6 +16,7 @@
 
 #include "cancel.h"
 #include "reporter.h"
+#include "df11/metadata.h"
 #include "df11/status.h"
 
 namespace df11::app {
@@ -29,6 +30,11 @@ struct VerifyOptions {
   int threads = 0;
   size_t parallel_files = 0;  // original files rebuilt side by side; 0: from the thread count
   bool file_sha256 = false;   // also hash every rebuilt original file (--sha256)
+  // Also the SHA-256 of the DF11 folder's own files, from the reads verify makes anyway: each
+  // shard is read once in file order for its stored checksums and its SHA-256 together, and
+  // every recorded side file is hashed by the folder-record check. For push (LFS object ids).
+  // Folders written by df11 only (VerifyReport::folder_digests stays empty otherwise).
+  bool folder_sha256 = false;
 };
 
 struct VerifyReport {
@@ -43,6 +49,7 @@ struct VerifyReport {
   size_t folder_files = 0;            // files of the folder matching the folder record
   size_t compared = 0;                // tensors compared with --against
   size_t aliases = 0;                 // tied copies decoded equal to the tensor they copy
+  std::vector<FolderFile> folder_digests;  // VerifyOptions::folder_sha256: shards, recorded files
   std::vector<std::string> failures;  // one line each, naming the tensor or file
   std::vector<std::string> notes;         // what the user should know about the checks
   std::vector<std::string> device_notes;  // which decoder ran and why (CUDA absent, ...)

@@ -1,6 +1,10 @@
 // verify for folders written by df11: checksums of everything, loader compatibility of
 // pattern_dict, every original file rebuilt in a stream (nothing written) and, with
 // --against, compared with the original folder.
+#include <tbb/parallel_for.h>
+
+#include <algorithm>
+#include <array>
 #include <unordered_set>
 
 #include "df11/file_io.h"
@@ -24,29 +28,86 @@ std::string member_names(const GroupMeta& meta) {
   return list;
 }
 
-// Stored xxh3 of the six tensors (spec 5.2), streamed from the mapping.
-void check_stored(const Df11Folder& folder, const CodedGroup& g, VerifyContext& context,
-                  Status* fatal) {
+// The xxh3 of every stored group tensor (spec 5.2) of one shard, in kGroupTensors order per
+// group (`hashes[group]`), streamed from the mapping in file order; with `sha256`, the same
+// read also gives the SHA-256 of the whole shard file (what push sends as its LFS object id),
+// so that no second pass over the bytes is needed for it.
+Status hash_shard(const Df11Folder& folder, size_t shard,
+                  std::vector<std::array<std::string, kGroupTensors.size()>>& hashes,
+                  std::string* sha256, VerifyContext& context) {
+  struct Piece {
+    uint64_t begin = 0, end = 0;  // file offsets
+    size_t group = 0, k = 0;
+  };
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < folder.groups.size(); ++i) {
+    const CodedGroup& g = folder.groups[i];
+    if (g.shard != shard) continue;
+    const auto tensors = g.tensors.all();  // kGroupTensors order
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      pieces.push_back({tensors[k]->file_offset, tensors[k]->file_offset + tensors[k]->byte_size(),
+                        i, k});
+    }
+  }
+  std::sort(pieces.begin(), pieces.end(),
+            [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
+  std::vector<Xxh3> xxh(pieces.size());
+  const MappedFile& mapped = folder.folder.shards[shard].mapped();
+  if (sha256 == nullptr) {
+    for (size_t p = 0; p < pieces.size(); ++p) {
+      DF11_RETURN_IF_ERROR(stream_file_range(
+          mapped, pieces[p].begin, pieces[p].end - pieces[p].begin,
+          [&](std::span<const uint8_t> bytes) {
+            xxh[p].update(bytes);
+            context.reporter.progress_advance(bytes.size());
+            return Status::ok();
+          },
+          context.cancel));
+    }
+  } else {
+    // Tensors tile the data buffer without overlap (spec 6.3 O1): walk the file once,
+    // handing each step to the SHA-256 and to the pieces it overlaps.
+    Sha256 whole;
+    uint64_t at = 0;
+    size_t p = 0;
+    DF11_RETURN_IF_ERROR(stream_file_range(
+        mapped, 0, mapped.size(),
+        [&](std::span<const uint8_t> bytes) {
+          whole.update(bytes);
+          const uint64_t end = at + bytes.size();
+          while (p < pieces.size() && pieces[p].begin < end) {
+            const uint64_t from = std::max(pieces[p].begin, at);
+            const uint64_t to = std::min(pieces[p].end, end);
+            if (to > from) {
+              xxh[p].update(bytes.subspan(from - at, to - from));
+              context.reporter.progress_advance(to - from);
+            }
+            if (pieces[p].end > end) break;
+            ++p;
+          }
+          at = end;
+          return Status::ok();
+        },
+        context.cancel));
+    *sha256 = whole.hex_digest();
+  }
+  for (size_t p = 0; p < pieces.size(); ++p) {
+    hashes[pieces[p].group][pieces[p].k] = xxh[p].hex_digest();
+  }
+  return Status::ok();
+}
+
+// Compares a group's stored xxh3 (hash_shard) with its metadata.
+void check_stored(const Df11Folder& folder, const CodedGroup& g,
+                  const std::array<std::string, kGroupTensors.size()>& hashes,
+                  VerifyContext& context) {
   const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
   const auto tensors = g.tensors.all();  // kGroupTensors order
   for (size_t k = 0; k < tensors.size(); ++k) {
     const std::string& recorded = meta.stored.of(kGroupTensors[k].id);
-    Xxh3 hash;
-    Status status =
-        stream_file_range(folder.folder.shards[g.shard].mapped(), tensors[k]->file_offset,
-                          tensors[k]->byte_size(), [&](std::span<const uint8_t> bytes) {
-                            hash.update(bytes);
-                            context.reporter.progress_advance(bytes.size());
-                            return Status::ok();
-                          },
-                          context.cancel);
-    if (!status) {
-      *fatal = status;
-      return;
-    }
-    if (hash.hex_digest() != recorded) {
+    if (hashes[k] != recorded) {
       context.fail("tensor '" + tensors[k]->name + "' (" + g.what + "): stored bytes have xxh3 " +
-                   hash.hex_digest() + ", the metadata records " + recorded +
+                   hashes[k] + ", the metadata records " + recorded +
                    "; members affected: " + member_names(meta));
     }
   }
@@ -205,6 +266,9 @@ Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) 
     }
   }
   DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder, context.cancel));
+  if (context.folder_sha256) {
+    for (FolderFile& f : findings.hashed) context.report.folder_digests.push_back(std::move(f));
+  }
   for (const std::string& line : findings.failures) context.fail(line);
   for (const std::string& line : findings.warnings) context.reporter.warning(line);
   if (!findings.has_record &&
@@ -263,12 +327,28 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   }
   reporter.progress_start("verifying  ", total);
 
+  // Shards side by side (each read once, in file order).
+  const size_t n_shards = folder.folder.shards.size();
+  std::vector<std::array<std::string, kGroupTensors.size()>> stored(folder.groups.size());
+  std::vector<std::string> shard_sha256(n_shards);
+  std::vector<Status> shard_status(n_shards);
+  tbb::parallel_for(size_t{0}, n_shards, [&](size_t s) {
+    shard_status[s] = hash_shard(folder, s, stored, context.folder_sha256 ? &shard_sha256[s] : nullptr,
+                                 context);
+  });
+  for (const Status& status : shard_status) DF11_RETURN_IF_ERROR(status);
+  if (context.folder_sha256) {
+    for (size_t s = 0; s < n_shards; ++s) {
+      context.report.folder_digests.push_back(
+          FolderFile{folder.folder.shard_names[s], folder.folder.shards[s].mapped().size(),
+                     shard_sha256[s]});
+    }
+  }
+
   TensorProducer producer(folder, context.device, context.cancel);  // validates each group once
   for (size_t i = 0; i < folder.groups.size(); ++i) {
     const CodedGroup& g = folder.groups[i];
-    Status fatal;
-    check_stored(folder, g, context, &fatal);
-    DF11_RETURN_IF_ERROR(fatal);
+    check_stored(folder, g, stored[i], context);
     auto info = producer.info(i);
     if (!info) {
       context.fail(info.status().message() + " (members affected: " +

@@ -15,9 +15,9 @@ namespace df11::app {
 
 struct VerifyContext {
   VerifyContext(Reporter& rep, const CancelToken& c, VerifyReport& r, const ModelFolder* a,
-                DecodeDevice d, size_t files, bool sha256)
+                DecodeDevice d, size_t files, bool sha256, bool folder_digests = false)
       : reporter(rep), cancel(c), report(r), against(a), device(d), parallel_files(files),
-        file_sha256(sha256) {}
+        file_sha256(sha256), folder_sha256(folder_digests) {}
 
   Reporter& reporter;
   const CancelToken& cancel;
@@ -26,6 +26,7 @@ struct VerifyContext {
   DecodeDevice device = DecodeDevice::kCpu;
   size_t parallel_files = 0;  // files rebuilt side by side; 0 = source_parallelism()
   bool file_sha256 = false;   // hash rebuilt original files too (RebuildOptions)
+  bool folder_sha256 = false;  // VerifyOptions::folder_sha256
 
   std::mutex mutex;  // guards report (workers rebuild several files at once)
 

@@ -155,3 +155,54 @@ TEST(EncodeGroup, ChunksSpanningMemberBoundaries) {
 
 }  // namespace
 }  // namespace df11
+
+namespace df11 {
+namespace {
+
+// predict_group_plan from the group's own full histogram is plan_group's sizing, exactly;
+// from a sample it is close; errors are the documented ones.
+TEST(PredictGroupPlan, FullHistogramGivesPlanGroupSizes) {
+  const std::vector<uint16_t> a = testing::gaussian_bf16(300000, 0.02, 1);
+  const std::vector<uint16_t> b = testing::gaussian_bf16(77777, 0.05, 2);
+  const std::vector<std::span<const uint16_t>> members = {a, b};
+  const Result<GroupPlan> exact = plan_group(members);
+  ASSERT_TRUE(exact.is_ok());
+  const Result<GroupPlan> predicted =
+      predict_group_plan(exact->histogram, exact->n_elements, members.size());
+  ASSERT_TRUE(predicted.is_ok()) << predicted.status().to_string();
+  EXPECT_EQ(predicted->code.length, exact->code.length);
+  EXPECT_EQ(predicted->luts, exact->luts);
+  EXPECT_EQ(predicted->n_bits, exact->n_bits);
+  EXPECT_EQ(predicted->n_bytes, exact->n_bytes);
+  EXPECT_EQ(predicted->n_blocks, exact->n_blocks);
+  EXPECT_EQ(predicted->gaps_bytes, exact->gaps_bytes);
+  EXPECT_EQ(predicted->output_positions_bytes, exact->output_positions_bytes);
+  EXPECT_EQ(predicted->split_positions.size(), exact->split_positions.size());
+  EXPECT_DOUBLE_EQ(predicted->entropy_bits, exact->entropy_bits);
+
+  // A 4096-weight slice from the middle of each member predicts within 2%.
+  Histogram sample{};
+  for (const auto& m : members) {
+    const Histogram h = exponent_histogram(m.subspan(m.size() / 2 - 2048, 4096));
+    for (int e = 0; e < 256; ++e) sample[e] += h[e];
+  }
+  const Result<GroupPlan> sampled = predict_group_plan(sample, exact->n_elements, 2);
+  ASSERT_TRUE(sampled.is_ok());
+  EXPECT_NEAR(static_cast<double>(sampled->n_bytes), static_cast<double>(exact->n_bytes),
+              0.02 * static_cast<double>(exact->n_bytes));
+}
+
+TEST(PredictGroupPlan, Errors) {
+  Histogram empty{};
+  EXPECT_EQ(predict_group_plan(empty, 10, 1).status().code(), ErrorCode::kInvalidArgument);
+  Histogram h{};
+  h[120] = 5;
+  EXPECT_EQ(predict_group_plan(h, 0, 1).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(predict_group_plan(h, 3, 4).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(predict_group_plan(h, uint64_t{1} << 32, 1).status().code(), ErrorCode::kUncodable);
+  h[255] = 1;  // a NaN/Inf exponent in the sample
+  EXPECT_EQ(predict_group_plan(h, 100, 1).status().code(), ErrorCode::kUncodable);
+}
+
+}  // namespace
+}  // namespace df11

@@ -60,6 +60,39 @@ TEST(SafetensorsParse, ValidFileGivesTensorsInOffsetOrder) {
   EXPECT_EQ(h->header_text.back(), ' ');
 }
 
+// A file that is not at hand (a Hub file read with Range requests): its first 8 + N bytes
+// and its size give the same header as the whole file.
+TEST(SafetensorsParse, HeaderFromThePrefixAndTheSize) {
+  const std::vector<uint8_t> bytes = valid_file();
+  const Result<SafetensorsHeader> whole = parse_safetensors(bytes, kFile);
+  ASSERT_TRUE(whole.is_ok());
+  const std::span<const uint8_t> prefix(bytes.data(), whole->data_start);
+  const Result<SafetensorsHeader> h = parse_safetensors_header(prefix, bytes.size(), kFile);
+  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+  EXPECT_EQ(h->header_text, whole->header_text);
+  EXPECT_EQ(h->file_size, whole->file_size);
+  ASSERT_EQ(h->tensors.size(), whole->tensors.size());
+  for (size_t i = 0; i < h->tensors.size(); ++i) {
+    EXPECT_EQ(h->tensors[i].name, whole->tensors[i].name);
+    EXPECT_EQ(h->tensors[i].file_offset, whole->tensors[i].file_offset);
+  }
+  // Fewer bytes than the header says: truncated, named.
+  const Result<SafetensorsHeader> short_prefix =
+      parse_safetensors_header(prefix.first(prefix.size() - 1), bytes.size(), kFile);
+  EXPECT_EQ(short_prefix.status().code(), ErrorCode::kTruncated);
+  EXPECT_NE(short_prefix.status().message().find(kFile + ": header length"), std::string::npos);
+  EXPECT_EQ(parse_safetensors_header(prefix.first(7), bytes.size(), kFile).status().code(),
+            ErrorCode::kTruncated);
+  // The length itself is checked against the file size given (H3), not the prefix.
+  EXPECT_EQ(parse_safetensors_header(prefix, whole->data_start - 1, kFile).status().code(),
+            ErrorCode::kInvalidArgument);  // the prefix is longer than that "file"
+  EXPECT_EQ(parse_safetensors_header(prefix.first(8), whole->data_start - 1, kFile).status().code(),
+            ErrorCode::kHeaderTooLarge);
+  // The data after the header is not looked at: a size that leaves a hole is an offsets error.
+  EXPECT_EQ(parse_safetensors_header(prefix, bytes.size() + 2, kFile).status().code(),
+            ErrorCode::kBadOffsets);
+}
+
 TEST(SafetensorsParse, EmptyHeaderAndEdgeShapesAreValid) {
   Result<SafetensorsHeader> h = parse_text("{}", 0);
   ASSERT_TRUE(h.is_ok()) << h.status().to_string();

@@ -324,6 +324,10 @@ class PushTests(HubTestBase):
         self.assertTrue(result["wrote_model_card"])
         self.assertEqual(result["commits"], 1)
         self.assertGreater(result["lfs_uploaded"], 0)
+        # The verify pass gave the SHA-256 of every file it read (shards, recorded side
+        # files): push hashed only the model card it wrote after verifying.
+        self.assertEqual(result["files_hashed"], 1)
+        self.assertEqual(result["files"], len(tree_files(folder)))
         card = read(os.path.join(folder, "README.md"))
         self.assertTrue(card.startswith("---\nbase_model: \"org/base\"\nbase_model_relation: quantized\n"))
         self.assertIn("  - dfloat11\n  - df11\n  - lossless compression\n", card)
@@ -343,6 +347,8 @@ class PushTests(HubTestBase):
         r = self.df11("push", folder, "me/resume-b", "--json")
         result = json.loads(r.stdout)
         self.assertEqual(result["lfs_uploaded"], 0)
+        # The card is a side file the folder record does not list: hashed by push itself.
+        self.assertEqual(result["files_hashed"], 1)
         self.assertGreater(result["lfs_already_stored"], 0)
         self.assertEqual(result["bytes_uploaded"], 0)
 
@@ -415,6 +421,131 @@ class HubIdTests(HubTestBase):
         self.assertEqual(result["source"]["files_downloaded"], 0)
         self.assertEqual(result["push"]["lfs_uploaded"], 0)
         self.assertEqual(self.downloads(mark), [])
+
+
+class RemoteInspectTests(HubTestBase):
+    """`df11 inspect ORG/NAME` reads headers (and a sample of a BF16 repo's weights) with Range
+    requests: the server's byte counter proves how little it read."""
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # Two 24 MB shards: large enough that reading a whole shard would show in the count.
+        cls.big = os.path.join(cls.tmp, "big")
+        subprocess.run([ARGS.mkmodel, cls.big, "--size", "48MB", "--shard-size", "24MB",
+                        "--seed", "5"], check=True, capture_output=True)
+        cls.big_bytes = sum(os.path.getsize(p) for p in tree_files(cls.big).values())
+        api = huggingface_hub_api(cls.hub.url)
+        api.create_repo("org/remote-big")
+        api.upload_folder(repo_id="org/remote-big", folder_path=cls.big)
+        api.create_repo("me/remote-df11")
+        api.upload_folder(repo_id="me/remote-df11", folder_path=cls.df11_dir)
+
+    def served_since(self, mark):
+        # A server thread records its count just after its last write, which can be after
+        # df11 has read the bytes and exited: wait until the count holds still.
+        last = None
+        for _ in range(40):
+            with self.hub.state.lock:
+                now = sum(n for _, _, n in self.hub.state.sent[mark:])
+            if now == last:
+                return now
+            last = now
+            time.sleep(0.1)
+        return last
+
+    def local_json(self, path):
+        return json.loads(self.df11("inspect", path, "--json").stdout)
+
+    def test_bf16_repo_headers_and_a_sample_only(self):
+        mark = len(self.hub.state.sent)
+        r = self.df11("inspect", "org/remote-big")
+        served = self.served_since(mark)
+        self.assertIn("remote: org/remote-big at ", r.stdout)
+        self.assertIn("PREDICTED", r.stdout)
+        self.assertIn("model.layers.0", r.stdout)
+        # Headers plus at most 64 KiB per group: far below the 48 MB model.
+        self.assertLess(served, self.big_bytes // 50, r.stdout)
+        # Every download carried a Range header; nothing went into the cache.
+        for what, rng, _ in self.hub.state.sent[mark:]:
+            self.assertIsNotNone(rng, what)
+        self.assertFalse(os.path.exists(os.path.join(self.home, "hub")))
+
+        mark = len(self.hub.state.sent)
+        remote = json.loads(self.df11("inspect", "org/remote-big", "--json").stdout)
+        self.assertEqual(remote["remote"]["bytes_read"], self.served_since(mark))
+        self.assertEqual(remote["remote"]["sizes"], "predicted")
+        self.assertEqual(remote["kind"], "bf16")
+        local = self.local_json(self.big)
+        self.assertEqual([f["size"] for f in remote["files"]], [f["size"] for f in local["files"]])
+        self.assertEqual(remote["dtypes"], local["dtypes"])
+        self.assertEqual([g["name"] for g in remote["groups"]], [g["name"] for g in local["groups"]])
+        for rg, lg in zip(remote["groups"], local["groups"]):
+            self.assertEqual(rg["n_elements"], lg["n_elements"])
+            self.assertEqual(rg["bytes"]["sign_mantissa"], lg["bytes"]["sign_mantissa"])
+            self.assertEqual(rg["bytes"]["split_positions"], lg["bytes"]["split_positions"])
+        # The prediction from the sample is close to the exact ratio of every weight.
+        self.assertAlmostEqual(remote["totals"]["coded_ratio"], local["totals"]["coded_ratio"],
+                               delta=0.01)
+        self.assertEqual(sorted(x["name"] for x in remote["raw_tensors"]),
+                         sorted(x["name"] for x in local["raw_tensors"]))
+
+    def test_df11_repo_stored_sizes_from_the_headers(self):
+        mark = len(self.hub.state.sent)
+        remote = json.loads(self.df11("inspect", "me/remote-df11", "--json").stdout)
+        self.assertEqual(remote["kind"], "df11")
+        self.assertEqual(remote["remote"]["sizes"], "stored")
+        self.assertEqual(remote["remote"]["sample_bytes"], 0)
+        self.assertEqual(remote["remote"]["bytes_read"], self.served_since(mark))
+        local = self.local_json(self.df11_dir)
+        self.assertEqual([(g["name"], g["bytes"], [m["name"] for m in g["members"]])
+                          for g in remote["groups"]],
+                         [(g["name"], g["bytes"], [m["name"] for m in g["members"]])
+                          for g in local["groups"]])
+        self.assertEqual(remote["totals"]["coded_ratio"], local["totals"]["coded_ratio"])
+        self.assertIsNone(remote["groups"][0]["entropy_bits_per_weight"])
+        self.assertLess(remote["remote"]["bytes_read"], remote["totals"]["file_bytes"] // 10)
+        r = self.df11("inspect", "me/remote-df11")
+        self.assertIn("stored bytes, from the headers", r.stdout)
+
+    def test_server_ignoring_range_is_refused_without_a_download(self):
+        self.hub.state.add_fault("ignore_range", "GET /cdn/", times=1000)
+        mark = len(self.hub.state.sent)
+        r = self.df11("inspect", "org/remote-big", expect=3)
+        self.hub.state.clear_faults()
+        self.assertIn("ignored the Range request", r.stderr)
+        self.assertEqual(r.stdout, "")
+        # The client hung up after the headers: the server got rid of what the socket buffers
+        # took at most, not the 24 MB shard.
+        self.assertLess(self.served_since(mark), self.big_bytes // 4)
+        self.assertFalse(os.path.exists(os.path.join(self.home, "hub")))
+
+    def test_transfers_option(self):
+        one = json.loads(self.df11("inspect", "org/remote-big", "--json", "--transfers", "1").stdout)
+        eight = json.loads(self.df11("inspect", "org/remote-big", "--json").stdout)
+        self.assertEqual(one["groups"], eight["groups"])
+        for bad in ("0", "65", "x"):
+            r = self.df11("inspect", "org/remote-big", "--transfers", bad, expect=2)
+            self.assertIn("--transfers " + bad + ": must be a whole number from 1 to 64", r.stderr)
+
+    def test_absurd_header_length_is_refused_after_8_bytes(self):
+        bad = os.path.join(self.home, "bad")
+        os.makedirs(bad)
+        with open(os.path.join(bad, "model.safetensors"), "wb") as f:
+            f.write((1 << 40).to_bytes(8, "little") + b"{" + bytes(200000))
+        api = self.hf_api()
+        api.create_repo("org/remote-bad")
+        api.upload_folder(repo_id="org/remote-bad", folder_path=bad)
+        mark = len(self.hub.state.sent)
+        r = self.df11("inspect", "org/remote-bad", expect=1)
+        self.assertIn("org/remote-bad/model.safetensors: header length 1099511627776 exceeds "
+                      "Max_Header_Bytes", r.stderr)
+        self.assertEqual(self.served_since(mark), 8)
+
+
+def huggingface_hub_api(url):
+    import huggingface_hub
+    return huggingface_hub.HfApi(endpoint=url, token=TOKEN)
 
 
 def main():

@@ -20,6 +20,14 @@ whose "<METHOD> <path>" contains `match` get the fault:
   "wrong_size"  GET: the body is one byte short (Content-Length matches the short body)
   "wrong_hash"  GET: the right length with one byte flipped
   "hostile_name" the revision listing and the tree listing gain a file named "../escape.txt"
+  "ignore_range" GET: a Range header is ignored: 200 with the whole file (as a server without
+                Range support answers)
+
+Downloads honour "Range: bytes=A-B" and "bytes=A-" (206 with Content-Range). The file bytes
+each download sent are counted: `state.body_bytes` in all, and `state.sent` lists
+(what, range header, bytes sent) per request, so that a test can prove how little a client
+read (a client that drops the connection early stops the count there, up to what the
+socket buffers took).
 
 Run standalone: python3 hub_server.py --data DIR [--token T] (prints the two URLs).
 """
@@ -95,6 +103,8 @@ class HubState:
         self.multipart = {}    # upload_id -> {oid, size, parts: {n: (path, etag)}}
         self.faults = []
         self.log = []
+        self.body_bytes = 0    # file bytes sent by downloads (GET resolve and CDN)
+        self.sent = []         # (what, Range header or None, bytes sent) per download
         self.violations = []   # strictness failures the tests assert are empty
         self.lock = threading.Lock()
         self.hub_url = self.cdn_url = None
@@ -633,9 +643,9 @@ class Handler(BaseHTTPRequestHandler):
 
     def serve_blob(self, sha256, size, what, headers):
         st = self.state
-        fault = st.take_fault(what, ("cut", "stall", "wrong_size", "wrong_hash")) if self.command == "GET" else None
+        fault = st.take_fault(what, ("cut", "stall", "wrong_size", "wrong_hash", "ignore_range")) if self.command == "GET" else None
         start = 0
-        rng = self.headers.get("Range")
+        rng = None if fault == "ignore_range" else self.headers.get("Range")
         status = 200
         if rng:
             m = re.fullmatch(r"bytes=(\d+)-(\d*)", rng.strip())
@@ -677,8 +687,22 @@ class Handler(BaseHTTPRequestHandler):
                 self.wfile.write(data)
                 return
             self.wfile.flush()
-            if send_len:
-                self.connection.sendfile(f, start, send_len)
+            self.send_counted(f, start, send_len, what)
+
+    def send_counted(self, f, start, count, what):
+        """sendfile() in pieces, counting what the socket took even when the client leaves."""
+        sent = 0
+        try:
+            while sent < count:
+                n = os.sendfile(self.connection.fileno(), f.fileno(), start + sent,
+                                min(count - sent, 8 << 20))
+                if n == 0:
+                    break
+                sent += n
+        finally:
+            with self.state.lock:
+                self.state.body_bytes += sent
+                self.state.sent.append((what, self.headers.get("Range"), sent))
 
     def stream_to_tmp(self):
         st = self.state

@@ -65,6 +65,17 @@ struct GroupPlan {
 Result<GroupPlan> plan_group(std::span<const std::span<const uint16_t>> members,
                              uint64_t chunk_weights = kDefaultChunkWeights);
 
+// A prediction of plan_group() for a group of `n_elements` weights in `n_members` members
+// from a sample of its exponents (remote inspect reads a few KiB of each tensor, not the
+// tensor): the code is built from `sample`, and n_bits is the sample's mean code length
+// times n_elements, so the sizes are exact only when the sample's shares are the group's.
+// `histogram` is the sample's, split_positions holds n_members - 1 placeholder zeros and
+// chunk_bit_offset is {0, n_bits}: the plan sizes outputs, it cannot drive encode_group_range.
+// kUncodable as build_code (an exponent >= 240 in the sample) or for n >= 2^32;
+// kInvalidArgument for an empty sample or n_members outside [1, n_elements].
+Result<GroupPlan> predict_group_plan(const Histogram& sample, uint64_t n_elements,
+                                     size_t n_members);
+
 // Destination spans, sized from the plan, zero-filled by the caller before the first call.
 struct GroupOutput {
   std::span<uint8_t> encoded_exponent;  // plan.n_bytes

@@ -73,6 +73,14 @@ struct SafetensorsHeader {
 Result<SafetensorsHeader> parse_safetensors(std::span<const uint8_t> file_bytes,
                                             const std::string& file_name);
 
+// The same checks from the first bytes of a file only (at least 8 + N of them, N the header
+// length they start with) and its total size: for a file that is not at hand (a Hub file read
+// with HTTP Range requests). The tensors' data is not looked at by either function.
+// kTruncated if `prefix` holds fewer than 8 + N bytes.
+Result<SafetensorsHeader> parse_safetensors_header(std::span<const uint8_t> prefix,
+                                                   uint64_t file_size,
+                                                   const std::string& file_name);
+
 // A memory-mapped, validated safetensors file. Move-only.
 class SafetensorsFile {
  public:

@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -106,6 +107,15 @@ struct PushOptions {
   bool private_repo = false;
   bool create_pr = false;
   std::string commit_message = "Upload with df11";
+  // SHA-256 the caller already computed while reading the files (push_model: the verify
+  // pass), by repo path. A file listed with its current size is not read again for its
+  // LFS object id (only its first 512 bytes, for preupload); the server still checks the
+  // hash of every byte it receives.
+  struct KnownDigest {
+    uint64_t size = 0;
+    std::string sha256;
+  };
+  std::map<std::string, KnownDigest> known_sha256;
 };
 
 struct PushResult {
@@ -117,7 +127,8 @@ struct PushResult {
   int lfs_already_stored = 0;  // LFS objects the server already had (resumed push)
   int commits = 0;
   uint64_t bytes_uploaded = 0;
-  double hash_seconds = 0;      // SHA-256 of every file (before any request)
+  int files_hashed = 0;         // files whose SHA-256 push computed (not given in known_sha256)
+  double hash_seconds = 0;      // SHA-256 of those files, first 512 bytes of the others
   double transfer_seconds = 0;  // create, preupload, LFS batch, uploads and commits
 };
 
@@ -141,6 +152,41 @@ struct RemoteListing {
   std::string commit;
   std::vector<RemoteFile> files;
 };
+
+// ---- remote reads: parts of a repo's files, without downloading them (remote inspect) ----
+// GET /api/models/{repo}/revision/{rev}?blobs=true, as pull lists a repo: the commit and
+// every file (paths checked with is_safe_repo_path, sizes and etags checked).
+Result<RemoteListing> list_repo(const HubConfig& config, const RepoRef& ref,
+                                const TransferControl& control);
+
+// One byte range of a listed file.
+struct ByteRange {
+  std::string path;     // a file of the listing
+  uint64_t offset = 0;  // bytes from the file's start
+  uint64_t length = 0;  // bytes, 1 .. kMaxRangeBytes, offset + length <= the file's size
+};
+// The most one range may ask for: a safetensors header (at most 100 MB, spec 6.3) fits.
+inline constexpr uint64_t kMaxRangeBytes = 128ull << 20;
+
+// What read_ranges cost, for the report ("read 81 KiB of 3 GB in 12 requests").
+struct RangeStats {
+  uint64_t bytes_received = 0;  // response body bytes kept (redirect bodies not counted)
+  uint64_t requests = 0;        // GETs sent, redirects and retries included
+};
+
+// GETs each range of `listing`'s files at `listing.commit` with "Range: bytes=a-b" on the
+// resolve URL, following the redirect to the CDN by hand (Authorization goes to the
+// endpoint's origin only), on up to control.threads connections. Each answer must be a 206
+// whose Content-Range names exactly the range, with exactly `length` bytes (kCorruptData
+// otherwise). A 200 (the server ignored Range) is refused as soon as its headers arrive,
+// with kUnsupported, unless the range is the whole file: a server that ignores Range never
+// makes this download a whole weight file. kInvalidArgument for a range that is not inside a
+// listed file or is longer than kMaxRangeBytes. Returns the bytes of each range, in order;
+// `stats` (may be null) is added to.
+Result<std::vector<std::string>> read_ranges(const HubConfig& config, const std::string& repo_id,
+                                             const RemoteListing& listing,
+                                             const std::vector<ByteRange>& ranges,
+                                             const TransferControl& control, RangeStats* stats);
 
 // GET /api/whoami-v2: the account name the token belongs to (kInvalidArgument if rejected).
 Result<std::string> whoami(const HubConfig& config, const TransferControl& control);
