@@ -450,7 +450,9 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
   out << "Stored unchanged: " << r.raw.size() << (r.raw.size() == 1 ? " tensor, " : " tensors, ")
       << format_bytes(t.raw_bytes) << "\n";
   out << "Model tensors: " << format_bytes(t.model_original_bytes()) << " -> "
-      << format_bytes(t.model_stored_bytes()) << " (ratio " << fixed(t.model_ratio(), 4) << ")";
+      << format_bytes(t.model_stored_bytes()) << " ("
+      << (r.remote && predicted ? "predicted ratio " : "ratio ") << fixed(t.model_ratio(), 4)
+      << ")";
   if (r.original_file_bytes) {
     uint64_t file_bytes = 0;
     for (const FileReport& f : r.files) file_bytes += f.size;
