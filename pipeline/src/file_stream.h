@@ -17,10 +17,12 @@ inline constexpr uint64_t kStreamStepBytes = 64ull << 20;
 
 using ByteSink = std::function<Status(std::span<const uint8_t>)>;
 
-// Feeds bytes [offset, offset + length) of `file` to `sink` in steps of kStreamStepBytes.
-// The caller has checked the range against the file size.
+// Feeds bytes [offset, offset + length) of `file` to `sink` in steps of `step_bytes` (> 0;
+// callers streaming several files at once take smaller steps: each step is resident while
+// the sink works on it). The caller has checked the range against the file size.
 // Stops with kInterrupted between steps once `cancel` is cancelled.
 Status stream_file_range(const MappedFile& file, uint64_t offset, uint64_t length,
-                         const ByteSink& sink, const CancelToken& cancel);
+                         const ByteSink& sink, const CancelToken& cancel,
+                         uint64_t step_bytes = kStreamStepBytes);
 
 }  // namespace df11::app

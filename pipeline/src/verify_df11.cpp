@@ -28,6 +28,10 @@ std::string member_names(const GroupMeta& meta) {
   return list;
 }
 
+// Shards are hashed side by side: smaller steps than a single stream's keep the resident
+// pages of all of them about where one stream's are.
+constexpr uint64_t kShardStepBytes = 16ull << 20;
+
 // The xxh3 of every stored group tensor (spec 5.2) of one shard, in kGroupTensors order per
 // group (`hashes[group]`), streamed from the mapping in file order; with `sha256`, the same
 // read also gives the SHA-256 of the whole shard file (what push sends as its LFS object id),
@@ -62,7 +66,7 @@ Status hash_shard(const Df11Folder& folder, size_t shard,
             context.reporter.progress_advance(bytes.size());
             return Status::ok();
           },
-          context.cancel));
+          context.cancel, kShardStepBytes));
     }
   } else {
     // Tensors tile the data buffer without overlap (spec 6.3 O1): walk the file once,
@@ -88,7 +92,7 @@ Status hash_shard(const Df11Folder& folder, size_t shard,
           at = end;
           return Status::ok();
         },
-        context.cancel));
+        context.cancel, kShardStepBytes));
     *sha256 = whole.hex_digest();
   }
   for (size_t p = 0; p < pieces.size(); ++p) {
