@@ -27,12 +27,16 @@ bool content_range_matches(const std::string& value, uint64_t first, uint64_t la
 // bytes are kept.
 Result<std::string> read_one(HttpSession& session, const std::string& repo_id,
                              const std::string& commit, const RemoteFile& file,
-                             const ByteRange& range, std::atomic<uint64_t>& requests) {
+                             const ByteRange& range, std::atomic<uint64_t>& requests,
+                             std::string& location) {
   const uint64_t last = range.offset + range.length - 1;
   const std::string what = "GET " + repo_id + "/" + file.path + " bytes " +
                            std::to_string(range.offset) + "-" + std::to_string(last);
+  const std::string resolve = resolve_url(session.config(), RepoRef{repo_id, commit}, file.path);
+  // `location`: where an earlier read of this file was redirected (empty: not known yet).
+  bool cached = !location.empty();
   HttpRequest request;
-  request.url = resolve_url(session.config(), RepoRef{repo_id, commit}, file.path);
+  request.url = cached ? location : resolve;
   request.headers = {"Range: bytes=" + std::to_string(range.offset) + "-" + std::to_string(last),
                      "Accept-Encoding: identity"};
   std::string out;
@@ -67,24 +71,34 @@ Result<std::string> read_one(HttpSession& session, const std::string& repo_id,
   };
   for (int hop = 0;; ++hop) {
     requests.fetch_add(1);
-    DF11_ASSIGN_OR_RETURN(HttpResponse response, session.send(request, what));
+    Result<HttpResponse> answer = session.send(request, what);
+    if (!answer && cached && (answer.status().code() == ErrorCode::kInvalidArgument ||
+                              answer.status().code() == ErrorCode::kNotFound)) {
+      // A CDN URL from an earlier read that the CDN refuses now (a 4xx: an expired
+      // signature): resolve again, once.
+      cached = false;
+      location.clear();
+      request.url = resolve;
+      hop = -1;
+      continue;
+    }
+    DF11_ASSIGN_OR_RETURN(HttpResponse response, std::move(answer));
     if (response.status >= 300 && response.status < 400) {
       // Relative: the Hub itself (a renamed repo); absolute: the CDN, where the bytes are.
       // perform() drops Authorization for any origin but the endpoint's.
-      const std::string location = response.header("location");
-      if (location.empty()) return Status(ErrorCode::kBadJson, what + ": redirect without Location");
+      const std::string target = response.header("location");
+      if (target.empty()) return Status(ErrorCode::kBadJson, what + ": redirect without Location");
       if (hop >= kMaxRedirects) return Status(ErrorCode::kIo, what + ": too many redirects");
-      if (location[0] == '/' && (location.size() < 2 || location[1] != '/')) {
-        request.url = url_origin(request.url) + location;
+      if (target[0] == '/' && (target.size() < 2 || target[1] != '/')) {
+        request.url = url_origin(request.url) + target;
       } else {
-        DF11_RETURN_IF_ERROR(check_url_allowed(location).with_context(what));
-        request.url = location;
+        DF11_RETURN_IF_ERROR(check_url_allowed(target).with_context(what));
+        request.url = target;
+        location = target;
       }
       continue;
     }
-    if (response.status < 200 || response.status >= 300) {
-      return http_error(response, what);
-    }
+    if (response.status < 200 || response.status >= 300) return http_error(response, what);
     if (out.size() != range.length) {
       return Status(ErrorCode::kCorruptData, what + ": received " + std::to_string(out.size()) +
                                                  " bytes, asked for " +
@@ -126,14 +140,29 @@ Result<std::vector<std::string>> read_ranges(const HubConfig& config, const std:
   }
   std::vector<std::string> out(ranges.size());
   std::atomic<uint64_t> requests{0};
-  Status s = run_parallel(config, control, ranges.size(), [&](HttpSession& worker, size_t i) {
+  std::mutex mutex;  // guards `locations`
+  std::map<std::string, std::string> locations;
+  if (stats) locations = stats->locations;
+  Status s = run_parallel(config, control, ranges.size(), [&](HttpSession& worker, size_t i) -> Status {
+    std::string location;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      const auto it = locations.find(ranges[i].path);
+      if (it != locations.end()) location = it->second;
+    }
+    const std::string before = location;
     DF11_ASSIGN_OR_RETURN(out[i], read_one(worker, repo_id, listing.commit, *files[i], ranges[i],
-                                           requests));
+                                           requests, location));
+    if (location != before) {
+      std::lock_guard<std::mutex> lock(mutex);
+      locations[ranges[i].path] = location;
+    }
     return Status::ok();
   });
   if (stats) {
     stats->requests += requests.load();
     for (const std::string& bytes : out) stats->bytes_received += bytes.size();
+    stats->locations = std::move(locations);
   }
   DF11_RETURN_IF_ERROR(s);
   return out;

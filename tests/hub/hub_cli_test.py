@@ -459,6 +459,7 @@ class RemoteInspectTests(HubTestBase):
 
     def test_bf16_repo_headers_and_a_sample_only(self):
         mark = len(self.hub.state.sent)
+        log_mark = len(self.hub.state.log)
         r = self.df11("inspect", "org/remote-big")
         served = self.served_since(mark)
         self.assertIn("remote: org/remote-big at ", r.stdout)
@@ -469,6 +470,10 @@ class RemoteInspectTests(HubTestBase):
         # Every download carried a Range header; nothing went into the cache.
         for what, rng, _ in self.hub.state.sent[mark:]:
             self.assertIsNotNone(rng, what)
+        # Each file's resolve URL was asked once: later reads go to the CDN URL it gave.
+        resolves = [r[2] for r in self.hub.state.log[log_mark:]
+                    if r[1] == "GET" and "/org/remote-big/resolve/" in r[2]]
+        self.assertEqual(len(resolves), len(set(resolves)), resolves)
         self.assertFalse(os.path.exists(os.path.join(self.home, "hub")))
 
         mark = len(self.hub.state.sent)
@@ -519,6 +524,15 @@ class RemoteInspectTests(HubTestBase):
         # took at most, not the 24 MB shard.
         self.assertLess(self.served_since(mark), self.big_bytes // 4)
         self.assertFalse(os.path.exists(os.path.join(self.home, "hub")))
+
+    def test_refused_cdn_url_is_resolved_again(self):
+        # The shards' header reads reuse the CDN URL the length reads were sent to; one is
+        # refused (an expired signature): df11 asks the resolve URL again and goes on.
+        self.hub.state.add_fault("403", "GET /cdn/", times=1)
+        self.hub.state.faults[-1]["match"] = "bytes=8-"
+        r = json.loads(self.df11("inspect", "org/remote-big", "--json").stdout)
+        self.assertEqual(self.hub.state.faults[-1]["times"], 0)  # the 403 was sent
+        self.assertEqual(r["kind"], "bf16")
 
     def test_transfers_option(self):
         one = json.loads(self.df11("inspect", "org/remote-big", "--json", "--transfers", "1").stdout)

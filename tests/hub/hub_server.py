@@ -15,6 +15,7 @@ Faults are injected through `state.add_fault(kind, match, times)`: the next `tim
 whose "<METHOD> <path>" contains `match` get the fault:
   "429"         429 with Retry-After: 1
   "500"         500
+  "403"         403 (an expired signed URL); matched against "<METHOD> <path> <Range header>"
   "cut"         GET: headers with the full length, half the body, then the connection closes
   "stall"       GET: headers with the full length, half the body, then 30 s of silence
   "wrong_size"  GET: the body is one byte short (Content-Length matches the short body)
@@ -268,6 +269,9 @@ class Handler(BaseHTTPRequestHandler):
             self.state.violations.append(f"Authorization sent to the CDN host: {what}")
             return self.send_error_code(400, None, "Authorization must not reach the CDN")
         fault = self.state.take_fault(what, ("429", "500"))
+        if fault is None and self.state.take_fault(f"{what} {self.headers.get('Range', '')}", ("403",)):
+            self.drain()
+            return self.send_error_code(403, None, "injected: signature expired")
         if fault == "429":
             self.drain()
             return self.send_response_only_retry()

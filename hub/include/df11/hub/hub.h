@@ -168,10 +168,14 @@ struct ByteRange {
 // The most one range may ask for: a safetensors header (at most 100 MB, spec 6.3) fits.
 inline constexpr uint64_t kMaxRangeBytes = 128ull << 20;
 
-// What read_ranges cost, for the report ("read 81 KiB of 3 GB in 12 requests").
+// What read_ranges cost, for the report ("read 81 KiB of 3 GB in 12 requests"), and what it
+// learnt: the CDN URL each file's resolve URL redirected to, which later reads of the same
+// file in the same session GET directly (one request per range instead of two; a refused
+// cached URL, e.g. an expired signature, is resolved again).
 struct RangeStats {
   uint64_t bytes_received = 0;  // response body bytes kept (redirect bodies not counted)
   uint64_t requests = 0;        // GETs sent, redirects and retries included
+  std::map<std::string, std::string> locations;  // repo path -> CDN URL (never printed)
 };
 
 // GETs each range of `listing`'s files at `listing.commit` with "Range: bytes=a-b" on the
@@ -182,7 +186,7 @@ struct RangeStats {
 // with kUnsupported, unless the range is the whole file: a server that ignores Range never
 // makes this download a whole weight file. kInvalidArgument for a range that is not inside a
 // listed file or is longer than kMaxRangeBytes. Returns the bytes of each range, in order;
-// `stats` (may be null) is added to.
+// `stats` (may be null) is added to and its locations are used and filled.
 Result<std::vector<std::string>> read_ranges(const HubConfig& config, const std::string& repo_id,
                                              const RemoteListing& listing,
                                              const std::vector<ByteRange>& ranges,
