@@ -3,6 +3,7 @@
 // hub_cli_test.py against the local Hub server.)
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -104,6 +105,32 @@ TEST(HubJson, ParsedWithLimits) {
   EXPECT_EQ(parse_server_json(deep, "t").status().code(), ErrorCode::kBadJson);
   EXPECT_EQ(parse_server_json(std::string(100, ' '), "t", 10).status().code(),
             ErrorCode::kResourceLimit);
+}
+
+// Ranges are checked against the listing's sizes before any request is made (nothing
+// listens on the endpoint: a request would fail with kIo, not kInvalidArgument).
+TEST(HubRanges, CheckedAgainstTheListingBeforeAnyRequest) {
+  HubConfig config;
+  config.endpoint = "http://127.0.0.1:9";
+  RemoteListing listing;
+  listing.commit = std::string(40, 'a');
+  listing.files.push_back(RemoteFile{"model.safetensors", 100, std::string(64, 'b'), true});
+  TransferControl control;
+  control.max_attempts = 1;
+  RangeStats stats;
+  const auto code = [&](ByteRange r) {
+    return read_ranges(config, "org/x", listing, {r}, control, &stats).status().code();
+  };
+  EXPECT_EQ(code({"other.safetensors", 0, 8}), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code({"model.safetensors", 0, 0}), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code({"model.safetensors", 96, 8}), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code({"model.safetensors", 101, 1}), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(code({"model.safetensors", UINT64_MAX, 2}), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(stats.requests, 0u);
+  // A valid range does reach the network (and fails there).
+  EXPECT_EQ(code({"model.safetensors", 92, 8}), ErrorCode::kIo);
+  EXPECT_EQ(stats.requests, 1u);
+  EXPECT_EQ(stats.bytes_received, 0u);
 }
 
 TEST(HubConfig, EnvironmentAndTokenFile) {
