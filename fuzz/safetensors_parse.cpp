@@ -3,7 +3,9 @@
 // Properties: parsing never crashes, leaks or reads out of bounds; a header that parses
 // satisfies spec 2.3's invariants (tensors tile the data buffer in order); re-serializing it
 // with SafetensorsLayout and parsing again gives the same tensors, metadata and bytes; the
-// DF11 helpers (group enumeration, df11 metadata) accept or reject it without crashing.
+// DF11 helpers (group enumeration, df11 metadata) accept or reject it without crashing;
+// parse_safetensors_header on its first 8 + N bytes gives the same header, and on any prefix
+// never reads past it.
 #include <cstdio>
 #include <cstdlib>
 #include <span>
@@ -77,10 +79,28 @@ void check_df11_helpers(const df11::SafetensorsHeader& h, std::span<const uint8_
   }
 }
 
+// parse_safetensors_header (remote inspect: the first 8 + N bytes and the size only) agrees
+// with the whole-file parse.
+void check_prefix_parse(const df11::SafetensorsHeader& h, std::span<const uint8_t> bytes) {
+  df11::Result<df11::SafetensorsHeader> p = df11::parse_safetensors_header(
+      bytes.first(h.data_start), bytes.size(), "fuzz.safetensors");
+  FUZZ_CHECK(p.is_ok());
+  FUZZ_CHECK(p->header_text == h.header_text && p->metadata == h.metadata);
+  FUZZ_CHECK(p->tensors.size() == h.tensors.size());
+  for (size_t i = 0; i < h.tensors.size(); ++i) {
+    FUZZ_CHECK(p->tensors[i].name == h.tensors[i].name);
+    FUZZ_CHECK(p->tensors[i].file_offset == h.tensors[i].file_offset);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> bytes(data, size);
+  // Any prefix with any claimed size: an answer, never a read past the prefix.
+  const df11::Result<df11::SafetensorsHeader> cut = df11::parse_safetensors_header(
+      bytes.first(size / 2), size + (size & 7), "fuzz.safetensors");
+  FUZZ_CHECK(cut.is_ok() || cut.status().message().rfind("fuzz.safetensors: ", 0) == 0);
   df11::Result<df11::SafetensorsHeader> h = df11::parse_safetensors(bytes, "fuzz.safetensors");
   if (!h.is_ok()) {
     FUZZ_CHECK(h.status().code() != df11::ErrorCode::kOk);
@@ -90,5 +110,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   check_invariants(*h, size);
   check_round_trip(*h, bytes);
   check_df11_helpers(*h, bytes);
+  check_prefix_parse(*h, bytes);
   return 0;
 }
