@@ -174,13 +174,18 @@ Status predict_bf16_remote(RemoteRepo& repo, const std::vector<std::string>& sha
   std::vector<hub::ByteRange> ranges;
   std::vector<size_t> range_group;
   for (size_t gi : candidates) {
-    const GroupSpec& spec = grouping.groups[gi];
-    const uint64_t group_bytes = 2 * groups[gi].n_elements;
-    for (size_t m : spec.members) {
+    const std::vector<size_t>& all = grouping.groups[gi].members;
+    // Evenly spaced members when there are more than the cap (MoE experts).
+    std::vector<size_t> picked;
+    const size_t n_picked = std::min(all.size(), kRemoteSampledMembersPerGroup);
+    for (size_t k = 0; k < n_picked; ++k) picked.push_back(all[k * all.size() / n_picked]);
+    uint64_t picked_bytes = 0;
+    for (size_t m : picked) picked_bytes += where[m].second->byte_size();
+    for (size_t m : picked) {
       const TensorInfo& t = *where[m].second;
       const uint64_t share = static_cast<uint64_t>(static_cast<double>(per_group) *
                                                    static_cast<double>(t.byte_size()) /
-                                                   static_cast<double>(group_bytes));
+                                                   static_cast<double>(picked_bytes));
       ranges.push_back(middle_slice(shards[where[m].first], t,
                                     std::max(share, kRemoteSampleBytesPerMember)));
       range_group.push_back(gi);

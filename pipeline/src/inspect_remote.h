@@ -3,7 +3,8 @@
 // Reads, with HTTP Range requests (df11_hub: the resolve URL and its CDN redirect, as pull),
 // config.json and the index whole, each shard's 8-byte header length and then its header,
 // and for a BF16 repo a bounded sample of every coded group's weights (a slice from the
-// middle of each member, in proportion to its size). From the headers:
+// middle of each member, at most kRemoteSampledMembersPerGroup of them, in proportion to its
+// size). From the headers:
 //  - DF11 repo: the groups and their stored sizes exactly (the header gives every part's
 //    bytes); exponent counts, entropy and code table are unknown (they need the whole
 //    exponent stream decoded).
@@ -29,6 +30,9 @@ namespace df11::app {
 inline constexpr uint64_t kRemoteSampleBytesPerGroup = 64 << 10;
 inline constexpr uint64_t kRemoteSampleBytesTotal = 16 << 20;
 inline constexpr uint64_t kRemoteSampleBytesPerMember = 1 << 10;
+// Members sampled per group (one request each), evenly spaced through the group: a dense
+// block's 7 matrices are all sampled, a MoE block's hundreds of experts are not all asked for.
+inline constexpr size_t kRemoteSampledMembersPerGroup = 8;
 
 struct RemoteInspectOptions {
   std::string repo;   // "org/name[@revision]"

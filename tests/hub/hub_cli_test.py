@@ -534,6 +534,38 @@ class RemoteInspectTests(HubTestBase):
         self.assertEqual(self.hub.state.faults[-1]["times"], 0)  # the 403 was sent
         self.assertEqual(r["kind"], "bf16")
 
+    def test_many_experts_are_sampled_eight_at_most(self):
+        # One block of 40 expert matrices (a MoE layer): 8 of them are sampled, one request
+        # each, not 40.
+        import random
+        import struct
+        rng = random.Random(7)
+        header, blobs, offset = {}, [], 0
+        for e in range(40):
+            n = 64 * 96
+            data = b"".join(struct.pack("<f", rng.gauss(0, 0.02))[2:] for _ in range(n))
+            header[f"model.layers.0.mlp.experts.{e}.down_proj.weight"] = {
+                "dtype": "BF16", "shape": [64, 96], "data_offsets": [offset, offset + len(data)]}
+            blobs.append(data)
+            offset += len(data)
+        text = json.dumps(header).encode()
+        text += b" " * (-len(text) % 8)
+        moe = os.path.join(self.home, "moe")
+        os.makedirs(moe)
+        with open(os.path.join(moe, "model.safetensors"), "wb") as f:
+            f.write(len(text).to_bytes(8, "little") + text + b"".join(blobs))
+        api = self.hf_api()
+        api.create_repo("org/remote-moe")
+        api.upload_folder(repo_id="org/remote-moe", folder_path=moe)
+        remote = json.loads(self.df11("inspect", "org/remote-moe", "--json").stdout)
+        self.assertEqual([g["name"] for g in remote["groups"]], ["model.layers.0"])
+        self.assertEqual(len(remote["groups"][0]["members"]), 40)
+        # listing, length, header (+1 redirect to the CDN), 8 samples
+        self.assertEqual(remote["remote"]["requests"], 1 + 1 + 1 + 1 + 8)
+        local = self.local_json(moe)
+        self.assertAlmostEqual(remote["totals"]["coded_ratio"], local["totals"]["coded_ratio"],
+                               delta=0.01)
+
     def test_transfers_option(self):
         one = json.loads(self.df11("inspect", "org/remote-big", "--json", "--transfers", "1").stdout)
         eight = json.loads(self.df11("inspect", "org/remote-big", "--json").stdout)
