@@ -339,6 +339,9 @@ constexpr uint32_t staging_buffers() {
 // warp. A sink may ask for it only if its prepare() does nothing: without that barrier a warp
 // can reach step 5 while others are still in step 6 of the previous block (the double
 // buffers keep step 5 and the bulk copy of sign_mantissa off the buffers step 6 reads).
+#ifndef DF11_NAMED_LOOKBACK
+#define DF11_NAMED_LOOKBACK true
+#endif
 #ifndef DF11_LATE_CHECKS
 #define DF11_LATE_CHECKS false
 #endif
@@ -498,7 +501,18 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     }
     const uint32_t incl = warp_inclusive_scan(r.count);
     uint32_t total, before;
-    if constexpr (kRelaxed) {
+    if constexpr (kRelaxed && DF11_NAMED_LOOKBACK) {
+      // Look-back through named barriers: barrier k (1..15) completes when warps 0..k-1
+      // have arrived (bar.arrive does not wait) and warp k syncs on it; no polling.
+      if (lane == 31) warp_totals[parity][warp] = incl;
+      for (uint32_t k = warp + 1; k < kWarps; ++k) {
+        asm volatile("bar.arrive %0, %1;" ::"r"(k), "r"(32 * (k + 1)) : "memory");
+      }
+      if (warp != 0) asm volatile("bar.sync %0, %1;" ::"r"(warp), "r"(32 * (warp + 1)) : "memory");
+      const uint32_t wt = lane < warp ? warp_totals[parity][lane] : 0u;
+      before = __reduce_add_sync(kFullMask, wt);
+      total = before + __shfl_sync(kFullMask, incl, 31);  // the block's in the last warp only
+    } else if constexpr (kRelaxed) {
       // Look-back: lane l < w waits for warp l's total of this block (<= 512 * 64 < 2^31).
       const uint32_t tag = (b & 1u) << 31;
       if (lane == 31) atom_store_u32(totals_at + 4 * warp, tag | incl);
