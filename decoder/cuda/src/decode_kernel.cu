@@ -97,15 +97,11 @@ struct StoreSink {
   }
 };
 
-#ifndef DF11_RELAXED_SCAN
-#define DF11_RELAXED_SCAN true
-#endif
-
 template <uint32_t kMaxGroups, bool kCompact>
 __global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
     decode_kernel(const __grid_constant__ KernelBatch<kMaxGroups> batch) {
   StoreSink sink;
-  decode_blocks<kMaxGroups, kCompact, StoreSink, DF11_RELAXED_SCAN>(batch, sink);
+  decode_blocks<kMaxGroups, kCompact>(batch, sink);
 }
 
 template <uint32_t kMaxGroups, bool kCompact>

@@ -116,17 +116,6 @@ __device__ __forceinline__ void sts_u128(uint32_t a, uint32_t x, uint32_t y, uin
 __device__ __forceinline__ void sts_zero128(uint32_t a) {
   asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(a), "r"(0) : "memory");
 }
-// Warp totals of the relaxed scan (see decode_blocks): atomics, so that the word is written
-// and polled whole, without a barrier between the writer and the readers.
-__device__ __forceinline__ void atom_store_u32(uint32_t a, uint32_t v) {
-  uint32_t old;
-  asm volatile("atom.shared.exch.b32 %0, [%1], %2;" : "=r"(old) : "r"(a), "r"(v) : "memory");
-}
-__device__ __forceinline__ uint32_t atom_load_u32(uint32_t a) {
-  uint32_t v;
-  asm volatile("atom.shared.or.b32 %0, [%1], 0;" : "=r"(v) : "r"(a) : "memory");
-  return v;
-}
 // Atomic OR without a result (RED): the words two threads' exponent runs share.
 __device__ __forceinline__ void red_or_u32(uint32_t a, uint32_t v) {
   asm volatile("red.shared.or.b32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
@@ -333,22 +322,8 @@ constexpr uint32_t staging_buffers() {
   return kCompact ? 1 : 4;
 }
 
-// kRelaxedScan (fast configuration only): the block-wide barrier after the scan is replaced
-// by a look-back: warp w publishes its total, tagged with the block's parity, and waits only
-// for the totals of warps 0..w-1; the block total (the count check) is known to the last
-// warp. A sink may ask for it only if its prepare() does nothing: without that barrier a warp
-// can reach step 5 while others are still in step 6 of the previous block (the double
-// buffers keep step 5 and the bulk copy of sign_mantissa off the buffers step 6 reads).
-#ifndef DF11_NAMED_LOOKBACK
-#define DF11_NAMED_LOOKBACK true
-#endif
-#ifndef DF11_LATE_CHECKS
-#define DF11_LATE_CHECKS false
-#endif
-template <uint32_t kMaxGroups, bool kCompact, class Sink, bool kRelaxedScan = false>
+template <uint32_t kMaxGroups, bool kCompact, class Sink>
 __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& batch, Sink& sink) {
-  constexpr bool kRelaxed = kRelaxedScan && !kCompact;
-  constexpr bool kLateChecks = kRelaxed && DF11_LATE_CHECKS;
 
   __shared__ uint32_t multi[kMultiEntries];
   __shared__ uint16_t table[kTableEntries];
@@ -383,12 +358,7 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     sts_zero128(staging_base_at + i);
   }
   const uint32_t mbar_at = shared_address(sm_barriers);
-  const uint32_t totals_at = shared_address(warp_totals);
-  // Relaxed scan: every entry starts tagged as written for the block before `begin` (the
-  // first table staging's barriers order this before any use). An entry read during block b
-  // was written for b - 1 or b (every warp passed the barrier before step 6 of b - 1), so
-  // one parity bit tells them apart.
-  if (kRelaxed && t < kWarps) sts_u32(totals_at + 4 * t, ((begin + 1) & 1u) << 31);
+  const uint32_t totals_at = shared_address(warp_totals);  // [parity][warp], 4 bytes each
   if (DF11_BULK_COPY && !kCompact && t == 0) {
     mbar_init(mbar_at);
     mbar_init(mbar_at + 8);
@@ -410,8 +380,7 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     const uint32_t lb = b - g.first_block;
     if (gi != staged) {
       // No barrier needed before: every thread passed the previous iteration's second
-      // barrier, after the last use of the tables (late checks read them after it).
-      if (kLateChecks && b != begin) __syncthreads();
+      // barrier, after the last use of the tables.
       for (uint32_t i = t; i < kTableEntries; i += kThreads) {
         table[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
       }
@@ -500,73 +469,38 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
       raw = load_raw(gn, b + 1 - gn.first_block, t);
     }
     const uint32_t incl = warp_inclusive_scan(r.count);
-    uint32_t total, before;
-    if constexpr (kRelaxed && DF11_NAMED_LOOKBACK) {
-      // Look-back through named barriers: barrier k (1..15) completes when warps 0..k-1
-      // have arrived (bar.arrive does not wait) and warp k syncs on it; no polling.
-      if (lane == 31) warp_totals[parity][warp] = incl;
-      for (uint32_t k = warp + 1; k < kWarps; ++k) {
-        asm volatile("bar.arrive %0, %1;" ::"r"(k), "r"(32 * (k + 1)) : "memory");
-      }
-      if (warp != 0) asm volatile("bar.sync %0, %1;" ::"r"(warp), "r"(32 * (warp + 1)) : "memory");
-      const uint32_t wt = lane < warp ? warp_totals[parity][lane] : 0u;
-      before = __reduce_add_sync(kFullMask, wt);
-      total = before + __shfl_sync(kFullMask, incl, 31);  // the block's in the last warp only
-    } else if constexpr (kRelaxed) {
-      // Look-back: lane l < w waits for warp l's total of this block (<= 512 * 64 < 2^31).
-      const uint32_t tag = (b & 1u) << 31;
-      if (lane == 31) atom_store_u32(totals_at + 4 * warp, tag | incl);
-      uint32_t wt = 0;
-      if (lane < warp) {
-        uint32_t v;
-        do {
-          v = atom_load_u32(totals_at + 4 * lane);
-        } while ((v & 0x80000000u) != tag);
-        wt = v & 0x7FFFFFFFu;
-      }
-      before = __reduce_add_sync(kFullMask, wt);
-      total = before + __shfl_sync(kFullMask, incl, 31);  // the block's in the last warp only
-    } else {
-      if (lane == 31) warp_totals[parity][warp] = incl;
-      __syncthreads();
-      // Block level: every warp sums the totals of the warps before it (one REDUX each).
-      const uint32_t wt = lane < kWarps ? warp_totals[parity][lane] : 0;
-      total = __reduce_add_sync(kFullMask, wt);
-      before = __reduce_add_sync(kFullMask, lane < warp ? wt : 0u);
-    }
+    const uint32_t totals = totals_at + 4 * kWarps * parity;
+    if (lane == 31) sts_u32(totals + 4 * warp, incl);
+    __syncthreads();
+    // Block level: every warp sums the totals of the warps before it (one REDUX each).
+    const uint32_t wt = lane < kWarps ? lds_u32(totals + 4 * lane) : 0;
+    const uint32_t total = __reduce_add_sync(kFullMask, wt);
+    const uint32_t before = __reduce_add_sync(kFullMask, lane < warp ? wt : 0u);
     const uint32_t prefix = before + incl - r.count;
 
-    // 4. checks (late checks: after step 6, off the path to the barrier before it).
-    const auto check = [&] {
-      const BlockFacts facts{lb, g.n_blocks, expected, op2 - op1, total};
-      uint32_t end_check = 0;
-      uint32_t problem = window_problem(facts, t, prefix, r, in.gap, in.gap_next, end_check);
-      uint32_t detail = problem == kProblemFirstGap ? in.gap : t;
-      if (end_check != 0) {
-        const uint32_t e = window_end_after(tab, in.w0, in.w1, in.w2, in.gap, end_check);
-        problem = first_problem(
-            problem, stream_end_problem(e, uint64_t{lb} * kWindowsPerBlock + t, g.n_bytes));
-      }
-      // The count check where the block total is known (report() keeps the first problem of
-      // the block whichever thread reports it).
-      constexpr uint32_t kCountThread = kRelaxed ? kThreads - 1 : 0;
-      if (t == kCountThread && !count_ok(facts) &&
-          first_problem(problem, kProblemCount) == kProblemCount) {
-        problem = kProblemCount;
-        detail = total;
-      }
-      if (t == 0 && block_problem != kProblemNone &&
-          first_problem(problem, block_problem) == block_problem) {
-        problem = block_problem;
-        detail = block_detail;
-      }
-      // A block past the range is the next thread block's to report.
-      if (problem != kProblemNone && b < end) report(batch.status + gi, batch.epoch, lb, problem, detail);
-    };
-    if constexpr (!kLateChecks) check();
+    // 4. checks.
+    const BlockFacts facts{lb, g.n_blocks, expected, op2 - op1, total};
+    uint32_t end_check = 0;
+    uint32_t problem = window_problem(facts, t, prefix, r, in.gap, in.gap_next, end_check);
+    uint32_t detail = problem == kProblemFirstGap ? in.gap : t;
+    if (end_check != 0) {
+      const uint32_t e = window_end_after(tab, in.w0, in.w1, in.w2, in.gap, end_check);
+      problem = first_problem(
+          problem, stream_end_problem(e, uint64_t{lb} * kWindowsPerBlock + t, g.n_bytes));
+    }
+    if (t == 0 && !count_ok(facts) && first_problem(problem, kProblemCount) == kProblemCount) {
+      problem = kProblemCount;
+      detail = total;
+    }
+    if (t == 0 && block_problem != kProblemNone &&
+        first_problem(problem, block_problem) == block_problem) {
+      problem = block_problem;
+      detail = block_detail;
+    }
+    // A block past the range is the next thread block's to report.
+    if (problem != kProblemNone && b < end) report(batch.status + gi, batch.epoch, lb, problem, detail);
 
-    // Between the two barriers: every thread is done with the previous block's step 6
-    // (relaxed scan: not so, and the sink's prepare() does nothing).
+    // Between the two barriers: every thread is done with the previous block's step 6.
     sink.prepare(out);
 
     // 5. the slot, compacted into the staging buffer (real codes only).
@@ -585,7 +519,6 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
 
     // 6. the sink takes the block's weights.
     sink.consume(out);
-    if constexpr (kLateChecks) check();
     if (kCompact) {
       __syncthreads();  // the single staging buffer is rewritten next
       sink.after_block(out);
