@@ -358,7 +358,10 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     sts_zero128(staging_base_at + i);
   }
   const uint32_t mbar_at = shared_address(sm_barriers);
-  const uint32_t totals_at = shared_address(warp_totals);  // [parity][warp], 4 bytes each
+  // warp_totals[parity][warp] through a pinned address like every other shared access of the
+  // loop: indexed as an array, ptxas kept the joined-table base in a uniform register, used
+  // 56 registers instead of 64 and decoded 1.3% slower (NOTES.md, v23).
+  const uint32_t totals_at = shared_address(warp_totals);
   if (DF11_BULK_COPY && !kCompact && t == 0) {
     mbar_init(mbar_at);
     mbar_init(mbar_at + 8);
