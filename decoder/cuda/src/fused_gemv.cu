@@ -76,28 +76,34 @@ __device__ __forceinline__ uint16_t float_to_bf16(float f) {
 
 // ---- the accumulation order (shared by both kernels) ----
 
+// kWords 32-bit words from p (4 * kWords-byte aligned): one 4-, 8- or 16-byte load each.
+template <uint32_t kWords>
+__device__ __forceinline__ void ldg_words(const void* p, uint32_t (&w)[kWords]) {
+  if constexpr (kWords == 1) {
+    w[0] = __ldg(static_cast<const unsigned int*>(p));
+  } else if constexpr (kWords == 2) {
+    const uint2 v = __ldg(static_cast<const uint2*>(p));
+    w[0] = v.x;
+    w[1] = v.y;
+  } else {
+#pragma unroll
+    for (uint32_t k = 0; k < kWords / 4; ++k) {
+      const uint4 v = __ldg(static_cast<const uint4*>(p) + k);
+      w[4 * k] = v.x;
+      w[4 * k + 1] = v.y;
+      w[4 * k + 2] = v.z;
+      w[4 * k + 3] = v.w;
+    }
+  }
+}
+
 // acc[j] += w * x[q][j] for one weight, j < n (NT: the kernel's batch capacity).
 template <uint32_t NT>
 __device__ __forceinline__ void fma_row(float w, const uint16_t* xq, uint32_t n, bool x_vec,
                                         float (&acc)[NT]) {
   if (x_vec && n == NT && NT >= 2) {  // NT * 2 bytes at an NT * 2-aligned address
     uint32_t xw[NT / 2 > 0 ? NT / 2 : 1];
-    if constexpr (NT == 2) {
-      xw[0] = __ldg(reinterpret_cast<const unsigned int*>(xq));
-    } else if constexpr (NT == 4) {
-      const uint2 v = __ldg(reinterpret_cast<const uint2*>(xq));
-      xw[0] = v.x;
-      xw[1] = v.y;
-    } else if constexpr (NT >= 8) {
-#pragma unroll
-      for (uint32_t k = 0; k < NT / 8; ++k) {
-        const uint4 v = __ldg(reinterpret_cast<const uint4*>(xq) + k);
-        xw[4 * k] = v.x;
-        xw[4 * k + 1] = v.y;
-        xw[4 * k + 2] = v.z;
-        xw[4 * k + 3] = v.w;
-      }
-    }
+    ldg_words(xq, xw);
 #pragma unroll
     for (uint32_t j = 0; j < NT; ++j) {
       const uint32_t bits = (xw[j / 2] >> (16 * (j % 2))) & 0xFFFFu;
@@ -125,21 +131,95 @@ __device__ __forceinline__ void fma_unit_batch1(const uint4& w, const uint16_t* 
   }
 }
 
+// x in its own layout, [cols][n] (the reference kernel, and the fused kernel at batch 1).
+struct RowMajorX {
+  const uint16_t* x;  // the chunk's first column
+  uint32_t n;
+  bool vec;           // x 16-byte aligned
+  __device__ __forceinline__ bool batch1() const { return n == 1 && vec; }
+  // acc += w * x[q][0..n) for one weight at chunk row q.
+  template <uint32_t NT>
+  __device__ __forceinline__ void fma(float w, uint32_t q, float (&acc)[NT]) const {
+    fma_row<NT>(w, x + q * n, n, vec, acc);
+  }
+  // The 8 weights of the unit at chunk row u0 (u0 a multiple of 8), in increasing order.
+  template <uint32_t NT>
+  __device__ __forceinline__ void fma_unit(const uint4& w, uint32_t u0, float (&acc)[NT]) const {
+    if (NT == 1 && batch1()) {  // the unit's 8 x values in one load
+      fma_unit_batch1(w, x + u0, acc[0]);
+      return;
+    }
+    const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (uint32_t e = 0; e < kUnit; ++e) {
+      const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
+      fma_row<NT>(bf16_to_float(wb), x + (u0 + e) * n, n, vec, acc);
+    }
+  }
+};
+
+// x of one chunk rearranged for the lanes (the fused kernel at batch >= 2; tile_x_kernel
+// writes it): x[q][j] of chunk row q = 256 k + 8 l + e (lane l's unit k, weight e) lies at
+// (((k * 8 + e) * kGroups + g) * 32 + l) * kVec + j - g * kVec, column groups g of kVec = 
+// min(NT, 8) columns, zero past the batch and past the row. A warp's load of one (k, e, g)
+// is then 32 * kVec * 2 contiguous bytes (one to four 128-byte lines) instead of 32 lines
+// of the row-major [cols][n] layout, where lane l's unit sits 8 * n * 2 bytes from lane
+// l + 1's: at batch 16 each 16-byte load took 32 L1 wavefronts, i.e. 2 per weight
+// (NOTES.md, g6). The FMAs and their order are those of RowMajorX; only the loads differ.
+template <uint32_t NT>
+struct TiledX {
+  static constexpr uint32_t kVec = NT < 8 ? NT : 8;
+  static constexpr uint32_t kGroups = NT / kVec;
+  static constexpr uint32_t kStepE = kGroups * 32 * kVec;  // elements from weight e to e + 1
+  const uint16_t* xt;  // the chunk's tile (16-byte aligned)
+  static constexpr bool batch1() { return false; }
+  // acc[j] += w * x[j] for the NT values of one weight: groups at p, p + 32 * kVec, ...
+  __device__ __forceinline__ static void fma_at(float w, const uint16_t* p, float (&acc)[NT]) {
+#pragma unroll
+    for (uint32_t g = 0; g < kGroups; ++g) {
+      uint32_t xw[kVec / 2];
+      ldg_words(p + g * 32 * kVec, xw);
+#pragma unroll
+      for (uint32_t i = 0; i < kVec / 2; ++i) {
+        acc[g * kVec + 2 * i] = __fmaf_rn(w, __uint_as_float(xw[i] << 16), acc[g * kVec + 2 * i]);
+        acc[g * kVec + 2 * i + 1] =
+            __fmaf_rn(w, __uint_as_float(xw[i] & 0xFFFF0000u), acc[g * kVec + 2 * i + 1]);
+      }
+    }
+  }
+  __device__ __forceinline__ const uint16_t* unit_at(uint32_t u0) const {  // u0 % 8 == 0
+    return xt + ((u0 / 256) * 8 * kGroups * 32 + (u0 / 8) % 32) * kVec;
+  }
+  __device__ __forceinline__ void fma(float w, uint32_t q, float (&acc)[NT]) const {
+    fma_at(w, unit_at(q & ~(kUnit - 1)) + (q % kUnit) * kStepE, acc);
+  }
+  __device__ __forceinline__ void fma_unit(const uint4& w, uint32_t u0, float (&acc)[NT]) const {
+    const uint16_t* const p = unit_at(u0);
+    const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (uint32_t e = 0; e < kUnit; ++e) {
+      const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
+      fma_at(bf16_to_float(wb), p + e * kStepE, acc);
+    }
+  }
+};
+
 // Lane `lane`'s part of one chunk: the weights at chunk-relative columns [q_lo, q_hi) of its
 // 8-column units lane, lane + 32, ..., in increasing order. `src` gives weights as BF16
-// bits: src.unit(q) the 8 at q..q+7 (q a multiple of 8; only when `w_vec`), src.one(q) one.
-// x points at the chunk's first column; with x_vec it is 16-byte aligned.
-template <uint32_t NT, class Src>
+// bits: src.unit(q) the 8 at q..q+7 (q a multiple of 8; only when `w_vec`), src.one(q) one;
+// `x` (RowMajorX or TiledX) gives the chunk's x and does the FMAs of one weight or one unit,
+// each acc[j] in increasing column order.
+template <uint32_t NT, class Src, class X>
 __device__ __forceinline__ void accumulate_lane(const Src& src, uint32_t lane, uint32_t q_lo,
-                                                uint32_t q_hi, bool w_vec, const uint16_t* x,
-                                                uint32_t n, bool x_vec, float (&acc)[NT]) {
-  if (NT == 1 && n == 1 && w_vec && x_vec && q_lo == 0 && q_hi == kChunk) {
+                                                uint32_t q_hi, bool w_vec, const X& x,
+                                                float (&acc)[NT]) {
+  if (NT == 1 && x.batch1() && w_vec && q_lo == 0 && q_hi == kChunk) {
     // A whole chunk at batch 1: 4 units per lane, unrolled, no checks.
     constexpr uint32_t kUnitsPerLane = kChunk / (kUnit * 32);
 #pragma unroll
     for (uint32_t k = 0; k < kUnitsPerLane; ++k) {
       const uint32_t u0 = kUnit * (lane + 32 * k);
-      fma_unit_batch1(src.unit(u0), x + u0, acc[0]);
+      x.fma_unit(src.unit(u0), u0, acc);
     }
     return;
   }
@@ -147,22 +227,12 @@ __device__ __forceinline__ void accumulate_lane(const Src& src, uint32_t lane, u
   for (uint32_t u0 = kUnit * lane; u0 < q_hi; u0 += kUnit * 32) {
     if (u0 + kUnit <= q_lo) continue;
     if (w_vec && u0 >= q_lo && u0 + kUnit <= q_hi) {
-      const uint4 w = src.unit(u0);
-      const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
-      if (NT == 1 && x_vec && n == 1) {  // the unit's 8 x values in one load
-        fma_unit_batch1(w, x + u0, acc[0]);
-      } else {
-#pragma unroll
-        for (uint32_t e = 0; e < kUnit; ++e) {
-          const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
-          fma_row<NT>(bf16_to_float(wb), x + (u0 + e) * n, n, x_vec, acc);
-        }
-      }
+      x.fma_unit(src.unit(u0), u0, acc);
       continue;
     }
 #pragma unroll 1
     for (uint32_t q = max(u0, q_lo); q < min(u0 + kUnit, q_hi); ++q) {
-      fma_row<NT>(bf16_to_float(src.one(q)), x + q * n, n, x_vec, acc);
+      x.fma(bf16_to_float(src.one(q)), q, acc);
     }
   }
 }
@@ -206,6 +276,44 @@ __global__ void __launch_bounds__(256) reduce_kernel(const __grid_constant__ Red
   m.y[r * p.batch + j] = float_to_bf16(acc);
 }
 
+// ---- x rearranged for the fused kernel at batch >= 2 (TiledX) ----
+
+struct TileMember {
+  const uint16_t* x;  // [cols][n]
+  uint16_t* xt;       // chunks_per_row * kChunk * NT elements, 16-byte aligned
+  uint32_t cols, chunks_per_row;
+};
+
+struct TileParams {
+  uint32_t n;
+  TileMember members[kFusedMaxMembers];
+};
+
+// One thread per element of the tiles of member blockIdx.y (TiledX gives the layout).
+template <uint32_t NT>
+__global__ void __launch_bounds__(256) tile_x_kernel(const __grid_constant__ TileParams p) {
+  using T = TiledX<NT>;
+  const TileMember& m = p.members[blockIdx.y];
+  const uint64_t total = uint64_t{m.chunks_per_row} * kChunk * NT;
+  for (uint64_t i = uint64_t{blockIdx.x} * blockDim.x + threadIdx.x; i < total;
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    uint64_t rest = i;
+    const uint32_t jj = static_cast<uint32_t>(rest % T::kVec);
+    rest /= T::kVec;
+    const uint32_t lane = static_cast<uint32_t>(rest % 32);
+    rest /= 32;
+    const uint32_t g = static_cast<uint32_t>(rest % T::kGroups);
+    rest /= T::kGroups;
+    const uint32_t e = static_cast<uint32_t>(rest % kUnit);
+    rest /= kUnit;
+    const uint32_t k = static_cast<uint32_t>(rest % (kChunk / (kUnit * 32)));
+    const uint64_t c = rest / (kChunk / (kUnit * 32));
+    const uint64_t col = c * kChunk + kUnit * (32 * k + lane) + e;
+    const uint32_t j = g * T::kVec + jj;
+    m.xt[i] = col < m.cols && j < p.n ? m.x[col * p.n + j] : uint16_t{0};
+  }
+}
+
 // ---- the reference GEMV: BF16 weights from global memory, one warp per chunk ----
 
 struct GlobalWeights {
@@ -235,7 +343,7 @@ __global__ void __launch_bounds__(32 * kReferenceWarps)
   float acc[NT];
 #pragma unroll
   for (uint32_t j = 0; j < NT; ++j) acc[j] = 0.0f;
-  accumulate_lane<NT>(src, lane, 0, len, w_vec, xc, n, x_vec, acc);
+  accumulate_lane<NT>(src, lane, 0, len, w_vec, RowMajorX{xc, n, x_vec}, acc);
   finish_chunk<NT>(acc, lane, n, partials, chunk);
 }
 
@@ -431,10 +539,16 @@ struct GemvSink {
       // (it may lie before this block: those columns are not read here).
       const StagedWeights src{o.g, c.start, o.staging + (c.start - o.base),
                               o.sm_stage_at + (c.start - o.base), o.sm_staged};
-      const uint16_t* xc = c.m->x + uint64_t{c.col} * n;
       const bool w_vec = (c.start - o.base) % kUnit == 0;
-      const bool x_vec = reinterpret_cast<uintptr_t>(xc) % 16 == 0;
-      accumulate_lane<NT>(src, lane, lo - c.start, hi - c.start, w_vec, xc, n, x_vec, acc);
+      if constexpr (NT == 1) {
+        const uint16_t* xc = c.m->x + c.col;
+        const bool x_vec = reinterpret_cast<uintptr_t>(xc) % 16 == 0;
+        accumulate_lane<NT>(src, lane, lo - c.start, hi - c.start, w_vec,
+                            RowMajorX{xc, n, x_vec}, acc);
+      } else {  // m->x is the member's tiled x (tile_x_kernel): NT values per row
+        accumulate_lane<NT>(src, lane, lo - c.start, hi - c.start, w_vec,
+                            TiledX<NT>{c.m->x + uint64_t{c.col} * NT}, acc);
+      }
       if (hi < c.end) {
 #pragma unroll
         for (uint32_t j = 0; j < NT; ++j) carry_out[j * 32 + lane] = acc[j];
@@ -522,8 +636,9 @@ uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 // What a launch needs, checked against the plan.
 struct GemvLayout {
   std::vector<uint64_t> chunk_base;  // per matrix
-  uint64_t total_chunks = 0;
-  uint64_t carry_offset = 0, partials_offset = 0, bytes = 0;
+  std::vector<uint64_t> xt_base;     // per matrix: its tiled x (batch >= 2), in elements
+  uint64_t total_chunks = 0, total_xt = 0;
+  uint64_t carry_offset = 0, partials_offset = 0, xt_offset = 0, bytes = 0;
   uint32_t grid = 0;
 };
 
@@ -563,8 +678,11 @@ Result<GemvLayout> layout_for(const DecodePlan::Impl& p, std::span<const GemvMat
       if (m.d_x == nullptr || m.d_y == nullptr) {
         return Status(ErrorCode::kInvalidArgument, mw + ": d_x or d_y is null");
       }
+      const uint64_t chunks_per_row = (m.cols + kChunk - 1) / kChunk;
       l.chunk_base.push_back(l.total_chunks);
-      l.total_chunks += uint64_t{m.rows} * ((m.cols + kChunk - 1) / kChunk);
+      l.total_chunks += uint64_t{m.rows} * chunks_per_row;
+      l.xt_base.push_back(l.total_xt);
+      if (batch >= 2) l.total_xt += chunks_per_row * kChunk * capacity_of(batch);
       start = p.member_ends[gi][k];
     }
   }
@@ -582,6 +700,10 @@ Result<GemvLayout> layout_for(const DecodePlan::Impl& p, std::span<const GemvMat
   l.partials_offset =
       round_up(l.carry_offset + uint64_t{l.grid} * 2 * kGemvMaxBatch * 32 * sizeof(float), 256);
   l.bytes = l.partials_offset + l.total_chunks * batch * sizeof(float);
+  if (l.total_xt != 0) {  // + 16: the tiles start at the first 16-byte aligned address
+    l.xt_offset = round_up(l.bytes, 256);
+    l.bytes = l.xt_offset + 16 + l.total_xt * sizeof(uint16_t);
+  }
   return l;
 }
 
@@ -590,6 +712,25 @@ Status launch_fused(const FusedBatch& batch, uint32_t grid, uint32_t shared_byte
                     cudaStream_t stream) {
   fused_gemv_kernel<NT><<<grid, kThreads, shared_bytes, stream>>>(batch);
   DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "fused GEMV kernel launch");
+  return Status::ok();
+}
+
+Status launch_tile_x(const TileParams& t, uint32_t n_members, uint32_t batch,
+                     cudaStream_t stream) {
+  uint64_t most = 0;
+  for (uint32_t i = 0; i < n_members; ++i) {
+    most = std::max<uint64_t>(most, uint64_t{t.members[i].chunks_per_row} * kChunk);
+  }
+  const uint32_t cap = capacity_of(batch);
+  const dim3 grid(static_cast<uint32_t>(std::min<uint64_t>((most * cap + 255) / 256, 4096)),
+                  n_members);
+  switch (cap) {
+    case 2: tile_x_kernel<2><<<grid, 256, 0, stream>>>(t); break;
+    case 4: tile_x_kernel<4><<<grid, 256, 0, stream>>>(t); break;
+    case 8: tile_x_kernel<8><<<grid, 256, 0, stream>>>(t); break;
+    default: tile_x_kernel<16><<<grid, 256, 0, stream>>>(t); break;
+  }
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "GEMV x tiling kernel launch");
   return Status::ok();
 }
 
@@ -611,6 +752,11 @@ Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& 
                    size_t g1, size_t m0, cudaStream_t stream) {
   auto fb = std::make_unique<FusedBatch>();  // ~17 KiB: not on the stack
   auto rp = std::make_unique<ReduceParams>();
+  auto tp = std::make_unique<TileParams>();
+  tp->n = batch;
+  // Tiled x (batch >= 2) from the first 16-byte aligned address at xt_offset.
+  uint16_t* const xt = reinterpret_cast<uint16_t*>(
+      round_up(reinterpret_cast<uintptr_t>(ws + l.xt_offset), 16));
   KernelBatch<kFusedMaxGroups>& kb = fb->decode;
   kb.status = reinterpret_cast<GroupStatusRecord*>(ws) + g0;
   kb.n_groups = static_cast<uint32_t>(g1 - g0);
@@ -642,6 +788,10 @@ Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& 
       d.rows = m.rows;
       d.cols = m.cols;
       d.chunks_per_row = (m.cols + kChunk - 1) / kChunk;
+      if (batch >= 2) {  // the fused kernel reads the tiles, written from x just before
+        tp->members[mi] = TileMember{m.d_x, xt + l.xt_base[at], m.cols, d.chunks_per_row};
+        d.x = xt + l.xt_base[at];
+      }
       rp->members[mi] = d;
       rp->row_begin[mi] = rp->total_rows;
       rp->total_rows += m.rows;
@@ -664,6 +814,7 @@ Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& 
                       : cap == 4 ? launch_fused<4>
                       : cap == 8 ? launch_fused<8>
                                  : launch_fused<16>;
+  if (batch >= 2) DF11_RETURN_IF_ERROR(launch_tile_x(*tp, mi, batch, stream));
   DF11_RETURN_IF_ERROR(launch(*fb, grid, shared, stream));
   return launch_reduce(*rp, stream);
 }
