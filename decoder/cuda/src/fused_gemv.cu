@@ -18,6 +18,7 @@
 #include <mutex>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -160,41 +161,53 @@ struct RowMajorX {
 
 // x of one chunk rearranged for the lanes (the fused kernel at batch >= 2; tile_x_kernel
 // writes it): x[q][j] of chunk row q = 256 k + 8 l + e (lane l's unit k, weight e) lies at
-// (((k * 8 + e) * kGroups + g) * 32 + l) * kVec + j - g * kVec, column groups g of kVec = 
-// min(NT, 8) columns, zero past the batch and past the row. A warp's load of one (k, e, g)
-// is then 32 * kVec * 2 contiguous bytes (one to four 128-byte lines) instead of 32 lines
-// of the row-major [cols][n] layout, where lane l's unit sits 8 * n * 2 bytes from lane
-// l + 1's: at batch 16 each 16-byte load took 32 L1 wavefronts, i.e. 2 per weight
-// (NOTES.md, g6). The FMAs and their order are those of RowMajorX; only the loads differ.
+// (((k * 8 + e) * kGroups + g) * 32 + l) * kVec + j - g * kVec, column groups g of kVec
+// columns, zero past the batch and past the row. A warp's load of one (k, e, g) is then
+// 32 * 16 bytes or less, contiguous, instead of 32 lines of the row-major [cols][n] layout,
+// where lane l's unit sits 8 * n * 2 bytes from lane l + 1's: at batch 16 each 16-byte load
+// took 32 L1 wavefronts, i.e. 2 per weight (NOTES.md, g6). The FMAs and their order are
+// those of RowMajorX; only the loads differ. Values are BF16 (one extraction per FMA), but
+// FP32 at NT = 4: one 16-byte load per weight and no extraction measured faster there, while
+// at 8 and 16 the doubled bytes cost more than the extractions save (NOTES.md, g6/g7).
 template <uint32_t NT>
 struct TiledX {
-  static constexpr uint32_t kVec = NT < 8 ? NT : 8;
+  static constexpr bool kF32 = NT == 4;
+  using Elem = std::conditional_t<kF32, float, uint16_t>;
+  static constexpr uint32_t kVec = kF32 ? 4 : NT < 8 ? NT : 8;  // 16 bytes at most
   static constexpr uint32_t kGroups = NT / kVec;
   static constexpr uint32_t kStepE = kGroups * 32 * kVec;  // elements from weight e to e + 1
-  const uint16_t* xt;  // the chunk's tile (16-byte aligned)
+  const Elem* xt;  // the chunk's tile (16-byte aligned)
   static constexpr bool batch1() { return false; }
   // acc[j] += w * x[j] for the NT values of one weight: groups at p, p + 32 * kVec, ...
-  __device__ __forceinline__ static void fma_at(float w, const uint16_t* p, float (&acc)[NT]) {
+  __device__ __forceinline__ static void fma_at(float w, const Elem* p, float (&acc)[NT]) {
 #pragma unroll
     for (uint32_t g = 0; g < kGroups; ++g) {
-      uint32_t xw[kVec / 2];
+      uint32_t xw[kVec * sizeof(Elem) / 4];
       ldg_words(p + g * 32 * kVec, xw);
+      if constexpr (kF32) {
 #pragma unroll
-      for (uint32_t i = 0; i < kVec / 2; ++i) {
-        acc[g * kVec + 2 * i] = __fmaf_rn(w, __uint_as_float(xw[i] << 16), acc[g * kVec + 2 * i]);
-        acc[g * kVec + 2 * i + 1] =
-            __fmaf_rn(w, __uint_as_float(xw[i] & 0xFFFF0000u), acc[g * kVec + 2 * i + 1]);
+        for (uint32_t i = 0; i < kVec; ++i) {
+          acc[g * kVec + i] = __fmaf_rn(w, __uint_as_float(xw[i]), acc[g * kVec + i]);
+        }
+      } else {
+#pragma unroll
+        for (uint32_t i = 0; i < kVec / 2; ++i) {
+          acc[g * kVec + 2 * i] =
+              __fmaf_rn(w, __uint_as_float(xw[i] << 16), acc[g * kVec + 2 * i]);
+          acc[g * kVec + 2 * i + 1] =
+              __fmaf_rn(w, __uint_as_float(xw[i] & 0xFFFF0000u), acc[g * kVec + 2 * i + 1]);
+        }
       }
     }
   }
-  __device__ __forceinline__ const uint16_t* unit_at(uint32_t u0) const {  // u0 % 8 == 0
+  __device__ __forceinline__ const Elem* unit_at(uint32_t u0) const {  // u0 % 8 == 0
     return xt + ((u0 / 256) * 8 * kGroups * 32 + (u0 / 8) % 32) * kVec;
   }
   __device__ __forceinline__ void fma(float w, uint32_t q, float (&acc)[NT]) const {
     fma_at(w, unit_at(q & ~(kUnit - 1)) + (q % kUnit) * kStepE, acc);
   }
   __device__ __forceinline__ void fma_unit(const uint4& w, uint32_t u0, float (&acc)[NT]) const {
-    const uint16_t* const p = unit_at(u0);
+    const Elem* const p = unit_at(u0);
     const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
 #pragma unroll
     for (uint32_t e = 0; e < kUnit; ++e) {
@@ -280,7 +293,7 @@ __global__ void __launch_bounds__(256) reduce_kernel(const __grid_constant__ Red
 
 struct TileMember {
   const uint16_t* x;  // [cols][n]
-  uint16_t* xt;       // chunks_per_row * kChunk * NT elements, 16-byte aligned
+  void* xt;           // chunks_per_row * kChunk * NT values (TiledX<NT>::Elem), 16-byte aligned
   uint32_t cols, chunks_per_row;
 };
 
@@ -310,7 +323,12 @@ __global__ void __launch_bounds__(256) tile_x_kernel(const __grid_constant__ Til
     const uint64_t c = rest / (kChunk / (kUnit * 32));
     const uint64_t col = c * kChunk + kUnit * (32 * k + lane) + e;
     const uint32_t j = g * T::kVec + jj;
-    m.xt[i] = col < m.cols && j < p.n ? m.x[col * p.n + j] : uint16_t{0};
+    const uint16_t v = col < m.cols && j < p.n ? m.x[col * p.n + j] : uint16_t{0};
+    if constexpr (T::kF32) {
+      static_cast<float*>(m.xt)[i] = bf16_to_float(v);
+    } else {
+      static_cast<uint16_t*>(m.xt)[i] = v;
+    }
   }
 }
 
@@ -547,7 +565,10 @@ struct GemvSink {
                             RowMajorX{xc, n, x_vec}, acc);
       } else {  // m->x is the member's tiled x (tile_x_kernel): NT values per row
         accumulate_lane<NT>(src, lane, lo - c.start, hi - c.start, w_vec,
-                            TiledX<NT>{c.m->x + uint64_t{c.col} * NT}, acc);
+                            TiledX<NT>{reinterpret_cast<const typename TiledX<NT>::Elem*>(
+                                            c.m->x) +
+                                        uint64_t{c.col} * NT},
+                            acc);
       }
       if (hi < c.end) {
 #pragma unroll
@@ -633,10 +654,20 @@ Status configure_for(const DecodePlan::Impl& p, uint32_t batch, int& ctas_per_sm
 
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
+// Bytes per value of the tiled x at this batch (TiledX<capacity>::Elem).
+uint32_t tile_value_bytes(uint32_t batch) {
+  switch (capacity_of(batch)) {
+    case 2: return sizeof(TiledX<2>::Elem);
+    case 4: return sizeof(TiledX<4>::Elem);
+    case 8: return sizeof(TiledX<8>::Elem);
+    default: return sizeof(TiledX<16>::Elem);
+  }
+}
+
 // What a launch needs, checked against the plan.
 struct GemvLayout {
   std::vector<uint64_t> chunk_base;  // per matrix
-  std::vector<uint64_t> xt_base;     // per matrix: its tiled x (batch >= 2), in elements
+  std::vector<uint64_t> xt_base;     // per matrix: its tiled x (batch >= 2), in bytes
   uint64_t total_chunks = 0, total_xt = 0;
   uint64_t carry_offset = 0, partials_offset = 0, xt_offset = 0, bytes = 0;
   uint32_t grid = 0;
@@ -682,7 +713,9 @@ Result<GemvLayout> layout_for(const DecodePlan::Impl& p, std::span<const GemvMat
       l.chunk_base.push_back(l.total_chunks);
       l.total_chunks += uint64_t{m.rows} * chunks_per_row;
       l.xt_base.push_back(l.total_xt);
-      if (batch >= 2) l.total_xt += chunks_per_row * kChunk * capacity_of(batch);
+      if (batch >= 2) {
+        l.total_xt += chunks_per_row * kChunk * capacity_of(batch) * tile_value_bytes(batch);
+      }
       start = p.member_ends[gi][k];
     }
   }
@@ -702,7 +735,7 @@ Result<GemvLayout> layout_for(const DecodePlan::Impl& p, std::span<const GemvMat
   l.bytes = l.partials_offset + l.total_chunks * batch * sizeof(float);
   if (l.total_xt != 0) {  // + 16: the tiles start at the first 16-byte aligned address
     l.xt_offset = round_up(l.bytes, 256);
-    l.bytes = l.xt_offset + 16 + l.total_xt * sizeof(uint16_t);
+    l.bytes = l.xt_offset + 16 + l.total_xt;
   }
   return l;
 }
@@ -755,7 +788,7 @@ Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& 
   auto tp = std::make_unique<TileParams>();
   tp->n = batch;
   // Tiled x (batch >= 2) from the first 16-byte aligned address at xt_offset.
-  uint16_t* const xt = reinterpret_cast<uint16_t*>(
+  uint8_t* const xt = reinterpret_cast<uint8_t*>(
       round_up(reinterpret_cast<uintptr_t>(ws + l.xt_offset), 16));
   KernelBatch<kFusedMaxGroups>& kb = fb->decode;
   kb.status = reinterpret_cast<GroupStatusRecord*>(ws) + g0;
@@ -790,7 +823,7 @@ Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& 
       d.chunks_per_row = (m.cols + kChunk - 1) / kChunk;
       if (batch >= 2) {  // the fused kernel reads the tiles, written from x just before
         tp->members[mi] = TileMember{m.d_x, xt + l.xt_base[at], m.cols, d.chunks_per_row};
-        d.x = xt + l.xt_base[at];
+        d.x = reinterpret_cast<const uint16_t*>(xt + l.xt_base[at]);
       }
       rp->members[mi] = d;
       rp->row_begin[mi] = rp->total_rows;
