@@ -177,7 +177,6 @@ struct TiledX {
   static constexpr uint32_t kGroups = NT / kVec;
   static constexpr uint32_t kStepE = kGroups * 32 * kVec;  // elements from weight e to e + 1
   const Elem* xt;  // the chunk's tile (16-byte aligned)
-  static constexpr bool batch1() { return false; }
   // acc[j] += w * x[j] for the NT values of one weight: groups at p, p + 32 * kVec, ...
   __device__ __forceinline__ static void fma_at(float w, const Elem* p, float (&acc)[NT]) {
 #pragma unroll
@@ -226,15 +225,17 @@ template <uint32_t NT, class Src, class X>
 __device__ __forceinline__ void accumulate_lane(const Src& src, uint32_t lane, uint32_t q_lo,
                                                 uint32_t q_hi, bool w_vec, const X& x,
                                                 float (&acc)[NT]) {
-  if (NT == 1 && x.batch1() && w_vec && q_lo == 0 && q_hi == kChunk) {
-    // A whole chunk at batch 1: 4 units per lane, unrolled, no checks.
-    constexpr uint32_t kUnitsPerLane = kChunk / (kUnit * 32);
+  if constexpr (NT == 1) {  // RowMajorX only (TiledX serves batch >= 2)
+    if (x.batch1() && w_vec && q_lo == 0 && q_hi == kChunk) {
+      // A whole chunk at batch 1: 4 units per lane, unrolled, no checks.
+      constexpr uint32_t kUnitsPerLane = kChunk / (kUnit * 32);
 #pragma unroll
-    for (uint32_t k = 0; k < kUnitsPerLane; ++k) {
-      const uint32_t u0 = kUnit * (lane + 32 * k);
-      x.fma_unit(src.unit(u0), u0, acc);
+      for (uint32_t k = 0; k < kUnitsPerLane; ++k) {
+        const uint32_t u0 = kUnit * (lane + 32 * k);
+        fma_unit_batch1(src.unit(u0), x.x + u0, acc[0]);
+      }
+      return;
     }
-    return;
   }
 #pragma unroll 1
   for (uint32_t u0 = kUnit * lane; u0 < q_hi; u0 += kUnit * 32) {
