@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "bf16_inputs.h"
 #include "cli_process.h"
 #include "cli_test_model.h"
 #define DF11_EXPERIMENTAL
@@ -64,22 +65,6 @@ std::vector<uint16_t> download(const void* d, size_t count) {
   std::vector<uint16_t> h(count);
   EXPECT_EQ(cudaMemcpy(h.data(), d, 2 * count, cudaMemcpyDeviceToHost), cudaSuccess);
   return h;
-}
-
-// Deterministic BF16 inputs in (-1, 1), never zero, both signs.
-std::vector<uint16_t> make_x(size_t n, uint64_t seed) {
-  std::vector<uint16_t> x(n);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 12345;
-  for (uint16_t& v : x) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    const float f = (static_cast<float>(s >> 41) + 0.5f) / static_cast<float>(1u << 23) - 1.0f;
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    v = static_cast<uint16_t>(u >> 16);
-  }
-  return x;
 }
 
 // Index of the group named `name`.
@@ -135,7 +120,8 @@ Matrices matrices_of(df11_model* model, df11_cuda_plan* plan, const std::vector<
     }
     df11_gemv_matrix mi{};
     EXPECT_EQ(df11_cuda_gemv_matrix_info(plan, i, &mi, nullptr), DF11_OK);
-    mi.d_x = dev.upload(make_x(uint64_t{mi.cols} * batch, 31 * i + batch));
+    mi.d_x =
+        dev.upload(cuda::support::deterministic_bf16(uint64_t{mi.cols} * batch, 31 * i + batch));
     mi.d_y = dev.alloc(2ull * mi.rows * batch);
     out.m.push_back(mi);
     out.d_w.push_back(d_group + at);

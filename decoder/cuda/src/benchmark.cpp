@@ -69,6 +69,7 @@ namespace {
 
 using detail::DeviceBuffer;
 using detail::DeviceGroupCopy;
+using detail::OwnedStream;
 using detail::time_runs;
 
 Status compare_output(const uint16_t* d_out, std::span<const uint16_t> want,
@@ -130,13 +131,9 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
   cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, device);
   rep.peak_dram_gbps = 2.0 * mem_clock_khz * 1e3 * (bus_bits / 8.0) / 1e9;
 
-  cudaStream_t stream = nullptr;
-  DF11_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                            "cudaStreamCreate");
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
-  } stream_guard{stream};
+  OwnedStream owned_stream;
+  DF11_RETURN_IF_ERROR(owned_stream.create());
+  const cudaStream_t stream = owned_stream.get();
 
   // Inputs and one output per group.
   std::vector<DeviceGroupCopy> inputs(groups.size());

@@ -15,6 +15,7 @@
 
 #include "bench_timing.h"
 #include "cuda_error.h"
+#include "bf16_inputs.h"
 #include "cuda_gemv_benchmark.h"
 #include "device_buffer.h"
 #include "df11/cuda_decoder.h"
@@ -25,6 +26,7 @@ namespace {
 
 using detail::DeviceBuffer;
 using detail::DeviceGroupCopy;
+using detail::OwnedStream;
 using detail::time_runs;
 
 std::string str(uint64_t v) { return std::to_string(v); }
@@ -110,22 +112,6 @@ uint32_t ulp_distance(uint16_t a, uint16_t b) {
   return static_cast<uint32_t>(d < 0 ? -d : d);
 }
 
-// Deterministic BF16 values in [-1, 1) (not all zeros, both signs).
-std::vector<uint16_t> make_x(uint64_t n, uint64_t seed) {
-  std::vector<uint16_t> x(n);
-  uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& v : x) {
-    s ^= s << 13;
-    s ^= s >> 7;
-    s ^= s << 17;
-    const float f = static_cast<float>(static_cast<int64_t>(s >> 40) - (1 << 23)) / (1 << 23);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    v = static_cast<uint16_t>(u >> 16);
-  }
-  return x;
-}
-
 // Device buffers freed together.
 class Pool {
  public:
@@ -182,7 +168,7 @@ Result<GemvBatchRow> batch_row(const Setup& s, DecodePlan& plan, const DeviceGro
   uint64_t ref_ws = 0;
   for (size_t i = 0; i < count; ++i) {
     const uint32_t rows = s.shapes[i].rows, cols = s.shapes[i].cols;
-    const std::vector<uint16_t> xv = make_x(uint64_t{cols} * n, 7 * n + i);
+    const std::vector<uint16_t> xv = support::deterministic_bf16(uint64_t{cols} * n, 7 * n + i);
     std::vector<uint16_t> xt(xv.size());
     for (uint64_t c = 0; c < cols; ++c) {
       for (uint32_t j = 0; j < n; ++j) xt[j * uint64_t{cols} + c] = xv[c * n + j];
@@ -268,7 +254,8 @@ Status model_line(const Setup& s, const GroupView& g, const DeviceGroupCopy& inp
   std::vector<uint16_t*> x, y;
   std::vector<GemvMatrix> gm_one, gm_all;
   for (size_t i = 0; i < s.shapes.size(); ++i) {
-    DF11_ASSIGN_OR_RETURN(uint16_t * xi, pool.upload(make_x(s.shapes[i].cols, 100 + i), "x"));
+    DF11_ASSIGN_OR_RETURN(
+        uint16_t * xi, pool.upload(support::deterministic_bf16(s.shapes[i].cols, 100 + i), "x"));
     DF11_ASSIGN_OR_RETURN(uint16_t * yi, pool.alloc(2ull * s.shapes[i].rows, "y"));
     x.push_back(xi);
     y.push_back(yi);
@@ -352,13 +339,9 @@ Status run(const GroupView& g, std::span<const uint16_t> weights,
   rep.sm_count = prop.multiProcessorCount;
   rep.weights = g.n_elements();
 
-  cudaStream_t stream = nullptr;
-  DF11_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking),
-                            "cudaStreamCreate");
-  struct StreamGuard {
-    cudaStream_t s;
-    ~StreamGuard() { cudaStreamDestroy(s); }
-  } stream_guard{stream};
+  OwnedStream owned_stream;
+  DF11_RETURN_IF_ERROR(owned_stream.create());
+  const cudaStream_t stream = owned_stream.get();
   Cublas cublas;
   DF11_RETURN_IF_ERROR(cublas.load(stream));
 
