@@ -109,7 +109,7 @@ def main():
         for name in [n for n in results if n.endswith(" push")]:
             drop_objects(hub)
             # Both clients push the same DF11 folder (df11 push only takes verified DF11
-            # folders); df11's time includes its verify and hashing passes.
+            # folders); df11's time includes its verify pass (beside the upload).
             repo = f"bench/push-{run}-{name.split()[0]}"
             if name.startswith("df11"):
                 binary = args.df11 if name == "df11 push" else args.df11_before
@@ -155,7 +155,9 @@ def main():
               f"{', '.join(f'{t:.2f}' for t in times)} | {max(rss[name]):.0f} |")
     for owner in sorted(set(PHASE_OWNER)):
         print(f"{owner} push phases (s): " + "; ".join(
-            f"verify {p['verify']:.2f}, hash {p['hash']:.2f}, transfer {p['transfer']:.2f}"
+            f"verify {p['verify']:.2f}, transfer {p['transfer']:.2f}"
+            + (f" (waiting for verify {p['waiting_for_verify']:.2f})" if "waiting_for_verify" in p
+               else f", hash {p.get('hash', 0):.2f}")
             for o, p in zip(PHASE_OWNER, PHASES) if o == owner))
 
 

@@ -36,8 +36,8 @@ Json push_json(const std::string& repo, const PushModelResult& r) {
               {"wrote_model_card", r.wrote_card},
               {"seconds",
                {{"verify", r.verify_seconds},
-                {"hash", r.push.hash_seconds},
-                {"transfer", r.push.transfer_seconds}}}};
+                {"transfer", r.push.transfer_seconds},
+                {"waiting_for_verify", r.push.gate_wait_seconds}}}};
 }
 
 std::string push_line(const std::string& repo, const PushModelResult& r) {

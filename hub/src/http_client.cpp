@@ -288,8 +288,10 @@ Result<HttpResponse> HttpSession::perform(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_XFERINFODATA, &t);
   if (request.method == "HEAD") {
     curl_easy_setopt(curl, CURLOPT_NOBODY, 1L);
-  } else if (request.method == "POST") {
+  } else if (request.method == "POST" || request.method == "DELETE") {
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    // DELETE /api/repos/delete carries a JSON body, as a POST does.
+    if (request.method == "DELETE") curl_easy_setopt(curl, CURLOPT_CUSTOMREQUEST, "DELETE");
     // curl reads the body during curl_easy_perform: it must be the caller's string itself.
     static const char kEmpty[] = "";
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, request.body ? request.body->data() : kEmpty);

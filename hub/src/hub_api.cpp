@@ -191,7 +191,7 @@ Result<RemoteListing> get_revision(HttpSession& session, const RepoRef& ref) {
   return listing;
 }
 
-Status create_repo(HttpSession& session, const std::string& repo_id, bool private_repo) {
+Result<bool> create_repo(HttpSession& session, const std::string& repo_id, bool private_repo) {
   const size_t slash = repo_id.find('/');
   json body = {{"name", repo_id.substr(slash + 1)},
                {"organization", repo_id.substr(0, slash)},
@@ -204,10 +204,24 @@ Status create_repo(HttpSession& session, const std::string& repo_id, bool privat
   request.headers = {"Content-Type: application/json"};
   request.body = &text;
   Result<HttpResponse> r = session.send(request, "create " + repo_id);
-  if (r.is_ok()) return Status::ok();
+  if (r.is_ok()) return true;
   // 409: it exists already, which is what we want.
-  if (r.status().message().find("(HTTP 409") != std::string::npos) return Status::ok();
+  if (r.status().message().find("(HTTP 409") != std::string::npos) return false;
   return r.status();
+}
+
+Status delete_repo(HttpSession& session, const std::string& repo_id) {
+  const size_t slash = repo_id.find('/');
+  const std::string text = json{{"name", repo_id.substr(slash + 1)},
+                                {"organization", repo_id.substr(0, slash)},
+                                {"type", "model"}}
+                               .dump();
+  HttpRequest request;
+  request.method = "DELETE";
+  request.url = session.config().endpoint + "/api/repos/delete";
+  request.headers = {"Content-Type: application/json"};
+  request.body = &text;
+  return session.send(request, "delete " + repo_id).status();
 }
 
 Result<std::vector<bool>> preupload(HttpSession& session, const RepoRef& ref,
@@ -421,6 +435,20 @@ Result<CommitResult> commit(HttpSession& session, const RepoRef& ref, const std:
     result.pr_url = j["pullRequestUrl"].get<std::string>();
   }
   return result;
+}
+
+Result<bool> prepare_repo(const HubConfig& config, const std::string& repo_id, bool private_repo,
+                          const TransferControl& control) {
+  // A rejected token is reported as such before anything is created.
+  DF11_RETURN_IF_ERROR(whoami(config, control).status());
+  HttpSession session(config, control);
+  return create_repo(session, repo_id, private_repo);
+}
+
+Status delete_created_repo(const HubConfig& config, const std::string& repo_id,
+                           const TransferControl& control) {
+  HttpSession session(config, control);
+  return delete_repo(session, repo_id);
 }
 
 Result<std::string> whoami(const HubConfig& config, const TransferControl& control) {

@@ -40,8 +40,11 @@ Result<RemoteListing> get_revision(HttpSession& session, const RepoRef& ref);
 std::string normalize_etag(std::string_view etag);
 
 // ---- upload steps ----
-// POST /api/repos/create; an existing repository (409) is success.
-Status create_repo(HttpSession& session, const std::string& repo_id, bool private_repo);
+// POST /api/repos/create; an existing repository (409) is success. True when this call
+// created it.
+Result<bool> create_repo(HttpSession& session, const std::string& repo_id, bool private_repo);
+// DELETE /api/repos/delete (huggingface_hub's delete_repo).
+Status delete_repo(HttpSession& session, const std::string& repo_id);
 
 struct PreuploadFile {
   std::string path;

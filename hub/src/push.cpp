@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 
 #include "df11/hash.h"
@@ -24,7 +26,6 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr size_t kPreuploadBatch = 256;      // the Hub's limit per preupload call
-constexpr size_t kLfsBatch = 100;            // objects per LFS batch call
 constexpr size_t kMaxFilesPerCommit = 99;    // the Hub recommends fewer than 100
 constexpr uint64_t kMaxRegularBytes = 64ull << 20;  // a "regular" file travels base64 in memory
 
@@ -35,6 +36,7 @@ struct LocalFile {
   std::string sha256;
   std::string sample;
   bool lfs = false;
+  std::optional<std::string> content;  // PushOptions::extra_files: no file on disk
 };
 
 Result<std::vector<LocalFile>> list_local(const std::string& folder) {
@@ -71,8 +73,12 @@ Result<std::vector<LocalFile>> list_local(const std::string& folder) {
   return files;
 }
 
-// The first 512 bytes only, when the SHA-256 is already known.
+// The first 512 bytes (preupload's sample).
 Status read_sample(LocalFile& f) {
+  if (f.content) {
+    f.sample = f.content->substr(0, 512);
+    return Status::ok();
+  }
   const int fd = ::open(f.absolute.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status(ErrorCode::kIo, f.absolute + ": open: " + std::strerror(errno));
   f.sample.assign(static_cast<size_t>(std::min<uint64_t>(512, f.size)), '\0');
@@ -91,7 +97,7 @@ Status read_sample(LocalFile& f) {
   return Status::ok();
 }
 
-// SHA-256 and the first 512 bytes, streamed (bounded memory).
+// SHA-256, streamed (bounded memory).
 Status hash_file(LocalFile& f, const std::function<bool()>& cancelled) {
   const int fd = ::open(f.absolute.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status(ErrorCode::kIo, f.absolute + ": open: " + std::strerror(errno));
@@ -111,10 +117,6 @@ Status hash_file(LocalFile& f, const std::function<bool()>& cancelled) {
       return s;
     }
     if (n == 0) break;
-    if (total < 512) {
-      f.sample.append(reinterpret_cast<const char*>(buffer.data()),
-                      std::min<size_t>(static_cast<size_t>(n), 512 - total));
-    }
     hasher.update({buffer.data(), static_cast<size_t>(n)});
     total += static_cast<uint64_t>(n);
   }
@@ -125,6 +127,7 @@ Status hash_file(LocalFile& f, const std::function<bool()>& cancelled) {
 }
 
 Result<std::string> read_whole(const LocalFile& f) {
+  if (f.content) return *f.content;
   if (f.size > kMaxRegularBytes) {
     return Status(ErrorCode::kResourceLimit,
                   f.path + ": the Hub asked for a regular (non-LFS) upload of a file over 64 MiB");
@@ -154,6 +157,22 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
                   "push needs a Hub token with write access: set HF_TOKEN or write HF_HOME/token");
   }
   DF11_ASSIGN_OR_RETURN(std::vector<LocalFile> files, list_local(options.folder));
+  for (const PushOptions::ExtraFile& extra : options.extra_files) {
+    if (!is_safe_repo_path(extra.path)) {
+      return Status(ErrorCode::kInvalidArgument, extra.path + ": not a repo path");
+    }
+    for (const LocalFile& f : files) {
+      if (f.path == extra.path) {
+        return Status(ErrorCode::kInvalidArgument, f.absolute + ": the folder has this file already");
+      }
+    }
+    LocalFile f;
+    f.path = extra.path;
+    f.absolute = "(generated) " + extra.path;
+    f.size = extra.content.size();
+    f.content = extra.content;
+    files.push_back(std::move(f));
+  }
   PushResult result;
   result.files = static_cast<int>(files.size());
 
@@ -161,48 +180,13 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
   const auto seconds_since = [](Clock::time_point t) {
     return std::chrono::duration<double>(Clock::now() - t).count();
   };
-  const Clock::time_point hash_start = Clock::now();
-  // Hash every file whose SHA-256 the caller does not give (parallel, streamed) before
-  // talking to the Hub.
-  std::vector<bool> known(files.size(), false);
-  for (size_t i = 0; i < files.size(); ++i) {
-    const auto it = options.known_sha256.find(files[i].path);
-    if (it != options.known_sha256.end() && it->second.size == files[i].size &&
-        is_lower_hex(it->second.sha256, 64)) {
-      files[i].sha256 = it->second.sha256;
-      known[i] = true;
-    } else {
-      ++result.files_hashed;
-    }
-  }
-  {
-    std::atomic<size_t> next{0};
-    std::mutex mutex;
-    Status first;
-    auto worker = [&] {
-      for (size_t i; (i = next.fetch_add(1)) < files.size();) {
-        Status s = known[i] ? read_sample(files[i]) : hash_file(files[i], control.cancelled);
-        if (!s.is_ok()) {
-          std::lock_guard<std::mutex> lock(mutex);
-          if (first.is_ok()) first = s;
-          return;
-        }
-      }
-    };
-    std::vector<std::thread> pool;
-    const int threads = std::max(1, std::min<int>(control.threads, static_cast<int>(files.size())));
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (std::thread& t : pool) t.join();
-    DF11_RETURN_IF_ERROR(first);
-  }
-  result.hash_seconds = seconds_since(hash_start);
+  const Clock::time_point start = Clock::now();
+  for (LocalFile& f : files) DF11_RETURN_IF_ERROR(read_sample(f));
 
-  const Clock::time_point transfer_start = Clock::now();
-  // A rejected token is reported as such before anything is created.
-  DF11_RETURN_IF_ERROR(whoami(config, control).status());
+  if (!options.repo_ready) {
+    DF11_RETURN_IF_ERROR(prepare_repo(config, options.ref.repo_id, options.private_repo, control).status());
+  }
   HttpSession session(config, control);
-  DF11_RETURN_IF_ERROR(create_repo(session, options.ref.repo_id, options.private_repo));
   for (size_t begin = 0; begin < files.size(); begin += kPreuploadBatch) {
     const size_t end = std::min(files.size(), begin + kPreuploadBatch);
     std::vector<PreuploadFile> batch;
@@ -210,52 +194,75 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     DF11_ASSIGN_OR_RETURN(std::vector<bool> lfs,
                           preupload(session, options.ref, batch, options.create_pr));
     // Empty files cannot go through LFS storage.
-    for (size_t i = begin; i < end; ++i) files[i].lfs = lfs[i - begin] && files[i].size > 0;
-  }
-
-  // One upload per distinct object (two paths with the same bytes share it).
-  std::map<std::string, const LocalFile*> objects;
-  for (const LocalFile& f : files) {
-    if (f.lfs) objects.emplace(f.sha256, &f);
-  }
-  std::vector<LfsAction> todo;
-  std::vector<const LocalFile*> todo_files;
-  uint64_t bytes_total = 0;
-  {
-    std::vector<LfsObject> batch;
-    std::vector<const LocalFile*> batch_files;
-    auto flush = [&]() -> Status {
-      if (batch.empty()) return Status::ok();
-      DF11_ASSIGN_OR_RETURN(std::vector<LfsAction> actions, lfs_batch(session, options.ref, batch));
-      for (size_t i = 0; i < actions.size(); ++i) {
-        if (actions[i].stored) {
-          ++result.lfs_already_stored;
-        } else {
-          bytes_total += actions[i].size;
-          todo.push_back(std::move(actions[i]));
-          todo_files.push_back(batch_files[i]);
-        }
-      }
-      batch.clear();
-      batch_files.clear();
-      return Status::ok();
-    };
-    for (const auto& [oid, f] : objects) {
-      batch.push_back({oid, f->size});
-      batch_files.push_back(f);
-      if (batch.size() == kLfsBatch) DF11_RETURN_IF_ERROR(flush());
+    for (size_t i = begin; i < end; ++i) {
+      files[i].lfs = lfs[i - begin] && files[i].size > 0 && !files[i].content;
     }
-    DF11_RETURN_IF_ERROR(flush());
   }
 
-  ProgressMeter meter(control, bytes_total, static_cast<int>(todo.size()));
-  std::mutex mutex;
-  Status s = run_parallel(config, control, todo.size(), [&](HttpSession& worker, size_t i) -> Status {
-    const LocalFile& f = *todo_files[i];
+  std::mutex mutex;  // guards result, `claimed` and the gate's wait time
+  // The SHA-256 of files[i] from the caller, else from the gate, else nullopt.
+  const auto given_sha256 = [&](size_t i) -> std::optional<std::string> {
+    const LocalFile& f = files[i];
+    const auto it = options.known_sha256.find(f.path);
+    if (it != options.known_sha256.end() && it->second.size == f.size &&
+        is_lower_hex(it->second.sha256, 64)) {
+      return it->second.sha256;
+    }
+    if (!options.gate) return std::nullopt;
+    const Clock::time_point wait = Clock::now();
+    std::optional<std::string> sha = options.gate->sha256(f.path);
+    std::lock_guard<std::mutex> lock(mutex);
+    result.gate_wait_seconds += seconds_since(wait);
+    if (sha && !is_lower_hex(*sha, 64)) sha.reset();
+    return sha;
+  };
+
+  // Each LFS file on its own worker: its SHA-256 (given, or hashed here), the LFS batch
+  // answer for it, and its bytes when the server lacks them. Two paths with the same bytes
+  // share one object: the first to claim it sends it.
+  std::vector<size_t> lfs_files;
+  uint64_t lfs_bytes = 0;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!files[i].lfs) continue;
+    lfs_files.push_back(i);
+    lfs_bytes += files[i].size;
+  }
+  std::set<std::string> claimed;
+  ProgressMeter meter(control, lfs_bytes, static_cast<int>(lfs_files.size()));
+  Status s = run_parallel(config, control, lfs_files.size(), [&](HttpSession& worker, size_t n) -> Status {
+    LocalFile& f = files[lfs_files[n]];
+    if (std::optional<std::string> sha = given_sha256(lfs_files[n])) {
+      f.sha256 = std::move(*sha);
+    } else {
+      DF11_RETURN_IF_ERROR(hash_file(f, control.cancelled));
+      std::lock_guard<std::mutex> lock(mutex);
+      ++result.files_hashed;
+    }
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!claimed.insert(f.sha256).second) {
+        meter.add_bytes(f.size);
+        meter.file_done();
+        return Status::ok();
+      }
+    }
+    DF11_ASSIGN_OR_RETURN(std::vector<LfsAction> actions,
+                          lfs_batch(worker, options.ref, {LfsObject{f.sha256, f.size}}));
+    if (actions.size() != 1) {
+      return Status(ErrorCode::kBadJson, f.path + ": the LFS batch answer has " +
+                                             std::to_string(actions.size()) + " objects for 1");
+    }
+    if (actions[0].stored) {
+      meter.add_bytes(f.size);
+      meter.file_done();
+      std::lock_guard<std::mutex> lock(mutex);
+      ++result.lfs_already_stored;
+      return Status::ok();
+    }
     const int fd = ::open(f.absolute.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) return Status(ErrorCode::kIo, f.absolute + ": open: " + std::strerror(errno));
     uint64_t reported = 0;
-    Status up = lfs_upload(worker, todo[i], fd, [&](uint64_t now) {
+    Status up = lfs_upload(worker, actions[0], fd, [&](uint64_t now) {
       // A retried part restarts its count: only forward progress is reported.
       if (now > reported) {
         meter.add_bytes(now - reported);
@@ -264,6 +271,7 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     });
     ::close(fd);
     DF11_RETURN_IF_ERROR(up.with_context(f.path));
+    if (f.size > reported) meter.add_bytes(f.size - reported);
     meter.file_done();
     std::lock_guard<std::mutex> lock(mutex);
     result.bytes_uploaded += f.size;
@@ -272,7 +280,13 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
   });
   DF11_RETURN_IF_ERROR(s);
 
-  // Commit only now that every object is stored.
+  // Commit only now that every object is stored, and the check beside the upload passed.
+  if (options.gate) {
+    const Clock::time_point wait = Clock::now();
+    Status verdict = options.gate->verdict();
+    result.gate_wait_seconds += seconds_since(wait);
+    DF11_RETURN_IF_ERROR(verdict);
+  }
   for (size_t begin = 0; begin < files.size(); begin += kMaxFilesPerCommit) {
     const size_t end = std::min(files.size(), begin + kMaxFilesPerCommit);
     std::vector<CommitFile> ops;
@@ -285,9 +299,15 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
         op.size = files[i].size;
       } else {
         DF11_ASSIGN_OR_RETURN(op.content, read_whole(files[i]));
-        if (sha256_hex({reinterpret_cast<const uint8_t*>(op.content.data()), op.content.size()}) !=
-            files[i].sha256) {
-          return Status(ErrorCode::kIo, files[i].absolute + ": changed during the upload");
+        const std::string sha = sha256_hex(
+            {reinterpret_cast<const uint8_t*>(op.content.data()), op.content.size()});
+        if (std::optional<std::string> given = given_sha256(i)) {
+          // What was verified is what is sent.
+          if (*given != sha) {
+            return Status(ErrorCode::kIo, files[i].absolute + ": changed during the upload");
+          }
+        } else {
+          ++result.files_hashed;
         }
       }
       ops.push_back(std::move(op));
@@ -303,7 +323,7 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     if (!c.pr_url.empty()) result.pr_url = c.pr_url;
     ++result.commits;
   }
-  result.transfer_seconds = seconds_since(transfer_start);
+  result.transfer_seconds = seconds_since(start);
   return result;
 }
 

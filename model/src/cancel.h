@@ -14,6 +14,9 @@ namespace df11::app {
 class CancelToken {
  public:
   CancelToken() = default;
+  // A token for a sub-task that its owner can stop alone, and that also stops when `parent`
+  // does (push stops its verify pass when an upload fails; SIGINT stops both).
+  explicit CancelToken(const CancelToken* parent) : parent_(parent) {}
   CancelToken(const CancelToken&) = delete;
   CancelToken& operator=(const CancelToken&) = delete;
 
@@ -21,12 +24,16 @@ class CancelToken {
   // string literal). Lock-free and async-signal-safe: a single atomic store.
   void cancel(const char* reason) noexcept { reason_.store(reason, std::memory_order_relaxed); }
 
-  bool cancelled() const noexcept { return reason_.load(std::memory_order_relaxed) != nullptr; }
+  bool cancelled() const noexcept {
+    return reason_.load(std::memory_order_relaxed) != nullptr ||
+           (parent_ != nullptr && parent_->cancelled());
+  }
 
-  // kInterrupted naming the reason once cancel() was called, OK otherwise (one atomic load).
+  // kInterrupted naming the reason once cancel() was called (here or on the parent), OK
+  // otherwise (one atomic load per token).
   Status check() const {
     const char* reason = reason_.load(std::memory_order_relaxed);
-    if (reason == nullptr) return Status::ok();
+    if (reason == nullptr) return parent_ != nullptr ? parent_->check() : Status::ok();
     return Status(ErrorCode::kInterrupted, std::string("interrupted by ") + reason);
   }
 
@@ -39,6 +46,7 @@ class CancelToken {
  private:
   static_assert(std::atomic<const char*>::is_always_lock_free);
   std::atomic<const char*> reason_{nullptr};
+  const CancelToken* parent_ = nullptr;
 };
 
 inline const CancelToken& CancelToken::never() {

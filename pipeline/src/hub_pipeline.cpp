@@ -1,14 +1,19 @@
 #include "hub_pipeline.h"
 
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <thread>
 
 #include "byte_units.h"
+#include "df11_folder.h"
+#include "model_folder.h"
 #include "model_card.h"
 #include "verify.h"
 
@@ -75,31 +80,147 @@ std::optional<std::string> base_model_from_config(const std::string& config_json
   return name;
 }
 
-// Verifies the folder and returns the SHA-256 of its files that the verify pass computed on
-// the way (push needs them as LFS object ids: no second read of the shards).
-Result<std::map<std::string, hub::PushOptions::KnownDigest>> verify_for_push(
-    const std::string& folder, int threads, Reporter& reporter, const CancelToken& cancel) {
-  VerifyOptions verify;
-  verify.df11_dir = folder;
-  verify.device = DeviceChoice::kCpu;
-  verify.threads = threads;
-  verify.folder_sha256 = true;
-  DF11_ASSIGN_OR_RETURN(VerifyReport report, verify_model(verify, reporter, cancel));
-  if (!report.has_checksums) {
+// Refuses, before anything is created on the Hub, a folder df11 did not write: without df11's
+// checksums verify could only check structure, not that the bytes are the model's.
+Status require_df11_folder(const std::string& folder, const CancelToken& cancel) {
+  DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(folder, cancel));
+  if (!written_by_df11(model)) {
     return Status(ErrorCode::kBadMetadata,
                   folder + ": not a DF11 folder written by df11 (no df11 checksums): refusing to push");
   }
-  if (!report.ok()) {
-    return Status(ErrorCode::kMismatch, folder + ": df11 verify failed (" +
-                                            std::to_string(report.failures.size()) +
-                                            " problems listed above): refusing to push");
+  return Status::ok();
+}
+
+// Passes a verify pass's lines on and drops its progress (the upload beside it owns the bar);
+// remembers that a finding was made, which stops the upload.
+class BesideReporter final : public Reporter {
+ public:
+  explicit BesideReporter(Reporter& out) : out_(out) {}
+  void note(const std::string& line) override { out_.note(line); }
+  void detail(const std::string& line) override { out_.detail(line); }
+  void finding(const std::string& line) override {
+    failed_.store(true);
+    out_.finding(line);
   }
-  reporter.note("verified " + folder + ": " + std::to_string(report.groups) + " groups decoded, " +
-                std::to_string(report.tensors) + " tensors and " + std::to_string(report.files) +
-                " files checked");
-  std::map<std::string, hub::PushOptions::KnownDigest> digests;
-  for (const FolderFile& f : report.folder_digests) digests[f.file] = {f.size, f.sha256};
-  return digests;
+  void warning(const std::string& line) override { out_.warning(line); }
+  int verbosity() const override { return out_.verbosity(); }
+  bool failed() const { return failed_.load(); }
+
+ private:
+  Reporter& out_;
+  std::atomic<bool> failed_{false};
+};
+
+// `df11 verify` of the folder on its own thread, beside the upload: it hands push each file's
+// SHA-256 as soon as its first pass (every shard read once, in parallel) has it, so uploads
+// start while the decode pass still runs; push commits only after verdict() is OK.
+class VerifyBesidePush {
+ public:
+  VerifyBesidePush(const std::string& folder, int threads, Reporter& reporter,
+                   const CancelToken& cancel)
+      : reporter_(reporter), stop_(&cancel) {
+    VerifyOptions verify;
+    verify.df11_dir = folder;
+    verify.device = DeviceChoice::kCpu;
+    verify.threads = threads;
+    verify.folder_sha256 = true;
+    verify.on_folder_digest = [this](const FolderFile* f) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (f == nullptr) {
+        digests_done_ = true;
+      } else {
+        digests_[f->file] = *f;
+      }
+      changed_.notify_all();
+    };
+    const auto start = std::chrono::steady_clock::now();
+    thread_ = std::thread([this, verify, start] {
+      Result<VerifyReport> report = verify_model(verify, reporter_, stop_);
+      std::lock_guard<std::mutex> lock(mutex_);
+      report_ = std::move(report);
+      seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      finished_ = true;
+      changed_.notify_all();
+    });
+  }
+  ~VerifyBesidePush() { stop(); }
+
+  // Stops the pass early (the upload failed) and waits for it.
+  void stop() {
+    stop_.cancel("the push stopping");
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // True once the pass has found a problem or could not run: the upload can stop.
+  bool refused() {
+    if (reporter_.failed()) return true;
+    std::lock_guard<std::mutex> lock(mutex_);
+    return finished_ && !report_.is_ok();
+  }
+
+  std::optional<std::string> sha256(const std::string& path) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [&] { return digests_.count(path) != 0 || digests_done_ || finished_; });
+    const auto it = digests_.find(path);
+    if (it == digests_.end()) return std::nullopt;
+    return it->second.sha256;
+  }
+
+  // Waits for the pass; OK only if it ran and found nothing.
+  Status verdict(const std::string& folder) {
+    if (thread_.joinable()) thread_.join();
+    if (!report_) return report_.status();
+    const VerifyReport& report = *report_;
+    if (!report.has_checksums) {
+      return Status(ErrorCode::kBadMetadata,
+                    folder + ": not a DF11 folder written by df11 (no df11 checksums): refusing to push");
+    }
+    if (!report.ok()) {
+      return Status(ErrorCode::kMismatch, folder + ": df11 verify failed (" +
+                                              std::to_string(report.failures.size()) +
+                                              " problems listed above): refusing to push");
+    }
+    return Status::ok();
+  }
+
+  const VerifyReport& report() const { return *report_; }
+  double seconds() const { return seconds_; }
+
+ private:
+  BesideReporter reporter_;
+  CancelToken stop_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::map<std::string, FolderFile> digests_;
+  bool digests_done_ = false;
+  bool finished_ = false;
+  Result<VerifyReport> report_ = Status(ErrorCode::kInterrupted, "verify did not run");
+  double seconds_ = 0;
+  std::thread thread_;  // last: started once everything it uses exists
+};
+
+// Writes `text` as the folder's README.md (write to a temporary name, then rename).
+Status write_card(const std::string& folder, const std::string& text) {
+  const fs::path readme = fs::path(folder) / "README.md";
+  const fs::path tmp = fs::path(folder) / "README.md.df11-tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out << text;
+    if (!out.flush()) {
+      out.close();
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      return Status(ErrorCode::kIo, tmp.string() + ": write failed");
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, readme, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    return Status(ErrorCode::kIo, readme.string() + ": " + ec.message());
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -129,45 +250,79 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
     return Status(ErrorCode::kInvalidArgument,
                   "push needs a Hub token with write access: set HF_TOKEN or write HF_HOME/token");
   }
+  DF11_RETURN_IF_ERROR(require_df11_folder(options.folder, cancel));
   PushModelResult result;
-  const auto verify_start = std::chrono::steady_clock::now();
-  DF11_ASSIGN_OR_RETURN(auto digests,
-                        verify_for_push(options.folder, options.threads, reporter, cancel));
-  result.verify_seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - verify_start).count();
-  const fs::path readme = fs::path(options.folder) / "README.md";
-  std::error_code ec;
-  if (!fs::exists(readme, ec)) {
-    ModelCardInput card;
-    card.repo_id = ref.repo_id;
-    card.config_json = read_text(fs::path(options.folder) / "config.json");
-    card.base_model = options.base_model ? options.base_model : base_model_from_config(card.config_json);
-    DF11_RETURN_IF_ERROR(fill_card_sizes(options.folder, card, cancel));
-    const std::string text = make_model_card(card);
-    const fs::path tmp = fs::path(options.folder) / "README.md.df11-tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      out << text;
-      if (!out.flush()) return Status(ErrorCode::kIo, tmp.string() + ": write failed");
-    }
-    fs::rename(tmp, readme, ec);
-    if (ec) return Status(ErrorCode::kIo, readme.string() + ": " + ec.message());
-    result.wrote_card = true;
-    reporter.note("wrote the model card " + readme.string());
-  }
   hub::PushOptions push;
   push.ref = ref;
   push.folder = options.folder;
   push.private_repo = options.private_repo;
   push.create_pr = options.create_pr;
   push.commit_message = options.message;
-  push.known_sha256 = std::move(digests);
-  DF11_ASSIGN_OR_RETURN(result.push,
-                        with_reporter<hub::PushResult>(
-                            reporter, cancel, "push " + ref.repo_id, options.transfers,
-                            [&](const hub::TransferControl& control) {
-                              return hub::push_folder(config, push, control);
-                            }));
+  push.repo_ready = true;
+
+  // The model card, when the folder has none: uploaded from memory, and written into the
+  // folder only once the push has succeeded (a refused push leaves the folder as it was).
+  std::optional<std::string> card_text;
+  std::error_code ec;
+  if (!fs::exists(fs::path(options.folder) / "README.md", ec)) {
+    ModelCardInput card;
+    card.repo_id = ref.repo_id;
+    card.config_json = read_text(fs::path(options.folder) / "config.json");
+    card.base_model = options.base_model ? options.base_model : base_model_from_config(card.config_json);
+    DF11_RETURN_IF_ERROR(fill_card_sizes(options.folder, card, cancel));
+    card_text = make_model_card(card);
+    push.extra_files.push_back({"README.md", *card_text});
+  }
+
+  hub::TransferControl setup;
+  setup.threads = 1;
+  setup.cancelled = [&cancel] { return cancel.cancelled(); };
+  DF11_ASSIGN_OR_RETURN(const bool created,
+                        hub::prepare_repo(config, ref.repo_id, options.private_repo, setup));
+
+  // Verify runs beside the upload; the commit waits for its verdict, and a finding stops
+  // the uploads at once.
+  VerifyBesidePush verify(options.folder, options.threads, reporter, cancel);
+  reporter.note("verifying " + options.folder + " while uploading: nothing is committed before it passes");
+  push.gate = hub::PushOptions::Gate{
+      [&verify](const std::string& path) { return verify.sha256(path); },
+      [&verify, &options] { return verify.verdict(options.folder); }};
+  const auto transfer_cancelled = [&] { return cancel.cancelled() || verify.refused(); };
+  ReportedTransfer transfer(reporter, cancel, "push " + ref.repo_id, options.transfers);
+  transfer.control.cancelled = transfer_cancelled;
+  Result<hub::PushResult> pushed = hub::push_folder(config, push, transfer.control);
+  reporter.progress_finish();
+  if (!pushed) {
+    if (!verify.refused()) {
+      verify.stop();
+      if (pushed.status().code() == ErrorCode::kInterrupted) DF11_RETURN_IF_ERROR(cancel.check());
+      return pushed.status();
+    }
+    // The folder failed verification: a repository this push created goes again, so that a
+    // refused folder leaves nothing on the Hub.
+    Status refusal = verify.verdict(options.folder);
+    if (refusal.is_ok()) refusal = pushed.status();
+    if (created) {
+      hub::TransferControl cleanup;  // not stopped by the signal that may have caused this
+      cleanup.threads = 1;
+      if (Status deleted = hub::delete_created_repo(config, ref.repo_id, cleanup); !deleted) {
+        reporter.warning("could not delete the repository " + ref.repo_id +
+                         " this push created: " + deleted.message());
+      }
+    }
+    return refusal;
+  }
+  result.push = std::move(*pushed);
+  result.verify_seconds = verify.seconds();
+  const VerifyReport& report = verify.report();
+  reporter.note("verified " + options.folder + ": " + std::to_string(report.groups) +
+                " groups decoded, " + std::to_string(report.tensors) + " tensors and " +
+                std::to_string(report.files) + " files checked");
+  if (card_text) {
+    DF11_RETURN_IF_ERROR(write_card(options.folder, *card_text));
+    result.wrote_card = true;
+    reporter.note("wrote the model card " + (fs::path(options.folder) / "README.md").string());
+  }
   return result;
 }
 

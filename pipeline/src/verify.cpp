@@ -43,6 +43,7 @@ Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter
   report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
   VerifyContext context(reporter, cancel, report, against ? &*against : nullptr, device,
                         options.parallel_files, options.file_sha256, options.folder_sha256);
+  context.on_folder_digest = options.on_folder_digest;
   report.files_sha256 = options.file_sha256;
   if (written_by_df11(model)) {
     DF11_RETURN_IF_ERROR(verify_df11_folder(std::move(model), context));

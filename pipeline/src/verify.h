@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,6 +36,10 @@ struct VerifyOptions {
   // every recorded side file is hashed by the folder-record check. For push (LFS object ids).
   // Folders written by df11 only (VerifyReport::folder_digests stays empty otherwise).
   bool folder_sha256 = false;
+  // With folder_sha256: called with each digest as soon as it is computed (from worker
+  // threads), then once with nullptr when every digest verify will compute is out, before
+  // its decode pass (push uploads each file while the rest is verified). May be empty.
+  std::function<void(const FolderFile*)> on_folder_digest;
 };
 
 struct VerifyReport {

@@ -94,6 +94,8 @@ Status hash_shard(const Df11Folder& folder, size_t shard,
         },
         context.cancel, kShardStepBytes));
     *sha256 = whole.hex_digest();
+    context.add_folder_digest(
+        FolderFile{folder.folder.shard_names[shard], mapped.size(), *sha256});
   }
   for (size_t p = 0; p < pieces.size(); ++p) {
     hashes[pieces[p].group][pieces[p].k] = xxh[p].hex_digest();
@@ -271,7 +273,8 @@ Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) 
   }
   DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder, context.cancel));
   if (context.folder_sha256) {
-    for (FolderFile& f : findings.hashed) context.report.folder_digests.push_back(std::move(f));
+    for (FolderFile& f : findings.hashed) context.add_folder_digest(std::move(f));
+    if (context.on_folder_digest) context.on_folder_digest(nullptr);
   }
   for (const std::string& line : findings.failures) context.fail(line);
   for (const std::string& line : findings.warnings) context.reporter.warning(line);
@@ -341,13 +344,6 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
                                  context);
   });
   for (const Status& status : shard_status) DF11_RETURN_IF_ERROR(status);
-  if (context.folder_sha256) {
-    for (size_t s = 0; s < n_shards; ++s) {
-      context.report.folder_digests.push_back(
-          FolderFile{folder.folder.shard_names[s], folder.folder.shards[s].mapped().size(),
-                     shard_sha256[s]});
-    }
-  }
 
   TensorProducer producer(folder, context.device, context.cancel);  // validates each group once
   for (size_t i = 0; i < folder.groups.size(); ++i) {

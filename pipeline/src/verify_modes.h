@@ -27,6 +27,14 @@ struct VerifyContext {
   size_t parallel_files = 0;  // files rebuilt side by side; 0 = source_parallelism()
   bool file_sha256 = false;   // hash rebuilt original files too (RebuildOptions)
   bool folder_sha256 = false;  // VerifyOptions::folder_sha256
+  std::function<void(const FolderFile*)> on_folder_digest;  // VerifyOptions::on_folder_digest
+
+  // Records a folder digest (folder_sha256) and hands it on. Thread-safe.
+  void add_folder_digest(FolderFile file) {
+    if (on_folder_digest) on_folder_digest(&file);
+    std::lock_guard<std::mutex> lock(mutex);
+    report.folder_digests.push_back(std::move(file));
+  }
 
   std::mutex mutex;  // guards report (workers rebuild several files at once)
 

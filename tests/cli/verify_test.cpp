@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
+#include <mutex>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -48,6 +50,76 @@ TEST_F(Corruption, IntactFolderVerifies) {
   const Captured v = verify(model());
   EXPECT_EQ(v.code, 0) << v.out << v.err;
   EXPECT_EQ(v.out.find("FAIL"), std::string::npos) << v.out;
+}
+
+// push's digests: every shard and recorded file once, as the bytes on disk hash, then the
+// end marker once, before verify returns; the report lists the same digests.
+TEST_F(Corruption, FolderDigestsAreHandedOnAsComputed) {
+  app::VerifyOptions options;
+  options.df11_dir = df11();
+  options.device = app::DeviceChoice::kCpu;
+  options.folder_sha256 = true;
+  std::mutex mutex;
+  std::map<std::string, std::string> handed;
+  int ends = 0;
+  bool digest_after_end = false;
+  options.on_folder_digest = [&](const FolderFile* f) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (f == nullptr) {
+      ++ends;
+      return;
+    }
+    digest_after_end = digest_after_end || ends > 0;
+    EXPECT_TRUE(handed.emplace(f->file, f->sha256).second) << f->file << " handed on twice";
+  };
+  auto report = app::verify_model(options, app::null_reporter(), app::CancelToken::never());
+  ASSERT_TRUE(report.is_ok()) << report.status().to_string();
+  EXPECT_TRUE(report->ok());
+  EXPECT_EQ(ends, 1);
+  EXPECT_FALSE(digest_after_end);
+  const auto on_disk = tree_sha256(df11());
+  std::map<std::string, std::string> expected;
+  for (const auto& [file, sha] : on_disk) {
+    if (file.ends_with(".safetensors") || file == "config.json") expected[file] = sha;
+  }
+  ASSERT_GE(expected.size(), 3u);  // two shards and config.json at least
+  for (const auto& [file, sha] : expected) {
+    ASSERT_EQ(handed.count(file), 1u) << file << " not handed on";
+    EXPECT_EQ(handed[file], sha) << file;
+  }
+  for (const auto& [file, sha] : handed) EXPECT_EQ(on_disk.at(file), sha) << file;
+  std::map<std::string, std::string> listed;
+  for (const FolderFile& f : report->folder_digests) listed[f.file] = f.sha256;
+  EXPECT_EQ(listed, handed);
+}
+
+// push stops its verify pass alone (an upload failed) through a child token; SIGINT on the
+// parent stops both, and the child reports the parent's reason.
+TEST(CancelToken, ChildStopsWithItsParentAndAlone) {
+  app::CancelToken parent;
+  app::CancelToken child(&parent);
+  EXPECT_FALSE(child.cancelled());
+  EXPECT_TRUE(child.check().is_ok());
+  parent.cancel("SIGINT");
+  EXPECT_TRUE(child.cancelled());
+  EXPECT_EQ(child.check().message(), "interrupted by SIGINT");
+  parent.reset();
+  EXPECT_FALSE(child.cancelled());
+  child.cancel("the push stopping");
+  EXPECT_FALSE(parent.cancelled());
+  EXPECT_EQ(child.check().message(), "interrupted by the push stopping");
+
+  TempDir tmp;
+  write_tiny_llama(tmp / "model", {});
+  app::VerifyOptions options;
+  options.df11_dir = tmp / "model";
+  options.device = app::DeviceChoice::kCpu;
+  app::CancelToken stopped_by_parent(&parent);
+  parent.cancel("SIGTERM");
+  const auto report = app::verify_model(options, app::null_reporter(), stopped_by_parent);
+  ASSERT_FALSE(report.is_ok());
+  EXPECT_EQ(report.status().code(), ErrorCode::kInterrupted);
+  EXPECT_EQ(report.status().message(), "interrupted by SIGTERM");
 }
 
 TEST_F(Corruption, CodedTensorBytesAreNamed) {

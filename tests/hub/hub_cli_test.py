@@ -351,6 +351,10 @@ class PushTests(HubTestBase):
         self.assertEqual(result["files_hashed"], 1)
         self.assertGreater(result["lfs_already_stored"], 0)
         self.assertEqual(result["bytes_uploaded"], 0)
+        # verify ran (beside the upload) and its timings are reported
+        self.assertGreater(result["seconds"]["verify"], 0)
+        self.assertGreaterEqual(result["seconds"]["waiting_for_verify"], 0)
+        self.assertGreater(result["seconds"]["transfer"], 0)
 
     def test_push_refuses_a_folder_that_fails_verify(self):
         folder = self.copy_df11()
@@ -360,12 +364,28 @@ class PushTests(HubTestBase):
             b = f.read(1)
             f.seek(-100, os.SEEK_END)
             f.write(bytes([b[0] ^ 0xFF]))
+        # Verify runs beside the upload: the repository push created for it is deleted again
+        # when the verdict is a refusal, and nothing was committed.
         r = self.df11("push", folder, "me/broken", expect=1)
         self.assertIn("refusing to push", r.stderr)
+        self.assertIn("FAIL", r.stdout)
         self.assertNotIn("me/broken", self.hub.state.repos)
+        self.assertEqual(self.hub.state.deleted_repos, ["me/broken"])
+        self.assertFalse(self.hub.state.requests("POST", "/api/models/me/broken/commit/"))
         self.assertFalse(os.path.exists(os.path.join(folder, "README.md")))
+        # A repository that existed before is left as it was: no commit, not deleted.
+        self.df11("push", self.copy_df11("good"), "me/kept")
+        repo = self.hub.state.repos["me/kept"]
+        head = repo.refs["main"]
+        self.df11("push", folder, "me/kept", expect=1)
+        self.assertIs(self.hub.state.repos["me/kept"], repo)
+        self.assertEqual(repo.refs["main"], head)
+        self.assertEqual(self.hub.state.deleted_repos, ["me/broken"])
+        # A folder df11 did not write is refused before anything is created.
         r = self.df11("push", self.model, "me/bf16", expect=1)
         self.assertIn("not a DF11 folder", r.stderr)
+        self.assertNotIn("me/bf16", self.hub.state.repos)
+        self.assertEqual(self.hub.state.deleted_repos, ["me/broken"])
 
     def test_push_create_pr_and_revision(self):
         folder = self.copy_df11()

@@ -100,6 +100,7 @@ class HubState:
         self.chunk_size = chunk_size
         self.tree_page = tree_page
         self.repos = {}
+        self.deleted_repos = []  # repo ids, in the order DELETE /api/repos/delete removed them
         self.lfs_objects = {}  # sha256 -> size
         self.multipart = {}    # upload_id -> {oid, size, parts: {n: (path, etag)}}
         self.faults = []
@@ -299,7 +300,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.command != "HEAD":
             self.wfile.write(body)
 
-    do_GET = do_HEAD = do_POST = do_PUT = handle_any
+    do_GET = do_HEAD = do_POST = do_PUT = do_DELETE = handle_any
 
     # ---- Hub API ----
     def route_hub(self, path, query, what):
@@ -318,6 +319,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.send_error_code(401, None, "Invalid credentials in Authorization header")
         if path == "/api/repos/create" and self.command == "POST":
             return self.api_create(self.read_json())
+        if path == "/api/repos/delete" and self.command == "DELETE":
+            return self.api_delete(self.read_json())
         if path == "/api/validate-yaml" and self.command == "POST":
             self.read_body()
             return self.send_json(200, {"errors": [], "warnings": []})
@@ -363,6 +366,17 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send_error_code(409, None, "You already created this model repo")
             self.state.create_repo(repo_id, bool(body.get("private", False)))
         return self.send_json(200, {"url": f"{self.state.hub_url}/{repo_id}", "name": repo_id})
+
+    def api_delete(self, body):
+        if not isinstance(body, dict) or not isinstance(body.get("name"), str):
+            return self.send_error_code(400, None, "delete: bad body")
+        repo_id = f"{body.get('organization') or 'df11-tester'}/{body['name']}"
+        with self.state.lock:
+            if repo_id not in self.state.repos:
+                return self.send_error_code(404, "RepoNotFound", f"Repository Not Found for url: {repo_id}")
+            del self.state.repos[repo_id]
+            self.state.deleted_repos.append(repo_id)
+        return self.send_json(200, {})
 
     def listing(self, repo, sha):
         files = dict(repo.commits[sha])

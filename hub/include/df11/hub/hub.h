@@ -116,6 +116,28 @@ struct PushOptions {
     std::string sha256;
   };
   std::map<std::string, KnownDigest> known_sha256;
+
+  // A check that runs beside the upload (push_model: df11 verify). Nothing is committed
+  // before verdict() says OK, so objects can go up while the folder is still being checked:
+  // an LFS object is not part of the repository until a commit names it.
+  struct Gate {
+    // The SHA-256 of `path` (repo path) once the check has computed it, blocking until it
+    // has or knows it will not; nullopt: push hashes the file itself. Thread-safe.
+    std::function<std::optional<std::string>(const std::string& path)> sha256;
+    // Blocks until the check is over; an error stops the push before its commit and is
+    // what push_folder returns.
+    std::function<Status()> verdict;
+  };
+  std::optional<Gate> gate;
+  // Files uploaded as if they were in the folder (push_model's generated model card), sent
+  // as regular (non-LFS) files; a folder file of the same path is an error.
+  struct ExtraFile {
+    std::string path;
+    std::string content;
+  };
+  std::vector<ExtraFile> extra_files;
+  // The caller made the repository already (prepare_repo): no whoami and no create.
+  bool repo_ready = false;
 };
 
 struct PushResult {
@@ -128,15 +150,27 @@ struct PushResult {
   int commits = 0;
   uint64_t bytes_uploaded = 0;
   int files_hashed = 0;         // files whose SHA-256 push computed (not given in known_sha256)
-  double hash_seconds = 0;      // SHA-256 of those files, first 512 bytes of the others
-  double transfer_seconds = 0;  // create, preupload, LFS batch, uploads and commits
+  double transfer_seconds = 0;  // preupload, hashing, LFS batch, uploads and commits
+  double gate_wait_seconds = 0; // waiting for PushOptions::Gate (digests and the verdict)
 };
 
-// Checks the token (whoami), creates the repository (an existing one is fine), asks which
-// files go through LFS, uploads
-// the LFS objects the server lacks (basic or multipart), then commits. The commit is made
-// only after every object is stored: an interrupted push leaves no commit, and the next one
-// re-sends only the objects the server lacks.
+// Checks the token (whoami) and creates the repository: true when this call created it,
+// false when it existed already.
+Result<bool> prepare_repo(const HubConfig& config, const std::string& repo_id, bool private_repo,
+                          const TransferControl& control);
+
+// Deletes a repository (DELETE /api/repos/delete). Irreversible: push_model calls it only
+// for a repository its own prepare_repo created moments before, when the folder it was
+// pushing failed verification, so that a refused folder leaves nothing on the Hub.
+Status delete_created_repo(const HubConfig& config, const std::string& repo_id,
+                           const TransferControl& control);
+
+// Checks the token and creates the repository unless `repo_ready`, asks which files go
+// through LFS, hashes the files whose SHA-256 it is not given, uploads the LFS objects the
+// server lacks (basic or multipart; each as soon as its SHA-256 is known), then commits. The
+// commit is made only after every object is stored and the gate's verdict is OK: an
+// interrupted or refused push leaves no commit, and the next one re-sends only the objects
+// the server lacks.
 Result<PushResult> push_folder(const HubConfig& config, const PushOptions& options,
                                const TransferControl& control);
 
