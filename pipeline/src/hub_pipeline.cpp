@@ -151,11 +151,14 @@ class VerifyBesidePush {
     if (thread_.joinable()) thread_.join();
   }
 
-  // True once the pass has found a problem or could not run: the upload can stop.
+  // True once the pass has found a problem or could not run for a reason other than being
+  // stopped: the upload can stop, and the folder is refused.
   bool refused() {
     if (reporter_.failed()) return true;
     std::lock_guard<std::mutex> lock(mutex_);
-    return finished_ && !report_.is_ok();
+    if (!finished_) return false;
+    if (!report_) return report_.status().code() != ErrorCode::kInterrupted;
+    return !report_->ok() || !report_->has_checksums;
   }
 
   std::optional<std::string> sha256(const std::string& path) {

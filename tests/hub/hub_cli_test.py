@@ -387,6 +387,30 @@ class PushTests(HubTestBase):
         self.assertNotIn("me/bf16", self.hub.state.repos)
         self.assertEqual(self.hub.state.deleted_repos, ["me/broken"])
 
+    def test_interrupted_push_commits_nothing_and_resumes(self):
+        folder = self.copy_df11()
+        self.hub.state.add_fault("429", "PUT /upload/", times=1000)
+        p = subprocess.Popen([ARGS.df11, "push", folder, "me/interrupted"], env=self.env(),
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not self.hub.state.requests("PUT", "/upload/"):
+            time.sleep(0.05)
+        p.send_signal(2)
+        out, err = p.communicate(timeout=20)
+        self.assertEqual(p.returncode, 130, err)
+        self.assertIn("interrupted", err)
+        self.hub.state.clear_faults()
+        # Interrupted is not refused: the repository stays (empty), nothing is committed, the
+        # folder has no card yet.
+        self.assertIn("me/interrupted", self.hub.state.repos)
+        self.assertEqual(self.hub.state.deleted_repos, [])
+        self.assertFalse(self.hub.state.requests("POST", "/api/models/me/interrupted/commit/"))
+        self.assertFalse(os.path.exists(os.path.join(folder, "README.md")))
+        r = self.df11("push", folder, "me/interrupted", "--json")
+        self.assertTrue(json.loads(r.stdout)["wrote_model_card"])
+        path = self.snapshot_download("me/interrupted", os.path.join(self.home, "hf"))
+        same_tree(self, folder, path, ignore={".gitattributes"})
+
     def test_push_create_pr_and_revision(self):
         folder = self.copy_df11()
         r = self.df11("push", folder, "me/pr-model", "--create-pr", "--json")
