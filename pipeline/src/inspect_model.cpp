@@ -45,7 +45,14 @@ Result<InspectReport> inspect_limited(const InspectOptions& options, Reporter& r
           "output of df11 decompress)");
     }
     describe_files(*folder, report);
-    DF11_RETURN_IF_ERROR(analyze_df11_checkpoint(*folder, report, cancel));
+    if (options.headers_only) {
+      std::vector<const SafetensorsHeader*> headers;
+      for (const SafetensorsFile& shard : folder->shards) headers.push_back(&shard.header());
+      DF11_RETURN_IF_ERROR(
+          describe_df11_checkpoint(headers, folder->shard_names, folder->config_text, report));
+    } else {
+      DF11_RETURN_IF_ERROR(analyze_df11_checkpoint(*folder, report, cancel));
+    }
   } else {
     report.kind = CheckpointKind::kBf16;
     DF11_RETURN_IF_ERROR(predict_bf16_checkpoint(*folder, options.zstd, report, cancel));

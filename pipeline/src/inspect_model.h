@@ -22,6 +22,9 @@ struct InspectOptions {
   std::string path;
   bool zstd = false;  // the zstd baseline (BF16 checkpoints only; a note otherwise)
   int threads = 0;    // 0: all cores
+  // DF11 folders: groups and sizes from the headers and metadata alone, without decoding
+  // every group to count its exponents (no code statistics: what push's model card needs).
+  bool headers_only = false;
 };
 
 // Builds the report. Errors name the file and tensor; kInterrupted once `cancel` is cancelled.

@@ -114,6 +114,7 @@ Status fill_card_sizes(const std::string& folder, ModelCardInput& input,
                        const CancelToken& cancel) {
   InspectOptions options;
   options.path = folder;
+  options.headers_only = true;  // sizes only: no decode (push verifies beside it)
   DF11_ASSIGN_OR_RETURN(InspectReport report, inspect_model(options, null_reporter(), cancel));
   const InspectTotals t = compute_totals(report);
   input.original_bytes = t.model_original_bytes();

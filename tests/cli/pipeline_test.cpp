@@ -9,6 +9,8 @@
 #include "cli_fixture.h"
 #include "df11/metadata.h"
 #include "df11/safetensors.h"
+#include "inspect_model.h"
+#include "inspect_report.h"
 #include "signals.h"
 
 namespace df11::clitest {
@@ -21,6 +23,33 @@ TEST_F(Pipeline, RoundTripIsByteIdenticalAndVerifies) {
   expect_round_trip(compress_options());
   // Nothing but the outputs is left next to them.
   EXPECT_EQ(list_dir(tmp_.path()), (std::vector<std::string>{"df11", "model", "restored"}));
+}
+
+// push's model card reads its sizes from the headers alone (verify decodes beside it): the
+// same totals as the full inspect, which decodes every group to count its exponents.
+TEST_F(Pipeline, HeadersOnlyInspectGivesTheFullInspectsSizes) {
+  write_tiny_llama(model(), {});
+  ASSERT_EQ(compress().code, 0);
+  app::InspectOptions options;
+  options.path = df11().string();
+  auto full = app::inspect_model(options, app::null_reporter(), app::CancelToken::never());
+  options.headers_only = true;
+  auto headers = app::inspect_model(options, app::null_reporter(), app::CancelToken::never());
+  ASSERT_TRUE(full.is_ok()) << full.status().to_string();
+  ASSERT_TRUE(headers.is_ok()) << headers.status().to_string();
+  const app::InspectTotals a = app::compute_totals(*full);
+  const app::InspectTotals b = app::compute_totals(*headers);
+  EXPECT_TRUE(a.counts_known);
+  EXPECT_FALSE(b.counts_known);  // nothing was decoded
+  EXPECT_GT(a.n_groups_coded, 0u);
+  EXPECT_EQ(b.n_groups_coded, a.n_groups_coded);
+  EXPECT_EQ(b.coded_weights, a.coded_weights);
+  EXPECT_EQ(b.coded_bf16_bytes, a.coded_bf16_bytes);
+  EXPECT_EQ(b.coded_stored_bytes, a.coded_stored_bytes);
+  EXPECT_EQ(b.raw_bytes, a.raw_bytes);
+  EXPECT_EQ(b.tied_copy_bytes, a.tied_copy_bytes);
+  EXPECT_EQ(b.model_original_bytes(), a.model_original_bytes());
+  EXPECT_EQ(b.model_stored_bytes(), a.model_stored_bytes());
 }
 
 TEST_F(Pipeline, OutputFolderLayout) {
