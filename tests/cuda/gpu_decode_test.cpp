@@ -15,6 +15,7 @@
 #include "cuda_test_cases.h"
 #include "df11/cuda_decoder.h"
 #include "df11/decoder.h"
+#include "df11/group.h"
 
 namespace df11 {
 namespace {
@@ -181,6 +182,38 @@ TEST_F(CudaDecode, HostileDeviceDataStaysInBounds) {
         trial % 2 ? cuda::KernelChoice::kCompact : cuda::KernelChoice::kFast);
     EXPECT_FALSE(s.is_ok());
     EXPECT_NE(s.code(), ErrorCode::kCuda) << s.to_string();
+    bool guards = false;
+    cuda_test::fetch_output(p, &guards);
+    EXPECT_TRUE(guards) << "bytes next to the output were written";
+  }
+}
+
+// The kernel sizes its exponent slots by the shortest code of the validated host tables
+// (2 bits here). Device tables that give a used symbol a 1-bit code instead must not decode
+// up to 64 codes into a 36-byte slot: the table build marks the entry unusable, so every
+// window reaching it reports kCorruptData (without the mark the windows decode wrong codes
+// and the first report is a gap boundary), and no byte outside the output is written.
+TEST_F(CudaDecode, DeviceCodeShorterThanThePlansShortestIsUnusable) {
+  Case c = cuda_test::encoded("g", {testing::gaussian_bf16(100000, 0.01, 4)});
+  const GroupInfo info = validate_group(c.group.view(), "g").value();
+  uint32_t shortest = 32, symbol = 0;
+  for (uint32_t v = 0; v < 256; ++v) {
+    if (info.code_lengths[v] != 0 && info.code_lengths[v] < shortest) {
+      shortest = info.code_lengths[v];
+      symbol = v;
+    }
+  }
+  ASSERT_EQ(shortest, 2u);
+  for (const auto kernel : {cuda::KernelChoice::kFast, cuda::KernelChoice::kCompact}) {
+    GroupBuffers bad = c.group;
+    bad.luts[(info.n_luts - 1) * kLutRowSize + symbol] = 1;  // spec 3.3: the lengths row
+    DeviceArena arena(cuda_test::placed_footprint(c.group.view()));
+    ASSERT_TRUE(arena.ok());
+    PlacedGroup p = cuda_test::place(arena, bad.view(), 0, "g");
+    p.device.host = c.group.view();  // validated: the good host copy
+    const Status s = cuda_test::decode_batch(std::span(&p.device, 1), nullptr, nullptr, kernel);
+    EXPECT_EQ(s.code(), ErrorCode::kCorruptData) << s.to_string();
+    EXPECT_NE(s.message().find("block 0: window "), std::string::npos) << s.message();
     bool guards = false;
     cuda_test::fetch_output(p, &guards);
     EXPECT_TRUE(guards) << "bytes next to the output were written";

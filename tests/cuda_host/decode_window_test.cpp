@@ -26,6 +26,8 @@ using cuda::detail::kMultiEntries;
 using cuda::detail::kMultiEscape;
 using cuda::detail::kTableEntries;
 using cuda::detail::multi_entry;
+using cuda::detail::slot_stride_for;
+using cuda::detail::table_entry;
 using cuda::detail::walk_subtables;
 using cuda::detail::WindowResult;
 
@@ -133,6 +135,69 @@ TEST(CudaWindowDecode, EqualsOneCodeAtATimeForAnyTables) {
   EXPECT_LT(bad, windows / 2);
   EXPECT_GT(escapes, 1000u);
   EXPECT_GT(decided_long, 1000u);
+}
+
+// The kernel sizes each thread's exponent slot by the plan's shortest code length L
+// (slot_stride_for) and builds its table with table_entry(..., L, ...), which marks shorter
+// symbols unusable. Whatever the LUT bytes (device data may differ from the validated host
+// copy), no window then writes a byte, or leaves a byte for scatter_exponents to read, past
+// its slot.
+TEST(CudaWindowDecode, SlotSizedByShortestCodeHoldsEveryWindow) {
+  std::mt19937_64 rng(11);
+  for (uint32_t min_length = 1; min_length <= 8; ++min_length) {
+    const uint32_t stride = slot_stride_for(min_length);
+    ASSERT_EQ(stride % 8, 4u) << "an odd number of words";
+    uint32_t most_codes = 0, most_written = 0;
+    for (int trial = 0; trial < 60; ++trial) {
+      // Random LUT bytes with short lengths common: rows of depth 0-3, pointers, symbols.
+      const uint32_t n_luts = 2 + static_cast<uint32_t>(rng() % 17);
+      uint64_t row_depths = 0;
+      for (uint32_t r = 1; r + 1 < n_luts; ++r) row_depths |= uint64_t{1 + rng() % 3} << (3 * r);
+      for (uint32_t r = n_luts - 1; r < 17; ++r) row_depths |= uint64_t{7} << (3 * r);
+      std::vector<uint8_t> luts(256 * n_luts);
+      for (uint32_t i = 0; i < 256 * (n_luts - 1); ++i) {
+        luts[i] = static_cast<uint8_t>(rng() % 8 == 0 ? 240 + rng() % 16 : rng());
+      }
+      for (uint32_t v = 0; v < 256; ++v) {
+        luts[256 * (n_luts - 1) + v] = static_cast<uint8_t>(rng() % 2 ? 1 + rng() % 8 : rng() % 33);
+      }
+      std::vector<uint16_t> rows(kTableEntries);
+      for (uint32_t i = 0; i < kTableEntries; ++i) {
+        rows[i] = static_cast<uint16_t>(table_entry(luts.data(), n_luts, row_depths, min_length, i));
+        if (rows[i] >= 0x100) {
+          ASSERT_GE(rows[i] >> 8, min_length) << "entry " << i;
+        }
+      }
+      const auto table = [&](uint32_t i) { return uint32_t{rows[i]}; };
+      std::vector<uint32_t> multi_rows(kMultiEntries);
+      for (uint32_t i = 0; i < kMultiEntries; ++i) multi_rows[i] = multi_entry(table, i);
+      const auto multi = [&](uint32_t i) { return multi_rows[i]; };
+      for (int w = 0; w < 200; ++w) {
+        uint32_t w0 = static_cast<uint32_t>(rng()), w1 = static_cast<uint32_t>(rng());
+        uint32_t w2 = static_cast<uint32_t>(rng());
+        if (w % 2 == 0) {  // a repeated byte: the same (often shortest) code all along
+          const uint32_t b = (w / 2) % 4 == 0 ? 0u : static_cast<uint32_t>(rng() & 0xFF) * 0x01010101u;
+          w0 = w1 = w2 = b;
+        }
+        uint32_t written = 0;
+        const WindowResult r = decode_window(
+            multi, table, w0, w1, w2, static_cast<uint32_t>(rng() % 32), 0,
+            [&](uint32_t j, uint32_t) { written = std::max(written, j + 1); });
+        const uint32_t codes = (kBitsPerWindow - 1) / min_length + 1;
+        ASSERT_LE(r.count, codes);
+        ASSERT_LE(written, codes + 2);  // a lookup after c codes writes bytes c .. c + 2
+        ASSERT_LE(written, stride);
+        ASSERT_LT((r.count + 2) / 4, stride / 4);  // scatter_exponents' last word
+        most_codes = std::max(most_codes, r.count);
+        most_written = std::max(most_written, written);
+      }
+    }
+    // Windows full of the shortest code were reached: the bound is tight, not vacuous.
+    EXPECT_EQ(most_codes, (kBitsPerWindow - 1) / min_length + 1) << "L = " << min_length;
+    EXPECT_GE(most_written, most_codes) << "L = " << min_length;
+  }
+  EXPECT_EQ(slot_stride_for(1), 68u);
+  EXPECT_EQ(slot_stride_for(2), 36u);
 }
 
 }  // namespace

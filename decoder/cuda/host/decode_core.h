@@ -169,9 +169,12 @@ inline constexpr uint32_t kTableRows = 1 + kMaxSubtables;
 inline constexpr uint32_t kTableEntries = kTableRows * kLutRowSize;  // 4352
 
 // Entry i (row i / 256, index i % 256) of the joined table for a group with `n_luts` rows
-// (clamped to 2..18 so that no input reads outside luts[0, 256 * n_luts)).
+// (clamped to 2..18 so that no input reads outside luts[0, 256 * n_luts)). Symbols shorter
+// than `min_length` bits are unusable too: the kernel sizes each thread's exponent slot for
+// codes of at least that length (slot_stride_for), and the host takes it from the validated
+// tables (shortest_code_length), so only device data that differs from them meets this.
 DF11_HD uint32_t table_entry(const uint8_t* luts, uint32_t n_luts, uint64_t row_depths,
-                             uint32_t i) {
+                             uint32_t min_length, uint32_t i) {
   const uint32_t nl = n_luts < 2 ? 2 : (n_luts > kMaxLutRows ? kMaxLutRows : n_luts);
   const uint32_t row = i / kLutRowSize;
   const uint32_t depth = row_depth(row_depths, row);
@@ -182,7 +185,7 @@ DF11_HD uint32_t table_entry(const uint8_t* luts, uint32_t n_luts, uint64_t row_
     return target + 1 < nl && row_depth(row_depths, target) == depth + 1 ? target : 0;
   }
   const uint32_t len = load_u8(luts + (nl - 1) * kLutRowSize + v);  // spec 3.3: lengths row
-  return (len > 8 * depth && len <= 8 * depth + 8) ? (len << 8) | v : 0;
+  return (len > 8 * depth && len <= 8 * depth + 8 && len >= min_length) ? (len << 8) | v : 0;
 }
 
 // Out-of-line part of a lookup: `e` (< 0x100) came from the root row for the 32 bits `top`.
@@ -331,6 +334,26 @@ DF11_HD uint32_t bits_at(uint32_t w0, uint32_t w1, uint32_t w2, uint32_t pos) {
 inline constexpr uint32_t kMaxCodesPerWindow = kBitsPerWindow;  // codes are >= 1 bit
 inline constexpr uint32_t kExponentWords = kMaxCodesPerWindow / 4;
 inline constexpr uint32_t kBadEnd = 0xFFFFFFFFu;
+
+// Bytes of one thread's exponent slot when every code has at least `min_length` bits (1..8):
+// at most n = 63 / L + 1 codes start in a window; decode_window()'s lookup after c codes
+// writes bytes c .. c + 2 (c <= 63 / L, so below n + 2), and scatter_exponents() reads up
+// to the word holding byte n + 2 - 1. An odd number of words spreads the 512 slots over all
+// 32 banks. 68 bytes for L = 1, 36 for L = 2.
+DF11_HD constexpr uint32_t slot_stride_for(uint32_t min_length) {
+  const uint32_t l = min_length < 1 ? 1 : (min_length > 8 ? 8 : min_length);
+  const uint32_t codes = (kBitsPerWindow - 1) / l + 1;
+  return 4 * (((codes + 2) / 4 + 1) | 1);
+}
+
+// What a launch's shared memory holds beside the fixed tables (decode_pipeline.cuh), the
+// same for every group of the launch (decode_plan.cpp fills it from the plan's groups).
+struct SharedLayout {
+  uint32_t staging_bytes;    // one staging buffer (staging_bytes_for the largest block)
+  uint32_t slot_stride;      // slot_stride_for(min_code_length)
+  uint32_t table_rows;       // joined-table rows staged: the largest n_luts - 1 (1..17)
+  uint32_t min_code_length;  // table_entry() marks shorter symbols unusable
+};
 
 struct WindowResult {
   uint32_t count;  // codes starting in the window (decoding stops at the first bad entry)

@@ -29,8 +29,10 @@ Status emulate_group_launch(const GroupView& group, std::span<uint16_t> out,
         out.data());
 
     std::vector<uint16_t> table_rows(kTableEntries);
+    const uint32_t min_length = shortest_code_length(info);  // the kernel takes the plan's
     for (uint32_t i = 0; i < kTableEntries; ++i) {
-      table_rows[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
+      table_rows[i] =
+          static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, min_length, i));
     }
     const auto table = [&](uint32_t i) { return uint32_t{table_rows[i]}; };
     std::vector<uint32_t> multi_rows(kMultiEntries);

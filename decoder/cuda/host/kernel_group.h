@@ -20,6 +20,16 @@ inline uint32_t staging_bytes_for(uint32_t max_block_weights) {
   return (max_block_weights + 15 + 15) / 16 * 16;
 }
 
+// The shortest code of the group's usable symbols (1..8; 8 when no root symbol is usable):
+// every code the kernel accepts has at least this many bits (table_entry's min_length).
+inline uint32_t shortest_code_length(const GroupInfo& info) {
+  uint32_t shortest = 8;
+  for (const uint8_t len : info.code_lengths) {
+    if (len != 0 && len < shortest) shortest = len;
+  }
+  return shortest;
+}
+
 // validate_group() plus the check that the caller's output holds exactly n_elements weights.
 Result<GroupInfo> validate_with_output(const GroupView& group, size_t out_size,
                                        const std::string& what);

@@ -42,6 +42,9 @@ __device__ __forceinline__ void write_unit(uint16_t* out, bool vector, uint32_t 
 
 // Step 6 of the decode kernel: the block's weights to g.out.
 struct StoreSink {
+  // Step 6 reads every staging byte the scatter wrote and zeroes it (see staging_buffers).
+  static constexpr uint32_t kExponentBuffers = 1;
+
   __device__ __forceinline__ bool needs_next_block(const BlockOut&) const { return false; }
   __device__ __forceinline__ void prepare(const BlockOut&) const {}
   __device__ __forceinline__ void after_block(const BlockOut&) const {}
@@ -98,7 +101,7 @@ struct StoreSink {
 };
 
 template <uint32_t kMaxGroups, bool kCompact>
-__global__ void __launch_bounds__(kThreads, kMinBlocksPerSm)
+__global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlocksPerSmFast)
     decode_kernel(const __grid_constant__ KernelBatch<kMaxGroups> batch) {
   StoreSink sink;
   decode_blocks<kMaxGroups, kCompact>(batch, sink);
@@ -150,7 +153,7 @@ Status launch_one(const DecodePlan::Impl& p, uint32_t epoch, size_t first, size_
   KernelBatch<kMaxGroups> batch{};
   batch.status = status + first;
   batch.n_groups = static_cast<uint32_t>(count);
-  batch.staging_bytes = p.staging_bytes;
+  batch.layout = p.layout;
   batch.epoch = epoch;
   uint64_t blocks = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -182,7 +185,7 @@ Status launch_all(const DecodePlan::Impl& p, uint32_t epoch, GroupStatusRecord* 
 
 }  // namespace
 
-Status configure_kernel(uint32_t staging_bytes, KernelChoice choice, KernelConfig& config) {
+Status configure_kernel(const SharedLayout& layout, KernelChoice choice, KernelConfig& config) {
   int device = 0, optin = 0;
   DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
   DF11_CUDA_RETURN_IF_ERROR(
@@ -192,8 +195,10 @@ Status configure_kernel(uint32_t staging_bytes, KernelChoice choice, KernelConfi
   DF11_CUDA_RETURN_IF_ERROR(
       cudaFuncGetAttributes(&attr, decode_kernel<kMaxGroupsPerLaunch, false>),
       "cudaFuncGetAttributes(decode kernel)");
-  const uint64_t fast = kSlotsBytes + uint64_t{staging_buffers<false>()} * staging_bytes;
-  const uint64_t compact = kSlotsBytes + uint64_t{staging_buffers<true>()} * staging_bytes;
+  const uint64_t fast =
+      dynamic_shared_bytes(layout, staging_buffers<false, StoreSink::kExponentBuffers>());
+  const uint64_t compact =
+      dynamic_shared_bytes(layout, staging_buffers<true, StoreSink::kExponentBuffers>());
   uint32_t fast_ctas = 0, compact_ctas = 0;
   if (choice != KernelChoice::kCompact &&
       attr.sharedSizeBytes + fast <= static_cast<uint64_t>(optin)) {
@@ -214,7 +219,7 @@ Status configure_kernel(uint32_t staging_bytes, KernelChoice choice, KernelConfi
                        : choice == KernelChoice::kCompact ? " (compact configuration)"
                                                           : "") +
                       " does not fit this GPU's shared memory for staging buffers of " +
-                      std::to_string(staging_bytes) + " bytes (" + std::to_string(optin) +
+                      std::to_string(layout.staging_bytes) + " bytes (" + std::to_string(optin) +
                       " bytes per thread block)");
   }
   return Status::ok();

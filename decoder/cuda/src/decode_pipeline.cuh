@@ -48,12 +48,11 @@ namespace {
 constexpr uint32_t kThreads = kWindowsPerBlock;  // one thread per window (spec 3.1)
 constexpr uint32_t kWarps = kThreads / 32;
 constexpr uint32_t kUnit = kOutputUnit;  // weights per thread per step (8 B in, 16 B out)
-// One thread's exponents: 64 bytes, plus 4 so that the 17-word stride spreads the threads'
-// slots over all banks (and room for the one uncounted byte decode_window may write).
-constexpr uint32_t kSlotStride = kExponentWords * 4 + 4;
-constexpr uint32_t kSlotsBytes = kThreads * kSlotStride;  // 34 KiB
-// Registers are capped so that two thread blocks of 512 threads fit a multiprocessor.
+// Registers are capped so that two thread blocks of 512 threads fit a multiprocessor (the
+// fused kernel, the compact configuration), or three (the decode kernel's fast
+// configuration: 40 registers, no spills; NOTES.md, v24).
 constexpr uint32_t kMinBlocksPerSm = 2;
+constexpr uint32_t kMinBlocksPerSmFast = 3;
 constexpr uint32_t kFullMask = 0xFFFFFFFFu;
 
 template <uint32_t kMaxGroups>
@@ -61,8 +60,8 @@ struct KernelBatch {
   GroupStatusRecord* status;  // one per group of this launch
   uint32_t n_groups;
   uint32_t total_blocks;
-  uint32_t staging_bytes;
   uint32_t epoch;
+  SharedLayout layout;
   KernelGroup groups[kMaxGroups];
 };
 
@@ -100,6 +99,9 @@ __device__ __forceinline__ uint2 lds_u64(uint32_t a) {
 }
 __device__ __forceinline__ void sts_u8(uint32_t a, uint32_t v) {
   asm volatile("st.shared.u8 [%0], %1;" ::"r"(a), "r"(v) : "memory");
+}
+__device__ __forceinline__ void sts_u16(uint32_t a, uint32_t v) {
+  asm volatile("st.shared.u16 [%0], %1;" ::"r"(a), "h"(static_cast<uint16_t>(v)) : "memory");
 }
 __device__ __forceinline__ void sts_u32(uint32_t a, uint32_t v) {
   asm volatile("st.shared.u32 [%0], %1;" ::"r"(a), "r"(v) : "memory");
@@ -315,23 +317,36 @@ struct BlockOut {
   bool extra;            // past the thread block's range (needs_next_block asked for it)
 };
 
-// Dynamic shared memory: slots, then the exponent staging buffer(s), then (fast
-// configuration) the two sign_mantissa buffers. Each buffer is `staging_bytes`.
-template <bool kCompact>
+// Dynamic shared memory: the joined table (layout.table_rows rows of 256 16-bit entries),
+// the slots (512 x layout.slot_stride bytes), the exponent staging buffer(s), then (fast
+// configuration) the two sign_mantissa buffers. Each buffer is `layout.staging_bytes`. The
+// fast configuration has Sink::kExponentBuffers exponent buffers: one suffices when step 6
+// reads the whole buffer and zeroes it as it reads (StoreSink: the next scatter comes after
+// the next block's scan barrier, which every thread reaches after its step 6); the fused
+// sink zeroes a block's bytes one block later and needs two.
+template <bool kCompact, uint32_t kExponentBuffers>
 constexpr uint32_t staging_buffers() {
-  return kCompact ? 1 : 4;
+  return kCompact ? 1 : kExponentBuffers + 2;
+}
+// Bytes of dynamic shared memory for `buffers` staging buffers (all multiples of 16).
+inline uint32_t dynamic_shared_bytes(const SharedLayout& l, uint32_t buffers) {
+  return l.table_rows * kLutRowSize * 2 + kThreads * l.slot_stride + buffers * l.staging_bytes;
 }
 
 template <uint32_t kMaxGroups, bool kCompact, class Sink>
 __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& batch, Sink& sink) {
 
+  constexpr uint32_t kExponentBuffers = kCompact ? 1 : Sink::kExponentBuffers;
   __shared__ uint32_t multi[kMultiEntries];
-  __shared__ uint16_t table[kTableEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
   __shared__ alignas(8) unsigned long long sm_barriers[2];  // one per sign_mantissa buffer
   extern __shared__ uint4 dynamic_shared[];
-  uint8_t* const staging_base = reinterpret_cast<uint8_t*>(dynamic_shared) + kSlotsBytes;
-  const uint32_t staging_base_at = shared_address(staging_base);
+  const SharedLayout& layout = batch.layout;
+  const uint32_t staging_bytes = layout.staging_bytes;
+  const uint32_t table_entries = layout.table_rows * kLutRowSize;
+  const uint32_t table_at = shared_address(dynamic_shared);
+  const uint32_t slots_at = table_at + 2 * table_entries;
+  const uint32_t staging_base_at = slots_at + kThreads * layout.slot_stride;
 
   const uint32_t t = threadIdx.x;
   const uint32_t lane = t % 32;
@@ -354,7 +369,7 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
   }
   // The staging buffers start zeroed (scatter_exponents ORs into them; the output step
   // zeroes what it read). The first table staging's barrier orders this before any use.
-  for (uint32_t i = 16 * t; i < (kCompact ? 1 : 2) * batch.staging_bytes; i += 16 * kThreads) {
+  for (uint32_t i = 16 * t; i < kExponentBuffers * staging_bytes; i += 16 * kThreads) {
     sts_zero128(staging_base_at + i);
   }
   const uint32_t mbar_at = shared_address(sm_barriers);
@@ -370,11 +385,10 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
   uint32_t staged = 0xFFFFFFFFu;
   RawInputs raw = load_raw(batch.groups[gi], begin - batch.groups[gi].first_block, t);
   uint32_t parity = 0;
-  const uint32_t table_at = shared_address(table);
   const uint32_t multi_at = shared_address(multi);
   const auto tab = [=](uint32_t i) { return lds_u16(table_at + 2 * opaque(i)); };
   const auto multi_tab = [=](uint32_t i) { return lds_u32(multi_at + 4 * opaque(i)); };
-  const uint32_t slot_at = shared_address(dynamic_shared) + t * kSlotStride;
+  const uint32_t slot_at = slots_at + t * layout.slot_stride;
 
   uint32_t stop = end;  // grows past `end` while the sink needs the next block
   uint32_t own_from = 0, own_to = 0xFFFFFFFFu;  // see BlockOut
@@ -384,8 +398,10 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     if (gi != staged) {
       // No barrier needed before: every thread passed the previous iteration's second
       // barrier, after the last use of the tables.
-      for (uint32_t i = t; i < kTableEntries; i += kThreads) {
-        table[i] = static_cast<uint16_t>(table_entry(g.luts, g.n_luts, g.row_depths, i));
+      // Pointers lead only to rows below n_luts - 1 <= table_rows (table_entry).
+      for (uint32_t i = t; i < table_entries; i += kThreads) {
+        sts_u16(table_at + 2 * i,
+                table_entry(g.luts, g.n_luts, g.row_depths, layout.min_code_length, i));
       }
       __syncthreads();
       for (uint32_t i = t; i < kMultiEntries; i += kThreads) multi[i] = multi_entry(tab, i);
@@ -401,7 +417,7 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     uint32_t expected = op1 - op0;
     uint32_t block_problem = kProblemNone;
     uint32_t block_detail = 0;
-    const uint32_t max_weights = batch.staging_bytes - 15;
+    const uint32_t max_weights = staging_bytes - 15;
     if (expected > max_weights) {
       block_problem = kProblemTooMany;
       block_detail = expected;
@@ -412,8 +428,9 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     // Staging index of weight i is i - base; base is 16-aligned for the 16-byte copies.
     // (Weight indices are below n_elements < 2^32.)
     const uint32_t base = op0 & ~15u;
-    const uint32_t staging = staging_base_at + (kCompact ? 0 : parity * batch.staging_bytes);
-    const uint32_t sm_stage_at = staging_base_at + (2 + parity) * batch.staging_bytes;
+    const uint32_t staging =
+        staging_base_at + (kExponentBuffers == 1 ? 0 : parity * staging_bytes);
+    const uint32_t sm_stage_at = staging_base_at + (kExponentBuffers + parity) * staging_bytes;
     const bool sm_staged = !kCompact && (g.flags & kSignMantissaAligned16);
     // Weights of the range: from the first block's op0 (or the group's start) to the op0 of
     // the block after the range (sinks that take more blocks than the range need this).

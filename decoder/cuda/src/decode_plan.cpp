@@ -77,6 +77,8 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
     impl->groups.reserve(groups.size());
     impl->names.reserve(groups.size());
     uint64_t launch_blocks = 0;  // blocks in the current launch (kernel indexes them in 32 bits)
+    uint32_t min_length = 8;     // shortest code of any group
+    uint32_t table_rows = 1;     // decode rows of the deepest group
     for (size_t i = 0; i < groups.size(); ++i) {
       const DeviceGroup& dg = groups[i];
       const std::string gw = group_what(what, dg, i, groups.size());
@@ -104,8 +106,14 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
       impl->total_elements += info.n_elements;
       impl->stream_bytes += info.n_bytes;
       impl->max_block_weights = std::max(impl->max_block_weights, info.max_block_weights);
+      min_length = std::min(min_length, detail::shortest_code_length(info));
+      table_rows = std::max(table_rows, info.n_luts - 1);
     }
-    impl->staging_bytes = detail::staging_bytes_for(impl->max_block_weights);
+    // Slots sized by the shortest code, the joined table by the deepest row (NOTES.md, v24).
+    impl->layout.staging_bytes = detail::staging_bytes_for(impl->max_block_weights);
+    impl->layout.min_code_length = min_length;
+    impl->layout.slot_stride = detail::slot_stride_for(min_length);
+    impl->layout.table_rows = table_rows;
     int device = 0;
     DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), what + ": cudaGetDevice");
     int sms = 0;
@@ -116,7 +124,7 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
     impl->sm_count = static_cast<uint32_t>(sms);
     detail::KernelConfig config;
     DF11_RETURN_IF_ERROR(
-        detail::configure_kernel(impl->staging_bytes, options.kernel, config).with_context(what));
+        detail::configure_kernel(impl->layout, options.kernel, config).with_context(what));
     impl->compact = config.compact;
     impl->shared_bytes = config.shared_bytes;
     impl->ctas_per_sm = config.ctas_per_sm;

@@ -22,7 +22,7 @@ struct DecodePlan::Impl {
   uint64_t total_elements = 0;
   uint64_t stream_bytes = 0;
   uint32_t max_block_weights = 0;
-  uint32_t staging_bytes = 0;  // one exponent staging buffer (two per thread block)
+  detail::SharedLayout layout{};  // staging buffer, slot and table sizes (decode_core.h)
   uint32_t shared_bytes = 0;   // dynamic shared memory per thread block
   uint32_t ctas_per_sm = 0;
   bool compact = false;        // the kernel's compact configuration (see KernelConfig)
@@ -52,7 +52,7 @@ struct PlanAccess {
 // the 32 KiB parameter limit of CUDA 12.1+ on sm_70 and later).
 inline constexpr uint32_t kMaxGroupsPerLaunch = 256;
 
-// How the kernel runs on the current device for staging buffers of `staging_bytes`: the
+// How the kernel runs on the current device for the plan's shared-memory layout: the
 // fast configuration (double-buffered, sign_mantissa staged through shared memory) or the
 // compact one, as `choice` says (decode_kernel.cu). Raises the kernel's dynamic shared
 // memory limit accordingly; kResourceLimit if the chosen configuration does not fit.
@@ -61,7 +61,7 @@ struct KernelConfig {
   uint32_t shared_bytes = 0;  // dynamic shared memory per thread block
   uint32_t ctas_per_sm = 0;
 };
-Status configure_kernel(uint32_t staging_bytes, KernelChoice choice, KernelConfig& config);
+Status configure_kernel(const SharedLayout& layout, KernelChoice choice, KernelConfig& config);
 
 }  // namespace detail
 }  // namespace df11::cuda

@@ -437,6 +437,9 @@ __shared__ NextChunk fused_next;
 
 template <uint32_t NT>
 struct GemvSink {
+  // A block's staging bytes are zeroed one block later (prepare()): two buffers.
+  static constexpr uint32_t kExponentBuffers = 2;
+
   const GemvParams& p;
   uint32_t zero_from = 0, zero_to = 0, zero_at = 0;  // previous block's staging bytes
 
@@ -637,9 +640,9 @@ uint32_t capacity_of(uint32_t batch) {
   return batch <= 1 ? 1 : batch <= 2 ? 2 : batch <= 4 ? 4 : batch <= 8 ? 8 : 16;
 }
 
-// The fast configuration's dynamic shared memory for the plan (staging_buffers<false>).
+// The fast configuration's dynamic shared memory for the plan.
 uint32_t fused_shared_bytes(const DecodePlan::Impl& p) {
-  return kSlotsBytes + staging_buffers<false>() * p.staging_bytes;
+  return dynamic_shared_bytes(p.layout, staging_buffers<false, GemvSink<1>::kExponentBuffers>());
 }
 
 Status configure_for(const DecodePlan::Impl& p, uint32_t batch, int& ctas_per_sm) {
@@ -794,7 +797,7 @@ Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& 
   KernelBatch<kFusedMaxGroups>& kb = fb->decode;
   kb.status = reinterpret_cast<GroupStatusRecord*>(ws) + g0;
   kb.n_groups = static_cast<uint32_t>(g1 - g0);
-  kb.staging_bytes = p.staging_bytes;
+  kb.layout = p.layout;
   kb.epoch = epoch;
   GemvParams& gp = fb->gemv;
   gp.partials = reinterpret_cast<float*>(ws + l.partials_offset);
