@@ -208,10 +208,30 @@ struct TiledX {
   __device__ __forceinline__ void fma_unit(const uint4& w, uint32_t u0, float (&acc)[NT]) const {
     const Elem* const p = unit_at(u0);
     const uint32_t ws[4] = {w.x, w.y, w.z, w.w};
+    if constexpr (kF32) {
+      // The x values of four weights loaded before their FMAs (same FMAs, same order): left
+      // to itself, ptxas kept two 16-byte loads in flight here once the decode body took
+      // fewer registers, and the batch-4 kernel ran 9% slower (NOTES.md, v24).
 #pragma unroll
-    for (uint32_t e = 0; e < kUnit; ++e) {
-      const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
-      fma_at(bf16_to_float(wb), p + e * kStepE, acc);
+      for (uint32_t e0 = 0; e0 < kUnit; e0 += 4) {
+        uint32_t xw[4][4];
+#pragma unroll
+        for (uint32_t e = 0; e < 4; ++e) ldg_words(p + (e0 + e) * kStepE, xw[e]);
+#pragma unroll
+        for (uint32_t e = 0; e < 4; ++e) {
+          const float wf = bf16_to_float((ws[(e0 + e) / 2] >> (16 * ((e0 + e) % 2))) & 0xFFFFu);
+#pragma unroll
+          for (uint32_t i = 0; i < 4; ++i) {
+            acc[i] = __fmaf_rn(wf, __uint_as_float(xw[e][i]), acc[i]);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (uint32_t e = 0; e < kUnit; ++e) {
+        const uint32_t wb = (ws[e / 2] >> (16 * (e % 2))) & 0xFFFFu;
+        fma_at(bf16_to_float(wb), p + e * kStepE, acc);
+      }
     }
   }
 };
