@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# kernel3 helper, run 5: the fused kernel's batch 1-16 rows with the plan's layout (v24f)
+# and v24h (v24f + the batch-4 x loads of four weights issued before their FMAs)
+# against main's v23 binary, two interleaved rounds; the decode rows come along.
+set -uo pipefail
+D=$(cd "$(dirname "$0")" && pwd)
+export LD_LIBRARY_PATH=$D/lib
+W=$OUT/k3e; mkdir -p $W
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee $W/gpu.txt
+timeout 90 $D/v24h/df11_cuda_tests --gtest_filter="CudaGemv.*" > $W/tests_gemv_v24h.log 2>&1; echo "gemv tests v24h rc=$?"; grep -E "^\[  (PASSED|FAILED) " $W/tests_gemv_v24h.log
+for round in 1 2; do
+  for v in v23 v24f v24h; do
+    timeout 120 $D/$v/df11-cuda-bench --runs 20 --warmup 5 --model-blocks 0 > $W/gemv_${v}_$round.log 2>&1
+    echo "== $v $round: $(grep -E '^decode \(one launch\)' $W/gemv_${v}_$round.log | cut -c28-60)"
+    grep -E '^ +[0-9]+ +0\.|^ +16 ' $W/gemv_${v}_$round.log | cut -c1-100
+  done
+done
+(cd $OUT && tar czf k3run5.tgz k3e && rm -rf k3e)
