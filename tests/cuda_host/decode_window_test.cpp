@@ -163,7 +163,8 @@ TEST(CudaWindowDecode, SlotSizedByShortestCodeHoldsEveryWindow) {
       }
       std::vector<uint16_t> rows(kTableEntries);
       for (uint32_t i = 0; i < kTableEntries; ++i) {
-        rows[i] = static_cast<uint16_t>(table_entry(luts.data(), n_luts, row_depths, min_length, i));
+        rows[i] =
+            static_cast<uint16_t>(table_entry(luts.data(), n_luts, row_depths, min_length, i));
         if (rows[i] >= 0x100) {
           ASSERT_GE(rows[i] >> 8, min_length) << "entry " << i;
         }
@@ -176,13 +177,14 @@ TEST(CudaWindowDecode, SlotSizedByShortestCodeHoldsEveryWindow) {
         uint32_t w0 = static_cast<uint32_t>(rng()), w1 = static_cast<uint32_t>(rng());
         uint32_t w2 = static_cast<uint32_t>(rng());
         if (w % 2 == 0) {  // a repeated byte: the same (often shortest) code all along
-          const uint32_t b = (w / 2) % 4 == 0 ? 0u : static_cast<uint32_t>(rng() & 0xFF) * 0x01010101u;
+          const uint32_t b =
+              (w / 2) % 4 == 0 ? 0u : static_cast<uint32_t>(rng() & 0xFF) * 0x01010101u;
           w0 = w1 = w2 = b;
         }
         uint32_t written = 0;
-        const WindowResult r = decode_window(
-            multi, table, w0, w1, w2, static_cast<uint32_t>(rng() % 32), 0,
-            [&](uint32_t j, uint32_t) { written = std::max(written, j + 1); });
+        const WindowResult r =
+            decode_window(multi, table, w0, w1, w2, static_cast<uint32_t>(rng() % 32), 0,
+                          [&](uint32_t j, uint32_t) { written = std::max(written, j + 1); });
         const uint32_t codes = (kBitsPerWindow - 1) / min_length + 1;
         ASSERT_LE(r.count, codes);
         ASSERT_LE(written, codes + 2);  // a lookup after c codes writes bytes c .. c + 2

@@ -335,7 +335,6 @@ inline uint32_t dynamic_shared_bytes(const SharedLayout& l, uint32_t buffers) {
 
 template <uint32_t kMaxGroups, bool kCompact, class Sink>
 __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& batch, Sink& sink) {
-
   constexpr uint32_t kExponentBuffers = kCompact ? 1 : Sink::kExponentBuffers;
   __shared__ uint32_t multi[kMultiEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
@@ -428,8 +427,7 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     // Staging index of weight i is i - base; base is 16-aligned for the 16-byte copies.
     // (Weight indices are below n_elements < 2^32.)
     const uint32_t base = op0 & ~15u;
-    const uint32_t staging =
-        staging_base_at + (kExponentBuffers == 1 ? 0 : parity * staging_bytes);
+    const uint32_t staging = staging_base_at + (kExponentBuffers == 1 ? 0 : parity * staging_bytes);
     const uint32_t sm_stage_at = staging_base_at + (kExponentBuffers + parity) * staging_bytes;
     const bool sm_staged = !kCompact && (g.flags & kSignMantissaAligned16);
     // Weights of the range: from the first block's op0 (or the group's start) to the op0 of
