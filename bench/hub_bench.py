@@ -7,7 +7,9 @@ Hub server (tests/hub/hub_server.py) in the same run, with each client's peak RS
 Each client runs in its own process (RSS is that process's ru_maxrss); runs alternate
 df11 / huggingface_hub so that drift on a shared machine hits both. Pull: the model is in the
 server, each run starts from an empty cache. Push: each run starts from a server that has no
-object of the model (the objects are dropped between runs), so every byte is sent.
+object of the model (the objects are dropped between runs), so every byte is sent, and from
+the folder as `df11 compress` wrote it (no README.md: df11 writes its model card, as on a
+first push).
 huggingface_hub runs with HF_HUB_DISABLE_XET=1 (the plain LFS path the server implements).
 """
 
@@ -108,6 +110,11 @@ def main():
     for run in range(args.runs):
         for name in [n for n in results if n.endswith(" push")]:
             drop_objects(hub)
+            # The folder as compress leaves it (no README.md): df11 push writes its model card
+            # on the way, as a first push does; a card from an earlier run is removed.
+            card = os.path.join(df11_dir_for(args, model), "README.md")
+            if os.path.exists(card):
+                os.unlink(card)
             # Both clients push the same DF11 folder (df11 push only takes verified DF11
             # folders); df11's time includes its verify pass (beside the upload).
             repo = f"bench/push-{run}-{name.split()[0]}"
