@@ -41,15 +41,20 @@ api.upload_folder(repo_id=sys.argv[1], folder_path=sys.argv[2])
 
 
 def timed(cmd, env):
-    """Runs cmd; returns (seconds, peak RSS in MB of that child)."""
+    """Runs cmd; returns (seconds, peak RSS in MB of that child). Adds the child's CPU seconds
+    (user + system) to CLIENT_CPU and this process's (the server's threads) to SERVER_CPU."""
     # ru_maxrss of RUSAGE_CHILDREN is the max over all waited children: run each command
     # through a tiny wrapper that reports its own child's usage.
     wrapper = ("import resource,subprocess,sys,time,json;t=time.monotonic();"
                "r=subprocess.run(sys.argv[1:]);d=time.monotonic()-t;"
-               "print(json.dumps([r.returncode,d,resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss]))")
+               "u=resource.getrusage(resource.RUSAGE_CHILDREN);"
+               "print(json.dumps([r.returncode,d,u.ru_maxrss,u.ru_utime+u.ru_stime]))")
+    server_start = time.process_time()
     out = subprocess.run([sys.executable, "-c", wrapper, *cmd], env=env, capture_output=True,
                          text=True)
-    rc, seconds, rss_kb = json.loads(out.stdout.strip().splitlines()[-1])
+    SERVER_CPU.append(time.process_time() - server_start)
+    rc, seconds, rss_kb, cpu = json.loads(out.stdout.strip().splitlines()[-1])
+    CLIENT_CPU.append(cpu)
     if rc != 0:
         raise SystemExit(f"{cmd[:3]} failed: {out.stderr[-2000:]}")
     if "--json" in cmd:
@@ -61,6 +66,8 @@ def timed(cmd, env):
 
 PHASES = []
 PHASE_OWNER = []
+CLIENT_CPU = []  # per timed() call
+SERVER_CPU = []
 
 
 def folder_bytes(path):
@@ -105,6 +112,7 @@ def main():
     if args.df11_before:
         results["df11-before push"] = []
     rss = {k: [] for k in results}
+    cpu = {k: [] for k in results}  # (client CPU s, server CPU s) per run
 
     # Push runs (alternating), each onto a server without the objects.
     for run in range(args.runs):
@@ -127,6 +135,7 @@ def main():
             s, r = timed(cmd, dict(env, HF_HOME=os.path.join(args.work, "home")))
             results[name].append(s)
             rss[name].append(r)
+            cpu[name].append((CLIENT_CPU[-1], SERVER_CPU[-1]))
 
     # Pull runs: the model as huggingface_hub uploaded it.
     drop_objects(hub)
@@ -144,6 +153,7 @@ def main():
             s, r = timed(cmd, dict(env, HF_HOME=home))
             results[name].append(s)
             rss[name].append(r)
+            cpu[name].append((CLIENT_CPU[-1], SERVER_CPU[-1]))
             got = folder_bytes(os.path.join(home, "hub", "models--bench--model", "blobs"))
             if got < total - (1 << 20):
                 raise SystemExit(f"{name}: only {got} of {total} bytes in the cache")
@@ -152,14 +162,17 @@ def main():
     push_bytes = folder_bytes(df11_dir_for(args, model))
     print(f"model: {total / 1e9:.2f} GB BF16 ({args.size}), DF11 copy pushed: {push_bytes / 1e9:.2f} GB, "
           f"runs: {args.runs}; both clients with their default parallelism (8 transfers)")
-    print("| operation | client | median s | GB/s (median) | runs (s) | peak RSS MB (max) |")
-    print("|---|---|---:|---:|---|---:|")
+    print("| operation | client | median s | GB/s (median) | runs (s) | peak RSS MB (max) "
+          "| client CPU s (median) | server CPU s (median) |")
+    print("|---|---|---:|---:|---|---:|---:|---:|")
     for name, times in results.items():
         size = push_bytes if "push" in name else total
         med = statistics.median(times)
         op, client = name.split()[1], name.split()[0]
         print(f"| {op} | {client} | {med:.2f} | {size / 1e9 / med:.2f} | "
-              f"{', '.join(f'{t:.2f}' for t in times)} | {max(rss[name]):.0f} |")
+              f"{', '.join(f'{t:.2f}' for t in times)} | {max(rss[name]):.0f} | "
+              f"{statistics.median(c for c, _ in cpu[name]):.2f} | "
+              f"{statistics.median(s for _, s in cpu[name]):.2f} |")
     for owner in sorted(set(PHASE_OWNER)):
         print(f"{owner} push phases (s): " + "; ".join(
             f"verify {p['verify']:.2f}, transfer {p['transfer']:.2f}"
