@@ -11,6 +11,8 @@ object of the model (the objects are dropped between runs), so every byte is sen
 the folder as `df11 compress` wrote it (no README.md: df11 writes its model card, as on a
 first push).
 huggingface_hub runs with HF_HUB_DISABLE_XET=1 (the plain LFS path the server implements).
+--upload-mbps caps the server's LFS uploads (all connections together) at that rate: a
+network link instead of loopback, where a push is bound by the link rather than the CPU.
 """
 
 import argparse
@@ -92,6 +94,9 @@ def main():
     ap.add_argument("--work", default="/tmp/df11-hub-bench")
     ap.add_argument("--df11-before", help="a second df11 binary (e.g. the previous main): its "
                     "push runs beside the two clients, for a same-run before/after")
+    ap.add_argument("--upload-mbps", type=float,
+                    help="cap LFS uploads, all together, at this many MB/s (a network link "
+                         "instead of loopback)")
     args = ap.parse_args()
 
     shutil.rmtree(args.work, ignore_errors=True)
@@ -102,7 +107,8 @@ def main():
     total = folder_bytes(model)
     # The Hub's own numbers: 5 GB-class files go multipart in 64 MiB parts; smaller ones basic.
     hub = LocalHub(os.path.join(args.work, "server"), token=TOKEN,
-                   multipart_threshold=256 << 20, chunk_size=64 << 20)
+                   multipart_threshold=256 << 20, chunk_size=64 << 20,
+                   upload_rate=args.upload_mbps * 1e6 if args.upload_mbps else None)
     env = dict(os.environ, HF_ENDPOINT=hub.url, HF_TOKEN=TOKEN, HF_HUB_DISABLE_XET="1",
                HF_HUB_DISABLE_PROGRESS_BARS="1", HF_HUB_DISABLE_TELEMETRY="1")
     env.pop("HF_HUB_CACHE", None)
@@ -161,7 +167,8 @@ def main():
 
     push_bytes = folder_bytes(df11_dir_for(args, model))
     print(f"model: {total / 1e9:.2f} GB BF16 ({args.size}), DF11 copy pushed: {push_bytes / 1e9:.2f} GB, "
-          f"runs: {args.runs}; both clients with their default parallelism (8 transfers)")
+          f"runs: {args.runs}; both clients with their default parallelism (8 transfers)"
+          + (f"; uploads capped at {args.upload_mbps:g} MB/s" if args.upload_mbps else ""))
     print("| operation | client | median s | GB/s (median) | runs (s) | peak RSS MB (max) "
           "| client CPU s (median) | server CPU s (median) |")
     print("|---|---|---:|---:|---|---:|---:|---:|")

@@ -89,8 +89,12 @@ class Repo:
 
 class HubState:
     def __init__(self, data_dir, token=None, lfs_threshold=1 << 20, multipart_threshold=8 << 20,
-                 chunk_size=4 << 20, tree_page=50):
+                 chunk_size=4 << 20, tree_page=50, upload_rate=None):
         self.data_dir = data_dir
+        # Bytes per second that all LFS uploads together may arrive at (None: as fast as
+        # loopback allows): the bench's model of a network link. A shared pacing clock.
+        self.upload_rate = upload_rate
+        self.upload_clock = 0.0
         self.objects = os.path.join(data_dir, "objects")
         os.makedirs(self.objects, exist_ok=True)
         os.makedirs(os.path.join(data_dir, "tmp"), exist_ok=True)
@@ -722,6 +726,17 @@ class Handler(BaseHTTPRequestHandler):
                 self.state.body_bytes += sent
                 self.state.sent.append((what, self.headers.get("Range"), sent))
 
+    def pace(self, n):
+        """Holds this upload until `n` more bytes fit under state.upload_rate (all uploads
+        share one clock, like one link); the client's sends block meanwhile (TCP window)."""
+        st = self.state
+        with st.lock:
+            now = time.monotonic()
+            st.upload_clock = max(st.upload_clock, now) + n / st.upload_rate
+            wait = st.upload_clock - now
+        if wait > 0:
+            time.sleep(wait)
+
     def stream_to_tmp(self):
         st = self.state
         tmp = os.path.join(st.data_dir, "tmp", secrets.token_hex(8))
@@ -729,6 +744,8 @@ class Handler(BaseHTTPRequestHandler):
         size = 0
         with open(tmp, "wb") as out:
             for chunk in self.read_body_chunks():
+                if st.upload_rate:
+                    self.pace(len(chunk))
                 h.update(chunk)
                 out.write(chunk)
                 size += len(chunk)
