@@ -4,15 +4,28 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "df11/group.h"
 
 namespace df11::detail {
 
+// The multi-code table: per value of the next kMultiBits stream bits, every whole code that
+// lies inside them, up to kMultiCodes. One entry:
+//   bits 0..39   the exponents, one byte each, in stream order (unused bytes are 0)
+//   bits 40..51  the code starts: bit 51 - u is set when a code starts u bits in
+//   bits 52..54  how many codes (0..kMultiCodes)
+//   bits 56..59  how many bits they take (0: the first code needs decode_one())
+inline constexpr uint32_t kMultiBits = 12;
+inline constexpr uint32_t kMultiCodes = 5;
+
 struct FastTable {
   // Per value of the next 8 stream bits: (code length << 8) | exponent for a usable root
   // symbol (1..8 bits); 0 sends that code to decode_slow() (pointers, unusable entries).
   std::array<uint16_t, kLutRowSize> root{};
+  // Empty when the group's tables are not uniform (see make_fast_table) or the group is too
+  // small to repay building it: the decoder then takes one code per lookup.
+  std::vector<uint64_t> multi;
   const uint8_t* luts = nullptr;     // the group's rows, for codes of more than 8 bits
   const uint8_t* lengths = nullptr;  // the last row: code length of each exponent
   uint32_t n_luts = 0;
@@ -21,6 +34,10 @@ struct FastTable {
 
 // `group.luts` must hold 2..kMaxLutRows whole rows (validate_group() checks it).
 FastTable make_fast_table(const GroupView& group, const GroupInfo& info);
+
+// Groups with fewer weights decode with the root table alone: building the multi-code
+// table (4096 entries) costs about as much as decoding this many weights with it.
+inline constexpr uint64_t kMultiMinElements = uint64_t{1} << 16;
 
 // Where decode_slow() stopped: the entry no valid code uses.
 struct LutFault {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <random>
 #include <span>
 #include <vector>
@@ -14,26 +15,33 @@
 #include "df11/decoder.h"
 #include "df11/encoder.h"
 #include "encoder_test_data.h"
+#include "fast_table.h"
 
 namespace df11 {
 namespace {
 
 enum class Outcome { kDetected, kHarmless, kChanged };
 
-class Corruption : public ::testing::Test {
+// Realistic weights: 14,000 (2 blocks of stream) decode with the fast decoder's root table
+// alone, 70,000 (11 blocks) with its multi-code table (decoder/src/fast_table.h).
+constexpr uint64_t kRootTableSize = 14000;
+constexpr uint64_t kMultiTableSize = 70000;
+
+class Corruption : public ::testing::TestWithParam<uint64_t> {
  protected:
-  static void SetUpTestSuite() {
-    // Realistic weights, 2 blocks of stream.
-    weights_ = new std::vector<uint16_t>(testing::gaussian_bf16(14000, 0.02, 21, 1e-3));
+  void SetUp() override {
+    weights_ = std::make_unique<std::vector<uint16_t>>(
+        testing::gaussian_bf16(GetParam(), 0.02, 21, 1e-3));
     std::span<const uint16_t> m(*weights_);
     Result<GroupBuffers> g = encode_group(std::span<const std::span<const uint16_t>>(&m, 1));
     ASSERT_TRUE(g.is_ok());
-    good_ = new GroupBuffers(std::move(g).value());
-    ASSERT_EQ(good_->view().n_blocks(), 2u);
-  }
-  static void TearDownTestSuite() {
-    delete weights_;
-    delete good_;
+    good_ = std::make_unique<GroupBuffers>(std::move(g).value());
+    ASSERT_GE(good_->view().n_blocks(), 2u);
+    // The size picks the fast decoder's path.
+    const Result<GroupInfo> info = validate_group(good_->view(), "g");
+    ASSERT_TRUE(info.is_ok());
+    ASSERT_EQ(detail::make_fast_table(good_->view(), info.value()).multi.empty(),
+              GetParam() == kRootTableSize);
   }
 
   // Decodes `g` with both decoders; they must agree on the error or on the output.
@@ -50,19 +58,22 @@ class Corruption : public ::testing::Test {
     return ref == *weights_ ? Outcome::kHarmless : Outcome::kChanged;
   }
 
-  static std::vector<uint16_t>* weights_;
-  static GroupBuffers* good_;
+  std::unique_ptr<std::vector<uint16_t>> weights_;
+  std::unique_ptr<GroupBuffers> good_;
   ErrorCode last_error_ = ErrorCode::kOk;
 };
 
-std::vector<uint16_t>* Corruption::weights_ = nullptr;
-GroupBuffers* Corruption::good_ = nullptr;
+INSTANTIATE_TEST_SUITE_P(BothTables, Corruption,
+                         ::testing::Values(kRootTableSize, kMultiTableSize),
+                         [](const ::testing::TestParamInfo<uint64_t>& p) {
+                           return p.param == kRootTableSize ? "RootTable" : "MultiCodeTable";
+                         });
 
 void flip(std::vector<uint8_t>& bytes, uint64_t bit) {
   bytes[bit / 8] ^= static_cast<uint8_t>(0x80u >> (bit % 8));
 }
 
-TEST_F(Corruption, StreamBitFlips) {
+TEST_P(Corruption, StreamBitFlips) {
   uint64_t n_bits = 0;  // coded bits; the rest of the last byte is padding
   {
     GroupPlan plan;
@@ -100,7 +111,7 @@ TEST_F(Corruption, StreamBitFlips) {
 }
 
 // A gap field is checked exactly when its window holds a code start (spec 3.5).
-TEST_F(Corruption, GapBitFlips) {
+TEST_P(Corruption, GapBitFlips) {
   const uint64_t last_start_window = (8 * good_->encoded_exponent.size() - 1) / 64;
   const uint64_t n_windows = good_->view().n_windows();
   for (uint64_t w = 0; w < n_windows; w += (w < last_start_window - 40 ? 7 : 1)) {
@@ -120,7 +131,7 @@ TEST_F(Corruption, GapBitFlips) {
 }
 
 // Output positions are fully determined by the stream: every flip is found.
-TEST_F(Corruption, OutputPositionBitFlips) {
+TEST_P(Corruption, OutputPositionBitFlips) {
   for (uint64_t bit = 0; bit < 8 * good_->output_positions.size(); ++bit) {
     GroupBuffers g = *good_;
     flip(g.output_positions, bit);
@@ -131,13 +142,50 @@ TEST_F(Corruption, OutputPositionBitFlips) {
 
 // Any single LUT byte changed: no crash, same verdict from both decoders (validation may
 // reject it, a changed entry may or may not be reached).
-TEST_F(Corruption, LutByteChanges) {
+TEST_P(Corruption, LutByteChanges) {
   std::mt19937_64 rng(3);
   for (int k = 0; k < 400; ++k) {
     GroupBuffers g = *good_;
     g.luts[rng() % g.luts.size()] = static_cast<uint8_t>(rng());
     decode_both(g);
   }
+}
+
+// A root-row entry changed to another code's exponent inside a code's run of indices: the
+// table still validates, but a code's exponent now depends on the bits after it. The fast
+// decoder must then read the table as the reference decoder does (one code per lookup, all
+// 8 index bits), not as its multi-code table would (the bits after a window taken as zero).
+TEST_P(Corruption, CodeRunsThatAreNotUniformDecodeAsTheReferenceDoes) {
+  const Result<GroupInfo> info = validate_group(good_->view(), "g");
+  ASSERT_TRUE(info.is_ok());
+  const uint8_t* lengths = good_->luts.data() + (info.value().n_luts - 1) * kLutRowSize;
+  const auto code_len = [&](uint32_t entry) {
+    return entry < kFirstPointerEntry ? lengths[entry] : 0u;
+  };
+  // The longest run of a code of 2..7 bits, and another root code.
+  uint32_t run_start = 0, run = 0, other = 0;
+  for (uint32_t i = 0; i < kLutRowSize; ++i) {
+    const uint32_t len = code_len(good_->luts[i]);
+    if (len >= 2 && len <= 7 && (1u << (8 - len)) > run) {
+      run = 1u << (8 - len);
+      run_start = i & ~(run - 1);
+    }
+  }
+  ASSERT_GE(run, 2u);
+  for (uint32_t i = 0; i < kLutRowSize; ++i) {
+    const uint32_t len = code_len(good_->luts[i]);
+    if (len >= 1 && len <= 8 && good_->luts[i] != good_->luts[run_start]) other = i;
+  }
+  uint64_t changed = 0;
+  for (uint32_t k = 1; k < run; ++k) {
+    GroupBuffers g = *good_;
+    g.luts[run_start + k] = g.luts[other];
+    const Result<GroupInfo> bad = validate_group(g.view(), "g");
+    ASSERT_TRUE(bad.is_ok());
+    EXPECT_TRUE(detail::make_fast_table(g.view(), bad.value()).multi.empty());
+    changed += decode_both(g) != Outcome::kHarmless;
+  }
+  EXPECT_GT(changed, 0u);  // the changed entries are read
 }
 
 }  // namespace
