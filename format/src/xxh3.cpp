@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "df11/hash.h"
+#include "xxh3_kernels.h"
 
 namespace df11 {
 
@@ -24,7 +25,28 @@ XXH3_state_t* new_state() {
 
 }  // namespace
 
-uint64_t xxh3_64(std::span<const uint8_t> bytes) { return XXH3_64bits(bytes.data(), bytes.size()); }
+namespace detail {
+
+bool xxh3_avx512_usable() {
+#if defined(DF11_XXH3_AVX512)
+  static const bool usable = __builtin_cpu_supports("avx512f");
+  return usable;
+#else
+  return false;
+#endif
+}
+
+#if !defined(DF11_XXH3_AVX512)
+void xxh3_update_avx512(void*, const uint8_t*, size_t) { std::abort(); }
+uint64_t xxh3_64_avx512(const uint8_t*, size_t) { std::abort(); }
+#endif
+
+}  // namespace detail
+
+uint64_t xxh3_64(std::span<const uint8_t> bytes) {
+  if (detail::xxh3_avx512_usable()) return detail::xxh3_64_avx512(bytes.data(), bytes.size());
+  return XXH3_64bits(bytes.data(), bytes.size());
+}
 
 std::string hex64(uint64_t digest) {
   char buf[kXxh3HexLength + 1];
@@ -55,7 +77,11 @@ void Xxh3::update(std::span<const uint8_t> bytes) {
     state_ = std::make_unique<State>();
     state_->s = new_state();
   }
-  XXH3_64bits_update(state_->s, bytes.data(), bytes.size());
+  if (detail::xxh3_avx512_usable()) {
+    detail::xxh3_update_avx512(state_->s, bytes.data(), bytes.size());
+  } else {
+    XXH3_64bits_update(state_->s, bytes.data(), bytes.size());
+  }
 }
 
 uint64_t Xxh3::digest() const {

@@ -5,10 +5,16 @@
 
 #include <gtest/gtest.h>
 
+#include <xxhash.h>
+
+#include <algorithm>
+#include <random>
 #include <string>
+#include <vector>
 
 #include "df11/file_io.h"
 #include "format_test_util.h"
+#include "xxh3_kernels.h"
 
 namespace df11 {
 namespace {
@@ -75,6 +81,34 @@ TEST(Hash, IncrementalEqualsOneShotForEverySplit) {
   Sha256 moved_s = std::move(s);
   EXPECT_EQ(moved_s.hex_digest(),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+// The AVX-512 kernel (used where the CPU has it) against Debian's libxxhash, on inputs long
+// enough for every part of XXH3's long-input path (stripes, blocks, the last partial stripe),
+// one-shot and in uneven pieces.
+TEST(Hash, Xxh3Avx512KernelEqualsLibxxhash) {
+  if (!detail::xxh3_avx512_usable()) GTEST_SKIP() << "no AVX-512F on this CPU (or build)";
+  std::mt19937_64 rng(11);
+  std::vector<uint8_t> data(3 << 20);
+  for (uint8_t& b : data) b = static_cast<uint8_t>(rng());
+  for (size_t size : {size_t{0}, size_t{1}, size_t{129}, size_t{241}, size_t{1025}, size_t{4096},
+                      size_t{65537}, size_t{1 << 20}, data.size()}) {
+    const uint64_t expected = XXH3_64bits(data.data(), size);
+    EXPECT_EQ(detail::xxh3_64_avx512(data.data(), size), expected) << size;
+    XXH3_state_t* state = XXH3_createState();
+    ASSERT_NE(state, nullptr);
+    XXH3_64bits_reset(state);
+    for (size_t at = 0; at < size;) {
+      const size_t piece = std::min<size_t>(size - at, 1 + rng() % 300000);
+      detail::xxh3_update_avx512(state, data.data() + at, piece);
+      at += piece;
+    }
+    EXPECT_EQ(XXH3_64bits_digest(state), expected) << size;
+    XXH3_freeState(state);
+    Xxh3 x;  // the public class, which dispatches to the same kernel
+    x.update(std::span<const uint8_t>(data.data(), size));
+    EXPECT_EQ(x.digest(), expected) << size;
+  }
 }
 
 TEST(Hash, Sha256File) {
