@@ -29,8 +29,8 @@ step() {  # step NAME SECONDS command...
 # Sanitizer runs leave out the multi-megabyte cases and the long corruption sweep, unless
 # SANITIZE_ALL=1 (every GPU test, every case).
 small_filter='CudaDecode.*:CudaGemv.*:-CudaDecode.CorruptStreamsAgreeWithReference'
-race_filter='CudaDecode.EveryCase*:CudaDecode.OneLaunch*:CudaDecode.Hostile*:CudaGemv.*'
-init_filter='CudaDecode.EveryCase*:CudaDecode.ManySmall*:CudaGemv.*'
+race_filter='CudaDecode.EveryCase*:CudaDecode.OneLaunch*:CudaDecode.Hostile*:CudaDecode.TailPool*:CudaGemv.*'
+init_filter='CudaDecode.EveryCase*:CudaDecode.ManySmall*:CudaDecode.TailPool*:CudaGemv.*'
 small_env=DF11_CUDA_TEST_SMALL=1
 if [ "${SANITIZE_ALL:-0}" = 1 ]; then
   small_filter='CudaDecode.*:CudaGemv.*'

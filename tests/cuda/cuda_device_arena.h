@@ -129,8 +129,10 @@ class DeviceWorkspace {
 // Plans, initialises, launches on `stream` and reads the status of `groups`.
 inline Status decode_batch(std::span<const cuda::DeviceGroup> groups, cudaStream_t stream,
                            uint32_t* launches = nullptr,
-                           cuda::KernelChoice kernel = cuda::KernelChoice::kAuto) {
-  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(groups, "batch", {kernel});
+                           cuda::KernelChoice kernel = cuda::KernelChoice::kAuto,
+                           uint32_t max_thread_blocks = 0) {
+  Result<cuda::DecodePlan> plan =
+      cuda::make_decode_plan(groups, "batch", {kernel, max_thread_blocks});
   if (plan.is_ok() && kernel != cuda::KernelChoice::kAuto) {
     EXPECT_EQ(plan->compact(), kernel == cuda::KernelChoice::kCompact);
   }

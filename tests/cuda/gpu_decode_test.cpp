@@ -39,6 +39,22 @@ const std::vector<Case>& cases() {
   return all;
 }
 
+uint64_t all_cases_footprint() {
+  uint64_t bytes = 0;
+  for (const Case& c : cases()) bytes += cuda_test::placed_footprint(c.group.view());
+  return bytes;
+}
+
+// Every case into `arena`, case i at misalign_base * (1 + i % 7) bytes past an aligned address.
+void place_all_cases(DeviceArena& arena, uint32_t misalign_base, std::vector<PlacedGroup>& placed,
+                     std::vector<cuda::DeviceGroup>& groups) {
+  for (size_t i = 0; i < cases().size(); ++i) {
+    const uint32_t misalign = misalign_base * static_cast<uint32_t>(1 + i % 7);
+    placed.push_back(cuda_test::place(arena, cases()[i].group.view(), misalign, cases()[i].name));
+    groups.push_back(placed.back().device);
+  }
+}
+
 TEST_F(CudaDecode, EveryCaseBitExactAgainstOriginalAndCpu) {
   for (const Case& c : cases()) {
     SCOPED_TRACE(c.name);
@@ -60,17 +76,11 @@ TEST_F(CudaDecode, OneLaunchManyGroupsAnyAlignmentBothConfigurations) {
     const auto kernel = config < 2 ? cuda::KernelChoice::kFast : cuda::KernelChoice::kCompact;
     SCOPED_TRACE("misalign base " + std::to_string(misalign_base) + ", configuration " +
                  (config < 2 ? "fast" : "compact"));
-    uint64_t bytes = 0;
-    for (const Case& c : cases()) bytes += cuda_test::placed_footprint(c.group.view());
-    DeviceArena arena(bytes);
+    DeviceArena arena(all_cases_footprint());
     ASSERT_TRUE(arena.ok());
     std::vector<PlacedGroup> placed;
     std::vector<cuda::DeviceGroup> groups;
-    for (size_t i = 0; i < cases().size(); ++i) {
-      const uint32_t misalign = misalign_base * static_cast<uint32_t>(1 + i % 7);
-      placed.push_back(cuda_test::place(arena, cases()[i].group.view(), misalign, cases()[i].name));
-      groups.push_back(placed.back().device);
-    }
+    place_all_cases(arena, misalign_base, placed, groups);
     cudaStream_t stream;
     DF11_CUDA_ASSERT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     uint32_t launches = 0;
@@ -138,9 +148,11 @@ TEST_F(CudaDecode, CorruptStreamsAgreeWithReference) {
         DeviceArena arena(cuda_test::placed_footprint(g.view()));
         ASSERT_TRUE(arena.ok());
         const PlacedGroup p = cuda_test::place(arena, g.view(), static_cast<uint32_t>(seed % 2), "g");
+        // Seed 3: two thread blocks, so that the tail pool hands out the last blocks.
         const Status gpu = cuda_test::decode_batch(
             std::span(&p.device, 1), nullptr, nullptr,
-            seed == 2 ? cuda::KernelChoice::kCompact : cuda::KernelChoice::kAuto);
+            seed == 2 ? cuda::KernelChoice::kCompact : cuda::KernelChoice::kAuto,
+            seed == 3 ? 2u : 0u);
         ASSERT_EQ(ref.is_ok(), gpu.is_ok()) << "reference: " << ref.to_string()
                                             << "\ngpu: " << gpu.to_string();
         bool guards = false;
@@ -282,22 +294,24 @@ TEST_F(CudaDecode, DoubleBufferedAndSharedWorkspacesKeepEveryReport) {
   Result<cuda::DecodePlan> plan_bad = cuda::make_decode_plan(std::span(&pb.device, 1), "t");
   Result<cuda::DecodePlan> plan_good = cuda::make_decode_plan(std::span(&pg.device, 1), "t");
   ASSERT_TRUE(plan_bad.is_ok() && plan_good.is_ok());
-  cuda_test::DeviceWorkspace ws0(16), ws1(16);
-  ASSERT_TRUE(cuda::init_workspace(*plan_bad, ws0.get(), 16, nullptr).is_ok());
-  ASSERT_TRUE(cuda::init_workspace(*plan_bad, ws1.get(), 16, nullptr).is_ok());
+  const size_t bytes = plan_bad->workspace_bytes();
+  ASSERT_EQ(plan_good->workspace_bytes(), bytes);
+  cuda_test::DeviceWorkspace ws0(bytes), ws1(bytes);
+  ASSERT_TRUE(cuda::init_workspace(*plan_bad, ws0.get(), bytes, nullptr).is_ok());
+  ASSERT_TRUE(cuda::init_workspace(*plan_bad, ws1.get(), bytes, nullptr).is_ok());
   std::vector<uint8_t> h(plan_bad->status_copy_bytes());
   for (int round = 0; round < 3; ++round) {
-    ASSERT_TRUE(cuda::launch_decode(*plan_bad, ws0.get(), 16, nullptr).is_ok());
+    ASSERT_TRUE(cuda::launch_decode(*plan_bad, ws0.get(), bytes, nullptr).is_ok());
     ASSERT_TRUE(
         cuda::copy_decode_status(*plan_bad, ws0.get(), h.data(), h.size(), nullptr).is_ok());
-    ASSERT_TRUE(cuda::launch_decode(*plan_bad, ws1.get(), 16, nullptr).is_ok());
+    ASSERT_TRUE(cuda::launch_decode(*plan_bad, ws1.get(), bytes, nullptr).is_ok());
     const Status s0 = cuda::read_decode_status(*plan_bad, ws0.get(), nullptr);
     EXPECT_EQ(s0.code(), ErrorCode::kBadGap) << round << ": " << s0.to_string();
     EXPECT_EQ(cuda::copied_group_status(*plan_bad, h.data(), h.size(), 0).code(),
               ErrorCode::kBadGap);
     EXPECT_EQ(cuda::read_decode_status(*plan_bad, ws1.get(), nullptr).code(), ErrorCode::kBadGap);
     // The good plan through the bad plan's workspace: its own (clean) launch only.
-    ASSERT_TRUE(cuda::launch_decode(*plan_good, ws1.get(), 16, nullptr).is_ok());
+    ASSERT_TRUE(cuda::launch_decode(*plan_good, ws1.get(), bytes, nullptr).is_ok());
     const Status sg = cuda::read_decode_status(*plan_good, ws1.get(), nullptr);
     EXPECT_TRUE(sg.is_ok()) << round << ": " << sg.to_string();
     ASSERT_TRUE(
@@ -310,6 +324,70 @@ TEST_F(CudaDecode, DoubleBufferedAndSharedWorkspacesKeepEveryReport) {
   bool guards = false;
   EXPECT_TRUE(cuda_test::fetch_output(pg, &guards) == c.weights);
   EXPECT_TRUE(guards);
+}
+
+// The tail pool (decode_pipeline.cuh): with few thread blocks even small plans share their
+// last blocks through the workspace's counter. Every block is decoded exactly once, whatever
+// thread block takes it, in one launch over all cases and in a second launch into the same
+// workspace (no memset between: the counter restarts by its epoch); the counter shows that
+// runs were taken. A corrupt gap early and one in the pooled tail: the report names the
+// earlier block, as a sequential decoder would.
+TEST_F(CudaDecode, TailPoolDecodesEveryBlockOnce) {
+  DeviceArena arena(all_cases_footprint());
+  ASSERT_TRUE(arena.ok());
+  std::vector<PlacedGroup> placed;
+  std::vector<cuda::DeviceGroup> groups;
+  place_all_cases(arena, 0, placed, groups);
+  for (const uint32_t max_ctas : {1u, 2u, 3u, 7u, 0u}) {
+    for (const auto kernel : {cuda::KernelChoice::kFast, cuda::KernelChoice::kCompact}) {
+      SCOPED_TRACE("max_thread_blocks " + std::to_string(max_ctas) +
+                   (kernel == cuda::KernelChoice::kFast ? ", fast" : ", compact"));
+      Result<cuda::DecodePlan> plan = cuda::make_decode_plan(groups, "t", {kernel, max_ctas});
+      ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+      if (max_ctas != 0) {
+        EXPECT_EQ(plan->grid_size(), max_ctas);
+      }
+      cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
+      ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), nullptr).is_ok());
+      for (int launch = 0; launch < 2; ++launch) {
+        for (const PlacedGroup& p : placed) {
+          DF11_CUDA_ASSERT(cudaMemset(p.device.d_out, 0x5A, 2 * p.n));
+        }
+        ASSERT_TRUE(cuda::launch_decode(*plan, ws.get(), ws.size(), nullptr).is_ok());
+        const Status s = cuda::read_decode_status(*plan, ws.get(), nullptr);
+        ASSERT_TRUE(s.is_ok()) << s.to_string();
+        for (size_t i = 0; i < cases().size(); ++i) {
+          bool guards = false;
+          ASSERT_TRUE(cuda_test::fetch_output(placed[i], &guards) == cases()[i].weights)
+              << cases()[i].name << ", launch " << launch;
+          EXPECT_TRUE(guards) << cases()[i].name;
+        }
+        if (max_ctas != 0) {  // the counter after the records: epoch << 32 | blocks taken
+          unsigned long long counter = 0;
+          DF11_CUDA_ASSERT(cudaMemcpy(&counter,
+                                      static_cast<uint8_t*>(ws.get()) +
+                                          16 * plan->n_groups(),
+                                      8, cudaMemcpyDeviceToHost));
+          EXPECT_GT(counter & 0xFFFFFFFFu, 0u) << "no run was taken from the pool";
+        }
+      }
+    }
+  }
+  Case c = cuda_test::encoded("g", {testing::gaussian_bf16(400000, 0.01, 21)});
+  const uint32_t n_blocks = static_cast<uint32_t>(c.group.view().n_blocks());
+  ASSERT_GT(n_blocks, 20u);
+  GroupBuffers bad = c.group;
+  const uint32_t late = (n_blocks - 2) * 512 + 100, early = 4 * 512 + 100;  // windows
+  test::write_gap(bad.gaps, late, (read_gap(bad.gaps, late) + 3) % 32);
+  test::write_gap(bad.gaps, early, (read_gap(bad.gaps, early) + 3) % 32);
+  DeviceArena bad_arena(cuda_test::placed_footprint(bad.view()));
+  const PlacedGroup pb = cuda_test::place(bad_arena, bad.view(), 0, "g");
+  for (const uint32_t max_ctas : {1u, 2u, 3u, 0u}) {
+    const Status s = cuda_test::decode_batch(std::span(&pb.device, 1), nullptr, nullptr,
+                                             cuda::KernelChoice::kAuto, max_ctas);
+    EXPECT_EQ(s.code(), ErrorCode::kBadGap) << s.to_string();
+    EXPECT_NE(s.message().find("block 4: window "), std::string::npos) << s.message();
+  }
 }
 
 // A plan made later for smaller blocks (less shared memory) must not break the launches of
@@ -357,9 +435,12 @@ TEST_F(CudaDecode, ApiMisuseIsReported) {
   PlacedGroup p = cuda_test::place(arena, c.group.view(), 0, "g");
   Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&p.device, 1), "t");
   ASSERT_TRUE(plan.is_ok());
-  EXPECT_EQ(plan->workspace_bytes(), 16u);
+  EXPECT_EQ(plan->workspace_bytes(), 24u);  // one status record, one pool counter
   cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
   EXPECT_EQ(cuda::launch_decode(*plan, ws.get(), 8, nullptr).code(), ErrorCode::kInvalidArgument);
+  // The size before the pool counters (16 per group) is refused, not overrun.
+  EXPECT_EQ(cuda::init_workspace(*plan, ws.get(), 16, nullptr).code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cuda::launch_decode(*plan, ws.get(), 16, nullptr).code(), ErrorCode::kInvalidArgument);
   EXPECT_EQ(cuda::read_decode_status(*plan, ws.get(), nullptr).code(),
             ErrorCode::kInvalidArgument);  // never launched
   cuda::DeviceGroup null_out = p.device;

@@ -251,7 +251,10 @@ DF11_API void df11_cuda_plan_destroy(df11_cuda_plan* plan);
 DF11_API const char* df11_cuda_plan_errmsg(const df11_cuda_plan* plan);
 DF11_API df11_status df11_cuda_plan_errcode(const df11_cuda_plan* plan);
 
-/* Bytes of device workspace a decode needs (16 per group): per-group status records. */
+/* Bytes of device workspace a decode needs: 16 per group (its status record) + 8 per kernel
+ * launch, one launch per 256 groups (a counter through which the launch's thread blocks share
+ * its last blocks). Smaller workspaces (such as the 16 per group that earlier versions asked
+ * for) are refused with DF11_ERROR_INVALID_ARGUMENT, never overrun. */
 DF11_API size_t df11_cuda_plan_workspace_bytes(const df11_cuda_plan* plan);
 
 /* Enqueues the zeroing of a workspace on `stream`. Call once for each workspace (fresh

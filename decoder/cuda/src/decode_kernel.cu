@@ -104,7 +104,7 @@ template <uint32_t kMaxGroups, bool kCompact>
 __global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlocksPerSmFast)
     decode_kernel(const __grid_constant__ KernelBatch<kMaxGroups> batch) {
   StoreSink sink;
-  decode_blocks<kMaxGroups, kCompact>(batch, sink);
+  decode_blocks<kMaxGroups, kCompact, StoreSink, /*kPool=*/true>(batch, sink);
 }
 
 template <uint32_t kMaxGroups, bool kCompact>
@@ -147,9 +147,21 @@ Status prepare_config(uint32_t shared_bytes, uint32_t& ctas_per_sm) {
   return Status::ok();
 }
 
+// The tail pool of a launch of `blocks` blocks on `grid` thread blocks (decode_blocks):
+// kPoolPercent of the blocks, rounded down to whole runs of kPoolChunk, if every static range
+// keeps at least two blocks (each thread block then takes runs until the pool is empty);
+// else none (pool_start = blocks). 25%, 40% and 55% decode the 8B block alike, runs of 3 are
+// slower (NOTES.md, v31-v34).
+constexpr uint64_t kPoolPercent = 40;
+constexpr uint32_t kPoolChunk = 2;
+uint64_t pool_start_for(uint64_t blocks, uint32_t grid) {
+  const uint64_t pool = blocks * kPoolPercent / 100 / kPoolChunk * kPoolChunk;
+  return pool != 0 && blocks - pool >= 2 * uint64_t{grid} ? blocks - pool : blocks;
+}
+
 template <uint32_t kMaxGroups, bool kCompact>
 Status launch_one(const DecodePlan::Impl& p, uint32_t epoch, size_t first, size_t count,
-                  GroupStatusRecord* status, cudaStream_t stream) {
+                  GroupStatusRecord* status, unsigned long long* pool, cudaStream_t stream) {
   KernelBatch<kMaxGroups> batch{};
   batch.status = status + first;
   batch.n_groups = static_cast<uint32_t>(count);
@@ -161,23 +173,30 @@ Status launch_one(const DecodePlan::Impl& p, uint32_t epoch, size_t first, size_
     blocks += p.groups[first + i].n_blocks;
   }
   batch.total_blocks = static_cast<uint32_t>(blocks);  // checked when planning
-  const uint64_t resident = uint64_t{p.ctas_per_sm} * p.sm_count;
+  const uint64_t resident = p.grid();
   const uint32_t grid = static_cast<uint32_t>(blocks < resident ? blocks : resident);
   if (grid == 0) return Status::ok();
+  batch.pool_start = static_cast<uint32_t>(pool_start_for(blocks, grid));
+  batch.pool = batch.pool_start < blocks ? pool : nullptr;
+  batch.chunk = kPoolChunk;
   decode_kernel<kMaxGroups, kCompact><<<grid, kThreads, p.shared_bytes, stream>>>(batch);
   DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "decode kernel launch");
   return Status::ok();
 }
 
+// The workspace: the status records, then one pool counter per launch (workspace_bytes()).
 template <bool kCompact>
 Status launch_all(const DecodePlan::Impl& p, uint32_t epoch, GroupStatusRecord* status,
                   cudaStream_t stream) {
+  auto* const pools = reinterpret_cast<unsigned long long*>(status + p.groups.size());
   for (size_t first = 0; first < p.groups.size(); first += kMaxGroupsPerLaunch) {
     const size_t count = std::min<size_t>(kMaxGroupsPerLaunch, p.groups.size() - first);
-    Status s = count == 1    ? launch_one<1, kCompact>(p, epoch, first, count, status, stream)
-               : count <= 16 ? launch_one<16, kCompact>(p, epoch, first, count, status, stream)
-                             : launch_one<kMaxGroupsPerLaunch, kCompact>(p, epoch, first, count,
-                                                                         status, stream);
+    unsigned long long* const pool = pools + first / kMaxGroupsPerLaunch;
+    Status s =
+        count == 1    ? launch_one<1, kCompact>(p, epoch, first, count, status, pool, stream)
+        : count <= 16 ? launch_one<16, kCompact>(p, epoch, first, count, status, pool, stream)
+                      : launch_one<kMaxGroupsPerLaunch, kCompact>(p, epoch, first, count, status,
+                                                                  pool, stream);
     DF11_RETURN_IF_ERROR(s);
   }
   return Status::ok();

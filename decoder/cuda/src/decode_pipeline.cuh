@@ -5,7 +5,8 @@
 //
 // One thread block of 512 threads decodes one 4096-byte stream block per iteration, thread t
 // taking window t, and loops over a contiguous range of blocks (persistent grid: a few thread
-// blocks per multiprocessor; the lookup tables are staged once per group, not per block).
+// blocks per multiprocessor; the lookup tables are staged once per group, not per block); the
+// decode kernel then takes runs of blocks from the launch's tail pool (decode_blocks, kPool).
 // Per iteration:
 //   1. the window's bytes, two gap fields and three output positions were requested during
 //      the previous iteration; the block's sign_mantissa bytes are requested now, straight
@@ -61,6 +62,14 @@ struct KernelBatch {
   uint32_t n_groups;
   uint32_t total_blocks;
   uint32_t epoch;
+  // Tail pool (decode kernel only; see decode_blocks): blocks [pool_start, total_blocks) are
+  // handed out `chunk` at a time through `*pool` (epoch << 32 | blocks taken, in the
+  // workspace). pool == nullptr: static ranges over all blocks (pool_start = total_blocks).
+  // The host sets a pool only with chunk >= 2 and at least two blocks in every static range:
+  // every thread block then takes runs until the pool is empty.
+  unsigned long long* pool;
+  uint32_t pool_start;
+  uint32_t chunk;
   SharedLayout layout;
   KernelGroup groups[kMaxGroups];
 };
@@ -333,12 +342,45 @@ inline uint32_t dynamic_shared_bytes(const SharedLayout& l, uint32_t buffers) {
   return l.table_rows * kLutRowSize * 2 + kThreads * l.slot_stride + buffers * l.staging_bytes;
 }
 
-template <uint32_t kMaxGroups, bool kCompact, class Sink>
+// Thread 0 of a thread block with a pool, just before the second barrier: takes the run
+// after the one that ends at `run_end` and leaves its first block in *next (none:
+// total_blocks). The atomic's latency is paid there, once per run, by warp 0: issued earlier,
+// its result held registers across the checks and the compaction (v34, no faster); in a
+// function not inlined, the call cost a spill on every block (v32, NOTES.md).
+__device__ __forceinline__ void take_run(unsigned long long* pool, uint32_t chunk,
+                                         uint32_t epoch, uint32_t pool_start, uint32_t run_end,
+                                         uint32_t total_blocks, uint32_t* next) {
+  const unsigned long long ticket = atomicAdd(pool, static_cast<unsigned long long>(chunk));
+  const uint32_t taken = static_cast<uint32_t>(ticket);
+  uint32_t from = total_blocks;
+  if (static_cast<uint32_t>(ticket >> 32) != epoch) {
+    from = run_end;  // another launch's counter: the blocks right after, run by run
+  } else if (taken < total_blocks - pool_start) {
+    from = pool_start + taken;
+  }
+  *next = from < run_end ? total_blocks : from;  // never backwards, whatever the counter held
+}
+
+// kPool (the decode kernel): the thread blocks' static ranges cover blocks [0, pool_start)
+// only; the rest, the tail pool, is handed out in runs of `chunk` blocks by a counter in the
+// workspace, so that thread blocks that run faster (the warp schedulers favour the older
+// thread blocks of an SM) take more of it and all end together (NOTES.md, v31-v33). Within
+// a run the next block is b + 1, as in a static range; a thread block takes its next run two
+// blocks before its current one ends (thread 0, before the second barrier), and step 3 of
+// the run's last block reads it from shared memory and prefetches its first block as usual.
+// Each run is handed to exactly one thread block of the launch, whichever SM it runs on.
+// The counter holds epoch << 32 | blocks taken: every thread block raises it to epoch << 32
+// first (a launch needs no memset: the counters of earlier launches are smaller). A take
+// that returns a later epoch (a workspace shared by two launches in flight, which the API
+// forbids) makes the thread block decode the blocks after its run itself, run by run to the
+// end: blocks may then be decoded twice (same bytes, same reports), never skipped.
+template <uint32_t kMaxGroups, bool kCompact, class Sink, bool kPool = false>
 __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& batch, Sink& sink) {
   constexpr uint32_t kExponentBuffers = kCompact ? 1 : Sink::kExponentBuffers;
   __shared__ uint32_t multi[kMultiEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
   __shared__ alignas(8) unsigned long long sm_barriers[2];  // one per sign_mantissa buffer
+  __shared__ uint32_t pool_next;  // kPool: the next run's first block (none: total_blocks)
   extern __shared__ uint4 dynamic_shared[];
   const SharedLayout& layout = batch.layout;
   const uint32_t staging_bytes = layout.staging_bytes;
@@ -350,11 +392,18 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
   const uint32_t t = threadIdx.x;
   const uint32_t lane = t % 32;
   const uint32_t warp = t / 32;
-  const uint32_t begin =
-      static_cast<uint32_t>(uint64_t{blockIdx.x} * batch.total_blocks / gridDim.x);
-  const uint32_t end =
-      static_cast<uint32_t>(uint64_t{blockIdx.x + 1} * batch.total_blocks / gridDim.x);
+  const uint32_t n_static = kPool ? batch.pool_start : batch.total_blocks;
+  const uint32_t begin = static_cast<uint32_t>(uint64_t{blockIdx.x} * n_static / gridDim.x);
+  const uint32_t end = static_cast<uint32_t>(uint64_t{blockIdx.x + 1} * n_static / gridDim.x);
   if (begin >= end) return;
+  // kPool: a take with pool == nullptr never happens; no take at all leaves "none" here.
+  const bool pooled = kPool && batch.pool != nullptr;
+  if (kPool && t == 0) {
+    pool_next = batch.total_blocks;
+    // Before this thread's first take (same address, program order); ordered before the
+    // other threads' reads of pool_next by the first table staging's barriers.
+    if (pooled) atomicMax(batch.pool, static_cast<unsigned long long>(batch.epoch) << 32);
+  }
 
   // Group of block `begin`: the last one starting at or before it (every group has blocks).
   uint32_t gi = 0;
@@ -389,161 +438,25 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
   const auto multi_tab = [=](uint32_t i) { return lds_u32(multi_at + 4 * opaque(i)); };
   const uint32_t slot_at = slots_at + t * layout.slot_stride;
 
-  uint32_t stop = end;  // grows past `end` while the sink needs the next block
+  // The end of the current run: the static range's, growing past `end` while the sink needs
+  // the next block; kPool: then each run's from the pool.
+  uint32_t stop = end;
   uint32_t own_from = 0, own_to = 0xFFFFFFFFu;  // see BlockOut
+  uint32_t after = batch.total_blocks;  // kPool: the run after the current one (none: total)
+  // The static range, then (kPool) the runs taken from the pool, through two copies of the
+  // block loop (decode_block_body.inc says why).
   for (uint32_t b = begin; b < stop; ++b) {
-    const KernelGroup& g = batch.groups[gi];
-    const uint32_t lb = b - g.first_block;
-    if (gi != staged) {
-      // No barrier needed before: every thread passed the previous iteration's second
-      // barrier, after the last use of the tables.
-      // Pointers lead only to rows below n_luts - 1 <= table_rows (table_entry).
-      for (uint32_t i = t; i < table_entries; i += kThreads) {
-        sts_u16(table_at + 2 * i,
-                table_entry(g.luts, g.n_luts, g.row_depths, layout.min_code_length, i));
+#include "decode_block_body.inc"
+  }
+  if constexpr (kPool) {
+    while (after < batch.total_blocks) {
+      const uint32_t from = after;
+      stop = from + min(batch.chunk, batch.total_blocks - from);
+      after = batch.total_blocks;
+      for (uint32_t b = from; b < stop; ++b) {
+#include "decode_block_body.inc"
       }
-      __syncthreads();
-      for (uint32_t i = t; i < kMultiEntries; i += kThreads) multi[i] = multi_entry(tab, i);
-      __syncthreads();
-      staged = gi;
     }
-    const WindowInputs in = finish_inputs(raw, g, lb, t);
-
-    // Block facts, clamped so that no output position can move a write out of the block's
-    // range, the group or the staging buffer.
-    uint32_t op1 = min(in.op1, g.n_elements);
-    const uint32_t op0 = min(in.op0, op1);
-    uint32_t expected = op1 - op0;
-    uint32_t block_problem = kProblemNone;
-    uint32_t block_detail = 0;
-    const uint32_t max_weights = staging_bytes - 15;
-    if (expected > max_weights) {
-      block_problem = kProblemTooMany;
-      block_detail = expected;
-      expected = max_weights;
-      op1 = op0 + expected;
-    }
-    const uint32_t op2 = min(max(in.op2, op1), g.n_elements);
-    // Staging index of weight i is i - base; base is 16-aligned for the 16-byte copies.
-    // (Weight indices are below n_elements < 2^32.)
-    const uint32_t base = op0 & ~15u;
-    const uint32_t staging = staging_base_at + (kExponentBuffers == 1 ? 0 : parity * staging_bytes);
-    const uint32_t sm_stage_at = staging_base_at + (kExponentBuffers + parity) * staging_bytes;
-    const bool sm_staged = !kCompact && (g.flags & kSignMantissaAligned16);
-    // Weights of the range: from the first block's op0 (or the group's start) to the op0 of
-    // the block after the range (sinks that take more blocks than the range need this).
-    if (b == begin) own_from = op0;
-    else if (lb == 0) own_from = 0;
-    if (b == end) own_to = op0;
-    const BlockOut out{&g, gi, lb, op0, op1, base, staging, sm_stage_at, sm_staged, parity,
-                       own_from, own_to, b >= end};
-    // The last block of the range, or past it: does the sink need the next one too?
-    if (b + 1 == stop && lb + 1 < g.n_blocks && sink.needs_next_block(out)) ++stop;
-
-    // 1. sign_mantissa bytes of the block into shared memory: [base, base + 16 * pieces).
-    //    One bulk copy when they lie inside the array (all blocks but the group's last, on
-    //    sm_90), else 16 bytes per thread with reads stopping at n_elements (zero fill).
-    const uint32_t pieces = expected ? (op1 - base + 15) / 16 : 0;
-    const bool bulk = DF11_BULK_COPY && sm_staged && pieces != 0 &&
-                      uint64_t{base} + 16 * pieces <= g.n_elements;
-    if (bulk) {
-      if (t == 0) {
-        bulk_copy(sm_stage_at, g.sign_mantissa + base, 16 * pieces, mbar_at + 8 * parity);
-      }
-    } else if (sm_staged) {
-      const uint8_t* const src = g.sign_mantissa + base;
-      const uint32_t left = g.n_elements - base;  // > 0: op0 < n when expected > 0
-#pragma unroll 1
-      for (uint32_t i = t; i < pieces; i += kThreads) {
-        const uint32_t at = 16 * i;  // < left: pieces end within 15 bytes of op1 <= n
-        if (left - at >= 16) {
-          cp_async_16(sm_stage_at + at, src + at, 16);
-        } else {
-          // The group's last piece: byte loads that stop at n_elements (a 16-byte copy of
-          // a partial piece reads past the array, whatever its source size says).
-          uint32_t w[4] = {0, 0, 0, 0};
-#pragma unroll
-          for (uint32_t k = 0; k < 16; ++k) {
-            if (k < left - at) w[k / 4] |= uint32_t{__ldg(src + at + k)} << (8 * (k % 4));
-          }
-          sts_u128(sm_stage_at + at, w[0], w[1], w[2], w[3]);
-        }
-      }
-      cp_async_commit();
-    }
-
-    // 2. decode the window into the slot.
-    const WindowResult r = decode_window(multi_tab, tab, in.w0, in.w1, in.w2, in.gap, slot_at,
-                                         [](uint32_t a, uint32_t v) { sts_u8(a, v); });
-
-    // 3. next block's inputs, then the block-wide scan.
-    uint32_t gi_next = gi;
-    if (b + 1 < stop) {
-      while (gi_next + 1 < batch.n_groups &&
-             b + 1 >= batch.groups[gi_next].first_block + batch.groups[gi_next].n_blocks) {
-        ++gi_next;
-      }
-      const KernelGroup& gn = batch.groups[gi_next];
-      raw = load_raw(gn, b + 1 - gn.first_block, t);
-    }
-    const uint32_t incl = warp_inclusive_scan(r.count);
-    const uint32_t totals = totals_at + 4 * kWarps * parity;
-    if (lane == 31) sts_u32(totals + 4 * warp, incl);
-    __syncthreads();
-    // Block level: every warp sums the totals of the warps before it (one REDUX each).
-    const uint32_t wt = lane < kWarps ? lds_u32(totals + 4 * lane) : 0;
-    const uint32_t total = __reduce_add_sync(kFullMask, wt);
-    const uint32_t before = __reduce_add_sync(kFullMask, lane < warp ? wt : 0u);
-    const uint32_t prefix = before + incl - r.count;
-
-    // 4. checks.
-    const BlockFacts facts{lb, g.n_blocks, expected, op2 - op1, total};
-    uint32_t end_check = 0;
-    uint32_t problem = window_problem(facts, t, prefix, r, in.gap, in.gap_next, end_check);
-    uint32_t detail = problem == kProblemFirstGap ? in.gap : t;
-    if (end_check != 0) {
-      const uint32_t e = window_end_after(tab, in.w0, in.w1, in.w2, in.gap, end_check);
-      problem = first_problem(
-          problem, stream_end_problem(e, uint64_t{lb} * kWindowsPerBlock + t, g.n_bytes));
-    }
-    if (t == 0 && !count_ok(facts) && first_problem(problem, kProblemCount) == kProblemCount) {
-      problem = kProblemCount;
-      detail = total;
-    }
-    if (t == 0 && block_problem != kProblemNone &&
-        first_problem(problem, block_problem) == block_problem) {
-      problem = block_problem;
-      detail = block_detail;
-    }
-    // A block past the range is the next thread block's to report.
-    if (problem != kProblemNone && b < end) report(batch.status + gi, batch.epoch, lb, problem, detail);
-
-    // Between the two barriers: every thread is done with the previous block's step 6.
-    sink.prepare(out);
-
-    // 5. the slot, compacted into the staging buffer (real codes only).
-    const uint32_t keep = prefix < expected ? min(r.count, expected - prefix) : 0;
-    scatter_exponents([=](uint32_t q) { return lds_u32(slot_at + 4 * q); },
-                      prefix + (op0 - base), keep,
-                      [=](uint32_t word, uint32_t v) { sts_u32(staging + 4 * word, v); },
-                      [=](uint32_t word, uint32_t v) { red_or_u32(staging + 4 * word, v); });
-    if (bulk) {
-      mbar_wait(mbar_at + 8 * parity, (mbar_phases >> parity) & 1);
-      mbar_phases ^= 1u << parity;
-    } else if (sm_staged) {
-      cp_async_wait_all();
-    }
-    __syncthreads();
-
-    // 6. the sink takes the block's weights.
-    sink.consume(out);
-    if (kCompact) {
-      __syncthreads();  // the single staging buffer is rewritten next
-      sink.after_block(out);
-    }
-
-    gi = gi_next;
-    parity ^= 1;
   }
 }
 

@@ -52,7 +52,7 @@ uint64_t DecodePlan::total_blocks() const { return impl_->total_blocks; }
 uint64_t DecodePlan::total_elements() const { return impl_->total_elements; }
 uint64_t DecodePlan::stream_bytes() const { return impl_->stream_bytes; }
 size_t DecodePlan::workspace_bytes() const {
-  return impl_->groups.size() * sizeof(detail::GroupStatusRecord);
+  return detail::decode_workspace_bytes(impl_->groups.size());
 }
 size_t DecodePlan::status_copy_bytes() const {
   return detail::status_copy_bytes(impl_->groups.size());
@@ -64,7 +64,7 @@ uint32_t DecodePlan::launches() const {
 }
 uint32_t DecodePlan::shared_bytes() const { return impl_->shared_bytes; }
 bool DecodePlan::compact() const { return impl_->compact; }
-uint32_t DecodePlan::grid_size() const { return impl_->ctas_per_sm * impl_->sm_count; }
+uint32_t DecodePlan::grid_size() const { return impl_->grid(); }
 int DecodePlan::device() const { return impl_->device; }
 const std::string& DecodePlan::group_name(size_t i) const { return impl_->names.at(i); }
 
@@ -128,6 +128,7 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
     impl->compact = config.compact;
     impl->shared_bytes = config.shared_bytes;
     impl->ctas_per_sm = config.ctas_per_sm;
+    impl->max_grid = options.max_thread_blocks;
     return DecodePlan(std::move(impl));
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kResourceLimit, what + ": out of memory while planning the decode");
@@ -155,8 +156,8 @@ Result<uint32_t> begin_launch(DecodePlan::Impl& p, void* d_workspace, CUstream_s
   const WorkspaceLedger::Launch launch = p.ledger.begin_launch(d_workspace);
   if (launch.zero_first) {
     DF11_CUDA_RETURN_IF_ERROR(
-        cudaMemsetAsync(d_workspace, 0, p.groups.size() * sizeof(GroupStatusRecord), stream),
-        std::string(what) + ": cudaMemsetAsync(status records)");
+        cudaMemsetAsync(d_workspace, 0, decode_workspace_bytes(p.groups.size()), stream),
+        std::string(what) + ": cudaMemsetAsync(status records, pool counters)");
   }
   return launch.epoch;
 }
@@ -211,7 +212,8 @@ Status copy_decode_status(const DecodePlan& plan, const void* d_workspace, void*
     DF11_ASSIGN_OR_RETURN(epoch, latest_launch(p, d_workspace, "copy_decode_status"));
     DF11_CUDA_RETURN_IF_ERROR(
         cudaMemcpyAsync(static_cast<uint8_t*>(h_status) + sizeof(detail::StatusCopyHeader),
-                        d_workspace, plan.workspace_bytes(), cudaMemcpyDeviceToHost, stream),
+                        d_workspace, p.groups.size() * sizeof(detail::GroupStatusRecord),
+                        cudaMemcpyDeviceToHost, stream),
         "copy_decode_status: cudaMemcpyAsync");
   }
   // The header is the host's own: written now, outside the bytes the copy lands in.

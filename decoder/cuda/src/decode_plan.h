@@ -25,6 +25,12 @@ struct DecodePlan::Impl {
   detail::SharedLayout layout{};  // staging buffer, slot and table sizes (decode_core.h)
   uint32_t shared_bytes = 0;   // dynamic shared memory per thread block
   uint32_t ctas_per_sm = 0;
+  uint32_t max_grid = 0;       // DecodePlanOptions::max_thread_blocks (0: no cap)
+  // Thread blocks a launch may use: all resident ones, or max_grid.
+  uint32_t grid() const {
+    const uint32_t resident = ctas_per_sm * sm_count;
+    return max_grid != 0 && max_grid < resident ? max_grid : resident;
+  }
   bool compact = false;        // the kernel's compact configuration (see KernelConfig)
   uint32_t sm_count = 0;
   int device = 0;
@@ -51,6 +57,14 @@ struct PlanAccess {
 // Groups per kernel launch: their descriptions are kernel parameters (96 bytes each, within
 // the 32 KiB parameter limit of CUDA 12.1+ on sm_70 and later).
 inline constexpr uint32_t kMaxGroupsPerLaunch = 256;
+
+// The decode's workspace for n groups: the status records (one per group), then one tail-pool
+// counter per launch (epoch << 32 | blocks taken; decode_pipeline.cuh). launch_decode_gemv's
+// workspace starts with the same bytes and never writes the counters.
+inline size_t decode_workspace_bytes(size_t n_groups) {
+  const size_t launches = (n_groups + kMaxGroupsPerLaunch - 1) / kMaxGroupsPerLaunch;
+  return n_groups * sizeof(GroupStatusRecord) + launches * sizeof(unsigned long long);
+}
 
 // How the kernel runs on the current device for the plan's shared-memory layout: the
 // fast configuration (double-buffered, sign_mantissa staged through shared memory) or the

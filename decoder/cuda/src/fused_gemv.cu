@@ -753,7 +753,9 @@ Result<GemvLayout> layout_for(const DecodePlan::Impl& p, std::span<const GemvMat
                       "configuration)");
   }
   l.grid = static_cast<uint32_t>(ctas_per_sm) * p.sm_count;
-  l.carry_offset = round_up(p.groups.size() * sizeof(GroupStatusRecord), 256);
+  // After the status records and the decode's pool counters (DecodePlan::workspace_bytes):
+  // a workspace may alternate decodes and fused launches.
+  l.carry_offset = round_up(decode_workspace_bytes(p.groups.size()), 256);
   l.partials_offset =
       round_up(l.carry_offset + uint64_t{l.grid} * 2 * kGemvMaxBatch * 32 * sizeof(float), 256);
   l.bytes = l.partials_offset + l.total_chunks * batch * sizeof(float);

@@ -85,6 +85,9 @@ enum class KernelChoice { kAuto, kFast, kCompact };
 
 struct DecodePlanOptions {
   KernelChoice kernel = KernelChoice::kAuto;
+  // Thread blocks per launch at most (0: as many as the GPU holds at once, a few per
+  // multiprocessor); fewer leave multiprocessors to kernels running beside the decode.
+  uint32_t max_thread_blocks = 0;
 };
 
 // Immutable description of a batch, made on the host. Not thread-safe: launch_decode()
@@ -99,7 +102,9 @@ class DecodePlan {
   uint64_t total_blocks() const;    // 4096-byte stream blocks over all groups
   uint64_t total_elements() const;  // BF16 weights written by one launch
   uint64_t stream_bytes() const;    // encoded_exponent bytes over all groups
-  // Device memory a launch needs, in bytes (16 per group): one status record per group.
+  // Device memory a launch needs, in bytes (16 per group + 8 per kernel launch): one status
+  // record per group, then one counter per kernel launch through which its thread blocks
+  // share the last blocks (decoder/cuda/NOTES.md, v31).
   size_t workspace_bytes() const;
   // Host memory a copy_decode_status() needs, in bytes (16 + 16 per group).
   size_t status_copy_bytes() const;
@@ -108,7 +113,8 @@ class DecodePlan {
   // Dynamic shared memory per thread block, in bytes (grows with the largest block).
   uint32_t shared_bytes() const;
   bool compact() const;  // the kernel configuration chosen (KernelChoice::kCompact)
-  // Thread blocks per launch (persistent: a few per multiprocessor).
+  // Thread blocks per launch at most (persistent: a few per multiprocessor, or
+  // DecodePlanOptions::max_thread_blocks).
   uint32_t grid_size() const;
   int device() const;
   const std::string& group_name(size_t i) const;
