@@ -4,7 +4,10 @@
 # logged to OUT_DIR and bounded in time. Binaries come prebuilt for the GPU's architecture:
 #
 #   bench/cuda_gpu_session.sh BIN_DIR OUT_DIR [steps...]   (steps: info tests memcheck
-#                                      racecheck initcheck bench ncu ncu_fused source)
+#                                      racecheck initcheck bench ab ncu ncu_fused source)
+#
+# `ab` times BIN_DIR against the baseline build in AB_BASE in the same session (interleaved
+# rounds, one log per run), the comparison every kernel change needs.
 #
 # BIN_DIR holds df11_cuda_tests and df11-cuda-bench (and lib/ with any shared library the
 # machine lacks). A short summary of every step is printed last.
@@ -61,6 +64,27 @@ for s in $steps; do
     # BENCH_EXTRA: more options, e.g. "--dump DIR".
     bench) step bench 400 "$bin/df11-cuda-bench" --runs 20 --warmup 5 --model-blocks 32 \
              ${BENCH_EXTRA:-} ;;
+    ab)  # same-session A/B against a baseline build (AB_BASE: a folder with its
+         # df11-cuda-bench): AB_ROUNDS interleaved rounds of the decode rows, then AB_FULL
+         # interleaved full runs (fused rows, model line) of each
+      if [ -z "${AB_BASE:-}" ] || [ ! -x "$AB_BASE/df11-cuda-bench" ]; then
+        summary+=("ab: AB_BASE must name a folder holding the baseline's df11-cuda-bench")
+      else
+        for r in $(seq "${AB_ROUNDS:-3}"); do
+          for side in new base; do
+            b=$bin; [ $side = base ] && b=$AB_BASE
+            step "ab_dec_${side}_$r" 60 "$b/df11-cuda-bench" --runs 20 --warmup 5 \
+              --model-blocks 0 --no-gemv
+          done
+        done
+        for r in $(seq "${AB_FULL:-2}"); do
+          for side in new base; do
+            b=$bin; [ $side = base ] && b=$AB_BASE
+            step "ab_full_${side}_$r" 120 "$b/df11-cuda-bench" --runs 20 --warmup 5 \
+              --model-blocks 32
+          done
+        done
+      fi ;;
     ncu)
       step ncu 400 ncu --clock-control none --kernel-name regex:decode_kernel --launch-skip 3 \
         --launch-count 1 --set full "$bin/df11-cuda-bench" --runs 1 --warmup 3 \
