@@ -4,7 +4,13 @@
 # logged to OUT_DIR and bounded in time. Binaries come prebuilt for the GPU's architecture:
 #
 #   bench/cuda_gpu_session.sh BIN_DIR OUT_DIR [steps...]   (steps: info tests memcheck
-#                                      racecheck initcheck bench ab ncu ncu_fused source)
+#                                      racecheck initcheck bench ab ncu ncu_fused source
+#                                      source_fused)
+#
+# `source` and `source_fused` profile one launch of the decode kernel (fused kernel at batch 1)
+# with the full set and keep its summary (`<name>.log`) and its SASS source page as CSV
+# (`<name>.csv`), which decoder/cuda/gpu_runs/h100-floor/sass_attribution.py attributes to
+# source lines against `nvdisasm -g -c` of the same binary's cubin.
 #
 # `ab` times BIN_DIR against the baseline build in AB_BASE in the same session (interleaved
 # rounds, one log per run), the comparison every kernel change needs.
@@ -27,6 +33,19 @@ step() {  # step NAME SECONDS command...
   timeout "$limit" "$@" >"$out/$name.log" 2>&1
   local rc=$?
   summary+=("$name: rc=$rc, $((SECONDS - t0)) s, $(grep -E -m1 'PASSED|FAILED|ERROR SUMMARY|RACECHECK SUMMARY|decode \(one launch\)' "$out/$name.log" | head -c 160)")
+}
+
+# One launch (the 4th, after 3 warm-up runs) of the kernels matching REGEX, profiled with the
+# full set: the summary to $out/NAME.log, the SASS source page to $out/NAME.csv.
+source_profile() {  # source_profile NAME REGEX df11-cuda-bench-arguments...
+  local name=$1 regex=$2
+  shift 2
+  step "${name}_run" 400 ncu --clock-control none --kernel-name "regex:$regex" --launch-skip 3 \
+    --launch-count 1 --set full -f -o "$out/$name" "$bin/df11-cuda-bench" --runs 1 --warmup 3 \
+    --model-blocks 0 "$@"
+  ncu --import "$out/$name.ncu-rep" >"$out/$name.log" 2>&1
+  ncu --import "$out/$name.ncu-rep" --page source --print-source sass --csv >"$out/$name.csv" 2>&1
+  rm -f "$out/$name.ncu-rep"
 }
 
 # Sanitizer runs leave out the multi-megabyte cases and the long corruption sweep, unless
@@ -93,13 +112,8 @@ for s in $steps; do
       step ncu_fused 400 ncu --clock-control none --kernel-name regex:fused_gemv_kernel \
         --launch-skip 3 --launch-count 1 --set full "$bin/df11-cuda-bench" --runs 1 --warmup 3 \
         --model-blocks 0 ;;
-    source)  # per-SASS-instruction counts and stall samples of one decode launch, as CSV
-      step source_profile 400 ncu --clock-control none --kernel-name regex:decode_kernel \
-        --launch-skip 3 --launch-count 1 --set full -f -o "$out/decode_profile" \
-        "$bin/df11-cuda-bench" --runs 1 --warmup 3 --model-blocks 0 --no-gemv
-      ncu --import "$out/decode_profile.ncu-rep" --page source --print-source sass --csv \
-        >"$out/source.csv" 2>&1
-      rm -f "$out/decode_profile.ncu-rep" ;;
+    source) source_profile decode_source decode_kernel --no-gemv ;;
+    source_fused) source_profile fused_source fused_gemv_kernel ;;
     *) echo "unknown step $s" >&2 ;;
   esac
 done
