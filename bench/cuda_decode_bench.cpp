@@ -9,6 +9,11 @@
 //
 // --dump DIR writes the group's six arrays and the original weights as raw files
 // (DIR/<tensor>.bin), for comparing with other decoders outside this repository.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime_api.h>
+
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -16,11 +21,6 @@
 #include <iostream>
 #include <string>
 #include <vector>
-
-#include <CLI/CLI.hpp>
-#include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime_api.h>
 
 #include "bench_decode.h"
 #include "bench_gemv.h"
@@ -77,7 +77,8 @@ bool bench_gemv(const BenchWorkload& w, int warmup, int runs) {
                   cudaSuccess,
               "cudaMemcpy weights");
   std::vector<__nv_bfloat16> x(max_dim);
-  for (uint64_t i = 0; i < max_dim; ++i) x[i] = __float2bfloat16(0.01f * static_cast<float>(i % 97));
+  for (uint64_t i = 0; i < max_dim; ++i)
+    x[i] = __float2bfloat16(0.01f * static_cast<float>(i % 97));
   BENCH_CHECK(cudaMemcpy(d_x, x.data(), 2 * max_dim, cudaMemcpyHostToDevice) == cudaSuccess,
               "cudaMemcpy x");
   cudaEvent_t start, stop;

@@ -8,7 +8,6 @@
 #include <tbb/blocked_range.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
-
 #include <time.h>
 
 #include <chrono>
@@ -55,23 +54,21 @@ uint16_t to_bf16(float f) {
 std::vector<uint16_t> realistic_weights(uint64_t n) {
   std::vector<uint16_t> w(n);
   constexpr uint64_t kSlice = 1 << 16;
-  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, (n + kSlice - 1) / kSlice),
-                    [&](const auto& r) {
-                      for (uint64_t s = r.begin(); s != r.end(); ++s) {
-                        uint64_t state = s * 0x1234567ull + 1;
-                        const uint64_t end = std::min(n, (s + 1) * kSlice);
-                        for (uint64_t i = s * kSlice; i < end; ++i) {
-                          const double u1 = 1.0 - (splitmix(state) >> 11) * 0x1.0p-53;
-                          const double u2 = (splitmix(state) >> 11) * 0x1.0p-53;
-                          double x = 0.02 * std::sqrt(-2.0 * std::log(u1)) *
-                                     std::cos(6.283185307179586 * u2);
-                          if (splitmix(state) % 10000 == 0) {
-                            x = ((splitmix(state) >> 11) * 0x1.0p-53 * 2 - 1) * 1.28;
-                          }
-                          w[i] = to_bf16(static_cast<float>(x));
-                        }
-                      }
-                    });
+  tbb::parallel_for(tbb::blocked_range<uint64_t>(0, (n + kSlice - 1) / kSlice), [&](const auto& r) {
+    for (uint64_t s = r.begin(); s != r.end(); ++s) {
+      uint64_t state = s * 0x1234567ull + 1;
+      const uint64_t end = std::min(n, (s + 1) * kSlice);
+      for (uint64_t i = s * kSlice; i < end; ++i) {
+        const double u1 = 1.0 - (splitmix(state) >> 11) * 0x1.0p-53;
+        const double u2 = (splitmix(state) >> 11) * 0x1.0p-53;
+        double x = 0.02 * std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+        if (splitmix(state) % 10000 == 0) {
+          x = ((splitmix(state) >> 11) * 0x1.0p-53 * 2 - 1) * 1.28;
+        }
+        w[i] = to_bf16(static_cast<float>(x));
+      }
+    }
+  });
   return w;
 }
 
@@ -83,9 +80,12 @@ int main(int argc, char** argv) {
   int reps = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--gib") gib = std::atof(argv[i + 1]);
-    else if (a == "--threads") threads = std::atoi(argv[i + 1]);
-    else if (a == "--reps") reps = std::atoi(argv[i + 1]);
+    if (a == "--gib")
+      gib = std::atof(argv[i + 1]);
+    else if (a == "--threads")
+      threads = std::atoi(argv[i + 1]);
+    else if (a == "--reps")
+      reps = std::atoi(argv[i + 1]);
   }
   std::unique_ptr<tbb::global_control> limit;
   if (threads > 0) {
@@ -96,8 +96,8 @@ int main(int argc, char** argv) {
   const double gb = 2.0 * n / 1e9;
   std::printf("input: %llu BF16 weights (%.3f GB), threads: %d\n",
               static_cast<unsigned long long>(n), gb,
-              static_cast<int>(tbb::global_control::active_value(
-                  tbb::global_control::max_allowed_parallelism)));
+              static_cast<int>(
+                  tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism)));
   const std::vector<uint16_t> w = realistic_weights(n);
   const std::vector<std::span<const uint16_t>> members = {w};
 
@@ -128,8 +128,8 @@ int main(int argc, char** argv) {
     std::printf("%s\n", plan.status().to_string().c_str());
     return 1;
   }
-  std::vector<uint8_t> codes(plan->n_bytes), sm(plan->n_elements),
-      op(plan->output_positions_bytes), gaps(plan->gaps_bytes);
+  std::vector<uint8_t> codes(plan->n_bytes), sm(plan->n_elements), op(plan->output_positions_bytes),
+      gaps(plan->gaps_bytes);
   const df11::GroupOutput out{codes, sm, op, gaps};
   auto zero = [&] {
     std::memset(codes.data(), 0, codes.size());
@@ -146,13 +146,15 @@ int main(int argc, char** argv) {
   });
   best_of("encode_group (allocates outputs)", [&] { return df11::encode_group(members).is_ok(); });
 
-  std::printf("code: max length %u bits, %zu LUT rows; %.4f bits/weight (entropy %.4f); "
-              "%llu chunks\n",
-              plan->code.max_length, plan->luts.size() / 256,
-              static_cast<double>(plan->n_bits) / static_cast<double>(n), plan->entropy_bits,
-              static_cast<unsigned long long>(plan->n_chunks()));
-  std::printf("compressed: %.4f of BF16 size\n",
-              (plan->n_bytes + n + plan->gaps_bytes + plan->output_positions_bytes +
-               plan->luts.size()) / (2.0 * n));
+  std::printf(
+      "code: max length %u bits, %zu LUT rows; %.4f bits/weight (entropy %.4f); "
+      "%llu chunks\n",
+      plan->code.max_length, plan->luts.size() / 256,
+      static_cast<double>(plan->n_bits) / static_cast<double>(n), plan->entropy_bits,
+      static_cast<unsigned long long>(plan->n_chunks()));
+  std::printf(
+      "compressed: %.4f of BF16 size\n",
+      (plan->n_bytes + n + plan->gaps_bytes + plan->output_positions_bytes + plan->luts.size()) /
+          (2.0 * n));
   return 0;
 }

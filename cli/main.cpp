@@ -31,7 +31,7 @@ namespace {
 // to (so that `df11 SUB --help` lists it, with its default) and on the top level (so that it
 // may come before the subcommand too); both bind the same variable.
 struct CommonOptions {
-  std::string threads;  // validated after parsing: a positive count
+  std::string threads;    // validated after parsing: a positive count
   std::string transfers;  // Hub commands and Hub ids: parallel transfers, validated after parsing
   bool quiet = false;
   int verbose = 0;
@@ -219,8 +219,9 @@ int main(int argc, char** argv) {
       cli.add_subcommand("compress", "Hugging Face BF16 checkpoint folder -> DF11 model folder");
   compress_cmd->add_option("MODEL_DIR", compress_in, "checkpoint folder")->required();
   compress_cmd->add_option("-o,--output", compress_out, "output folder (OUT_DIR)")->required();
-  compress_cmd->add_option("--group-by", group_by,
-                           "block: one group per transformer block; tensor: one per weight")
+  compress_cmd
+      ->add_option("--group-by", group_by,
+                   "block: one group per transformer block; tensor: one per weight")
       ->check(CLI::IsMember({"block", "tensor"}));
   compress_cmd->add_flag("--force", common.force,
                          "replace an existing OUT_DIR (once the new one is complete)");

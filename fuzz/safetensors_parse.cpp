@@ -82,8 +82,8 @@ void check_df11_helpers(const df11::SafetensorsHeader& h, std::span<const uint8_
 // parse_safetensors_header (remote inspect: the first 8 + N bytes and the size only) agrees
 // with the whole-file parse.
 void check_prefix_parse(const df11::SafetensorsHeader& h, std::span<const uint8_t> bytes) {
-  df11::Result<df11::SafetensorsHeader> p = df11::parse_safetensors_header(
-      bytes.first(h.data_start), bytes.size(), "fuzz.safetensors");
+  df11::Result<df11::SafetensorsHeader> p =
+      df11::parse_safetensors_header(bytes.first(h.data_start), bytes.size(), "fuzz.safetensors");
   FUZZ_CHECK(p.is_ok());
   FUZZ_CHECK(p->header_text == h.header_text && p->metadata == h.metadata);
   FUZZ_CHECK(p->tensors.size() == h.tensors.size());
@@ -98,8 +98,8 @@ void check_prefix_parse(const df11::SafetensorsHeader& h, std::span<const uint8_
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::span<const uint8_t> bytes(data, size);
   // Any prefix with any claimed size: an answer, never a read past the prefix.
-  const df11::Result<df11::SafetensorsHeader> cut = df11::parse_safetensors_header(
-      bytes.first(size / 2), size + (size & 7), "fuzz.safetensors");
+  const df11::Result<df11::SafetensorsHeader> cut =
+      df11::parse_safetensors_header(bytes.first(size / 2), size + (size & 7), "fuzz.safetensors");
   FUZZ_CHECK(cut.is_ok() || cut.status().message().rfind("fuzz.safetensors: ", 0) == 0);
   df11::Result<df11::SafetensorsHeader> h = df11::parse_safetensors(bytes, "fuzz.safetensors");
   if (!h.is_ok()) {

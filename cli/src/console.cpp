@@ -92,5 +92,4 @@ void Console::draw_locked() {
   bar_visible_ = true;
 }
 
-
 }  // namespace df11::app

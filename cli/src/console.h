@@ -21,8 +21,7 @@ namespace df11::app {
 class Console final : public Reporter {
  public:
   // `columns`: the progress bar's width; 0 reads the terminal's width at every redraw.
-  Console(std::ostream& out, std::ostream& err, int verbosity, bool progress_bar,
-          int columns = 0);
+  Console(std::ostream& out, std::ostream& err, int verbosity, bool progress_bar, int columns = 0);
   ~Console();
   Console(const Console&) = delete;
   Console& operator=(const Console&) = delete;
@@ -41,8 +40,8 @@ class Console final : public Reporter {
   void progress_finish() override;
 
   // Reporter: what the pipelines say.
-  void note(const std::string& line) override;     // stderr "note: ...", verbosity >= 1
-  void detail(const std::string& line) override;   // stdout, verbosity >= 2
+  void note(const std::string& line) override;    // stderr "note: ...", verbosity >= 1
+  void detail(const std::string& line) override;  // stdout, verbosity >= 2
   void finding(const std::string& line) override { report(line); }
   void warning(const std::string& line) override { warn(line); }
 

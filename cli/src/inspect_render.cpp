@@ -128,7 +128,9 @@ void print_files(const InspectReport& r, std::ostream& out) {
   if (r.remote) {
     out << "  remote: " << r.remote->repo << " at " << r.remote->commit
         << ", nothing downloaded: " << remote_read_text(*r.remote) << " (headers"
-        << (r.remote->sample_bytes ? ", " + format_bytes(r.remote->sample_bytes) + " of sampled weights" : "")
+        << (r.remote->sample_bytes
+                ? ", " + format_bytes(r.remote->sample_bytes) + " of sampled weights"
+                : "")
         << ")\n";
   }
   if (!r.dtypes.empty()) out << "  tensors by dtype: " << dtype_shares_text(r.dtypes) << "\n";
@@ -150,15 +152,15 @@ void print_group_table(const InspectReport& r, const InspectTotals& t, std::ostr
     std::vector<std::string> row = {g.name, std::to_string(g.members.size()),
                                     group_digits(g.n_elements), format_bytes(g.bf16_bytes())};
     if (g.coded) {
-      row.insert(row.end(),
-                 {format_bytes(g.bytes.encoded_exponent), format_bytes(g.bytes.sign_mantissa),
-                  format_bytes(g.bytes.overhead()), format_bytes(g.bytes.total()),
-                  fixed(g.ratio(), 4), fixed(mean_code_bits(g), 3),
-                  g.counts_known ? fixed(g.code.entropy_bits, 3) : "",
-                  g.counts_known ? fixed(g.bound_ratio(), 4) : "",
-                  g.counts_known ? (g.max_block_weights_exact ? "" : "<=") +
-                                       group_digits(g.max_block_weights)
-                                 : ""});
+      row.insert(
+          row.end(),
+          {format_bytes(g.bytes.encoded_exponent), format_bytes(g.bytes.sign_mantissa),
+           format_bytes(g.bytes.overhead()), format_bytes(g.bytes.total()), fixed(g.ratio(), 4),
+           fixed(mean_code_bits(g), 3), g.counts_known ? fixed(g.code.entropy_bits, 3) : "",
+           g.counts_known ? fixed(g.bound_ratio(), 4) : "",
+           g.counts_known
+               ? (g.max_block_weights_exact ? "" : "<=") + group_digits(g.max_block_weights)
+               : ""});
     } else {
       row.insert(row.end(), {"", "", "", format_bytes(g.bf16_bytes()), "raw", "",
                              g.code.n_weights ? fixed(g.code.entropy_bits, 3) : "", "",
@@ -394,9 +396,9 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
         << (t.n_groups_coded == 1 ? " coded group, " : " coded groups, ")
         << group_digits(t.coded_weights) << " weights):\n";
     print_parts(t, out);
-    const std::string coded_bits = fixed(8.0 * static_cast<double>(t.parts.encoded_exponent) /
-                                             static_cast<double>(t.coded_weights),
-                                         3);
+    const std::string coded_bits = fixed(
+        8.0 * static_cast<double>(t.parts.encoded_exponent) / static_cast<double>(t.coded_weights),
+        3);
     if (!t.counts_known) {
       out << "DF11 codes the exponents in " << coded_bits << " bits/weight; ratio "
           << fixed(t.coded_ratio(), 4) << " (entropy unknown: it needs the weights)\n";
@@ -444,8 +446,8 @@ void render_inspect_text(const InspectReport& r, int verbosity, std::ostream& ou
   for (const GroupReport& g : r.groups) {
     if (g.alias_of.empty() || !g.coded) continue;
     out << "Tied copy: group '" << g.name << "' codes '" << g.alias_of
-        << "' again for the dfloat11 loader (its lm_head is tied): +" << format_bytes(g.bytes.total())
-        << " stored; restoration drops it\n";
+        << "' again for the dfloat11 loader (its lm_head is tied): +"
+        << format_bytes(g.bytes.total()) << " stored; restoration drops it\n";
   }
   out << "Stored unchanged: " << r.raw.size() << (r.raw.size() == 1 ? " tensor, " : " tensors, ")
       << format_bytes(t.raw_bytes) << "\n";

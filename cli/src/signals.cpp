@@ -6,7 +6,6 @@
 #include <cstring>
 #include <string>
 
-
 namespace df11::app {
 namespace {
 

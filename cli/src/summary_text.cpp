@@ -40,19 +40,17 @@ std::string compress_summary_line(const CompressOptions& options, const Compress
   return line;
 }
 
-std::string decompress_summary_line(const DecompressOptions& options,
-                                    const DecompressSummary& s) {
+std::string decompress_summary_line(const DecompressOptions& options, const DecompressSummary& s) {
   char timing[160];
   std::snprintf(timing, sizeof timing, "%s -> %s in %.2f s (%.2f GB/s)",
                 format_bytes(s.input_bytes).c_str(), format_bytes(s.output_bytes).c_str(),
                 s.seconds, gb_per_second(s.output_bytes, s.seconds));
   return "restored " + options.df11_dir.string() + " -> " + options.out_dir.string() + ": " +
          count_of(s.files, "file") + " (" + count_of(s.tensors, "tensor") + ", " +
-         (s.published            ? "a new BF16 checkpoint, no checksums recorded"
+         (s.published           ? "a new BF16 checkpoint, no checksums recorded"
           : options.file_sha256 ? "xxh3 and file sha256 checked"
                                 : "xxh3 checked") +
-         ") + " +
-         count_of(s.side_files, "other file") + ", " + timing;
+         ") + " + count_of(s.side_files, "other file") + ", " + timing;
 }
 
 std::string verify_summary_line(const VerifyOptions& options, const VerifyReport& r) {
@@ -183,11 +181,10 @@ std::string pipeline_decompress_line(const DecompressOptions& options,
   }
   char timing[32];
   std::snprintf(timing, sizeof timing, "%.2f s", s.seconds);
-  return "decompressed pipeline " + options.df11_dir.string() + " -> " +
-         options.out_dir.string() + ": " + count_of(s.restored.size(), "component") +
-         " restored (" + count_of(files, "file") + ", " + count_of(tensors, "tensor") + ", " +
-         format_bytes(out) + "), " + count_of(s.copied_files, "other file") + " copied, in " +
-         timing;
+  return "decompressed pipeline " + options.df11_dir.string() + " -> " + options.out_dir.string() +
+         ": " + count_of(s.restored.size(), "component") + " restored (" + count_of(files, "file") +
+         ", " + count_of(tensors, "tensor") + ", " + format_bytes(out) + "), " +
+         count_of(s.copied_files, "other file") + " copied, in " + timing;
 }
 
 nlohmann::ordered_json pipeline_compress_json(const CompressOptions& options,

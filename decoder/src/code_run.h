@@ -24,8 +24,8 @@ struct CodeRun {
   uint64_t* starts = nullptr;  // kStartWords words, zeroed: bit 63 - (s % 64) of word
                                // (s - base) / 64 is set for each code start s
   // Result (pos is then the bit after the last code).
-  uint64_t last_start = 0;     // the first bit of the last code decoded
-  bool ok = true;              // false: the code at `pos` reaches an unusable entry (`fault`)
+  uint64_t last_start = 0;  // the first bit of the last code decoded
+  bool ok = true;           // false: the code at `pos` reaches an unusable entry (`fault`)
   LutFault fault;
 };
 

@@ -73,16 +73,16 @@ namespace detail {
 Status reference_scan(const GroupView& group, const GroupInfo& info, const std::string& what,
                       ScanState from, uint64_t stop_bit, std::span<uint16_t> out) {
   const uint64_t end_bit = 8 * info.n_bytes;
-  uint64_t pos = from.pos;              // start of the next code
-  uint64_t checked_window = ~0ull;      // last window whose gap was checked
-  uint64_t next_block = from.block;     // next output position to check
+  uint64_t pos = from.pos;           // start of the next code
+  uint64_t checked_window = ~0ull;   // last window whose gap was checked
+  uint64_t next_block = from.block;  // next output position to check
 
   for (uint64_t i = from.index; i < info.n_elements; ++i) {
     if (pos >= stop_bit) return Status::ok();
     if (pos >= end_bit) {
-      return Status(ErrorCode::kCorruptData,
-                    what + ": the stream ends (bit " + str(end_bit) + ") after " + str(i) +
-                        " codes, n_elements = " + str(info.n_elements));
+      return Status(ErrorCode::kCorruptData, what + ": the stream ends (bit " + str(end_bit) +
+                                                 ") after " + str(i) +
+                                                 " codes, n_elements = " + str(info.n_elements));
     }
     // spec 3.6: output position b counts the codes that start before bit 32768 * b.
     for (; next_block <= info.n_blocks && next_block * kBitsPerBlock <= pos; ++next_block) {
@@ -98,24 +98,23 @@ Status reference_scan(const GroupView& group, const GroupInfo& info, const std::
     if (window != checked_window) {
       const uint32_t gap = read_gap(group.gaps, window);
       if (gap != pos % kBitsPerWindow) {
-        return Status(ErrorCode::kBadGap,
-                      what + ": gaps field " + str(window) + " = " + str(gap) +
-                          ", first code in window starts at bit " + str(pos % kBitsPerWindow));
+        return Status(ErrorCode::kBadGap, what + ": gaps field " + str(window) + " = " + str(gap) +
+                                              ", first code in window starts at bit " +
+                                              str(pos % kBitsPerWindow));
       }
       checked_window = window;
     }
     const DecodedCode code = decode_one(group, info, pos);
     if (!code.usable) {
-      return Status(ErrorCode::kCorruptData,
-                    what + ": code " + str(i) + " at bit " + str(pos) + " reaches luts row " +
-                        str(code.row) + " index " + str(code.index) + " = " + str(code.entry) +
-                        ", an entry no valid code uses");
+      return Status(ErrorCode::kCorruptData, what + ": code " + str(i) + " at bit " + str(pos) +
+                                                 " reaches luts row " + str(code.row) + " index " +
+                                                 str(code.index) + " = " + str(code.entry) +
+                                                 ", an entry no valid code uses");
     }
     if (pos + code.length > end_bit) {
       return Status(ErrorCode::kCorruptData,
-                    what + ": code " + str(i) + " at bit " + str(pos) + " has " +
-                        str(code.length) + " bits and runs past the end of the stream (bit " +
-                        str(end_bit) + ")");
+                    what + ": code " + str(i) + " at bit " + str(pos) + " has " + str(code.length) +
+                        " bits and runs past the end of the stream (bit " + str(end_bit) + ")");
     }
     if (!out.empty()) {
       out[i - from.index] = bf16_from_parts(group.sign_mantissa[i], code.exponent);
@@ -134,10 +133,10 @@ Status reference_scan(const GroupView& group, const GroupInfo& info, const std::
   }
   // spec 3.4: only the last byte may hold bits after the last code (padding).
   if ((pos + 7) / 8 != info.n_bytes) {
-    return Status(ErrorCode::kCorruptData,
-                  what + ": the " + str(info.n_elements) + " codes end at bit " + str(pos) +
-                      ", but encoded_exponent has " + str(info.n_bytes) +
-                      " bytes (only the last byte may hold padding)");
+    return Status(ErrorCode::kCorruptData, what + ": the " + str(info.n_elements) +
+                                               " codes end at bit " + str(pos) +
+                                               ", but encoded_exponent has " + str(info.n_bytes) +
+                                               " bytes (only the last byte may hold padding)");
   }
   return Status::ok();
 }
@@ -148,9 +147,9 @@ Status decode_group_reference(const GroupView& group, std::span<uint16_t> out,
                               const std::string& what) {
   DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(group, what));
   if (out.size() != info.n_elements) {
-    return Status(ErrorCode::kInvalidArgument,
-                  what + ": output holds " + str(out.size()) + " weights, the group has " +
-                      str(info.n_elements));
+    return Status(ErrorCode::kInvalidArgument, what + ": output holds " + str(out.size()) +
+                                                   " weights, the group has " +
+                                                   str(info.n_elements));
   }
   return detail::reference_scan(group, info, what, detail::ScanState{}, ~uint64_t{0}, out);
 }

@@ -50,8 +50,7 @@ struct LutFault {
 // the tables as spec 3.3 says. Returns its length (1..32), or 0 if the walk reaches an
 // unusable entry (a pointer that does not lead one level down, or a symbol whose length
 // does not fit its level), described in `fault`.
-inline uint32_t decode_slow(const FastTable& t, uint64_t bits, uint8_t* exponent,
-                            LutFault* fault) {
+inline uint32_t decode_slow(const FastTable& t, uint64_t bits, uint8_t* exponent, LutFault* fault) {
   uint32_t row = 0;
   for (uint32_t level = 0; level < kMaxCodeLength / 8; ++level) {
     const uint32_t index = static_cast<uint32_t>((bits << (8 * level)) >> 56);

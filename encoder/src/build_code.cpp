@@ -36,9 +36,9 @@ void assign_canonical_bits(Code& code) {
 
 Result<Code> build_code(const Histogram& hist, uint32_t max_length) {
   if (max_length < 1 || max_length > kMaxCodeLength) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "build_code: max_length " + std::to_string(max_length) + " is outside 1.." +
-                      std::to_string(kMaxCodeLength));
+    return Status(ErrorCode::kInvalidArgument, "build_code: max_length " +
+                                                   std::to_string(max_length) + " is outside 1.." +
+                                                   std::to_string(kMaxCodeLength));
   }
   // spec 2.1: exponents 240..255 (|x| >= 2^113, Inf, NaN) have no code: a table entry >= 240
   // is a pointer, never a symbol.
@@ -66,8 +66,7 @@ Result<Code> build_code(const Histogram& hist, uint32_t max_length) {
     // A one-symbol stream still needs one bit per weight: decoders advance by the length.
     code.length[symbols[0]] = 1;
   } else {
-    DF11_ASSIGN_OR_RETURN(std::vector<uint8_t> lengths,
-                          package_merge_lengths(weights, max_length));
+    DF11_ASSIGN_OR_RETURN(std::vector<uint8_t> lengths, package_merge_lengths(weights, max_length));
     const LutShape shape;  // spec 3.3: 8 index bits, Max_Subtables subtables
     if (count_subtables(lengths, shape) > shape.max_subtables) {
       // The best code under the length limit needs too many subtables; the DP finds the

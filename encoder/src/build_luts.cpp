@@ -37,8 +37,7 @@ class TableBuilder {
         kind_(table_.size(), Entry::kUnused) {}
 
   uint32_t row_of(uint32_t level, uint32_t prefix) const {
-    const auto it = std::lower_bound(subtables_.begin(), subtables_.end(),
-                                     Subtable{level, prefix});
+    const auto it = std::lower_bound(subtables_.begin(), subtables_.end(), Subtable{level, prefix});
     return 1 + static_cast<uint32_t>(it - subtables_.begin());
   }
 

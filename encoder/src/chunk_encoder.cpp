@@ -165,8 +165,8 @@ void window_start_in_step(const uint8_t* exponents, const EncodeTables& t, uint6
 
 // Codes the weights with exponents ex[0..count), count <= kCheckWeights, weights index.. of
 // the stream.
-inline void code_weights(const uint8_t* ex, uint64_t count, uint64_t index,
-                         const EncodeTables& t, CodeWriter& w, WindowStarts& starts) {
+inline void code_weights(const uint8_t* ex, uint64_t count, uint64_t index, const EncodeTables& t,
+                         CodeWriter& w, WindowStarts& starts) {
   uint8_t* p = w.p;
   uint64_t buf = w.buf;
   uint32_t pending = w.pending;
@@ -195,8 +195,7 @@ inline void code_weights(const uint8_t* ex, uint64_t count, uint64_t index,
     const uint32_t e0 = ex[at], e1 = ex[at + 1], e2 = ex[at + 2], e3 = ex[at + 3];
     if (bits <= kWordBits) [[likely]] {
       const uint32_t l0 = t.length[e0], l01 = l0 + t.length[e1], l012 = l01 + t.length[e2];
-      put(t.left[e0] | (t.left[e1] >> l0) | (t.left[e2] >> l01) | (t.left[e3] >> l012), bits,
-          at);
+      put(t.left[e0] | (t.left[e1] >> l0) | (t.left[e2] >> l01) | (t.left[e3] >> l012), bits, at);
       return;
     }
     for (uint64_t k = at; k < at + 4; ++k) {
@@ -233,8 +232,7 @@ inline void code_weights(const uint8_t* ex, uint64_t count, uint64_t index,
     put(t.left[ex[i]], t.length[ex[i]], i);
   }
   for (uint32_t k = 0; k < crossings; ++k) {
-    window_start_in_step(ex + crossing_at[k], t, crossing_pos[k], index + crossing_at[k],
-                         starts);
+    window_start_in_step(ex + crossing_at[k], t, crossing_pos[k], index + crossing_at[k], starts);
   }
   w.p = p;
   w.buf = buf;
@@ -260,9 +258,9 @@ Result<EncodeTables> make_encode_tables(const Code& code) {
   return t;
 }
 
-Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
-                    const EncodeTables& tables, uint64_t chunk, const GroupOutput& out,
-                    ChunkScratch& scratch, ChunkBlocks& blocks) {
+Status encode_chunk(const MemberStream& stream, const GroupPlan& plan, const EncodeTables& tables,
+                    uint64_t chunk, const GroupOutput& out, ChunkScratch& scratch,
+                    ChunkBlocks& blocks) {
   const uint64_t n = plan.n_elements;
   const uint64_t w_begin = chunk * plan.chunk_weights;
   const uint64_t w_end = std::min(n, w_begin + plan.chunk_weights);
@@ -311,8 +309,8 @@ Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
           overran = true;
           break;
         }
-        code_weights(exponents + i, std::min(kCheckWeights, pass - i), at + done + i, tables,
-                     w, starts);
+        code_weights(exponents + i, std::min(kCheckWeights, pass - i), at + done + i, tables, w,
+                     starts);
       }
     }
   });

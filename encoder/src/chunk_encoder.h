@@ -39,8 +39,8 @@ struct ChunkScratch {
 
 // Codes chunk `chunk` of `plan` into `out` (see encode_group_range for the sharing rules).
 // kInvalidArgument if the members do not code to the planned number of bits.
-Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
-                    const EncodeTables& tables, uint64_t chunk, const GroupOutput& out,
-                    ChunkScratch& scratch, ChunkBlocks& blocks);
+Status encode_chunk(const MemberStream& stream, const GroupPlan& plan, const EncodeTables& tables,
+                    uint64_t chunk, const GroupOutput& out, ChunkScratch& scratch,
+                    ChunkBlocks& blocks);
 
 }  // namespace df11

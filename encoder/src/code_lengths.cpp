@@ -17,19 +17,19 @@ namespace {
 Status check_inputs(std::span<const uint64_t> weights, uint32_t max_length) {
   const size_t n = weights.size();
   if (n < 2 || n > kMaxCodeLengthsAlphabet) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "code lengths: alphabet of " + std::to_string(n) + " symbols, need 2.." +
-                      std::to_string(kMaxCodeLengthsAlphabet));
+    return Status(ErrorCode::kInvalidArgument, "code lengths: alphabet of " + std::to_string(n) +
+                                                   " symbols, need 2.." +
+                                                   std::to_string(kMaxCodeLengthsAlphabet));
   }
   if (max_length < 1 || max_length > kMaxCodeLength) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "code lengths: max_length " + std::to_string(max_length) + ", need 1.." +
-                      std::to_string(kMaxCodeLength));
+    return Status(ErrorCode::kInvalidArgument, "code lengths: max_length " +
+                                                   std::to_string(max_length) + ", need 1.." +
+                                                   std::to_string(kMaxCodeLength));
   }
   if (max_length < 32 && n > (uint64_t{1} << max_length)) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "code lengths: " + std::to_string(n) + " symbols cannot have codes of at most " +
-                      std::to_string(max_length) + " bits");
+    return Status(ErrorCode::kInvalidArgument, "code lengths: " + std::to_string(n) +
+                                                   " symbols cannot have codes of at most " +
+                                                   std::to_string(max_length) + " bits");
   }
   uint64_t total = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -118,8 +118,8 @@ Result<std::vector<uint8_t>> package_merge_lengths(std::span<const uint64_t> wei
   for (uint32_t level = 1; level <= max_length && take > 0; ++level) {
     const std::vector<uint8_t>& flags = is_leaf[level];
     if (take > flags.size()) {
-      return Status(ErrorCode::kInternal, "package-merge: list too short at level " +
-                                              std::to_string(level));
+      return Status(ErrorCode::kInternal,
+                    "package-merge: list too short at level " + std::to_string(level));
     }
     size_t leaves_taken = 0;
     for (size_t i = 0; i < take; ++i) leaves_taken += flags[i];

@@ -18,8 +18,7 @@ namespace {
 Status size_error(GroupTensor what, uint64_t have, uint64_t want) {
   return Status(ErrorCode::kInvalidArgument,
                 "encode_group_range: " + std::string(group_tensor(what).name()) + " has " +
-                    std::to_string(have) +
-                    " bytes, the plan needs " + std::to_string(want));
+                    std::to_string(have) + " bytes, the plan needs " + std::to_string(want));
 }
 
 // The plan is a caller-visible struct: check what the writer relies on for memory safety.
@@ -36,9 +35,9 @@ Status check_plan(const GroupPlan& plan, uint64_t n, uint64_t first_chunk, uint6
     return Status(ErrorCode::kInvalidArgument, "encode_group_range: plan is inconsistent");
   }
   if (n != plan.n_elements) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "encode_group_range: members hold " + std::to_string(n) +
-                      " weights, the plan " + std::to_string(plan.n_elements));
+    return Status(ErrorCode::kInvalidArgument, "encode_group_range: members hold " +
+                                                   std::to_string(n) + " weights, the plan " +
+                                                   std::to_string(plan.n_elements));
   }
   if (first_chunk > last_chunk || last_chunk > plan.n_chunks()) {
     return Status(ErrorCode::kInvalidArgument,
@@ -74,9 +73,9 @@ Status check_plan(const GroupPlan& plan, uint64_t n, uint64_t first_chunk, uint6
 uint64_t codes_before_bit(const MemberStream& stream, const GroupPlan& plan,
                           const EncodeTables& tables, uint64_t bit) {
   const auto& offsets = plan.chunk_bit_offset;
-  const uint64_t c =
-      static_cast<uint64_t>(std::upper_bound(offsets.begin(), offsets.end(), bit) -
-                            offsets.begin()) - 1;
+  const uint64_t c = static_cast<uint64_t>(std::upper_bound(offsets.begin(), offsets.end(), bit) -
+                                           offsets.begin()) -
+                     1;
   if (c >= plan.n_chunks()) return plan.n_elements;
   uint64_t count = c * plan.chunk_weights;
   uint64_t pos = offsets[c];
@@ -152,8 +151,8 @@ Result<GroupBuffers> encode_group(std::span<const std::span<const uint16_t>> mem
     buffers.sign_mantissa.resize(plan.n_elements);
     buffers.output_positions.resize(plan.output_positions_bytes);
     buffers.gaps.resize(plan.gaps_bytes);
-    const GroupOutput out{buffers.encoded_exponent, buffers.sign_mantissa,
-                          buffers.output_positions, buffers.gaps};
+    const GroupOutput out{buffers.encoded_exponent, buffers.sign_mantissa, buffers.output_positions,
+                          buffers.gaps};
     DF11_ASSIGN_OR_RETURN(plan.max_block_weights,
                           encode_group_range(members, plan, 0, plan.n_chunks(), out));
     buffers.luts = plan.luts;
@@ -166,9 +165,8 @@ Result<GroupBuffers> encode_group(std::span<const std::span<const uint16_t>> mem
     if (plan_out != nullptr) *plan_out = std::move(plan);
     return buffers;
   } catch (const std::bad_alloc&) {
-    return Status(ErrorCode::kResourceLimit,
-                  "encode_group: out of memory for " + std::to_string(plan.n_elements) +
-                      " weights");
+    return Status(ErrorCode::kResourceLimit, "encode_group: out of memory for " +
+                                                 std::to_string(plan.n_elements) + " weights");
   }
 }
 

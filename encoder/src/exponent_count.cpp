@@ -7,8 +7,7 @@
 
 namespace df11 {
 
-std::vector<ChunkCounts> count_chunk_exponents(const MemberStream& stream,
-                                               uint64_t chunk_weights) {
+std::vector<ChunkCounts> count_chunk_exponents(const MemberStream& stream, uint64_t chunk_weights) {
   const uint64_t n_chunks = (stream.size() + chunk_weights - 1) / chunk_weights;
   std::vector<ChunkCounts> chunks(n_chunks);
   parallel_for_chunks(0, n_chunks, [&](uint64_t c) {

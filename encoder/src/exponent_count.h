@@ -46,7 +46,6 @@ using ChunkCounts = std::array<uint32_t, 256>;  // a chunk holds < 2^32 weights
 
 // Exponent counts of each chunk of `stream` (chunk c = weights [c * chunk_weights,
 // (c + 1) * chunk_weights)), in parallel: 1 KiB per chunk. chunk_weights < 2^32.
-std::vector<ChunkCounts> count_chunk_exponents(const MemberStream& stream,
-                                               uint64_t chunk_weights);
+std::vector<ChunkCounts> count_chunk_exponents(const MemberStream& stream, uint64_t chunk_weights);
 
 }  // namespace df11

@@ -1,8 +1,8 @@
 // exponent_histogram(): the exponent counts of a run of weights, in parallel over fixed-size
 // chunks. Integer sums do not depend on the order of reduction: deterministic.
 #include "df11/encoder.h"
-#include "exponent_count.h"
 #include "df11/member_stream.h"
+#include "exponent_count.h"
 
 namespace df11 {
 

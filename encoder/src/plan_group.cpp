@@ -7,8 +7,8 @@
 #include <string>
 
 #include "df11/encoder.h"
-#include "exponent_count.h"
 #include "df11/member_stream.h"
+#include "exponent_count.h"
 
 namespace df11 {
 namespace {
@@ -23,8 +23,8 @@ std::string locate_uncodable(const MemberStream& stream) {
       if (((w >> 7) & 0xFF) > kMaxCodableExponent) {
         char hex[8];
         std::snprintf(hex, sizeof hex, "0x%04x", w);
-        return "; first at member " + std::to_string(m) + ", element " +
-               std::to_string(i - begin) + " (BF16 " + hex + ")";
+        return "; first at member " + std::to_string(m) + ", element " + std::to_string(i - begin) +
+               " (BF16 " + hex + ")";
       }
     }
   }
@@ -87,8 +87,7 @@ Result<GroupPlan> plan_group_unchecked(std::span<const std::span<const uint16_t>
   Result<Code> code = build_code(plan.histogram);
   if (!code.is_ok()) {
     if (code.status().code() == ErrorCode::kUncodable) {
-      return Status(ErrorCode::kUncodable,
-                    code.status().message() + locate_uncodable(stream));
+      return Status(ErrorCode::kUncodable, code.status().message() + locate_uncodable(stream));
     }
     return code.status();
   }
@@ -146,9 +145,9 @@ Result<GroupPlan> predict_group_plan(const Histogram& sample, uint64_t n_element
   // The sample's share of each exponent, times the group's weights: n_bits in expectation.
   uint64_t sample_bits = 0;
   for (int e = 0; e < 256; ++e) sample_bits += sample[e] * plan.code.length[e];
-  plan.n_bits = static_cast<uint64_t>(std::llround(static_cast<double>(sample_bits) /
-                                                   static_cast<double>(n_sample) *
-                                                   static_cast<double>(n_elements)));
+  plan.n_bits = static_cast<uint64_t>(
+      std::llround(static_cast<double>(sample_bits) / static_cast<double>(n_sample) *
+                   static_cast<double>(n_elements)));
   plan.chunk_bit_offset = {0, plan.n_bits};
   set_stream_sizes(plan);
   // Where the members end is not known, only how many boundaries there are.

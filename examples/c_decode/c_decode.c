@@ -6,7 +6,6 @@
  *
  * Exit status: 0 when every tensor decoded, 1 otherwise (the error names file and tensor). */
 #include <df11/df11.h>
-
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,8 +42,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   n = df11_model_tensor_count(model);
-  printf("%s: %zu tensors in %zu groups (df11 %s)\n", argv[1], n,
-         df11_model_group_count(model), df11_version_string());
+  printf("%s: %zu tensors in %zu groups (df11 %s)\n", argv[1], n, df11_model_group_count(model),
+         df11_version_string());
   for (i = 0; i < n; ++i) {
     const uint64_t bytes = df11_tensor_byte_size(model, i);
     const uint64_t* shape = df11_tensor_shape(model, i);

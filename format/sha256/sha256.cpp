@@ -1,10 +1,11 @@
+#include "df11/sha256.h"
+
 #include <fcntl.h>
 #include <openssl/evp.h>
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "df11/sha256.h"
 #include "posix_file.h"
 
 namespace df11 {

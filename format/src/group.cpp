@@ -5,11 +5,11 @@
 // every LUT pointer lands on a table row, every decoded symbol has a code length matching its
 // depth, and every block's output range lies inside [0, n_elements] with at most one weight
 // per stream bit.
+#include "df11/group.h"
+
 #include <array>
 #include <cstdint>
 #include <string>
-
-#include "df11/group.h"
 
 namespace df11 {
 namespace {
@@ -35,7 +35,8 @@ Status check_sizes(const GroupView& g, const std::string& what) {
   if (n == 0) {
     // A group with no weights has no stream, no blocks and nothing to decode; the compressor
     // stores empty tensors unchanged instead (spec 3.8).
-    return fail(ErrorCode::kBadGroup, what, "sign_mantissa is empty: a group holds at least 1 weight");
+    return fail(ErrorCode::kBadGroup, what,
+                "sign_mantissa is empty: a group holds at least 1 weight");
   }
   if (n > kMaxGroupElements) {
     return fail(ErrorCode::kBadGroup, what,
@@ -46,8 +47,7 @@ Status check_sizes(const GroupView& g, const std::string& what) {
   if ((n + 7) / 8 > n_bytes) {
     return fail(ErrorCode::kBadGroup, what,
                 "encoded_exponent has " + str(n_bytes) + " bytes, too few for " + str(n) +
-                    " weights (a code is at least 1 bit: at least " + str((n + 7) / 8) +
-                    " bytes)");
+                    " weights (a code is at least 1 bit: at least " + str((n + 7) / 8) + " bytes)");
   }
   const uint64_t n_blocks = g.n_blocks();
   if (g.output_positions.size() != 4 * (n_blocks + 1)) {
@@ -60,7 +60,8 @@ Status check_sizes(const GroupView& g, const std::string& what) {
   // (np.packbits of 5 bits per window).
   if (g.gaps.size() != gap_bytes_for_blocks(n_blocks)) {
     return fail(ErrorCode::kBadGroup, what,
-                "gaps has " + str(g.gaps.size()) + " bytes, expected ceil(5 * 512 * n_blocks / 8) = " +
+                "gaps has " + str(g.gaps.size()) +
+                    " bytes, expected ceil(5 * 512 * n_blocks / 8) = " +
                     str(gap_bytes_for_blocks(n_blocks)) + " for " + str(n_blocks) + " blocks");
   }
   if (g.split_positions.size() % 8 != 0) {
@@ -185,8 +186,9 @@ Status check_split_positions(const GroupView& g, const std::string& what, uint64
     if (cur <= prev || static_cast<uint64_t>(cur) >= n) {
       return fail(ErrorCode::kBadGroup, what,
                   "split_positions[" + str(i) + "] = " + std::to_string(cur) +
-                      (i == 0 ? ", must be > 0" : ", must be > split_positions[" + str(i - 1) +
-                                                      "] = " + std::to_string(prev)) +
+                      (i == 0 ? ", must be > 0"
+                              : ", must be > split_positions[" + str(i - 1) +
+                                    "] = " + std::to_string(prev)) +
                       " and < n_elements = " + str(n));
     }
     prev = cur;

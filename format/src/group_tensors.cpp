@@ -9,8 +9,9 @@ using detail::quote_name;
 
 // GroupTensors' field for each schema entry, in kGroupTensors order.
 constexpr const TensorInfo* GroupTensors::*kFields[kGroupTensorCount] = {
-    &GroupTensors::luts,          &GroupTensors::encoded_exponent, &GroupTensors::sign_mantissa,
-    &GroupTensors::output_positions, &GroupTensors::gaps,          &GroupTensors::split_positions,
+    &GroupTensors::luts,          &GroupTensors::encoded_exponent,
+    &GroupTensors::sign_mantissa, &GroupTensors::output_positions,
+    &GroupTensors::gaps,          &GroupTensors::split_positions,
 };
 
 }  // namespace

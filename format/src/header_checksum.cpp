@@ -50,10 +50,11 @@ std::string header_checksum_hex(std::string_view header_text, size_t value_offse
 Status stamp_header_checksum(FinalizedLayout& layout) {
   const std::string_view text = layout.header_text();
   DF11_ASSIGN_OR_RETURN(const size_t value, find_header_checksum(text, "header checksum"));
-  if (value == std::string_view::npos || text.substr(value, kValueBytes) != kHeaderChecksumPlaceholder) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "header checksum: the header has no '" + std::string(kHeaderChecksumKey) +
-                      "' placeholder to fill in");
+  if (value == std::string_view::npos ||
+      text.substr(value, kValueBytes) != kHeaderChecksumPlaceholder) {
+    return Status(ErrorCode::kInvalidArgument, "header checksum: the header has no '" +
+                                                   std::string(kHeaderChecksumKey) +
+                                                   "' placeholder to fill in");
   }
   const std::string hex = header_checksum_hex(text, value);
   std::memcpy(layout.prefix.data() + kHeaderLengthBytes + value, hex.data(), kValueBytes);
@@ -66,8 +67,8 @@ Result<bool> check_header_checksum(const SafetensorsHeader& header) {
   const std::string& what = header.file_name;
   if (!is_lower_hex(*recorded, kValueBytes)) {
     return Status(ErrorCode::kBadMetadata,
-                  what + ": __metadata__ '" + std::string(kHeaderChecksumKey) + "' = " +
-                      detail::quote_name(*recorded) + " is not 16 lowercase hex digits");
+                  what + ": __metadata__ '" + std::string(kHeaderChecksumKey) +
+                      "' = " + detail::quote_name(*recorded) + " is not 16 lowercase hex digits");
   }
   DF11_ASSIGN_OR_RETURN(const size_t value, find_header_checksum(header.header_text, what));
   // The parsed value must be the bytes the checksum skips (no escapes, no other spelling):
@@ -81,10 +82,12 @@ Result<bool> check_header_checksum(const SafetensorsHeader& header) {
   }
   const std::string actual = header_checksum_hex(header.header_text, value);
   if (actual != *recorded) {
-    return Status(ErrorCode::kCorruptData, what + ": header checksum mismatch: the header text has "
-                                                  "xxh3 " +
-                                               actual + ", its '" + std::string(kHeaderChecksumKey) +
-                                               "' records " + *recorded);
+    return Status(ErrorCode::kCorruptData, what +
+                                               ": header checksum mismatch: the header text has "
+                                               "xxh3 " +
+                                               actual + ", its '" +
+                                               std::string(kHeaderChecksumKey) + "' records " +
+                                               *recorded);
   }
   return true;
 }

@@ -1,8 +1,8 @@
 // Private to format/: JSON helpers shared by the safetensors header and the df11 metadata.
 //
 // Parsing: nlohmann keeps the last of duplicate object keys without a word; the safetensors
-// format (spec 6.3 rules D1, D2) and the df11 metadata (spec 5.3) forbid duplicates, so parsing goes
-// through a SAX handler that rejects a key its object already has. It also bounds nesting
+// format (spec 6.3 rules D1, D2) and the df11 metadata (spec 5.3) forbid duplicates, so parsing
+// goes through a SAX handler that rejects a key its object already has. It also bounds nesting
 // depth, so that a hostile header cannot make the DOM arbitrarily deep.
 #pragma once
 

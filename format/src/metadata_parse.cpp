@@ -389,8 +389,8 @@ bool is_safe_relative_path(std::string_view path) {
   if (path.empty() || path.size() > kMaxFolderPathBytes) return false;
   for (size_t begin = 0;;) {
     const size_t slash = path.find('/', begin);
-    const std::string_view part =
-        path.substr(begin, slash == std::string_view::npos ? std::string_view::npos : slash - begin);
+    const std::string_view part = path.substr(
+        begin, slash == std::string_view::npos ? std::string_view::npos : slash - begin);
     if (!is_safe_file_name(part)) return false;  // also rejects "" (leading, doubled, trailing /)
     if (slash == std::string_view::npos) return true;
     begin = slash + 1;

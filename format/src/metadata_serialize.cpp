@@ -24,7 +24,8 @@ Json member_json(const MemberMeta& m) {
 
 Json stored_json(const StoredChecksums& s) {
   Json j = Json::object();
-  for (const GroupTensorSpec& t : kGroupTensors) append_member(j, std::string(t.name()), s.of(t.id));
+  for (const GroupTensorSpec& t : kGroupTensors)
+    append_member(j, std::string(t.name()), s.of(t.id));
   return j;
 }
 

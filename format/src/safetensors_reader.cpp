@@ -15,8 +15,9 @@ namespace {
 using detail::quote_name;
 using nlohmann::json;
 
-// spec 6.3 (Max_Header_Json_Depth): the header nests at most root object > tensor entry > shape array. One more
-// level is allowed so that a nested array inside "shape" reports kBadShape, not kBadJson.
+// spec 6.3 (Max_Header_Json_Depth): the header nests at most root object > tensor entry > shape
+// array. One more level is allowed so that a nested array inside "shape" reports kBadShape, not
+// kBadJson.
 constexpr int kMaxHeaderJsonDepth = 4;
 
 // A JSON number that is a non-negative integer ("-0" included, floats excluded).
@@ -153,9 +154,9 @@ Result<SafetensorsHeader> parse_safetensors_header(std::span<const uint8_t> pref
                                                    const std::string& file_name) {
   const std::string& f = file_name;
   if (prefix.size() > file_size) {
-    return Status(ErrorCode::kInvalidArgument,
-                  f + ": " + std::to_string(prefix.size()) + " header bytes given for a file of " +
-                      std::to_string(file_size) + " bytes");
+    return Status(ErrorCode::kInvalidArgument, f + ": " + std::to_string(prefix.size()) +
+                                                   " header bytes given for a file of " +
+                                                   std::to_string(file_size) + " bytes");
   }
   // H1: the 8-byte length prefix is present.
   if (file_size < kHeaderLengthBytes) {

@@ -34,7 +34,7 @@ struct Transfer {
   HttpResponse response;
   long status = 0;  // of the response whose headers are being read
   bool body_started = false;
-  Status failure;   // set by a callback that aborted the transfer
+  Status failure;  // set by a callback that aborted the transfer
   uint64_t upload_pos = 0;
 };
 
@@ -46,7 +46,8 @@ size_t on_header(char* data, size_t size, size_t count, void* user) {
     // A new response (after a 100 Continue, say): keep only the last one's headers.
     t->response.headers.clear();
     const size_t sp = line.find(' ');
-    t->status = sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
+    t->status =
+        sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
     return n;
   }
   const size_t colon = line.find(':');
@@ -102,8 +103,8 @@ size_t on_read(char* buffer, size_t size, size_t count, void* user) {
     t->upload_pos += want;
     return want;
   }
-  const ssize_t got = ::pread(r.upload_fd, buffer, want,
-                              static_cast<off_t>(r.upload_offset + t->upload_pos));
+  const ssize_t got =
+      ::pread(r.upload_fd, buffer, want, static_cast<off_t>(r.upload_offset + t->upload_pos));
   if (got <= 0) {
     t->failure = Status(ErrorCode::kIo, got == 0 ? "file shrank while uploading"
                                                  : std::string("read: ") + std::strerror(errno));
@@ -167,7 +168,8 @@ std::string url_escape(std::string_view text, bool keep_slash) {
   static const char* kHex = "0123456789ABCDEF";
   std::string out;
   for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/')) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' ||
+        (keep_slash && c == '/')) {
       out += static_cast<char>(c);
     } else {
       out += '%';
@@ -221,7 +223,10 @@ Status http_error(const HttpResponse& response, const std::string& what) {
 
 HttpSession::HttpSession(const HubConfig& config, const TransferControl& control,
                          const std::atomic<bool>* abort)
-    : config_(config), control_(control), abort_(abort), endpoint_origin_(url_origin(config.endpoint)) {
+    : config_(config),
+      control_(control),
+      abort_(abort),
+      endpoint_origin_(url_origin(config.endpoint)) {
   std::call_once(g_curl_init, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
   curl_ = curl_easy_init();
 }
@@ -332,7 +337,8 @@ Result<HttpResponse> HttpSession::send(const HttpRequest& request, const std::st
     if (!r.is_ok()) {
       const ErrorCode code = r.status().code();
       // Only transport failures are worth another try; a sink's own error is final.
-      const bool transient = code == ErrorCode::kIo && r.status().message().rfind("network: ", 0) == 0;
+      const bool transient =
+          code == ErrorCode::kIo && r.status().message().rfind("network: ", 0) == 0;
       if (!transient || attempt >= attempts) return r.status().with_context(what);
     } else if (is_retryable_status(r->status) && attempt < attempts) {
       const double retry_after = parse_retry_after(r->header("retry-after"));

@@ -57,7 +57,6 @@ struct HttpRequest {
   std::function<void(uint64_t now)> on_bytes;
 };
 
-
 class HttpSession {
  public:
   // `abort` (may be null) stops this session's transfers like the caller's cancel flag does:

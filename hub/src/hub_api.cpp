@@ -55,11 +55,10 @@ Status check_href(const json& v, const std::string& what, std::string* out) {
 
 }  // namespace
 
-Result<json> parse_server_json(const std::string& body, const std::string& what,
-                               size_t max_bytes) {
+Result<json> parse_server_json(const std::string& body, const std::string& what, size_t max_bytes) {
   if (body.size() > max_bytes) {
-    return Status(ErrorCode::kResourceLimit, what + ": answer larger than " +
-                                                 std::to_string(max_bytes) + " bytes");
+    return Status(ErrorCode::kResourceLimit,
+                  what + ": answer larger than " + std::to_string(max_bytes) + " bytes");
   }
   try {
     bool too_deep = false;
@@ -84,12 +83,11 @@ std::string normalize_etag(std::string_view etag) {
 }
 
 std::string resolve_url(const HubConfig& config, const RepoRef& ref, const std::string& path) {
-  return config.endpoint + "/" + ref.repo_id + "/resolve/" + url_escape(ref.revision, false) +
-         "/" + url_escape(path, true);
+  return config.endpoint + "/" + ref.repo_id + "/resolve/" + url_escape(ref.revision, false) + "/" +
+         url_escape(path, true);
 }
 
-Result<FileMetadata> head_file(HttpSession& session, const RepoRef& ref,
-                               const std::string& path) {
+Result<FileMetadata> head_file(HttpSession& session, const RepoRef& ref, const std::string& path) {
   HttpRequest request;
   request.method = "HEAD";
   request.url = resolve_url(session.config(), ref, path);
@@ -124,7 +122,8 @@ Result<FileMetadata> head_file(HttpSession& session, const RepoRef& ref,
       return Status(ErrorCode::kBadJson, what + ": no valid file size in the answer");
     }
     if (redirect) {
-      if (location.empty()) return Status(ErrorCode::kBadJson, what + ": redirect without Location");
+      if (location.empty())
+        return Status(ErrorCode::kBadJson, what + ": redirect without Location");
       DF11_RETURN_IF_ERROR(check_url_allowed(location).with_context(what));
       meta.location = location;
     } else {
@@ -158,7 +157,8 @@ Result<RemoteListing> get_revision(HttpSession& session, const RepoRef& ref) {
     f.path = s["rfilename"].get<std::string>();
     if (!is_safe_repo_path(f.path)) {
       std::string shown;
-      for (char c : f.path.substr(0, 100)) shown += (static_cast<unsigned char>(c) < 0x20 ? '?' : c);
+      for (char c : f.path.substr(0, 100))
+        shown += (static_cast<unsigned char>(c) < 0x20 ? '?' : c);
       return Status(ErrorCode::kBadJson,
                     what + ": unsafe file name '" + shown +
                         "' (absolute, '..', or a control character): refusing the repository");
@@ -185,7 +185,8 @@ Result<RemoteListing> get_revision(HttpSession& session, const RepoRef& ref) {
             [](const RemoteFile& a, const RemoteFile& b) { return a.path < b.path; });
   for (size_t i = 1; i < listing.files.size(); ++i) {
     if (listing.files[i].path == listing.files[i - 1].path) {
-      return Status(ErrorCode::kBadJson, what + ": file '" + listing.files[i].path + "' listed twice");
+      return Status(ErrorCode::kBadJson,
+                    what + ": file '" + listing.files[i].path + "' listed twice");
     }
   }
   return listing;
@@ -212,10 +213,10 @@ Result<bool> create_repo(HttpSession& session, const std::string& repo_id, bool 
 
 Status delete_repo(HttpSession& session, const std::string& repo_id) {
   const size_t slash = repo_id.find('/');
-  const std::string text = json{{"name", repo_id.substr(slash + 1)},
-                                {"organization", repo_id.substr(0, slash)},
-                                {"type", "model"}}
-                               .dump();
+  const std::string text = json{
+      {"name", repo_id.substr(slash + 1)},
+      {"organization", repo_id.substr(0, slash)},
+      {"type", "model"}}.dump();
   HttpRequest request;
   request.method = "DELETE";
   request.url = session.config().endpoint + "/api/repos/delete";
@@ -255,14 +256,16 @@ Result<std::vector<bool>> preupload(HttpSession& session, const RepoRef& ref,
     auto it = std::find_if(files.begin(), files.end(),
                            [&](const PreuploadFile& f) { return f.path == path; });
     if (it == files.end() || (mode != "lfs" && mode != "regular")) {
-      return Status(ErrorCode::kBadJson, what + ": unexpected entry for '" + path.substr(0, 100) + "'");
+      return Status(ErrorCode::kBadJson,
+                    what + ": unexpected entry for '" + path.substr(0, 100) + "'");
     }
     const size_t i = static_cast<size_t>(it - files.begin());
     lfs[i] = mode == "lfs";
     seen[i] = true;
   }
   for (size_t i = 0; i < files.size(); ++i) {
-    if (!seen[i]) return Status(ErrorCode::kBadJson, what + ": no upload mode for " + files[i].path);
+    if (!seen[i])
+      return Status(ErrorCode::kBadJson, what + ": no upload mode for " + files[i].path);
   }
   return lfs;
 }
@@ -280,7 +283,8 @@ Result<std::vector<LfsAction>> lfs_batch(HttpSession& session, const RepoRef& re
   HttpRequest request;
   request.method = "POST";
   request.url = session.config().endpoint + "/" + ref.repo_id + ".git/info/lfs/objects/batch";
-  request.headers = {std::string("Accept: ") + kLfsMedia, std::string("Content-Type: ") + kLfsMedia};
+  request.headers = {std::string("Accept: ") + kLfsMedia,
+                     std::string("Content-Type: ") + kLfsMedia};
   request.body = &text;
   const std::string what = "LFS batch " + ref.repo_id;
   DF11_ASSIGN_OR_RETURN(HttpResponse response, session.send(request, what));
@@ -294,7 +298,9 @@ Result<std::vector<LfsAction>> lfs_batch(HttpSession& session, const RepoRef& re
     for (const json& o : j["objects"]) {
       if (o.is_object() && o.contains("oid") && o["oid"] == want.oid) found = &o;
     }
-    if (!found) return Status(ErrorCode::kBadJson, what + ": object " + want.oid + " missing from the answer");
+    if (!found)
+      return Status(ErrorCode::kBadJson,
+                    what + ": object " + want.oid + " missing from the answer");
     const json& o = *found;
     uint64_t size = 0;
     if (!o.contains("size") || !json_size(o["size"], &size) || size != want.size) {
@@ -302,7 +308,8 @@ Result<std::vector<LfsAction>> lfs_batch(HttpSession& session, const RepoRef& re
     }
     if (o.contains("error")) {
       std::string message = "error";
-      if (o["error"].is_object() && o["error"].contains("message") && o["error"]["message"].is_string()) {
+      if (o["error"].is_object() && o["error"].contains("message") &&
+          o["error"]["message"].is_string()) {
         message = o["error"]["message"].get<std::string>().substr(0, 200);
       }
       return Status(ErrorCode::kIo, what + ": object " + want.oid + ": " + message);
@@ -335,7 +342,8 @@ Result<std::vector<LfsAction>> lfs_batch(HttpSession& session, const RepoRef& re
       for (uint64_t n = 1; n <= parts; ++n) {
         const std::string key = std::to_string(n);
         if (!header.contains(key)) {
-          return Status(ErrorCode::kBadJson, what + ": object " + want.oid + ": no URL for part " + key);
+          return Status(ErrorCode::kBadJson,
+                        what + ": object " + want.oid + ": no URL for part " + key);
         }
         std::string url;
         DF11_RETURN_IF_ERROR(check_href(header[key], what, &url));
@@ -371,7 +379,9 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
       put.upload_fd = fd;
       put.upload_offset = offset;
       put.upload_length = std::min(action.chunk_size, action.size - offset);
-      put.on_bytes = [&](uint64_t now) { if (on_bytes) on_bytes(offset + now); };
+      put.on_bytes = [&](uint64_t now) {
+        if (on_bytes) on_bytes(offset + now);
+      };
       DF11_ASSIGN_OR_RETURN(HttpResponse r,
                             session.send(put, what + " part " + std::to_string(i + 1)));
       const std::string etag = r.header("etag");
@@ -393,7 +403,8 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
     HttpRequest verify;
     verify.method = "POST";
     verify.url = action.verify_href;
-    verify.headers = {std::string("Accept: ") + kLfsMedia, std::string("Content-Type: ") + kLfsMedia};
+    verify.headers = {std::string("Accept: ") + kLfsMedia,
+                      std::string("Content-Type: ") + kLfsMedia};
     verify.body = &text;
     DF11_RETURN_IF_ERROR(session.send(verify, what + " verify").status());
   }
@@ -402,16 +413,17 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
 
 Result<CommitResult> commit(HttpSession& session, const RepoRef& ref, const std::string& summary,
                             const std::vector<CommitFile>& files, bool create_pr) {
-  std::string body = json{{"key", "header"},
-                          {"value", {{"summary", summary}, {"description", ""}}}}.dump() + "\n";
+  std::string body =
+      json{{"key", "header"}, {"value", {{"summary", summary}, {"description", ""}}}}.dump() + "\n";
   for (const CommitFile& f : files) {
     json line;
     if (f.lfs) {
       line = {{"key", "lfsFile"},
               {"value", {{"path", f.path}, {"algo", "sha256"}, {"oid", f.oid}, {"size", f.size}}}};
     } else {
-      line = {{"key", "file"},
-              {"value", {{"path", f.path}, {"content", base64(f.content)}, {"encoding", "base64"}}}};
+      line = {
+          {"key", "file"},
+          {"value", {{"path", f.path}, {"content", base64(f.content)}, {"encoding", "base64"}}}};
     }
     body += line.dump() + "\n";
   }
@@ -430,7 +442,8 @@ Result<CommitResult> commit(HttpSession& session, const RepoRef& ref, const std:
   }
   CommitResult result;
   result.oid = j["commitOid"].get<std::string>();
-  if (j.contains("commitUrl") && j["commitUrl"].is_string()) result.url = j["commitUrl"].get<std::string>();
+  if (j.contains("commitUrl") && j["commitUrl"].is_string())
+    result.url = j["commitUrl"].get<std::string>();
   if (j.contains("pullRequestUrl") && j["pullRequestUrl"].is_string()) {
     result.pr_url = j["pullRequestUrl"].get<std::string>();
   }

@@ -47,7 +47,8 @@ Status make_dirs(const std::string& dir) {
     return Status(ErrorCode::kIo, dir + ": exists and is not a folder");
   }
   const size_t slash = dir.rfind('/');
-  if (slash != std::string::npos && slash > 0) DF11_RETURN_IF_ERROR(make_dirs(dir.substr(0, slash)));
+  if (slash != std::string::npos && slash > 0)
+    DF11_RETURN_IF_ERROR(make_dirs(dir.substr(0, slash)));
   if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) return io_error("mkdir", dir);
   return Status::ok();
 }

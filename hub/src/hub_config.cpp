@@ -106,8 +106,7 @@ Result<RepoRef> parse_repo_ref(std::string_view text) {
     id = text.substr(0, at);
     ref.revision = std::string(text.substr(at + 1));
     if (!valid_revision(ref.revision)) {
-      return Status(ErrorCode::kInvalidArgument,
-                    quoted(text) + ": not a valid revision after '@'");
+      return Status(ErrorCode::kInvalidArgument, quoted(text) + ": not a valid revision after '@'");
     }
   }
   const size_t slash = id.find('/');

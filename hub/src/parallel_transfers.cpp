@@ -38,8 +38,7 @@ Status run_parallel(const HubConfig& config, const TransferControl& control, siz
   return first;
 }
 
-ProgressMeter::ProgressMeter(const TransferControl& control, uint64_t bytes_total,
-                             int files_total)
+ProgressMeter::ProgressMeter(const TransferControl& control, uint64_t bytes_total, int files_total)
     : control_(control), bytes_total_(bytes_total), files_total_(files_total) {}
 
 void ProgressMeter::report(bool force) {

@@ -23,8 +23,14 @@ Status run_parallel(const HubConfig& config, const TransferControl& control, siz
 class ProgressMeter {
  public:
   ProgressMeter(const TransferControl& control, uint64_t bytes_total, int files_total);
-  void add_bytes(uint64_t n) { bytes_.fetch_add(n, std::memory_order_relaxed); report(false); }
-  void file_done() { files_.fetch_add(1, std::memory_order_relaxed); report(true); }
+  void add_bytes(uint64_t n) {
+    bytes_.fetch_add(n, std::memory_order_relaxed);
+    report(false);
+  }
+  void file_done() {
+    files_.fetch_add(1, std::memory_order_relaxed);
+    report(true);
+  }
   void report(bool force);
 
  private:

@@ -11,8 +11,8 @@
 #include <mutex>
 
 #include "df11/hash.h"
-#include "df11/sha256.h"
 #include "df11/hub/hub.h"
+#include "df11/sha256.h"
 #include "hub_api.h"
 #include "hub_cache.h"
 #include "parallel_transfers.h"
@@ -60,14 +60,15 @@ uint64_t adopt_partial(const std::string& resume_path, const std::string& tmp_pa
 // is left, except after an interruption: the bytes received are kept at `resume_path` (not a
 // blob name: nothing reads it but the next download of this blob, which continues there).
 Status download_file(HttpSession& session, const std::string& url, const std::string& tmp_path,
-                     const std::string& resume_path, const std::string& final_path,
-                     uint64_t size, const std::string& sha256, const std::string& label,
-                     ProgressMeter& meter, uint64_t* received) {
+                     const std::string& resume_path, const std::string& final_path, uint64_t size,
+                     const std::string& sha256, const std::string& label, ProgressMeter& meter,
+                     uint64_t* received) {
   for (int round = 0;; ++round) {
     Sha256 hasher;
     uint64_t written = round == 0 ? adopt_partial(resume_path, tmp_path, size, hasher) : 0;
-    const int fd = ::open(tmp_path.c_str(),
-                          O_WRONLY | O_CREAT | O_CLOEXEC | (written > 0 ? O_APPEND : O_TRUNC), 0644);
+    const int fd =
+        ::open(tmp_path.c_str(),
+               O_WRONLY | O_CREAT | O_CLOEXEC | (written > 0 ? O_APPEND : O_TRUNC), 0644);
     if (fd < 0) return Status(ErrorCode::kIo, tmp_path + ": create: " + std::strerror(errno));
     meter.add_bytes(written);
     HttpRequest request;
@@ -82,7 +83,8 @@ Status download_file(HttpSession& session, const std::string& url, const std::st
       if (status == 206) {
         const std::string range = headers.header("content-range");
         if (range.rfind("bytes " + std::to_string(written) + "-", 0) != 0) {
-          return Status(ErrorCode::kCorruptData, label + ": the server resumed at the wrong offset");
+          return Status(ErrorCode::kCorruptData,
+                        label + ": the server resumed at the wrong offset");
         }
         return Status::ok();
       }
@@ -164,7 +166,8 @@ Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
   result.snapshot_dir = local ? *options.local_dir : paths.snapshot(listing.commit);
   if (local) {
     DF11_RETURN_IF_ERROR(make_dirs(meta_dir));
-    DF11_RETURN_IF_ERROR(write_file_atomic(*options.local_dir + "/.cache/huggingface/.gitignore", "*\n"));
+    DF11_RETURN_IF_ERROR(
+        write_file_atomic(*options.local_dir + "/.cache/huggingface/.gitignore", "*\n"));
   } else {
     DF11_RETURN_IF_ERROR(make_dirs(paths.storage + "/blobs"));
     DF11_RETURN_IF_ERROR(make_dirs(paths.snapshot(listing.commit)));
@@ -180,9 +183,9 @@ Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
       const std::string meta = read_small_file(meta_dir + "/" + f->path + ".metadata");
       const size_t nl = meta.find('\n');
       const size_t nl2 = nl == std::string::npos ? nl : meta.find('\n', nl + 1);
-      const bool meta_ok = nl2 != std::string::npos &&
-                           (meta.substr(0, nl) == listing.commit ||
-                            meta.substr(nl + 1, nl2 - nl - 1) == f->etag);
+      const bool meta_ok =
+          nl2 != std::string::npos &&
+          (meta.substr(0, nl) == listing.commit || meta.substr(nl + 1, nl2 - nl - 1) == f->etag);
       have = meta_ok && file_size_or_minus1(target) == static_cast<int64_t>(f->size);
       if (have) {
         DF11_RETURN_IF_ERROR(write_file_atomic(meta_dir + "/" + f->path + ".metadata",
@@ -208,48 +211,52 @@ Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
 
   std::mutex mutex;
   const RepoRef pinned{options.ref.repo_id, listing.commit};
-  Status s = run_parallel(config, control, todo.size(), [&](HttpSession& worker, size_t i) -> Status {
-    const RemoteFile& f = *todo[i];
-    DF11_ASSIGN_OR_RETURN(FileMetadata meta, head_file(worker, pinned, f.path));
-    if (meta.etag != f.etag || meta.size != f.size || meta.commit != listing.commit) {
-      return Status(ErrorCode::kBadJson, options.ref.repo_id + "/" + f.path +
-                                             ": the file's HEAD disagrees with the listing "
-                                             "(etag, size or commit)");
-    }
-    uint64_t received = 0;
-    const std::string sha = f.lfs ? f.etag : std::string();
-    if (local) {
-      const std::string target = *options.local_dir + "/" + f.path;
-      const std::string meta_path = meta_dir + "/" + f.path + ".metadata";
-      DF11_RETURN_IF_ERROR(make_dirs(target.substr(0, target.rfind('/'))));
-      DF11_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(meta_dir + "/" + f.path + ".lock"));
-      const std::string partial = meta_dir + "/" + f.path + "." + f.etag;
-      DF11_RETURN_IF_ERROR(download_file(worker, meta.location, incomplete_name(partial),
-                                         partial + ".incomplete", target, f.size, sha, f.path,
-                                         meter, &received));
-      DF11_RETURN_IF_ERROR(write_file_atomic(meta_path, listing.commit + "\n" + f.etag + "\n" +
-                                             std::to_string(std::time(nullptr)) + "\n"));
-    } else {
-      DF11_ASSIGN_OR_RETURN(FileLock lock, FileLock::acquire(paths.lock_dir + "/" + f.etag + ".lock"));
-      // Another process may have fetched it while we waited for the lock.
-      if (file_size_or_minus1(paths.blob(f.etag)) != static_cast<int64_t>(f.size)) {
-        const std::string blob = paths.blob(f.etag);
-        DF11_RETURN_IF_ERROR(download_file(worker, meta.location, incomplete_name(blob),
-                                           blob + ".incomplete", blob, f.size, sha, f.path, meter,
-                                           &received));
-      } else {
-        meter.add_bytes(f.size);
-      }
-      DF11_RETURN_IF_ERROR(link_snapshot_file(paths, listing.commit, f.path, f.etag));
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      result.bytes_downloaded += received;
-      ++result.files_downloaded;
-    }
-    meter.file_done();
-    return Status::ok();
-  });
+  Status s =
+      run_parallel(config, control, todo.size(), [&](HttpSession& worker, size_t i) -> Status {
+        const RemoteFile& f = *todo[i];
+        DF11_ASSIGN_OR_RETURN(FileMetadata meta, head_file(worker, pinned, f.path));
+        if (meta.etag != f.etag || meta.size != f.size || meta.commit != listing.commit) {
+          return Status(ErrorCode::kBadJson, options.ref.repo_id + "/" + f.path +
+                                                 ": the file's HEAD disagrees with the listing "
+                                                 "(etag, size or commit)");
+        }
+        uint64_t received = 0;
+        const std::string sha = f.lfs ? f.etag : std::string();
+        if (local) {
+          const std::string target = *options.local_dir + "/" + f.path;
+          const std::string meta_path = meta_dir + "/" + f.path + ".metadata";
+          DF11_RETURN_IF_ERROR(make_dirs(target.substr(0, target.rfind('/'))));
+          DF11_ASSIGN_OR_RETURN(FileLock lock,
+                                FileLock::acquire(meta_dir + "/" + f.path + ".lock"));
+          const std::string partial = meta_dir + "/" + f.path + "." + f.etag;
+          DF11_RETURN_IF_ERROR(download_file(worker, meta.location, incomplete_name(partial),
+                                             partial + ".incomplete", target, f.size, sha, f.path,
+                                             meter, &received));
+          DF11_RETURN_IF_ERROR(write_file_atomic(
+              meta_path,
+              listing.commit + "\n" + f.etag + "\n" + std::to_string(std::time(nullptr)) + "\n"));
+        } else {
+          DF11_ASSIGN_OR_RETURN(FileLock lock,
+                                FileLock::acquire(paths.lock_dir + "/" + f.etag + ".lock"));
+          // Another process may have fetched it while we waited for the lock.
+          if (file_size_or_minus1(paths.blob(f.etag)) != static_cast<int64_t>(f.size)) {
+            const std::string blob = paths.blob(f.etag);
+            DF11_RETURN_IF_ERROR(download_file(worker, meta.location, incomplete_name(blob),
+                                               blob + ".incomplete", blob, f.size, sha, f.path,
+                                               meter, &received));
+          } else {
+            meter.add_bytes(f.size);
+          }
+          DF11_RETURN_IF_ERROR(link_snapshot_file(paths, listing.commit, f.path, f.etag));
+        }
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          result.bytes_downloaded += received;
+          ++result.files_downloaded;
+        }
+        meter.file_done();
+        return Status::ok();
+      });
   DF11_RETURN_IF_ERROR(s);
   if (!local && options.ref.revision != listing.commit) {
     DF11_RETURN_IF_ERROR(

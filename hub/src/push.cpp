@@ -15,8 +15,8 @@
 #include <thread>
 
 #include "df11/hash.h"
-#include "df11/sha256.h"
 #include "df11/hub/hub.h"
+#include "df11/sha256.h"
 #include "hub_api.h"
 #include "parallel_transfers.h"
 
@@ -25,12 +25,12 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t kPreuploadBatch = 256;      // the Hub's limit per preupload call
-constexpr size_t kMaxFilesPerCommit = 99;    // the Hub recommends fewer than 100
+constexpr size_t kPreuploadBatch = 256;             // the Hub's limit per preupload call
+constexpr size_t kMaxFilesPerCommit = 99;           // the Hub recommends fewer than 100
 constexpr uint64_t kMaxRegularBytes = 64ull << 20;  // a "regular" file travels base64 in memory
 
 struct LocalFile {
-  std::string path;      // repo path ('/'-separated)
+  std::string path;  // repo path ('/'-separated)
   std::string absolute;
   uint64_t size = 0;
   std::string sha256;
@@ -84,8 +84,8 @@ Status read_sample(LocalFile& f) {
   f.sample.assign(static_cast<size_t>(std::min<uint64_t>(512, f.size)), '\0');
   size_t done = 0;
   while (done < f.sample.size()) {
-    const ssize_t n = ::pread(fd, f.sample.data() + done, f.sample.size() - done,
-                              static_cast<off_t>(done));
+    const ssize_t n =
+        ::pread(fd, f.sample.data() + done, f.sample.size() - done, static_cast<off_t>(done));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       ::close(fd);
@@ -163,7 +163,8 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     }
     for (const LocalFile& f : files) {
       if (f.path == extra.path) {
-        return Status(ErrorCode::kInvalidArgument, f.absolute + ": the folder has this file already");
+        return Status(ErrorCode::kInvalidArgument,
+                      f.absolute + ": the folder has this file already");
       }
     }
     LocalFile f;
@@ -184,13 +185,15 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
   for (LocalFile& f : files) DF11_RETURN_IF_ERROR(read_sample(f));
 
   if (!options.repo_ready) {
-    DF11_RETURN_IF_ERROR(prepare_repo(config, options.ref.repo_id, options.private_repo, control).status());
+    DF11_RETURN_IF_ERROR(
+        prepare_repo(config, options.ref.repo_id, options.private_repo, control).status());
   }
   HttpSession session(config, control);
   for (size_t begin = 0; begin < files.size(); begin += kPreuploadBatch) {
     const size_t end = std::min(files.size(), begin + kPreuploadBatch);
     std::vector<PreuploadFile> batch;
-    for (size_t i = begin; i < end; ++i) batch.push_back({files[i].path, files[i].size, files[i].sample});
+    for (size_t i = begin; i < end; ++i)
+      batch.push_back({files[i].path, files[i].size, files[i].sample});
     DF11_ASSIGN_OR_RETURN(std::vector<bool> lfs,
                           preupload(session, options.ref, batch, options.create_pr));
     // Empty files cannot go through LFS storage.
@@ -229,55 +232,56 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
   }
   std::set<std::string> claimed;
   ProgressMeter meter(control, lfs_bytes, static_cast<int>(lfs_files.size()));
-  Status s = run_parallel(config, control, lfs_files.size(), [&](HttpSession& worker, size_t n) -> Status {
-    LocalFile& f = files[lfs_files[n]];
-    if (std::optional<std::string> sha = given_sha256(lfs_files[n])) {
-      f.sha256 = std::move(*sha);
-    } else {
-      DF11_RETURN_IF_ERROR(hash_file(f, control.cancelled));
-      std::lock_guard<std::mutex> lock(mutex);
-      ++result.files_hashed;
-    }
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!claimed.insert(f.sha256).second) {
-        meter.add_bytes(f.size);
+  Status s =
+      run_parallel(config, control, lfs_files.size(), [&](HttpSession& worker, size_t n) -> Status {
+        LocalFile& f = files[lfs_files[n]];
+        if (std::optional<std::string> sha = given_sha256(lfs_files[n])) {
+          f.sha256 = std::move(*sha);
+        } else {
+          DF11_RETURN_IF_ERROR(hash_file(f, control.cancelled));
+          std::lock_guard<std::mutex> lock(mutex);
+          ++result.files_hashed;
+        }
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (!claimed.insert(f.sha256).second) {
+            meter.add_bytes(f.size);
+            meter.file_done();
+            return Status::ok();
+          }
+        }
+        DF11_ASSIGN_OR_RETURN(std::vector<LfsAction> actions,
+                              lfs_batch(worker, options.ref, {LfsObject{f.sha256, f.size}}));
+        if (actions.size() != 1) {
+          return Status(ErrorCode::kBadJson, f.path + ": the LFS batch answer has " +
+                                                 std::to_string(actions.size()) + " objects for 1");
+        }
+        if (actions[0].stored) {
+          meter.add_bytes(f.size);
+          meter.file_done();
+          std::lock_guard<std::mutex> lock(mutex);
+          ++result.lfs_already_stored;
+          return Status::ok();
+        }
+        const int fd = ::open(f.absolute.c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0) return Status(ErrorCode::kIo, f.absolute + ": open: " + std::strerror(errno));
+        uint64_t reported = 0;
+        Status up = lfs_upload(worker, actions[0], fd, [&](uint64_t now) {
+          // A retried part restarts its count: only forward progress is reported.
+          if (now > reported) {
+            meter.add_bytes(now - reported);
+            reported = now;
+          }
+        });
+        ::close(fd);
+        DF11_RETURN_IF_ERROR(up.with_context(f.path));
+        if (f.size > reported) meter.add_bytes(f.size - reported);
         meter.file_done();
+        std::lock_guard<std::mutex> lock(mutex);
+        result.bytes_uploaded += f.size;
+        ++result.lfs_uploaded;
         return Status::ok();
-      }
-    }
-    DF11_ASSIGN_OR_RETURN(std::vector<LfsAction> actions,
-                          lfs_batch(worker, options.ref, {LfsObject{f.sha256, f.size}}));
-    if (actions.size() != 1) {
-      return Status(ErrorCode::kBadJson, f.path + ": the LFS batch answer has " +
-                                             std::to_string(actions.size()) + " objects for 1");
-    }
-    if (actions[0].stored) {
-      meter.add_bytes(f.size);
-      meter.file_done();
-      std::lock_guard<std::mutex> lock(mutex);
-      ++result.lfs_already_stored;
-      return Status::ok();
-    }
-    const int fd = ::open(f.absolute.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return Status(ErrorCode::kIo, f.absolute + ": open: " + std::strerror(errno));
-    uint64_t reported = 0;
-    Status up = lfs_upload(worker, actions[0], fd, [&](uint64_t now) {
-      // A retried part restarts its count: only forward progress is reported.
-      if (now > reported) {
-        meter.add_bytes(now - reported);
-        reported = now;
-      }
-    });
-    ::close(fd);
-    DF11_RETURN_IF_ERROR(up.with_context(f.path));
-    if (f.size > reported) meter.add_bytes(f.size - reported);
-    meter.file_done();
-    std::lock_guard<std::mutex> lock(mutex);
-    result.bytes_uploaded += f.size;
-    ++result.lfs_uploaded;
-    return Status::ok();
-  });
+      });
   DF11_RETURN_IF_ERROR(s);
 
   // Commit only now that every object is stored, and the check beside the upload passed.
@@ -299,8 +303,8 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
         op.size = files[i].size;
       } else {
         DF11_ASSIGN_OR_RETURN(op.content, read_whole(files[i]));
-        const std::string sha = sha256_hex(
-            {reinterpret_cast<const uint8_t*>(op.content.data()), op.content.size()});
+        const std::string sha =
+            sha256_hex({reinterpret_cast<const uint8_t*>(op.content.data()), op.content.size()});
         if (std::optional<std::string> given = given_sha256(i)) {
           // What was verified is what is sent.
           if (*given != sha) {
@@ -317,7 +321,8 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
       summary += " (part " + std::to_string(begin / kMaxFilesPerCommit + 1) + " of " +
                  std::to_string((files.size() + kMaxFilesPerCommit - 1) / kMaxFilesPerCommit) + ")";
     }
-    DF11_ASSIGN_OR_RETURN(CommitResult c, commit(session, options.ref, summary, ops, options.create_pr));
+    DF11_ASSIGN_OR_RETURN(CommitResult c,
+                          commit(session, options.ref, summary, ops, options.create_pr));
     result.commit_oid = c.oid;
     result.commit_url = c.url;
     if (!c.pr_url.empty()) result.pr_url = c.pr_url;

@@ -62,9 +62,8 @@ Result<std::string> read_one(HttpSession& session, const std::string& repo_id,
   };
   request.sink = [&](std::span<const uint8_t> bytes) -> Status {
     if (out.size() + bytes.size() > range.length) {
-      return Status(ErrorCode::kCorruptData,
-                    what + ": the server sent more than the " + std::to_string(range.length) +
-                        " bytes asked for");
+      return Status(ErrorCode::kCorruptData, what + ": the server sent more than the " +
+                                                 std::to_string(range.length) + " bytes asked for");
     }
     out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     return Status::ok();
@@ -72,8 +71,9 @@ Result<std::string> read_one(HttpSession& session, const std::string& repo_id,
   for (int hop = 0;; ++hop) {
     requests.fetch_add(1);
     Result<HttpResponse> answer = session.send(request, what);
-    if (!answer && cached && (answer.status().code() == ErrorCode::kInvalidArgument ||
-                              answer.status().code() == ErrorCode::kNotFound)) {
+    if (!answer && cached &&
+        (answer.status().code() == ErrorCode::kInvalidArgument ||
+         answer.status().code() == ErrorCode::kNotFound)) {
       // A CDN URL from an earlier read that the CDN refuses now (a 4xx: an expired
       // signature): resolve again, once.
       cached = false;
@@ -143,22 +143,23 @@ Result<std::vector<std::string>> read_ranges(const HubConfig& config, const std:
   std::mutex mutex;  // guards `locations`
   std::map<std::string, std::string> locations;
   if (stats) locations = stats->locations;
-  Status s = run_parallel(config, control, ranges.size(), [&](HttpSession& worker, size_t i) -> Status {
-    std::string location;
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      const auto it = locations.find(ranges[i].path);
-      if (it != locations.end()) location = it->second;
-    }
-    const std::string before = location;
-    DF11_ASSIGN_OR_RETURN(out[i], read_one(worker, repo_id, listing.commit, *files[i], ranges[i],
-                                           requests, location));
-    if (location != before) {
-      std::lock_guard<std::mutex> lock(mutex);
-      locations[ranges[i].path] = location;
-    }
-    return Status::ok();
-  });
+  Status s =
+      run_parallel(config, control, ranges.size(), [&](HttpSession& worker, size_t i) -> Status {
+        std::string location;
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          const auto it = locations.find(ranges[i].path);
+          if (it != locations.end()) location = it->second;
+        }
+        const std::string before = location;
+        DF11_ASSIGN_OR_RETURN(out[i], read_one(worker, repo_id, listing.commit, *files[i],
+                                               ranges[i], requests, location));
+        if (location != before) {
+          std::lock_guard<std::mutex> lock(mutex);
+          locations[ranges[i].path] = location;
+        }
+        return Status::ok();
+      });
   if (stats) {
     stats->requests += requests.load();
     for (const std::string& bytes : out) stats->bytes_received += bytes.size();

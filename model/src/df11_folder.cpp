@@ -35,7 +35,8 @@ namespace {
 template <typename T>
 Result<T> after_header_check(const Status& header_check, Result<T> result) {
   if (result || header_check) return result;
-  return Status(header_check.code(), header_check.message() + "; then: " + result.status().message());
+  return Status(header_check.code(),
+                header_check.message() + "; then: " + result.status().message());
 }
 
 Status after_header_check(const Status& header_check, Status status) {
@@ -62,14 +63,13 @@ Status check_aliases(const Df11Folder& folder) {
         t.is_member ? folder.member_meta(t).shape : folder.folder.tensor(t.raw).shape;
     const bool bf16 = t.is_member || folder.folder.tensor(t.raw).dtype == Dtype::kBF16;
     if (!bf16 || shape != m.shape) {
-      return Status(ErrorCode::kBadMetadata, where + ": shape " + shape_to_string(m.shape) +
-                                                 ", the tensor it copies is " +
-                                                 (bf16 ? "" : "not BF16, ") +
-                                                 shape_to_string(shape));
+      return Status(ErrorCode::kBadMetadata,
+                    where + ": shape " + shape_to_string(m.shape) + ", the tensor it copies is " +
+                        (bf16 ? "" : "not BF16, ") + shape_to_string(shape));
     }
     if (t.xxh3 != m.xxh3) {
-      return Status(ErrorCode::kBadMetadata, where + ": xxh3 " + m.xxh3 +
-                                                 ", the tensor it copies has " + t.xxh3);
+      return Status(ErrorCode::kBadMetadata,
+                    where + ": xxh3 " + m.xxh3 + ", the tensor it copies has " + t.xxh3);
     }
   }
   return Status::ok();
@@ -97,11 +97,11 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
     DF11_ASSIGN_OR_RETURN(std::optional<Df11Metadata> meta,
                           after_header_check(header_check, read_df11_metadata(header)));
     if (!meta) {
-      return after_header_check(header_check,
-                                Status(ErrorCode::kBadMetadata,
-                                       folder.shard_names[s] +
-                                           ": written by df11 but has no df11 metadata (the "
-                                           "folder's other shards or its config.json say so)"));
+      return after_header_check(
+          header_check,
+          Status(ErrorCode::kBadMetadata, folder.shard_names[s] +
+                                              ": written by df11 but has no df11 metadata (the "
+                                              "folder's other shards or its config.json say so)"));
     }
     if (header_check && header.metadata_value(kHeaderChecksumKey) == nullptr &&
         spec_minor_version(meta->spec_version) >= kFolderRecordMinor) {
@@ -111,9 +111,9 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
                                 std::string(kHeaderChecksumKey) + "' (required from 1.1 on)");
     }
     result.header_checks.push_back(header_check);
-    DF11_ASSIGN_OR_RETURN(std::vector<GroupTensors> tensors,
-                          after_header_check(header_check,
-                                             check_metadata_against_header(*meta, header)));
+    DF11_ASSIGN_OR_RETURN(
+        std::vector<GroupTensors> tensors,
+        after_header_check(header_check, check_metadata_against_header(*meta, header)));
     for (size_t g = 0; g < meta->groups.size(); ++g) {
       const GroupMeta& gm = meta->groups[g];
       CodedGroup coded;

@@ -57,7 +57,7 @@ struct Df11Folder {
   // mismatch, kBadMetadata if a 1.1 shard has none). Verify reports these and goes on, so
   // that the fields a corruption changed are named too; decompress refuses the folder.
   std::vector<Status> header_checks;
-  std::vector<CodedGroup> groups;      // shard by shard, metadata order
+  std::vector<CodedGroup> groups;  // shard by shard, metadata order
   std::unordered_map<std::string, OriginalTensor> originals;
   std::vector<AliasMember> aliases;  // shard by shard, metadata order
   std::vector<SourceRef> sources;    // sorted by file name
@@ -85,8 +85,9 @@ bool written_by_df11(const ModelFolder& folder);
 // Reads and cross-checks the metadata of every shard (each must have it: kBadMetadata
 // "written by df11 but has no df11 metadata" otherwise). kDuplicateName if a tensor, source
 // or side file appears twice; kBadMetadata if an alias member (spec 5.3 G8) names no tensor
-// of the folder, or one of another shape or checksum. When a shard's header checksum fails, an error found while
-// interpreting that header is reported as kCorruptData with the checksum's message first.
+// of the folder, or one of another shape or checksum. When a shard's header checksum fails, an
+// error found while interpreting that header is reported as kCorruptData with the checksum's
+// message first.
 Result<Df11Folder> open_df11_folder(ModelFolder folder);
 
 // The first failed header check of `folder.header_checks`, or OK.

@@ -130,9 +130,9 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
     }
     findings.hashed.push_back(FolderFile{f.file, state->size, state->sha256});
     if (state->size != f.size || state->sha256 != f.sha256) {
-      findings.failures.push_back(f.file + ": " + std::to_string(state->size) +
-                                  " bytes with sha256 " + state->sha256 + ", the folder record has " +
-                                  std::to_string(f.size) + " bytes with sha256 " + f.sha256);
+      findings.failures.push_back(
+          f.file + ": " + std::to_string(state->size) + " bytes with sha256 " + state->sha256 +
+          ", the folder record has " + std::to_string(f.size) + " bytes with sha256 " + f.sha256);
       continue;
     }
     ++findings.files_checked;
@@ -150,8 +150,9 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
       findings.failures.push_back(rel + ": written by df11, but not in the folder record");
     } else if (is_top_level_safetensors(rel)) {
       findings.failures.push_back(
-          rel + ": not in the folder record, and the dfloat11 loader loads every *.safetensors "
-                "of the folder");
+          rel +
+          ": not in the folder record, and the dfloat11 loader loads every *.safetensors "
+          "of the folder");
     } else if (findings.warnings.size() < kMaxListedWarnings) {
       findings.warnings.push_back(rel + ": not in the folder record (added after compression?)");
     } else {

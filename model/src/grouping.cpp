@@ -146,8 +146,7 @@ void split_oversized(std::vector<GroupSpec>& groups, std::span<const TensorEntry
     }
     notes.push_back("group '" + g.name + "' has " + std::to_string(n) +
                     " weights, above the loader's limit of " + std::to_string(max_elements) +
-                    " (Max_Elements_Compat): coded as " +
-                    std::to_string(kept_parts) +
+                    " (Max_Elements_Compat): coded as " + std::to_string(kept_parts) +
                     " groups of numbered sub-modules" +
                     (per_tensor ? " and " + std::to_string(per_tensor) + " single tensors" : "") +
                     " instead");

@@ -68,9 +68,9 @@ Grouping derive_groups(std::span<const TensorEntry> tensors, GroupBy by,
 // alternation of its layer numbers ("model\.layers\.(?:0|5|7)"), so that no module path fully
 // matches two keys. Numbers inside a prefix (split MoE experts: "model.layers.3.mlp.experts")
 // become \d+ ("model\.layers\.\d+\.mlp\.experts\.\d+"); such a prefix with several lists
-// gets the alternation of its groups' full names (the loader applies every matching key). Module groups get their escaped
-// path with []. Keys of which no group remains coded are left out. Keys appear in the order
-// of their first group.
+// gets the alternation of its groups' full names (the loader applies every matching key). Module
+// groups get their escaped path with []. Keys of which no group remains coded are left out. Keys
+// appear in the order of their first group.
 nlohmann::ordered_json derive_pattern_dict(std::span<const GroupSpec> groups,
                                            const std::vector<bool>& coded);
 

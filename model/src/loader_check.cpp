@@ -7,8 +7,8 @@ Result<LoaderPatterns> LoaderPatterns::compile(const nlohmann::ordered_json& pat
   LoaderPatterns patterns;
   size_t states = 0;
   for (const auto& [key, value] : pattern_dict.items()) {
-    const std::string where = file_name + ": pattern_dict key '" + key.substr(0, 200) +
-                              (key.size() > 200 ? "...'" : "'");
+    const std::string where =
+        file_name + ": pattern_dict key '" + key.substr(0, 200) + (key.size() > 200 ? "...'" : "'");
     auto regex = SafeRegex::compile(key);
     if (!regex) return regex.status().with_context(where);
     states += regex->state_count();

@@ -13,8 +13,8 @@ using Shape = std::vector<uint64_t>;
 // The architecture families of the DFloat11 hub's language models (config.json model_type):
 // decoder layers "...layers.N.self_attn.*" and "...layers.N.mlp.*" with the dimensions below.
 constexpr std::array<std::string_view, 11> kLlmFamilies = {
-    "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
-    "phi3",  "mixtral", "qwen2_moe"};
+    "llama",  "mistral",     "qwen2", "qwen3",   "qwen3_moe", "gemma",
+    "gemma2", "gemma3_text", "phi3",  "mixtral", "qwen2_moe"};
 
 bool all_digits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -76,7 +76,8 @@ std::optional<Shape> llm_shape(const nlohmann::json& c, const std::string& name)
   const uint64_t q = *heads * head_dim, kv = kv_heads * head_dim;
   const auto inter = dim(c, "intermediate_size");
   // MoE experts: Qwen3-MoE moe_intermediate_size; Mixtral's experts use intermediate_size.
-  const auto expert_inter = dim(c, "moe_intermediate_size") ? dim(c, "moe_intermediate_size") : inter;
+  const auto expert_inter =
+      dim(c, "moe_intermediate_size") ? dim(c, "moe_intermediate_size") : inter;
   const auto experts = dim(c, "num_experts") ? dim(c, "num_experts") : dim(c, "num_local_experts");
   const auto rest = after_block(name, "layers");
   if (!rest) return std::nullopt;
@@ -94,7 +95,8 @@ std::optional<Shape> llm_shape(const nlohmann::json& c, const std::string& name)
   if (expert_inter) {
     const uint64_t i = *expert_inter;
     if (r == "mlp.experts.#.gate_proj.weight" || r == "mlp.experts.#.up_proj.weight" ||
-        r == "block_sparse_moe.experts.#.w1.weight" || r == "block_sparse_moe.experts.#.w3.weight") {
+        r == "block_sparse_moe.experts.#.w1.weight" ||
+        r == "block_sparse_moe.experts.#.w3.weight") {
       return Shape{i, h};
     }
     if (r == "mlp.experts.#.down_proj.weight" || r == "block_sparse_moe.experts.#.w2.weight") {
@@ -128,9 +130,9 @@ std::optional<Shape> flux_shape(const nlohmann::json& c, const std::string& name
     if (*r == "ff.net.#.proj.weight" || *r == "ff_context.net.#.proj.weight") return Shape{m, d};
     if (*r == "ff.net.#.weight" || *r == "ff_context.net.#.weight") return Shape{d, m};
     static constexpr std::array<std::string_view, 8> kSquare = {
-        "attn.to_q.weight",      "attn.to_k.weight",      "attn.to_v.weight",
+        "attn.to_q.weight",       "attn.to_k.weight",       "attn.to_v.weight",
         "attn.add_q_proj.weight", "attn.add_k_proj.weight", "attn.add_v_proj.weight",
-        "attn.to_out.#.weight",  "attn.to_add_out.weight"};
+        "attn.to_out.#.weight",   "attn.to_add_out.weight"};
     if (std::find(kSquare.begin(), kSquare.end(), *r) != kSquare.end()) return Shape{d, d};
     return std::nullopt;
   }
@@ -140,7 +142,8 @@ std::optional<Shape> flux_shape(const nlohmann::json& c, const std::string& name
   if (name == "x_embedder.weight") return Shape{d, in};
   if (name == "proj_out.weight") return Shape{patch * patch * out, d};
   if (name == "norm_out.linear.weight") return Shape{2 * d, d};
-  if (const auto joint = dim(c, "joint_attention_dim"); joint && name == "context_embedder.weight") {
+  if (const auto joint = dim(c, "joint_attention_dim");
+      joint && name == "context_embedder.weight") {
     return Shape{d, *joint};
   }
   if (name == "time_text_embed.timestep_embedder.linear_1.weight" ||

@@ -5,12 +5,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "df11/status.h"
 #include "model_folder.h"
@@ -36,7 +35,7 @@ class MemberShapes {
   std::optional<std::vector<uint64_t>> from_family(const std::string& name) const;
 
   std::string family_;
-  nlohmann::json config_;  // the config that describes the family's dimensions
+  nlohmann::json config_;             // the config that describes the family's dimensions
   bool language_model_only_ = false;  // config_ is a wrapper's text_config
   std::unordered_map<std::string, std::vector<uint64_t>> like_;
 };

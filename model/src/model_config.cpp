@@ -83,7 +83,7 @@ Result<std::optional<Json>> read_pattern_dict(const std::string& config_text,
 }
 
 Result<std::optional<std::string>> read_df11_marker(const std::string& config_text,
-                                                   const std::string& file_name) {
+                                                    const std::string& file_name) {
   DF11_ASSIGN_OR_RETURN(std::optional<Json> d, read_dfloat11_config(config_text, file_name));
   if (!d || !d->is_object()) return std::optional<std::string>();
   const auto marker = d->find(kDf11MarkerKey);
@@ -91,9 +91,9 @@ Result<std::optional<std::string>> read_df11_marker(const std::string& config_te
   const auto version = marker->is_object() ? marker->find("spec_version") : marker->end();
   if (!marker->is_object() || marker->size() != 1 || version == marker->end() ||
       !version->is_string() || !is_major_1_version(version->get_ref<const std::string&>())) {
-    return Status(ErrorCode::kBadConfig, file_name + ": dfloat11_config.df11 = " +
-                                             marker->dump().substr(0, 200) +
-                                             " is not {\"spec_version\": \"1.<minor>\"}");
+    return Status(ErrorCode::kBadConfig,
+                  file_name + ": dfloat11_config.df11 = " + marker->dump().substr(0, 200) +
+                      " is not {\"spec_version\": \"1.<minor>\"}");
   }
   return std::optional<std::string>(version->get<std::string>());
 }

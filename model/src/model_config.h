@@ -41,7 +41,7 @@ Result<std::optional<nlohmann::ordered_json>> read_pattern_dict(const std::strin
 // has no dfloat11_config or no marker. kBadConfig if the text is not a JSON object or the
 // marker is not {"spec_version": "1.<minor>"}.
 Result<std::optional<std::string>> read_df11_marker(const std::string& config_text,
-                                                   const std::string& file_name);
+                                                    const std::string& file_name);
 
 // A new index: the original's "metadata" entries (total_size replaced) and a weight_map of
 // every tensor (sorted by name, as transformers writes it). kBadConfig if the original is

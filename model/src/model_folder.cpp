@@ -66,8 +66,8 @@ Result<std::vector<std::string>> checkpoint_shards(const std::vector<std::string
   const std::set<std::string> present(top_level_files.begin(), top_level_files.end());
   for (const std::string& file : indexed) {
     if (file.find('/') != std::string::npos || present.count(file) == 0) {
-      return Status(ErrorCode::kNotFound,
-                    index_where + ": names shard '" + file + "', which is not a file of the folder");
+      return Status(ErrorCode::kNotFound, index_where + ": names shard '" + file +
+                                              "', which is not a file of the folder");
     }
   }
   // With an index, the checkpoint is the shards it names; another top-level .safetensors
@@ -129,12 +129,11 @@ Result<ModelFolder> open_model_folder(const fs::path& dir, const CancelToken& ca
     if (!text) return text.status();
     (name == kConfigFile ? folder.config_text : folder.index_text) = std::move(text).value();
   }
-  DF11_ASSIGN_OR_RETURN(folder.shard_names,
-                        checkpoint_shards(top_level, folder.index_text,
-                                          (dir / folder.index_name).string()));
+  DF11_ASSIGN_OR_RETURN(folder.shard_names, checkpoint_shards(top_level, folder.index_text,
+                                                              (dir / folder.index_name).string()));
   for (const std::string& name : top_level) {
-    if (is_shard_name(name) && !std::binary_search(folder.shard_names.begin(),
-                                                   folder.shard_names.end(), name)) {
+    if (is_shard_name(name) &&
+        !std::binary_search(folder.shard_names.begin(), folder.shard_names.end(), name)) {
       folder.side_files.push_back(name);
     }
   }

@@ -64,7 +64,7 @@ Result<std::vector<std::string>> checkpoint_shards(const std::vector<std::string
 // format reports them (naming the file).
 // Stops with kInterrupted once `cancel` is cancelled.
 Result<ModelFolder> open_model_folder(const std::filesystem::path& dir,
-                                     const CancelToken& cancel = CancelToken::never());
+                                      const CancelToken& cancel = CancelToken::never());
 
 // Copies side files (relative paths under `from`) to the same paths under `to`, creating
 // folders; checks for interruption between pieces. `on_bytes` (may be empty) is told how many

@@ -48,7 +48,8 @@ Ranges complement(const Ranges& r) {
 CharSet make_set(const Ranges& r) {
   CharSet set;
   for (const auto& [lo, hi] : normalized(r)) {
-    for (uint32_t cp = lo; cp <= hi && cp < 128; ++cp) set.ascii[cp / 64] |= uint64_t{1} << (cp % 64);
+    for (uint32_t cp = lo; cp <= hi && cp < 128; ++cp)
+      set.ascii[cp / 64] |= uint64_t{1} << (cp % 64);
     if (hi >= 128) set.ranges.emplace_back(std::max<uint32_t>(lo, 128), hi);
   }
   return set;
@@ -74,7 +75,7 @@ Ranges class_ranges(uint32_t letter) {
 struct Node {
   enum Kind { kEmpty, kChar, kSet, kBegin, kEnd, kConcat, kAlt, kRepeat };
   Kind kind = kEmpty;
-  uint32_t value = 0;  // kChar: code point; kSet: index into the set list
+  uint32_t value = 0;         // kChar: code point; kSet: index into the set list
   uint32_t min = 0, max = 0;  // kRepeat
   std::vector<Node> children;
 };
@@ -272,8 +273,9 @@ class Parser {
         next();
         DF11_RETURN_IF_ERROR(parse_group_name());
       } else if (kind != ':') {
-        return error("'(?' extensions other than (?:...) and (?P<name>...) are not supported "
-                     "(lookaround, flags, backreferences, comments)");
+        return error(
+            "'(?' extensions other than (?:...) and (?P<name>...) are not supported "
+            "(lookaround, flags, backreferences, comments)");
       }
     }
     DF11_RETURN_IF_ERROR(parse_alternation(depth + 1, out));
@@ -289,8 +291,8 @@ class Parser {
     if (at_end()) return error("missing >, unterminated name");
     next();
     const auto word = [](uint32_t c) {
-      return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-             c >= 0x80;
+      return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+             (c >= '0' && c <= '9') || c >= 0x80;
     };
     if (name.empty() || (name[0] >= '0' && name[0] <= '9') ||
         !std::all_of(name.begin(), name.end(), word)) {

@@ -10,8 +10,8 @@
 namespace df11::app {
 namespace {
 
-constexpr std::array<std::string_view, 5> kEmbeddingRoles = {
-    "shared", "embed_tokens", "wte", "word_embeddings", "tok_embeddings"};
+constexpr std::array<std::string_view, 5> kEmbeddingRoles = {"shared", "embed_tokens", "wte",
+                                                             "word_embeddings", "tok_embeddings"};
 
 // Position of the tensor's role in kEmbeddingRoles, or kEmbeddingRoles.size().
 size_t embedding_role(std::string_view name) {
@@ -81,9 +81,8 @@ std::optional<size_t> find_tied_embedding(std::span<const TensorEntry> tensors,
     if (vocab && t.shape[0] != *vocab) continue;
     const size_t role = embedding_role(t.name);
     // The best role; among equals, the outermost module (the model's own embedding).
-    if (role < best_role ||
-        (role == best_role && role < kEmbeddingRoles.size() &&
-         t.name.size() < tensors[*best].name.size())) {
+    if (role < best_role || (role == best_role && role < kEmbeddingRoles.size() &&
+                             t.name.size() < tensors[*best].name.size())) {
       best = i;
       best_role = role;
     }

@@ -1,6 +1,10 @@
 // df11 bench decode (see bench_cmd.h).
 #include "bench_decode.h"
 
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
+#include <tbb/task_arena.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -10,10 +14,6 @@
 #include <span>
 #include <string>
 #include <vector>
-
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
-#include <tbb/task_arena.h>
 
 #include "df11/decoder.h"
 #include "df11/encoder.h"
@@ -123,15 +123,15 @@ Status bench_cuda(const BenchDecodeOptions& o, const BenchWorkload& w, std::ostr
       << r.shared_bytes << " B dynamic shared memory, " << (r.compact ? "compact" : "fast")
       << " configuration\n";
   auto line = [&](const char* what, const cuda::TimingMs& t, uint64_t bytes, const char* unit) {
-    out << what << fmt("%9.3f", t.median) << " ms median (min " << fmt("%.3f", t.min)
-        << ", max " << fmt("%.3f", t.max) << ")  " << fmt("%7.1f", gbps(bytes, t.median))
-        << unit << "\n";
+    out << what << fmt("%9.3f", t.median) << " ms median (min " << fmt("%.3f", t.min) << ", max "
+        << fmt("%.3f", t.max) << ")  " << fmt("%7.1f", gbps(bytes, t.median)) << unit << "\n";
   };
   line("decode (one launch)     ", r.decode, r.output_bytes, " GB/s of BF16");
   line("decode, compact kernel  ", r.decode_compact, r.output_bytes, " GB/s of BF16");
   line("device-to-device copy   ", r.copy, r.output_bytes, " GB/s (same BF16 bytes)");
   out << "decode moves " << fmt("%.1f", (r.input_bytes + r.output_bytes) / 1e6)
-      << " MB (inputs + BF16 output): " << fmt("%.0f", gbps(r.input_bytes + r.output_bytes, r.decode.median))
+      << " MB (inputs + BF16 output): "
+      << fmt("%.0f", gbps(r.input_bytes + r.output_bytes, r.decode.median))
       << " GB/s of DRAM traffic\n";
   out << "verified: bit-exact, " << with_commas(r.elements) << " weights\n";
   if (r.model_copies > 0) {
@@ -183,10 +183,10 @@ Status check_options(const BenchDecodeOptions& o) {
 void print_bench_workload(const BenchWorkload& w, std::ostream& out) {
   const GroupView g = w.group.view();
   Result<GroupInfo> info = validate_group(g, "bench");
-  const uint64_t stored = g.luts.size() + g.n_bytes() + g.n_elements() +
-                          g.output_positions.size() + g.gaps.size() + g.split_positions.size();
+  const uint64_t stored = g.luts.size() + g.n_bytes() + g.n_elements() + g.output_positions.size() +
+                          g.gaps.size() + g.split_positions.size();
   const bool llama8b = w.members.size() == 7 && w.members[0].rows == 4096 &&
-                      w.members[1].rows == 1024 && w.members[4].rows == 14336;
+                       w.members[1].rows == 1024 && w.members[4].rows == 14336;
   out << "workload: " << (llama8b ? "Llama-3.1-8B" : "Llama") << "-shaped block as one group of "
       << w.members.size() << " members (";
   for (size_t i = 0; i < w.members.size(); ++i) {
@@ -270,6 +270,5 @@ Status bench_decode_workload(const BenchDecodeOptions& o, const BenchWorkload& w
 #endif
   return bench_cpu(o, w, out);
 }
-
 
 }  // namespace df11::app

@@ -65,5 +65,4 @@ void print_bench_workload(const BenchWorkload& workload, std::ostream& out);
 Status bench_decode_workload(const BenchDecodeOptions& options, const BenchWorkload& workload,
                              std::ostream& out);
 
-
 }  // namespace df11::app

@@ -8,10 +8,10 @@
 #include "compress_layout.h"
 #include "compress_plan.h"
 #include "df11/file_io.h"
-#include "dtype_shares.h"
 #include "df11/hash.h"
-#include "df11/sha256.h"
 #include "df11/metadata.h"
+#include "df11/sha256.h"
+#include "dtype_shares.h"
 #include "file_stream.h"
 #include "file_writer.h"
 #include "folder_record.h"
@@ -40,19 +40,21 @@ SideFile side_file(const std::string& name, const std::string& content) {
 
 // Copies a raw tensor to its place in the output, hashing it on the way.
 Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLocation& at,
-                                     const FileWriter& file, uint64_t offset, Reporter& reporter, const CancelToken& cancel) {
+                                     const FileWriter& file, uint64_t offset, Reporter& reporter,
+                                     const CancelToken& cancel) {
   const TensorInfo& t = folder.tensor(at);
   Xxh3 hash;
   uint64_t done = 0;
-  Status status = stream_file_range(folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
-                                    [&](std::span<const uint8_t> bytes) {
-                                      hash.update(bytes);
-                                      DF11_RETURN_IF_ERROR(file.write(offset + done, bytes));
-                                      done += bytes.size();
-                                      reporter.progress_advance(bytes.size());
-                                      return Status::ok();
-                                    },
-                                    cancel);
+  Status status = stream_file_range(
+      folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
+      [&](std::span<const uint8_t> bytes) {
+        hash.update(bytes);
+        DF11_RETURN_IF_ERROR(file.write(offset + done, bytes));
+        done += bytes.size();
+        reporter.progress_advance(bytes.size());
+        return Status::ok();
+      },
+      cancel);
   if (!status)
     return status.with_context(folder.shard_names[at.shard] + ": tensor '" + t.name + "'");
   folder.shards[at.shard].release(t);
@@ -65,7 +67,8 @@ struct ShardResult {
 
 Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
                                 const fs::path& dir, SourceHasher& hasher, GroupScratch& scratch,
-                                const CompressOptions& options, Reporter& reporter, const CancelToken& cancel) {
+                                const CompressOptions& options, Reporter& reporter,
+                                const CancelToken& cancel) {
   const std::string& name = folder.shard_names[out.shard];
   DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
   DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
@@ -78,7 +81,8 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
       const TensorLocation& at = plan.order[item.index];
       DF11_ASSIGN_OR_RETURN(
           out.metadata.tensors[item.meta_index].xxh3,
-          write_raw_tensor(folder, at, writer, layout.tensor_offsets[item.first_tensor], reporter, cancel));
+          write_raw_tensor(folder, at, writer, layout.tensor_offsets[item.first_tensor], reporter,
+                           cancel));
       continue;
     }
     const PlannedGroup& group = plan.groups[item.index];
@@ -105,9 +109,9 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
     meta.stored = written.stored;
     for (size_t k = 0; k < meta.members.size(); ++k) meta.members[k].xxh3 = written.member_xxh3[k];
     reporter.detail(what + ": " + std::to_string(group.spec.members.size()) + " tensors, " +
-                   std::to_string(group.plan.n_elements) + " weights, " +
-                   std::to_string(group.plan.code.max_length) + "-bit longest code, max " +
-                   std::to_string(written.max_block_weights) + " weights per block");
+                    std::to_string(group.plan.n_elements) + " weights, " +
+                    std::to_string(group.plan.code.max_length) + "-bit longest code, max " +
+                    std::to_string(written.max_block_weights) + " weights per block");
   }
 
   DF11_ASSIGN_OR_RETURN(out.metadata.sources.front().sha256, hasher.get(out.shard));
@@ -123,7 +127,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   const Stopwatch committing;
   DF11_RETURN_IF_ERROR(file.commit());
   reporter.detail(name + ": written (" + format_bytes(final_layout.file_size) +
-                 "), fsync and rename " + committing.text());
+                  "), fsync and rename " + committing.text());
   result.file_size = final_layout.file_size;
   return result;
 }
@@ -153,8 +157,9 @@ Result<std::vector<FolderFile>> write_folder_files(const ModelFolder& folder,
     DF11_RETURN_IF_ERROR(write_file_atomic((dir / folder.index_name).string(), index));
     written.push_back(folder.index_name);
   }
-  DF11_RETURN_IF_ERROR(copy_side_files(folder.dir, dir, folder.side_files,
-                                       [&](uint64_t n) { reporter.progress_advance(n); }, cancel));
+  DF11_RETURN_IF_ERROR(copy_side_files(
+      folder.dir, dir, folder.side_files, [&](uint64_t n) { reporter.progress_advance(n); },
+      cancel));
   written.insert(written.end(), folder.side_files.begin(), folder.side_files.end());
   return hash_folder_files(dir, std::move(written), cancel);
 }
@@ -169,7 +174,8 @@ uint64_t side_file_bytes(const ModelFolder& folder) {
   return total;
 }
 
-Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter, const CancelToken& cancel) {
+Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter,
+                                               const CancelToken& cancel) {
   const Stopwatch started;
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir, cancel));
@@ -184,9 +190,10 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   SourceHasher hasher(shard_paths, helper_threads(4), cancel);
 
   const Stopwatch planning;
-  DF11_ASSIGN_OR_RETURN(CompressPlan plan,
-                        plan_compression(folder, options.group_by, reporter, cancel, options.chunk_weights));
-  reporter.detail("planned " + std::to_string(plan.groups.size()) + " groups in " + planning.text());
+  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, reporter,
+                                                            cancel, options.chunk_weights));
+  reporter.detail("planned " + std::to_string(plan.groups.size()) + " groups in " +
+                  planning.text());
   DF11_ASSIGN_OR_RETURN(std::string config,
                         make_df11_config(*folder.config_text, plan.pattern_dict));
   std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};
@@ -199,13 +206,15 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   for (const TensorLocation& at : plan.order) total += folder.tensor(at).byte_size();
   reporter.progress_start("compressing", total);
   // spec 7.7: the first shard records every shard and every other file of the folder.
-  DF11_ASSIGN_OR_RETURN(shards.front().metadata.folder_files,
-                        write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
+  DF11_ASSIGN_OR_RETURN(
+      shards.front().metadata.folder_files,
+      write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
   shards.front().metadata.shards = folder.shard_names;  // sorted
   GroupScratch scratch;
   for (ShardOut& out : shards) {
-    DF11_ASSIGN_OR_RETURN(ShardResult written, write_shard(folder, plan, out, staging.path(),
-                                                           hasher, scratch, options, reporter, cancel));
+    DF11_ASSIGN_OR_RETURN(
+        ShardResult written,
+        write_shard(folder, plan, out, staging.path(), hasher, scratch, options, reporter, cancel));
     summary.output_bytes += written.file_size;
     summary.input_bytes += folder.shards[out.shard].header().file_size;
   }
@@ -236,10 +245,10 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
 
 }  // namespace
 
-Result<CompressSummary> compress_model(const CompressOptions& options, Reporter& reporter, const CancelToken& cancel) {
+Result<CompressSummary> compress_model(const CompressOptions& options, Reporter& reporter,
+                                       const CancelToken& cancel) {
   return run_with_thread_limit(options.threads,
                                [&] { return compress_model_limited(options, reporter, cancel); });
 }
-
 
 }  // namespace df11::app

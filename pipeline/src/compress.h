@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "cancel.h"
-#include "reporter.h"
 #include "df11/encoder.h"
 #include "df11/status.h"
 #include "grouping.h"
+#include "reporter.h"
 
 namespace df11::app {
 

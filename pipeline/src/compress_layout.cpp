@@ -55,8 +55,9 @@ std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPla
     if (plan.groups[g].coded) groups_at[plan.groups[g].spec.members.front()].push_back(g);
   }
   auto push = [](ShardOut& out, ShardItem item) {
-    item.first_tensor =
-        out.items.empty() ? 0 : out.items.back().first_tensor + (out.items.back().is_group ? kGroupTensorCount : 1);
+    item.first_tensor = out.items.empty() ? 0
+                                          : out.items.back().first_tensor +
+                                                (out.items.back().is_group ? kGroupTensorCount : 1);
     out.items.push_back(item);
   };
   for (size_t i = 0; i < plan.order.size(); ++i) {
@@ -96,9 +97,9 @@ Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressP
   MetadataEntries entries = original.metadata;
   for (const auto& [key, value] : entries) {
     if (key == kDf11MetadataKey || key == kHeaderChecksumKey) {
-      return Status(ErrorCode::kInvalidArgument,
-                    folder.shard_names[out.shard] + ": already has df11 metadata ('" + key +
-                        "': the input is a DF11 model)");
+      return Status(ErrorCode::kInvalidArgument, folder.shard_names[out.shard] +
+                                                     ": already has df11 metadata ('" + key +
+                                                     "': the input is a DF11 model)");
     }
   }
   auto text = serialize_df11_metadata(out.metadata);

@@ -6,8 +6,8 @@
 #include <utility>
 
 #include "block_limits.h"
-#include "df11/group.h"
 #include "byte_units.h"
+#include "df11/group.h"
 #include "tied_head.h"
 
 namespace df11::app {
@@ -19,11 +19,10 @@ namespace {
 // either way; the user should know which transformers the official loader needs.
 bool is_per_expert_path(const std::string& path) {
   static constexpr std::string_view kExperts = "experts.";
-  for (size_t at = path.find(kExperts); at != std::string::npos;
-       at = path.find(kExperts, at + 1)) {
+  for (size_t at = path.find(kExperts); at != std::string::npos; at = path.find(kExperts, at + 1)) {
     const size_t digit = at + kExperts.size();
-    if ((at == 0 || path[at - 1] == '.') && digit < path.size() &&
-        path[digit] >= '0' && path[digit] <= '9') {
+    if ((at == 0 || path[at - 1] == '.') && digit < path.size() && path[digit] >= '0' &&
+        path[digit] <= '9') {
       return true;
     }
   }
@@ -179,7 +178,8 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
   return grouping;
 }
 
-Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by, Reporter& reporter, const CancelToken& cancel,
+Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
+                                      Reporter& reporter, const CancelToken& cancel,
                                       uint64_t chunk_weights) {
   CompressPlan result;
   result.order = folder.tensors_in_file_order();
@@ -256,7 +256,8 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
       }
       if (bad_members.empty() || bad_members.size() == group.spec.members.size()) {
         reporter.warning(group_context(folder, result, group.spec) +
-                     ": stored unchanged: Inf, NaN or |x| >= 2^113 cannot be coded, in " + list);
+                         ": stored unchanged: Inf, NaN or |x| >= 2^113 cannot be coded, in " +
+                         list);
         break;
       }
       // spec 7.4: the tensors that cannot be coded leave the group, the rest is coded.
@@ -266,16 +267,16 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
         dropped += folder.tensor(result.order[m]).byte_size();
         result.raw[m] = true;
       }
-      reporter.warning(group_context(folder, result, group.spec) + ": " + list +
-                   " hold Inf, NaN or |x| >= 2^113, which cannot be coded: stored unchanged on " +
-                   "their own (" + format_bytes(dropped) + " uncoded); the group's other " +
-                   std::to_string(group.spec.members.size() - bad_members.size()) +
-                   " tensors are coded");
+      reporter.warning(
+          group_context(folder, result, group.spec) + ": " + list +
+          " hold Inf, NaN or |x| >= 2^113, which cannot be coded: stored unchanged on " +
+          "their own (" + format_bytes(dropped) + " uncoded); the group's other " +
+          std::to_string(group.spec.members.size() - bad_members.size()) + " tensors are coded");
       group.spec = without_members(group.spec, bad_members);
     }
     if (!incompatible.empty()) {
       reporter.warning(group_context(folder, result, group.spec) + ": stored unchanged: " +
-                   incompatible + "; tensors " + member_list(folder, result, group.spec));
+                       incompatible + "; tensors " + member_list(folder, result, group.spec));
       for (size_t m : group.spec.members) reasons[m] = "its group is above a loader limit";
     }
     release_members(folder, result, group.spec);

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "cancel.h"
-#include "reporter.h"
 #include "df11/encoder.h"
 #include "grouping.h"
 #include "member_spans.h"
 #include "model_folder.h"
+#include "reporter.h"
 
 namespace df11::app {
 
@@ -45,7 +45,8 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
 // each tensor with Inf or NaN taken out of its group (spec 7.4), and when less than 90% of
 // the BF16 2-D weight bytes are coded (naming the largest uncoded tensors and why).
 // Progress counts the bytes of member tensors read. `chunk_weights`: see plan_group().
-Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by, Reporter& reporter, const CancelToken& cancel,
+Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
+                                      Reporter& reporter, const CancelToken& cancel,
                                       uint64_t chunk_weights = kDefaultChunkWeights);
 
 // The members of a group as spans over the folder's mappings.

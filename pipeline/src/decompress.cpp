@@ -121,8 +121,9 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
         const Stopwatch committing;
         DF11_RETURN_IF_ERROR(file.commit());
         reporter.detail("restored " + source.file + " (" + std::to_string(rebuilt.tensors) +
-                       " tensors" + (options.check_file_sha256 ? ", sha256 " + source.sha256 : "") +
-                       "), fsync and rename " + committing.text());
+                        " tensors" +
+                        (options.check_file_sha256 ? ", sha256 " + source.sha256 : "") +
+                        "), fsync and rename " + committing.text());
         std::lock_guard<std::mutex> lock(mutex);
         ++summary.files;
         summary.tensors += rebuilt.tensors;
@@ -132,8 +133,9 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   for (const SideFile& side : folder.side_files) {
     DF11_RETURN_IF_ERROR(restore_side_file(side, staging.path()));
   }
-  DF11_RETURN_IF_ERROR(copy_side_files(folder.folder.dir, staging.path(), copies,
-                                       [&](uint64_t n) { reporter.progress_advance(n); }, cancel));
+  DF11_RETURN_IF_ERROR(copy_side_files(
+      folder.folder.dir, staging.path(), copies, [&](uint64_t n) { reporter.progress_advance(n); },
+      cancel));
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
   DF11_RETURN_IF_ERROR(staging.commit());
@@ -148,10 +150,10 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
 
 }  // namespace
 
-Result<DecompressSummary> decompress_model(const DecompressOptions& options, Reporter& reporter, const CancelToken& cancel) {
+Result<DecompressSummary> decompress_model(const DecompressOptions& options, Reporter& reporter,
+                                           const CancelToken& cancel) {
   return run_with_thread_limit(options.threads,
                                [&] { return decompress_model_limited(options, reporter, cancel); });
 }
-
 
 }  // namespace df11::app

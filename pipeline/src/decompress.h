@@ -12,8 +12,8 @@
 #include <string>
 
 #include "cancel.h"
-#include "reporter.h"
 #include "df11/status.h"
+#include "reporter.h"
 
 namespace df11::app {
 

@@ -59,8 +59,8 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
                                      const std::vector<MemberSource>& sources,
                                      const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
-                                     GroupScratch& scratch, Reporter& reporter, const CancelToken& cancel,
-                                     const std::string& what) {
+                                     GroupScratch& scratch, Reporter& reporter,
+                                     const CancelToken& cancel, const std::string& what) {
   const MemberStream& weights = members.stream();
   if (weights.size() != plan.n_elements || plan.n_chunks() == 0) {
     return Status(ErrorCode::kInternal, what + ": plan does not match the members");

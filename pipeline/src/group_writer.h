@@ -13,7 +13,6 @@
 #include <vector>
 
 #include "cancel.h"
-#include "reporter.h"
 #include "df11/encoder.h"
 #include "df11/file_io.h"
 #include "df11/group_schema.h"
@@ -21,6 +20,7 @@
 #include "file_writer.h"
 #include "lazy_buffer.h"
 #include "member_spans.h"
+#include "reporter.h"
 
 namespace df11::app {
 
@@ -63,7 +63,7 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
                                      const std::vector<MemberSource>& sources,
                                      const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
-                                     GroupScratch& scratch, Reporter& reporter, const CancelToken& cancel,
-                                     const std::string& what);
+                                     GroupScratch& scratch, Reporter& reporter,
+                                     const CancelToken& cancel, const std::string& what);
 
 }  // namespace df11::app

@@ -13,8 +13,8 @@
 
 #include "byte_units.h"
 #include "df11_folder.h"
-#include "model_folder.h"
 #include "model_card.h"
+#include "model_folder.h"
 #include "verify.h"
 
 namespace df11::app {
@@ -85,8 +85,9 @@ std::optional<std::string> base_model_from_config(const std::string& config_json
 Status require_df11_folder(const std::string& folder, const CancelToken& cancel) {
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(folder, cancel));
   if (!written_by_df11(model)) {
-    return Status(ErrorCode::kBadMetadata,
-                  folder + ": not a DF11 folder written by df11 (no df11 checksums): refusing to push");
+    return Status(
+        ErrorCode::kBadMetadata,
+        folder + ": not a DF11 folder written by df11 (no df11 checksums): refusing to push");
   }
   return Status::ok();
 }
@@ -175,8 +176,9 @@ class VerifyBesidePush {
     if (!report_) return report_.status();
     const VerifyReport& report = *report_;
     if (!report.has_checksums) {
-      return Status(ErrorCode::kBadMetadata,
-                    folder + ": not a DF11 folder written by df11 (no df11 checksums): refusing to push");
+      return Status(
+          ErrorCode::kBadMetadata,
+          folder + ": not a DF11 folder written by df11 (no df11 checksums): refusing to push");
     }
     if (!report.ok()) {
       return Status(ErrorCode::kMismatch, folder + ": df11 verify failed (" +
@@ -271,7 +273,8 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
     ModelCardInput card;
     card.repo_id = ref.repo_id;
     card.config_json = read_text(fs::path(options.folder) / "config.json");
-    card.base_model = options.base_model ? options.base_model : base_model_from_config(card.config_json);
+    card.base_model =
+        options.base_model ? options.base_model : base_model_from_config(card.config_json);
     DF11_RETURN_IF_ERROR(fill_card_sizes(options.folder, card, cancel));
     card_text = make_model_card(card);
     push.extra_files.push_back({"README.md", *card_text});
@@ -286,10 +289,11 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
   // Verify runs beside the upload; the commit waits for its verdict, and a finding stops
   // the uploads at once.
   VerifyBesidePush verify(options.folder, options.threads, reporter, cancel);
-  reporter.note("verifying " + options.folder + " while uploading: nothing is committed before it passes");
-  push.gate = hub::PushOptions::Gate{
-      [&verify](const std::string& path) { return verify.sha256(path); },
-      [&verify, &options] { return verify.verdict(options.folder); }};
+  reporter.note("verifying " + options.folder +
+                " while uploading: nothing is committed before it passes");
+  push.gate =
+      hub::PushOptions::Gate{[&verify](const std::string& path) { return verify.sha256(path); },
+                             [&verify, &options] { return verify.verdict(options.folder); }};
   const auto transfer_cancelled = [&] { return cancel.cancelled() || verify.refused(); };
   ReportedTransfer transfer(reporter, cancel, "push " + ref.repo_id, options.transfers);
   transfer.control.cancelled = transfer_cancelled;

@@ -22,7 +22,7 @@ struct PullModelOptions {
   int transfers = 8;  // parallel downloads (network-bound: not limited by the cores)
 };
 Result<hub::PullResult> pull_model(const PullModelOptions& options, Reporter& reporter,
-                                    const CancelToken& cancel);
+                                   const CancelToken& cancel);
 
 struct PushModelOptions {
   std::string folder;
@@ -43,11 +43,11 @@ struct PushModelResult {
 // Refuses (kMismatch or the verify error) a folder that does not pass `df11 verify`; writes
 // README.md when missing; then uploads.
 Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& reporter,
-                                    const CancelToken& cancel);
+                                   const CancelToken& cancel);
 
 struct PublishOptions {
-  std::string source;  // BF16 repo "org/name[@rev]"
-  std::string target;  // "me/name-DF11"
+  std::string source;    // BF16 repo "org/name[@rev]"
+  std::string target;    // "me/name-DF11"
   std::string work_dir;  // the DF11 folder (default: the target's name)
   bool private_repo = false;
   bool create_pr = false;

@@ -9,9 +9,9 @@
 
 #include "block_limits.h"
 #include "compress_plan.h"
-#include "reporter.h"
 #include "inspect_zstd.h"
 #include "member_spans.h"
+#include "reporter.h"
 
 namespace df11::app {
 namespace {

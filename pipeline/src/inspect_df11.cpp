@@ -140,8 +140,8 @@ Status analyze_shard(const ModelFolder& folder, size_t s,
   const size_t first = report.groups.size();
   std::vector<GroupTensors> groups;
   bool has_metadata = false;
-  DF11_RETURN_IF_ERROR(describe_shard(shard.header(), file, pattern_dict, report,
-                                      all_sources_known, groups, has_metadata));
+  DF11_RETURN_IF_ERROR(describe_shard(shard.header(), file, pattern_dict, report, all_sources_known,
+                                      groups, has_metadata));
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const GroupTensors& gt = groups[gi];
     const std::string what = file + ": group '" + gt.name + "'";

@@ -48,18 +48,17 @@ Status read_side_texts(RemoteRepo& repo, std::optional<std::string>& config_text
   }
   std::vector<hub::ByteRange> ranges;
   std::vector<std::optional<std::string>*> targets;
-  for (const auto& [name, target] : {std::pair<std::string, std::optional<std::string>*>{
-                                         kConfigFile, &config_text},
-                                     {index_name, &index_text}}) {
+  for (const auto& [name, target] :
+       {std::pair<std::string, std::optional<std::string>*>{kConfigFile, &config_text},
+        {index_name, &index_text}}) {
     const auto it = repo.sizes.find(name);
     if (it == repo.sizes.end()) continue;
     const uint64_t limit = std::min<uint64_t>(
         name == kConfigFile ? kMaxConfigBytes : kMaxIndexBytes, hub::kMaxRangeBytes);
     if (it->second > limit) {
-      return Status(ErrorCode::kResourceLimit, repo.label(name) + ": " +
-                                                   std::to_string(it->second) +
-                                                   " bytes, more than the " +
-                                                   std::to_string(limit) + " read for it");
+      return Status(ErrorCode::kResourceLimit,
+                    repo.label(name) + ": " + std::to_string(it->second) +
+                        " bytes, more than the " + std::to_string(limit) + " read for it");
     }
     if (it->second == 0) {
       *target = std::string();
@@ -80,7 +79,8 @@ Result<std::vector<SafetensorsHeader>> read_headers(RemoteRepo& repo,
   std::vector<hub::ByteRange> lengths;
   for (const std::string& name : shards) {
     const uint64_t size = repo.sizes.at(name);
-    if (size < kHeaderLengthBytes) return parse_safetensors_header({}, size, repo.label(name)).status();
+    if (size < kHeaderLengthBytes)
+      return parse_safetensors_header({}, size, repo.label(name)).status();
     lengths.push_back({name, 0, kHeaderLengthBytes});
   }
   DF11_ASSIGN_OR_RETURN(std::vector<std::string> prefixes, repo.read(lengths));
@@ -131,8 +131,8 @@ hub::ByteRange middle_slice(const std::string& file, const TensorInfo& t, uint64
 // spec 7.4, as df11 compress groups a BF16 checkpoint; sizes predicted from a sample.
 Status predict_bf16_remote(RemoteRepo& repo, const std::vector<std::string>& shards,
                            const std::vector<SafetensorsHeader>& headers,
-                           const std::optional<std::string>& config_text,
-                           uint64_t sample_per_group, InspectReport& report) {
+                           const std::optional<std::string>& config_text, uint64_t sample_per_group,
+                           InspectReport& report) {
   std::vector<TensorEntry> entries;
   std::vector<std::pair<size_t, const TensorInfo*>> where;  // shard, tensor of each entry
   for (size_t s = 0; s < headers.size(); ++s) {
@@ -186,8 +186,8 @@ Status predict_bf16_remote(RemoteRepo& repo, const std::vector<std::string>& sha
       const uint64_t share = static_cast<uint64_t>(static_cast<double>(per_group) *
                                                    static_cast<double>(t.byte_size()) /
                                                    static_cast<double>(picked_bytes));
-      ranges.push_back(middle_slice(shards[where[m].first], t,
-                                    std::max(share, kRemoteSampleBytesPerMember)));
+      ranges.push_back(
+          middle_slice(shards[where[m].first], t, std::max(share, kRemoteSampleBytesPerMember)));
       range_group.push_back(gi);
     }
   }
@@ -218,8 +218,9 @@ Status predict_bf16_remote(RemoteRepo& repo, const std::vector<std::string>& sha
       }
       g.coded = false;
       g.code = make_code_stats(sample, {}, 0);
-      g.raw_reason = "the sample holds Inf, NaN or |x| >= 2^113 (exponents >= 240 cannot be "
-                     "coded): df11 compress stores the tensors holding them unchanged";
+      g.raw_reason =
+          "the sample holds Inf, NaN or |x| >= 2^113 (exponents >= 240 cannot be "
+          "coded): df11 compress stores the tensors holding them unchanged";
       continue;
     }
     g.bytes = part_bytes_of_plan(*plan);
@@ -283,9 +284,10 @@ Result<InspectReport> inspect_remote(const RemoteInspectOptions& options, Report
     s = selected.status();
   }
   if (s.is_ok() && shards.empty()) {
-    s = Status(ErrorCode::kNotFound, options.repo + ": no *.safetensors file at the top level "
-                                                    "of the repo (a diffusers pipeline? pull it "
-                                                    "and inspect a component folder)");
+    s = Status(ErrorCode::kNotFound, options.repo +
+                                         ": no *.safetensors file at the top level "
+                                         "of the repo (a diffusers pipeline? pull it "
+                                         "and inspect a component folder)");
   }
   std::vector<SafetensorsHeader> headers;
   if (s.is_ok()) {
@@ -300,7 +302,8 @@ Result<InspectReport> inspect_remote(const RemoteInspectOptions& options, Report
     for (const SafetensorsHeader& h : headers) pointers.push_back(&h);
     report.dtypes = dtype_shares(pointers);
     for (size_t i = 0; i < shards.size(); ++i) {
-      report.files.push_back(FileReport{shards[i], headers[i].file_size, headers[i].tensors.size()});
+      report.files.push_back(
+          FileReport{shards[i], headers[i].file_size, headers[i].tensors.size()});
     }
     const bool df11 = std::any_of(headers.begin(), headers.end(),
                                   [](const SafetensorsHeader& h) { return is_df11_header(h); });

@@ -3,8 +3,6 @@
 // predicted DF11 size; optional zstd baselines on the same bytes.
 #pragma once
 
-#include "dtype_shares.h"
-
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -13,6 +11,7 @@
 
 #include "df11/dtype.h"
 #include "df11/encoder.h"
+#include "dtype_shares.h"
 
 namespace df11::app {
 

@@ -29,8 +29,8 @@ std::string gb(uint64_t bytes) {
 std::string percent(uint64_t part, uint64_t whole) {
   if (whole == 0) return "-";
   char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.1f%%", 100.0 * static_cast<double>(part) /
-                                                    static_cast<double>(whole));
+  std::snprintf(buffer, sizeof buffer, "%.1f%%",
+                100.0 * static_cast<double>(part) / static_cast<double>(whole));
   return buffer;
 }
 
@@ -99,7 +99,8 @@ std::string make_model_card(const ModelCardInput& in) {
   o << "## How to use\n\n";
   o << "With the official loader (`pip install dfloat11[cuda12]`), which decodes on the GPU:\n\n";
   o << "```python\nfrom dfloat11 import DFloat11Model\n\n"
-    << "model = DFloat11Model.from_pretrained(\"" << in.repo_id << "\", device_map=\"auto\")\n```\n\n";
+    << "model = DFloat11Model.from_pretrained(\"" << in.repo_id
+    << "\", device_map=\"auto\")\n```\n\n";
   o << "With the df11 SDK and command-line tool:\n\n";
   o << "```bash\ndf11 pull " << in.repo_id << "            # into the Hugging Face cache\n"
     << "df11 verify " << in.repo_id << "          # decode everything, check every checksum\n"

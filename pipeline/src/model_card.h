@@ -31,7 +31,6 @@ std::string pipeline_tag_for(const std::string& config_json);
 std::string make_model_card(const ModelCardInput& input);
 
 // Runs inspect on `folder` (a DF11 folder) and fills the size fields of `input`.
-Status fill_card_sizes(const std::string& folder, ModelCardInput& input,
-                       const CancelToken& cancel);
+Status fill_card_sizes(const std::string& folder, ModelCardInput& input, const CancelToken& cancel);
 
 }  // namespace df11::app

@@ -49,8 +49,8 @@ bool is_df11_component(const fs::path& dir, const CancelToken& cancel) {
 }
 
 // Copies `rel` (a file, or a folder with everything in it) from `from` to `to`.
-Status copy_entry(const fs::path& from, const fs::path& to, const std::string& rel,
-                  size_t* files, uint64_t* bytes, const CancelToken& cancel) {
+Status copy_entry(const fs::path& from, const fs::path& to, const std::string& rel, size_t* files,
+                  uint64_t* bytes, const CancelToken& cancel) {
   std::error_code ec;
   const fs::path source = from / rel;
   std::vector<std::string> list;

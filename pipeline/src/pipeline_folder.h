@@ -27,7 +27,7 @@ inline constexpr const char* kModelIndexFile = "model_index.json";
 bool is_pipeline_folder(const std::filesystem::path& dir);
 
 struct PipelineCompressSummary {
-  std::vector<std::string> coded;  // components compressed, in name order
+  std::vector<std::string> coded;          // components compressed, in name order
   std::vector<CompressSummary> summaries;  // one per coded component
   size_t copied_files = 0;                 // every other file
   uint64_t copied_bytes = 0;

@@ -143,7 +143,8 @@ void TensorProducer::release_member_pages(const CodedGroup& g, const GroupInfo& 
   const auto [b0, b1] = blocks_of(g.view, info, first, end);
   // Blocks [b0, b1): their stream bytes, gap fields (spec 3.5: 512 windows x 5 bits = 320
   // bytes per block) and output positions.
-  const uint64_t lo = b0 * kBytesPerBlock, hi = std::min<uint64_t>(b1 * kBytesPerBlock, info.n_bytes);
+  const uint64_t lo = b0 * kBytesPerBlock,
+                 hi = std::min<uint64_t>(b1 * kBytesPerBlock, info.n_bytes);
   if (hi > lo) file.advise_dontneed(g.tensors.encoded_exponent->file_offset + lo, hi - lo);
   constexpr uint64_t kGapBytesPerBlock = kWindowsPerBlock * kGapBits / 8;
   file.advise_dontneed(g.tensors.gaps->file_offset + b0 * kGapBytesPerBlock,
@@ -216,7 +217,8 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
     return options.sibling_failed != nullptr &&
            options.sibling_failed->load(std::memory_order_relaxed);
   };
-  const Status cancel_status(ErrorCode::kInterrupted, source.file + ": stopped (another file failed)");
+  const Status cancel_status(ErrorCode::kInterrupted,
+                             source.file + ": stopped (another file failed)");
   for (const TensorInfo& t : layout.header.tensors) {
     DF11_RETURN_IF_ERROR(options.cancel->check());
     if (cancelled()) return cancel_status;
@@ -263,7 +265,8 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
       ++result.tensors;
       continue;
     }
-    if (!options.on_tensor_failure || error_class(status.code()) != ErrorClass::kData) return status;
+    if (!options.on_tensor_failure || error_class(status.code()) != ErrorClass::kData)
+      return status;
     options.on_tensor_failure(t.name, status);
     ++result.failed_tensors;
   }

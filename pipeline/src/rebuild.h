@@ -120,8 +120,9 @@ size_t source_parallelism(size_t n_sources, DecodeDevice device);
 // Calls work(i, producer, options) for every i in [0, n), `parallel` at a time, each worker
 // with its own TensorProducer; `options` is `base` with `sibling_failed` set. Returns the first
 // failure; after it, workers stop at their next check and no new item starts.
-Status for_each_source(const Df11Folder& folder, DecodeDevice device, size_t n, size_t parallel,
-                       const RebuildOptions& base,
-                       const std::function<Status(size_t, TensorProducer&, const RebuildOptions&)>& work);
+Status for_each_source(
+    const Df11Folder& folder, DecodeDevice device, size_t n, size_t parallel,
+    const RebuildOptions& base,
+    const std::function<Status(size_t, TensorProducer&, const RebuildOptions&)>& work);
 
 }  // namespace df11::app

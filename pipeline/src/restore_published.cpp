@@ -100,8 +100,9 @@ Result<PublishedFolder> open_published_folder(ModelFolder model, const MemberSha
   const std::string where = (folder.dir / kConfigFile).string();
   if (!folder.config_text) {
     return Status(ErrorCode::kBadConfig,
-                  where + ": missing; its dfloat11_config.pattern_dict says which weights each "
-                          "group holds");
+                  where +
+                      ": missing; its dfloat11_config.pattern_dict says which weights each "
+                      "group holds");
   }
   DF11_ASSIGN_OR_RETURN(std::optional<nlohmann::ordered_json> dict,
                         read_pattern_dict(*folder.config_text, where));
@@ -125,14 +126,15 @@ Result<PublishedFolder> open_published_folder(ModelFolder model, const MemberSha
       DF11_ASSIGN_OR_RETURN(GroupInfo info, validate_group(coded.view, coded.what));
       auto names = patterns.member_names(group.name);
       if (!names) {
-        return Status(names.status().code(), folder.shard_names[s] + ": " + names.status().message());
+        return Status(names.status().code(),
+                      folder.shard_names[s] + ": " + names.status().message());
       }
       const size_t n_splits = coded.view.split_positions.size() / 8;
       if (names->size() != n_splits + 1) {
-        return Status(ErrorCode::kBadGroup,
-                      coded.what + ": pattern_dict names " + std::to_string(names->size()) +
-                          " weights, split_positions has " + std::to_string(n_splits + 1) +
-                          " parts");
+        return Status(ErrorCode::kBadGroup, coded.what + ": pattern_dict names " +
+                                                std::to_string(names->size()) +
+                                                " weights, split_positions has " +
+                                                std::to_string(n_splits + 1) + " parts");
       }
       coded.member_start.push_back(0);
       // validate_group checked the split positions are increasing within (0, n).
@@ -180,8 +182,9 @@ Result<PublishedFolder> open_published_folder(ModelFolder model, const MemberSha
       restored.source.raw = TensorLocation{s, i};
       restored.source.byte_size = tensors[i].byte_size();
       if (!df.originals.emplace(restored.name, restored.source).second) {
-        return Status(ErrorCode::kDuplicateName, folder.shard_names[s] + ": tensor '" +
-                                                     restored.name + "' appears twice in the folder");
+        return Status(
+            ErrorCode::kDuplicateName,
+            folder.shard_names[s] + ": tensor '" + restored.name + "' appears twice in the folder");
       }
       result.shards[s].push_back(std::move(restored));
     }
@@ -207,8 +210,9 @@ Result<PublishedFolder> open_published_folder(ModelFolder model, const MemberSha
   if (!unknown.empty()) {
     std::sort(unknown.begin(), unknown.end());
     const std::string family =
-        shapes.family().empty() ? "config.json names no architecture df11 knows"
-                                : "config.json's " + shapes.family() + " family does not cover them";
+        shapes.family().empty()
+            ? "config.json names no architecture df11 knows"
+            : "config.json's " + shapes.family() + " family does not cover them";
     return Status(ErrorCode::kUnsupported,
                   folder.dir.string() + ": the shapes of " + std::to_string(unknown.size()) +
                       " coded weights are unknown (" + family + "): " + name_list(unknown) +
@@ -227,7 +231,8 @@ namespace {
 
 // config.json without dfloat11_config (the restored folder is a plain BF16 checkpoint), or
 // nullopt if nothing else is left.
-Result<std::optional<std::string>> restored_config(const std::string& text, const std::string& where) {
+Result<std::optional<std::string>> restored_config(const std::string& text,
+                                                   const std::string& where) {
   nlohmann::ordered_json config =
       nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!config.is_object()) return Status(ErrorCode::kBadConfig, where + ": not a JSON object");
@@ -279,20 +284,22 @@ Result<DecompressSummary> restore_published_folder(ModelFolder model,
     DF11_ASSIGN_OR_RETURN(ModelFolder like, open_model_folder(*options.like, cancel));
     shapes.add_like(like);
   }
-  DF11_ASSIGN_OR_RETURN(PublishedFolder published, open_published_folder(std::move(model), shapes, cancel));
+  DF11_ASSIGN_OR_RETURN(PublishedFolder published,
+                        open_published_folder(std::move(model), shapes, cancel));
   const ModelFolder& folder = published.folder.folder;
   DF11_ASSIGN_OR_RETURN(std::optional<std::string> config,
                         restored_config(*folder.config_text, (folder.dir / kConfigFile).string()));
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
-  reporter.warning(folder.dir.string() +
-               ": no df11 metadata (published by the dfloat11 tools): the original files' bytes "
-               "were not recorded, so this writes a new BF16 checkpoint with the same tensors "
-               "(each checked by the strict decoder, no checksums to compare)");
+  reporter.warning(
+      folder.dir.string() +
+      ": no df11 metadata (published by the dfloat11 tools): the original files' bytes "
+      "were not recorded, so this writes a new BF16 checkpoint with the same tensors "
+      "(each checked by the strict decoder, no checksums to compare)");
   if (!published.tie_note.empty()) reporter.warning(published.tie_note);
   if (!config) {
     reporter.warning(std::string(kConfigFile) +
-                 " held only dfloat11_config: the restored folder has no config.json (copy the "
-                 "original model's)");
+                     " held only dfloat11_config: the restored folder has no config.json (copy the "
+                     "original model's)");
   }
 
   DecompressSummary summary;
@@ -306,8 +313,8 @@ Result<DecompressSummary> restore_published_folder(ModelFolder model,
   uint64_t total_size = 0;
   for (size_t s = 0; s < folder.shards.size(); ++s) {
     uint64_t data_bytes = 0;
-    DF11_RETURN_IF_ERROR(write_shard(published, s, staging.path() / folder.shard_names[s],
-                                     producer, reporter, cancel, &data_bytes));
+    DF11_RETURN_IF_ERROR(write_shard(published, s, staging.path() / folder.shard_names[s], producer,
+                                     reporter, cancel, &data_bytes));
     for (const RestoredTensor& t : published.shards[s]) weight_map[t.name] = folder.shard_names[s];
     total_size += data_bytes;
     summary.output_bytes += data_bytes;
@@ -323,13 +330,15 @@ Result<DecompressSummary> restore_published_folder(ModelFolder model,
     DF11_RETURN_IF_ERROR(write_file_atomic((staging.path() / kConfigFile).string(), *config));
     ++summary.side_files;
   }
-  DF11_RETURN_IF_ERROR(copy_side_files(folder.dir, staging.path(), folder.side_files,
-                                       [&](uint64_t n) { reporter.progress_advance(n); }, cancel));
+  DF11_RETURN_IF_ERROR(copy_side_files(
+      folder.dir, staging.path(), folder.side_files,
+      [&](uint64_t n) { reporter.progress_advance(n); }, cancel));
   summary.side_files += folder.side_files.size();
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
   DF11_RETURN_IF_ERROR(staging.commit());
-  for (const SafetensorsFile& shard : folder.shards) summary.input_bytes += shard.header().file_size;
+  for (const SafetensorsFile& shard : folder.shards)
+    summary.input_bytes += shard.header().file_size;
   summary.seconds = started.seconds();
   summary.published = true;
   return summary;

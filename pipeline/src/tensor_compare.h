@@ -30,7 +30,9 @@ class TensorComparer {
   // merged into it): missing from the DF11 folder.
   std::vector<std::string> not_compared() const;
   // Counts what `other` compared as compared here (comparers of parallel workers).
-  void merge_seen(const TensorComparer& other) { seen_.insert(other.seen_.begin(), other.seen_.end()); }
+  void merge_seen(const TensorComparer& other) {
+    seen_.insert(other.seen_.begin(), other.seen_.end());
+  }
 
  private:
   const ModelFolder& original_;

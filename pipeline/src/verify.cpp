@@ -32,7 +32,8 @@ Result<DecodeDevice> resolve_device(DeviceChoice choice, std::vector<std::string
 #endif
 }
 
-Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter& reporter, const CancelToken& cancel) {
+Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter& reporter,
+                                          const CancelToken& cancel) {
   VerifyReport report;
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir, cancel));
   std::optional<ModelFolder> against;
@@ -55,10 +56,10 @@ Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter
 
 }  // namespace
 
-Result<VerifyReport> verify_model(const VerifyOptions& options, Reporter& reporter, const CancelToken& cancel) {
+Result<VerifyReport> verify_model(const VerifyOptions& options, Reporter& reporter,
+                                  const CancelToken& cancel) {
   return run_with_thread_limit(options.threads,
                                [&] { return verify_model_limited(options, reporter, cancel); });
 }
-
 
 }  // namespace df11::app

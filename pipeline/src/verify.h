@@ -2,8 +2,8 @@
 // decoded in full; with df11 metadata, every stored tensor's xxh3, every original tensor's
 // xxh3, every original file's SHA-256, every shard header's checksum and (metadata 1.1)
 // every other file of the folder against the folder record are checked, and pattern_dict is
-// checked to make the dfloat11 loader decode each group into the right weights. With --against, every
-// tensor is compared bit for bit with the original folder. Folders without df11 metadata
+// checked to make the dfloat11 loader decode each group into the right weights. With --against,
+// every tensor is compared bit for bit with the original folder. Folders without df11 metadata
 // (published by the dfloat11 tools) get structural validation and a full decode with the
 // strict reference decoder; checksums are unavailable for them.
 #pragma once
@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "cancel.h"
-#include "reporter.h"
 #include "df11/metadata.h"
 #include "df11/status.h"
+#include "reporter.h"
 
 namespace df11::app {
 
@@ -43,21 +43,21 @@ struct VerifyOptions {
 };
 
 struct VerifyReport {
-  bool has_checksums = true;          // false for folders without df11 metadata
-  std::string device;                 // "cpu" or "cuda"
-  size_t groups = 0;                  // groups decoded
-  size_t tensors = 0;                 // original tensors checked
-  size_t files = 0;                   // original files rebuilt and checked
-  bool files_sha256 = false;          // ... including their recorded SHA-256
-  size_t side_files = 0;              // recorded side files checked
-  size_t headers = 0;                 // shard headers whose whole-header checksum matched
-  size_t folder_files = 0;            // files of the folder matching the folder record
-  size_t compared = 0;                // tensors compared with --against
-  size_t aliases = 0;                 // tied copies decoded equal to the tensor they copy
+  bool has_checksums = true;               // false for folders without df11 metadata
+  std::string device;                      // "cpu" or "cuda"
+  size_t groups = 0;                       // groups decoded
+  size_t tensors = 0;                      // original tensors checked
+  size_t files = 0;                        // original files rebuilt and checked
+  bool files_sha256 = false;               // ... including their recorded SHA-256
+  size_t side_files = 0;                   // recorded side files checked
+  size_t headers = 0;                      // shard headers whose whole-header checksum matched
+  size_t folder_files = 0;                 // files of the folder matching the folder record
+  size_t compared = 0;                     // tensors compared with --against
+  size_t aliases = 0;                      // tied copies decoded equal to the tensor they copy
   std::vector<FolderFile> folder_digests;  // VerifyOptions::folder_sha256: shards, recorded files
-  std::vector<std::string> failures;  // one line each, naming the tensor or file
-  std::vector<std::string> notes;         // what the user should know about the checks
-  std::vector<std::string> device_notes;  // which decoder ran and why (CUDA absent, ...)
+  std::vector<std::string> failures;       // one line each, naming the tensor or file
+  std::vector<std::string> notes;          // what the user should know about the checks
+  std::vector<std::string> device_notes;   // which decoder ran and why (CUDA absent, ...)
   bool ok() const { return failures.empty(); }
 };
 

@@ -9,8 +9,8 @@
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
-#include "df11/sha256.h"
 #include "df11/header_checksum.h"
+#include "df11/sha256.h"
 #include "df11_folder.h"
 #include "file_stream.h"
 #include "folder_record.h"
@@ -49,8 +49,8 @@ Status hash_shard(const Df11Folder& folder, size_t shard,
     if (g.shard != shard) continue;
     const auto tensors = g.tensors.all();  // kGroupTensors order
     for (size_t k = 0; k < tensors.size(); ++k) {
-      pieces.push_back({tensors[k]->file_offset, tensors[k]->file_offset + tensors[k]->byte_size(),
-                        i, k});
+      pieces.push_back(
+          {tensors[k]->file_offset, tensors[k]->file_offset + tensors[k]->byte_size(), i, k});
     }
   }
   std::sort(pieces.begin(), pieces.end(),
@@ -94,8 +94,7 @@ Status hash_shard(const Df11Folder& folder, size_t shard,
         },
         context.cancel, kShardStepBytes));
     *sha256 = whole.hex_digest();
-    context.add_folder_digest(
-        FolderFile{folder.folder.shard_names[shard], mapped.size(), *sha256});
+    context.add_folder_digest(FolderFile{folder.folder.shard_names[shard], mapped.size(), *sha256});
   }
   for (size_t p = 0; p < pieces.size(); ++p) {
     hashes[pieces[p].group][pieces[p].k] = xxh[p].hex_digest();
@@ -155,8 +154,8 @@ void check_alias(const Df11Folder& folder, const AliasMember& alias, TensorProdu
   if (!status) {
     context.fail(what + ": " + status.message());
   } else if (hash.hex_digest() != folder.originals.at(alias.target).xxh3) {
-    context.fail(what + ": decodes to xxh3 " + hash.hex_digest() + ", '" + alias.target +
-                 "' has " + folder.originals.at(alias.target).xxh3);
+    context.fail(what + ": decodes to xxh3 " + hash.hex_digest() + ", '" + alias.target + "' has " +
+                 folder.originals.at(alias.target).xxh3);
   } else {
     std::lock_guard<std::mutex> lock(context.mutex);
     ++context.report.aliases;
@@ -249,8 +248,10 @@ void check_marker(const Df11Folder& folder, VerifyContext& context) {
   const std::string& version = folder.metadata.front().spec_version;
   if (!marker->has_value()) {
     if (spec_minor_version(version) >= kFolderRecordMinor) {
-      context.fail("config.json: dfloat11_config has no \"df11\" marker, but the shards carry "
-                   "df11 metadata " + version);
+      context.fail(
+          "config.json: dfloat11_config has no \"df11\" marker, but the shards carry "
+          "df11 metadata " +
+          version);
     }
     return;
   }
@@ -340,8 +341,8 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   std::vector<std::string> shard_sha256(n_shards);
   std::vector<Status> shard_status(n_shards);
   tbb::parallel_for(size_t{0}, n_shards, [&](size_t s) {
-    shard_status[s] = hash_shard(folder, s, stored, context.folder_sha256 ? &shard_sha256[s] : nullptr,
-                                 context);
+    shard_status[s] =
+        hash_shard(folder, s, stored, context.folder_sha256 ? &shard_sha256[s] : nullptr, context);
   });
   for (const Status& status : shard_status) DF11_RETURN_IF_ERROR(status);
 

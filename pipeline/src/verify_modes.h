@@ -5,9 +5,9 @@
 #include <mutex>
 #include <string>
 
-#include "reporter.h"
 #include "model_folder.h"
 #include "rebuild.h"
+#include "reporter.h"
 #include "tensor_compare.h"
 #include "verify.h"
 
@@ -16,16 +16,22 @@ namespace df11::app {
 struct VerifyContext {
   VerifyContext(Reporter& rep, const CancelToken& c, VerifyReport& r, const ModelFolder* a,
                 DecodeDevice d, size_t files, bool sha256, bool folder_digests = false)
-      : reporter(rep), cancel(c), report(r), against(a), device(d), parallel_files(files),
-        file_sha256(sha256), folder_sha256(folder_digests) {}
+      : reporter(rep),
+        cancel(c),
+        report(r),
+        against(a),
+        device(d),
+        parallel_files(files),
+        file_sha256(sha256),
+        folder_sha256(folder_digests) {}
 
   Reporter& reporter;
   const CancelToken& cancel;
   VerifyReport& report;
   const ModelFolder* against = nullptr;  // --against, or null
   DecodeDevice device = DecodeDevice::kCpu;
-  size_t parallel_files = 0;  // files rebuilt side by side; 0 = source_parallelism()
-  bool file_sha256 = false;   // hash rebuilt original files too (RebuildOptions)
+  size_t parallel_files = 0;   // files rebuilt side by side; 0 = source_parallelism()
+  bool file_sha256 = false;    // hash rebuilt original files too (RebuildOptions)
   bool folder_sha256 = false;  // VerifyOptions::folder_sha256
   std::function<void(const FolderFile*)> on_folder_digest;  // VerifyOptions::on_folder_digest
 

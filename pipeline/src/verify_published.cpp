@@ -30,8 +30,8 @@ std::string against_name(const std::string& name, const ModelFolder& model,
   if (context.against->tensors.count(name) != 0) return name;
   const auto embedding = tied_embedding_of(name, model.config_text, against_names);
   if (!embedding) return name;
-  context.report.notes.push_back("'" + name + "' compared with '" + *embedding +
-                                 "' of " + context.against->dir.string() +
+  context.report.notes.push_back("'" + name + "' compared with '" + *embedding + "' of " +
+                                 context.against->dir.string() +
                                  ": the original ties them and stores the embedding only");
   return *embedding;
 }
@@ -158,8 +158,8 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       ++context.report.groups;
       context.report.tensors += view.split_positions.size() / 8 + 1;
       if (comparer)
-        compare_group(group, view, decoded, patterns ? &*patterns : nullptr, *comparer, what,
-                      model, against_names, context);
+        compare_group(group, view, decoded, patterns ? &*patterns : nullptr, *comparer, what, model,
+                      against_names, context);
       for (const TensorInfo* t : group.all()) {
         shard.mapped().advise_dontneed(t->file_offset, t->byte_size());
         context.reporter.progress_advance(t->byte_size());
@@ -171,12 +171,13 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       if (comparer) {
         Status status = comparer->begin(t.name, t.dtype, t.shape);
         if (status) {
-          DF11_RETURN_IF_ERROR(stream_file_range(shard.mapped(), t.file_offset, t.byte_size(),
-                                                 [&](std::span<const uint8_t> bytes) {
-                                                   comparer->piece(bytes);
-                                                   return Status::ok();
-                                                 },
-                                                 context.cancel));
+          DF11_RETURN_IF_ERROR(stream_file_range(
+              shard.mapped(), t.file_offset, t.byte_size(),
+              [&](std::span<const uint8_t> bytes) {
+                comparer->piece(bytes);
+                return Status::ok();
+              },
+              context.cancel));
           status = comparer->end();
         }
         if (!status) context.fail(status.message() + " (" + model.shard_names[s] + ")");
@@ -189,11 +190,12 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
   if (context.report.groups == 0) {
     // Nothing was decoded: a plain checkpoint, not a DF11 folder. Saying OK would claim a
     // verification that never happened.
-    return Status(ErrorCode::kBadGroup,
-                  model.dir.string() +
-                      ": not a DF11 folder: no shard holds a DF11 group (no '<name>.encoded_exponent' "
-                      "tensors) or df11 metadata; to compress it, run: df11 compress " +
-                      model.dir.string() + " -o OUT_DIR");
+    return Status(
+        ErrorCode::kBadGroup,
+        model.dir.string() +
+            ": not a DF11 folder: no shard holds a DF11 group (no '<name>.encoded_exponent' "
+            "tensors) or df11 metadata; to compress it, run: df11 compress " +
+            model.dir.string() + " -o OUT_DIR");
   }
   if (comparer) context.fail_not_compared(*comparer);
   return Status::ok();

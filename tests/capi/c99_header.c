@@ -2,7 +2,6 @@
  * plain C. Run by ctest: prints the library's version and checks it against the header. */
 #define DF11_EXPERIMENTAL
 #include <df11/df11.h>
-
 #include <stdio.h>
 
 int main(void) {
@@ -13,7 +12,6 @@ int main(void) {
   (void)part;
   (void)m;
   if (df11_cuda_gemv_matrix_count(NULL) != 0) return 1;
-  printf("df11 %s (%u), cuda %d\n", df11_version_string(), df11_version_number(),
-         df11_has_cuda());
+  printf("df11 %s (%u), cuda %d\n", df11_version_string(), df11_version_number(), df11_has_cuda());
   return df11_version_number() == DF11_VERSION_NUMBER ? 0 : 1;
 }

@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <initializer_list>
 #include <set>
-#include <sstream>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -54,7 +54,7 @@ bool register_audited(ErrorCode code) {
 }
 
 // Defines TEST(AuditErrorCodes, <code>) and records <code> as audited.
-#define AUDIT_ERROR_CODE(code)                                                         \
+#define AUDIT_ERROR_CODE(code)                                                             \
   [[maybe_unused]] const bool audit_registered_##code = register_audited(ErrorCode::code); \
   TEST(AuditErrorCodes, code)
 
@@ -107,15 +107,15 @@ AUDIT_ERROR_CODE(kIo) {
   TempDir tmp;
   const fs::path file = tmp / "plain.safetensors";
   write_text(file, "x");
-  expect_error(MappedFile::open(tmp.path().string()).status(), ErrorCode::kIo,
-               app::kExitOtherError, {tmp.path().string(), "not a regular file"});
+  expect_error(MappedFile::open(tmp.path().string()).status(), ErrorCode::kIo, app::kExitOtherError,
+               {tmp.path().string(), "not a regular file"});
   const std::string through_file = (file / "x").string();
   expect_error(MappedFile::open(through_file).status(), ErrorCode::kIo, app::kExitOtherError,
                {through_file, "Not a directory"});
   expect_error(OutputFile::create(through_file).status(), ErrorCode::kIo, app::kExitOtherError,
                {through_file, "Not a directory"});
-  expect_error(SafetensorsFile::open(through_file).status(), ErrorCode::kIo,
-               app::kExitOtherError, {through_file});
+  expect_error(SafetensorsFile::open(through_file).status(), ErrorCode::kIo, app::kExitOtherError,
+               {through_file});
 }
 
 AUDIT_ERROR_CODE(kInvalidArgument) {
@@ -143,21 +143,20 @@ AUDIT_ERROR_CODE(kBadJson) {
 
 AUDIT_ERROR_CODE(kBadDtype) {
   const std::string header = R"({"w":{"dtype":"Q7","shape":[1],"data_offsets":[0,1]}})";
-  expect_error(parse(test::make_safetensors(header, 1)), ErrorCode::kBadDtype,
-               app::kExitDataError, {"audit.safetensors", "'w'"});
+  expect_error(parse(test::make_safetensors(header, 1)), ErrorCode::kBadDtype, app::kExitDataError,
+               {"audit.safetensors", "'w'"});
 }
 
 AUDIT_ERROR_CODE(kBadShape) {
   // 3 U8 elements in 4 bytes.
   const std::string header = R"({"w":{"dtype":"U8","shape":[3],"data_offsets":[0,4]}})";
-  expect_error(parse(test::make_safetensors(header, 4)), ErrorCode::kBadShape,
-               app::kExitDataError, {"audit.safetensors", "'w'"});
+  expect_error(parse(test::make_safetensors(header, 4)), ErrorCode::kBadShape, app::kExitDataError,
+               {"audit.safetensors", "'w'"});
 }
 
 AUDIT_ERROR_CODE(kBadOffsets) {
-  const std::string header =
-      R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
-      R"("b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}})";
+  const std::string header = R"({"a":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                             R"("b":{"dtype":"U8","shape":[2],"data_offsets":[1,3]}})";
   expect_error(parse(test::make_safetensors(header, 3)), ErrorCode::kBadOffsets,
                app::kExitDataError, {"audit.safetensors", "'b'"});
 }
@@ -173,15 +172,15 @@ AUDIT_ERROR_CODE(kOverflow) {
   // 2^96 elements.
   const std::string header =
       R"({"w":{"dtype":"U8","shape":[4294967296,4294967296,4294967296],"data_offsets":[0,0]}})";
-  expect_error(parse(test::make_safetensors(header, 0)), ErrorCode::kOverflow,
-               app::kExitDataError, {"audit.safetensors", "'w'"});
+  expect_error(parse(test::make_safetensors(header, 0)), ErrorCode::kOverflow, app::kExitDataError,
+               {"audit.safetensors", "'w'"});
 }
 
 AUDIT_ERROR_CODE(kBadMetadata) {
-  expect_error(parse_df11_metadata(R"({"spec_version":"1.1","encoder":"df11 0.1.0"})",
-                                   "shard.safetensors")
-                   .status(),
-               ErrorCode::kBadMetadata, app::kExitDataError, {"shard.safetensors", "groups"});
+  expect_error(
+      parse_df11_metadata(R"({"spec_version":"1.1","encoder":"df11 0.1.0"})", "shard.safetensors")
+          .status(),
+      ErrorCode::kBadMetadata, app::kExitDataError, {"shard.safetensors", "groups"});
 }
 
 AUDIT_ERROR_CODE(kBadGroup) {
@@ -242,8 +241,8 @@ AUDIT_ERROR_CODE(kResourceLimit) {
 AUDIT_ERROR_CODE(kNotFound) {
   TempDir tmp;
   const std::string missing = (tmp / "absent.safetensors").string();
-  expect_error(SafetensorsFile::open(missing).status(), ErrorCode::kNotFound,
-               app::kExitOtherError, {missing});
+  expect_error(SafetensorsFile::open(missing).status(), ErrorCode::kNotFound, app::kExitOtherError,
+               {missing});
   const fs::path file = tmp / "one.safetensors";
   const std::vector<uint8_t> data{1, 2};
   const TensorData tensor{"w", Dtype::kU8, {2}, data};
@@ -257,8 +256,8 @@ AUDIT_ERROR_CODE(kNotFound) {
 AUDIT_ERROR_CODE(kExists) {
   TempDir tmp;
   fs::create_directories(tmp / "out");
-  expect_error(app::StagingDir::create(tmp / "out", /*force=*/false).status(),
-               ErrorCode::kExists, app::kExitUsage, {(tmp / "out").string()});
+  expect_error(app::StagingDir::create(tmp / "out", /*force=*/false).status(), ErrorCode::kExists,
+               app::kExitUsage, {(tmp / "out").string()});
   EXPECT_EQ(list_dir(tmp.path()), std::vector<std::string>{"out"});  // no temp folder made
 }
 
@@ -275,11 +274,11 @@ AUDIT_ERROR_CODE(kCuda) {
   app::Console console(out, err, /*verbosity=*/0, /*progress_bar=*/false);
 #if defined(DF11_HAVE_CUDA)
   ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
-  expect_error(app::verify_model(options, console, app::CancelToken::never()).status(), ErrorCode::kCuda,
-               app::kExitOtherError, {"--device cuda"});
+  expect_error(app::verify_model(options, console, app::CancelToken::never()).status(),
+               ErrorCode::kCuda, app::kExitOtherError, {"--device cuda"});
 #else
-  expect_error(app::verify_model(options, console, app::CancelToken::never()).status(), ErrorCode::kUnsupported,
-               app::kExitOtherError, {"--device cuda", "without CUDA"});
+  expect_error(app::verify_model(options, console, app::CancelToken::never()).status(),
+               ErrorCode::kUnsupported, app::kExitOtherError, {"--device cuda", "without CUDA"});
   EXPECT_EQ(app::exit_code_for(Status(ErrorCode::kCuda, "x")), app::kExitOtherError);
 #endif
 }
@@ -297,10 +296,11 @@ AUDIT_ERROR_CODE(kInterrupted) {
 }
 
 AUDIT_ERROR_CODE(kUnsupported) {
-  expect_error(parse_df11_metadata(R"({"spec_version":"2.0","encoder":"df11 9","groups":[],"tensors":{}})",
-                                   "shard.safetensors")
-                   .status(),
-               ErrorCode::kUnsupported, app::kExitOtherError, {"shard.safetensors", "2.0"});
+  expect_error(
+      parse_df11_metadata(R"({"spec_version":"2.0","encoder":"df11 9","groups":[],"tensors":{}})",
+                          "shard.safetensors")
+          .status(),
+      ErrorCode::kUnsupported, app::kExitOtherError, {"shard.safetensors", "2.0"});
 }
 
 AUDIT_ERROR_CODE(kMismatch) {
@@ -352,8 +352,8 @@ TEST(AuditErrorCodes, EveryCodeIsAudited) {
     const std::string name = error_code_name(static_cast<ErrorCode>(v));
     if (name == "unknown") continue;
     ++named;
-    EXPECT_EQ(audited_codes().count(v), 1u) << "ErrorCode " << v << " (" << name
-                                              << ") has no AUDIT_ERROR_CODE test";
+    EXPECT_EQ(audited_codes().count(v), 1u)
+        << "ErrorCode " << v << " (" << name << ") has no AUDIT_ERROR_CODE test";
   }
   EXPECT_GT(named, static_cast<int>(ErrorCode::kBadConfig));
   EXPECT_EQ(audited_codes().size(), static_cast<size_t>(named));

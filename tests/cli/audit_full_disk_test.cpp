@@ -18,9 +18,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdint>
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -194,9 +194,7 @@ class AuditFullDisk : public ::testing::TestWithParam<MountMethod> {
   fs::path out_parent() const { return tmpfs_->root() / "out"; }
   fs::path ballast() const { return tmpfs_->root() / "ballast" / "ballast.bin"; }
 
-  ProcessResult run(const std::vector<std::string>& args) {
-    return run_df11(args, tmp_ / "logs");
-  }
+  ProcessResult run(const std::vector<std::string>& args) { return run_df11(args, tmp_ / "logs"); }
 
   // Fills the filesystem up to `leave` free bytes.
   void fill_leaving(uint64_t leave) {

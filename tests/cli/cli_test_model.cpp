@@ -3,8 +3,8 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -12,8 +12,8 @@
 #include <random>
 #include <sstream>
 
-#include "df11/sha256.h"
 #include "df11/safetensors.h"
+#include "df11/sha256.h"
 
 namespace df11::clitest {
 namespace fs = std::filesystem;
@@ -63,8 +63,7 @@ uint16_t to_f16(float f) {
   const uint32_t sign = (u >> 16) & 0x8000;
   const int exp = static_cast<int>((u >> 23) & 0xff) - 127 + 15;
   if (exp <= 0) return static_cast<uint16_t>(sign);
-  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) |
-                               (((u >> 13) & 0x3ff)));
+  return static_cast<uint16_t>(sign | (static_cast<uint32_t>(exp) << 10) | (((u >> 13) & 0x3ff)));
 }
 
 }  // namespace

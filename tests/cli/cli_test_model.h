@@ -37,9 +37,9 @@ struct SyntheticTensor {
 struct SyntheticCheckpoint {
   std::string config_json = "{}";  // written as config.json
   std::vector<SyntheticTensor> tensors;
-  size_t shards = 1;        // > 1: tensors split evenly over "<stem>-0000i-of-0000n" + index
+  size_t shards = 1;           // > 1: tensors split evenly over "<stem>-0000i-of-0000n" + index
   std::string stem = "model";  // "diffusion_pytorch_model" for a diffusers component
-  std::string nan_tensor;   // this BF16 tensor gets a NaN at element 3
+  std::string nan_tensor;      // this BF16 tensor gets a NaN at element 3
   uint64_t seed = 7;
 };
 // Writes the folder (created). Weights are Gaussian (BF16, F16, F32 alike); 1-D tensors

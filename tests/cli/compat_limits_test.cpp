@@ -40,15 +40,14 @@ TEST(CompatLimits, Blocks) {
 TEST(CompatLimits, WeightsPerBlock) {
   EXPECT_EQ(compat_violation({100'000, 25, kMaxWeightsPerBlockCompat}), "");
   const std::string why = compat_violation({100'000, 4, kMaxWeightsPerBlockCompat + 1});
-  EXPECT_NE(why.find("23551 weights would start in one 4096-byte block"), std::string::npos)
-      << why;
+  EXPECT_NE(why.find("23551 weights would start in one 4096-byte block"), std::string::npos) << why;
   EXPECT_NE(why.find("23550"), std::string::npos) << why;
 }
 
 TEST(CompatLimits, FirstLimitInOrderAndUnknownSizes) {
   // Elements first: a caller asks before planning, with the other sizes unknown (0).
-  const std::string why =
-      compat_violation({kMaxElementsCompat + 1, kMaxBlocksCompat + 1, kMaxWeightsPerBlockCompat + 1});
+  const std::string why = compat_violation(
+      {kMaxElementsCompat + 1, kMaxBlocksCompat + 1, kMaxWeightsPerBlockCompat + 1});
   EXPECT_NE(why.find("Max_Elements_Compat"), std::string::npos) << why;
   EXPECT_NE(compat_violation({5, kMaxBlocksCompat + 1, kMaxWeightsPerBlockCompat + 1})
                 .find("Max_Blocks_Compat"),

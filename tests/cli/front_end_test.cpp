@@ -55,8 +55,8 @@ TEST_F(FrontEnd, EverySubcommandHelpListsItsOptionsWithDefaults) {
            {{"inspect", "--help"}, {"--baseline", "--json"}},
            {{"bench", "decode", "--help"}, {"--device", "=cuda", "--runs", "=20", "--warmup"}},
            {{"bench", "gemv", "--help"},
-            {"--batch", "=1,2,4,8,16", "--runs", "=20", "--warmup", "=5", "--model-blocks",
-             "=32", "--seed", "--hidden", "=4096", "--json"}}}) {
+            {"--batch", "=1,2,4,8,16", "--runs", "=20", "--warmup", "=5", "--model-blocks", "=32",
+             "--seed", "--hidden", "=4096", "--json"}}}) {
     const ProcessResult r = run(e.args);
     EXPECT_EQ(r.exit_code, 0) << e.args[0] << r.err;
     std::vector<std::string> want = e.shown;
@@ -100,8 +100,7 @@ TEST_F(FrontEnd, BenchGemvWithoutAGpuFailsClearly) {
   for (const char* bad : {"0", "17", "1,,2", "2,2", "x", "1,2,"}) {
     const ProcessResult b = run({"bench", "gemv", "--batch", bad});
     EXPECT_EQ(b.exit_code, 2) << bad << b.err;
-    EXPECT_NE(b.err.find("error: --batch '" + std::string(bad) + "'"), std::string::npos)
-        << b.err;
+    EXPECT_NE(b.err.find("error: --batch '" + std::string(bad) + "'"), std::string::npos) << b.err;
   }
 }
 
@@ -152,8 +151,7 @@ TEST(ProgressLine, FitsEightyAndFiftyColumnsAtAnyProgress) {
       for (const double f : {0.0, 0.013, 0.5, 0.999, 1.0}) {
         for (const double seconds : {0.0, 0.5, 3600.0}) {
           const auto done = static_cast<uint64_t>(f * static_cast<double>(total));
-          const std::string line =
-              app::progress_line("compressing", done, total, seconds, columns);
+          const std::string line = app::progress_line("compressing", done, total, seconds, columns);
           EXPECT_LE(line.size(), static_cast<size_t>(columns - 1))
               << columns << " cols: '" << line << "'";
           EXPECT_EQ(line.find('\n'), std::string::npos);
@@ -257,13 +255,13 @@ TEST_F(FrontEnd, JsonResultsCarryTheSummaryFigures) {
 
 TEST_F(FrontEnd, QuietSilencesEverythingButErrorsAndWarnings) {
   write_tiny_llama(model(), {});
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"compress", model(), "-o", df11(), "-q"},
-           {"verify", df11(), "-q"},
-           {"verify", df11(), "--against", model(), "-q"},
-           {"inspect", df11(), "-q"},
-           {"inspect", model(), "-q"},
-           {"decompress", df11(), "-o", restored(), "-q"}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"compress", model(), "-o", df11(), "-q"},
+                                             {"verify", df11(), "-q"},
+                                             {"verify", df11(), "--against", model(), "-q"},
+                                             {"inspect", df11(), "-q"},
+                                             {"inspect", model(), "-q"},
+                                             {"decompress", df11(), "-o", restored(), "-q"}}) {
     const ProcessResult r = run(args);
     EXPECT_EQ(r.exit_code, 0) << args[0] << r.err;
     EXPECT_EQ(r.out, "") << args[0];
@@ -278,16 +276,16 @@ TEST_F(FrontEnd, QuietSilencesEverythingButErrorsAndWarnings) {
 TEST_F(FrontEnd, OneErrorFormatEverywhere) {
   write_tiny_llama(model(), {});
   const std::regex format(R"(^error: .+ \[[a-z_]+\]$)");
-  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
-           {"compress", tmp_ / "nope", "-o", df11()},
-           {"decompress", tmp_ / "nope", "-o", restored()},
-           {"verify", tmp_ / "nope"},
-           {"inspect", tmp_ / "nope"},
-           {"inspect", model(), "--baseline", "gzip"},
-           {"compress", model()},
-           {"verify", model(), "--device", "gpu"},
-           {"frobnicate"},
-           {"verify", model()}}) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"compress", tmp_ / "nope", "-o", df11()},
+                                             {"decompress", tmp_ / "nope", "-o", restored()},
+                                             {"verify", tmp_ / "nope"},
+                                             {"inspect", tmp_ / "nope"},
+                                             {"inspect", model(), "--baseline", "gzip"},
+                                             {"compress", model()},
+                                             {"verify", model(), "--device", "gpu"},
+                                             {"frobnicate"},
+                                             {"verify", model()}}) {
     const ProcessResult r = run(args);
     EXPECT_NE(r.exit_code, 0);
     const std::string first = r.err.substr(0, r.err.find('\n'));

@@ -117,8 +117,7 @@ TEST(Grouping, EmbeddingInsideABlockIsAModuleGroup) {
   const std::vector<TensorEntry> tensors{
       bf16("encoder.block.0.layer.0.SelfAttention.q.weight", 8, 8),
       bf16("encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight", 32, 4),
-      bf16("encoder.block.0.layer.1.DenseReluDense.wi.weight", 8, 8),
-      bf16("shared.weight", 64, 8)};
+      bf16("encoder.block.0.layer.1.DenseReluDense.wi.weight", 8, 8), bf16("shared.weight", 64, 8)};
   const Grouping g = derive_groups(tensors, GroupBy::kBlock);
   ASSERT_EQ(g.groups.size(), 3u);
   EXPECT_EQ(g.groups[0].name, "encoder.block.0");
@@ -136,8 +135,7 @@ std::vector<TensorEntry> moe_layers(int layers, int experts, uint64_t rows) {
     const std::string p = "model.layers." + std::to_string(l) + ".";
     for (int e = 0; e < experts; ++e) {
       for (const char* w : {"w1", "w2", "w3"}) {
-        t.push_back(bf16(p + "block_sparse_moe.experts." + std::to_string(e) + "." + w +
-                             ".weight",
+        t.push_back(bf16(p + "block_sparse_moe.experts." + std::to_string(e) + "." + w + ".weight",
                          rows, 8));
       }
     }

@@ -20,8 +20,7 @@ void add(std::vector<SyntheticTensor>& t, const std::string& name, std::vector<u
   t.push_back(SyntheticTensor{name, std::move(shape), dtype});
 }
 // A Linear with its bias.
-void linear(std::vector<SyntheticTensor>& t, const std::string& module, uint64_t out,
-            uint64_t in) {
+void linear(std::vector<SyntheticTensor>& t, const std::string& module, uint64_t out, uint64_t in) {
   add(t, module + ".weight", {out, in});
   add(t, module + ".bias", {out});
 }
@@ -305,8 +304,8 @@ TEST_F(Families, WanStyle) {
   auto& t = c.tensors;
   for (int b = 0; b < 3; ++b) {
     const std::string p = "blocks." + std::to_string(b) + ".";
-    for (const char* m : {"attn1.to_k", "attn1.to_out.0", "attn1.to_q", "attn1.to_v",
-                          "attn2.to_k", "attn2.to_out.0", "attn2.to_q", "attn2.to_v"}) {
+    for (const char* m : {"attn1.to_k", "attn1.to_out.0", "attn1.to_q", "attn1.to_v", "attn2.to_k",
+                          "attn2.to_out.0", "attn2.to_q", "attn2.to_v"}) {
       linear(t, p + m, kD, kD);
     }
     linear(t, p + "ffn.net.0.proj", 4 * kD, kD);
@@ -387,8 +386,8 @@ TEST_F(Families, T5) {
   EXPECT_TRUE(dict.contains("shared")) << dict.dump();
   EXPECT_TRUE(dict.contains("lm_head")) << dict.dump();
   // The relative attention bias is an nn.Embedding: a module group, not a block member.
-  EXPECT_TRUE(dict.contains(
-      "encoder\\.block\\.0\\.layer\\.0\\.SelfAttention\\.relative_attention_bias"))
+  EXPECT_TRUE(
+      dict.contains("encoder\\.block\\.0\\.layer\\.0\\.SelfAttention\\.relative_attention_bias"))
       << dict.dump();
 }
 

@@ -148,9 +148,9 @@ TEST_F(Pipeline, OutputFolderLayout) {
     EXPECT_EQ(f.sha256, output_sha.at(f.file)) << f.file;
     EXPECT_EQ(f.size, fs::file_size(df11() / f.file)) << f.file;
   }
-  EXPECT_EQ(recorded, (std::vector<std::string>{"config.json", "extra/README.md",
-                                                "generation_config.json",
-                                                "model.safetensors.index.json", "tokenizer.json"}));
+  EXPECT_EQ(recorded,
+            (std::vector<std::string>{"config.json", "extra/README.md", "generation_config.json",
+                                      "model.safetensors.index.json", "tokenizer.json"}));
   EXPECT_FALSE(m2.shards.has_value());
   EXPECT_FALSE(m2.folder_files.has_value());
 
@@ -376,7 +376,8 @@ TEST_F(Pipeline, UsageAndInputErrors) {
 
   write_tiny_llama(model(), {});
   o.out_dir = model() / "inside";
-  EXPECT_EQ(app::compress_model(o, console, app::CancelToken::never()).status().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(app::compress_model(o, console, app::CancelToken::never()).status().code(),
+            ErrorCode::kInvalidArgument);
 
   fs::remove(model() / "config.json");
   o.out_dir = df11();

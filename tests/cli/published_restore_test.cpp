@@ -168,9 +168,9 @@ using Shape = std::vector<uint64_t>;
 // Dimensions as the families' published config.json files give them (the numbers of the
 // real models, so that a fused or grouped-query layout shows).
 TEST(MemberShapesTest, LlamaMistralQwen2Qwen3) {
-  const nlohmann::json llama = {{"model_type", "llama"},         {"hidden_size", 4096},
-                                {"intermediate_size", 14336},    {"num_attention_heads", 32},
-                                {"num_key_value_heads", 8},      {"vocab_size", 128256}};
+  const nlohmann::json llama = {{"model_type", "llama"},      {"hidden_size", 4096},
+                                {"intermediate_size", 14336}, {"num_attention_heads", 32},
+                                {"num_key_value_heads", 8},   {"vocab_size", 128256}};
   for (const char* type : {"llama", "mistral", "qwen2"}) {
     nlohmann::json c = llama;
     c["model_type"] = type;
@@ -188,29 +188,40 @@ TEST(MemberShapesTest, LlamaMistralQwen2Qwen3) {
     EXPECT_EQ(s.shape_of("model.layers.0.input_layernorm.weight"), std::nullopt);
   }
   // Qwen3-4B: head_dim 128 with 32 heads on a 2560 hidden size (q is wider than hidden).
-  const MemberShapes q3 = shapes_of({{"model_type", "qwen3"},      {"hidden_size", 2560},
-                                     {"intermediate_size", 9728},  {"num_attention_heads", 32},
-                                     {"num_key_value_heads", 8},   {"head_dim", 128},
-                                     {"vocab_size", 151936},       {"tie_word_embeddings", true}});
+  const MemberShapes q3 = shapes_of({{"model_type", "qwen3"},
+                                     {"hidden_size", 2560},
+                                     {"intermediate_size", 9728},
+                                     {"num_attention_heads", 32},
+                                     {"num_key_value_heads", 8},
+                                     {"head_dim", 128},
+                                     {"vocab_size", 151936},
+                                     {"tie_word_embeddings", true}});
   EXPECT_EQ(q3.shape_of("model.layers.3.self_attn.q_proj.weight"), (Shape{4096, 2560}));
   EXPECT_EQ(q3.shape_of("model.layers.3.self_attn.o_proj.weight"), (Shape{2560, 4096}));
   EXPECT_EQ(q3.shape_of("model.layers.3.self_attn.k_proj.weight"), (Shape{1024, 2560}));
 }
 
 TEST(MemberShapesTest, Qwen3MoeAndMixtralExperts) {
-  const MemberShapes moe = shapes_of({{"model_type", "qwen3_moe"}, {"hidden_size", 2048},
-                                      {"intermediate_size", 6144}, {"moe_intermediate_size", 768},
-                                      {"num_experts", 128},        {"num_attention_heads", 32},
-                                      {"num_key_value_heads", 4},  {"head_dim", 128},
+  const MemberShapes moe = shapes_of({{"model_type", "qwen3_moe"},
+                                      {"hidden_size", 2048},
+                                      {"intermediate_size", 6144},
+                                      {"moe_intermediate_size", 768},
+                                      {"num_experts", 128},
+                                      {"num_attention_heads", 32},
+                                      {"num_key_value_heads", 4},
+                                      {"head_dim", 128},
                                       {"vocab_size", 151936}});
   EXPECT_EQ(moe.shape_of("model.layers.0.mlp.experts.127.gate_proj.weight"), (Shape{768, 2048}));
   EXPECT_EQ(moe.shape_of("model.layers.0.mlp.experts.5.down_proj.weight"), (Shape{2048, 768}));
   EXPECT_EQ(moe.shape_of("model.layers.0.mlp.gate.weight"), (Shape{128, 2048}));
   EXPECT_EQ(moe.shape_of("model.layers.0.self_attn.q_proj.weight"), (Shape{4096, 2048}));
-  const MemberShapes mixtral = shapes_of({{"model_type", "mixtral"}, {"hidden_size", 4096},
+  const MemberShapes mixtral = shapes_of({{"model_type", "mixtral"},
+                                          {"hidden_size", 4096},
                                           {"intermediate_size", 14336},
-                                          {"num_local_experts", 8}, {"num_attention_heads", 32},
-                                          {"num_key_value_heads", 8}, {"vocab_size", 32000}});
+                                          {"num_local_experts", 8},
+                                          {"num_attention_heads", 32},
+                                          {"num_key_value_heads", 8},
+                                          {"vocab_size", 32000}});
   EXPECT_EQ(mixtral.shape_of("model.layers.1.block_sparse_moe.experts.7.w1.weight"),
             (Shape{14336, 4096}));
   EXPECT_EQ(mixtral.shape_of("model.layers.1.block_sparse_moe.experts.7.w2.weight"),
@@ -242,9 +253,12 @@ TEST(MemberShapesTest, GemmaTextAndMultimodalWrapper) {
 
 TEST(MemberShapesTest, Phi3FusedProjections) {
   // Phi-3-mini: 32 heads of 96 on 3072, no grouped-query attention.
-  const MemberShapes s = shapes_of({{"model_type", "phi3"},        {"hidden_size", 3072},
-                                    {"intermediate_size", 8192},   {"num_attention_heads", 32},
-                                    {"num_key_value_heads", 32},   {"vocab_size", 32064}});
+  const MemberShapes s = shapes_of({{"model_type", "phi3"},
+                                    {"hidden_size", 3072},
+                                    {"intermediate_size", 8192},
+                                    {"num_attention_heads", 32},
+                                    {"num_key_value_heads", 32},
+                                    {"vocab_size", 32064}});
   EXPECT_EQ(s.shape_of("model.layers.0.self_attn.qkv_proj.weight"), (Shape{9216, 3072}));
   EXPECT_EQ(s.shape_of("model.layers.0.mlp.gate_up_proj.weight"), (Shape{16384, 3072}));
   EXPECT_EQ(s.shape_of("model.layers.0.mlp.down_proj.weight"), (Shape{3072, 8192}));
@@ -253,9 +267,12 @@ TEST(MemberShapesTest, Phi3FusedProjections) {
 TEST(MemberShapesTest, FluxTransformer) {
   // FLUX.1-dev's transformer config.json.
   const MemberShapes s = shapes_of({{"_class_name", "FluxTransformer2DModel"},
-                                    {"attention_head_dim", 128}, {"num_attention_heads", 24},
-                                    {"in_channels", 64},         {"joint_attention_dim", 4096},
-                                    {"pooled_projection_dim", 768}, {"patch_size", 1}});
+                                    {"attention_head_dim", 128},
+                                    {"num_attention_heads", 24},
+                                    {"in_channels", 64},
+                                    {"joint_attention_dim", 4096},
+                                    {"pooled_projection_dim", 768},
+                                    {"patch_size", 1}});
   EXPECT_EQ(s.family(), "flux");
   EXPECT_EQ(s.shape_of("transformer_blocks.18.norm1.linear.weight"), (Shape{18432, 3072}));
   EXPECT_EQ(s.shape_of("transformer_blocks.0.attn.to_out.0.weight"), (Shape{3072, 3072}));

@@ -111,8 +111,12 @@ TEST(SafeRegex, PythonSemantics) {
     EXPECT_EQ(matches(c.pattern, c.text), c.match) << "'" << c.pattern << "' on '" << c.text << "'";
   }
   // Bytes that are not UTF-8 are characters no literal matches.
-  EXPECT_TRUE(matches("a.b", "a\xff" "b"));
-  EXPECT_FALSE(matches("a\\xffb", "a\xff" "b"));
+  EXPECT_TRUE(matches("a.b",
+                      "a\xff"
+                      "b"));
+  EXPECT_FALSE(matches("a\\xffb",
+                       "a\xff"
+                       "b"));
 }
 
 void expect_refused(const std::string& pattern, const std::string& why) {
@@ -169,9 +173,11 @@ TEST(SafeRegex, Limits) {
   expect_refused("a{0,99999999999999999999}", "above Max_Repeat_Bound");
   expect_refused("(?:a{1000}){1000}", "more than Max_Nfa_States 65536");
   expect_refused("((((a{100}){100}){100}){100})", "more than Max_Nfa_States");
-  const std::string deep_ok = std::string(kMaxGroupDepth, '(') + "a" + std::string(kMaxGroupDepth, ')');
+  const std::string deep_ok =
+      std::string(kMaxGroupDepth, '(') + "a" + std::string(kMaxGroupDepth, ')');
   EXPECT_TRUE(matches(deep_ok, "a"));
-  const std::string deep = std::string(kMaxGroupDepth + 1, '(') + std::string(kMaxGroupDepth + 1, ')');
+  const std::string deep =
+      std::string(kMaxGroupDepth + 1, '(') + std::string(kMaxGroupDepth + 1, ')');
   expect_refused(deep, "groups nested deeper than Max_Group_Depth 100");
   // The deepest a Max_Pattern_Bytes pattern can ask for: refused quickly, no stack overflow.
   expect_refused(std::string(kMaxPatternBytes, '('), "nested deeper");
@@ -207,9 +213,7 @@ TEST(SafeRegex, CompiledStatesAreBounded) {
   EXPECT_EQ(re->state_count(), 17u);  // spec 7.3 quotes this count
 }
 
-TensorEntry bf16(const std::string& name) {
-  return TensorEntry{name, Dtype::kBF16, {8, 8}, 64};
-}
+TensorEntry bf16(const std::string& name) { return TensorEntry{name, Dtype::kBF16, {8, 8}, 64}; }
 
 // What df11's pattern_dict keys (grouping.cpp) match must not change with the matcher: compare
 // with std::regex (ECMAScript), which shares Python's meaning for these keys.
@@ -232,13 +236,26 @@ TEST(SafeRegex, Df11KeysMatchWhatStdRegexMatched) {
   const auto dict = derive_pattern_dict(g.groups, std::vector<bool>(g.groups.size(), true));
   ASSERT_GE(dict.size(), 8u) << dict.dump(2);
 
-  std::vector<std::string> paths{"", "lm_head", "lm_headx", "model.lm_head", "model.embed_tokens",
-                                 "model.embed_tokensx", "modelXembed_tokens",
-                                 "model.embed tokens#1", "model.embed tokens#", "transformer.wte-embed",
-                                 "a+b(c)[d]{e}^$|?*.embed", "ab(c)[d]{e}^$|?*.embed",
-                                 "model.layers.", "model.layers.x", "model.layers.0x",
-                                 "model.layers.01", "model.layers.3.mlp", "Model.layers.3",
-                                 "transformer.h.", "transformer.h.0.attn"};
+  std::vector<std::string> paths{"",
+                                 "lm_head",
+                                 "lm_headx",
+                                 "model.lm_head",
+                                 "model.embed_tokens",
+                                 "model.embed_tokensx",
+                                 "modelXembed_tokens",
+                                 "model.embed tokens#1",
+                                 "model.embed tokens#",
+                                 "transformer.wte-embed",
+                                 "a+b(c)[d]{e}^$|?*.embed",
+                                 "ab(c)[d]{e}^$|?*.embed",
+                                 "model.layers.",
+                                 "model.layers.x",
+                                 "model.layers.0x",
+                                 "model.layers.01",
+                                 "model.layers.3.mlp",
+                                 "Model.layers.3",
+                                 "transformer.h.",
+                                 "transformer.h.0.attn"};
   for (const GroupSpec& spec : g.groups) paths.push_back(spec.name);
   for (int l = 0; l < 130; ++l) {
     paths.push_back("model.layers." + std::to_string(l));

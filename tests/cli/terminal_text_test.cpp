@@ -28,16 +28,20 @@ TEST(TerminalText, EscapesControlsBidiAndInvalidBytes) {
   EXPECT_EQ(terminal_safe("line\nnext\r\t"), "line\\x0anext\\x0d\\x09");
   EXPECT_EQ(terminal_safe(std::string("a\0b", 3)), "a\\x00b");
   EXPECT_EQ(terminal_safe("\x7f"), "\\x7f");
-  EXPECT_EQ(terminal_safe("\xc2\x9b" "31m"), "\\xc2\\x9b31m");  // C1 CSI
+  EXPECT_EQ(terminal_safe("\xc2\x9b"
+                          "31m"),
+            "\\xc2\\x9b31m");                                       // C1 CSI
   EXPECT_EQ(terminal_safe("x\xe2\x80\xaey"), "x\\xe2\\x80\\xaey");  // U+202E RLO
   EXPECT_EQ(terminal_safe("\xe2\x81\xa6"), "\\xe2\\x81\\xa6");      // U+2066 LRI
   EXPECT_EQ(terminal_safe("\xe2\x80\xa8"), "\\xe2\\x80\\xa8");      // U+2028 line separator
   EXPECT_EQ(terminal_safe("\xff\xfe"), "\\xff\\xfe");
-  EXPECT_EQ(terminal_safe("\xc3"), "\\xc3");               // truncated sequence
-  EXPECT_EQ(terminal_safe("\xc0\xaf"), "\\xc0\\xaf");      // overlong '/'
-  EXPECT_EQ(terminal_safe("\xed\xa0\x80"), "\\xed\\xa0\\x80");  // surrogate
+  EXPECT_EQ(terminal_safe("\xc3"), "\\xc3");                             // truncated sequence
+  EXPECT_EQ(terminal_safe("\xc0\xaf"), "\\xc0\\xaf");                    // overlong '/'
+  EXPECT_EQ(terminal_safe("\xed\xa0\x80"), "\\xed\\xa0\\x80");           // surrogate
   EXPECT_EQ(terminal_safe("\xf4\x90\x80\x80"), "\\xf4\\x90\\x80\\x80");  // above U+10FFFF
-  EXPECT_EQ(terminal_safe("\xe2\x9c" "a"), "\\xe2\\x9ca");  // resynchronises
+  EXPECT_EQ(terminal_safe("\xe2\x9c"
+                          "a"),
+            "\\xe2\\x9ca");  // resynchronises
 }
 
 TEST(TerminalText, Utf8Validation) {

@@ -570,7 +570,8 @@ TEST_F(Published, DecompressNamesUnknownShapesAndSuggestsLike) {
   std::ostringstream out, err;
   EXPECT_EQ(app::run_decompress_command(o, {}, out, err), 3);
   EXPECT_NE(err.str().find("coded weights are unknown"), std::string::npos) << err.str();
-  EXPECT_NE(err.str().find("'model.layers.0.mlp.down_proj.weight'"), std::string::npos) << err.str();
+  EXPECT_NE(err.str().find("'model.layers.0.mlp.down_proj.weight'"), std::string::npos)
+      << err.str();
   EXPECT_NE(err.str().find("--like"), std::string::npos) << err.str();
   EXPECT_FALSE(fs::exists(restored()));
   o.file_sha256 = true;  // nothing recorded to check against

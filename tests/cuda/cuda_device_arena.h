@@ -3,6 +3,7 @@
 // writes outside its group's output.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -11,14 +12,13 @@
 #include <string>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "df11/cuda_decoder.h"
 #include "df11/group.h"
 
 namespace df11::cuda_test {
 
-#define DF11_CUDA_ASSERT(call) ASSERT_EQ((call), cudaSuccess) << cudaGetErrorString(cudaGetLastError())
+#define DF11_CUDA_ASSERT(call) \
+  ASSERT_EQ((call), cudaSuccess) << cudaGetErrorString(cudaGetLastError())
 
 inline constexpr uint8_t kPoison = 0xA5;
 inline constexpr uint64_t kGuardBytes = 64;
@@ -75,8 +75,8 @@ struct PlacedGroup {
 inline uint64_t placed_footprint(const GroupView& g) {
   return DeviceArena::footprint(g.luts.size()) + DeviceArena::footprint(g.n_bytes()) +
          DeviceArena::footprint(g.n_elements()) +
-         DeviceArena::footprint(g.output_positions.size()) +
-         DeviceArena::footprint(g.gaps.size()) + DeviceArena::footprint(2 * g.n_elements());
+         DeviceArena::footprint(g.output_positions.size()) + DeviceArena::footprint(g.gaps.size()) +
+         DeviceArena::footprint(2 * g.n_elements());
 }
 
 // misalign 0 puts every array on a 256-byte boundary (fast paths); other values shift the

@@ -7,9 +7,9 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <numeric>
 #include <span>
@@ -85,18 +85,18 @@ inline std::vector<Case> all_cases(bool large) {
   using testing::gaussian_bf16;
   std::vector<Case> cases;
   // Sizes around window (8 bytes) and block (4096 bytes) multiples of a ~2.6-bit stream.
-  for (uint64_t n : {1ull, 2ull, 3ull, 7ull, 25ull, 100ull, 4095ull, 12000ull, 12600ull,
-                     12700ull, 25300ull, 100001ull, 262144ull}) {
-    cases.push_back(encoded("gaussian n=" + std::to_string(n),
-                            {gaussian_bf16(n, 0.5 / 64, 1000 + n)}));
+  for (uint64_t n : {1ull, 2ull, 3ull, 7ull, 25ull, 100ull, 4095ull, 12000ull, 12600ull, 12700ull,
+                     25300ull, 100001ull, 262144ull}) {
+    cases.push_back(
+        encoded("gaussian n=" + std::to_string(n), {gaussian_bf16(n, 0.5 / 64, 1000 + n)}));
   }
   cases.push_back(encoded("multi-member 3 tensors",
                           {gaussian_bf16(4096 * 3, 0.5 / 64, 1), gaussian_bf16(1024 * 5, 0.02, 2),
                            gaussian_bf16(77, 1.0, 3)}));
-  cases.push_back(encoded("multi-member 7 small", {gaussian_bf16(1, 1, 4), gaussian_bf16(2, 1, 5),
-                                                  gaussian_bf16(3, 1, 6), gaussian_bf16(5000, 1, 7),
-                                                  gaussian_bf16(1, 1e-3, 8), gaussian_bf16(9, 1, 9),
-                                                  gaussian_bf16(4097, 1e-2, 10)}));
+  cases.push_back(encoded("multi-member 7 small",
+                          {gaussian_bf16(1, 1, 4), gaussian_bf16(2, 1, 5), gaussian_bf16(3, 1, 6),
+                           gaussian_bf16(5000, 1, 7), gaussian_bf16(1, 1e-3, 8),
+                           gaussian_bf16(9, 1, 9), gaussian_bf16(4097, 1e-2, 10)}));
   // Degenerate distributions.
   cases.push_back(encoded("one value repeated", {std::vector<uint16_t>(70001, 0x3F80)}));
   cases.push_back(encoded("zeros and negative zeros", {[] {
@@ -105,13 +105,13 @@ inline std::vector<Case> all_cases(bool large) {
                             for (auto& x : w) x = rng.below(2) ? 0x8000 : 0x0000;
                             return w;
                           }()}));
-  cases.push_back(encoded("two exponents", {testing::bf16_with_exponents(
-                                                50000, {126, 127}, {0.5, 0.5}, 11)}));
+  cases.push_back(
+      encoded("two exponents", {testing::bf16_with_exponents(50000, {126, 127}, {0.5, 0.5}, 11)}));
   cases.push_back(encoded("subnormals and exponent 239",
                           {testing::bf16_with_exponents(30000, {0, 1, 239}, {0.7, 0.2, 0.1}, 12)}));
   cases.push_back(encoded("every codable pattern", {testing::all_codable_bf16()}));
-  cases.push_back(encoded("geometric 40 exponents (long codes)",
-                          {geometric_exponents(200000, 60, 40, 13)}));
+  cases.push_back(
+      encoded("geometric 40 exponents (long codes)", {geometric_exponents(200000, 60, 40, 13)}));
   cases.push_back(encoded("uniform over 240 exponents", {[] {
                             std::vector<uint16_t> w(150000);
                             testing::TestRng rng(14);
@@ -121,15 +121,14 @@ inline std::vector<Case> all_cases(bool large) {
                             }
                             return w;
                           }()}));
-  cases.push_back(encoded("gaussian with many outliers",
-                          {gaussian_bf16(300000, 0.01, 15, 0.01)}));
+  cases.push_back(encoded("gaussian with many outliers", {gaussian_bf16(300000, 0.01, 15, 0.01)}));
 
   // Hand-built groups.
   {
     const auto symbols = exponent_range(90, 33);  // lengths 1..32, 32
     const auto code = test::canonical_code(test::unary_lengths(symbols));
-    cases.push_back(hand("hand: deepest code, every length", code,
-                         uniform_over(symbols, 60000, 21)));
+    cases.push_back(
+        hand("hand: deepest code, every length", code, uniform_over(symbols, 60000, 21)));
   }
   for (uint8_t length : {5, 8, 9, 13, 17, 31}) {
     const int count = length < 8 ? (1 << length) : length == 9 ? 32 : length == 17 ? 16 : 200;
@@ -144,8 +143,8 @@ inline std::vector<Case> all_cases(bool large) {
     len[0] = 1;
     const auto code = test::canonical_code(len);
     testing::TestRng rng(3);
-    for (uint64_t n : {1ull, 63ull, 64ull, 65ull, 32767ull, 32768ull, 32769ull, 65537ull,
-                       3 * 32768ull + 100}) {
+    for (uint64_t n :
+         {1ull, 63ull, 64ull, 65ull, 32767ull, 32768ull, 32769ull, 65537ull, 3 * 32768ull + 100}) {
       std::vector<uint16_t> w(n);
       for (auto& x : w) x = (rng.next() & 1) ? 0x8000 : 0x0000;
       cases.push_back(hand("hand: 1-bit code n=" + std::to_string(n), code, std::move(w)));
@@ -179,11 +178,10 @@ inline std::vector<Case> all_cases(bool large) {
     cases.push_back(std::move(c));
   }
   if (large) {
-    cases.push_back(encoded("llama-like 4 members, 6M weights",
-                            {gaussian_bf16(1024 * 2048, 0.5 / 45, 31),
-                             gaussian_bf16(256 * 2048, 0.5 / 45, 32),
-                             gaussian_bf16(256 * 2048, 0.5 / 45, 33),
-                             gaussian_bf16(1024 * 2048, 0.5 / 45, 34)}));
+    cases.push_back(encoded(
+        "llama-like 4 members, 6M weights",
+        {gaussian_bf16(1024 * 2048, 0.5 / 45, 31), gaussian_bf16(256 * 2048, 0.5 / 45, 32),
+         gaussian_bf16(256 * 2048, 0.5 / 45, 33), gaussian_bf16(1024 * 2048, 0.5 / 45, 34)}));
     cases.push_back(encoded("geometric 6M", {geometric_exponents(6000000, 30, 48, 35)}));
   }
   return cases;

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "cuda_emulation.h"
 #include "cuda_test_cases.h"
 #include "decoder_test_groups.h"
-#include "cuda_emulation.h"
 #include "df11/decoder.h"
 
 namespace df11 {
@@ -44,8 +44,8 @@ TEST(CudaEmulation, AgreesWithReferenceOnCorruptStreams) {
         std::vector<uint16_t> want(c.weights.size(), 0xBEEF), got(c.weights.size(), 0xBEEF);
         const Status ref = decode_group_reference(g.view(), want, "g");
         const Status emu = cuda::decode_group_emulated(g.view(), got, "g");
-        ASSERT_EQ(ref.is_ok(), emu.is_ok()) << "reference: " << ref.to_string()
-                                            << "\nemulation: " << emu.to_string();
+        ASSERT_EQ(ref.is_ok(), emu.is_ok())
+            << "reference: " << ref.to_string() << "\nemulation: " << emu.to_string();
         if (ref.is_ok()) {
           ASSERT_TRUE(got == want);
         } else {

@@ -1,6 +1,7 @@
 // GPU tests of the CUDA decoder: bit-exact against the original weights and the CPU decoder,
 // batched launches at any alignment, corrupt and hostile inputs (status reported, nothing
 // written outside the outputs). Skipped where no CUDA device is usable.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <cstdlib>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "cuda_device_arena.h"
 #include "cuda_test_cases.h"
@@ -147,14 +146,15 @@ TEST_F(CudaDecode, CorruptStreamsAgreeWithReference) {
         const Status ref = decode_group_reference(g.view(), want, "g");
         DeviceArena arena(cuda_test::placed_footprint(g.view()));
         ASSERT_TRUE(arena.ok());
-        const PlacedGroup p = cuda_test::place(arena, g.view(), static_cast<uint32_t>(seed % 2), "g");
+        const PlacedGroup p =
+            cuda_test::place(arena, g.view(), static_cast<uint32_t>(seed % 2), "g");
         // Seed 3: two thread blocks, so that the tail pool hands out the last blocks.
         const Status gpu = cuda_test::decode_batch(
             std::span(&p.device, 1), nullptr, nullptr,
             seed == 2 ? cuda::KernelChoice::kCompact : cuda::KernelChoice::kAuto,
             seed == 3 ? 2u : 0u);
-        ASSERT_EQ(ref.is_ok(), gpu.is_ok()) << "reference: " << ref.to_string()
-                                            << "\ngpu: " << gpu.to_string();
+        ASSERT_EQ(ref.is_ok(), gpu.is_ok())
+            << "reference: " << ref.to_string() << "\ngpu: " << gpu.to_string();
         bool guards = false;
         const auto out = cuda_test::fetch_output(p, &guards);
         EXPECT_TRUE(guards);
@@ -365,9 +365,8 @@ TEST_F(CudaDecode, TailPoolDecodesEveryBlockOnce) {
         if (max_ctas != 0) {  // the counter after the records: epoch << 32 | blocks taken
           unsigned long long counter = 0;
           DF11_CUDA_ASSERT(cudaMemcpy(&counter,
-                                      static_cast<uint8_t*>(ws.get()) +
-                                          16 * plan->n_groups(),
-                                      8, cudaMemcpyDeviceToHost));
+                                      static_cast<uint8_t*>(ws.get()) + 16 * plan->n_groups(), 8,
+                                      cudaMemcpyDeviceToHost));
           EXPECT_GT(counter & 0xFFFFFFFFu, 0u) << "no run was taken from the pool";
         }
       }
@@ -405,8 +404,7 @@ TEST_F(CudaDecode, PlansOfDifferentBlockSizesCoexist) {
   const PlacedGroup pb = cuda_test::place(arena, big->group.view(), 0, "big");
   const PlacedGroup ps = cuda_test::place(arena, small->group.view(), 0, "small");
   const cuda::DecodePlanOptions fast{cuda::KernelChoice::kFast};
-  Result<cuda::DecodePlan> plan_big =
-      cuda::make_decode_plan(std::span(&pb.device, 1), "big", fast);
+  Result<cuda::DecodePlan> plan_big = cuda::make_decode_plan(std::span(&pb.device, 1), "big", fast);
   ASSERT_TRUE(plan_big.is_ok()) << plan_big.status().to_string();
   Result<cuda::DecodePlan> plan_small =
       cuda::make_decode_plan(std::span(&ps.device, 1), "small", fast);
@@ -414,11 +412,15 @@ TEST_F(CudaDecode, PlansOfDifferentBlockSizesCoexist) {
   EXPECT_GT(plan_big->shared_bytes(), plan_small->shared_bytes());
   cuda_test::DeviceWorkspace ws(plan_big->workspace_bytes() + plan_small->workspace_bytes());
   auto* ws_small = static_cast<uint8_t*>(ws.get()) + plan_big->workspace_bytes();
-  ASSERT_TRUE(cuda::init_workspace(*plan_big, ws.get(), plan_big->workspace_bytes(), nullptr).is_ok());
-  ASSERT_TRUE(cuda::init_workspace(*plan_small, ws_small, plan_small->workspace_bytes(), nullptr).is_ok());
+  ASSERT_TRUE(
+      cuda::init_workspace(*plan_big, ws.get(), plan_big->workspace_bytes(), nullptr).is_ok());
+  ASSERT_TRUE(
+      cuda::init_workspace(*plan_small, ws_small, plan_small->workspace_bytes(), nullptr).is_ok());
   for (int round = 0; round < 2; ++round) {
-    ASSERT_TRUE(cuda::launch_decode(*plan_big, ws.get(), plan_big->workspace_bytes(), nullptr).is_ok());
-    ASSERT_TRUE(cuda::launch_decode(*plan_small, ws_small, plan_small->workspace_bytes(), nullptr).is_ok());
+    ASSERT_TRUE(
+        cuda::launch_decode(*plan_big, ws.get(), plan_big->workspace_bytes(), nullptr).is_ok());
+    ASSERT_TRUE(
+        cuda::launch_decode(*plan_small, ws_small, plan_small->workspace_bytes(), nullptr).is_ok());
     EXPECT_TRUE(cuda::read_decode_status(*plan_big, ws.get(), nullptr).is_ok());
     EXPECT_TRUE(cuda::read_decode_status(*plan_small, ws_small, nullptr).is_ok());
   }

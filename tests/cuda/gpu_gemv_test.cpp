@@ -4,6 +4,7 @@
 // member shapes of a Llama-3.1-8B block (rows cut, columns kept), ragged shapes and batch
 // 1..16; corrupt streams are reported and nothing is written outside y. Skipped where no
 // CUDA device is usable.
+#include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,8 +13,6 @@
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "cuda_device_arena.h"
 #include "cuda_test_cases.h"
@@ -73,8 +72,8 @@ std::vector<uint16_t> host_gemv(const uint16_t* w, Shape s, const std::vector<ui
           for (uint32_t u0 = 8 * l; u0 < len; u0 += 256) {
             for (uint32_t q = u0; q < std::min(u0 + 8, len); ++q) {
               const uint64_t col = c0 + q;
-              acc = std::fmaf(bf16_float(w[uint64_t{r} * s.cols + col]),
-                              bf16_float(x[col * n + j]), acc);
+              acc = std::fmaf(bf16_float(w[uint64_t{r} * s.cols + col]), bf16_float(x[col * n + j]),
+                              acc);
             }
           }
           lanes[l] = acc;
@@ -101,8 +100,8 @@ std::vector<uint16_t> random_x(uint64_t count, uint64_t seed) {
 
 template <typename T>
 T* upload(DeviceArena& arena, const std::vector<T>& v, uint32_t misalign = 0) {
-  return reinterpret_cast<T*>(arena.upload(
-      {reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)}, misalign));
+  return reinterpret_cast<T*>(
+      arena.upload({reinterpret_cast<const uint8_t*>(v.data()), v.size() * sizeof(T)}, misalign));
 }
 
 std::vector<uint16_t> download(const uint16_t* d, uint64_t n) {
@@ -136,8 +135,7 @@ struct GemvFixture {
     std::vector<std::vector<uint16_t>> members;
     for (size_t i = 0; i < shapes.size(); ++i) {
       members.push_back(testing::gaussian_bf16(uint64_t{shapes[i].rows} * shapes[i].cols,
-                                               0.5 / std::sqrt(double(shapes[i].cols)),
-                                               seed + i));
+                                               0.5 / std::sqrt(double(shapes[i].cols)), seed + i));
     }
     c = cuda_test::encoded(name, members);
     placed = cuda_test::place(arena, c.group.view(), misalign, name);
@@ -156,8 +154,8 @@ struct GemvFixture {
 
 // Fused y for every member at batch n (x per member), with the status of the launch.
 Status fused(const cuda::DeviceGroup& g, const std::vector<Shape>& shapes,
-             const std::vector<const uint16_t*>& d_x, const std::vector<uint16_t*>& d_y,
-             uint32_t n, cudaStream_t stream) {
+             const std::vector<const uint16_t*>& d_x, const std::vector<uint16_t*>& d_y, uint32_t n,
+             cudaStream_t stream) {
   DF11_ASSIGN_OR_RETURN(cuda::DecodePlan plan, cuda::make_decode_plan({&g, 1}, "fused"));
   std::vector<cuda::GemvMatrix> ms;
   for (size_t i = 0; i < shapes.size(); ++i) {
@@ -236,8 +234,13 @@ TEST_F(CudaGemv, FusedEqualsReferenceLlamaShapesEveryBatch) {
   const bool small = std::getenv("DF11_CUDA_TEST_SMALL") != nullptr;
   const uint32_t cut = small ? 256 : 32;
   GemvFixture f("llama shapes",
-                {{4096 / cut, 4096}, {1024 / cut, 4096}, {1024 / cut, 4096}, {4096 / cut, 4096},
-                 {14336 / cut, 4096}, {14336 / cut, 4096}, {4096 / cut, 14336}},
+                {{4096 / cut, 4096},
+                 {1024 / cut, 4096},
+                 {1024 / cut, 4096},
+                 {4096 / cut, 4096},
+                 {14336 / cut, 4096},
+                 {14336 / cut, 4096},
+                 {4096 / cut, 14336}},
                 11, 0);
   std::vector<uint32_t> batches;
   for (uint32_t n = 1; n <= cuda::kGemvMaxBatch; ++n) {
@@ -249,9 +252,8 @@ TEST_F(CudaGemv, FusedEqualsReferenceLlamaShapesEveryBatch) {
 // Columns that are not multiples of 8 (units and chunks at every alignment), one-row and
 // one-column members, misaligned arrays and x.
 TEST_F(CudaGemv, FusedEqualsReferenceRaggedShapes) {
-  GemvFixture f("ragged",
-                {{1, 1}, {333, 1001}, {1, 7}, {250, 2049}, {17, 3}, {999, 1}, {61, 5003}}, 21,
-                3);
+  GemvFixture f("ragged", {{1, 1}, {333, 1001}, {1, 7}, {250, 2049}, {17, 3}, {999, 1}, {61, 5003}},
+                21, 3);
   check_group(f, {1, 2, 5, 8, 13, 16}, 3, 1);
 }
 
@@ -298,12 +300,13 @@ TEST_F(CudaGemv, ManyGroupsSeveralLaunches) {
   std::vector<std::vector<Shape>> shapes;
   testing::TestRng rng(91);
   for (int i = 0; i < 70; ++i) {
-    std::vector<Shape> s = {{1 + static_cast<uint32_t>(rng.below(40)),
-                             1 + static_cast<uint32_t>(rng.below(3000))}};
+    std::vector<Shape> s = {
+        {1 + static_cast<uint32_t>(rng.below(40)), 1 + static_cast<uint32_t>(rng.below(3000))}};
     if (i % 3 == 0) s.push_back({3, 1 + static_cast<uint32_t>(rng.below(100))});
     std::vector<std::vector<uint16_t>> members;
     for (size_t k = 0; k < s.size(); ++k) {
-      members.push_back(testing::gaussian_bf16(uint64_t{s[k].rows} * s[k].cols, 0.05, 200 + 2 * i + k));
+      members.push_back(
+          testing::gaussian_bf16(uint64_t{s[k].rows} * s[k].cols, 0.05, 200 + 2 * i + k));
     }
     std::string name = "g";  // (not "g" + to_string(i): GCC 12 -Wrestrict false positive)
     name += std::to_string(i);
@@ -342,7 +345,8 @@ TEST_F(CudaGemv, ManyGroupsSeveralLaunches) {
   ASSERT_TRUE(cuda::launch_decode_gemv(*plan, ms, n, ws.get(), *ws_bytes, nullptr).is_ok());
   ASSERT_TRUE(cuda::read_decode_status(*plan, ws.get(), nullptr).is_ok());
   for (size_t i = 0; i < ms.size(); ++i) {
-    EXPECT_EQ(download(ms[i].d_y, uint64_t{flat[i].rows} * n), host_gemv(weights[i], flat[i], xs[i], n))
+    EXPECT_EQ(download(ms[i].d_y, uint64_t{flat[i].rows} * n),
+              host_gemv(weights[i], flat[i], xs[i], n))
         << "matrix " << i;
   }
 }
@@ -429,8 +433,7 @@ TEST_F(CudaGemv, CorruptStreamsReportedNothingWrittenOutside) {
       for (size_t i = 0; i < shapes.size(); ++i) {
         std::vector<uint8_t> guard(cuda_test::kGuardBytes);
         const uint8_t* end = reinterpret_cast<const uint8_t*>(d_y[i]) + y_bytes[i];
-        ASSERT_EQ(cudaMemcpy(guard.data(), end, guard.size(), cudaMemcpyDeviceToHost),
-                  cudaSuccess);
+        ASSERT_EQ(cudaMemcpy(guard.data(), end, guard.size(), cudaMemcpyDeviceToHost), cudaSuccess);
         for (const uint8_t b : guard) ASSERT_EQ(b, cuda_test::kPoison) << "written past y";
         ASSERT_EQ(cudaMemcpy(guard.data(), reinterpret_cast<const uint8_t*>(d_y[i]) - guard.size(),
                              guard.size(), cudaMemcpyDeviceToHost),

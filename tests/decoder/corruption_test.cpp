@@ -30,8 +30,8 @@ constexpr uint64_t kMultiTableSize = 70000;
 class Corruption : public ::testing::TestWithParam<uint64_t> {
  protected:
   void SetUp() override {
-    weights_ = std::make_unique<std::vector<uint16_t>>(
-        testing::gaussian_bf16(GetParam(), 0.02, 21, 1e-3));
+    weights_ =
+        std::make_unique<std::vector<uint16_t>>(testing::gaussian_bf16(GetParam(), 0.02, 21, 1e-3));
     std::span<const uint16_t> m(*weights_);
     Result<GroupBuffers> g = encode_group(std::span<const std::span<const uint16_t>>(&m, 1));
     ASSERT_TRUE(g.is_ok());
@@ -63,8 +63,7 @@ class Corruption : public ::testing::TestWithParam<uint64_t> {
   ErrorCode last_error_ = ErrorCode::kOk;
 };
 
-INSTANTIATE_TEST_SUITE_P(BothTables, Corruption,
-                         ::testing::Values(kRootTableSize, kMultiTableSize),
+INSTANTIATE_TEST_SUITE_P(BothTables, Corruption, ::testing::Values(kRootTableSize, kMultiTableSize),
                          [](const ::testing::TestParamInfo<uint64_t>& p) {
                            return p.param == kRootTableSize ? "RootTable" : "MultiCodeTable";
                          });

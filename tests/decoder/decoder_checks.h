@@ -50,13 +50,13 @@ inline void expect_decodes_to(const GroupView& g, std::span<const uint16_t> weig
 
 // `n` BF16 patterns whose exponents are drawn uniformly from `exponents`, random sign and
 // mantissa.
-inline std::vector<uint16_t> weights_with_exponents(std::span<const uint8_t> exponents,
-                                                    uint64_t n, std::mt19937_64& rng) {
+inline std::vector<uint16_t> weights_with_exponents(std::span<const uint8_t> exponents, uint64_t n,
+                                                    std::mt19937_64& rng) {
   std::vector<uint16_t> w(n);
   for (auto& x : w) {
     const uint64_t r = rng();
-    x = static_cast<uint16_t>((r & 0x807F) | (uint32_t{exponents[(r >> 16) % exponents.size()]}
-                                              << 7));
+    x = static_cast<uint16_t>((r & 0x807F) |
+                              (uint32_t{exponents[(r >> 16) % exponents.size()]} << 7));
   }
   return w;
 }

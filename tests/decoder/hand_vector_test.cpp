@@ -34,8 +34,8 @@ struct TinyGroup {
     luts[256 + 128] = 2;
   }
   GroupView view() const {
-    return GroupView{luts, encoded_exponent, sign_mantissa, output_positions, gaps,
-                     split_positions};
+    return GroupView{luts, encoded_exponent, sign_mantissa, output_positions,
+                     gaps, split_positions};
   }
 };
 

@@ -54,7 +54,8 @@ TEST(RoundTrip, RandomCodablePatterns) {
   std::mt19937_64 rng(8);
   std::vector<uint16_t> w(300000);
   for (auto& x : w) {
-    do x = static_cast<uint16_t>(rng()); while (((x >> 7) & 0xFF) >= 240);
+    do x = static_cast<uint16_t>(rng());
+    while (((x >> 7) & 0xFF) >= 240);
   }
   expect_round_trip(w);
 }
@@ -156,10 +157,9 @@ TEST(RoundTrip, SizesAroundWindowAndBlockBoundaries) {
 }
 
 TEST(RoundTrip, MultiMemberGroup) {
-  std::vector<std::vector<uint16_t>> members = {testing::gaussian_bf16(4096, 0.02, 1),
-                                                testing::gaussian_bf16(1, 0.5, 2),
-                                                testing::gaussian_bf16(77777, 0.01, 3),
-                                                testing::gaussian_bf16(30000, 0.05, 4)};
+  std::vector<std::vector<uint16_t>> members = {
+      testing::gaussian_bf16(4096, 0.02, 1), testing::gaussian_bf16(1, 0.5, 2),
+      testing::gaussian_bf16(77777, 0.01, 3), testing::gaussian_bf16(30000, 0.05, 4)};
   const GroupBuffers g = encode_members(members);
   std::vector<uint16_t> all;
   std::vector<int64_t> splits;

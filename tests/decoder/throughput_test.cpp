@@ -4,6 +4,8 @@
 // DF11_THROUGHPUT_WEIGHTS overrides the size. Prints wall-clock GB/s of BF16 output and the
 // CPU time per weight (what the decoder costs on a loaded machine).
 #include <gtest/gtest.h>
+#include <tbb/blocked_range.h>
+#include <tbb/parallel_for.h>
 
 #include <chrono>
 #include <cstdint>
@@ -13,9 +15,6 @@
 #include <span>
 #include <string>
 #include <vector>
-
-#include <tbb/blocked_range.h>
-#include <tbb/parallel_for.h>
 
 #include "df11/decoder.h"
 #include "df11/encoder.h"
@@ -75,8 +74,8 @@ TEST(Throughput, DISABLED_Decode1GiBGroup) {
   timed("decode_group 64M ranges", n, [&] {
     for (uint64_t first = 0; first < n; first += piece.size()) {
       const uint64_t count = std::min<uint64_t>(piece.size(), n - first);
-      ASSERT_TRUE(decode_group(g->view(), std::span(piece).first(count), "bench", first, &*info)
-                      .is_ok());
+      ASSERT_TRUE(
+          decode_group(g->view(), std::span(piece).first(count), "bench", first, &*info).is_ok());
     }
   });
   std::fill(out.begin(), out.end(), 0);

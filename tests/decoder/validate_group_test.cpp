@@ -63,7 +63,7 @@ TEST_F(ValidateGroup, ValidGroupFillsInfo) {
   for (uint64_t b = 0; b < 5; ++b) max_block = std::max(max_block, op(b + 1) - op(b));
   EXPECT_EQ(info->max_block_weights, max_block);
   for (uint32_t s = 0; s < 256; ++s) EXPECT_EQ(info->code_lengths[s], code_.length[s]) << s;
-  const int8_t depths[kMaxLutRows] = {0, 1, 2, 3, -1, -1, -1, -1, -1,
+  const int8_t depths[kMaxLutRows] = {0,  1,  2,  3,  -1, -1, -1, -1, -1,
                                       -1, -1, -1, -1, -1, -1, -1, -1, -1};
   EXPECT_TRUE(std::equal(depths, depths + kMaxLutRows, info->lut_row_depth));
   EXPECT_EQ(info->unusable_lut_entries, 0u);
@@ -94,8 +94,8 @@ void ValidateGroup::expect_unusable(uint32_t count, uint32_t row, uint32_t entry
   const std::string where = "reaches luts row " + std::to_string(row) + " index ";
   const std::string what = " = " + std::to_string(entry) + ", an entry no valid code uses";
   std::vector<uint16_t> out(weights_.size());
-  for (const Status& s : {decode_group_reference(g_.view(), out, "g"),
-                          decode_group(g_.view(), out, "g")}) {
+  for (const Status& s :
+       {decode_group_reference(g_.view(), out, "g"), decode_group(g_.view(), out, "g")}) {
     expect_error(s, ErrorCode::kCorruptData, where);
     expect_error(s, ErrorCode::kCorruptData, what);
   }
@@ -165,8 +165,8 @@ TEST_F(ValidateGroup, OutputPositionsNotStartingAtZero) {
 TEST_F(ValidateGroup, OutputPositionsDecreasing) {
   set_op(3, op(2) - 1);
   expect_error(validate(), ErrorCode::kBadOutputPositions,
-               "output_positions[2] = " + std::to_string(op(2)) + ", output_positions[3] = " +
-                   std::to_string(op(2) - 1) + ": decreasing");
+               "output_positions[2] = " + std::to_string(op(2)) +
+                   ", output_positions[3] = " + std::to_string(op(2) - 1) + ": decreasing");
 }
 
 TEST_F(ValidateGroup, OutputPositionsEndNotN) {

@@ -73,7 +73,8 @@ TEST(BuildCode, RandomHistogramsAreCanonicalAndWithinLimits) {
   for (int trial = 0; trial < 200; ++trial) {
     Histogram h{};
     const int symbols = 1 + static_cast<int>(rng.below(240));
-    for (int k = 0; k < symbols; ++k) h[rng.below(240)] += 1 + rng.below(uint64_t{1} << rng.below(34));
+    for (int k = 0; k < symbols; ++k)
+      h[rng.below(240)] += 1 + rng.below(uint64_t{1} << rng.below(34));
     const auto c = build_code(h);
     ASSERT_TRUE(c.is_ok()) << c.status().to_string();
     expect_valid_code(h, *c);
@@ -112,7 +113,8 @@ TEST(BuildCode, OptimalForSmallAlphabetsAndLimits) {
   for (int trial = 0; trial < 120; ++trial) {
     Histogram h{};
     const int symbols = 2 + static_cast<int>(rng.below(5));
-    for (int k = 0; k < symbols; ++k) h[rng.below(240)] += 1 + rng.below(uint64_t{1} << rng.below(16));
+    for (int k = 0; k < symbols; ++k)
+      h[rng.below(240)] += 1 + rng.below(uint64_t{1} << rng.below(16));
     int distinct = 0;
     for (uint64_t x : h) distinct += x != 0;
     for (uint32_t max_length = 1; max_length <= 6; ++max_length) {

@@ -120,7 +120,8 @@ TEST(BuildLuts, RandomCodesDecodeThroughTheTables) {
   for (int trial = 0; trial < 150; ++trial) {
     Histogram h{};
     const int symbols = 1 + static_cast<int>(rng.below(240));
-    for (int k = 0; k < symbols; ++k) h[rng.below(240)] += 1 + rng.below(uint64_t{1} << rng.below(36));
+    for (int k = 0; k < symbols; ++k)
+      h[rng.below(240)] += 1 + rng.below(uint64_t{1} << rng.below(36));
     const auto code = build_code(h);
     ASSERT_TRUE(code.is_ok());
     expect_tables_decode(*code, trial);

@@ -1,12 +1,13 @@
 // Optimality of package_merge_lengths() and lut_limited_lengths() against exhaustive search,
 // plain Huffman and each other; count_subtables() against counting real prefixes.
+#include "df11/code_lengths.h"
+
 #include <gtest/gtest.h>
 
 #include <functional>
 #include <limits>
 #include <queue>
 
-#include "df11/code_lengths.h"
 #include "encoder_test_data.h"
 #include "reference.h"
 
@@ -74,8 +75,8 @@ std::vector<uint64_t> random_weights(TestRng& rng, size_t n) {
   std::vector<uint64_t> w(n);
   const int style = static_cast<int>(rng.below(3));
   for (size_t i = 0; i < n; ++i) {
-    if (style == 0) w[i] = 1 + rng.below(100);                          // flat-ish
-    if (style == 1) w[i] = uint64_t{1} << rng.below(20);                // skewed, many ties
+    if (style == 0) w[i] = 1 + rng.below(100);                           // flat-ish
+    if (style == 1) w[i] = uint64_t{1} << rng.below(20);                 // skewed, many ties
     if (style == 2) w[i] = 1 + rng.below(uint64_t{1} << rng.below(30));  // anything
   }
   return w;
@@ -227,7 +228,8 @@ TEST(LutLimited, EqualsPackageMergeWhenTheTableLimitDoesNotBind) {
   for (int trial = 0; trial < 60; ++trial) {
     const size_t n = 2 + rng.below(60);
     const std::vector<uint64_t> w = random_weights(rng, n);
-    const uint32_t max_length = min_length_for(n) + static_cast<uint32_t>(rng.below(33 - min_length_for(n)));
+    const uint32_t max_length =
+        min_length_for(n) + static_cast<uint32_t>(rng.below(33 - min_length_for(n)));
     const auto pm = package_merge_lengths(w, max_length);
     ASSERT_TRUE(pm.is_ok());
     const LutShape roomy{8, 255};
@@ -271,7 +273,8 @@ TEST(CountSubtables, EqualsDistinctPrefixesOfCanonicalCodes) {
     const size_t n = 2 + rng.below(239);
     std::vector<uint64_t> w = random_weights(rng, n);
     if (trial % 3 == 0) w = steep_weights(n);
-    const uint32_t max_length = std::max(min_length_for(n), 9 + static_cast<uint32_t>(rng.below(24)));
+    const uint32_t max_length =
+        std::max(min_length_for(n), 9 + static_cast<uint32_t>(rng.below(24)));
     const auto l = package_merge_lengths(w, max_length);
     ASSERT_TRUE(l.is_ok());
     for (uint32_t index_bits : {3u, 5u, 8u}) {

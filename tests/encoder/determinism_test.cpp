@@ -64,8 +64,8 @@ TEST(Determinism, SameBytesForEveryChunkSize) {
   GroupPlan reference_plan;
   const auto reference = encode_group(spans_of(m), &reference_plan);
   ASSERT_TRUE(reference.is_ok());
-  for (uint64_t chunk : {uint64_t{1} << 20, uint64_t{4097}, uint64_t{65536}, uint64_t{333333},
-                         uint64_t{1} << 30}) {
+  for (uint64_t chunk :
+       {uint64_t{1} << 20, uint64_t{4097}, uint64_t{65536}, uint64_t{333333}, uint64_t{1} << 30}) {
     SCOPED_TRACE(chunk);
     GroupPlan plan;
     const auto b = encode_with_chunks(m, chunk, &plan);
@@ -115,8 +115,14 @@ TEST(Determinism, RangesInAnyOrderAndConcurrently) {
     } else {
       // Plain threads: each call runs its own parallel_for inside, concurrently with the
       // others, on neighbouring ranges that share boundary bytes.
-      std::thread a([&] { run(0); run(2); });
-      std::thread b([&] { run(1); run(4); });
+      std::thread a([&] {
+        run(0);
+        run(2);
+      });
+      std::thread b([&] {
+        run(1);
+        run(4);
+      });
       run(3);
       run(5);
       a.join();

@@ -32,7 +32,8 @@ TEST(EncodeGroup, AllCodablePatterns) {
   // Shuffled, in uneven members.
   TestRng rng(31);
   for (size_t i = all.size(); i > 1; --i) std::swap(all[i - 1], all[rng.below(i)]);
-  Members parts = {{all.begin(), all.begin() + 1}, {all.begin() + 1, all.begin() + 30000},
+  Members parts = {{all.begin(), all.begin() + 1},
+                   {all.begin() + 1, all.begin() + 30000},
                    {all.begin() + 30000, all.end()}};
   round_trip(parts, 4097);
 }
@@ -64,7 +65,8 @@ TEST(EncodeGroup, AllZeros) {
 TEST(EncodeGroup, TwoSymbols) {
   TestRng rng(33);
   std::vector<uint16_t> w(70001);
-  for (auto& x : w) x = pattern(rng.below(10) == 0 ? 3 : 200, static_cast<uint32_t>(rng.below(256)));
+  for (auto& x : w)
+    x = pattern(rng.below(10) == 0 ? 3 : 200, static_cast<uint32_t>(rng.below(256)));
   round_trip({w}, 7);
 }
 
@@ -75,7 +77,8 @@ TEST(EncodeGroup, SteepDistributionWith220Exponents) {
   std::vector<uint16_t> w;
   for (uint32_t e = 0; e < 220; ++e) {
     const uint64_t count = std::max<uint64_t>(1, uint64_t(300000.0 * std::pow(0.75, e)));
-    for (uint64_t k = 0; k < count; ++k) w.push_back(pattern(e, static_cast<uint32_t>(rng.below(256))));
+    for (uint64_t k = 0; k < count; ++k)
+      w.push_back(pattern(e, static_cast<uint32_t>(rng.below(256))));
   }
   for (size_t i = w.size(); i > 1; --i) std::swap(w[i - 1], w[rng.below(i)]);
   GroupPlan plan;
@@ -104,7 +107,8 @@ TEST(EncodeGroup, SizesAroundWindowAndBlockBoundaries) {
   for (uint64_t n : {63u, 64u, 65u, 127u, 128u, 129u, 32760u, 32767u, 32768u, 32769u, 32776u,
                      65535u, 65536u, 65537u}) {
     std::vector<uint16_t> w(n);
-    for (auto& x : w) x = pattern(126 + static_cast<uint32_t>(rng.below(2)), static_cast<uint32_t>(rng.below(256)));
+    for (auto& x : w)
+      x = pattern(126 + static_cast<uint32_t>(rng.below(2)), static_cast<uint32_t>(rng.below(256)));
     SCOPED_TRACE(n);
     round_trip({w}, 1 + rng.below(5000));
   }

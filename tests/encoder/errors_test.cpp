@@ -29,8 +29,8 @@ TEST(EncoderErrors, EmptyInput) {
 
 TEST(EncoderErrors, UncodableExponentsAreLocated) {
   Members m = {gaussian_bf16(1000, 0.02, 61), gaussian_bf16(1000, 0.02, 62)};
-  for (uint16_t bad : {uint16_t{0x7f80}, uint16_t{0xff80}, uint16_t{0x7fc1}, uint16_t{0x7800},
-                       uint16_t{0x7f7f}}) {
+  for (uint16_t bad :
+       {uint16_t{0x7f80}, uint16_t{0xff80}, uint16_t{0x7fc1}, uint16_t{0x7800}, uint16_t{0x7f7f}}) {
     Members c = m;
     c[1][17] = bad;
     c[1][500] = bad;
@@ -84,8 +84,7 @@ TEST(EncoderErrors, MembersChangedAfterPlanning) {
   ASSERT_TRUE(plan.is_ok());
   auto attempt = [&](const Members& changed) {
     GroupBuffers b = testing::zeroed_buffers(*plan);
-    return encode_group_range(spans_of(changed), *plan, 0, plan->n_chunks(),
-                              testing::output_of(b));
+    return encode_group_range(spans_of(changed), *plan, 0, plan->n_chunks(), testing::output_of(b));
   };
   // An exponent the code does not have.
   Members c = m;
@@ -95,7 +94,9 @@ TEST(EncoderErrors, MembersChangedAfterPlanning) {
   // Every weight replaced by the rarest exponent: far more bits than planned.
   int rarest = -1;
   for (int e = 0; e < 240; ++e) {
-    if (plan->code.length[e] != 0 && (rarest < 0 || plan->code.length[e] > plan->code.length[rarest])) rarest = e;
+    if (plan->code.length[e] != 0 &&
+        (rarest < 0 || plan->code.length[e] > plan->code.length[rarest]))
+      rarest = e;
   }
   Members d = m;
   for (auto& x : d[0]) x = static_cast<uint16_t>(rarest << 7);

@@ -16,8 +16,8 @@ Histogram naive(std::span<const uint16_t> w) {
 
 TEST(ExponentHistogram, MatchesAPlainLoop) {
   testing::TestRng rng(51);
-  for (uint64_t n : {0u, 1u, 3u, 7u, 8u, 9u, 15u, 1000u, (1u << 20) - 1, (1u << 20) + 9,
-                     3u * (1u << 20) + 5}) {
+  for (uint64_t n :
+       {0u, 1u, 3u, 7u, 8u, 9u, 15u, 1000u, (1u << 20) - 1, (1u << 20) + 9, 3u * (1u << 20) + 5}) {
     std::vector<uint16_t> w(n);
     for (auto& x : w) x = static_cast<uint16_t>(rng.next());
     EXPECT_EQ(exponent_histogram(w), naive(w)) << n;

@@ -27,8 +27,10 @@ inline std::vector<uint32_t> reference_canonical(std::span<const uint8_t> length
   uint32_t prev_len = 0;
   for (size_t i = 0; i < order.size(); ++i) {
     const auto [len, sym] = order[i];
-    if (i > 0) code = (code + 1) << (len - prev_len);
-    else code = 0;
+    if (i > 0)
+      code = (code + 1) << (len - prev_len);
+    else
+      code = 0;
     bits[sym] = static_cast<uint32_t>(code);
     prev_len = len;
   }
@@ -45,8 +47,8 @@ inline uint32_t reference_subtables(std::span<const uint8_t> lengths,
       if (lengths[s] > k) prefixes.push_back(bits[s] >> (lengths[s] - k));
     }
     std::sort(prefixes.begin(), prefixes.end());
-    total += static_cast<uint32_t>(std::unique(prefixes.begin(), prefixes.end()) -
-                                   prefixes.begin());
+    total +=
+        static_cast<uint32_t>(std::unique(prefixes.begin(), prefixes.end()) - prefixes.begin());
   }
   return total;
 }
@@ -104,8 +106,7 @@ inline std::vector<uint32_t> reference_output_positions(std::span<const uint64_t
   std::vector<uint32_t> op(n_blocks + 1);
   for (uint64_t b = 0; b <= n_blocks; ++b) {
     op[b] = static_cast<uint32_t>(
-        std::lower_bound(code_starts.begin(), code_starts.end(), 32768 * b) -
-        code_starts.begin());
+        std::lower_bound(code_starts.begin(), code_starts.end(), 32768 * b) - code_starts.begin());
   }
   op[n_blocks] = static_cast<uint32_t>(code_starts.size());
   return op;

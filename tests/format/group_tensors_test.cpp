@@ -199,8 +199,9 @@ namespace {
 
 TEST(GroupSchema, MatchesSpecTable) {
   const std::pair<const char*, Dtype> expected[] = {
-      {"luts", Dtype::kU8},         {"encoded_exponent", Dtype::kU8}, {"sign_mantissa", Dtype::kU8},
-      {"output_positions", Dtype::kU8}, {"gaps", Dtype::kU8},         {"split_positions", Dtype::kI64}};
+      {"luts", Dtype::kU8},          {"encoded_exponent", Dtype::kU8},
+      {"sign_mantissa", Dtype::kU8}, {"output_positions", Dtype::kU8},
+      {"gaps", Dtype::kU8},          {"split_positions", Dtype::kI64}};
   ASSERT_EQ(kGroupTensors.size(), std::size(expected));
   for (size_t i = 0; i < kGroupTensors.size(); ++i) {
     const GroupTensorSpec& t = kGroupTensors[i];

@@ -1,10 +1,8 @@
 // Hashes against published / independently computed vectors. Expected values come from
 // Python's hashlib and the `xxhash` package (xxh3_64_hexdigest), not from this code.
 #include "df11/hash.h"
-#include "df11/sha256.h"
 
 #include <gtest/gtest.h>
-
 #include <xxhash.h>
 
 #include <algorithm>
@@ -13,6 +11,7 @@
 #include <vector>
 
 #include "df11/file_io.h"
+#include "df11/sha256.h"
 #include "format_test_util.h"
 #include "xxh3_kernels.h"
 

@@ -67,8 +67,7 @@ TEST(HeaderChecksum, MismatchIsCorruptData) {
   const Result<bool> r = check_text(with_value(kExampleHeader, "2f35fce70b04ea6f"));
   ASSERT_FALSE(r.is_ok());
   EXPECT_EQ(r.status().code(), ErrorCode::kCorruptData);
-  EXPECT_NE(r.status().message().find("x.safetensors: header checksum mismatch"),
-            std::string::npos)
+  EXPECT_NE(r.status().message().find("x.safetensors: header checksum mismatch"), std::string::npos)
       << r.status().message();
   EXPECT_NE(r.status().message().find(kExampleChecksum), std::string::npos);
 }
@@ -100,10 +99,10 @@ FinalizedLayout stamped_layout() {
   EXPECT_TRUE(layout.add_tensor("model.layers.0.gaps", Dtype::kU8, {3}, 3).is_ok());
   EXPECT_TRUE(layout.add_tensor("model.norm.weight", Dtype::kBF16, {2}, 4).is_ok());
   EXPECT_TRUE(layout
-                  .set_metadata({{"format", "pt"},
-                                 {"df11", R"({"spec_version":"1.1","encoder":"t"})"},
-                                 {std::string(kHeaderChecksumKey),
-                                  std::string(kHeaderChecksumPlaceholder)}})
+                  .set_metadata(
+                      {{"format", "pt"},
+                       {"df11", R"({"spec_version":"1.1","encoder":"t"})"},
+                       {std::string(kHeaderChecksumKey), std::string(kHeaderChecksumPlaceholder)}})
                   .is_ok());
   auto finalized = layout.finalize();
   EXPECT_TRUE(finalized.is_ok());

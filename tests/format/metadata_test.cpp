@@ -73,7 +73,8 @@ TEST(Df11Metadata, RoundTripIsExactAndDeterministic) {
   EXPECT_EQ(text->rfind(R"({"spec_version":"1.2","encoder":"df11 0.1.0","groups":[{"name":)", 0),
             0u)
       << *text;
-  EXPECT_NE(text->find(R"(],"shards":[")" + kFile + R"(","model-00002-of-00002.safetensors"],)"
+  EXPECT_NE(text->find(R"(],"shards":[")" + kFile +
+                       R"(","model-00002-of-00002.safetensors"],)"
                        R"("folder_files":[{"file":"config.json","size":12,"sha256":"cccc)"),
             std::string::npos)
       << *text;

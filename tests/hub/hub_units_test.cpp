@@ -8,8 +8,8 @@
 #include <string>
 
 #include "df11/hub/hub.h"
-#include "hub_api.h"
 #include "http_client.h"
+#include "hub_api.h"
 
 namespace df11::hub {
 namespace {
@@ -25,9 +25,9 @@ TEST(HubRepoRef, ParsesIdAndRevision) {
 }
 
 TEST(HubRepoRef, RejectsWhatIsNotARepoId) {
-  for (const char* bad : {"", "name", "/abs/path", "a/b/c", "org/..", "../x", "org/na me",
-                          "org/-x", "org/x.", "org/a--b", "org/x@", "org/x@../main", "./org/x",
-                          "org/x@a b"}) {
+  for (const char* bad :
+       {"", "name", "/abs/path", "a/b/c", "org/..", "../x", "org/na me", "org/-x", "org/x.",
+        "org/a--b", "org/x@", "org/x@../main", "./org/x", "org/x@a b"}) {
     auto ref = parse_repo_ref(bad);
     EXPECT_FALSE(ref.is_ok()) << bad;
     if (!ref.is_ok()) {

@@ -20,8 +20,9 @@ int main() {
       {"m.gaps", Dtype::kU8},          {"m.split_positions", Dtype::kI64}};
   for (const auto& [name, dtype] : six) {
     const bool luts = name == "m.luts";
-    const std::vector<uint64_t> shape = luts ? std::vector<uint64_t>{2, 256}
-                                             : std::vector<uint64_t>{dtype == Dtype::kI64 ? 0u : 8u};
+    const std::vector<uint64_t> shape = luts
+                                            ? std::vector<uint64_t>{2, 256}
+                                            : std::vector<uint64_t>{dtype == Dtype::kI64 ? 0u : 8u};
     const uint64_t bytes = luts ? 512 : (dtype == Dtype::kI64 ? 0 : 8);
     if (!layout.add_tensor(name, dtype, shape, bytes)) return 1;
   }

@@ -74,32 +74,32 @@ DF11_API const char* df11_version_string(void);
  * appended. A caller must treat an unknown non-zero code as an error. */
 typedef enum df11_status {
   DF11_OK = 0,
-  DF11_ERROR_IO = 1,                  /* open/read failed (errno text in the message) */
-  DF11_ERROR_INVALID_ARGUMENT = 2,    /* a caller's argument is unusable (API misuse) */
-  DF11_ERROR_HEADER_TOO_LARGE = 3,    /* a safetensors header beyond its limit or the file */
-  DF11_ERROR_TRUNCATED = 4,           /* a file shorter than its structure says */
-  DF11_ERROR_BAD_JSON = 5,            /* a header or the df11 metadata is not valid JSON */
-  DF11_ERROR_BAD_DTYPE = 6,           /* unknown dtype, or the wrong one for a DF11 tensor */
-  DF11_ERROR_BAD_SHAPE = 7,           /* a shape inconsistent with its byte size */
-  DF11_ERROR_BAD_OFFSETS = 8,         /* tensor data overlaps, leaves holes or overruns */
-  DF11_ERROR_DUPLICATE_NAME = 9,      /* a tensor name appears twice */
-  DF11_ERROR_OVERFLOW = 10,           /* a size in the file overflows 64 bits */
-  DF11_ERROR_BAD_METADATA = 11,       /* the df11 metadata is missing or inconsistent */
-  DF11_ERROR_BAD_GROUP = 12,          /* a group's stored tensors are missing or mis-sized */
-  DF11_ERROR_BAD_LUT = 13,            /* a group's lookup tables are unusable */
-  DF11_ERROR_BAD_GAP = 14,            /* a gap field does not point at a code boundary */
+  DF11_ERROR_IO = 1,                    /* open/read failed (errno text in the message) */
+  DF11_ERROR_INVALID_ARGUMENT = 2,      /* a caller's argument is unusable (API misuse) */
+  DF11_ERROR_HEADER_TOO_LARGE = 3,      /* a safetensors header beyond its limit or the file */
+  DF11_ERROR_TRUNCATED = 4,             /* a file shorter than its structure says */
+  DF11_ERROR_BAD_JSON = 5,              /* a header or the df11 metadata is not valid JSON */
+  DF11_ERROR_BAD_DTYPE = 6,             /* unknown dtype, or the wrong one for a DF11 tensor */
+  DF11_ERROR_BAD_SHAPE = 7,             /* a shape inconsistent with its byte size */
+  DF11_ERROR_BAD_OFFSETS = 8,           /* tensor data overlaps, leaves holes or overruns */
+  DF11_ERROR_DUPLICATE_NAME = 9,        /* a tensor name appears twice */
+  DF11_ERROR_OVERFLOW = 10,             /* a size in the file overflows 64 bits */
+  DF11_ERROR_BAD_METADATA = 11,         /* the df11 metadata is missing or inconsistent */
+  DF11_ERROR_BAD_GROUP = 12,            /* a group's stored tensors are missing or mis-sized */
+  DF11_ERROR_BAD_LUT = 13,              /* a group's lookup tables are unusable */
+  DF11_ERROR_BAD_GAP = 14,              /* a gap field does not point at a code boundary */
   DF11_ERROR_BAD_OUTPUT_POSITIONS = 15, /* output positions inconsistent */
-  DF11_ERROR_CORRUPT_DATA = 16,       /* checksum mismatch, or a stream that does not decode */
-  DF11_ERROR_UNCODABLE = 17,          /* (encoder only) */
-  DF11_ERROR_RESOURCE_LIMIT = 18,     /* more memory/groups than allowed, or out of memory */
-  DF11_ERROR_NOT_FOUND = 19,          /* folder, tensor or group does not exist */
-  DF11_ERROR_EXISTS = 20,             /* (writers only) */
-  DF11_ERROR_CUDA = 21,               /* a CUDA runtime call failed (its text in the message) */
-  DF11_ERROR_INTERRUPTED = 22,        /* (tools only) */
-  DF11_ERROR_UNSUPPORTED = 23,        /* valid, but not supported by this build (no CUDA) */
-  DF11_ERROR_MISMATCH = 24,           /* (verify only) */
-  DF11_ERROR_INTERNAL = 25,           /* a df11 bug: please report */
-  DF11_ERROR_BAD_CONFIG = 26          /* config.json or the index is unusable */
+  DF11_ERROR_CORRUPT_DATA = 16,         /* checksum mismatch, or a stream that does not decode */
+  DF11_ERROR_UNCODABLE = 17,            /* (encoder only) */
+  DF11_ERROR_RESOURCE_LIMIT = 18,       /* more memory/groups than allowed, or out of memory */
+  DF11_ERROR_NOT_FOUND = 19,            /* folder, tensor or group does not exist */
+  DF11_ERROR_EXISTS = 20,               /* (writers only) */
+  DF11_ERROR_CUDA = 21,                 /* a CUDA runtime call failed (its text in the message) */
+  DF11_ERROR_INTERRUPTED = 22,          /* (tools only) */
+  DF11_ERROR_UNSUPPORTED = 23,          /* valid, but not supported by this build (no CUDA) */
+  DF11_ERROR_MISMATCH = 24,             /* (verify only) */
+  DF11_ERROR_INTERNAL = 25,             /* a df11 bug: please report */
+  DF11_ERROR_BAD_CONFIG = 26            /* config.json or the index is unusable */
 } df11_status;
 
 /* Stable lower_snake name of a code ("corrupt_data"); "unknown" for a number this library
@@ -242,9 +242,8 @@ typedef struct df11_cuda_group {
  * synchronises. Outputs of one plan must not overlap. *out receives a plan handle in every
  * case but out of memory; on failure it only reports the error and must still be destroyed.
  * Errors name the file and group. The calling thread's current device is the plan's. */
-DF11_API df11_status df11_cuda_plan_create(df11_model* model, const size_t* groups,
-                                           size_t n_groups, const df11_cuda_group* dev,
-                                           df11_cuda_plan** out);
+DF11_API df11_status df11_cuda_plan_create(df11_model* model, const size_t* groups, size_t n_groups,
+                                           const df11_cuda_group* dev, df11_cuda_plan** out);
 /* Frees the plan (host memory only; the caller's device buffers are untouched). NULL ok. */
 DF11_API void df11_cuda_plan_destroy(df11_cuda_plan* plan);
 /* The plan's latest failure, as df11_model_errmsg / df11_model_errcode. */

@@ -94,9 +94,9 @@ struct KernelGroup {
   const uint8_t* output_positions;
   const uint8_t* gaps;
   uint16_t* out;
-  uint64_t n_bytes;      // stream bytes
-  uint64_t gap_bytes;    // bytes of the packed gap array
-  uint32_t n_elements;   // < 2^32 (output positions are uint32)
+  uint64_t n_bytes;     // stream bytes
+  uint64_t gap_bytes;   // bytes of the packed gap array
+  uint32_t n_elements;  // < 2^32 (output positions are uint32)
   uint32_t n_blocks;
   uint32_t first_block;  // index of this group's block 0 among all blocks of the launch
   uint32_t n_luts;       // 2..18, validated on the host
@@ -104,8 +104,8 @@ struct KernelGroup {
   // Blocks 0 .. interior_blocks - 1 have all their loads inside the arrays with aligned
   // wide loads (decode_kernel.cu, interior_block()); 0 if the arrays are not aligned.
   uint32_t interior_blocks;
-  uint64_t row_depths;   // 3 bits per decode row r (bits 3r..3r+2): its depth below the root
-                         // (GroupInfo::lut_row_depth), or 7 if no pointer reaches it
+  uint64_t row_depths;  // 3 bits per decode row r (bits 3r..3r+2): its depth below the root
+                        // (GroupInfo::lut_row_depth), or 7 if no pointer reaches it
 };
 
 inline constexpr uint32_t kUnreachableRow = 7;
@@ -145,8 +145,7 @@ DF11_HD uint32_t first_problem(uint32_t a, uint32_t b) {
 }
 
 DF11_HD unsigned long long record_key(uint32_t epoch, uint32_t block, uint32_t problem) {
-  return (static_cast<unsigned long long>(epoch) << 32) |
-         (0xFFFFFFFFu - ((block << 3) | problem));
+  return (static_cast<unsigned long long>(epoch) << 32) | (0xFFFFFFFFu - ((block << 3) | problem));
 }
 DF11_HD uint32_t record_epoch(unsigned long long key) { return static_cast<uint32_t>(key >> 32); }
 DF11_HD uint32_t record_block(unsigned long long key) {
@@ -224,7 +223,7 @@ DF11_HD uint32_t walk_subtables(const Table& table, uint32_t e, uint32_t top) {
 // pos < kBitsPerWindow - 4 never takes a code that starts in the next window.
 inline constexpr uint32_t kMultiIndexBits = 12;
 inline constexpr uint32_t kMultiEntries = 1u << kMultiIndexBits;  // 4096 (16 KiB)
-inline constexpr uint32_t kMultiReach = kMultiIndexBits - 8;       // 4: starts of later codes
+inline constexpr uint32_t kMultiReach = kMultiIndexBits - 8;      // 4: starts of later codes
 inline constexpr uint32_t kMultiEscape = 32u << 24;
 
 template <typename Table>
@@ -303,8 +302,8 @@ DF11_HD uint32_t load_output_position(const KernelGroup& g, uint64_t b) {
   if (b > g.n_blocks) return g.n_elements;
   const uint8_t* p = g.output_positions + 4 * b;
   if (g.flags & kOpAligned4) return load_u32(p);
-  return uint32_t{load_u8(p)} | (uint32_t{load_u8(p + 1)} << 8) |
-         (uint32_t{load_u8(p + 2)} << 16) | (uint32_t{load_u8(p + 3)} << 24);
+  return uint32_t{load_u8(p)} | (uint32_t{load_u8(p + 1)} << 8) | (uint32_t{load_u8(p + 2)} << 16) |
+         (uint32_t{load_u8(p + 3)} << 24);
 }
 
 // What a thread needs from device memory for one window, loaded one block ahead.
@@ -379,8 +378,8 @@ struct WindowResult {
 // the slow path (the joined table) runs only then, outside the inner loop. A position never
 // passes 63 within a phase (< 32 + 32), so it never carries into the code count.
 template <typename Multi, typename Table, typename StoreByte>
-DF11_HD WindowResult decode_window(const Multi& multi, const Table& table, uint32_t w0,
-                                   uint32_t w1, uint32_t w2, uint32_t gap, uint32_t slot,
+DF11_HD WindowResult decode_window(const Multi& multi, const Table& table, uint32_t w0, uint32_t w1,
+                                   uint32_t w2, uint32_t gap, uint32_t slot,
                                    const StoreByte& store_byte) {
   constexpr uint32_t kPhase = 32;  // bit 5 of x: the phase is over
   // Multi-code lookups from x's position while it is below 32; false on an unusable code.
@@ -445,11 +444,11 @@ DF11_HD uint32_t window_end_after(const Table& table, uint32_t w0, uint32_t w1, 
 // ---- checks once the block's prefix sums are known (spec 4.3; see NOTES.md) ----
 
 struct BlockFacts {
-  uint32_t block;        // within the group
+  uint32_t block;  // within the group
   uint32_t n_blocks;
-  uint32_t expected;     // E = op[b + 1] - op[b] (clamped)
-  uint32_t next_expected;// weights of block b + 1 (0 past the last block)
-  uint32_t total;        // T = sum of counts over the block's 512 windows
+  uint32_t expected;       // E = op[b + 1] - op[b] (clamped)
+  uint32_t next_expected;  // weights of block b + 1 (0 past the last block)
+  uint32_t total;          // T = sum of counts over the block's 512 windows
 };
 
 // Problem seen by thread t (window t of the block) whose codes are [prefix, prefix + count).
@@ -465,9 +464,8 @@ DF11_HD uint32_t window_problem(const BlockFacts& f, uint32_t t, uint32_t prefix
   if (f.block == 0 && t == 0 && gap != 0) return kProblemFirstGap;
   // Does the window after this one hold real codes? Then this window's codes (all real)
   // must end exactly at that window's gap.
-  const bool next_real = upto < f.expected ||
-                         (t + 1 == kWindowsPerBlock && !last_block && upto == f.expected &&
-                          f.next_expected > 0);
+  const bool next_real = upto < f.expected || (t + 1 == kWindowsPerBlock && !last_block &&
+                                               upto == f.expected && f.next_expected > 0);
   if (next_real) {
     if (r.end == kBadEnd) return kProblemUnusable;
     return r.end == kBitsPerWindow + gap_next ? kProblemNone : kProblemBoundary;

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "decode_core.h"
 #include "cuda_emulation.h"
+#include "decode_core.h"
 #include "emulated_launch.h"
 #include "kernel_group.h"
 #include "status_record.h"
@@ -24,9 +24,8 @@ Status emulate_group_launch(const GroupView& group, std::span<uint16_t> out,
     DF11_ASSIGN_OR_RETURN(const GroupInfo info,
                           detail::validate_with_output(group, out.size(), what));
     const KernelGroup g = make_kernel_group(
-        group, info, group.luts.data(), group.encoded_exponent.data(),
-        group.sign_mantissa.data(), group.output_positions.data(), group.gaps.data(),
-        out.data());
+        group, info, group.luts.data(), group.encoded_exponent.data(), group.sign_mantissa.data(),
+        group.output_positions.data(), group.gaps.data(), out.data());
 
     std::vector<uint16_t> table_rows(kTableEntries);
     const uint32_t min_length = shortest_code_length(info);  // the kernel takes the plan's
@@ -52,9 +51,9 @@ Status emulate_group_launch(const GroupView& group, std::span<uint16_t> out,
       for (uint32_t t = 0; t < kWindowsPerBlock; ++t) {
         in[t] = load_window_inputs(g, b, t);
         // The kernel's slot: words past the last one written keep older contents.
-        res[t] = decode_window(
-            multi, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap, 0,
-            [&](uint32_t j, uint32_t v) { slots[t][j] = static_cast<uint8_t>(v); });
+        res[t] =
+            decode_window(multi, table, in[t].w0, in[t].w1, in[t].w2, in[t].gap, 0,
+                          [&](uint32_t j, uint32_t v) { slots[t][j] = static_cast<uint8_t>(v); });
         total += res[t].count;
       }
       // Output positions are block-uniform: thread 0's copy stands for all.
@@ -83,8 +82,8 @@ Status emulate_group_launch(const GroupView& group, std::span<uint16_t> out,
       for (uint32_t t = 0; t < kWindowsPerBlock; ++t) {
         prefixes[t] = prefix;
         uint32_t end_check = 0;
-        const uint32_t problem = window_problem(facts, t, prefix, res[t], in[t].gap,
-                                                in[t].gap_next, end_check);
+        const uint32_t problem =
+            window_problem(facts, t, prefix, res[t], in[t].gap, in[t].gap_next, end_check);
         note(problem, problem == kProblemFirstGap ? in[t].gap : t);
         if (end_check != 0) {
           const uint32_t e =
@@ -121,7 +120,8 @@ Status emulate_group_launch(const GroupView& group, std::span<uint16_t> out,
             sm[k / 4] |= uint32_t{g.sign_mantissa[gstart + k]} << (8 * (k % 4));
           }
         }
-        for (uint32_t q = 0; q < 2; ++q) ex[q] = load_le32(staging.data() + (gstart - base) + 4 * q);
+        for (uint32_t q = 0; q < 2; ++q)
+          ex[q] = load_le32(staging.data() + (gstart - base) + 4 * q);
         uint32_t joined[4];
         for (uint32_t q = 0; q < 2; ++q) join4(sm[q], ex[q], joined[2 * q], joined[2 * q + 1]);
         for (uint32_t k = 0; k < kOutputUnit; ++k) {

@@ -12,10 +12,9 @@ bool aligned(const void* p, uintptr_t a) { return reinterpret_cast<uintptr_t>(p)
 
 }  // namespace
 
-KernelGroup make_kernel_group(const GroupView& host, const GroupInfo& info,
-                              const uint8_t* luts, const uint8_t* stream,
-                              const uint8_t* sign_mantissa, const uint8_t* output_positions,
-                              const uint8_t* gaps, uint16_t* out) {
+KernelGroup make_kernel_group(const GroupView& host, const GroupInfo& info, const uint8_t* luts,
+                              const uint8_t* stream, const uint8_t* sign_mantissa,
+                              const uint8_t* output_positions, const uint8_t* gaps, uint16_t* out) {
   KernelGroup k{};
   k.luts = luts;
   k.stream = stream;

@@ -35,9 +35,8 @@ Result<GroupInfo> validate_with_output(const GroupView& group, size_t out_size,
                                        const std::string& what);
 
 // KernelGroup for host-validated sizes and the given (device or host) pointers.
-KernelGroup make_kernel_group(const GroupView& host, const GroupInfo& info,
-                              const uint8_t* luts, const uint8_t* stream,
-                              const uint8_t* sign_mantissa, const uint8_t* output_positions,
-                              const uint8_t* gaps, uint16_t* out);
+KernelGroup make_kernel_group(const GroupView& host, const GroupInfo& info, const uint8_t* luts,
+                              const uint8_t* stream, const uint8_t* sign_mantissa,
+                              const uint8_t* output_positions, const uint8_t* gaps, uint16_t* out);
 
 }  // namespace df11::cuda::detail

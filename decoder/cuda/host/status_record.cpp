@@ -41,8 +41,7 @@ Status record_status(const GroupStatusRecord& rec, const std::string& what) {
                         "copy differs from the validated host copy?)");
     default:
       return Status(ErrorCode::kInternal,
-                    what + ": " + block + ": unknown problem code " +
-                        str(record_problem(rec.key)));
+                    what + ": " + block + ": unknown problem code " + str(record_problem(rec.key)));
   }
 }
 

@@ -1,9 +1,9 @@
 // CUDA-event timing shared by the benchmarks (benchmark.cpp, gemv_benchmark.cpp).
 #pragma once
 
-#include <functional>
-
 #include <cuda_runtime_api.h>
+
+#include <functional>
 
 #include "cuda_benchmark.h"  // TimingMs
 #include "cuda_error.h"

@@ -1,6 +1,6 @@
 // run_decode_benchmark(): device copies of the groups, event-timed decode launches, a
 // device-to-device copy of the same output bytes for scale, and the inference pattern.
-#include "cuda_benchmark.h"
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cstring>
@@ -9,9 +9,8 @@
 #include <string>
 #include <vector>
 
-#include <cuda_runtime_api.h>
-
 #include "bench_timing.h"
+#include "cuda_benchmark.h"
 #include "cuda_error.h"
 #include "device_buffer.h"
 #include "df11/cuda_decoder.h"
@@ -75,15 +74,15 @@ using detail::time_runs;
 Status compare_output(const uint16_t* d_out, std::span<const uint16_t> want,
                       const std::string& what) {
   std::vector<uint16_t> got(want.size());
-  DF11_CUDA_RETURN_IF_ERROR(cudaMemcpy(got.data(), d_out, want.size_bytes(),
-                                       cudaMemcpyDeviceToHost),
-                            what + ": cudaMemcpy of the output");
+  DF11_CUDA_RETURN_IF_ERROR(
+      cudaMemcpy(got.data(), d_out, want.size_bytes(), cudaMemcpyDeviceToHost),
+      what + ": cudaMemcpy of the output");
   const auto diff = std::mismatch(got.begin(), got.end(), want.begin());
   if (diff.first != got.end()) {
     const auto i = static_cast<uint64_t>(diff.first - got.begin());
-    return Status(ErrorCode::kMismatch,
-                  what + ": weight " + std::to_string(i) + " decoded as " +
-                      std::to_string(*diff.first) + ", expected " + std::to_string(*diff.second));
+    return Status(ErrorCode::kMismatch, what + ": weight " + std::to_string(i) + " decoded as " +
+                                            std::to_string(*diff.first) + ", expected " +
+                                            std::to_string(*diff.second));
   }
   return Status::ok();
 }
@@ -95,8 +94,7 @@ struct Launchable {
 };
 
 Result<Launchable> make_launchable(std::span<const DeviceGroup> groups, const std::string& what,
-                                   cudaStream_t stream,
-                                   KernelChoice kernel = KernelChoice::kAuto) {
+                                   cudaStream_t stream, KernelChoice kernel = KernelChoice::kAuto) {
   DF11_ASSIGN_OR_RETURN(DecodePlan plan, make_decode_plan(groups, what, {kernel}));
   DeviceBuffer ws;
   DF11_RETURN_IF_ERROR(ws.allocate(plan.workspace_bytes(), what + ": workspace"));
@@ -153,8 +151,8 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
   rep.grid_size = std::min<uint64_t>(all.plan.grid_size(), all.plan.total_blocks());
   rep.shared_bytes = all.plan.shared_bytes();
   rep.compact = all.plan.compact();
-  DF11_ASSIGN_OR_RETURN(rep.decode, time_runs(stream, opt.warmup, opt.runs,
-                                              [&] { return launch(all, stream); }));
+  DF11_ASSIGN_OR_RETURN(
+      rep.decode, time_runs(stream, opt.warmup, opt.runs, [&] { return launch(all, stream); }));
   DF11_RETURN_IF_ERROR(check(all, stream));
   if (!expected.empty()) {
     for (size_t i = 0; i < groups.size(); ++i) {
@@ -180,17 +178,18 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
   {
     DeviceBuffer dst;
     DF11_RETURN_IF_ERROR(dst.allocate(rep.output_bytes, "copy target"));
-    DF11_ASSIGN_OR_RETURN(rep.copy, time_runs(stream, opt.warmup, opt.runs, [&]() -> Status {
-      uint64_t at = 0;
-      for (size_t i = 0; i < outputs.size(); ++i) {
-        DF11_CUDA_RETURN_IF_ERROR(
-            cudaMemcpyAsync(dst.get() + at, outputs[i].get(), outputs[i].size(),
-                            cudaMemcpyDeviceToDevice, stream),
-            "cudaMemcpyAsync device to device");
-        at += outputs[i].size();
-      }
-      return Status::ok();
-    }));
+    DF11_ASSIGN_OR_RETURN(
+        rep.copy, time_runs(stream, opt.warmup, opt.runs, [&]() -> Status {
+          uint64_t at = 0;
+          for (size_t i = 0; i < outputs.size(); ++i) {
+            DF11_CUDA_RETURN_IF_ERROR(
+                cudaMemcpyAsync(dst.get() + at, outputs[i].get(), outputs[i].size(),
+                                cudaMemcpyDeviceToDevice, stream),
+                "cudaMemcpyAsync device to device");
+            at += outputs[i].size();
+          }
+          return Status::ok();
+        }));
   }
 
   if (opt.model_copies == 0) return Status::ok();
@@ -222,8 +221,8 @@ Status run(std::span<const GroupView> groups, std::span<const std::span<const ui
   for (const Launchable& l : per_copy) DF11_RETURN_IF_ERROR(check(l, stream));
   if (!expected.empty()) {
     for (size_t i = 0; i < groups.size(); ++i) {
-      DF11_RETURN_IF_ERROR(compare_output(reused.get<uint16_t>() + i * (max_out / 2),
-                                          expected[i], "model pattern, group " + std::to_string(i)));
+      DF11_RETURN_IF_ERROR(compare_output(reused.get<uint16_t>() + i * (max_out / 2), expected[i],
+                                          "model pattern, group " + std::to_string(i)));
     }
   }
   rep.model_per_launch_ms = rep.model_sequential.median / opt.model_copies;

@@ -1,9 +1,9 @@
 // CUDA runtime errors as df11::Status (kCuda), with the call site and the runtime's own text.
 #pragma once
 
-#include <string>
-
 #include <cuda_runtime_api.h>
+
+#include <string>
 
 #include "df11/status.h"
 
@@ -11,8 +11,8 @@ namespace df11::cuda::detail {
 
 inline Status cuda_status(cudaError_t err, const std::string& where) {
   if (err == cudaSuccess) return Status::ok();
-  return Status(ErrorCode::kCuda, where + ": " + cudaGetErrorName(err) + " (" +
-                                      cudaGetErrorString(err) + ")");
+  return Status(ErrorCode::kCuda,
+                where + ": " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) + ")");
 }
 
 }  // namespace df11::cuda::detail

@@ -35,7 +35,8 @@ __device__ __forceinline__ void write_unit(uint16_t* out, bool vector, uint32_t 
 #pragma unroll
   for (uint32_t k = 0; k < kUnit; ++k) {
     if (first + k >= lo && first + k < hi) {
-      out[first + k] = join1((s[k / 4] >> (8 * (k % 4))) & 0xFF, (e[k / 4] >> (8 * (k % 4))) & 0xFF);
+      out[first + k] =
+          join1((s[k / 4] >> (8 * (k % 4))) & 0xFF, (e[k / 4] >> (8 * (k % 4))) & 0xFF);
     }
   }
 }
@@ -90,8 +91,8 @@ struct StoreSink {
     } else {
       const bool vector = g.flags & kOutputAligned16;
       for (uint32_t u = t; u < n_units; u += kThreads) {
-        const uint2 sm = sm_staged ? lds_u64(sm_at + kUnit * u)
-                                   : load_sign_mantissa(g, base8 + kUnit * u);
+        const uint2 sm =
+            sm_staged ? lds_u64(sm_at + kUnit * u) : load_sign_mantissa(g, base8 + kUnit * u);
         const uint2 ex = lds_u64(ex_at + kUnit * u);
         sts_zero64(ex_at + kUnit * u);
         write_unit(out, vector, u, lo_rel, hi_rel, sm, ex);
@@ -129,8 +130,7 @@ Status occupancy_of(uint32_t shared_bytes, int& blocks_per_sm) {
     }
   }
   DF11_CUDA_RETURN_IF_ERROR(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads,
-                                                    shared_bytes),
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
   return Status::ok();
 }
@@ -192,11 +192,11 @@ Status launch_all(const DecodePlan::Impl& p, uint32_t epoch, GroupStatusRecord* 
   for (size_t first = 0; first < p.groups.size(); first += kMaxGroupsPerLaunch) {
     const size_t count = std::min<size_t>(kMaxGroupsPerLaunch, p.groups.size() - first);
     unsigned long long* const pool = pools + first / kMaxGroupsPerLaunch;
-    Status s =
-        count == 1    ? launch_one<1, kCompact>(p, epoch, first, count, status, pool, stream)
-        : count <= 16 ? launch_one<16, kCompact>(p, epoch, first, count, status, pool, stream)
-                      : launch_one<kMaxGroupsPerLaunch, kCompact>(p, epoch, first, count, status,
-                                                                  pool, stream);
+    Status s = count == 1 ? launch_one<1, kCompact>(p, epoch, first, count, status, pool, stream)
+               : count <= 16
+                   ? launch_one<16, kCompact>(p, epoch, first, count, status, pool, stream)
+                   : launch_one<kMaxGroupsPerLaunch, kCompact>(p, epoch, first, count, status, pool,
+                                                               stream);
     DF11_RETURN_IF_ERROR(s);
   }
   return Status::ok();
@@ -211,9 +211,8 @@ Status configure_kernel(const SharedLayout& layout, KernelChoice choice, KernelC
       cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
       "cudaDeviceGetAttribute(shared memory per block)");
   cudaFuncAttributes attr{};
-  DF11_CUDA_RETURN_IF_ERROR(
-      cudaFuncGetAttributes(&attr, decode_kernel<kMaxGroupsPerLaunch, false>),
-      "cudaFuncGetAttributes(decode kernel)");
+  DF11_CUDA_RETURN_IF_ERROR(cudaFuncGetAttributes(&attr, decode_kernel<kMaxGroupsPerLaunch, false>),
+                            "cudaFuncGetAttributes(decode kernel)");
   const uint64_t fast =
       dynamic_shared_bytes(layout, staging_buffers<false, StoreSink::kExponentBuffers>());
   const uint64_t compact =

@@ -31,7 +31,8 @@
 //                                   memory that step 6 of the previous block read may be
 //                                   rewritten here for step 6 of this one
 //   void after_block(const BlockOut&)   compact configuration only, after its third barrier
-//   bool needs_next_block(const BlockOut&) const   whether the block after the thread block's range (same
+//   bool needs_next_block(const BlockOut&) const   whether the block after the thread block's range
+//   (same
 //                                   group) must be decoded too; uniform over the block
 #pragma once
 
@@ -120,8 +121,7 @@ __device__ __forceinline__ void sts_zero64(uint32_t a) {
 }
 __device__ __forceinline__ void sts_u128(uint32_t a, uint32_t x, uint32_t y, uint32_t z,
                                          uint32_t w) {
-  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(x), "r"(y), "r"(z),
-               "r"(w)
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};" ::"r"(a), "r"(x), "r"(y), "r"(z), "r"(w)
                : "memory");
 }
 __device__ __forceinline__ void sts_zero128(uint32_t a) {
@@ -169,8 +169,7 @@ struct WindowPlace {
 };
 
 // Edge blocks: where each window's loads may fall off the end of the stream.
-__device__ __forceinline__ WindowPlace place_of(const KernelGroup& g, uint32_t block,
-                                                uint32_t t) {
+__device__ __forceinline__ WindowPlace place_of(const KernelGroup& g, uint32_t block, uint32_t t) {
   WindowPlace p;
   p.w = uint64_t{block} * kWindowsPerBlock + t;
   p.byte = p.w * kBytesPerWindow;
@@ -271,7 +270,8 @@ __device__ __forceinline__ void bulk_copy(uint32_t dst, const void* src, uint32_
                "r"(bytes)
                : "memory");
   asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
       "l"(src), "r"(bytes), "r"(mbar)
       : "memory");
 #endif
@@ -296,7 +296,8 @@ __device__ __forceinline__ uint2 load_sign_mantissa(const KernelGroup& g, uint32
   uint32_t w[2] = {0, 0};
 #pragma unroll
   for (uint32_t k = 0; k < kUnit; ++k) {
-    const uint32_t v = uint64_t{gstart} + k < g.n_elements ? __ldg(g.sign_mantissa + gstart + k) : 0u;
+    const uint32_t v =
+        uint64_t{gstart} + k < g.n_elements ? __ldg(g.sign_mantissa + gstart + k) : 0u;
     w[k / 4] |= v << (8 * (k % 4));
   }
   return make_uint2(w[0], w[1]);
@@ -319,11 +320,11 @@ struct BlockOut {
   uint32_t staging;      // shared address of the exponent staging buffer
   uint32_t sm_stage_at;  // shared address of the sign_mantissa stage (if sm_staged)
   bool sm_staged;
-  uint32_t parity;       // alternates block by block
+  uint32_t parity;  // alternates block by block
   // Weights [own_from, own_to) of this group lie in the thread block's range of blocks
   // (own_to is 2^32 - 1 until the block after the range).
   uint32_t own_from, own_to;
-  bool extra;            // past the thread block's range (needs_next_block asked for it)
+  bool extra;  // past the thread block's range (needs_next_block asked for it)
 };
 
 // Dynamic shared memory: the joined table (layout.table_rows rows of 256 16-bit entries),
@@ -347,8 +348,8 @@ inline uint32_t dynamic_shared_bytes(const SharedLayout& l, uint32_t buffers) {
 // total_blocks). The atomic's latency is paid there, once per run, by warp 0: issued earlier,
 // its result held registers across the checks and the compaction (v34, no faster); in a
 // function not inlined, the call cost a spill on every block (v32, NOTES.md).
-__device__ __forceinline__ void take_run(unsigned long long* pool, uint32_t chunk,
-                                         uint32_t epoch, uint32_t pool_start, uint32_t run_end,
+__device__ __forceinline__ void take_run(unsigned long long* pool, uint32_t chunk, uint32_t epoch,
+                                         uint32_t pool_start, uint32_t run_end,
                                          uint32_t total_blocks, uint32_t* next) {
   const unsigned long long ticket = atomicAdd(pool, static_cast<unsigned long long>(chunk));
   const uint32_t taken = static_cast<uint32_t>(ticket);
@@ -411,7 +412,10 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
     uint32_t lo = 0, hi = batch.n_groups;
     while (hi - lo > 1) {
       const uint32_t mid = (lo + hi) / 2;
-      if (batch.groups[mid].first_block <= begin) lo = mid; else hi = mid;
+      if (batch.groups[mid].first_block <= begin)
+        lo = mid;
+      else
+        hi = mid;
     }
     gi = lo;
   }

@@ -1,5 +1,9 @@
 // Host side of the batched API: planning (validation and kernel descriptions come from
 // decoder/cuda/host), workspace and status.
+#include "decode_plan.h"
+
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -9,10 +13,7 @@
 #include <string>
 #include <utility>
 
-#include <cuda_runtime_api.h>
-
 #include "cuda_error.h"
-#include "decode_plan.h"
 
 namespace df11::cuda {
 namespace {
@@ -27,13 +28,13 @@ std::string group_what(const std::string& what, const DeviceGroup& g, size_t i, 
 }
 
 Status check_pointers(const DeviceGroup& g, const std::string& gw) {
-  const char* missing = g.d_luts == nullptr                 ? "d_luts"
-                        : g.d_encoded_exponent == nullptr   ? "d_encoded_exponent"
-                        : g.d_sign_mantissa == nullptr      ? "d_sign_mantissa"
-                        : g.d_output_positions == nullptr   ? "d_output_positions"
-                        : g.d_gaps == nullptr               ? "d_gaps"
-                        : g.d_out == nullptr                ? "d_out"
-                                                            : nullptr;
+  const char* missing = g.d_luts == nullptr               ? "d_luts"
+                        : g.d_encoded_exponent == nullptr ? "d_encoded_exponent"
+                        : g.d_sign_mantissa == nullptr    ? "d_sign_mantissa"
+                        : g.d_output_positions == nullptr ? "d_output_positions"
+                        : g.d_gaps == nullptr             ? "d_gaps"
+                        : g.d_out == nullptr              ? "d_out"
+                                                          : nullptr;
   if (missing != nullptr) {
     return Status(ErrorCode::kInvalidArgument, gw + ": device pointer " + missing + " is null");
   }
@@ -59,8 +60,7 @@ size_t DecodePlan::status_copy_bytes() const {
 }
 uint32_t DecodePlan::launches() const {
   const size_t n = impl_->groups.size();
-  return static_cast<uint32_t>((n + detail::kMaxGroupsPerLaunch - 1) /
-                               detail::kMaxGroupsPerLaunch);
+  return static_cast<uint32_t>((n + detail::kMaxGroupsPerLaunch - 1) / detail::kMaxGroupsPerLaunch);
 }
 uint32_t DecodePlan::shared_bytes() const { return impl_->shared_bytes; }
 bool DecodePlan::compact() const { return impl_->compact; }
@@ -84,9 +84,9 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
       const std::string gw = group_what(what, dg, i, groups.size());
       DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(dg.host, gw));
       DF11_RETURN_IF_ERROR(check_pointers(dg, gw));
-      detail::KernelGroup k = detail::make_kernel_group(
-          dg.host, info, dg.d_luts, dg.d_encoded_exponent, dg.d_sign_mantissa,
-          dg.d_output_positions, dg.d_gaps, dg.d_out);
+      detail::KernelGroup k =
+          detail::make_kernel_group(dg.host, info, dg.d_luts, dg.d_encoded_exponent,
+                                    dg.d_sign_mantissa, dg.d_output_positions, dg.d_gaps, dg.d_out);
       if (i % detail::kMaxGroupsPerLaunch == 0) launch_blocks = 0;
       k.first_block = static_cast<uint32_t>(launch_blocks);
       launch_blocks += info.n_blocks;
@@ -117,9 +117,8 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
     int device = 0;
     DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), what + ": cudaGetDevice");
     int sms = 0;
-    DF11_CUDA_RETURN_IF_ERROR(
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
-        what + ": cudaDeviceGetAttribute(multiprocessor count)");
+    DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                              what + ": cudaDeviceGetAttribute(multiprocessor count)");
     impl->device = device;
     impl->sm_count = static_cast<uint32_t>(sms);
     detail::KernelConfig config;
@@ -139,8 +138,8 @@ Status init_workspace(DecodePlan& plan, void* d_workspace, size_t workspace_byte
                       CUstream_st* stream) {
   if (workspace_bytes < plan.workspace_bytes() || (d_workspace == nullptr && workspace_bytes)) {
     return Status(ErrorCode::kInvalidArgument,
-                  "init_workspace: workspace of " + str(workspace_bytes) + " bytes, the plan needs " +
-                      str(plan.workspace_bytes()));
+                  "init_workspace: workspace of " + str(workspace_bytes) +
+                      " bytes, the plan needs " + str(plan.workspace_bytes()));
   }
   if (workspace_bytes == 0) return Status::ok();
   DF11_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(d_workspace, 0, workspace_bytes, stream),
@@ -187,8 +186,7 @@ Result<uint32_t> latest_launch(const DecodePlan::Impl& p, const void* d_workspac
 Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstream_st* stream) {
   const DecodePlan::Impl& p = *plan.impl_;
   if (p.groups.empty()) return Status::ok();
-  DF11_ASSIGN_OR_RETURN(const uint32_t epoch,
-                        latest_launch(p, d_workspace, "read_decode_status"));
+  DF11_ASSIGN_OR_RETURN(const uint32_t epoch, latest_launch(p, d_workspace, "read_decode_status"));
   std::vector<detail::GroupStatusRecord> records(p.groups.size());
   DF11_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(records.data(), d_workspace, records.size() * sizeof(records[0]),
@@ -203,9 +201,9 @@ Status copy_decode_status(const DecodePlan& plan, const void* d_workspace, void*
                           size_t status_bytes, CUstream_st* stream) {
   const DecodePlan::Impl& p = *plan.impl_;
   if (h_status == nullptr || status_bytes < plan.status_copy_bytes()) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "copy_decode_status: host buffer of " + str(status_bytes) +
-                      " bytes, the plan needs " + str(plan.status_copy_bytes()));
+    return Status(ErrorCode::kInvalidArgument, "copy_decode_status: host buffer of " +
+                                                   str(status_bytes) + " bytes, the plan needs " +
+                                                   str(plan.status_copy_bytes()));
   }
   uint32_t epoch = 0;
   if (!p.groups.empty()) {

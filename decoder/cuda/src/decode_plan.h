@@ -23,15 +23,15 @@ struct DecodePlan::Impl {
   uint64_t stream_bytes = 0;
   uint32_t max_block_weights = 0;
   detail::SharedLayout layout{};  // staging buffer, slot and table sizes (decode_core.h)
-  uint32_t shared_bytes = 0;   // dynamic shared memory per thread block
+  uint32_t shared_bytes = 0;      // dynamic shared memory per thread block
   uint32_t ctas_per_sm = 0;
-  uint32_t max_grid = 0;       // DecodePlanOptions::max_thread_blocks (0: no cap)
+  uint32_t max_grid = 0;  // DecodePlanOptions::max_thread_blocks (0: no cap)
   // Thread blocks a launch may use: all resident ones, or max_grid.
   uint32_t grid() const {
     const uint32_t resident = ctas_per_sm * sm_count;
     return max_grid != 0 && max_grid < resident ? max_grid : resident;
   }
-  bool compact = false;        // the kernel's compact configuration (see KernelConfig)
+  bool compact = false;  // the kernel's compact configuration (see KernelConfig)
   uint32_t sm_count = 0;
   int device = 0;
   uint64_t id = 0;  // process-unique: host status copies name the plan they belong to

@@ -1,9 +1,9 @@
 // decode_group_to_host(): the allocate-copy-decode-copy convenience over the batched API.
+#include <cuda_runtime_api.h>
+
 #include <new>
 #include <string>
 #include <vector>
-
-#include <cuda_runtime_api.h>
 
 #include "cuda_error.h"
 #include "decode_plan.h"
@@ -29,9 +29,9 @@ Status decode_group_to_host(const GroupView& group, std::span<uint16_t> out,
     DF11_RETURN_IF_ERROR(workspace.allocate(plan.workspace_bytes(), what + ": workspace"));
     DF11_RETURN_IF_ERROR(init_workspace(plan, workspace.get(), plan.workspace_bytes(), nullptr));
     DF11_RETURN_IF_ERROR(launch_decode(plan, workspace.get(), plan.workspace_bytes(), nullptr));
-    DF11_CUDA_RETURN_IF_ERROR(cudaMemcpy(out.data(), d_out.get(), out.size_bytes(),
-                                         cudaMemcpyDeviceToHost),
-                              what + ": cudaMemcpy of the decoded weights");
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaMemcpy(out.data(), d_out.get(), out.size_bytes(), cudaMemcpyDeviceToHost),
+        what + ": cudaMemcpy of the decoded weights");
     return read_decode_status(plan, workspace.get(), nullptr);
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kResourceLimit, what + ": out of memory while decoding");

@@ -1,7 +1,7 @@
 // Whether a CUDA device can be used by this process.
-#include <string>
-
 #include <cuda_runtime_api.h>
+
+#include <string>
 
 #include "df11/cuda_decoder.h"
 

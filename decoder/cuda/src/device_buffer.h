@@ -2,13 +2,13 @@
 // batched API itself never allocates.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <utility>
-
-#include <cuda_runtime_api.h>
 
 #include "cuda_error.h"
 #include "df11/cuda_decoder.h"
@@ -82,8 +82,7 @@ struct DeviceGroupCopy {
     DF11_RETURN_IF_ERROR(luts.upload(g.luts, what + ": luts"));
     DF11_RETURN_IF_ERROR(stream.upload(g.encoded_exponent, what + ": encoded_exponent"));
     DF11_RETURN_IF_ERROR(sign_mantissa.upload(g.sign_mantissa, what + ": sign_mantissa"));
-    DF11_RETURN_IF_ERROR(
-        output_positions.upload(g.output_positions, what + ": output_positions"));
+    DF11_RETURN_IF_ERROR(output_positions.upload(g.output_positions, what + ": output_positions"));
     return gaps.upload(g.gaps, what + ": gaps");
   }
   Status clone(const DeviceGroupCopy& o, const std::string& what) {

@@ -136,7 +136,7 @@ __device__ __forceinline__ void fma_unit_batch1(const uint4& w, const uint16_t* 
 struct RowMajorX {
   const uint16_t* x;  // the chunk's first column
   uint32_t n;
-  bool vec;           // x 16-byte aligned
+  bool vec;  // x 16-byte aligned
   __device__ __forceinline__ bool batch1() const { return n == 1 && vec; }
   // acc += w * x[q][0..n) for one weight at chunk row q.
   template <uint32_t NT>
@@ -176,7 +176,7 @@ struct TiledX {
   static constexpr uint32_t kVec = kF32 ? 4 : NT < 8 ? NT : 8;  // 16 bytes at most
   static constexpr uint32_t kGroups = NT / kVec;
   static constexpr uint32_t kStepE = kGroups * 32 * kVec;  // elements from weight e to e + 1
-  const Elem* xt;  // the chunk's tile (16-byte aligned)
+  const Elem* xt;                                          // the chunk's tile (16-byte aligned)
   // acc[j] += w * x[j] for the NT values of one weight: groups at p, p + 32 * kVec, ...
   __device__ __forceinline__ static void fma_at(float w, const Elem* p, float (&acc)[NT]) {
 #pragma unroll
@@ -191,8 +191,7 @@ struct TiledX {
       } else {
 #pragma unroll
         for (uint32_t i = 0; i < kVec / 2; ++i) {
-          acc[g * kVec + 2 * i] =
-              __fmaf_rn(w, __uint_as_float(xw[i] << 16), acc[g * kVec + 2 * i]);
+          acc[g * kVec + 2 * i] = __fmaf_rn(w, __uint_as_float(xw[i] << 16), acc[g * kVec + 2 * i]);
           acc[g * kVec + 2 * i + 1] =
               __fmaf_rn(w, __uint_as_float(xw[i] & 0xFFFF0000u), acc[g * kVec + 2 * i + 1]);
         }
@@ -300,7 +299,10 @@ __global__ void __launch_bounds__(256) reduce_kernel(const __grid_constant__ Red
   uint32_t lo = 0, hi = p.n_members;
   while (hi - lo > 1) {
     const uint32_t mid = (lo + hi) / 2;
-    if (p.row_begin[mid] <= row) lo = mid; else hi = mid;
+    if (p.row_begin[mid] <= row)
+      lo = mid;
+    else
+      hi = mid;
   }
   const GemvMemberDesc& m = p.members[lo];
   const uint64_t r = row - p.row_begin[lo];
@@ -398,9 +400,9 @@ __device__ __forceinline__ uint32_t lds_u8(uint32_t a) {
 // sign_mantissa bytes from their shared stage or global memory.
 struct StagedWeights {
   const KernelGroup* g;
-  uint32_t first;       // group index of the chunk's column 0
-  uint32_t ex_at;       // shared address of that weight's exponent byte (may be "negative")
-  uint32_t sm_at;       // likewise in the sign_mantissa stage
+  uint32_t first;  // group index of the chunk's column 0
+  uint32_t ex_at;  // shared address of that weight's exponent byte (may be "negative")
+  uint32_t sm_at;  // likewise in the sign_mantissa stage
   bool sm_staged;
   __device__ __forceinline__ uint4 unit(uint32_t q) const {  // ex_at + q 8-byte aligned
     const uint2 ex = lds_u64(ex_at + q);
@@ -423,8 +425,7 @@ struct ChunkPlace {
   uint32_t row, col;    // row and column of `start` in the member
 };
 
-__device__ __forceinline__ ChunkPlace place_in(const GemvMemberDesc& m, uint32_t r,
-                                               uint32_t col) {
+__device__ __forceinline__ ChunkPlace place_in(const GemvMemberDesc& m, uint32_t r, uint32_t col) {
   ChunkPlace c;
   c.m = &m;
   c.chunk = m.chunk_base + uint64_t{r} * m.chunks_per_row + col / kChunk;
@@ -464,12 +465,14 @@ struct GemvSink {
   uint32_t zero_from = 0, zero_to = 0, zero_at = 0;  // previous block's staging bytes
 
   // Member of group gi holding weight i (members cover the group).
-  __device__ __forceinline__ const GemvMemberDesc& member_of_weight(uint32_t gi,
-                                                                    uint32_t i) const {
+  __device__ __forceinline__ const GemvMemberDesc& member_of_weight(uint32_t gi, uint32_t i) const {
     uint32_t lo = p.member_begin[gi], hi = p.member_begin[gi + 1];
     while (hi - lo > 1) {
       const uint32_t mid = (lo + hi) / 2;
-      if (p.members[mid].start <= i) lo = mid; else hi = mid;
+      if (p.members[mid].start <= i)
+        lo = mid;
+      else
+        hi = mid;
     }
     return p.members[lo];
   }
@@ -483,7 +486,10 @@ struct GemvSink {
     uint32_t lo = p.member_begin[gi], hi = p.member_begin[gi + 1];
     while (hi - lo > 1) {
       const uint32_t mid = (lo + hi) / 2;
-      if (p.members[mid].chunk_base <= chunk) lo = mid; else hi = mid;
+      if (p.members[mid].chunk_base <= chunk)
+        lo = mid;
+      else
+        hi = mid;
     }
     const GemvMemberDesc& m = p.members[lo];
     const uint32_t local = static_cast<uint32_t>(chunk - m.chunk_base);
@@ -585,13 +591,12 @@ struct GemvSink {
       if constexpr (NT == 1) {
         const uint16_t* xc = c.m->x + c.col;
         const bool x_vec = reinterpret_cast<uintptr_t>(xc) % 16 == 0;
-        accumulate_lane<NT>(src, lane, lo - c.start, hi - c.start, w_vec,
-                            RowMajorX{xc, n, x_vec}, acc);
+        accumulate_lane<NT>(src, lane, lo - c.start, hi - c.start, w_vec, RowMajorX{xc, n, x_vec},
+                            acc);
       } else {  // m->x is the member's tiled x (tile_x_kernel): NT values per row
         accumulate_lane<NT>(src, lane, lo - c.start, hi - c.start, w_vec,
-                            TiledX<NT>{reinterpret_cast<const typename TiledX<NT>::Elem*>(
-                                            c.m->x) +
-                                        uint64_t{c.col} * NT},
+                            TiledX<NT>{reinterpret_cast<const typename TiledX<NT>::Elem*>(c.m->x) +
+                                       uint64_t{c.col} * NT},
                             acc);
       }
       if (hi < c.end) {
@@ -648,8 +653,7 @@ Status configure_fused(uint32_t shared_bytes, int& ctas_per_sm) {
           "cudaFuncSetAttribute(fused GEMV kernel, " + std::to_string(shared_bytes) + " bytes)");
     }
     DF11_CUDA_RETURN_IF_ERROR(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kThreads,
-                                                      shared_bytes),
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas_per_sm, kernel, kThreads, shared_bytes),
         "cudaOccupancyMaxActiveBlocksPerMultiprocessor(fused GEMV kernel)");
   }
   known[{device, shared_bytes}] = ctas_per_sm;
@@ -668,11 +672,16 @@ uint32_t fused_shared_bytes(const DecodePlan::Impl& p) {
 Status configure_for(const DecodePlan::Impl& p, uint32_t batch, int& ctas_per_sm) {
   const uint32_t bytes = fused_shared_bytes(p);
   switch (capacity_of(batch)) {
-    case 1: return configure_fused<1>(bytes, ctas_per_sm);
-    case 2: return configure_fused<2>(bytes, ctas_per_sm);
-    case 4: return configure_fused<4>(bytes, ctas_per_sm);
-    case 8: return configure_fused<8>(bytes, ctas_per_sm);
-    default: return configure_fused<16>(bytes, ctas_per_sm);
+    case 1:
+      return configure_fused<1>(bytes, ctas_per_sm);
+    case 2:
+      return configure_fused<2>(bytes, ctas_per_sm);
+    case 4:
+      return configure_fused<4>(bytes, ctas_per_sm);
+    case 8:
+      return configure_fused<8>(bytes, ctas_per_sm);
+    default:
+      return configure_fused<16>(bytes, ctas_per_sm);
   }
 }
 
@@ -681,10 +690,14 @@ uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 // Bytes per value of the tiled x at this batch (TiledX<capacity>::Elem).
 uint32_t tile_value_bytes(uint32_t batch) {
   switch (capacity_of(batch)) {
-    case 2: return sizeof(TiledX<2>::Elem);
-    case 4: return sizeof(TiledX<4>::Elem);
-    case 8: return sizeof(TiledX<8>::Elem);
-    default: return sizeof(TiledX<16>::Elem);
+    case 2:
+      return sizeof(TiledX<2>::Elem);
+    case 4:
+      return sizeof(TiledX<4>::Elem);
+    case 8:
+      return sizeof(TiledX<8>::Elem);
+    default:
+      return sizeof(TiledX<16>::Elem);
   }
 }
 
@@ -707,18 +720,18 @@ Result<GemvLayout> layout_for(const DecodePlan::Impl& p, std::span<const GemvMat
   size_t members = 0;
   for (const auto& ends : p.member_ends) members += ends.size();
   if (matrices.size() != members) {
-    return Status(ErrorCode::kInvalidArgument,
-                  w + ": " + std::to_string(matrices.size()) + " matrices for the plan's " +
-                      std::to_string(members) + " members");
+    return Status(ErrorCode::kInvalidArgument, w + ": " + std::to_string(matrices.size()) +
+                                                   " matrices for the plan's " +
+                                                   std::to_string(members) + " members");
   }
   GemvLayout l;
   size_t mi = 0;
   for (size_t gi = 0; gi < p.member_ends.size(); ++gi) {
     if (p.member_ends[gi].size() > kFusedMaxMembers) {  // one launch takes a group whole
-      return Status(ErrorCode::kResourceLimit,
-                    w + ": " + p.names[gi] + " has " + std::to_string(p.member_ends[gi].size()) +
-                        " members, the fused kernel takes at most " +
-                        std::to_string(kFusedMaxMembers) + " per group");
+      return Status(ErrorCode::kResourceLimit, w + ": " + p.names[gi] + " has " +
+                                                   std::to_string(p.member_ends[gi].size()) +
+                                                   " members, the fused kernel takes at most " +
+                                                   std::to_string(kFusedMaxMembers) + " per group");
     }
     uint64_t start = 0;
     for (size_t k = 0; k < p.member_ends[gi].size(); ++k, ++mi) {
@@ -774,8 +787,7 @@ Status launch_fused(const FusedBatch& batch, uint32_t grid, uint32_t shared_byte
   return Status::ok();
 }
 
-Status launch_tile_x(const TileParams& t, uint32_t n_members, uint32_t batch,
-                     cudaStream_t stream) {
+Status launch_tile_x(const TileParams& t, uint32_t n_members, uint32_t batch, cudaStream_t stream) {
   uint64_t most = 0;
   for (uint32_t i = 0; i < n_members; ++i) {
     most = std::max<uint64_t>(most, uint64_t{t.members[i].chunks_per_row} * kChunk);
@@ -784,10 +796,18 @@ Status launch_tile_x(const TileParams& t, uint32_t n_members, uint32_t batch,
   const dim3 grid(static_cast<uint32_t>(std::min<uint64_t>((most * cap + 255) / 256, 4096)),
                   n_members);
   switch (cap) {
-    case 2: tile_x_kernel<2><<<grid, 256, 0, stream>>>(t); break;
-    case 4: tile_x_kernel<4><<<grid, 256, 0, stream>>>(t); break;
-    case 8: tile_x_kernel<8><<<grid, 256, 0, stream>>>(t); break;
-    default: tile_x_kernel<16><<<grid, 256, 0, stream>>>(t); break;
+    case 2:
+      tile_x_kernel<2><<<grid, 256, 0, stream>>>(t);
+      break;
+    case 4:
+      tile_x_kernel<4><<<grid, 256, 0, stream>>>(t);
+      break;
+    case 8:
+      tile_x_kernel<8><<<grid, 256, 0, stream>>>(t);
+      break;
+    default:
+      tile_x_kernel<16><<<grid, 256, 0, stream>>>(t);
+      break;
   }
   DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "GEMV x tiling kernel launch");
   return Status::ok();
@@ -814,8 +834,8 @@ Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& 
   auto tp = std::make_unique<TileParams>();
   tp->n = batch;
   // Tiled x (batch >= 2) from the first 16-byte aligned address at xt_offset.
-  uint8_t* const xt = reinterpret_cast<uint8_t*>(
-      round_up(reinterpret_cast<uintptr_t>(ws + l.xt_offset), 16));
+  uint8_t* const xt =
+      reinterpret_cast<uint8_t*>(round_up(reinterpret_cast<uintptr_t>(ws + l.xt_offset), 16));
   KernelBatch<kFusedMaxGroups>& kb = fb->decode;
   kb.status = reinterpret_cast<GroupStatusRecord*>(ws) + g0;
   kb.n_groups = static_cast<uint32_t>(g1 - g0);
@@ -883,9 +903,9 @@ Status launch_part(const DecodePlan::Impl& p, uint32_t epoch, const GemvLayout& 
 
 Result<size_t> gemv_workspace_bytes(const DecodePlan& plan, std::span<const GemvMatrix> matrices,
                                     uint32_t batch) {
-  DF11_ASSIGN_OR_RETURN(const detail::GemvLayout l,
-                        detail::layout_for(detail::PlanAccess::impl(plan), matrices, batch,
-                                           "gemv_workspace_bytes"));
+  DF11_ASSIGN_OR_RETURN(
+      const detail::GemvLayout l,
+      detail::layout_for(detail::PlanAccess::impl(plan), matrices, batch, "gemv_workspace_bytes"));
   return static_cast<size_t>(l.bytes);
 }
 
@@ -919,8 +939,7 @@ Status launch_decode_gemv(DecodePlan& plan, std::span<const GemvMatrix> matrices
       members += p.member_ends[g1].size();
       ++g1;
     }
-    DF11_RETURN_IF_ERROR(
-        detail::launch_part(p, epoch, l, matrices, batch, ws, g0, g1, m0, stream));
+    DF11_RETURN_IF_ERROR(detail::launch_part(p, epoch, l, matrices, batch, ws, g0, g1, m0, stream));
     m0 += members;
     g0 = g1;
   }

@@ -1,5 +1,7 @@
 // run_gemv_benchmark() (cuda_gemv_benchmark.h): cuBLAS, decode + cuBLAS, the fused
 // decode+GEMV and the reference GEMV on one group at several batches, then the model line.
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
 #include <dlfcn.h>
 
 #include <algorithm>
@@ -10,12 +12,9 @@
 #include <string>
 #include <vector>
 
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-
 #include "bench_timing.h"
-#include "cuda_error.h"
 #include "bf16_inputs.h"
+#include "cuda_error.h"
 #include "cuda_gemv_benchmark.h"
 #include "device_buffer.h"
 #include "df11/cuda_decoder.h"
@@ -254,8 +253,8 @@ Status model_line(const Setup& s, const GroupView& g, const DeviceGroupCopy& inp
   std::vector<uint16_t*> x, y;
   std::vector<GemvMatrix> gm_one, gm_all;
   for (size_t i = 0; i < s.shapes.size(); ++i) {
-    DF11_ASSIGN_OR_RETURN(
-        uint16_t * xi, pool.upload(support::deterministic_bf16(s.shapes[i].cols, 100 + i), "x"));
+    DF11_ASSIGN_OR_RETURN(uint16_t * xi,
+                          pool.upload(support::deterministic_bf16(s.shapes[i].cols, 100 + i), "x"));
     DF11_ASSIGN_OR_RETURN(uint16_t * yi, pool.alloc(2ull * s.shapes[i].rows, "y"));
     x.push_back(xi);
     y.push_back(yi);

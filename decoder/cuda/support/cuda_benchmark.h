@@ -33,26 +33,26 @@ struct TimingMs {
 };
 
 struct DecodeBenchmarkReport {
-  std::string device_name;       // from cudaGetDeviceProperties, e.g. "NVIDIA H100 80GB HBM3"
+  std::string device_name;  // from cudaGetDeviceProperties, e.g. "NVIDIA H100 80GB HBM3"
   int sm_count = 0;
-  double peak_dram_gbps = 0;     // 2 * memory clock * bus width, from the device properties
-  uint64_t elements = 0;         // weights decoded by one launch
-  uint64_t output_bytes = 0;     // 2 * elements
-  uint64_t input_bytes = 0;      // all six arrays of all groups
-  uint32_t grid_size = 0;        // thread blocks of the decode launch
-  uint32_t shared_bytes = 0;     // dynamic shared memory per thread block
+  double peak_dram_gbps = 0;  // 2 * memory clock * bus width, from the device properties
+  uint64_t elements = 0;      // weights decoded by one launch
+  uint64_t output_bytes = 0;  // 2 * elements
+  uint64_t input_bytes = 0;   // all six arrays of all groups
+  uint32_t grid_size = 0;     // thread blocks of the decode launch
+  uint32_t shared_bytes = 0;  // dynamic shared memory per thread block
 
-  bool compact = false;          // kernel configuration chosen for `decode` (KernelChoice)
-  TimingMs decode;               // all groups, one plan: one launch (per 256 groups)
-  TimingMs decode_compact;       // the same with KernelChoice::kCompact
-  TimingMs copy;                 // cudaMemcpyAsync device-to-device of output_bytes
-  bool verified = false;         // every decoded weight compared with `expected`
+  bool compact = false;     // kernel configuration chosen for `decode` (KernelChoice)
+  TimingMs decode;          // all groups, one plan: one launch (per 256 groups)
+  TimingMs decode_compact;  // the same with KernelChoice::kCompact
+  TimingMs copy;            // cudaMemcpyAsync device-to-device of output_bytes
+  bool verified = false;    // every decoded weight compared with `expected`
 
   uint32_t model_copies = 0;
-  TimingMs model_sequential;     // model_copies launches into one reused buffer
-  double model_per_launch_ms = 0;     // model_sequential.median / model_copies
+  TimingMs model_sequential;            // model_copies launches into one reused buffer
+  double model_per_launch_ms = 0;       // model_sequential.median / model_copies
   double model_launch_overhead_ms = 0;  // model_per_launch_ms - decode.median
-  TimingMs model_batched;        // all copies in one plan (zero if memory did not allow)
+  TimingMs model_batched;               // all copies in one plan (zero if memory did not allow)
   bool model_batched_run = false;
 };
 

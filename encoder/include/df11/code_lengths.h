@@ -49,9 +49,9 @@ Result<std::vector<uint8_t>> package_merge_lengths(std::span<const uint64_t> wei
 // (see encoder/NOTES.md), searched with a cost limit that prunes states which cannot lead to
 // an optimum (the result is the unpruned DP's, bit for bit); worst case O(max_length * n^2 *
 // max_subtables) time, typically well under a millisecond, and only reached states stored.
-// build_code() calls it only when the package-merge code breaks the table limit. Same preconditions as
-// package_merge_lengths, plus 1 <= shape.index_bits and shape.max_subtables <= 255;
-// kUncodable if no code meets both limits.
+// build_code() calls it only when the package-merge code breaks the table limit. Same preconditions
+// as package_merge_lengths, plus 1 <= shape.index_bits and shape.max_subtables <= 255; kUncodable
+// if no code meets both limits.
 Result<std::vector<uint8_t>> lut_limited_lengths(std::span<const uint64_t> weights,
                                                  uint32_t max_length, const LutShape& shape);
 

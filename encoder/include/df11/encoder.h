@@ -26,8 +26,8 @@ Histogram exponent_histogram(std::span<const uint16_t> weights);
 
 // A prefix code over exponent values, canonical (spec 2.3).
 struct Code {
-  std::array<uint8_t, 256> length{};   // 0 = symbol absent
-  std::array<uint32_t, 256> bits{};    // code word, right-aligned, MSB sent first
+  std::array<uint8_t, 256> length{};  // 0 = symbol absent
+  std::array<uint32_t, 256> bits{};   // code word, right-aligned, MSB sent first
   uint32_t max_length = 0;
 };
 
@@ -48,10 +48,10 @@ struct GroupPlan {
   std::vector<uint8_t> luts;
   Histogram histogram{};
   uint64_t n_elements = 0;
-  uint64_t n_bits = 0;            // sum of code lengths
-  uint64_t n_bytes = 0;           // ceil(n_bits / 8)
-  uint64_t n_blocks = 0;          // ceil(n_bytes / 4096)
-  uint64_t gaps_bytes = 0;        // gap_bytes_for_blocks(n_blocks)
+  uint64_t n_bits = 0;                  // sum of code lengths
+  uint64_t n_bytes = 0;                 // ceil(n_bits / 8)
+  uint64_t n_blocks = 0;                // ceil(n_bytes / 4096)
+  uint64_t gaps_bytes = 0;              // gap_bytes_for_blocks(n_blocks)
   uint64_t output_positions_bytes = 0;  // 4 * (n_blocks + 1)
   uint64_t chunk_weights = kDefaultChunkWeights;
   std::vector<uint64_t> chunk_bit_offset;  // size n_chunks + 1; [n_chunks] == n_bits

@@ -26,7 +26,8 @@ class MemberStream {
   // Member holding stream index i (i < size()); members may be empty.
   size_t member_of(uint64_t i) const {
     return static_cast<size_t>(std::upper_bound(starts_.begin(), starts_.end(), i) -
-                               starts_.begin()) - 1;
+                               starts_.begin()) -
+           1;
   }
 
   uint16_t at(uint64_t i) const {

@@ -18,14 +18,14 @@ namespace df11 {
 
 // spec 3.1: geometry fixed by the published layout (dfloat11_config: bytes_per_thread 8,
 // threads_per_block [512]).
-inline constexpr uint32_t kBytesPerWindow = 8;      // Bytes_Per_Window (one GPU thread)
-inline constexpr uint32_t kWindowsPerBlock = 512;   // Windows_Per_Block (threads per block)
+inline constexpr uint32_t kBytesPerWindow = 8;     // Bytes_Per_Window (one GPU thread)
+inline constexpr uint32_t kWindowsPerBlock = 512;  // Windows_Per_Block (threads per block)
 inline constexpr uint32_t kBytesPerBlock = kBytesPerWindow * kWindowsPerBlock;  // 4096
 inline constexpr uint32_t kBitsPerWindow = kBytesPerWindow * 8;                 // 64
 inline constexpr uint64_t kBitsPerBlock = uint64_t{kBytesPerBlock} * 8;         // 32768
-inline constexpr uint32_t kGapBits = 5;             // Gap_Bits: one packed field per window
-inline constexpr uint32_t kMaxCodeLength = 32;      // Max_Code_Length (bits)
-inline constexpr uint32_t kMaxSubtables = 16;       // Max_Subtables: rows 1..16 below the root
+inline constexpr uint32_t kGapBits = 5;         // Gap_Bits: one packed field per window
+inline constexpr uint32_t kMaxCodeLength = 32;  // Max_Code_Length (bits)
+inline constexpr uint32_t kMaxSubtables = 16;   // Max_Subtables: rows 1..16 below the root
 inline constexpr uint32_t kMaxLutRows = 1 + kMaxSubtables + 1;  // root + subtables + lengths
 inline constexpr uint32_t kLutRowSize = 256;
 inline constexpr uint32_t kFirstPointerEntry = 240;  // entries >= 240 point to row 256 - v
@@ -62,9 +62,13 @@ struct GroupView {
 
   // The span of schema entry t (group_schema.h).
   std::span<const uint8_t> part(GroupTensor t) const {
-    static constexpr std::span<const uint8_t> GroupView::*kParts[kGroupTensorCount] = {
-        &GroupView::luts,          &GroupView::encoded_exponent, &GroupView::sign_mantissa,
-        &GroupView::output_positions, &GroupView::gaps,           &GroupView::split_positions};
+    // (Through an alias: nvcc's host pass prints the plain declarator with parentheses that
+    // the host compiler then warns about.)
+    using Part = std::span<const uint8_t> GroupView::*;
+    static constexpr Part kParts[kGroupTensorCount] = {
+        &GroupView::luts,          &GroupView::encoded_exponent,
+        &GroupView::sign_mantissa, &GroupView::output_positions,
+        &GroupView::gaps,          &GroupView::split_positions};
     return this->*kParts[static_cast<size_t>(t)];
   }
 };
@@ -79,7 +83,8 @@ struct GroupBuffers {
   std::vector<uint8_t> split_positions;
 
   const std::vector<uint8_t>& part(GroupTensor t) const {
-    static constexpr std::vector<uint8_t> GroupBuffers::*kParts[kGroupTensorCount] = {
+    using Part = std::vector<uint8_t> GroupBuffers::*;
+    static constexpr Part kParts[kGroupTensorCount] = {
         &GroupBuffers::luts,          &GroupBuffers::encoded_exponent,
         &GroupBuffers::sign_mantissa, &GroupBuffers::output_positions,
         &GroupBuffers::gaps,          &GroupBuffers::split_positions};
@@ -87,8 +92,8 @@ struct GroupBuffers {
   }
 
   GroupView view() const {
-    return GroupView{luts, encoded_exponent, sign_mantissa, output_positions, gaps,
-                     split_positions};
+    return GroupView{luts, encoded_exponent, sign_mantissa, output_positions,
+                     gaps, split_positions};
   }
 };
 
@@ -107,8 +112,7 @@ inline uint32_t read_gap(std::span<const uint8_t> gaps, uint64_t w) {
 }
 
 inline uint32_t load_le32(const uint8_t* p) {
-  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) |
-         (uint32_t{p[3]} << 24);
+  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);
 }
 inline uint64_t load_le64(const uint8_t* p) {
   return uint64_t{load_le32(p)} | (uint64_t{load_le32(p + 4)} << 32);
@@ -135,9 +139,9 @@ struct GroupInfo {
   uint64_t n_bytes = 0;
   uint64_t n_blocks = 0;
   uint32_t n_luts = 0;
-  uint32_t max_block_weights = 0;   // max over b of op[b+1] - op[b]
-  uint8_t code_lengths[256] = {};   // from the last LUT row; 0 for symbols that no usable
-                                    // entry decodes
+  uint32_t max_block_weights = 0;  // max over b of op[b+1] - op[b]
+  uint8_t code_lengths[256] = {};  // from the last LUT row; 0 for symbols that no usable
+                                   // entry decodes
   // spec 3.3: depth of each LUT row below the root (0 for the root, 1..3 for subtables): the
   // fewest pointer steps from the root; -1 for rows that no pointer within 4 levels reaches.
   int8_t lut_row_depth[kMaxLutRows] = {0,  -1, -1, -1, -1, -1, -1, -1, -1,

@@ -28,7 +28,7 @@ struct GroupTensorSpec {
   GroupTensor id;
   std::string_view suffix;  // ".luts": a group with module path P stores "P" + suffix
   Dtype dtype;
-  size_t rank;              // luts is [n_luts, 256]; the others are one-dimensional
+  size_t rank;  // luts is [n_luts, 256]; the others are one-dimensional
 
   // "luts": the suffix without its dot, also the tensor's key in `stored` (spec 5.3).
   constexpr std::string_view name() const { return suffix.substr(1); }

@@ -15,32 +15,32 @@ namespace df11 {
 // printed by the CLI and matched by tests and vectors).
 enum class ErrorCode : int {
   kOk = 0,
-  kIo = 1,                  // open/read/write/rename failed (errno text in the message)
-  kInvalidArgument = 2,     // a caller's argument is unusable (API misuse, bad CLI option)
-  kHeaderTooLarge = 3,      // safetensors header length beyond kMaxHeaderBytes or the file
-  kTruncated = 4,           // file or buffer shorter than its structure says
-  kBadJson = 5,             // header or metadata is not valid JSON / wrong JSON types
-  kBadDtype = 6,            // unknown dtype, or wrong dtype for a DF11 member
-  kBadShape = 7,            // shape inconsistent with byte size or element count
-  kBadOffsets = 8,          // data offsets overlap, leave holes or fall out of bounds
-  kDuplicateName = 9,       // a tensor name appears twice
-  kOverflow = 10,           // arithmetic on untrusted sizes would overflow
-  kBadMetadata = 11,        // df11 metadata (the "df11" key) is missing fields or inconsistent
-  kBadGroup = 12,           // a DF11 group's tensors are missing or inconsistent in size
-  kBadLut = 13,             // lookup table: pointer to a missing row, code length 0 or > 32
-  kBadGap = 14,             // a gap field does not point at a code boundary
-  kBadOutputPositions = 15, // output positions not monotonic / not ending at n
-  kCorruptData = 16,        // checksum mismatch or a stream that does not decode as declared
-  kUncodable = 17,          // input the DF11 code cannot represent (exponent >= 240, ...)
-  kResourceLimit = 18,      // input asks for more memory/groups/time than allowed
-  kNotFound = 19,           // file, tensor or group does not exist
-  kExists = 20,             // an output exists and replacing it was not asked for
-  kCuda = 21,               // CUDA runtime error
-  kInterrupted = 22,        // the caller cancelled the operation
-  kUnsupported = 23,        // valid but not supported by this build (e.g. no CUDA)
-  kMismatch = 24,           // verify --against: decoded tensor differs from the original
-  kInternal = 25,           // a df11 bug: please report
-  kBadConfig = 26,          // config.json / dfloat11_config / pattern_dict is unusable
+  kIo = 1,                   // open/read/write/rename failed (errno text in the message)
+  kInvalidArgument = 2,      // a caller's argument is unusable (API misuse, bad CLI option)
+  kHeaderTooLarge = 3,       // safetensors header length beyond kMaxHeaderBytes or the file
+  kTruncated = 4,            // file or buffer shorter than its structure says
+  kBadJson = 5,              // header or metadata is not valid JSON / wrong JSON types
+  kBadDtype = 6,             // unknown dtype, or wrong dtype for a DF11 member
+  kBadShape = 7,             // shape inconsistent with byte size or element count
+  kBadOffsets = 8,           // data offsets overlap, leave holes or fall out of bounds
+  kDuplicateName = 9,        // a tensor name appears twice
+  kOverflow = 10,            // arithmetic on untrusted sizes would overflow
+  kBadMetadata = 11,         // df11 metadata (the "df11" key) is missing fields or inconsistent
+  kBadGroup = 12,            // a DF11 group's tensors are missing or inconsistent in size
+  kBadLut = 13,              // lookup table: pointer to a missing row, code length 0 or > 32
+  kBadGap = 14,              // a gap field does not point at a code boundary
+  kBadOutputPositions = 15,  // output positions not monotonic / not ending at n
+  kCorruptData = 16,         // checksum mismatch or a stream that does not decode as declared
+  kUncodable = 17,           // input the DF11 code cannot represent (exponent >= 240, ...)
+  kResourceLimit = 18,       // input asks for more memory/groups/time than allowed
+  kNotFound = 19,            // file, tensor or group does not exist
+  kExists = 20,              // an output exists and replacing it was not asked for
+  kCuda = 21,                // CUDA runtime error
+  kInterrupted = 22,         // the caller cancelled the operation
+  kUnsupported = 23,         // valid but not supported by this build (e.g. no CUDA)
+  kMismatch = 24,            // verify --against: decoded tensor differs from the original
+  kInternal = 25,            // a df11 bug: please report
+  kBadConfig = 26,           // config.json / dfloat11_config / pattern_dict is unusable
 };
 
 // Stable lower_snake name of a code, e.g. "bad_offsets". Never null.
@@ -83,7 +83,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
   Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool is_ok() const { return status_.is_ok(); }
@@ -106,17 +106,17 @@ class [[nodiscard]] Result {
 }  // namespace df11
 
 // Propagates a non-OK Status from an expression of type Status.
-#define DF11_RETURN_IF_ERROR(expr)        \
-  do {                                    \
-    ::df11::Status df11_status_ = (expr); \
+#define DF11_RETURN_IF_ERROR(expr)                  \
+  do {                                              \
+    ::df11::Status df11_status_ = (expr);           \
     if (!df11_status_.is_ok()) return df11_status_; \
   } while (0)
 
 #define DF11_CONCAT_INNER_(a, b) a##b
 #define DF11_CONCAT_(a, b) DF11_CONCAT_INNER_(a, b)
 // DF11_ASSIGN_OR_RETURN(auto x, expr_returning_Result);
-#define DF11_ASSIGN_OR_RETURN(lhs, rexpr)                                   \
-  auto DF11_CONCAT_(df11_result_, __LINE__) = (rexpr);                      \
-  if (!DF11_CONCAT_(df11_result_, __LINE__).is_ok())                        \
-    return DF11_CONCAT_(df11_result_, __LINE__).status();                   \
+#define DF11_ASSIGN_OR_RETURN(lhs, rexpr)                 \
+  auto DF11_CONCAT_(df11_result_, __LINE__) = (rexpr);    \
+  if (!DF11_CONCAT_(df11_result_, __LINE__).is_ok())      \
+    return DF11_CONCAT_(df11_result_, __LINE__).status(); \
   lhs = std::move(DF11_CONCAT_(df11_result_, __LINE__)).value()

@@ -54,8 +54,9 @@ struct GemvMatrix {
 // Workspace launch_decode_gemv() needs for these matrices (one per member of the plan's
 // groups, in group then member order) and batch: the plan's status records, a per-thread-block
 // carry, one FP32 partial sum per chunk and column and, at batch >= 2, x rearranged chunk by
-// chunk for the kernel's loads (written by the launch; any 8-byte aligned workspace). Checks the matrices against the plan
-// (kInvalidArgument) and that the fused kernel fits the current device (kResourceLimit).
+// chunk for the kernel's loads (written by the launch; any 8-byte aligned workspace). Checks the
+// matrices against the plan (kInvalidArgument) and that the fused kernel fits the current device
+// (kResourceLimit).
 Result<size_t> gemv_workspace_bytes(const DecodePlan& plan, std::span<const GemvMatrix> matrices,
                                     uint32_t batch);
 

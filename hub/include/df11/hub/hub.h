@@ -64,13 +64,13 @@ using ProgressFn = std::function<void(const TransferProgress&)>;
 
 // Caller-owned controls shared by every operation.
 struct TransferControl {
-  int threads = 8;                             // parallel transfers (>= 1)
-  ProgressFn progress;                         // may be empty
+  int threads = 8;      // parallel transfers (>= 1)
+  ProgressFn progress;  // may be empty
   // Polled between and during transfers (every ~20 ms and on every received chunk); true
   // stops the operation with kInterrupted. May be empty. Must be cheap and thread-safe.
   std::function<bool()> cancelled;
-  int max_attempts = 6;                        // per request, with backoff (tests lower it)
-  double backoff_base_seconds = 0.5;           // 0.5, 1, 2, ... capped at 30 s
+  int max_attempts = 6;               // per request, with backoff (tests lower it)
+  double backoff_base_seconds = 0.5;  // 0.5, 1, 2, ... capped at 30 s
 };
 
 // ---- pull ----
@@ -102,8 +102,8 @@ Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
 
 // ---- push ----
 struct PushOptions {
-  RepoRef ref;             // repository and target branch
-  std::string folder;      // local folder: every regular file except .git/ and .cache/
+  RepoRef ref;         // repository and target branch
+  std::string folder;  // local folder: every regular file except .git/ and .cache/
   bool private_repo = false;
   bool create_pr = false;
   std::string commit_message = "Upload with df11";
@@ -149,9 +149,9 @@ struct PushResult {
   int lfs_already_stored = 0;  // LFS objects the server already had (resumed push)
   int commits = 0;
   uint64_t bytes_uploaded = 0;
-  int files_hashed = 0;         // files whose SHA-256 push computed (not given in known_sha256)
-  double transfer_seconds = 0;  // preupload, hashing, LFS batch, uploads and commits
-  double gate_wait_seconds = 0; // waiting for PushOptions::Gate (digests and the verdict)
+  int files_hashed = 0;          // files whose SHA-256 push computed (not given in known_sha256)
+  double transfer_seconds = 0;   // preupload, hashing, LFS batch, uploads and commits
+  double gate_wait_seconds = 0;  // waiting for PushOptions::Gate (digests and the verdict)
 };
 
 // Checks the token (whoami) and creates the repository: true when this call created it,
