@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "byte_units.h"
@@ -19,6 +20,7 @@
 #include "model_config.h"
 #include "model_folder.h"
 #include "output_dir.h"
+#include "phase_times.h"
 #include "source_hasher.h"
 #include "stopwatch.h"
 #include "thread_limit.h"
@@ -68,16 +70,19 @@ struct ShardResult {
 Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
                                 const fs::path& dir, SourceHasher& hasher, GroupScratch& scratch,
                                 const CompressOptions& options, Reporter& reporter,
-                                const CancelToken& cancel) {
+                                const CancelToken& cancel, PhaseTimes& phases) {
   const std::string& name = folder.shard_names[out.shard];
+  std::optional<PhaseTimer> setup(std::in_place, &phases, "shard set-up");
   DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
   DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
   DF11_RETURN_IF_ERROR(file.preallocate(layout.file_size));
   const FileWriter writer(file);
+  setup.reset();
 
   ShardResult result;
   for (const ShardItem& item : out.items) {
     if (!item.is_group) {
+      const PhaseTimer timer(&phases, "raw tensors");
       const TensorLocation& at = plan.order[item.index];
       DF11_ASSIGN_OR_RETURN(
           out.metadata.tensors[item.meta_index].xxh3,
@@ -86,6 +91,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
       continue;
     }
     const PlannedGroup& group = plan.groups[item.index];
+    const PhaseTimer timer(&phases, "groups");
     const std::string what = group_context(folder, plan, group.spec);
     DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, plan, group.spec));
     std::vector<MemberSource> sources;
@@ -97,9 +103,10 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
     for (size_t k = 0; k < offsets.size(); ++k) {
       offsets[k] = layout.tensor_offsets[item.first_tensor + k];
     }
-    DF11_ASSIGN_OR_RETURN(GroupWriteResult written,
-                          write_group(spans, sources, group.plan, writer, offsets,
-                                      options.step_weights, scratch, reporter, cancel, what));
+    DF11_ASSIGN_OR_RETURN(
+        GroupWriteResult written,
+        write_group(spans, sources, group.plan, writer, offsets, options.step_weights, scratch,
+                    reporter, cancel, what, &phases));
     // Per-step releases leave fault-around pages (up to 64 KiB per boundary): sweep them.
     for (size_t m : group.spec.members) {
       const TensorLocation& at = plan.order[m];
@@ -114,7 +121,11 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
                     std::to_string(written.max_block_weights) + " weights per block");
   }
 
-  DF11_ASSIGN_OR_RETURN(out.metadata.sources.front().sha256, hasher.get(out.shard));
+  {
+    const PhaseTimer timer(&phases, "source SHA-256 wait");
+    DF11_ASSIGN_OR_RETURN(out.metadata.sources.front().sha256, hasher.get(out.shard));
+  }
+  const PhaseTimer finishing(&phases, "header, fsync, rename");
   DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(folder, plan, out));
   if (final_layout.prefix.size() != layout.prefix.size()) {
     // Checksums are fixed-width hex, so the header cannot change size; if it did, the data
@@ -177,8 +188,11 @@ uint64_t side_file_bytes(const ModelFolder& folder) {
 Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter,
                                                const CancelToken& cancel) {
   const Stopwatch started;
+  PhaseTimes phases;
+  std::optional<PhaseTimer> opening(std::in_place, &phases, "open");
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir, cancel));
+  opening.reset();
   if (!folder.config_text) {
     return Status(ErrorCode::kNotFound, (folder.dir / kConfigFile).string() +
                                             ": not found (a Hugging Face checkpoint has one)");
@@ -190,8 +204,10 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   SourceHasher hasher(shard_paths, helper_threads(4), cancel);
 
   const Stopwatch planning;
-  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, reporter,
-                                                            cancel, options.chunk_weights));
+  DF11_ASSIGN_OR_RETURN(
+      CompressPlan plan,
+      plan_compression(folder, options.group_by, reporter, cancel, options.chunk_weights, &phases));
+  phases.add("planning", planning.seconds());
   reporter.detail("planned " + std::to_string(plan.groups.size()) + " groups in " +
                   planning.text());
   DF11_ASSIGN_OR_RETURN(std::string config,
@@ -206,21 +222,28 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   for (const TensorLocation& at : plan.order) total += folder.tensor(at).byte_size();
   reporter.progress_start("compressing", total);
   // spec 7.7: the first shard records every shard and every other file of the folder.
-  DF11_ASSIGN_OR_RETURN(
-      shards.front().metadata.folder_files,
-      write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
+  {
+    const PhaseTimer timer(&phases, "side files");
+    DF11_ASSIGN_OR_RETURN(
+        shards.front().metadata.folder_files,
+        write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
+  }
   shards.front().metadata.shards = folder.shard_names;  // sorted
   GroupScratch scratch;
   for (ShardOut& out : shards) {
-    DF11_ASSIGN_OR_RETURN(
-        ShardResult written,
-        write_shard(folder, plan, out, staging.path(), hasher, scratch, options, reporter, cancel));
+    DF11_ASSIGN_OR_RETURN(ShardResult written,
+                          write_shard(folder, plan, out, staging.path(), hasher, scratch, options,
+                                      reporter, cancel, phases));
     summary.output_bytes += written.file_size;
     summary.input_bytes += folder.shards[out.shard].header().file_size;
   }
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
-  DF11_RETURN_IF_ERROR(staging.commit());
+  {
+    const PhaseTimer timer(&phases, "commit folder");
+    DF11_RETURN_IF_ERROR(staging.commit());
+  }
+  reporter.detail("phases (seconds summed over threads): " + phases.text());
 
   summary.shards = folder.shards.size();
   summary.tensors = plan.order.size();

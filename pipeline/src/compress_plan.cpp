@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -180,7 +181,7 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
 
 Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
                                       Reporter& reporter, const CancelToken& cancel,
-                                      uint64_t chunk_weights) {
+                                      uint64_t chunk_weights, PhaseTimes* phases) {
   CompressPlan result;
   result.order = folder.tensors_in_file_order();
   std::vector<TensorEntry> entries;
@@ -229,7 +230,9 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
       incompatible = compat_violation(sizes);
       if (!incompatible.empty()) break;
       DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, result, group.spec));
+      std::optional<PhaseTimer> histogram(std::in_place, phases, "  plan_group");
       auto plan = plan_group(spans.spans(), chunk_weights);
+      histogram.reset();
       if (plan) {
         sizes.n_blocks = plan->n_blocks;
         incompatible = compat_violation(sizes);
@@ -279,7 +282,10 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
                        incompatible + "; tensors " + member_list(folder, result, group.spec));
       for (size_t m : group.spec.members) reasons[m] = "its group is above a loader limit";
     }
-    release_members(folder, result, group.spec);
+    {
+      const PhaseTimer releasing(phases, "  planning: release input pages");
+      release_members(folder, result, group.spec);
+    }
     // A tied copy that stays uncoded is simply not written: its tensor is stored by its own
     // group or raw.
     if (!group.coded && group.spec.alias_name.empty()) {

@@ -15,6 +15,7 @@
 #include "grouping.h"
 #include "member_spans.h"
 #include "model_folder.h"
+#include "phase_times.h"
 #include "reporter.h"
 
 namespace df11::app {
@@ -47,7 +48,8 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
 // Progress counts the bytes of member tensors read. `chunk_weights`: see plan_group().
 Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
                                       Reporter& reporter, const CancelToken& cancel,
-                                      uint64_t chunk_weights = kDefaultChunkWeights);
+                                      uint64_t chunk_weights = kDefaultChunkWeights,
+                                      PhaseTimes* phases = nullptr);
 
 // The members of a group as spans over the folder's mappings.
 Result<MemberSpans> group_member_spans(const ModelFolder& folder, const CompressPlan& plan,

@@ -60,12 +60,15 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
                                      const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
                                      GroupScratch& scratch, Reporter& reporter,
-                                     const CancelToken& cancel, const std::string& what) {
+                                     const CancelToken& cancel, const std::string& what,
+                                     PhaseTimes* phases) {
   const MemberStream& weights = members.stream();
   if (weights.size() != plan.n_elements || plan.n_chunks() == 0) {
     return Status(ErrorCode::kInternal, what + ": plan does not match the members");
   }
+  std::optional<PhaseTimer> preparing(std::in_place, phases, "scratch zero-fill");
   DF11_ASSIGN_OR_RETURN(const auto buffers, scratch.prepare(plan));
+  preparing.reset();
   // Named spans, not structured bindings: clang 14 cannot capture those in lambdas.
   const std::span<uint8_t> stream = buffers.first;
   const std::span<uint8_t> sign = buffers.second;
@@ -109,24 +112,30 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
     const Step cur = coding ? step(k) : Step{};
     std::optional<Result<uint32_t>> encoded;
     Status written;
+    std::optional<PhaseTimer> stepping(std::in_place, phases, "steps (encode | hash | write)");
     tbb::parallel_invoke(
         [&] {
+          const PhaseTimer timer(phases, "  encode");
           if (coding)
             encoded.emplace(encode_group_range(members.spans(), plan, cur.c0, cur.c1, dst));
         },
         [&] {
           if (!coding) return;
+          const PhaseTimer timer(phases, "  member xxh3");
           weights.for_each_piece(cur.w0, cur.w1, [&](const uint16_t* w, uint64_t n, uint64_t at) {
             member_hash[weights.member_of(at)].update(bf16_bytes({w, n}));
           });
         },
         [&] {
+          const PhaseTimer timer(phases, "  write + stored xxh3");
           if (k > 0) written = finish(step(k - 1));
         });
+    stepping.reset();
     DF11_RETURN_IF_ERROR(written);
     if (!coding) break;
     if (!encoded->is_ok()) return encoded->status().with_context(what);
     most = std::max(most, encoded->value());
+    const PhaseTimer releasing(phases, "release input pages");
     weights.for_each_piece(cur.w0, cur.w1, [&](const uint16_t*, uint64_t n, uint64_t at) {
       const size_t m = weights.member_of(at);
       if (sources[m].file != nullptr) {

@@ -20,6 +20,7 @@
 #include "file_writer.h"
 #include "lazy_buffer.h"
 #include "member_spans.h"
+#include "phase_times.h"
 #include "reporter.h"
 
 namespace df11::app {
@@ -64,6 +65,7 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
                                      const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
                                      GroupScratch& scratch, Reporter& reporter,
-                                     const CancelToken& cancel, const std::string& what);
+                                     const CancelToken& cancel, const std::string& what,
+                                     PhaseTimes* phases = nullptr);
 
 }  // namespace df11::app
