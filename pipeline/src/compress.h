@@ -26,9 +26,9 @@ struct CompressOptions {
   GroupBy group_by = GroupBy::kBlock;
   bool force = false;  // replace an existing OUT_DIR (only once the new one is complete)
   int threads = 0;     // 0: all cores
-  // Weights encoded per step: bounds resident memory (a step's BF16 input and two steps'
-  // output, ~4.7 bytes per step weight, are in flight: ~160 MB).
-  uint64_t step_weights = uint64_t{32} << 20;
+  // Weights encoded per step: bounds resident memory (per shard written side by side, two
+  // steps' output and input pages, under 6 bytes per step weight: ~100 MB).
+  uint64_t step_weights = uint64_t{16} << 20;
   // Weights per encoder chunk (the unit of parallel encoding; tests use small ones to get
   // many chunks and steps out of a small model).
   uint64_t chunk_weights = kDefaultChunkWeights;

@@ -168,6 +168,17 @@ Result<MemberSpans> group_member_spans(const ModelFolder& folder, const Compress
   return MemberSpans::make(bytes);
 }
 
+std::vector<MemberSource> group_sources(const ModelFolder& folder, const CompressPlan& plan,
+                                        const GroupSpec& group) {
+  std::vector<MemberSource> sources;
+  sources.reserve(group.members.size());
+  for (size_t m : group.members) {
+    const TensorLocation& at = plan.order[m];
+    sources.push_back({&folder.shards[at.shard].mapped(), folder.tensor(at).file_offset});
+  }
+  return sources;
+}
+
 Grouping group_tensors(std::span<const TensorEntry> entries,
                        const std::optional<std::string>& config_text, GroupBy group_by) {
   Grouping grouping = derive_groups(entries, group_by);
@@ -231,7 +242,12 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
       if (!incompatible.empty()) break;
       DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, result, group.spec));
       std::optional<PhaseTimer> histogram(std::in_place, phases, "  plan_group");
-      auto plan = plan_group(spans.spans(), chunk_weights);
+      // Each worker drops the pages of the chunk it has counted, so that the group's pages
+      // are not all resident at once, nor all dropped on one thread afterwards.
+      const SourcePages pages(spans.stream(), group_sources(folder, result, group.spec));
+      auto plan = plan_group(spans.spans(), chunk_weights, [&](uint64_t begin, uint64_t end) {
+        pages.drop(begin, end, /*whole_pages_only=*/true);
+      });
       histogram.reset();
       if (plan) {
         sizes.n_blocks = plan->n_blocks;
@@ -283,6 +299,7 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
       for (size_t m : group.spec.members) reasons[m] = "its group is above a loader limit";
     }
     {
+      // What the workers left: pages at chunk seams and the kernel's fault-around pages.
       const PhaseTimer releasing(phases, "  planning: release input pages");
       release_members(folder, result, group.spec);
     }

@@ -17,6 +17,7 @@
 #include "model_folder.h"
 #include "phase_times.h"
 #include "reporter.h"
+#include "source_pages.h"
 
 namespace df11::app {
 
@@ -54,6 +55,10 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
 // The members of a group as spans over the folder's mappings.
 Result<MemberSpans> group_member_spans(const ModelFolder& folder, const CompressPlan& plan,
                                        const GroupSpec& group);
+
+// Where each member of a group lies in its input mapping (to drop its pages once read).
+std::vector<MemberSource> group_sources(const ModelFolder& folder, const CompressPlan& plan,
+                                        const GroupSpec& group);
 
 // "model.safetensors: group 'model.layers.3'" for messages.
 std::string group_context(const ModelFolder& folder, const CompressPlan& plan,
