@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -284,6 +285,35 @@ struct SourceHasher::State {
   }
 };
 
+namespace {
+
+// Files waiting for a worker, one enqueued task each. The tasks capture nothing and take their
+// file from here under the mutex: what a task reads was published under it, an ordering
+// ThreadSanitizer sees (it cannot see the uninstrumented TBB's hand-over of a task's
+// captures).
+struct WaitingFiles {
+  std::mutex mutex;
+  std::deque<std::pair<std::shared_ptr<SourceHasher::State>, size_t>> files;
+};
+
+WaitingFiles& waiting_files() {
+  static WaitingFiles waiting;
+  return waiting;
+}
+
+void hash_a_waiting_file() {
+  std::pair<std::shared_ptr<SourceHasher::State>, size_t> file;
+  {
+    const std::lock_guard<std::mutex> lock(waiting_files().mutex);
+    if (waiting_files().files.empty()) return;
+    file = std::move(waiting_files().files.front());
+    waiting_files().files.pop_front();
+  }
+  file.first->run(file.second, /*read_ahead=*/true);
+}
+
+}  // namespace
+
 SourceHasher::SourceHasher(std::vector<std::string> paths,
                            std::vector<std::vector<ByteRange>> ranges, bool background,
                            const CancelToken& cancel)
@@ -301,7 +331,11 @@ SourceHasher::SourceHasher(std::vector<std::string> paths,
   }
   if (!background) return;
   for (size_t i = 0; i < state_->paths.size(); ++i) {
-    tbb::this_task_arena::enqueue([state = state_, i] { state->run(i, /*read_ahead=*/true); });
+    {
+      const std::lock_guard<std::mutex> lock(waiting_files().mutex);
+      waiting_files().files.emplace_back(state_, i);
+    }
+    tbb::this_task_arena::enqueue(hash_a_waiting_file);
   }
 }
 
