@@ -296,9 +296,11 @@ struct WaitingFiles {
   std::deque<std::pair<std::shared_ptr<SourceHasher::State>, size_t>> files;
 };
 
+// Never destroyed: a worker may still take a task of a hasher that is gone (it then finds
+// `stop` set) while the process exits and destroys its statics.
 WaitingFiles& waiting_files() {
-  static WaitingFiles waiting;
-  return waiting;
+  static WaitingFiles* const waiting = new WaitingFiles;
+  return *waiting;
 }
 
 void hash_a_waiting_file() {
