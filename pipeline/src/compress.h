@@ -1,10 +1,13 @@
 // df11 compress: a Hugging Face BF16 checkpoint folder -> a DF11 model folder.
 //
-// Pass 1 plans every group (compress_plan.h) and lays out every shard's header
-// (compress_layout.h); pass 2 encodes each group straight into its place (group_writer.h)
-// and copies raw tensors, then writes the final headers, config.json (+ dfloat11_config), the
-// index and the side files. Everything goes to "<OUT_DIR>.df11-tmp-<pid>", renamed onto
-// OUT_DIR only when complete (output_dir.h).
+// The original files' SHA-256 (and their tensors' XXH3) start at once as tasks of the thread
+// budget (source_hasher.h). Pass 1 plans every group (compress_plan.h) and lays out every
+// shard's header (compress_layout.h); pass 2 writes several shards side by side, each a
+// pipeline that codes a group's next step while the previous one is written at its place
+// (shard_writer.h, group_writer.h) and copies raw tensors, then writes the final headers,
+// config.json (+ dfloat11_config), the index and the side files. Everything goes to
+// "<OUT_DIR>.df11-tmp-<pid>", renamed onto OUT_DIR only when complete (output_dir.h). The
+// bytes do not depend on the thread count.
 #pragma once
 
 #include <cstdint>
