@@ -20,13 +20,33 @@ SHAPES = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096),
 
 
 def timed(fn, runs, warmup):
+    """Median ms of fn, replayed from a CUDA graph when it can be captured (no Python launch
+    gaps in the time, as in df11-cuda-bench's C++ loop), else called eagerly."""
     for _ in range(warmup):
         fn()
+    torch.cuda.synchronize()
+    try:
+        g = torch.cuda.CUDAGraph()
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fn()
+            with torch.cuda.graph(g, stream=s):
+                fn()
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        replay = g.replay
+    except Exception as e:  # noqa: BLE001 - a kernel that cannot be captured runs eagerly
+        print(f"  (not captured in a CUDA graph: {type(e).__name__}; timed eagerly)")
+        torch.cuda.synchronize()
+        replay = fn
+    for _ in range(warmup):
+        replay()
     ts = []
     for _ in range(runs):
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         a.record()
-        fn()
+        replay()
         b.record()
         b.synchronize()
         ts.append(a.elapsed_time(b))
@@ -86,7 +106,8 @@ def main():
                 print(f"  {layout}: failed:\n" + traceback.format_exc(limit=3))
     except Exception:  # noqa: BLE001
         print("glyd_gpu not usable:\n" + traceback.format_exc(limit=2))
-    print("\nbatch  cuBLAS ms  " + "  ".join(f"{k:>14s}" for k in ("mma12", "mma")))
+    print("\n(CUDA-graph replays where capture worked; ratios against F.linear in this process)")
+    print("batch  cuBLAS ms  " + "  ".join(f"{k:>14s}" for k in ("mma12", "mma")))
     for m in batches:
         r = rows[m]
         cells = []

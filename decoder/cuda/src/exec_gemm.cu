@@ -29,9 +29,9 @@ constexpr uint32_t kWarps = kExecWarps;
 constexpr uint32_t kThreads = kExecThreads;
 constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 // Steps whose loads are issued together (the products' order does not depend on it). The GEMM
-// loads 4 steps of weights and X at once; a whole tile with X loaded step by step, and
-// streaming loads, took 1.3x longer at batch 1-8 (EXEC_LAYOUT.md, run 2). The decode loads a
-// whole tile (6 KB per warp) with streaming loads and stores: 0.43 -> 0.28 ms.
+// loads 4 steps of weights and X at once (a whole tile with X loaded step by step, and
+// streaming loads, was slower at batch 1-8: EXEC_LAYOUT.md, run 2); the decode loads a whole
+// tile (6 KB per warp) with streaming loads and stores, which made it faster.
 constexpr uint32_t kGemmStepsInFlight = 4;
 #ifndef DF11_EXEC_GEMM_MIN_BLOCKS  // thread blocks per multiprocessor the GEMM is built for
 #define DF11_EXEC_GEMM_MIN_BLOCKS 1
