@@ -146,20 +146,18 @@ Result<ExecHeader> validate_exec_matrix(std::span<const uint8_t> blob, const std
         // P3: padding positions (past rows or cols) have code 0 and the bytes an
         // encoder writes for a +0 weight there.
         for (uint32_t j = 0; j < kExecSlots; j += 2) {
-          {
-            const auto [r, c0] = exec_row_col(s, q, lane, j);
-            const bool pad0 = r >= h.rows || c0 >= h.cols;
-            const bool pad1 = r >= h.rows || c0 + 1 >= h.cols;
-            if ((pad0 && exec_code(codes, j) != 0) || (pad1 && exec_code(codes, j + 1) != 0)) {
-              return bad(what, "tile " + std::to_string(t) + ": a padding weight's code is not 0");
-            }
-            if (pad0 && (bytes[j] != 0 || bytes[j + 1] != 0)) {
-              return bad(what, "tile " + std::to_string(t) + ": a padding byte is not 0");
-            }
-            // w1 padding, w0 real: byte j carries w1's sign (0), byte j + 1 w0's sign only.
-            if (!pad0 && pad1 && ((bytes[j] & 1) != 0 || (bytes[j + 1] >> 1) != 0)) {
-              return bad(what, "tile " + std::to_string(t) + ": a padding byte is not canonical");
-            }
+          const auto [r, c0] = exec_row_col(s, q, lane, j);
+          const bool pad0 = r >= h.rows || c0 >= h.cols;
+          const bool pad1 = r >= h.rows || c0 + 1 >= h.cols;
+          if ((pad0 && exec_code(codes, j) != 0) || (pad1 && exec_code(codes, j + 1) != 0)) {
+            return bad(what, "tile " + std::to_string(t) + ": a padding weight's code is not 0");
+          }
+          if (pad0 && (bytes[j] != 0 || bytes[j + 1] != 0)) {
+            return bad(what, "tile " + std::to_string(t) + ": a padding byte is not 0");
+          }
+          // w1 padding, w0 real: byte j carries w1's sign (0), byte j + 1 w0's sign only.
+          if (!pad0 && pad1 && ((bytes[j] & 1) != 0 || (bytes[j + 1] >> 1) != 0)) {
+            return bad(what, "tile " + std::to_string(t) + ": a padding byte is not canonical");
           }
         }
         // P4: exceptions only where the window does not reach, and only within the tile.
