@@ -25,8 +25,16 @@ namespace df11::cuda {
 namespace detail {
 namespace {
 
-constexpr uint32_t kWarps = kExecWarps;
+constexpr uint32_t kWarps = kExecWarps;  // the decode: one tile per warp
 constexpr uint32_t kThreads = kExecThreads;
+// The GEMM: warps per strip (spec 6: warp w takes tiles w, w + kGemmWarps, ...). This and
+// DF11_EXEC_GEMM_MIN_BLOCKS below are overridable only for A/B builds of variants
+// (EXEC_LAYOUT.md); the defaults are what BENCHMARKS.md measured.
+#ifndef DF11_EXEC_GEMM_WARPS
+#define DF11_EXEC_GEMM_WARPS 8
+#endif
+constexpr uint32_t kGemmWarps = DF11_EXEC_GEMM_WARPS;
+constexpr uint32_t kGemmThreads = 32 * kGemmWarps;
 constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 // Steps whose loads are issued together (the products' order does not depend on it). The GEMM
 // loads 4 steps of weights and X at once (a whole tile with X loaded step by step, and
@@ -134,9 +142,9 @@ __device__ __forceinline__ uint4 load_x(const uint16_t* xrow, uint64_t c, uint32
 }
 
 template <bool kExec, uint32_t NB>
-__global__ void __launch_bounds__(kThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLOCKS : 1)
+__global__ void __launch_bounds__(kGemmThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLOCKS : 1)
     gemm_kernel(const __grid_constant__ LaunchParams p) {
-  __shared__ float red[kWarps][32][NB * 4];
+  __shared__ float red[kGemmWarps][32][NB * 4];
   const uint32_t mi = find_matrix(p, blockIdx.x);
   const MatrixDesc& m = p.m[mi];
   const uint64_t strip = blockIdx.x - p.begin[mi];
@@ -156,7 +164,7 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLOCKS 
 #pragma unroll
   for (uint32_t n = 0; n < NB; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
 
-  for (uint32_t u = warp; u < m.tiles_per_strip; u += kWarps) {
+  for (uint32_t u = warp; u < m.tiles_per_strip; u += kGemmWarps) {
     const uint64_t tile = strip * m.tiles_per_strip + u;
     const uint32_t q0 = u * kExecTileSteps;
     const uint32_t q1 = min(q0 + kExecTileSteps, m.steps);
@@ -218,7 +226,7 @@ __global__ void __launch_bounds__(kThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLOCKS 
     for (uint32_t k = 0; k < 4; ++k) {
       float v = red[0][lane][4 * n + k];
 #pragma unroll
-      for (uint32_t w = 1; w < kWarps; ++w) v = __fadd_rn(v, red[w][lane][4 * n + k]);
+      for (uint32_t w = 1; w < kGemmWarps; ++w) v = __fadd_rn(v, red[w][lane][4 * n + k]);
       const uint64_t r = strip * kExecStripRows + g + 8 * (k / 2);
       const uint32_t j = 8 * n + 2 * t + k % 2;
       if (r < m.rows && j < p.batch) {
@@ -349,7 +357,7 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     }
     p->begin[n] = static_cast<uint32_t>(blocks);
     const auto kernel = batch <= 8 ? gemm_kernel<kExec, 1> : gemm_kernel<kExec, 2>;
-    kernel<<<static_cast<uint32_t>(blocks), kThreads, 0, stream>>>(*p);
+    kernel<<<static_cast<uint32_t>(blocks), kGemmThreads, 0, stream>>>(*p);
     DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "exec GEMM kernel launch");
   }
   return Status::ok();
