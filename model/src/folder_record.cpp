@@ -5,7 +5,7 @@
 #include <system_error>
 
 #include "df11/hash.h"
-#include "source_hasher.h"
+#include "file_sha256.h"
 #include "utf8.h"
 
 namespace df11::app {
