@@ -10,6 +10,7 @@
 #include "df11/decoder.h"
 #include "df11/df11.h"
 #include "df11/hash.h"
+#include "model_config.h"
 #include "model_handle.h"
 #include "published_folder.h"
 
@@ -181,11 +182,16 @@ Status check_xxh3(std::span<const uint8_t> bytes, const std::string& recorded,
 
 Status open_published(df11_model& m, app::ModelFolder folder) {
   const std::string dir = folder.dir.string();
-  if (!folder.config_text) {
+  const std::string where = (folder.dir / app::kConfigFile).string();
+  std::optional<nlohmann::ordered_json> dict;
+  if (folder.config_text) {
+    DF11_ASSIGN_OR_RETURN(dict, app::read_pattern_dict(*folder.config_text, where));
+  }
+  if (!dict) {
     return Status(ErrorCode::kBadMetadata,
                   dir +
-                      ": neither written by df11 (no shard carries df11 metadata) nor published "
-                      "by the dfloat11 tools (no config.json with dfloat11_config)");
+                      ": not a folder written by df11 (no shard carries df11 metadata) nor "
+                      "published by the dfloat11 tools (no config.json with dfloat11_config)");
   }
   DF11_ASSIGN_OR_RETURN(app::MemberShapes shapes,
                         app::MemberShapes::from_config(folder.config_text));

@@ -155,10 +155,10 @@ Result<PublishedFolder> read_published_folder(ModelFolder model, const MemberSha
         shapes.family().empty()
             ? "config.json names no architecture df11 knows"
             : "config.json's " + shapes.family() + " family does not cover them";
-    return Status(ErrorCode::kUnsupported,
-                  folder.dir.string() + ": the shapes of " + std::to_string(unknown.size()) +
-                      " coded weights are unknown (" + family + "): " + name_list(unknown) +
-                      "; " + unknown_hint);
+    return Status(ErrorCode::kUnsupported, folder.dir.string() + ": the shapes of " +
+                                               std::to_string(unknown.size()) +
+                                               " coded weights are unknown (" + family +
+                                               "): " + name_list(unknown) + "; " + unknown_hint);
   }
   for (auto& shard : result.shards) {
     std::sort(shard.begin(), shard.end(),

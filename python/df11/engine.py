@@ -155,7 +155,7 @@ class _CudaDecoder:
         self.ws_bytes = self.plan.workspace_bytes
         self.h_status = 0
         self.status_bytes = self.plan.status_bytes
-        self.copied = False  # a status copy was enqueued since the last check
+        self.copied = False  # a status copy was ever enqueued (graph replays repeat it)
 
     def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
         if out.data_ptr() != self.out_ptr or workspace.data_ptr() != self.ws_ptr:
@@ -170,7 +170,6 @@ class _CudaDecoder:
     def check(self) -> None:
         """Reads the latest copied status (the caller knows the copy has completed)."""
         if self.copied:
-            self.copied = False
             self.plan.group_status(self.h_status, self.status_bytes, 0)
 
 
@@ -558,9 +557,10 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                 offloaded += [off] * len(u.groups)
             _upload(state, folder, flat, offloaded, pin_memory)
         else:
+            state.workspace = torch.empty(0, dtype=torch.uint8)  # the CPU decode needs none
             for u in dev_units:
                 for rt in u.groups:
-                    rt.workspace = state.buffer[:0].view(torch.uint8)
+                    rt.workspace = state.workspace
                     rt.decoder = _CpuDecoder(folder, rt.group)
         for unit in dev_units:
             for rt in unit.groups:
