@@ -223,7 +223,8 @@ def main(argv=None) -> int:
                       f"{proc.stderr[-3000:]}", file=sys.stderr)
                 continue
             results.append(json.loads(lines[-1][len("DF11BENCH "):]))
-            print(f"bench: {v} done", file=sys.stderr, flush=True)
+            print(f"bench: {v} done: {lines[-1][len('DF11BENCH '):]}", file=sys.stderr,
+                  flush=True)
         if not results:
             return 1
         print(f"GPU: {results[0]['gpu']}; {args.tokens} new tokens, prompt {args.prompt}, greedy")

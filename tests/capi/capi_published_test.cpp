@@ -5,12 +5,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -83,11 +82,13 @@ TEST_P(Published, DecodesToTheOriginalWeights) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, Published,
-                         ::testing::Values("qwen3", "phi3", "qwen3moe", "flux"));
+                         ::testing::Values("llama", "qwen2", "qwen3", "mistral", "gemma3", "phi3",
+                                           "qwen3moe", "flux"));
 
 TEST(PublishedHostile, CorruptOutputPositionsAreRefusedAtOpenNamingTheGroup) {
   const fs::path src = kFixtures / "phi3" / "official";
-  const fs::path dir = fs::temp_directory_path() / ("df11_capi_published_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("df11_capi_published_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::copy(src, dir, fs::copy_options::recursive);
@@ -127,7 +128,8 @@ TEST(PublishedHostile, CorruptOutputPositionsAreRefusedAtOpenNamingTheGroup) {
 
 TEST(PublishedHostile, ShapesConfigJsonDoesNotGiveAreNamed) {
   const fs::path src = kFixtures / "phi3" / "official";
-  const fs::path dir = fs::temp_directory_path() / ("df11_capi_unknown_" + std::to_string(::getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("df11_capi_unknown_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   fs::copy(src / "model.safetensors", dir / "model.safetensors");
