@@ -95,6 +95,14 @@ def _decode_ms(model, rounds=20):
     return times[len(times) // 2]
 
 
+def _partial(result) -> None:
+    """The results so far, in case a later run fails (the parent takes the last line)."""
+    import torch
+    result["peak_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
+    result["peak_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
+    print("DF11BENCH " + json.dumps(result), flush=True)
+
+
 def worker(args) -> dict:
     import torch
     variant = args.worker
@@ -118,6 +126,7 @@ def worker(args) -> dict:
         result["runs"].append({"mode": "eager", "batch": batch, "seconds": seconds,
                                "tokens_per_s": batch * args.tokens / seconds,
                                "ms_per_token": 1000 * seconds / args.tokens, "tokens": path})
+        _partial(result)
     if args.cuda_graphs and variant != "dfloat11":
         from .generation import greedy_static
         for batch in args.batches:
@@ -133,6 +142,7 @@ def worker(args) -> dict:
             result["runs"].append({"mode": "cuda-graph", "batch": batch, "seconds": seconds,
                                    "tokens_per_s": batch * args.tokens / seconds,
                                    "ms_per_token": 1000 * seconds / args.tokens, "tokens": path})
+            _partial(result)
     if variant == "df11":
         result["decode_all_ms"] = _decode_ms(model)
         result["df11_bytes"] = model.df11.memory_bytes()
@@ -218,9 +228,10 @@ def main(argv=None) -> int:
                 cmd.append("--cuda-graphs")
             proc = subprocess.run(cmd, capture_output=True, text=True)
             lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("DF11BENCH ")]
-            if proc.returncode != 0 or not lines:
-                print(f"bench: {v} failed (exit {proc.returncode}):\n{proc.stdout[-3000:]}"
-                      f"{proc.stderr[-3000:]}", file=sys.stderr)
+            if proc.returncode != 0:
+                print(f"bench: {v} failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}"
+                      f"{proc.stderr[-2000:]}", file=sys.stderr)
+            if not lines:
                 continue
             results.append(json.loads(lines[-1][len("DF11BENCH "):]))
             print(f"bench: {v} done: {lines[-1][len('DF11BENCH '):]}", file=sys.stderr,

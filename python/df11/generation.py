@@ -11,6 +11,17 @@ from __future__ import annotations
 import torch
 
 
+def _cache_counters(cache):
+    """The device tensors a cache's layers advance on every update (their write position)."""
+    out = []
+    for layer in getattr(cache, "layers", []) or []:
+        for name in ("cumulative_length", "_cumulative_length"):
+            t = getattr(layer, name, None)
+            if isinstance(t, torch.Tensor):
+                out.append(t)
+    return out
+
+
 @torch.no_grad()
 def greedy_static(model, input_ids: torch.Tensor, max_new_tokens: int, cuda_graph: bool = True,
                   warmup: int = 2):
@@ -30,15 +41,26 @@ def greedy_static(model, input_ids: torch.Tensor, max_new_tokens: int, cuda_grap
         return model(input_ids=static_token, past_key_values=cache,
                      cache_position=static_position, use_cache=True).logits
 
-    if cuda_graph:
-        # Warm-up on a side stream (as torch.cuda.graphs recommends): it writes the cache at
-        # the first new position, which the first replay rewrites with the same values.
-        side = torch.cuda.Stream()
+    # Warm-up (as torch.cuda.graphs recommends, on a side stream for a capture): it writes the
+    # cache at the first new position, which the first real step rewrites with the same
+    # values. Cache layers that count the tokens they hold on the device (transformers 5's
+    # StaticLayer.cumulative_length, which decides where update() writes) are set back after
+    # it, so that the first step writes where the prompt ends.
+    counters = _cache_counters(cache)
+    saved = [c.clone() for c in counters]
+    side = torch.cuda.Stream() if cuda_graph else None
+    if side is not None:
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
             for _ in range(warmup):
                 forward()
         torch.cuda.current_stream().wait_stream(side)
+    else:
+        for _ in range(warmup):
+            forward()
+    for c, v in zip(counters, saved):
+        c.copy_(v)
+    if cuda_graph:
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             static_logits = forward()
