@@ -113,7 +113,14 @@ def worker(args) -> dict:
     result = {"variant": variant, "load_s": time.perf_counter() - t0,
               "gpu": torch.cuda.get_device_name(0), "runs": []}
     vocab = model.config.vocab_size
-    for batch in args.batches:
+    for batch in args.batches:  # one forward pass's logits, compared bit for bit
+        ids = _prompt(vocab, batch, args.prompt)
+        with torch.no_grad():
+            logits = model(input_ids=ids).logits[:, -1].float().cpu()
+        path = os.path.join(args.out, f"{variant}-logits-b{batch}.pt")
+        torch.save(logits, path)
+        result.setdefault("logits", {})[str(batch)] = path
+    for batch in (args.batches if "eager" in args.modes else []):
         ids = _prompt(vocab, batch, args.prompt)
         _generate(model, ids, 4)  # warm-up
         torch.cuda.synchronize()
@@ -127,7 +134,7 @@ def worker(args) -> dict:
                                "tokens_per_s": batch * args.tokens / seconds,
                                "ms_per_token": 1000 * seconds / args.tokens, "tokens": path})
         _partial(result)
-    if args.cuda_graphs and variant != "dfloat11":
+    if args.cuda_graphs and "graph" in args.modes and variant != "dfloat11":
         from .generation import greedy_static
         for batch in args.batches:
             ids = _prompt(vocab, batch, args.prompt)
@@ -160,6 +167,16 @@ def _table(results, args) -> str:
         for run in r["runs"]:
             tokens[(r["variant"], run["mode"], run["batch"])] = torch.load(run["tokens"])
     reference = "bf16" if any(r["variant"] == "bf16" for r in results) else "df11"
+    ref_logits = next((r.get("logits", {}) for r in results if r["variant"] == reference), {})
+    for r in results:
+        for batch, path in r.get("logits", {}).items():
+            if r["variant"] != reference and batch in ref_logits:
+                a, b = torch.load(path), torch.load(ref_logits[batch])
+                same = torch.equal(a, b)
+                r.setdefault("logits_equal_reference", {})[batch] = same
+                lines.append(f"{r['variant']}: logits of one forward pass at batch {batch} "
+                             f"{'torch.equal' if same else 'DIFFER'} to {reference}'s"
+                             + ("" if same else f" (max |diff| {(a - b).abs().max().item():.4g})"))
     for r in results:
         for run in r["runs"]:
             key = (reference, run["mode"], run["batch"])
@@ -172,6 +189,11 @@ def _table(results, args) -> str:
                 run["tokens_equal_reference"] = same == "equal"
             else:
                 same = "-"
+            other = ("df11" if r["variant"] == "dfloat11" else
+                     "dfloat11" if r["variant"] == "df11" else None)
+            if other and (other, run["mode"], run["batch"]) in tokens:
+                same += ("; = " if torch.equal(mine, tokens[(other, run["mode"], run["batch"])])
+                         else "; != ") + other
             lines.append(f"{r['variant']:9} {run['mode']:10} {run['batch']:>5} "
                          f"{run['tokens_per_s']:>9.1f} {run['ms_per_token']:>9.2f} "
                          f"{r['load_s']:>7.2f} {r['peak_allocated_gb']:>13.2f} "
@@ -195,6 +217,8 @@ def main(argv=None) -> int:
                         help="other variants: bf16, dfloat11 (the official loader)")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="also a static-cache run with a CUDA-graph decode step")
+    parser.add_argument("--modes", default="eager,graph",
+                        help="eager (HF generate) and/or graph (with --cuda-graphs)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -226,6 +250,7 @@ def main(argv=None) -> int:
                 cmd += ["--bf16", args.bf16]
             if args.cuda_graphs:
                 cmd.append("--cuda-graphs")
+            cmd += ["--modes", args.modes]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("DF11BENCH ")]
             if proc.returncode != 0:
@@ -244,6 +269,7 @@ def main(argv=None) -> int:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)
     same = all(run.get("tokens_equal_reference", True) for r in results for run in r["runs"])
+    same = same and all(all(r.get("logits_equal_reference", {}).values()) for r in results)
     return 0 if same else 2
 
 

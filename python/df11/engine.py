@@ -160,13 +160,18 @@ class _CudaDecoder:
         self.copied = False  # a status copy was ever enqueued (graph replays repeat it)
 
     def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
-        """Enqueues the decode into `out` (the buffer the plan was made with) and the copy of
-        its status into pinned memory on torch's current stream: no wait, no allocation."""
-        if out.data_ptr() != self.out_ptr or workspace.data_ptr() != self.ws_ptr:
-            raise Df11Error(2, "invalid_argument",
-                            f"{self.group.what}: decode called with buffers it was not planned "
-                            "for")
+        """Enqueues the decode into the buffer the plan was made with and the copy of its
+        status into pinned memory on torch's current stream: no wait, no allocation.
+
+        The launch's tail-pool counters (the workspace after the status records, df11.h) are
+        zeroed first: the kernel resets a counter only when a launch brings a newer epoch,
+        and every replay of a captured launch brings the same one, so without this a replay
+        would find the pool already taken and skip the blocks handed out through it.
+
+        `out` is that buffer, except where torch.compile's functionalization hands the op a
+        copy to mutate: then the decode still goes to the planned buffer and is copied."""
         stream = torch.cuda.current_stream(out.device).cuda_stream
+        self.pool_counters.zero_()
         L = self._lib
         rc = L.df11_cuda_decode(self._plan, self.ws_ptr, self.ws_bytes, stream)
         if rc == 0:
@@ -175,6 +180,8 @@ class _CudaDecoder:
         if rc != 0:
             self.plan._check(rc)
         self.copied = True
+        if out.data_ptr() != self.out_ptr:
+            out.copy_(self.out)
 
     def check(self) -> None:
         """Reads the latest copied status (the caller knows the copy has completed)."""
@@ -754,5 +761,8 @@ def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime
             d = rt.decoder
             rt.workspace = state.workspace[i * ws_slot:i * ws_slot + d.ws_bytes]
             d.ws_ptr = rt.workspace.data_ptr()
+            d.out = rt.out
+            # df11.h: 16 bytes of status record per group, then 8 per launch (pool counters).
+            d.pool_counters = rt.workspace[16:]
             d.h_status = state.status.data_ptr() + i * st_slot
             d.plan.workspace_init(d.ws_ptr, d.ws_bytes, stream)

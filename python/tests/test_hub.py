@@ -14,7 +14,10 @@ TOKEN = "hf_df11pythontesttoken"
 
 def test_hub_id_is_pulled_and_loads(tmp_path, monkeypatch):
     huggingface_hub = pytest.importorskip("huggingface_hub")
-    sys.path.insert(0, os.path.join(models.REPO, "tests", "hub"))
+    server = os.path.join(models.REPO, "tests", "hub")
+    if not os.path.exists(os.path.join(server, "hub_server.py")):
+        pytest.skip("tests/hub/hub_server.py is not in this copy of the tests")
+    sys.path.insert(0, server)
     from hub_server import LocalHub
     bf16_dir, df11_dir = str(tmp_path / "bf16"), str(tmp_path / "df11")
     models.build_llm("llama").save_pretrained(bf16_dir)

@@ -25,6 +25,8 @@ def main():
     p.add_argument("--batch", default="1,8")
     p.add_argument("--tokens", default="256")
     p.add_argument("--layers", type=int, default=32)
+    p.add_argument("--compare", default="bf16,dfloat11")
+    p.add_argument("--modes", default="eager,graph")
     args = p.parse_args()
     from transformers import AutoConfig, AutoModelForCausalLM
     bf16, dfl = os.path.join(args.work, "bf16"), os.path.join(args.work, "df11")
@@ -44,7 +46,8 @@ def main():
         subprocess.run([cli, "compress", bf16, "-o", dfl, "-q"], check=True)
         print(f"df11 compress in {time.time() - t:.1f} s", flush=True)
     cmd = [sys.executable, "-m", "df11.bench", dfl, "--bf16", bf16, "--batch", args.batch,
-           "--tokens", args.tokens, "--compare", "bf16,dfloat11", "--cuda-graphs",
+           "--tokens", args.tokens, "--compare", args.compare, "--cuda-graphs",
+           "--modes", args.modes,
            "--json", args.json]
     print("$ python -m df11.bench " + " ".join(cmd[3:]), flush=True)
     return subprocess.run(cmd).returncode

@@ -31,8 +31,7 @@ for step in $steps; do
         --json "$out/bench.json" ${BENCH_ARGS:-} 2>&1 | tee "$out/bench.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1 ;;
     memcheck)
-      timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck --leak-check none \
-        --error-exitcode 9 python3 "$here/memcheck_generate.py" 2>&1 | tee "$out/memcheck.log"
+      timeout "${MEMCHECK_TIMEOUT:-300}" compute-sanitizer --tool memcheck --error-exitcode 9 python3 "$here/memcheck_generate.py" 2>&1 | tee "$out/memcheck.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1 ;;
     *) echo "unknown step $step"; rc=2 ;;
   esac

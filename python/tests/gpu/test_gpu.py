@@ -185,12 +185,11 @@ def test_hostile_folder_refused_nothing_left_on_gpu(work):
     with pytest.raises(df11.Df11Error) as e:
         df11.from_pretrained(bad, device="cuda")
     assert "group 'model.layers.1'" in str(e.value) and "model.safetensors" in str(e.value)
-    # A df11 folder whose stored lookup tables are corrupt: refused when the plan is made
-    # (df11_cuda_plan_create validates every group on the host), after the upload began.
-    def break_luts(data):
-        for i in range(len(data)):
-            data[i] = 0xFF
-    bad2 = corrupt_copy(df11_dir, str(work / "bad-df11"), "model.layers.1.luts", break_luts)
+    # A df11 folder with the same corruption: it opens (the header checksums hold), and is
+    # refused when its plan is made (df11_cuda_plan_create validates every group on the
+    # host), after the upload of the coded groups began.
+    bad2 = corrupt_copy(df11_dir, str(work / "bad-df11"), "model.layers.1.output_positions",
+                        bump_last_position)
     with pytest.raises(df11.Df11Error) as e2:
         df11.from_pretrained(bad2, device="cuda")
     assert "model.layers.1" in str(e2.value)
