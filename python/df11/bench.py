@@ -120,6 +120,7 @@ def worker(args) -> dict:
         path = os.path.join(args.out, f"{variant}-logits-b{batch}.pt")
         torch.save(logits, path)
         result.setdefault("logits", {})[str(batch)] = path
+    result["peak_after_forward_gb"] = torch.cuda.max_memory_allocated() / 1e9
     for batch in (args.batches if "eager" in args.modes else []):
         ids = _prompt(vocab, batch, args.prompt)
         _generate(model, ids, 4)  # warm-up
@@ -134,6 +135,8 @@ def worker(args) -> dict:
                                "tokens_per_s": batch * args.tokens / seconds,
                                "ms_per_token": 1000 * seconds / args.tokens, "tokens": path})
         _partial(result)
+    result["peak_eager_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
+    result["peak_eager_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
     if args.cuda_graphs and "graph" in args.modes and variant != "dfloat11":
         from .generation import greedy_static
         for batch in args.batches:
