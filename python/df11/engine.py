@@ -158,6 +158,8 @@ class _CudaDecoder:
         self.h_status = 0
         self.status_bytes = self.plan.status_bytes
         self.copied = False  # a status copy was ever enqueued (graph replays repeat it)
+        self.out: Optional[torch.Tensor] = None  # the planned output (set by _upload)
+        self.pool_counters: Optional[torch.Tensor] = None
 
     def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
         """Enqueues the decode into the buffer the plan was made with and the copy of its
@@ -327,7 +329,8 @@ class Df11Engine:
 
 # ---- where a member's weights go -------------------------------------------------------
 
-_EXPERT = re.compile(r"^(?P<experts>.+)\.(?P<e>\d+)\.(?P<proj>gate_proj|up_proj|down_proj|w1|w2|w3)$")
+_EXPERT = re.compile(
+    r"^(?P<experts>.+)\.(?P<e>\d+)\.(?P<proj>gate_proj|up_proj|down_proj|w1|w2|w3)$")
 _FUSED_KIND = {"gate_proj": "gate", "w1": "gate", "up_proj": "up", "w3": "up",
                "down_proj": "down", "w2": "down"}
 
@@ -412,16 +415,31 @@ def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str
     try:
         _attach(engine, model, folder, device_of, cpu_offload, cpu_offload_blocks, pin_memory,
                 mode, resident_groups or [])
+    except Df11Error as e:
+        _release(engine, model)
+        # A fresh exception: the original's traceback holds the load's frames, whose locals
+        # (slices of the coded bytes, the decode buffer) would keep GPU memory alive as long
+        # as the caller keeps the exception.
+        error = Df11Error(e.code, e.status, e.message)
     except BaseException:
         _release(engine, model)
         raise
-    return engine
+    else:
+        return engine
+    raise error from None
 
 
 def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
     """After a failed load: hooks removed, plans destroyed, and every GPU tensor the load made
     (parameters, buffers, views of the decode buffer) replaced by a meta tensor, so that no GPU
     memory stays allocated."""
+    for state in engine.devices.values():
+        state.buffer = state.assembly = state.coded = state.staging = None
+        state.workspace = state.status = None
+    for rt in engine.runtimes:
+        rt.out = rt.workspace = rt.staging = rt.host_packed = None
+        if isinstance(rt.decoder, _CudaDecoder):
+            rt.decoder.out = rt.decoder.pool_counters = None
     engine.close()
     for module, attr in engine.views:
         view = module.__dict__.get(attr)

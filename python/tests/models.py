@@ -97,3 +97,35 @@ def df11_compress(src, out):
                           text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
+
+
+def tensor_span(path, name):
+    """(file offset, bytes) of tensor `name`'s data in a safetensors file."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    begin, end = header[name]["data_offsets"]
+    return 8 + n + begin, end - begin
+
+
+def corrupt_copy(src, dst, tensor, how):
+    """A copy of folder `src` at `dst` with `how(bytearray)` applied to tensor's bytes."""
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    shard = next(os.path.join(dst, f) for f in sorted(os.listdir(dst))
+                 if f.endswith(".safetensors"))
+    at, size = tensor_span(shard, tensor)
+    with open(shard, "r+b") as f:
+        f.seek(at)
+        data = bytearray(f.read(size))
+        how(data)
+        f.seek(at)
+        f.write(data)
+    return dst
+
+
+def bump_last_output_position(data):
+    """The last output position one more than the group's weight count (spec 3.2)."""
+    data[-4] = (data[-4] + 1) % 256

@@ -6,10 +6,7 @@ graph capture of a decode step (same tokens as the same steps run eagerly, and a
 torch.compile(mode="reduce-overhead") through generate's static cache; cpu_offload; a hostile
 folder refused at load with no GPU memory left; a stream corrupted past the host checks
 reported after generate, naming the group; device_map="auto" over every visible GPU."""
-import json
 import os
-import shutil
-import struct
 
 import pytest
 import torch
@@ -150,36 +147,13 @@ def test_cpu_offload(work):
         check_model(model, ref)
 
 
-def tensor_span(path, name):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-    begin, end = header[name]["data_offsets"]
-    return 8 + n + begin, end - begin
-
-
-def corrupt_copy(src, dst, tensor, how):
-    shutil.rmtree(dst, ignore_errors=True)
-    shutil.copytree(src, dst)
-    shard = next(os.path.join(dst, f) for f in sorted(os.listdir(dst))
-                 if f.endswith(".safetensors"))
-    at, size = tensor_span(shard, tensor)
-    with open(shard, "r+b") as f:
-        data = bytearray(f.read()[at:at + size])
-        how(data)
-        f.seek(at)
-        f.write(data)
-    return dst
-
-
 def test_hostile_folder_refused_nothing_left_on_gpu(work):
     _, df11_dir = make(work, "llama")
     official = os.path.join(models.FIXTURES, "phi3", "official")
 
-    def bump_last_position(data):
-        data[-4] = (data[-4] + 1) % 256
-    bad = corrupt_copy(official, str(work / "bad-official"), "model.layers.1.output_positions",
-                       bump_last_position)
+    bump_last_position = models.bump_last_output_position
+    bad = models.corrupt_copy(official, str(work / "bad-official"),
+                              "model.layers.1.output_positions", bump_last_position)
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     with pytest.raises(df11.Df11Error) as e:
@@ -188,8 +162,8 @@ def test_hostile_folder_refused_nothing_left_on_gpu(work):
     # A df11 folder with the same corruption: it opens (the header checksums hold), and is
     # refused when its plan is made (df11_cuda_plan_create validates every group on the
     # host), after the upload of the coded groups began.
-    bad2 = corrupt_copy(df11_dir, str(work / "bad-df11"), "model.layers.1.output_positions",
-                        bump_last_position)
+    bad2 = models.corrupt_copy(df11_dir, str(work / "bad-df11"),
+                               "model.layers.1.output_positions", bump_last_position)
     with pytest.raises(df11.Df11Error) as e2:
         df11.from_pretrained(bad2, device="cuda")
     assert "model.layers.1" in str(e2.value)
@@ -203,8 +177,8 @@ def test_corrupt_stream_reported_after_generate(work):
     def scramble(data):  # the bitstream itself: the host checks cannot see it
         for i in range(len(data) // 4, len(data) // 2):
             data[i] ^= 0x5A
-    bad = corrupt_copy(df11_dir, str(work / "bad-stream"), "model.layers.1.encoded_exponent",
-                       scramble)
+    bad = models.corrupt_copy(df11_dir, str(work / "bad-stream"),
+                              "model.layers.1.encoded_exponent", scramble)
     model = df11.from_pretrained(bad, device="cuda")
     ids = models.llm_inputs(model.config.vocab_size, 1).cuda()
     with pytest.raises(df11.Df11Error) as e:
