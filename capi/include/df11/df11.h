@@ -113,9 +113,18 @@ typedef struct df11_model df11_model; /* opaque */
 /* Opens the DF11 model folder `dir` (UTF-8 path): maps every shard, checks every header, its
  * checksum and the df11 metadata against it. *out receives a handle in every case but out of
  * memory (then NULL and DF11_ERROR_RESOURCE_LIMIT); on failure the handle only reports the
- * error (df11_model_errmsg) and must still be closed. A folder that df11 did not write (a plain
- * BF16 checkpoint, or a published DFloat11 model without df11 metadata) is
- * DF11_ERROR_BAD_METADATA or DF11_ERROR_NOT_FOUND. Any thread; allocates; blocking I/O. */
+ * error (df11_model_errmsg) and must still be closed. Any thread; allocates; blocking I/O.
+ *
+ * A folder published by the dfloat11 tools (no df11 metadata; config.json holds
+ * dfloat11_config) opens too (spec 7.8): its pattern_dict names each group's members, whose
+ * shapes come from config.json (the families `df11 decompress` knows: Llama, Mistral,
+ * Qwen2/2.5, Qwen3, Qwen3-MoE, Qwen2-MoE, Mixtral, Gemma 1-3, Phi-3/4, the FLUX transformer),
+ * and every group is validated at open (tables, gaps, output positions, split positions:
+ * DF11_ERROR_BAD_* naming the file and group). Such a folder recorded no checksums: decodes
+ * check the streams' structure only. A tied head the dfloat11 encoder stored as a group of its
+ * own is listed as an ordinary member ("lm_head.weight"). Shapes config.json does not give are
+ * DF11_ERROR_UNSUPPORTED naming the weights; a plain BF16 checkpoint (no dfloat11_config) is
+ * DF11_ERROR_BAD_CONFIG or DF11_ERROR_BAD_METADATA; no folder or no shard DF11_ERROR_NOT_FOUND. */
 DF11_API df11_status df11_model_open(const char* dir, df11_model** out);
 
 /* Unmaps and frees everything. NULL is allowed. Pointers the handle gave out die with it. */
