@@ -51,7 +51,7 @@ struct ShardResult {
 };
 
 Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
-                                const fs::path& dir, SourceHasher& hasher,
+                                const fs::path& dir, SourceHasher* hasher,
                                 const CompressOptions& options, Reporter& reporter,
                                 const CancelToken& cancel, std::vector<std::string>& details,
                                 PhaseTimes& phases) {
@@ -67,10 +67,11 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   {
     const PhaseTimer timer(&phases, "shard items (coded | written)");
     DF11_RETURN_IF_ERROR(write_shard_items(folder, plan, out, layout, writer, options.step_weights,
-                                           reporter, cancel, details, &phases));
+                                           /*hash_members=*/hasher == nullptr, reporter, cancel,
+                                           details, &phases));
   }
 
-  {
+  if (hasher != nullptr) {
     // The source file's SHA-256, and the members' XXH3 (spec 5.2), from the hasher, which
     // reads every byte of every file anyway; a member may lie in another file.
     const PhaseTimer timer(&phases, "source hashes wait");
@@ -78,7 +79,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
     auto digests_of = [&](size_t shard) -> Result<const SourceDigests*> {
       auto found = files.find(shard);
       if (found == files.end()) {
-        DF11_ASSIGN_OR_RETURN(SourceDigests d, hasher.get(shard));
+        DF11_ASSIGN_OR_RETURN(SourceDigests d, hasher->get(shard));
         found = files.emplace(shard, std::move(d)).first;
       }
       return &found->second;
@@ -177,7 +178,7 @@ size_t shards_side_by_side(const ModelFolder& folder, const CompressPlan& plan, 
 // is returned (the lowest shard's, if several failed on their own).
 Result<std::vector<ShardResult>> write_shards(const ModelFolder& folder, const CompressPlan& plan,
                                               std::vector<ShardOut>& shards, const fs::path& dir,
-                                              SourceHasher& hasher, const CompressOptions& options,
+                                              SourceHasher* hasher, const CompressOptions& options,
                                               Reporter& reporter, const CancelToken& cancel,
                                               size_t side_by_side, PhaseTimes& phases) {
   const size_t n = shards.size();
@@ -211,7 +212,7 @@ Result<std::vector<ShardResult>> write_shards(const ModelFolder& folder, const C
 
 Result<CompressSummary> compress_planned(const CompressOptions& options, Reporter& reporter,
                                          const CancelToken& cancel, const ModelFolder& folder,
-                                         StagingDir& staging, SourceHasher& hasher,
+                                         StagingDir& staging, SourceHasher* hasher,
                                          PhaseTimes& phases, const Stopwatch& started) {
   const Stopwatch planning;
   DF11_ASSIGN_OR_RETURN(
@@ -226,6 +227,12 @@ Result<CompressSummary> compress_planned(const CompressOptions& options, Reporte
   if (folder.index_text) changed.push_back(side_file(folder.index_name, *folder.index_text));
   std::vector<ShardOut> shards =
       assign_shards(folder, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
+  if (hasher == nullptr) {
+    // spec 5.3 (1.2): `sources[].sha256` is optional; not recorded, it is left out.
+    for (ShardOut& out : shards) {
+      for (SourceFile& source : out.metadata.sources) source.sha256.clear();
+    }
+  }
 
   CompressSummary summary;
   uint64_t total = side_file_bytes(folder);
@@ -294,23 +301,27 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   }
   DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
-  std::vector<std::string> shard_paths;
-  std::vector<std::vector<ByteRange>> tensor_ranges(folder.shards.size());
-  for (size_t s = 0; s < folder.shards.size(); ++s) {
-    shard_paths.push_back(folder.shard_path(s));
-    for (const TensorInfo& t : folder.shards[s].header().tensors) {
-      tensor_ranges[s].push_back({t.file_offset, t.byte_size()});
-    }
-  }
   // The largest file's SHA-256 is the critical path on many cores: it starts now, as tasks
   // that idle workers take while this thread plans. Its XXH3 of every tensor (in header
-  // order) gives the members' checksums.
-  SourceHasher hasher(shard_paths, std::move(tensor_ranges),
-                      /*background=*/allowed_threads() > 1, cancel);
+  // order) gives the members' checksums. Without it, the coding pass hashes the members.
+  std::optional<SourceHasher> hasher;
+  if (options.source_sha256) {
+    std::vector<std::string> shard_paths;
+    std::vector<std::vector<ByteRange>> tensor_ranges(folder.shards.size());
+    for (size_t s = 0; s < folder.shards.size(); ++s) {
+      shard_paths.push_back(folder.shard_path(s));
+      for (const TensorInfo& t : folder.shards[s].header().tensors) {
+        tensor_ranges[s].push_back({t.file_offset, t.byte_size()});
+      }
+    }
+    hasher.emplace(shard_paths, std::move(tensor_ranges),
+                   /*background=*/allowed_threads() > 1, cancel);
+  }
   // Isolated: while this thread waits in its parallel loops it runs their pieces only, never
   // a whole file's hashing, which would hold the loop up for seconds.
   return tbb::this_task_arena::isolate([&] {
-    return compress_planned(options, reporter, cancel, folder, staging, hasher, phases, started);
+    return compress_planned(options, reporter, cancel, folder, staging, hasher ? &*hasher : nullptr,
+                            phases, started);
   });
 }
 
