@@ -1,27 +1,31 @@
 // SHA-256 of the original shard files, computed on background threads while the shards are
 // planned and encoded (SHA-256 runs at ~1.5-2 GB/s per core and cannot be split within a
-// file, so files are hashed side by side, in order of need). Reads with read(2) in fixed
-// steps: nothing stays resident.
+// file, so files are hashed side by side, in order of need). What hashes one file is the
+// caller's: a file on disk read with read(2) in fixed steps, or a shard held in memory
+// streamed tensor by tensor; nothing stays resident.
 #pragma once
 
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "cancel.h"
 #include "df11/status.h"
 
 namespace df11::app {
 
 class SourceHasher {
  public:
-  // Starts hashing `paths` in order, up to `max_threads` files at a time; with 0 threads,
-  // get() hashes the file it is asked for on the caller's thread.
-  SourceHasher(std::vector<std::string> paths, size_t max_threads, const CancelToken& cancel);
+  // Hashes file i: its digest (64 lowercase hex), or kInterrupted once `stop` is set.
+  using HashFn = std::function<Result<std::string>(size_t i, const std::atomic<bool>* stop)>;
+
+  // Starts hashing files 0 .. count - 1 in order, up to `max_threads` at a time; with 0
+  // threads, get() hashes the file it is asked for on the caller's thread.
+  SourceHasher(size_t count, HashFn hash, size_t max_threads);
   ~SourceHasher();  // stops early and joins
   SourceHasher(const SourceHasher&) = delete;
   SourceHasher& operator=(const SourceHasher&) = delete;
@@ -33,8 +37,7 @@ class SourceHasher {
  private:
   void run();
 
-  std::vector<std::string> paths_;
-  const CancelToken& cancel_;
+  HashFn hash_;
   std::vector<std::optional<Result<std::string>>> results_;
   std::mutex mutex_;
   std::condition_variable done_;

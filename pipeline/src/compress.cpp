@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <vector>
 
 #include "byte_units.h"
@@ -15,7 +16,9 @@
 #include "file_stream.h"
 #include "file_writer.h"
 #include "folder_record.h"
+#include "folder_source.h"
 #include "group_writer.h"
+#include "memory_source.h"
 #include "model_config.h"
 #include "model_folder.h"
 #include "output_dir.h"
@@ -39,14 +42,13 @@ SideFile side_file(const std::string& name, const std::string& content) {
 }
 
 // Copies a raw tensor to its place in the output, hashing it on the way.
-Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLocation& at,
+Result<std::string> write_raw_tensor(const CheckpointSource& source, const TensorLocation& at,
                                      const FileWriter& file, uint64_t offset, Reporter& reporter,
                                      const CancelToken& cancel) {
-  const TensorInfo& t = folder.tensor(at);
   Xxh3 hash;
   uint64_t done = 0;
-  Status status = stream_file_range(
-      folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
+  Status status = source.stream_tensor(
+      at,
       [&](std::span<const uint8_t> bytes) {
         hash.update(bytes);
         DF11_RETURN_IF_ERROR(file.write(offset + done, bytes));
@@ -55,9 +57,11 @@ Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLoca
         return Status::ok();
       },
       cancel);
-  if (!status)
-    return status.with_context(folder.shard_names[at.shard] + ": tensor '" + t.name + "'");
-  folder.shards[at.shard].release(t);
+  if (!status) {
+    return status.with_context(source.shard_name(at.shard) + ": tensor '" + source.tensor(at).name +
+                               "'");
+  }
+  source.release(at);
   return hash.hex_digest();
 }
 
@@ -65,12 +69,12 @@ struct ShardResult {
   uint64_t file_size = 0;
 };
 
-Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
-                                const fs::path& dir, SourceHasher& hasher, GroupScratch& scratch,
-                                const CompressOptions& options, Reporter& reporter,
-                                const CancelToken& cancel) {
-  const std::string& name = folder.shard_names[out.shard];
-  DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
+Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPlan& plan,
+                                ShardOut& out, const fs::path& dir, SourceHasher& hasher,
+                                GroupScratch& scratch, const CompressOptions& options,
+                                Reporter& reporter, const CancelToken& cancel) {
+  const std::string& name = source.shard_name(out.shard);
+  DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(source, plan, out));
   DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
   DF11_RETURN_IF_ERROR(file.preallocate(layout.file_size));
   const FileWriter writer(file);
@@ -81,30 +85,26 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
       const TensorLocation& at = plan.order[item.index];
       DF11_ASSIGN_OR_RETURN(
           out.metadata.tensors[item.meta_index].xxh3,
-          write_raw_tensor(folder, at, writer, layout.tensor_offsets[item.first_tensor], reporter,
+          write_raw_tensor(source, at, writer, layout.tensor_offsets[item.first_tensor], reporter,
                            cancel));
       continue;
     }
     const PlannedGroup& group = plan.groups[item.index];
-    const std::string what = group_context(folder, plan, group.spec);
-    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, plan, group.spec));
-    std::vector<MemberSource> sources;
-    for (size_t m : group.spec.members) {
-      const TensorLocation& at = plan.order[m];
-      sources.push_back({&folder.shards[at.shard].mapped(), folder.tensor(at).file_offset});
-    }
+    const std::string what = group_context(source, plan, group.spec);
+    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(source, plan, group.spec));
+    const MemberBytesDone done_with = [&](size_t member, uint64_t offset, uint64_t length) {
+      source.release_range(plan.order[group.spec.members[member]], offset, length);
+    };
     StoredOffsets offsets;
     for (size_t k = 0; k < offsets.size(); ++k) {
       offsets[k] = layout.tensor_offsets[item.first_tensor + k];
     }
     DF11_ASSIGN_OR_RETURN(GroupWriteResult written,
-                          write_group(spans, sources, group.plan, writer, offsets,
+                          write_group(spans, done_with, group.plan, writer, offsets,
                                       options.step_weights, scratch, reporter, cancel, what));
-    // Per-step releases leave fault-around pages (up to 64 KiB per boundary): sweep them.
-    for (size_t m : group.spec.members) {
-      const TensorLocation& at = plan.order[m];
-      folder.shards[at.shard].release(folder.tensor(at));
-    }
+    // Per-step releases leave fault-around pages (up to 64 KiB per boundary): sweep them
+    // (and free what a source staged).
+    for (size_t m : group.spec.members) source.release(plan.order[m]);
     GroupMeta& meta = out.metadata.groups[item.meta_index];
     meta.stored = written.stored;
     for (size_t k = 0; k < meta.members.size(); ++k) meta.members[k].xxh3 = written.member_xxh3[k];
@@ -115,7 +115,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   }
 
   DF11_ASSIGN_OR_RETURN(out.metadata.sources.front().sha256, hasher.get(out.shard));
-  DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(folder, plan, out));
+  DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(source, plan, out));
   if (final_layout.prefix.size() != layout.prefix.size()) {
     // Checksums are fixed-width hex, so the header cannot change size; if it did, the data
     // already written would sit at the wrong offsets.
@@ -135,99 +135,86 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
 // Everything of the output folder but the shards, written before them: config.json, the
 // index and the copied files. Returns their record for the first shard's metadata (spec 7.7),
 // hashed from the staging folder: what is recorded is what was written.
-Result<std::vector<FolderFile>> write_folder_files(const ModelFolder& folder,
+Result<std::vector<FolderFile>> write_folder_files(const CheckpointSource& source,
                                                    const CompressPlan& plan,
                                                    const std::vector<ShardOut>& shards,
                                                    const std::string& config, const fs::path& dir,
                                                    Reporter& reporter, const CancelToken& cancel) {
   std::vector<std::string> written{kConfigFile};
   DF11_RETURN_IF_ERROR(write_file_atomic((dir / kConfigFile).string(), config));
-  if (folder.index_text) {
+  if (source.index_text()) {
     std::map<std::string, std::string> weight_map;
     uint64_t total_tensor_bytes = 0;
     for (const ShardOut& out : shards) {
-      ShardContents contents = shard_contents(folder, plan, out);
+      ShardContents contents = shard_contents(source, plan, out);
       for (std::string& name : contents.tensor_names) {
-        weight_map.emplace(std::move(name), folder.shard_names[out.shard]);
+        weight_map.emplace(std::move(name), source.shard_name(out.shard));
       }
       total_tensor_bytes += contents.tensor_bytes;
     }
     DF11_ASSIGN_OR_RETURN(std::string index,
-                          make_index(folder.index_text, weight_map, total_tensor_bytes));
-    DF11_RETURN_IF_ERROR(write_file_atomic((dir / folder.index_name).string(), index));
-    written.push_back(folder.index_name);
+                          make_index(source.index_text(), weight_map, total_tensor_bytes));
+    DF11_RETURN_IF_ERROR(write_file_atomic((dir / source.index_name()).string(), index));
+    written.push_back(source.index_name());
   }
-  DF11_RETURN_IF_ERROR(copy_side_files(
-      folder.dir, dir, folder.side_files, [&](uint64_t n) { reporter.progress_advance(n); },
-      cancel));
-  written.insert(written.end(), folder.side_files.begin(), folder.side_files.end());
+  DF11_RETURN_IF_ERROR(source.write_side_files(
+      dir, [&](uint64_t n) { reporter.progress_advance(n); }, cancel));
+  written.insert(written.end(), source.side_files().begin(), source.side_files().end());
   return hash_folder_files(dir, std::move(written), cancel);
 }
 
-uint64_t side_file_bytes(const ModelFolder& folder) {
-  uint64_t total = 0;
-  for (const std::string& rel : folder.side_files) {
-    std::error_code ec;
-    const uint64_t size = fs::file_size(folder.dir / rel, ec);
-    if (!ec) total += size;
-  }
-  return total;
-}
-
-Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter,
-                                               const CancelToken& cancel) {
-  const Stopwatch started;
-  DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
-  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir, cancel));
-  if (!folder.config_text) {
-    return Status(ErrorCode::kNotFound, (folder.dir / kConfigFile).string() +
-                                            ": not found (a Hugging Face checkpoint has one)");
-  }
-  DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
+// Both entry points from here on: the source is checked (config.json present, BF16 weights).
+// `started`: when the command began (the summary's seconds).
+Result<CompressSummary> compress_source(const CheckpointSource& source,
+                                        const CompressOptions& options, const Stopwatch& started,
+                                        Reporter& reporter, const CancelToken& cancel) {
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
-  std::vector<std::string> shard_paths;
-  for (size_t s = 0; s < folder.shards.size(); ++s) shard_paths.push_back(folder.shard_path(s));
-  SourceHasher hasher(shard_paths, helper_threads(4), cancel);
+  SourceHasher hasher(
+      source.shard_count(),
+      [&](size_t s, const std::atomic<bool>* stop) { return source.shard_sha256(s, stop, cancel); },
+      helper_threads(4));
 
   const Stopwatch planning;
-  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, reporter,
+  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(source, options.group_by, reporter,
                                                             cancel, options.chunk_weights));
   reporter.detail("planned " + std::to_string(plan.groups.size()) + " groups in " +
                   planning.text());
   DF11_ASSIGN_OR_RETURN(std::string config,
-                        make_df11_config(*folder.config_text, plan.pattern_dict));
-  std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};
-  if (folder.index_text) changed.push_back(side_file(folder.index_name, *folder.index_text));
+                        make_df11_config(*source.config_text(), plan.pattern_dict));
+  std::vector<SideFile> changed{side_file(kConfigFile, *source.config_text())};
+  if (source.index_text()) changed.push_back(side_file(source.index_name(), *source.index_text()));
   std::vector<ShardOut> shards =
-      assign_shards(folder, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
+      assign_shards(source, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
 
   CompressSummary summary;
-  uint64_t total = side_file_bytes(folder);
-  for (const TensorLocation& at : plan.order) total += folder.tensor(at).byte_size();
+  uint64_t total = source.side_file_bytes();
+  for (const TensorLocation& at : plan.order) total += source.tensor(at).byte_size();
   reporter.progress_start("compressing", total);
   // spec 7.7: the first shard records every shard and every other file of the folder.
   DF11_ASSIGN_OR_RETURN(
       shards.front().metadata.folder_files,
-      write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
-  shards.front().metadata.shards = folder.shard_names;  // sorted
+      write_folder_files(source, plan, shards, config, staging.path(), reporter, cancel));
+  std::vector<std::string> shard_names;
+  for (size_t s = 0; s < source.shard_count(); ++s) shard_names.push_back(source.shard_name(s));
+  shards.front().metadata.shards = std::move(shard_names);  // sorted
   GroupScratch scratch;
   for (ShardOut& out : shards) {
     DF11_ASSIGN_OR_RETURN(
         ShardResult written,
-        write_shard(folder, plan, out, staging.path(), hasher, scratch, options, reporter, cancel));
+        write_shard(source, plan, out, staging.path(), hasher, scratch, options, reporter, cancel));
     summary.output_bytes += written.file_size;
-    summary.input_bytes += folder.shards[out.shard].header().file_size;
+    summary.input_bytes += source.header(out.shard).file_size;
   }
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
   DF11_RETURN_IF_ERROR(staging.commit());
 
-  summary.shards = folder.shards.size();
+  summary.shards = source.shard_count();
   summary.tensors = plan.order.size();
   for (const PlannedGroup& g : plan.groups) {
     if (g.coded && !g.spec.alias_name.empty()) {
       summary.tied_copies.push_back(g.spec.alias_name + " = " +
-                                    folder.tensor(plan.order[g.spec.members.front()]).name);
+                                    source.tensor(plan.order[g.spec.members.front()]).name);
       for (uint64_t bytes : stored_sizes(g.plan)) summary.tied_copy_bytes += bytes;
     } else if (g.coded) {
       ++summary.groups_coded;
@@ -243,12 +230,45 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   return summary;
 }
 
+Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter,
+                                               const CancelToken& cancel) {
+  const Stopwatch started;
+  DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
+  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir, cancel));
+  if (!folder.config_text) {
+    return Status(ErrorCode::kNotFound, (folder.dir / kConfigFile).string() +
+                                            ": not found (a Hugging Face checkpoint has one)");
+  }
+  DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
+  const FolderSource source(folder);
+  return compress_source(source, options, started, reporter, cancel);
+}
+
+Result<CompressSummary> compress_checkpoint_limited(const CheckpointInMemory& checkpoint,
+                                                    const CompressOptions& options,
+                                                    Reporter& reporter, const CancelToken& cancel) {
+  const Stopwatch started;
+  DF11_ASSIGN_OR_RETURN(std::unique_ptr<MemorySource> source, MemorySource::create(checkpoint));
+  std::vector<const SafetensorsHeader*> headers;
+  for (size_t s = 0; s < source->shard_count(); ++s) headers.push_back(&source->header(s));
+  DF11_RETURN_IF_ERROR(require_bf16_weights(headers, source->where()));
+  return compress_source(*source, options, started, reporter, cancel);
+}
+
 }  // namespace
 
 Result<CompressSummary> compress_model(const CompressOptions& options, Reporter& reporter,
                                        const CancelToken& cancel) {
   return run_with_thread_limit(options.threads,
                                [&] { return compress_model_limited(options, reporter, cancel); });
+}
+
+Result<CompressSummary> compress_checkpoint(const CheckpointInMemory& checkpoint,
+                                            const CompressOptions& options, Reporter& reporter,
+                                            const CancelToken& cancel) {
+  return run_with_thread_limit(options.threads, [&] {
+    return compress_checkpoint_limited(checkpoint, options, reporter, cancel);
+  });
 }
 
 }  // namespace df11::app

@@ -55,8 +55,7 @@ std::array<uint64_t, kGroupTensorCount> stored_sizes(const GroupPlan& plan) {
           plan.gaps_bytes,  8 * plan.split_positions.size()};
 }
 
-Result<GroupWriteResult> write_group(const MemberSpans& members,
-                                     const std::vector<MemberSource>& sources,
+Result<GroupWriteResult> write_group(const MemberSpans& members, const MemberBytesDone& done_with,
                                      const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
                                      GroupScratch& scratch, Reporter& reporter,
@@ -129,10 +128,7 @@ Result<GroupWriteResult> write_group(const MemberSpans& members,
     most = std::max(most, encoded->value());
     weights.for_each_piece(cur.w0, cur.w1, [&](const uint16_t*, uint64_t n, uint64_t at) {
       const size_t m = weights.member_of(at);
-      if (sources[m].file != nullptr) {
-        const uint64_t first = at - weights.member_start(m);
-        sources[m].file->advise_dontneed(sources[m].offset + 2 * first, 2 * n);
-      }
+      done_with(m, 2 * (at - weights.member_start(m)), 2 * n);
     });
     reporter.progress_advance(2 * (cur.w1 - cur.w0));
   }

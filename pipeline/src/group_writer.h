@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <utility>
@@ -24,11 +25,9 @@
 
 namespace df11::app {
 
-// Where a member's bytes lie in its input mapping (to drop its pages once encoded).
-struct MemberSource {
-  const MappedFile* file = nullptr;
-  uint64_t offset = 0;  // absolute file offset of the tensor's first byte
-};
+// Told after each step which bytes of member `member` it consumed ([offset, offset + length)
+// of the member's bytes), so that the source can drop them (a mapping's pages).
+using MemberBytesDone = std::function<void(size_t member, uint64_t offset, uint64_t length)>;
 
 // Absolute offsets of the six stored tensors in the output file, in kGroupTensors order
 // (df11/group_schema.h).
@@ -59,8 +58,7 @@ std::array<uint64_t, kGroupTensorCount> stored_sizes(const GroupPlan& plan);
 
 // Encodes `members` with `plan` into `out` at `offsets`, `step_weights` weights per step.
 // Progress advances by the members' BF16 bytes. `what` names the group in messages.
-Result<GroupWriteResult> write_group(const MemberSpans& members,
-                                     const std::vector<MemberSource>& sources,
+Result<GroupWriteResult> write_group(const MemberSpans& members, const MemberBytesDone& done_with,
                                      const GroupPlan& plan, const FileWriter& out,
                                      const StoredOffsets& offsets, uint64_t step_weights,
                                      GroupScratch& scratch, Reporter& reporter,
