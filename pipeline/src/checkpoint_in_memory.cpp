@@ -48,8 +48,9 @@ Status shard_checkpoint(std::vector<CheckpointTensor> tensors, uint64_t max_shar
   for (const auto& [name, text] : checkpoint.files) {
     if (name == kIndexFile || name == kDiffusersIndexFile) {
       return Status(ErrorCode::kInvalidArgument,
-                    name + ": an index given with tensors that name no shard file (the shards "
-                           "are made here, and their index with them)");
+                    name +
+                        ": an index given with tensors that name no shard file (the shards "
+                        "are made here, and their index with them)");
     }
   }
   if (tensors.empty()) return Status(ErrorCode::kInvalidArgument, "the checkpoint has no tensors");

@@ -15,8 +15,7 @@ void FolderSource::release(const TensorLocation& at) const {
   folder_.shards[at.shard].release(tensor(at));
 }
 
-void FolderSource::release_range(const TensorLocation& at, uint64_t offset,
-                                 uint64_t length) const {
+void FolderSource::release_range(const TensorLocation& at, uint64_t offset, uint64_t length) const {
   folder_.shards[at.shard].mapped().advise_dontneed(tensor(at).file_offset + offset, length);
 }
 

@@ -17,9 +17,7 @@ class FolderSource final : public CheckpointSource {
 
   std::string where() const override { return folder_.dir.string(); }
   size_t shard_count() const override { return folder_.shards.size(); }
-  const std::string& shard_name(size_t shard) const override {
-    return folder_.shard_names[shard];
-  }
+  const std::string& shard_name(size_t shard) const override { return folder_.shard_names[shard]; }
   const SafetensorsHeader& header(size_t shard) const override {
     return folder_.shards[shard].header();
   }

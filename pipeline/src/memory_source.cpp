@@ -115,9 +115,9 @@ Result<std::unique_ptr<MemorySource>> MemorySource::create(const CheckpointInMem
     (config ? source->config_text_ : source->index_text_) = *text;
   }
   if (!source->config_text_) {
-    return Status(ErrorCode::kNotFound, in_memory(std::string(kConfigFile) +
-                                                  ": not given (a Hugging Face checkpoint "
-                                                  "has one: the model's config)"));
+    return Status(ErrorCode::kNotFound,
+                  in_memory(std::string(kConfigFile) + ": not given (a Hugging Face checkpoint "
+                                                       "has one: the model's config)"));
   }
   // With an index, it must name exactly the shards given (on disk, a shard it does not name
   // would be a file to copy, not part of the checkpoint).
@@ -126,18 +126,17 @@ Result<std::unique_ptr<MemorySource>> MemorySource::create(const CheckpointInMem
       checkpoint_shards(top_level, source->index_text_, in_memory(source->index_name_)));
   for (const std::string& name : shard_names) {
     if (!std::binary_search(indexed.begin(), indexed.end(), name)) {
-      return Status(ErrorCode::kBadConfig, in_memory(source->index_name_ +
-                                                     ": its weight_map names no tensor of shard '" +
-                                                     name + "'"));
+      return Status(ErrorCode::kBadConfig,
+                    in_memory(source->index_name_ + ": its weight_map names no tensor of shard '" +
+                              name + "'"));
     }
   }
 
   // Shards in name order, as a folder lists them.
   std::vector<const CheckpointShard*> sorted;
   for (const CheckpointShard& shard : checkpoint.shards) sorted.push_back(&shard);
-  std::sort(sorted.begin(), sorted.end(), [](const CheckpointShard* a, const CheckpointShard* b) {
-    return a->name < b->name;
-  });
+  std::sort(sorted.begin(), sorted.end(),
+            [](const CheckpointShard* a, const CheckpointShard* b) { return a->name < b->name; });
   for (const CheckpointShard* shard : sorted) {
     auto laid = lay_out(*shard);
     if (!laid) return laid.status().with_context(kWhere);
@@ -160,8 +159,7 @@ std::string MemorySource::what(const TensorLocation& at) const {
   return shards_[at.shard].name + ": tensor '" + described(at).name + "'";
 }
 
-Status MemorySource::read(const TensorLocation& at, uint64_t offset,
-                          std::span<uint8_t> dst) const {
+Status MemorySource::read(const TensorLocation& at, uint64_t offset, std::span<uint8_t> dst) const {
   const CheckpointTensor& t = described(at);
   for (uint64_t done = 0; done < dst.size();) {
     const uint64_t step = std::min<uint64_t>(kStreamStepBytes, dst.size() - done);
@@ -185,9 +183,9 @@ Result<std::span<const uint8_t>> MemorySource::tensor_bytes(const TensorLocation
     std::unique_ptr<uint8_t[]> bytes(new (std::nothrow) uint8_t[t.byte_size]);
     if (!bytes) {
       staged_.erase({at.shard, at.tensor});
-      return Status(ErrorCode::kResourceLimit, in_memory(what(at) + ": cannot stage " +
-                                                         std::to_string(t.byte_size) +
-                                                         " bytes from its reader"));
+      return Status(ErrorCode::kResourceLimit,
+                    in_memory(what(at) + ": cannot stage " + std::to_string(t.byte_size) +
+                              " bytes from its reader"));
     }
     Status status = read(at, 0, {bytes.get(), static_cast<size_t>(t.byte_size)});
     if (!status) {

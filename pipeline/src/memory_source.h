@@ -65,7 +65,7 @@ class MemorySource final : public CheckpointSource {
   std::optional<std::string> config_text_;
   std::optional<std::string> index_text_;
   std::string index_name_;
-  std::vector<std::string> side_files_;                  // sorted
+  std::vector<std::string> side_files_;                 // sorted
   std::map<std::string, const std::string*> contents_;  // side file -> its bytes
 
   mutable std::mutex read_mutex_;  // readers are called one at a time
