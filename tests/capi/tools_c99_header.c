@@ -15,7 +15,6 @@ int main(void) {
   rc = df11_checkpoint_add_tensor(ck, NULL, "w.weight", "BF17", 0, NULL, NULL, 0);
   printf("df11 tools %u: %s\n", df11_tools_version_number(), df11_checkpoint_errmsg(ck));
   df11_checkpoint_free(ck);
-  return rc == DF11_ERROR_BAD_DTYPE && df11_tools_version_number() == DF11_TOOLS_VERSION_NUMBER
-             ? 0
-             : 1;
+  return rc == DF11_ERROR_BAD_DTYPE && df11_tools_version_number() == DF11_TOOLS_VERSION_NUMBER ? 0
+                                                                                                : 1;
 }

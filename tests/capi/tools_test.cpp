@@ -67,7 +67,8 @@ class DescribedFolder {
     }
     for (const auto& entry : fs::recursive_directory_iterator(dir)) {
       const std::string rel = entry.path().lexically_relative(dir).generic_string();
-      if (entry.is_regular_file() && !(rel.ends_with(".safetensors") && rel.find('/') == rel.npos)) {
+      if (entry.is_regular_file() &&
+          !(rel.ends_with(".safetensors") && rel.find('/') == rel.npos)) {
         files_[rel] = read_text(entry.path());
       }
     }
@@ -166,9 +167,9 @@ TEST_P(ToolsCompress, FromMemoryEqualsTheToolOnTheSavedFolder) {
   EXPECT_GT(df11_checkpoint_result(c.ck, DF11_RESULT_GROUPS_CODED), 0u);
   EXPECT_LT(df11_checkpoint_result(c.ck, DF11_RESULT_OUTPUT_BYTES),
             df11_checkpoint_result(c.ck, DF11_RESULT_INPUT_BYTES));
-  df11_ok({"verify", (tmp / "memory").string(), "--against", (tmp / "bf16").string(), "--sha256",
-           "-q"},
-          tmp.path());
+  df11_ok(
+      {"verify", (tmp / "memory").string(), "--against", (tmp / "bf16").string(), "--sha256", "-q"},
+      tmp.path());
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, ToolsCompress,
@@ -196,8 +197,8 @@ TEST(ToolsCompress, LibraryShardsRoundTripThroughDecompress) {
       << c.error();
   const uint64_t shards = df11_checkpoint_result(c.ck, DF11_RESULT_SHARDS);
   ASSERT_GE(shards, 3u);
-  const std::string last = "model-0000" + std::to_string(shards) + "-of-0000" +
-                           std::to_string(shards) + ".safetensors";
+  const std::string last =
+      "model-0000" + std::to_string(shards) + "-of-0000" + std::to_string(shards) + ".safetensors";
   EXPECT_TRUE(fs::exists(tmp / "memory" / last)) << last;
   EXPECT_TRUE(fs::exists(tmp / "memory" / "model.safetensors.index.json"));
 
@@ -226,8 +227,8 @@ TEST(ToolsCompress, ShardHeaderIsLaidOutAsSafetensorsWritesIt) {
   const uint64_t w_shape[2] = {64, 64};
   const uint64_t s_shape[1] = {2};
   Checkpoint c;
-  ASSERT_EQ(df11_checkpoint_add_tensor(c.ck, "model.safetensors", "proj.weight", "BF16", 2,
-                                       w_shape, weight.data(), weight.size()),
+  ASSERT_EQ(df11_checkpoint_add_tensor(c.ck, "model.safetensors", "proj.weight", "BF16", 2, w_shape,
+                                       weight.data(), weight.size()),
             DF11_OK);
   ASSERT_EQ(df11_checkpoint_add_tensor(c.ck, "model.safetensors", "a_scale", "F32", 1, s_shape,
                                        scale, sizeof scale),
@@ -261,8 +262,8 @@ int stop_at_compressing(void* user, const char* phase, uint64_t done, uint64_t t
 }
 
 int count_progress(void* user, const char* phase, uint64_t done, uint64_t total) {
-  static_cast<std::map<std::string, std::pair<int, uint64_t>>*>(user)->operator[](phase) = {
-      0, done};
+  static_cast<std::map<std::string, std::pair<int, uint64_t>>*>(user)->operator[](phase) = {0,
+                                                                                            done};
   EXPECT_LE(done, total);
   return 0;
 }
@@ -338,15 +339,15 @@ TEST_F(ToolsBadInput, WrongSizeBadDtypeAndBadArgumentsAreRefusedAtOnce) {
   Checkpoint c;
   const uint64_t shape[2] = {4, 8};
   std::vector<uint8_t> bytes(64);
-  EXPECT_EQ(df11_checkpoint_add_tensor(c.ck, nullptr, "w.weight", "BF16", 2, shape, bytes.data(),
-                                       60),
-            DF11_ERROR_BAD_SHAPE);
+  EXPECT_EQ(
+      df11_checkpoint_add_tensor(c.ck, nullptr, "w.weight", "BF16", 2, shape, bytes.data(), 60),
+      DF11_ERROR_BAD_SHAPE);
   EXPECT_NE(c.error().find("tensor 'w.weight': BF16 [4, 8] is 64 bytes, but 60 were given"),
             std::string::npos)
       << c.error();
-  EXPECT_EQ(df11_checkpoint_add_tensor(c.ck, nullptr, "w.weight", "BF17", 2, shape, bytes.data(),
-                                       64),
-            DF11_ERROR_BAD_DTYPE);
+  EXPECT_EQ(
+      df11_checkpoint_add_tensor(c.ck, nullptr, "w.weight", "BF17", 2, shape, bytes.data(), 64),
+      DF11_ERROR_BAD_DTYPE);
   EXPECT_NE(c.error().find("tensor 'w.weight': unknown dtype 'BF17'"), std::string::npos)
       << c.error();
   EXPECT_EQ(df11_checkpoint_add_tensor(c.ck, nullptr, "w.weight", "BF16", 2, shape, nullptr, 64),
@@ -355,13 +356,13 @@ TEST_F(ToolsBadInput, WrongSizeBadDtypeAndBadArgumentsAreRefusedAtOnce) {
                                        bytes.data(), 64),
             DF11_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(c.error().find("not a shard file name"), std::string::npos) << c.error();
-  EXPECT_EQ(df11_checkpoint_add_tensor(c.ck, nullptr, "__metadata__", "BF16", 2, shape,
-                                       bytes.data(), 64),
-            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      df11_checkpoint_add_tensor(c.ck, nullptr, "__metadata__", "BF16", 2, shape, bytes.data(), 64),
+      DF11_ERROR_INVALID_ARGUMENT);
   const uint64_t huge[2] = {UINT64_MAX / 2, 4};
-  EXPECT_EQ(df11_checkpoint_add_tensor(c.ck, nullptr, "h.weight", "BF16", 2, huge, bytes.data(),
-                                       64),
-            DF11_ERROR_OVERFLOW);
+  EXPECT_EQ(
+      df11_checkpoint_add_tensor(c.ck, nullptr, "h.weight", "BF16", 2, huge, bytes.data(), 64),
+      DF11_ERROR_OVERFLOW);
   EXPECT_EQ(df11_checkpoint_add_file(c.ck, "/etc/passwd", "x", 1), DF11_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(df11_checkpoint_add_file(c.ck, "a/../b", "x", 1), DF11_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(df11_checkpoint_add_file(c.ck, "extra.safetensors", "x", 1),

@@ -10,8 +10,8 @@
 
 #include "callback_reporter.h"
 #include "compress.h"
-#include "df11/metadata.h"
 #include "df11/df11_tools.h"
+#include "df11/metadata.h"
 #include "error_state.h"
 #include "model_folder.h"
 
@@ -43,9 +43,9 @@ Status add_tensor(df11_checkpoint& ck, const char* file, const char* name, const
     return Status(ErrorCode::kInvalidArgument, std::string("tensor '") + name + "': dtype is NULL");
   }
   if (rank != 0 && shape == nullptr) {
-    return Status(ErrorCode::kInvalidArgument,
-                  std::string("tensor '") + name + "': shape is NULL with rank " +
-                      std::to_string(rank));
+    return Status(
+        ErrorCode::kInvalidArgument,
+        std::string("tensor '") + name + "': shape is NULL with rank " + std::to_string(rank));
   }
   const std::string shard = file != nullptr ? file : "";
   if (file != nullptr && (!is_safe_file_name(shard) || !app::is_shard_name(shard))) {
@@ -57,9 +57,10 @@ Status add_tensor(df11_checkpoint& ck, const char* file, const char* name, const
   t.name = name;
   const auto parsed = parse_dtype(dtype);
   if (!parsed) {
-    return Status(ErrorCode::kBadDtype,
-                  "tensor '" + t.name + "': unknown dtype '" + dtype +
-                      "' (safetensors names: BF16, F16, F32, F64, I8, I16, I32, I64, U8, BOOL, ...)");
+    return Status(
+        ErrorCode::kBadDtype,
+        "tensor '" + t.name + "': unknown dtype '" + dtype +
+            "' (safetensors names: BF16, F16, F32, F64, I8, I16, I32, I64, U8, BOOL, ...)");
   }
   t.dtype = *parsed;
   t.shape.assign(shape, shape + rank);
@@ -134,10 +135,11 @@ df11_status df11_checkpoint_add_tensor(df11_checkpoint* ck, const char* file, co
   if (ck == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
   return guarded(ck->err, [&] {
     if (data == nullptr && bytes != 0) {
-      return Status(ErrorCode::kInvalidArgument,
-                    std::string("tensor '") + (name ? name : "") + "': data is NULL for " +
-                        std::to_string(bytes) + " bytes (df11_checkpoint_add_tensor_reader "
-                                                "takes a reader instead)");
+      return Status(ErrorCode::kInvalidArgument, std::string("tensor '") + (name ? name : "") +
+                                                     "': data is NULL for " +
+                                                     std::to_string(bytes) +
+                                                     " bytes (df11_checkpoint_add_tensor_reader "
+                                                     "takes a reader instead)");
     }
     return df11::tools::add_tensor(*ck, file, name, dtype, rank, shape,
                                    static_cast<const uint8_t*>(data), bytes, {});
@@ -175,8 +177,8 @@ df11_status df11_checkpoint_set_shard_metadata(df11_checkpoint* ck, const char* 
     bool known = false;
     for (const auto& [f, t] : ck->tensors) known = known || f == file;
     if (!known) {
-      return Status(ErrorCode::kInvalidArgument, std::string("shard metadata: no tensor added to '") +
-                                                     file + "' yet");
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string("shard metadata: no tensor added to '") + file + "' yet");
     }
     df11::MetadataEntries& entries = ck->metadata[file];
     for (auto& [k, v] : entries) {
@@ -228,7 +230,8 @@ df11_status df11_checkpoint_set_option(df11_checkpoint* ck, df11_compress_option
         return Status::ok();
       case DF11_COMPRESS_GROUP_BY:
         if (value != 0 && value != 1) return out_of_range("DF11_COMPRESS_GROUP_BY (0 or 1)");
-        ck->options.group_by = value == 0 ? df11::app::GroupBy::kBlock : df11::app::GroupBy::kTensor;
+        ck->options.group_by =
+            value == 0 ? df11::app::GroupBy::kBlock : df11::app::GroupBy::kTensor;
         return Status::ok();
       case DF11_COMPRESS_FORCE:
         if (value != 0 && value != 1) return out_of_range("DF11_COMPRESS_FORCE (0 or 1)");

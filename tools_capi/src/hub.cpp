@@ -43,9 +43,9 @@ df11_status df11_hub_errcode(const df11_hub* hub) {
 df11_status df11_hub_set_transfers(df11_hub* hub, int transfers) {
   if (hub == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
   if (transfers < 1 || transfers > 64) {
-    return df11::capi::fail(hub->err, Status(ErrorCode::kInvalidArgument,
-                                             "transfers: " + std::to_string(transfers) +
-                                                 " is out of range (1 to 64)"));
+    return df11::capi::fail(
+        hub->err, Status(ErrorCode::kInvalidArgument,
+                         "transfers: " + std::to_string(transfers) + " is out of range (1 to 64)"));
   }
   hub->transfers = transfers;
   return DF11_OK;

@@ -142,11 +142,11 @@ DF11_API df11_status df11_checkpoint_add_file(df11_checkpoint* ck, const char* p
 
 /* Options of df11_checkpoint_compress; the values start at their defaults. */
 typedef enum df11_compress_option {
-  DF11_COMPRESS_THREADS = 1,     /* worker threads, >= 0 (0, default: all cores) */
-  DF11_COMPRESS_GROUP_BY = 2,    /* 0 (default): one group per block; 1: per 2-D weight */
-  DF11_COMPRESS_FORCE = 3,       /* 1: replace an existing out_dir once the new one is whole */
-  DF11_COMPRESS_SHARD_BYTES = 4  /* library-made shards: at most this many bytes each (but a
-                                    larger tensor alone), 0 (default): one shard */
+  DF11_COMPRESS_THREADS = 1,    /* worker threads, >= 0 (0, default: all cores) */
+  DF11_COMPRESS_GROUP_BY = 2,   /* 0 (default): one group per block; 1: per 2-D weight */
+  DF11_COMPRESS_FORCE = 3,      /* 1: replace an existing out_dir once the new one is whole */
+  DF11_COMPRESS_SHARD_BYTES = 4 /* library-made shards: at most this many bytes each (but a
+                                   larger tensor alone), 0 (default): one shard */
 } df11_compress_option;
 /* DF11_ERROR_INVALID_ARGUMENT naming the option for an unknown option or a value out of
  * range. */
@@ -177,13 +177,13 @@ DF11_API const char* df11_checkpoint_warning(const df11_checkpoint* ck, size_t i
 
 /* Figures of the latest successful df11_checkpoint_compress (0 before one). */
 typedef enum df11_compress_result {
-  DF11_RESULT_INPUT_BYTES = 1,   /* the original .safetensors files, as they would be on disk */
-  DF11_RESULT_OUTPUT_BYTES = 2,  /* the DF11 .safetensors files */
+  DF11_RESULT_INPUT_BYTES = 1,  /* the original .safetensors files, as they would be on disk */
+  DF11_RESULT_OUTPUT_BYTES = 2, /* the DF11 .safetensors files */
   DF11_RESULT_SHARDS = 3,
   DF11_RESULT_TENSORS = 4,
   DF11_RESULT_TENSORS_CODED = 5, /* members of coded groups */
   DF11_RESULT_GROUPS_CODED = 6,
-  DF11_RESULT_GROUPS_RAW = 7     /* groups stored unchanged */
+  DF11_RESULT_GROUPS_RAW = 7 /* groups stored unchanged */
 } df11_compress_result;
 DF11_API uint64_t df11_checkpoint_result(const df11_checkpoint* ck, df11_compress_result which);
 
