@@ -254,6 +254,41 @@ TEST(ToolsCompress, ShardHeaderIsLaidOutAsSafetensorsWritesIt) {
   EXPECT_EQ(read_text(tmp / "bf16" / "config.json"), config);
 }
 
+// A tensor above the 64 MiB a reader is asked for at once: read in several calls at growing
+// offsets, and the folder is the same as from its bytes.
+TEST(ToolsCompress, ReaderOfATensorAboveOneStep) {
+  TempDir tmp;
+  const uint64_t shape[2] = {4224, 8192};  // 69 MB of BF16
+  std::vector<uint16_t> w(shape[0] * shape[1]);
+  uint64_t x = 88172645463325252ull;
+  for (uint16_t& v : w) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    v = static_cast<uint16_t>(0x3c00 + (x % 0x0500)) | static_cast<uint16_t>((x >> 40) & 0x8000);
+  }
+  const std::string config = "{\"model_type\": \"toy\"}";
+  ReaderState reader;
+  TensorSource source{reinterpret_cast<const uint8_t*>(w.data()), &reader};
+  for (const bool through_reader : {false, true}) {
+    Checkpoint c;
+    const df11_status added =
+        through_reader
+            ? df11_checkpoint_add_tensor_reader(c.ck, nullptr, "proj.weight", "BF16", 2, shape,
+                                                2 * w.size(), read_tensor, &source)
+            : df11_checkpoint_add_tensor(c.ck, nullptr, "proj.weight", "BF16", 2, shape, w.data(),
+                                         2 * w.size());
+    ASSERT_EQ(added, DF11_OK) << c.error();
+    ASSERT_EQ(df11_checkpoint_add_file(c.ck, "config.json", config.data(), config.size()), DF11_OK);
+    const fs::path out = tmp / (through_reader ? "reader" : "bytes");
+    ASSERT_EQ(df11_checkpoint_compress(c.ck, out.string().c_str()), DF11_OK) << c.error();
+  }
+  expect_same_tree(tmp / "bytes", tmp / "reader");
+  // Planning, coding and hashing each read it in two steps (64 MiB, then the rest).
+  EXPECT_EQ(reader.calls.load(), 6u);
+  EXPECT_EQ(reader.overlaps.load(), 0);
+}
+
 int stop_at_compressing(void* user, const char* phase, uint64_t done, uint64_t total) {
   auto* seen = static_cast<std::vector<std::string>*>(user);
   EXPECT_LE(done, total);
