@@ -22,6 +22,8 @@
 #include "df11/status.h"
 #include "file_stream.h"
 #include "model_folder.h"
+#include "source_hasher.h"
+#include "source_pages.h"
 
 namespace df11::app {
 
@@ -47,22 +49,23 @@ class CheckpointSource {
   std::vector<TensorLocation> tensors_in_file_order() const;
 
   // ---- Tensor bytes ----
-  // The tensor's bytes, valid until release(at) or the source's end. A mapping gives them in
-  // place; a source that must fetch them (from a reader) stages them in memory it owns.
-  // Called from one thread at a time.
+  // The tensor's bytes, held until the matching release(at) (calls pair up: a tensor may be
+  // held twice, by a group and by the tied copy coding it again). A mapping gives them in
+  // place; a source that must fetch them (from a reader) stages them in memory it owns, once
+  // while they are held. Thread-safe (shards are written side by side).
   virtual Result<std::span<const uint8_t>> tensor_bytes(const TensorLocation& at) const = 0;
-  // The caller is done with the tensor for now (a mapping drops its pages; staged bytes are
-  // freed). Idempotent; tensor_bytes() may be called again later.
+  // Ends one tensor_bytes(at) hold: a mapping drops the tensor's pages, staged bytes are freed
+  // with the last hold.
   virtual void release(const TensorLocation& at) const = 0;
-  // The caller is done with bytes [offset, offset + length) of the tensor (the encoder's
-  // steps, so that a large group does not stay resident while it is written). Best effort.
-  virtual void release_range(const TensorLocation& /*at*/, uint64_t /*offset*/,
-                             uint64_t /*length*/) const {}
-  // Feeds the tensor's bytes to `sink` in bounded steps (each resident only while the sink
-  // works on it); stops with kInterrupted once `cancel` is cancelled. Thread-safe: the
-  // shards' SHA-256 streams tensors on helper threads while the compressor works.
+  // Where the tensor lies in a mapping, for dropping its pages as the encoder's steps move on
+  // (source_pages.h); none (the default) for a source that maps nothing.
+  virtual MemberSource member_source(const TensorLocation& /*at*/) const { return {}; }
+  // Feeds the tensor's bytes to `sink` in steps of at most `step_bytes` (each resident only
+  // while the sink works on it, nothing left after); stops with kInterrupted once `cancel` is
+  // cancelled. Holds nothing. Thread-safe.
   virtual Status stream_tensor(const TensorLocation& at, const ByteSink& sink,
-                               const CancelToken& cancel) const = 0;
+                               const CancelToken& cancel,
+                               uint64_t step_bytes = kStreamStepBytes) const = 0;
 
   // ---- Everything else ----
   // Other files of the checkpoint (tokenizer, generation_config.json, ...): relative paths,
@@ -72,11 +75,12 @@ class CheckpointSource {
   virtual Status write_side_files(const std::filesystem::path& dir,
                                   const std::function<void(uint64_t)>& on_bytes,
                                   const CancelToken& cancel) const = 0;
-  // SHA-256 (64 lowercase hex) of the whole shard file as it is (or would be) on disk, for
-  // the record (spec 7.7 `sources`). Called on helper threads; stops with kInterrupted when
-  // `stop` is set or `cancel` is cancelled.
-  virtual Result<std::string> shard_sha256(size_t shard, const std::atomic<bool>* stop,
-                                           const CancelToken& cancel) const = 0;
+  // The SHA-256 of the whole shard file as it is (or would be) on disk (spec 5.2 `sources`)
+  // and the XXH3 of each of its tensors, in header order (the members' checksums). Called on
+  // the source hasher's threads (several shards at once); stops with kInterrupted when `stop`
+  // is set or `cancel` is cancelled. `read_ahead`: as hash_file (source_hasher.h).
+  virtual Result<SourceDigests> shard_digests(size_t shard, const std::atomic<bool>* stop,
+                                              const CancelToken& cancel, bool read_ahead) const = 0;
 };
 
 }  // namespace df11::app

@@ -1,8 +1,13 @@
 #include "compress.h"
 
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "byte_units.h"
@@ -22,6 +27,9 @@
 #include "model_config.h"
 #include "model_folder.h"
 #include "output_dir.h"
+#include "parallel_tasks.h"
+#include "phase_times.h"
+#include "shard_writer.h"
 #include "source_hasher.h"
 #include "stopwatch.h"
 #include "thread_limit.h"
@@ -41,80 +49,57 @@ SideFile side_file(const std::string& name, const std::string& content) {
   return SideFile{name, content.size(), sha256_hex(bytes), content};
 }
 
-// Copies a raw tensor to its place in the output, hashing it on the way.
-Result<std::string> write_raw_tensor(const CheckpointSource& source, const TensorLocation& at,
-                                     const FileWriter& file, uint64_t offset, Reporter& reporter,
-                                     const CancelToken& cancel) {
-  Xxh3 hash;
-  uint64_t done = 0;
-  Status status = source.stream_tensor(
-      at,
-      [&](std::span<const uint8_t> bytes) {
-        hash.update(bytes);
-        DF11_RETURN_IF_ERROR(file.write(offset + done, bytes));
-        done += bytes.size();
-        reporter.progress_advance(bytes.size());
-        return Status::ok();
-      },
-      cancel);
-  if (!status) {
-    return status.with_context(source.shard_name(at.shard) + ": tensor '" + source.tensor(at).name +
-                               "'");
-  }
-  source.release(at);
-  return hash.hex_digest();
-}
-
 struct ShardResult {
   uint64_t file_size = 0;
 };
 
 Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPlan& plan,
                                 ShardOut& out, const fs::path& dir, SourceHasher& hasher,
-                                GroupScratch& scratch, const CompressOptions& options,
-                                Reporter& reporter, const CancelToken& cancel) {
+                                const CompressOptions& options, Reporter& reporter,
+                                const CancelToken& cancel, std::vector<std::string>& details,
+                                PhaseTimes& phases) {
   const std::string& name = source.shard_name(out.shard);
+  std::optional<PhaseTimer> setup(std::in_place, &phases, "shard set-up");
   DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(source, plan, out));
   DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
   DF11_RETURN_IF_ERROR(file.preallocate(layout.file_size));
   const FileWriter writer(file);
+  setup.reset();
 
   ShardResult result;
-  for (const ShardItem& item : out.items) {
-    if (!item.is_group) {
-      const TensorLocation& at = plan.order[item.index];
-      DF11_ASSIGN_OR_RETURN(
-          out.metadata.tensors[item.meta_index].xxh3,
-          write_raw_tensor(source, at, writer, layout.tensor_offsets[item.first_tensor], reporter,
-                           cancel));
-      continue;
-    }
-    const PlannedGroup& group = plan.groups[item.index];
-    const std::string what = group_context(source, plan, group.spec);
-    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(source, plan, group.spec));
-    const MemberBytesDone done_with = [&](size_t member, uint64_t offset, uint64_t length) {
-      source.release_range(plan.order[group.spec.members[member]], offset, length);
-    };
-    StoredOffsets offsets;
-    for (size_t k = 0; k < offsets.size(); ++k) {
-      offsets[k] = layout.tensor_offsets[item.first_tensor + k];
-    }
-    DF11_ASSIGN_OR_RETURN(GroupWriteResult written,
-                          write_group(spans, done_with, group.plan, writer, offsets,
-                                      options.step_weights, scratch, reporter, cancel, what));
-    // Per-step releases leave fault-around pages (up to 64 KiB per boundary): sweep them
-    // (and free what a source staged).
-    for (size_t m : group.spec.members) source.release(plan.order[m]);
-    GroupMeta& meta = out.metadata.groups[item.meta_index];
-    meta.stored = written.stored;
-    for (size_t k = 0; k < meta.members.size(); ++k) meta.members[k].xxh3 = written.member_xxh3[k];
-    reporter.detail(what + ": " + std::to_string(group.spec.members.size()) + " tensors, " +
-                    std::to_string(group.plan.n_elements) + " weights, " +
-                    std::to_string(group.plan.code.max_length) + "-bit longest code, max " +
-                    std::to_string(written.max_block_weights) + " weights per block");
+  {
+    const PhaseTimer timer(&phases, "shard items (coded | written)");
+    DF11_RETURN_IF_ERROR(write_shard_items(source, plan, out, layout, writer, options.step_weights,
+                                           reporter, cancel, details, &phases));
   }
 
-  DF11_ASSIGN_OR_RETURN(out.metadata.sources.front().sha256, hasher.get(out.shard));
+  {
+    // The source file's SHA-256, and the members' XXH3 (spec 5.2), from the hasher, which
+    // reads every byte of every file anyway; a member may lie in another file.
+    const PhaseTimer timer(&phases, "source hashes wait");
+    std::map<size_t, SourceDigests> files;
+    auto digests_of = [&](size_t shard) -> Result<const SourceDigests*> {
+      auto found = files.find(shard);
+      if (found == files.end()) {
+        DF11_ASSIGN_OR_RETURN(SourceDigests d, hasher.get(shard));
+        found = files.emplace(shard, std::move(d)).first;
+      }
+      return &found->second;
+    };
+    DF11_ASSIGN_OR_RETURN(const SourceDigests* own, digests_of(out.shard));
+    out.metadata.sources.front().sha256 = own->sha256;
+    for (const ShardItem& item : out.items) {
+      if (!item.is_group) continue;
+      const PlannedGroup& group = plan.groups[item.index];
+      GroupMeta& meta = out.metadata.groups[item.meta_index];
+      for (size_t k = 0; k < meta.members.size(); ++k) {
+        const TensorLocation& at = plan.order[group.spec.members[k]];
+        DF11_ASSIGN_OR_RETURN(const SourceDigests* d, digests_of(at.shard));
+        meta.members[k].xxh3 = d->xxh3.at(at.tensor);
+      }
+    }
+  }
+  const PhaseTimer finishing(&phases, "header, fsync, rename");
   DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(source, plan, out));
   if (final_layout.prefix.size() != layout.prefix.size()) {
     // Checksums are fixed-width hex, so the header cannot change size; if it did, the data
@@ -126,8 +111,8 @@ Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPl
   DF11_RETURN_IF_ERROR(file.pwrite_all(0, final_layout.prefix));
   const Stopwatch committing;
   DF11_RETURN_IF_ERROR(file.commit());
-  reporter.detail(name + ": written (" + format_bytes(final_layout.file_size) +
-                  "), fsync and rename " + committing.text());
+  details.push_back(name + ": written (" + format_bytes(final_layout.file_size) +
+                    "), fsync and rename " + committing.text());
   result.file_size = final_layout.file_size;
   return result;
 }
@@ -163,20 +148,69 @@ Result<std::vector<FolderFile>> write_folder_files(const CheckpointSource& sourc
   return hash_folder_files(dir, std::move(written), cancel);
 }
 
-// Both entry points from here on: the source is checked (config.json present, BF16 weights).
-// `started`: when the command began (the summary's seconds).
-Result<CompressSummary> compress_source(const CheckpointSource& source,
-                                        const CompressOptions& options, const Stopwatch& started,
-                                        Reporter& reporter, const CancelToken& cancel) {
-  DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
-  SourceHasher hasher(
-      source.shard_count(),
-      [&](size_t s, const std::atomic<bool>* stop) { return source.shard_sha256(s, stop, cancel); },
-      helper_threads(4));
+// How many shards are written side by side: as many as the memory bound (1.5 x the largest
+// group + 256 MB) leaves room for beside the process's own ~100 MB, at most one per thread.
+size_t shards_side_by_side(const CheckpointSource& source, const CompressPlan& plan, size_t shards,
+                           uint64_t step_weights) {
+  uint64_t largest = 0;
+  for (const PlannedGroup& g : plan.groups) {
+    if (!g.coded) continue;
+    uint64_t bytes = 0;
+    for (size_t m : g.spec.members) bytes += source.tensor(plan.order[m]).byte_size();
+    largest = std::max(largest, bytes);
+  }
+  const uint64_t budget = largest + largest / 2 + (uint64_t{160} << 20);
+  const uint64_t fit = budget / std::max<uint64_t>(1, shard_pipeline_bytes(step_weights));
+  return static_cast<size_t>(std::clamp<uint64_t>(
+      fit, 1, std::min<uint64_t>(shards, std::max<size_t>(1, allowed_threads()))));
+}
 
+// Pass 2 for every shard, `side_by_side` at a time. The first failure stops the others and
+// is returned (the lowest shard's, if several failed on their own).
+Result<std::vector<ShardResult>> write_shards(const CheckpointSource& source,
+                                              const CompressPlan& plan,
+                                              std::vector<ShardOut>& shards, const fs::path& dir,
+                                              SourceHasher& hasher, const CompressOptions& options,
+                                              Reporter& reporter, const CancelToken& cancel,
+                                              size_t side_by_side, PhaseTimes& phases) {
+  const size_t n = shards.size();
+  std::vector<std::optional<Result<ShardResult>>> results(n);
+  std::vector<std::vector<std::string>> details(n);
+  CancelToken stop(&cancel);  // stops the other shards after a failure
+  std::atomic<size_t> next{0};
+  run_tasks(side_by_side, [&](size_t) {
+    for (size_t s = next.fetch_add(1); s < n; s = next.fetch_add(1)) {
+      results[s].emplace(write_shard(source, plan, shards[s], dir, hasher, options, reporter, stop,
+                                     details[s], phases));
+      if (!results[s]->is_ok()) stop.cancel("another shard's failure");
+    }
+  });
+  for (const auto& lines : details) {
+    for (const std::string& line : lines) reporter.detail(line);
+  }
+  const Status* first_failure = nullptr;
+  for (const auto& r : results) {
+    if (r->is_ok()) continue;
+    // A shard stopped because another failed says less than the one that failed.
+    const bool stopped = r->status().code() == ErrorCode::kInterrupted && !cancel.cancelled();
+    if (!stopped) return r->status();
+    if (first_failure == nullptr) first_failure = &r->status();
+  }
+  if (first_failure != nullptr) return *first_failure;
+  std::vector<ShardResult> written;
+  for (auto& r : results) written.push_back(r->value());
+  return written;
+}
+
+Result<CompressSummary> compress_planned(const CompressOptions& options, Reporter& reporter,
+                                         const CancelToken& cancel, const CheckpointSource& source,
+                                         StagingDir& staging, SourceHasher& hasher,
+                                         PhaseTimes& phases, const Stopwatch& started) {
   const Stopwatch planning;
-  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(source, options.group_by, reporter,
-                                                            cancel, options.chunk_weights));
+  DF11_ASSIGN_OR_RETURN(
+      CompressPlan plan,
+      plan_compression(source, options.group_by, reporter, cancel, options.chunk_weights, &phases));
+  phases.add("planning", planning.seconds());
   reporter.detail("planned " + std::to_string(plan.groups.size()) + " groups in " +
                   planning.text());
   DF11_ASSIGN_OR_RETURN(std::string config,
@@ -191,23 +225,34 @@ Result<CompressSummary> compress_source(const CheckpointSource& source,
   for (const TensorLocation& at : plan.order) total += source.tensor(at).byte_size();
   reporter.progress_start("compressing", total);
   // spec 7.7: the first shard records every shard and every other file of the folder.
-  DF11_ASSIGN_OR_RETURN(
-      shards.front().metadata.folder_files,
-      write_folder_files(source, plan, shards, config, staging.path(), reporter, cancel));
+  {
+    const PhaseTimer timer(&phases, "side files");
+    DF11_ASSIGN_OR_RETURN(
+        shards.front().metadata.folder_files,
+        write_folder_files(source, plan, shards, config, staging.path(), reporter, cancel));
+  }
   std::vector<std::string> shard_names;
   for (size_t s = 0; s < source.shard_count(); ++s) shard_names.push_back(source.shard_name(s));
   shards.front().metadata.shards = std::move(shard_names);  // sorted
-  GroupScratch scratch;
-  for (ShardOut& out : shards) {
-    DF11_ASSIGN_OR_RETURN(
-        ShardResult written,
-        write_shard(source, plan, out, staging.path(), hasher, scratch, options, reporter, cancel));
-    summary.output_bytes += written.file_size;
-    summary.input_bytes += source.header(out.shard).file_size;
+  const size_t side_by_side =
+      shards_side_by_side(source, plan, shards.size(), options.step_weights);
+  const Stopwatch writing;
+  DF11_ASSIGN_OR_RETURN(std::vector<ShardResult> written,
+                        write_shards(source, plan, shards, staging.path(), hasher, options,
+                                     reporter, cancel, side_by_side, phases));
+  phases.add("writing (" + std::to_string(side_by_side) + " shards side by side)",
+             writing.seconds());
+  for (size_t s = 0; s < shards.size(); ++s) {
+    summary.output_bytes += written[s].file_size;
+    summary.input_bytes += source.header(shards[s].shard).file_size;
   }
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
-  DF11_RETURN_IF_ERROR(staging.commit());
+  {
+    const PhaseTimer timer(&phases, "commit folder");
+    DF11_RETURN_IF_ERROR(staging.commit());
+  }
+  reporter.detail("phases (seconds, summed over the threads that ran them): " + phases.text());
 
   summary.shards = source.shard_count();
   summary.tensors = plan.order.size();
@@ -230,29 +275,56 @@ Result<CompressSummary> compress_source(const CheckpointSource& source,
   return summary;
 }
 
+// Both entry points from here on, once the source is checked (config.json present, BF16
+// weights). `started`: when the command began (the summary's seconds).
+Result<CompressSummary> compress_source(const CheckpointSource& source,
+                                        const CompressOptions& options, Reporter& reporter,
+                                        const CancelToken& cancel, PhaseTimes& phases,
+                                        const Stopwatch& started) {
+  DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
+  // The largest file's SHA-256 is the critical path on many cores: it starts now, as tasks
+  // that idle workers take while this thread plans. Its XXH3 of every tensor (in header
+  // order) gives the members' checksums.
+  SourceHasher hasher(
+      source.shard_count(),
+      [&source, &cancel](size_t s, const std::atomic<bool>* stop, bool read_ahead) {
+        return source.shard_digests(s, stop, cancel, read_ahead);
+      },
+      /*background=*/allowed_threads() > 1);
+  // Isolated: while this thread waits in its parallel loops it runs their pieces only, never
+  // a whole file's hashing, which would hold the loop up for seconds.
+  return tbb::this_task_arena::isolate([&] {
+    return compress_planned(options, reporter, cancel, source, staging, hasher, phases, started);
+  });
+}
+
 Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter,
                                                const CancelToken& cancel) {
   const Stopwatch started;
+  PhaseTimes phases;
+  std::optional<PhaseTimer> opening(std::in_place, &phases, "open");
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir, cancel));
+  opening.reset();
   if (!folder.config_text) {
     return Status(ErrorCode::kNotFound, (folder.dir / kConfigFile).string() +
                                             ": not found (a Hugging Face checkpoint has one)");
   }
   DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
   const FolderSource source(folder);
-  return compress_source(source, options, started, reporter, cancel);
+  return compress_source(source, options, reporter, cancel, phases, started);
 }
 
 Result<CompressSummary> compress_checkpoint_limited(const CheckpointInMemory& checkpoint,
                                                     const CompressOptions& options,
                                                     Reporter& reporter, const CancelToken& cancel) {
   const Stopwatch started;
+  PhaseTimes phases;
   DF11_ASSIGN_OR_RETURN(std::unique_ptr<MemorySource> source, MemorySource::create(checkpoint));
   std::vector<const SafetensorsHeader*> headers;
   for (size_t s = 0; s < source->shard_count(); ++s) headers.push_back(&source->header(s));
   DF11_RETURN_IF_ERROR(require_bf16_weights(headers, source->where()));
-  return compress_source(*source, options, started, reporter, cancel);
+  return compress_source(*source, options, reporter, cancel, phases, started);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -50,13 +51,26 @@ uint64_t member_bytes(const CheckpointSource& source, const CompressPlan& plan,
   return bytes;
 }
 
-void release_members(const CheckpointSource& source, const CompressPlan& plan,
-                     const GroupSpec& group) {
-  for (size_t m : group.members) {
-    const TensorLocation& at = plan.order[m];
-    source.release(at);
+// Releases a group's members (CheckpointSource::release) when it goes out of scope.
+class MembersHeld {
+ public:
+  MembersHeld(const CheckpointSource& source, const CompressPlan& plan, const GroupSpec& group,
+              PhaseTimes* phases)
+      : source_(source), phases_(phases) {
+    for (size_t m : group.members) members_.push_back(plan.order[m]);
   }
-}
+  MembersHeld(const MembersHeld&) = delete;
+  MembersHeld& operator=(const MembersHeld&) = delete;
+  ~MembersHeld() {
+    const PhaseTimer releasing(phases_, "  planning: release input pages");
+    for (const TensorLocation& at : members_) source_.release(at);
+  }
+
+ private:
+  const CheckpointSource& source_;
+  PhaseTimes* phases_;
+  std::vector<TensorLocation> members_;
+};
 
 std::string member_list(const CheckpointSource& source, const CompressPlan& plan,
                         const GroupSpec& group) {
@@ -170,6 +184,17 @@ Result<MemberSpans> group_member_spans(const CheckpointSource& source, const Com
   return MemberSpans::make(bytes);
 }
 
+std::vector<MemberSource> group_sources(const CheckpointSource& source, const CompressPlan& plan,
+                                        const GroupSpec& group) {
+  std::vector<MemberSource> sources;
+  sources.reserve(group.members.size());
+  for (size_t m : group.members) {
+    const TensorLocation& at = plan.order[m];
+    sources.push_back(source.member_source(at));
+  }
+  return sources;
+}
+
 Grouping group_tensors(std::span<const TensorEntry> entries,
                        const std::optional<std::string>& config_text, GroupBy group_by) {
   Grouping grouping = derive_groups(entries, group_by);
@@ -183,7 +208,7 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
 
 Result<CompressPlan> plan_compression(const CheckpointSource& source, GroupBy group_by,
                                       Reporter& reporter, const CancelToken& cancel,
-                                      uint64_t chunk_weights) {
+                                      uint64_t chunk_weights, PhaseTimes* phases) {
   CompressPlan result;
   result.order = source.tensors_in_file_order();
   std::vector<TensorEntry> entries;
@@ -232,7 +257,18 @@ Result<CompressPlan> plan_compression(const CheckpointSource& source, GroupBy gr
       incompatible = compat_violation(sizes);
       if (!incompatible.empty()) break;
       DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(source, result, group.spec));
-      auto plan = plan_group(spans.spans(), chunk_weights);
+      // The members' bytes are held until this attempt ends (the spans die with it); then
+      // what the workers left is dropped: pages at chunk seams and the kernel's fault-around
+      // pages, or what a source staged.
+      const MembersHeld held(source, result, group.spec, phases);
+      std::optional<PhaseTimer> histogram(std::in_place, phases, "  plan_group");
+      // Each worker drops the pages of the chunk it has counted, so that the group's pages
+      // are not all resident at once, nor all dropped on one thread afterwards.
+      const SourcePages pages(spans.stream(), group_sources(source, result, group.spec));
+      auto plan = plan_group(spans.spans(), chunk_weights, [&](uint64_t begin, uint64_t end) {
+        pages.drop(begin, end, /*whole_pages_only=*/true);
+      });
+      histogram.reset();
       if (plan) {
         sizes.n_blocks = plan->n_blocks;
         incompatible = compat_violation(sizes);
@@ -282,7 +318,6 @@ Result<CompressPlan> plan_compression(const CheckpointSource& source, GroupBy gr
                        incompatible + "; tensors " + member_list(source, result, group.spec));
       for (size_t m : group.spec.members) reasons[m] = "its group is above a loader limit";
     }
-    release_members(source, result, group.spec);
     // A tied copy that stays uncoded is simply not written: its tensor is stored by its own
     // group or raw.
     if (!group.coded && group.spec.alias_name.empty()) {

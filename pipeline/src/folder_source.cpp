@@ -2,8 +2,6 @@
 
 #include <system_error>
 
-#include "file_sha256.h"
-
 namespace df11::app {
 namespace fs = std::filesystem;
 
@@ -15,15 +13,18 @@ void FolderSource::release(const TensorLocation& at) const {
   folder_.shards[at.shard].release(tensor(at));
 }
 
-void FolderSource::release_range(const TensorLocation& at, uint64_t offset, uint64_t length) const {
-  folder_.shards[at.shard].mapped().advise_dontneed(tensor(at).file_offset + offset, length);
+MemberSource FolderSource::member_source(const TensorLocation& at) const {
+  return {&folder_.shards[at.shard].mapped(), tensor(at).file_offset};
 }
 
 Status FolderSource::stream_tensor(const TensorLocation& at, const ByteSink& sink,
-                                   const CancelToken& cancel) const {
+                                   const CancelToken& cancel, uint64_t step_bytes) const {
   const TensorInfo& t = tensor(at);
-  return stream_file_range(folder_.shards[at.shard].mapped(), t.file_offset, t.byte_size(), sink,
-                           cancel);
+  DF11_RETURN_IF_ERROR(stream_file_range(folder_.shards[at.shard].mapped(), t.file_offset,
+                                         t.byte_size(), sink, cancel, step_bytes));
+  // Each step's pages went as it was read; sweep the fault-around pages at the edges.
+  folder_.shards[at.shard].release(t);
+  return Status::ok();
 }
 
 uint64_t FolderSource::side_file_bytes() const {
@@ -42,9 +43,13 @@ Status FolderSource::write_side_files(const fs::path& dir,
   return copy_side_files(folder_.dir, dir, folder_.side_files, on_bytes, cancel);
 }
 
-Result<std::string> FolderSource::shard_sha256(size_t shard, const std::atomic<bool>* stop,
-                                               const CancelToken& cancel) const {
-  return sha256_file_interruptible(folder_.shard_path(shard), stop, cancel);
+Result<SourceDigests> FolderSource::shard_digests(size_t shard, const std::atomic<bool>* stop,
+                                                  const CancelToken& cancel,
+                                                  bool read_ahead) const {
+  std::vector<ByteRange> tensors;
+  for (const TensorInfo& t : header(shard).tensors)
+    tensors.push_back({t.file_offset, t.byte_size()});
+  return hash_file(folder_.shard_path(shard), tensors, stop, cancel, read_ahead);
 }
 
 }  // namespace df11::app

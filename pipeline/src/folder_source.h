@@ -1,6 +1,6 @@
 // A checkpoint folder on disk as compress's source: the shards memory-mapped (ModelFolder),
 // tensors read in place, pages dropped once used, side files copied, shards hashed with
-// read(2).
+// read(2) (hash_file).
 #pragma once
 
 #include <string>
@@ -27,17 +27,17 @@ class FolderSource final : public CheckpointSource {
 
   Result<std::span<const uint8_t>> tensor_bytes(const TensorLocation& at) const override;
   void release(const TensorLocation& at) const override;
-  void release_range(const TensorLocation& at, uint64_t offset, uint64_t length) const override;
-  Status stream_tensor(const TensorLocation& at, const ByteSink& sink,
-                       const CancelToken& cancel) const override;
+  MemberSource member_source(const TensorLocation& at) const override;
+  Status stream_tensor(const TensorLocation& at, const ByteSink& sink, const CancelToken& cancel,
+                       uint64_t step_bytes) const override;
 
   const std::vector<std::string>& side_files() const override { return folder_.side_files; }
   uint64_t side_file_bytes() const override;
   Status write_side_files(const std::filesystem::path& dir,
                           const std::function<void(uint64_t)>& on_bytes,
                           const CancelToken& cancel) const override;
-  Result<std::string> shard_sha256(size_t shard, const std::atomic<bool>* stop,
-                                   const CancelToken& cancel) const override;
+  Result<SourceDigests> shard_digests(size_t shard, const std::atomic<bool>* stop,
+                                      const CancelToken& cancel, bool read_ahead) const override;
 
  private:
   const ModelFolder& folder_;

@@ -8,6 +8,7 @@
 #include <unordered_map>
 
 #include "df11/file_io.h"
+#include "df11/hash.h"
 #include "df11/metadata.h"
 #include "df11/sha256.h"
 #include "utf8.h"
@@ -178,8 +179,8 @@ Result<std::span<const uint8_t>> MemorySource::tensor_bytes(const TensorLocation
   const CheckpointTensor& t = described(at);
   if (t.data != nullptr || t.byte_size == 0) return std::span<const uint8_t>(t.data, t.byte_size);
   std::lock_guard<std::mutex> lock(staged_mutex_);
-  auto& staged = staged_[{at.shard, at.tensor}];
-  if (!staged) {
+  Staged& staged = staged_[{at.shard, at.tensor}];
+  if (!staged.bytes) {
     std::unique_ptr<uint8_t[]> bytes(new (std::nothrow) uint8_t[t.byte_size]);
     if (!bytes) {
       staged_.erase({at.shard, at.tensor});
@@ -192,23 +193,26 @@ Result<std::span<const uint8_t>> MemorySource::tensor_bytes(const TensorLocation
       staged_.erase({at.shard, at.tensor});
       return status;
     }
-    staged = std::move(bytes);
+    staged.bytes = std::move(bytes);
   }
-  return std::span<const uint8_t>(staged.get(), t.byte_size);
+  ++staged.holds;
+  return std::span<const uint8_t>(staged.bytes.get(), t.byte_size);
 }
 
 void MemorySource::release(const TensorLocation& at) const {
   std::lock_guard<std::mutex> lock(staged_mutex_);
-  staged_.erase({at.shard, at.tensor});
+  const auto it = staged_.find({at.shard, at.tensor});
+  if (it != staged_.end() && --it->second.holds == 0) staged_.erase(it);
 }
 
 Status MemorySource::stream_tensor(const TensorLocation& at, const ByteSink& sink,
-                                   const CancelToken& cancel) const {
+                                   const CancelToken& cancel, uint64_t step_bytes) const {
   const CheckpointTensor& t = described(at);
   std::vector<uint8_t> buffer;
   for (uint64_t done = 0; done < t.byte_size;) {
     DF11_RETURN_IF_ERROR(cancel.check());
-    const uint64_t step = std::min<uint64_t>(kStreamStepBytes, t.byte_size - done);
+    const uint64_t step = std::min<uint64_t>(std::clamp<uint64_t>(step_bytes, 1, kStreamStepBytes),
+                                             t.byte_size - done);
     if (t.data != nullptr) {
       DF11_RETURN_IF_ERROR(sink({t.data + done, static_cast<size_t>(step)}));
     } else {
@@ -243,13 +247,16 @@ Status MemorySource::write_side_files(const fs::path& dir,
   return Status::ok();
 }
 
-Result<std::string> MemorySource::shard_sha256(size_t shard, const std::atomic<bool>* stop,
-                                               const CancelToken& cancel) const {
+Result<SourceDigests> MemorySource::shard_digests(size_t shard, const std::atomic<bool>* stop,
+                                                  const CancelToken& cancel,
+                                                  bool /*read_ahead*/) const {
   const Shard& s = shards_[shard];
   Sha256 sha;
   sha.update(s.prefix);
+  SourceDigests digests;
   // The data buffer is the tensors back to back in header order (the layout leaves no gaps).
   for (size_t t = 0; t < s.header.tensors.size(); ++t) {
+    Xxh3 xxh3;
     DF11_RETURN_IF_ERROR(stream_tensor(
         {shard, t},
         [&](std::span<const uint8_t> bytes) {
@@ -257,11 +264,14 @@ Result<std::string> MemorySource::shard_sha256(size_t shard, const std::atomic<b
             return Status(ErrorCode::kInterrupted, in_memory(s.name + ": hashing stopped"));
           }
           sha.update(bytes);
+          xxh3.update(bytes);
           return Status::ok();
         },
-        cancel));
+        cancel, kStreamStepBytes));
+    digests.xxh3.push_back(xxh3.hex_digest());
   }
-  return sha.hex_digest();
+  digests.sha256 = sha.hex_digest();
+  return digests;
 }
 
 }  // namespace df11::app

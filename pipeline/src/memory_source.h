@@ -1,7 +1,8 @@
 // A checkpoint in memory as compress's source (compress.h, CheckpointInMemory): each shard's
 // header laid out and parsed back as if the file existed, tensors read where the caller keeps
 // them (or staged from its reader, one group at a time), side files written from their
-// contents, and each shard's SHA-256 computed over the bytes its file would hold.
+// contents, and each shard's SHA-256 (and its tensors' XXH3) computed over the bytes its file
+// would hold.
 #pragma once
 
 #include <cstdint>
@@ -34,16 +35,16 @@ class MemorySource final : public CheckpointSource {
 
   Result<std::span<const uint8_t>> tensor_bytes(const TensorLocation& at) const override;
   void release(const TensorLocation& at) const override;
-  Status stream_tensor(const TensorLocation& at, const ByteSink& sink,
-                       const CancelToken& cancel) const override;
+  Status stream_tensor(const TensorLocation& at, const ByteSink& sink, const CancelToken& cancel,
+                       uint64_t step_bytes) const override;
 
   const std::vector<std::string>& side_files() const override { return side_files_; }
   uint64_t side_file_bytes() const override;
   Status write_side_files(const std::filesystem::path& dir,
                           const std::function<void(uint64_t)>& on_bytes,
                           const CancelToken& cancel) const override;
-  Result<std::string> shard_sha256(size_t shard, const std::atomic<bool>* stop,
-                                   const CancelToken& cancel) const override;
+  Result<SourceDigests> shard_digests(size_t shard, const std::atomic<bool>* stop,
+                                      const CancelToken& cancel, bool read_ahead) const override;
 
  private:
   MemorySource() = default;
@@ -69,8 +70,12 @@ class MemorySource final : public CheckpointSource {
   std::map<std::string, const std::string*> contents_;  // side file -> its bytes
 
   mutable std::mutex read_mutex_;  // readers are called one at a time
+  struct Staged {
+    std::unique_ptr<uint8_t[]> bytes;
+    size_t holds = 0;
+  };
   mutable std::mutex staged_mutex_;
-  mutable std::map<std::pair<size_t, size_t>, std::unique_ptr<uint8_t[]>> staged_;
+  mutable std::map<std::pair<size_t, size_t>, Staged> staged_;  // reader tensors being held
 };
 
 }  // namespace df11::app
