@@ -58,18 +58,18 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (df11_checkpoint_create(&ck) != DF11_OK) return 1;
-#define ADD(NAME, ROWS, COLS, SD, CONSTANT)                                                  \
-  do {                                                                                       \
-    size_t n_ = (size_t)(ROWS) * (COLS);                                                     \
-    shape[0] = (ROWS);                                                                       \
-    shape[1] = (COLS);                                                                       \
-    owned[n_owned] = weights(n_, SD, CONSTANT);                                              \
-    if (owned[n_owned] == NULL ||                                                            \
-        df11_checkpoint_add_tensor(ck, NULL, NAME, "BF16", (COLS) == 1 ? 1 : 2, shape,       \
-                                   owned[n_owned], 2 * n_) != DF11_OK) {                     \
-      failed = 1;                                                                            \
-    }                                                                                        \
-    ++n_owned;                                                                               \
+#define ADD(NAME, ROWS, COLS, SD, CONSTANT)                                            \
+  do {                                                                                 \
+    size_t n_ = (size_t)(ROWS) * (COLS);                                               \
+    shape[0] = (ROWS);                                                                 \
+    shape[1] = (COLS);                                                                 \
+    owned[n_owned] = weights(n_, SD, CONSTANT);                                        \
+    if (owned[n_owned] == NULL ||                                                      \
+        df11_checkpoint_add_tensor(ck, NULL, NAME, "BF16", (COLS) == 1 ? 1 : 2, shape, \
+                                   owned[n_owned], 2 * n_) != DF11_OK) {               \
+      failed = 1;                                                                      \
+    }                                                                                  \
+    ++n_owned;                                                                         \
   } while (0)
 
   ADD("model.embed_tokens.weight", kVocab, kHidden, 0.02f, 0.0f);
