@@ -11,8 +11,8 @@ ordered as the safetensors library orders them in a file. The DF11 folder is the
 `df11 compress` writes for the folder save_pretrained would have written, byte for byte.
 
 CPU tensors are read where they are (contiguous bytes, no copy); tensors elsewhere (CUDA) are
-copied to host memory by the library's reader calls, at most 64 MiB at a time, one group (a
-transformer block) staged at once.
+copied to host memory by the library's reader calls, at most 64 MiB at a time, only the groups
+being coded (transformer blocks) staged at once.
 """
 from __future__ import annotations
 

@@ -5,7 +5,6 @@ folder equals byte for byte what `df11 compress` writes for the model's save_pre
 gives logits torch.equal to the BF16 model's (CPU). Also: sharding, a plain state dict with
 its config, tensors read through the library's reader calls (the path CUDA tensors take),
 progress and stopping, and bad input."""
-import hashlib
 import os
 import subprocess
 
@@ -19,19 +18,8 @@ import models
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
-def tree(folder):
-    """sha256 of every file under `folder`, by relative path."""
-    out = {}
-    for root, _, names in os.walk(folder):
-        for name in names:
-            path = os.path.join(root, name)
-            with open(path, "rb") as f:
-                out[os.path.relpath(path, folder)] = hashlib.sha256(f.read()).hexdigest()
-    return out
-
-
 def assert_same_tree(a, b):
-    ta, tb = tree(a), tree(b)
+    ta, tb = models.tree_sha256(a), models.tree_sha256(b)
     assert ta, f"{a} is empty"
     assert sorted(ta) == sorted(tb)
     assert [k for k in ta if ta[k] != tb[k]] == []

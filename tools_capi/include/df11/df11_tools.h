@@ -116,8 +116,10 @@ typedef int (*df11_read_fn)(void* user, uint64_t offset, void* dst, size_t bytes
 
 /* As df11_checkpoint_add_tensor, for bytes the caller cannot map into host memory at once (a
  * tensor on a GPU): `read` gives them on demand, with `user` passed back. The library stages
- * the tensors of one group (a transformer block) at a time in host memory it allocates, and
- * reads each tensor about three times (planning, coding, the shard's SHA-256). */
+ * the tensors of the groups being planned or coded (a group is a transformer block; about two
+ * per shard being written, and shards are written side by side as memory allows) in host
+ * memory it allocates, frees each once its groups are done, and reads each tensor about three
+ * times (planning, coding, the shard's SHA-256). */
 DF11_API df11_status df11_checkpoint_add_tensor_reader(df11_checkpoint* ck, const char* file,
                                                        const char* name, const char* dtype,
                                                        size_t rank, const uint64_t* shape,
@@ -164,8 +166,8 @@ DF11_API df11_status df11_checkpoint_set_progress(df11_checkpoint* ck, df11_prog
  * out_dir when complete; any failure, a stopped progress callback included, leaves nothing
  * behind. An existing out_dir is DF11_ERROR_EXISTS unless DF11_COMPRESS_FORCE. Blocking; runs
  * on oneTBB's threads (DF11_COMPRESS_THREADS) plus hashing threads; memory: about 160 MB of
- * coding buffers plus the largest group's coded size, plus, for tensors given by readers, the
- * largest group's BF16 bytes. May be called again (e.g. to another folder); warnings and
+ * coding buffers plus the largest group's coded size, plus, for tensors given by readers, up
+ * to two groups' BF16 bytes per shard being written. May be called again (e.g. to another folder); warnings and
  * results then describe the latest call. */
 DF11_API df11_status df11_checkpoint_compress(df11_checkpoint* ck, const char* out_dir);
 
