@@ -167,8 +167,8 @@ DF11_API df11_status df11_checkpoint_set_progress(df11_checkpoint* ck, df11_prog
  * behind. An existing out_dir is DF11_ERROR_EXISTS unless DF11_COMPRESS_FORCE. Blocking; runs
  * on oneTBB's threads (DF11_COMPRESS_THREADS) plus hashing threads; memory: about 160 MB of
  * coding buffers plus the largest group's coded size, plus, for tensors given by readers, up
- * to two groups' BF16 bytes per shard being written. May be called again (e.g. to another folder); warnings and
- * results then describe the latest call. */
+ * to two groups' BF16 bytes per shard being written. May be called again (e.g. to another folder);
+ * warnings and results then describe the latest call. */
 DF11_API df11_status df11_checkpoint_compress(df11_checkpoint* ck, const char* out_dir);
 
 /* What the latest df11_checkpoint_compress said without failing: groups stored unchanged, a
