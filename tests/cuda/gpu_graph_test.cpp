@@ -95,7 +95,8 @@ TEST_F(CudaGraphDecode, CapturedDecodeReplaysDecodeEveryBlock) {
   std::vector<PlacedGroup> placed;
   std::vector<cuda::DeviceGroup> groups;
   for (size_t i = 0; i < cases.size(); ++i) {
-    placed.push_back(cuda_test::place(arena, cases[i].group.view(), 4 * uint32_t(i), cases[i].name));
+    placed.push_back(
+        cuda_test::place(arena, cases[i].group.view(), 4 * uint32_t(i), cases[i].name));
     groups.push_back(placed.back().device);
   }
   cudaStream_t stream = nullptr;

@@ -187,13 +187,13 @@ TEST(TailPool, OnlyTheLastTakeResets) {
   for (uint32_t taken = 0; taken < pool + (grid - 1) * kChunk; taken += kChunk) {
     EXPECT_FALSE(pool_take(e | taken, kChunk, 4, start, 50, total, grid).reset) << taken;
   }
-  const PoolTake last = pool_take(e | (pool + (grid - 1) * kChunk), kChunk, 4, start, 50, total,
-                                  grid);
+  const PoolTake last =
+      pool_take(e | (pool + (grid - 1) * kChunk), kChunk, 4, start, 50, total, grid);
   EXPECT_TRUE(last.reset);
   EXPECT_EQ(last.next, total);
   // Another epoch's counter never resets.
-  EXPECT_FALSE(pool_take((uint64_t{5} << 32) | (pool + (grid - 1) * kChunk), kChunk, 4, start,
-                         50, total, grid)
+  EXPECT_FALSE(pool_take((uint64_t{5} << 32) | (pool + (grid - 1) * kChunk), kChunk, 4, start, 50,
+                         total, grid)
                    .reset);
   // A successful take hands out the pool's next run, never a block behind the walk.
   EXPECT_EQ(pool_take(e | 6, kChunk, 4, start, 50, total, grid).next, start + 6);
