@@ -25,8 +25,10 @@ steps=${*:-pytest}
 here=$(cd "$(dirname "$0")" && pwd)
 tests=$(dirname "$here")
 export PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
-python3 -c "import torch, transformers, df11; print('torch', torch.__version__, '| transformers', transformers.__version__, '| df11', df11.version(), 'cuda' if df11.has_cuda() else 'no cuda')" | tee -a "$out/gpu.txt"
+if [ ! -s "$out/gpu.txt" ]; then  # once per OUT
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/gpu.txt"
+  python3 -c "import torch, transformers, df11; print('torch', torch.__version__, '| transformers', transformers.__version__, '| df11', df11.version(), 'cuda' if df11.has_cuda() else 'no cuda')" | tee -a "$out/gpu.txt"
+fi
 rc=0
 for step in $steps; do
   case $step in
