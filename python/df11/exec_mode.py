@@ -304,13 +304,13 @@ def check(folder: _capi.Model, state: ExecState) -> None:
     """Reads every call site's record (the caller has synchronised the device's work)."""
     if state.status is None or not state.sites:
         return
-    kinds = state.status.view(-1, 4, 4)[:, 2].cpu()  # bytes 8..11 of each record
+    kinds = state.status.view(torch.int32).view(-1, 4)[:, 2].cpu()  # bytes 8..11 of each record
     if not bool((kinds != 0).any()):
         return
     stream = torch.cuda.current_stream(state.device).cuda_stream
     L = _capi.lib()
     for site, k in zip(state.sites, kinds.tolist()):
-        if not any(k):
+        if k == 0:
             continue
         rc = L.df11_cuda_exec_status_sync(folder.handle, site.status.data_ptr(), stream)
         if rc != 0:

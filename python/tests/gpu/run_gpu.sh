@@ -8,7 +8,7 @@
 #
 #   cudatests the C++ GPU tests at $DF11_CUDA_TESTS and $DF11_CAPI_GPU_TESTS (built binaries;
 #             $CUDA_TESTS_FILTER picks gtest cases) -> OUT/cudatests.log
-#   pytest    python/tests (CPU and GPU checks; $PYTEST_ARGS adds pytest arguments, -k ...)
+#   pytest    python/tests (CPU and GPU checks; $PYTEST_K: a pytest -k expression)
 #             -> OUT/pytest.log
 #   make8b    the Llama-3.1-8B-shaped model (random weights) made in /dev/shm and compressed
 #   diag      python/tests/gpu/diag_exact.py on it (where df11's and BF16's steps part)
@@ -40,8 +40,8 @@ for step in $steps; do
         [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1
       done ;;
     pytest)
-      # shellcheck disable=SC2086
-      (cd "$tests" && timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest -q -p no:cacheprovider -rs ${PYTEST_ARGS:-} . ) \
+      (cd "$tests" && timeout "${PYTEST_TIMEOUT:-400}" python3 -m pytest -q -p no:cacheprovider -rs \
+         -k "${PYTEST_K:-not no_such_test}" . ) \
         2>&1 | tee "$out/pytest.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1 ;;
     make8b)
