@@ -9,7 +9,9 @@ The native part is libdf11 (the C API, capi/include/df11/df11.h) through ctypes;
 """
 from ._capi import Df11Error, has_cuda, version
 from . import _ops  # noqa: F401  (registers torch.ops.df11.*)
+from .exec_mode import reference as exec_reference
 from .loader import DFloat11Model, from_pretrained
 
-__all__ = ["Df11Error", "DFloat11Model", "from_pretrained", "has_cuda", "version"]
+__all__ = ["Df11Error", "DFloat11Model", "exec_reference", "from_pretrained", "has_cuda",
+           "version"]
 __version__ = "0.1.0"
