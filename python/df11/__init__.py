@@ -12,8 +12,9 @@ df11.compress and Hub ids libdf11-tools (tools_capi/include/df11/df11_tools.h); 
 from ._capi import Df11Error, has_cuda, version
 from . import _ops  # noqa: F401  (registers torch.ops.df11.*)
 from .checkpoint import CompressResult, compress
+from .exec_mode import reference as exec_reference
 from .loader import DFloat11Model, from_pretrained
 
-__all__ = ["CompressResult", "Df11Error", "DFloat11Model", "compress", "from_pretrained",
-           "has_cuda", "version"]
+__all__ = ["CompressResult", "Df11Error", "DFloat11Model", "compress", "exec_reference",
+           "from_pretrained", "has_cuda", "version"]
 __version__ = "0.1.0"
