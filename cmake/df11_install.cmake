@@ -1,11 +1,14 @@
 # Install rules: `cmake --install build --prefix P` gives
-#   P/include/df11/       df11.h (C API) and the C++ headers of format, decoder (and cuda)
-#   P/lib/                libdf11.so.0 (+ links), libdf11.a, and the C++ libraries
+#   P/include/df11/       df11.h (C API), df11_tools.h (tools C API, when built) and the C++
+#                         headers of format, decoder (and cuda)
+#   P/lib/                libdf11.so.0 (+ links), libdf11.a, libdf11-tools.so.0 (when built)
+#                         and the C++ libraries
 #   P/bin/df11            the command-line tool (when built)
 #   P/lib/cmake/df11/     df11Config.cmake, df11ConfigVersion.cmake, df11Targets*.cmake
-#   P/lib/pkgconfig/      df11.pc (the C API)
-# Targets, namespace df11::: df11 (C API, shared), df11_static (C API, static), format,
-# decoder, cuda and cuda_host (C++20 API; cuda on CUDA builds).
+#   P/lib/pkgconfig/      df11.pc (the C API), df11-tools.pc (the tools C API)
+# Targets, namespace df11::: df11 (C API, shared), df11_static (C API, static), tools (tools C
+# API, shared; with the pipelines, DF11_CLI), format, decoder, cuda and cuda_host (C++20 API;
+# cuda on CUDA builds).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -13,6 +16,9 @@ set(DF11_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/df11)
 set(DF11_EXPORTED df11_capi df11_capi_static df11_format df11_decoder)
 if(TARGET df11_cuda)
   list(APPEND DF11_EXPORTED df11_cuda df11_cuda_host)
+endif()
+if(TARGET df11_tools)
+  list(APPEND DF11_EXPORTED df11_tools)
 endif()
 
 install(TARGETS ${DF11_EXPORTED} EXPORT df11Targets
@@ -22,6 +28,10 @@ install(TARGETS ${DF11_EXPORTED} EXPORT df11Targets
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_SOURCE_DIR}/capi/include/df11/df11.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/df11)
+if(TARGET df11_tools)
+  install(FILES ${PROJECT_SOURCE_DIR}/tools_capi/include/df11/df11_tools.h
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/df11)
+endif()
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/format/include/df11 ${PROJECT_SOURCE_DIR}/decoder/include/df11
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h")
 if(TARGET df11_cuda)
@@ -34,6 +44,11 @@ endif()
 
 install(EXPORT df11Targets NAMESPACE df11:: DESTINATION ${DF11_INSTALL_CMAKEDIR})
 set(DF11_CONFIG_CUDA ${DF11_CUDA})
+if(TARGET df11_tools)
+  set(DF11_CONFIG_TOOLS ON)
+else()
+  set(DF11_CONFIG_TOOLS OFF)
+endif()
 configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/df11Config.cmake.in
                               ${PROJECT_BINARY_DIR}/df11Config.cmake
                               INSTALL_DESTINATION ${DF11_INSTALL_CMAKEDIR})
@@ -55,3 +70,8 @@ if(TARGET df11_cuda)
 endif()
 configure_file(${CMAKE_CURRENT_LIST_DIR}/df11.pc.in ${PROJECT_BINARY_DIR}/df11.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/df11.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(TARGET df11_tools)
+  configure_file(${CMAKE_CURRENT_LIST_DIR}/df11-tools.pc.in ${PROJECT_BINARY_DIR}/df11-tools.pc
+                 @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/df11-tools.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
