@@ -3,6 +3,7 @@
 // report errors the same way.
 #pragma once
 
+#include <cstring>
 #include <exception>
 #include <mutex>
 #include <new>
@@ -55,6 +56,17 @@ df11_status guarded(ErrorState& err, F&& body) {
     return fail(err,
                 Status(ErrorCode::kInternal, std::string("unexpected exception: ") + e.what()));
   }
+}
+
+// The integer a C caller passed as a C enum parameter. C lets any int through, and reading an
+// enum object whose value lies outside the enumerators' range is undefined in C++, so the bits
+// are copied out rather than loaded as the enum type.
+template <typename Enum>
+int c_enum_value(const Enum& e) {
+  static_assert(sizeof(Enum) == sizeof(int), "C enums are int-sized on supported ABIs");
+  int v = 0;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
 }
 
 }  // namespace df11::capi

@@ -378,7 +378,7 @@ df11_status df11_group_part_bytes(df11_model* model, size_t group, df11_group_pa
         &df11::GroupView::luts,          &df11::GroupView::encoded_exponent,
         &df11::GroupView::sign_mantissa, &df11::GroupView::output_positions,
         &df11::GroupView::gaps,          &df11::GroupView::split_positions};
-    const int index = static_cast<int>(part);
+    const int index = df11::capi::c_enum_value(part);
     if (index < 0 || index >= 6) {
       return Status(ErrorCode::kInvalidArgument,
                     "df11_group_part_bytes: unknown part " + std::to_string(index));

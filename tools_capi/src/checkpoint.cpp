@@ -223,7 +223,7 @@ df11_status df11_checkpoint_set_option(df11_checkpoint* ck, df11_compress_option
       return Status(ErrorCode::kInvalidArgument,
                     std::string(what) + ": " + std::to_string(value) + " is out of range");
     };
-    switch (option) {
+    switch (df11::capi::c_enum_value(option)) {
       case DF11_COMPRESS_THREADS:
         if (value < 0 || value > 4096) return out_of_range("DF11_COMPRESS_THREADS");
         ck->options.threads = static_cast<int>(value);
@@ -243,7 +243,7 @@ df11_status df11_checkpoint_set_option(df11_checkpoint* ck, df11_compress_option
         return Status::ok();
     }
     return Status(ErrorCode::kInvalidArgument,
-                  "unknown option " + std::to_string(static_cast<int>(option)));
+                  "unknown option " + std::to_string(df11::capi::c_enum_value(option)));
   });
 }
 
