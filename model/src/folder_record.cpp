@@ -23,7 +23,7 @@ struct FileState {
 
 // Size and SHA-256 of a regular file (symlinks followed); a FIFO or device is refused before
 // it is opened, so that a hostile folder cannot block the reader.
-Result<FileState> read_state(const fs::path& path, const CancelToken& cancel) {
+Result<FileState> read_state(const fs::path& path, const CancelToken& cancel, bool hash = true) {
   std::error_code ec;
   const fs::file_status status = fs::status(path, ec);
   if (status.type() == fs::file_type::not_found) {
@@ -36,7 +36,9 @@ Result<FileState> read_state(const fs::path& path, const CancelToken& cancel) {
   FileState state;
   state.size = fs::file_size(path, ec);
   if (ec) return Status(ErrorCode::kIo, path.string() + ": " + ec.message());
-  DF11_ASSIGN_OR_RETURN(state.sha256, sha256_file_interruptible(path.string(), nullptr, cancel));
+  if (hash) {
+    DF11_ASSIGN_OR_RETURN(state.sha256, sha256_file_interruptible(path.string(), nullptr, cancel));
+  }
   return state;
 }
 
@@ -74,7 +76,8 @@ Result<std::vector<FolderFile>> hash_folder_files(const fs::path& dir,
   return out;
 }
 
-Result<FolderFindings> check_folder_record(const Df11Folder& folder, const CancelToken& cancel) {
+Result<FolderFindings> check_folder_record(const Df11Folder& folder, const CancelToken& cancel,
+                                           bool hash_files) {
   FolderFindings findings;
   const ModelFolder& model = folder.folder;
   // I1: the record is in the first shard, from df11 metadata 1.1 on, and only there.
@@ -119,13 +122,20 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
   for (const FolderFile& f : *first.folder_files) {
     DF11_RETURN_IF_ERROR(cancel.check());
     recorded_files.insert(f.file);
-    auto state = read_state(model.dir / f.file, cancel);
+    auto state = read_state(model.dir / f.file, cancel, hash_files);
     if (!state) {
       if (state.status().code() == ErrorCode::kInterrupted) return state.status();
       findings.failures.push_back(f.file + ": recorded in the folder record, but " +
                                   (state.status().code() == ErrorCode::kNotFound
                                        ? std::string("missing")
                                        : state.status().message()));
+      continue;
+    }
+    if (!hash_files) {
+      if (state->size != f.size) {
+        findings.failures.push_back(f.file + ": " + std::to_string(state->size) +
+                                    " bytes, the folder record has " + std::to_string(f.size));
+      }
       continue;
     }
     findings.hashed.push_back(FolderFile{f.file, state->size, state->sha256});

@@ -34,9 +34,11 @@ struct FolderFindings {
 };
 
 // Checks the folder's shards and files against the record in its first shard; every
-// recorded file is read in full. A folder whose metadata is 1.0 has no record: nothing is
-// checked (has_record false) unless a shard carries a record anyway. Stops early with
-// kInterrupted once `cancel` is cancelled.
-Result<FolderFindings> check_folder_record(const Df11Folder& folder, const CancelToken& cancel);
+// recorded file is read in full, or with `hash_files` false only its size is compared (a
+// writer's cheap check of what it has just written; `hashed` stays empty). A folder whose
+// metadata is 1.0 has no record: nothing is checked (has_record false) unless a shard
+// carries a record anyway. Stops early with kInterrupted once `cancel` is cancelled.
+Result<FolderFindings> check_folder_record(const Df11Folder& folder, const CancelToken& cancel,
+                                           bool hash_files = true);
 
 }  // namespace df11::app

@@ -15,6 +15,7 @@
 #include "file_stream.h"
 #include "file_writer.h"
 #include "folder_record.h"
+#include "folder_structure.h"
 #include "group_writer.h"
 #include "model_config.h"
 #include "model_folder.h"
@@ -114,7 +115,9 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
                     std::to_string(written.max_block_weights) + " weights per block");
   }
 
-  DF11_ASSIGN_OR_RETURN(out.metadata.sources.front().sha256, hasher.get(out.shard));
+  for (size_t k = 0; k < out.source_shards.size(); ++k) {
+    DF11_ASSIGN_OR_RETURN(out.metadata.sources[k].sha256, hasher.get(out.source_shards[k]));
+  }
   DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(folder, plan, out));
   if (final_layout.prefix.size() != layout.prefix.size()) {
     // Checksums are fixed-width hex, so the header cannot change size; if it did, the data
@@ -209,17 +212,26 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   DF11_ASSIGN_OR_RETURN(
       shards.front().metadata.folder_files,
       write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
-  shards.front().metadata.shards = folder.shard_names;  // sorted
+  shards.front().metadata.shards.emplace();
+  for (const ShardOut& out : shards) {  // sorted, as the input shards are
+    shards.front().metadata.shards->push_back(folder.shard_names[out.shard]);
+  }
   GroupScratch scratch;
   for (ShardOut& out : shards) {
     DF11_ASSIGN_OR_RETURN(
         ShardResult written,
         write_shard(folder, plan, out, staging.path(), hasher, scratch, options, reporter, cancel));
     summary.output_bytes += written.file_size;
-    summary.input_bytes += folder.shards[out.shard].header().file_size;
   }
+  for (const SafetensorsFile& shard : folder.shards)
+    summary.input_bytes += shard.header().file_size;
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
+  // Never report success for a folder that verify would reject: its structure is checked
+  // (headers, record, index; nothing decoded) before it is renamed into place.
+  const Stopwatch checking;
+  DF11_RETURN_IF_ERROR(check_written_folder(staging.path(), cancel));
+  reporter.detail("checked the structure of what was written in " + checking.text());
   DF11_RETURN_IF_ERROR(staging.commit());
 
   summary.shards = folder.shards.size();

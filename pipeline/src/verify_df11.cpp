@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <unordered_set>
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
@@ -14,19 +13,13 @@
 #include "df11_folder.h"
 #include "file_stream.h"
 #include "folder_record.h"
-#include "loader_check.h"
+#include "folder_structure.h"
 #include "model_config.h"
 #include "tensor_compare.h"
 #include "verify_modes.h"
 
 namespace df11::app {
 namespace {
-
-std::string member_names(const GroupMeta& meta) {
-  std::string list;
-  for (const MemberMeta& m : meta.members) list += (list.empty() ? "'" : ", '") + m.name + "'";
-  return list;
-}
 
 // Shards are hashed side by side: smaller steps than a single stream's keep the resident
 // pages of all of them about where one stream's are.
@@ -113,7 +106,7 @@ void check_stored(const Df11Folder& folder, const CodedGroup& g,
     if (hashes[k] != recorded) {
       context.fail("tensor '" + tensors[k]->name + "' (" + g.what + "): stored bytes have xxh3 " +
                    hashes[k] + ", the metadata records " + recorded +
-                   "; members affected: " + member_names(meta));
+                   "; members affected: " + member_list(meta));
     }
   }
 }
@@ -162,105 +155,6 @@ void check_alias(const Df11Folder& folder, const AliasMember& alias, TensorProdu
   }
 }
 
-// The DF11 config.json must make the loader decode every group into its members, in order.
-void check_loader(const Df11Folder& folder, VerifyContext& context) {
-  if (!folder.folder.config_text) {
-    context.fail("config.json: missing; the dfloat11 loader needs it");
-    return;
-  }
-  auto dict = read_pattern_dict(*folder.folder.config_text, "config.json");
-  if (!dict) {
-    context.fail(dict.status().message());
-    return;
-  }
-  if (!*dict) {
-    context.fail("config.json: no dfloat11_config; the dfloat11 loader cannot load this folder");
-    return;
-  }
-  auto patterns = LoaderPatterns::compile(**dict, "config.json");
-  if (!patterns) {
-    context.fail(patterns.status().message());
-    return;
-  }
-  for (const CodedGroup& g : folder.groups) {
-    const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
-    auto names = patterns->member_names(meta.name);
-    if (!names) {
-      context.fail(g.what + ": " + names.status().message());
-      continue;
-    }
-    std::vector<std::string> expected;
-    for (const MemberMeta& m : meta.members) expected.push_back(m.name);
-    if (*names != expected) {
-      context.fail(g.what + ": config.json pattern_dict makes the loader decode it into " +
-                   std::to_string(names->size()) + " weights starting with '" + names->front() +
-                   "', but its members are " + member_names(meta));
-    }
-  }
-}
-
-// Each shard records the original file of its own name (spec 5.2), and its own __metadata__
-// entries other than "df11" are that original's, copied: compare them.
-void check_shard_metadata(const Df11Folder& folder, size_t shard, VerifyContext& context) {
-  const std::string& name = folder.folder.shard_names[shard];
-  // Written by this spec version, the document is exactly what serialize_df11_metadata
-  // makes of its content: any other text (an unknown key, a dropped empty list) was altered.
-  const Df11Metadata& meta = folder.metadata[shard];
-  // 1.1 documents serialize the same way (1.2 only adds the optional alias_of).
-  if (spec_minor_version(meta.spec_version) >= kFolderRecordMinor &&
-      spec_minor_version(meta.spec_version) <= spec_minor_version(kDf11SpecVersion)) {
-    auto canonical = serialize_df11_metadata(meta);
-    const std::string* stored =
-        folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
-    if (!canonical || stored == nullptr || *canonical != *stored) {
-      context.fail(name +
-                   ": df11 metadata text differs from what its content serializes to "
-                   "(altered after writing)");
-    }
-  }
-  for (const SourceFile& source : folder.metadata[shard].sources) {
-    if (source.file != name) continue;
-    auto layout = parse_source_layout(source);
-    if (!layout) return;  // reported when the source is rebuilt
-    MetadataEntries own;
-    for (const auto& entry : folder.folder.shards[shard].header().metadata) {
-      if (entry.first != kDf11MetadataKey && entry.first != kHeaderChecksumKey) {
-        own.push_back(entry);
-      }
-    }
-    if (own != layout->header.metadata) {
-      context.fail(name + ": __metadata__ entries differ from the original file's");
-    }
-    return;
-  }
-  context.fail(name + ": its df11 metadata records no original file of the same name");
-}
-
-// spec 7.2: config.json carries df11's marker exactly when the shards carry df11 metadata
-// (from 1.1 on; 1.0 folders have no marker), with the shards' spec_version.
-void check_marker(const Df11Folder& folder, VerifyContext& context) {
-  if (!folder.folder.config_text) return;  // check_loader reports it
-  auto marker = read_df11_marker(*folder.folder.config_text, "config.json");
-  if (!marker) {
-    context.fail(marker.status().message());
-    return;
-  }
-  const std::string& version = folder.metadata.front().spec_version;
-  if (!marker->has_value()) {
-    if (spec_minor_version(version) >= kFolderRecordMinor) {
-      context.fail(
-          "config.json: dfloat11_config has no \"df11\" marker, but the shards carry "
-          "df11 metadata " +
-          version);
-    }
-    return;
-  }
-  if (**marker != version) {
-    context.fail("config.json: dfloat11_config.df11 says spec_version " + **marker + ", the " +
-                 "df11 metadata of " + folder.folder.shard_names.front() + " " + version);
-  }
-}
-
 // Header checksums (spec 5.2) and the folder record (spec 7.7).
 Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) {
   for (size_t s = 0; s < folder.header_checks.size(); ++s) {
@@ -287,7 +181,6 @@ Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) 
         "the shards and the shard headers' informational fields are not covered");
   }
   context.report.folder_files = findings.files_checked;
-  check_marker(folder, context);
   return Status::ok();
 }
 
@@ -353,13 +246,13 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
     auto info = producer.info(i);
     if (!info) {
       context.fail(info.status().message() + " (members affected: " +
-                   member_names(folder.metadata[g.shard].groups[g.meta_index]) + ")");
+                   member_list(folder.metadata[g.shard].groups[g.meta_index]) + ")");
     }
     check_splits(folder, g, context);
   }
   for (const AliasMember& a : folder.aliases) check_alias(folder, a, producer, context);
-  check_loader(folder, context);
-  for (size_t s = 0; s < folder.folder.shards.size(); ++s) check_shard_metadata(folder, s, context);
+  const FindingFn fail = [&context](const std::string& line) { context.fail(line); };
+  check_folder_structure(folder, fail);
   DF11_RETURN_IF_ERROR(check_folder_integrity(folder, context));
 
   std::optional<TensorComparer> comparer;  // what all workers compared, merged
@@ -371,7 +264,6 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   options.on_tensor_failure = [&](const std::string&, const Status& why) {
     context.fail(why.message());
   };
-  std::unordered_set<std::string> rebuilt;
   const size_t n_sources = folder.sources.size();
   DF11_RETURN_IF_ERROR(for_each_source(
       folder, context.device, n_sources,
@@ -391,22 +283,13 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
           return Status::ok();
         }
         std::lock_guard<std::mutex> lock(context.mutex);
-        for (std::string& name : result->names) rebuilt.insert(std::move(name));
         context.report.tensors += result->tensors;
         if (result->failed_tensors == 0) ++context.report.files;
         context.report.compared += sink.compared();
         if (local) comparer->merge_seen(*local);
         return Status::ok();
       }));
-  for (const auto& [name, original] : folder.originals) {
-    if (rebuilt.count(name) == 0) {
-      context.fail(folder.describe(name, original) +
-                   ": listed in the metadata but in no source file's header");
-    }
-  }
-  if (Status recorded = check_side_files_recorded(folder); !recorded) {
-    context.fail(recorded.message());
-  }
+  check_sources_cover_originals(folder, fail);
   for (const SideFile& side : folder.side_files) {
     const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(side.content.data()),
                                          side.content.size());
