@@ -1,6 +1,6 @@
 // XXH3 for CPUs with AVX-512F. This file alone is compiled with -mavx512f
 // (format/CMakeLists.txt): xxHash's header in inline mode then builds its AVX-512 kernel,
-// which hashes ~2.3x faster than the SSE2 kernel of Debian's libxxhash (BENCHMARKS.md "CPU
+// which hashes faster than the SSE2 kernel of Debian's libxxhash (BENCHMARKS.md "CPU
 // checksums"). The digests are the same by definition of XXH3. xxh3.cpp calls these only
 // after checking the CPU at run time.
 #define XXH_INLINE_ALL

@@ -41,7 +41,7 @@ struct GroupWriteResult {
 };
 
 // Scratch memory for write_group(), reused by every group of a run. Fresh pages for each
-// group cost page faults, zeroing and unmapping: about 5% of compress's CPU time.
+// group cost page faults, zeroing and unmapping, a measurable share of compress's CPU time.
 class GroupScratch {
  public:
   // The encoder's output buffers for `plan`: encoded_exponent zero-filled (chunks OR their

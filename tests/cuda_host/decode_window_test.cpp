@@ -2,7 +2,7 @@
 // the multi-code table built by multi_entry()) against the definition it must equal: codes
 // decoded one at a time from the joined table (spec 3.3, 4.3), whatever the tables hold.
 // Random joined tables cover prefix-consistent ones (where the 12-bit multi index decides
-// codes of 9 to 12 bits, decoder/cuda/NOTES.md v12), arbitrary ones (symbols that depend on
+// codes of 9 to 12 bits, decoder/cuda/NOTES.md), arbitrary ones (symbols that depend on
 // bits past the index, which must escape to the joined table) and unusable entries. Runs
 // without a GPU.
 #include <gtest/gtest.h>

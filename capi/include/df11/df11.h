@@ -311,9 +311,9 @@ DF11_API df11_status df11_cuda_plan_launch_info(const df11_cuda_plan* plan, uint
  * y = W x for every member of every group of a plan, straight from the coded buffers the
  * plan was made with: the decoded weights are never written to memory (batch 1 to 16, BF16
  * x and y, FP32 accumulation). For engines at batch 1: on the H100 it is faster than
- * df11_cuda_decode + a BF16 GEMV there (0.44 against 0.48 ms on a Llama-3.1-8B block), but not
- * from batch 2 on, and it stays about 2.2x slower than a GEMV on BF16 weights, because the
- * decode alone costs more than reading BF16 (BENCHMARKS.md, "GPU GEMV").
+ * df11_cuda_decode + a BF16 GEMV, but not from batch 2 on, and it stays slower than a GEMV
+ * on BF16 weights, because the decode alone costs more than reading BF16 (BENCHMARKS.md,
+ * "GPU GEMV").
  *
  *   size_t n = df11_cuda_gemv_matrix_count(plan);          one matrix per coded member
  *   df11_cuda_gemv_matrix_info(plan, i, &m[i], &name);     its rows, cols (and tensor name)

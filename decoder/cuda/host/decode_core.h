@@ -366,8 +366,8 @@ struct WindowResult {
 // `multi` is the multi-code table, `table` the joined table. The last 4 bits of the window
 // are decoded one code at a time, so that no code of the next window is taken.
 //
-// The loop is shaped for the GPU (13 instructions per multi lookup instead of 24; see
-// decoder/cuda/NOTES.md, v11 and v12). One cursor x holds the bit position in bits 0-5 and
+// The loop is shaped for the GPU (13 SASS instructions per multi lookup; see
+// decoder/cuda/NOTES.md). One cursor x holds the bit position in bits 0-5 and
 // the codes decoded so far from bit 6 up, so that a lookup advances both with one add of the
 // entry's top byte. The window is decoded in three phases, each reading its 32 bits with one funnel
 // shift of two words (whose amount is taken mod 32) and leaving when bit 5 of x is set:
@@ -441,7 +441,7 @@ DF11_HD uint32_t window_end_after(const Table& table, uint32_t w0, uint32_t w1, 
   return pos;
 }
 
-// ---- checks once the block's prefix sums are known (spec 4.3; see NOTES.md) ----
+// ---- checks once the block's prefix sums are known (spec 4.3; decoder/cuda/NOTES.md) ----
 
 struct BlockFacts {
   uint32_t block;  // within the group

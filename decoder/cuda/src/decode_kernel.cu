@@ -1,4 +1,4 @@
-// The CUDA decode kernel and its launcher (design and measurements: decoder/cuda/NOTES.md):
+// The CUDA decode kernel and its launcher (design: decoder/cuda/NOTES.md):
 // the decode pipeline (decode_pipeline.cuh) with a sink that joins each block's exponents
 // and sign_mantissa bytes into BF16 and stores them, 8 weights per thread per step, a warp
 // covering 256 consecutive weights (two 8-byte shared loads, one 16-byte global store).
@@ -150,8 +150,8 @@ Status prepare_config(uint32_t shared_bytes, uint32_t& ctas_per_sm) {
 // The tail pool of a launch of `blocks` blocks on `grid` thread blocks (decode_blocks):
 // kPoolPercent of the blocks, rounded down to whole runs of kPoolChunk, if every static range
 // keeps at least two blocks (each thread block then takes runs until the pool is empty);
-// else none (pool_start = blocks). 25%, 40% and 55% decode the 8B block alike, runs of 3 are
-// slower (NOTES.md, v31-v34).
+// else none (pool_start = blocks). Pool shares from a quarter to over a half decode alike on
+// the H100; runs of 3 or 4 blocks were slower than runs of 2 (decoder/cuda/NOTES.md).
 constexpr uint64_t kPoolPercent = 40;
 constexpr uint32_t kPoolChunk = 2;
 uint64_t pool_start_for(uint64_t blocks, uint32_t grid) {

@@ -1,4 +1,4 @@
-// The decode pipeline of the CUDA kernels (design and measurements: decoder/cuda/NOTES.md),
+// The decode pipeline of the CUDA kernels (design: decoder/cuda/NOTES.md),
 // shared by the decode kernel (decode_kernel.cu: decoded weights to global memory) and the
 // fused decode+GEMV kernel (fused_gemv.cu: decoded weights multiplied in place). Both run
 // decode_blocks() with a different Sink for step 6 below.
@@ -52,7 +52,7 @@ constexpr uint32_t kWarps = kThreads / 32;
 constexpr uint32_t kUnit = kOutputUnit;  // weights per thread per step (8 B in, 16 B out)
 // Registers are capped so that two thread blocks of 512 threads fit a multiprocessor (the
 // fused kernel, the compact configuration), or three (the decode kernel's fast
-// configuration: 40 registers, no spills; NOTES.md, v24).
+// configuration: 40 registers, no spills; the third thread block is what makes it faster).
 constexpr uint32_t kMinBlocksPerSm = 2;
 constexpr uint32_t kMinBlocksPerSmFast = 3;
 constexpr uint32_t kFullMask = 0xFFFFFFFFu;
@@ -346,8 +346,8 @@ inline uint32_t dynamic_shared_bytes(const SharedLayout& l, uint32_t buffers) {
 // Thread 0 of a thread block with a pool, just before the second barrier: takes the run
 // after the one that ends at `run_end` and leaves its first block in *next (none:
 // total_blocks). The atomic's latency is paid there, once per run, by warp 0: issued earlier,
-// its result held registers across the checks and the compaction (v34, no faster); in a
-// function not inlined, the call cost a spill on every block (v32, NOTES.md).
+// its result held registers across the checks and the compaction and gained nothing; in a
+// function not inlined, the call cost a spill on every block (decoder/cuda/NOTES.md).
 __device__ __forceinline__ void take_run(unsigned long long* pool, uint32_t chunk, uint32_t epoch,
                                          uint32_t pool_start, uint32_t run_end,
                                          uint32_t total_blocks, uint32_t* next) {
@@ -365,7 +365,7 @@ __device__ __forceinline__ void take_run(unsigned long long* pool, uint32_t chun
 // kPool (the decode kernel): the thread blocks' static ranges cover blocks [0, pool_start)
 // only; the rest, the tail pool, is handed out in runs of `chunk` blocks by a counter in the
 // workspace, so that thread blocks that run faster (the warp schedulers favour the older
-// thread blocks of an SM) take more of it and all end together (NOTES.md, v31-v33). Within
+// thread blocks of an SM) take more of it and all end together (decoder/cuda/NOTES.md). Within
 // a run the next block is b + 1, as in a static range; a thread block takes its next run two
 // blocks before its current one ends (thread 0, before the second barrier), and step 3 of
 // the run's last block reads it from shared memory and prefetches its first block as usual.
@@ -427,7 +427,7 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
   const uint32_t mbar_at = shared_address(sm_barriers);
   // warp_totals[parity][warp] through a pinned address like every other shared access of the
   // loop: indexed as an array, ptxas kept the joined-table base in a uniform register, used
-  // 56 registers instead of 64 and decoded 1.3% slower (NOTES.md, v23).
+  // 56 registers instead of 64 and decoded slower.
   const uint32_t totals_at = shared_address(warp_totals);
   if (DF11_BULK_COPY && !kCompact && t == 0) {
     mbar_init(mbar_at);

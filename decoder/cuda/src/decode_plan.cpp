@@ -109,7 +109,8 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
       min_length = std::min(min_length, detail::shortest_code_length(info));
       table_rows = std::max(table_rows, info.n_luts - 1);
     }
-    // Slots sized by the shortest code, the joined table by the deepest row (NOTES.md, v24).
+    // Slots sized by the shortest code, the joined table by the deepest row, so that three
+    // thread blocks fit a multiprocessor where the tables allow (decoder/cuda/NOTES.md).
     impl->layout.staging_bytes = detail::staging_bytes_for(impl->max_block_weights);
     impl->layout.min_code_length = min_length;
     impl->layout.slot_stride = detail::slot_stride_for(min_length);

@@ -1,4 +1,4 @@
-// Fused decode+GEMV (include/df11/cuda_gemv.h; design and measurements in NOTES.md): the
+// Fused decode+GEMV (include/df11/cuda_gemv.h; design in decoder/cuda/NOTES.md): the
 // decode pipeline (decode_pipeline.cuh) with a sink that multiplies each block's decoded
 // weights by x where they lie in shared memory, plus the plain BF16 reference GEMV and the
 // reduction both share. The accumulation order lives in one place, accumulate_lane() and
@@ -165,10 +165,11 @@ struct RowMajorX {
 // columns, zero past the batch and past the row. A warp's load of one (k, e, g) is then
 // 32 * 16 bytes or less, contiguous, instead of 32 lines of the row-major [cols][n] layout,
 // where lane l's unit sits 8 * n * 2 bytes from lane l + 1's: at batch 16 each 16-byte load
-// took 32 L1 wavefronts, i.e. 2 per weight (NOTES.md, g6). The FMAs and their order are
-// those of RowMajorX; only the loads differ. Values are BF16 (one extraction per FMA), but
-// FP32 at NT = 4: one 16-byte load per weight and no extraction measured faster there, while
-// at 8 and 16 the doubled bytes cost more than the extractions save (NOTES.md, g6/g7).
+// took 32 L1 wavefronts, i.e. 2 per weight, and those were the cost of each batch column.
+// The FMAs and their order are those of RowMajorX; only the loads differ. Values are BF16
+// (one extraction per FMA), but FP32 at NT = 4: one 16-byte load per weight and no
+// extraction measured faster there, while at 8 and 16 the doubled bytes cost more than the
+// extractions save (decoder/cuda/NOTES.md).
 template <uint32_t NT>
 struct TiledX {
   static constexpr bool kF32 = NT == 4;
@@ -210,7 +211,7 @@ struct TiledX {
     if constexpr (kF32) {
       // The x values of four weights loaded before their FMAs (same FMAs, same order): left
       // to itself, ptxas kept two 16-byte loads in flight here once the decode body took
-      // fewer registers, and the batch-4 kernel ran 9% slower (NOTES.md, v24).
+      // fewer registers, and the batch-4 kernel ran slower.
 #pragma unroll
       for (uint32_t e0 = 0; e0 < kUnit; e0 += 4) {
         uint32_t xw[4][4];

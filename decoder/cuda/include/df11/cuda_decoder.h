@@ -104,7 +104,7 @@ class DecodePlan {
   uint64_t stream_bytes() const;    // encoded_exponent bytes over all groups
   // Device memory a launch needs, in bytes (16 per group + 8 per kernel launch): one status
   // record per group, then one counter per kernel launch through which its thread blocks
-  // share the last blocks (decoder/cuda/NOTES.md, v31).
+  // share the last blocks (decoder/cuda/NOTES.md).
   size_t workspace_bytes() const;
   // Host memory a copy_decode_status() needs, in bytes (16 + 16 per group).
   size_t status_copy_bytes() const;

@@ -16,10 +16,10 @@
 // synchronise: it enqueues one fused kernel and one small reduction kernel per 64 groups (256
 // members). The decoded weights never reach global memory.
 //
-// When it pays: at batch 1, where it beats launch_decode + a BF16 GEMV (H100, Llama-3.1-8B
-// block: 0.44 against 0.48 ms); from batch 2 on, decode and multiply instead. It does not
-// reach a GEMV on BF16 weights (~2.2x its time): the decode alone costs more than reading the
-// BF16 bytes (decoder/cuda/NOTES.md, "The floor under the fused kernel").
+// When it pays: at batch 1, where it beats launch_decode + a BF16 GEMV on the H100
+// (BENCHMARKS.md, "GPU GEMV"); from batch 2 on, decode and multiply instead. It does not
+// reach a GEMV on BF16 weights: the decode alone costs more than reading the BF16 bytes
+// (decoder/cuda/NOTES.md, "What bounds the fused kernel today").
 //
 // Accumulation order (decoder/cuda/NOTES.md, "Fused decode+GEMV"): every row is cut into
 // chunks of kGemvChunk columns (the last one shorter). In a chunk, lane l of 32 owns the
