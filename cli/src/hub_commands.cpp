@@ -33,6 +33,9 @@ Json push_json(const std::string& repo, const PushModelResult& r) {
               {"lfs_already_stored", r.push.lfs_already_stored},
               {"bytes_uploaded", r.push.bytes_uploaded},
               {"files_hashed", r.push.files_hashed},
+              {"files_committed", r.push.files_committed},
+              {"deleted", r.push.deleted},
+              {"up_to_date", r.push.up_to_date},
               {"wrote_model_card", r.wrote_card},
               {"seconds",
                {{"verify", r.verify_seconds},
@@ -40,7 +43,12 @@ Json push_json(const std::string& repo, const PushModelResult& r) {
                 {"waiting_for_verify", r.push.gate_wait_seconds}}}};
 }
 
-std::string push_line(const std::string& repo, const PushModelResult& r) {
+std::string push_line(const std::string& repo, const std::string& folder,
+                      const PushModelResult& r) {
+  if (r.push.up_to_date) {
+    return repo + " is up to date with " + folder + ": nothing to commit (head " +
+           r.push.commit_oid + ")";
+  }
   std::string line = "pushed " + std::to_string(r.push.files) + " files to " + repo + " (" +
                      std::to_string(r.push.lfs_uploaded) + " LFS objects sent, " +
                      format_bytes(r.push.bytes_uploaded) + "; " +
@@ -48,6 +56,13 @@ std::string push_line(const std::string& repo, const PushModelResult& r) {
                      std::to_string(r.push.commits) + " commit" + (r.push.commits == 1 ? "" : "s") +
                      ": " + r.push.commit_url;
   if (!r.push.pr_url.empty()) line += " (pull request " + r.push.pr_url + ")";
+  if (!r.push.deleted.empty()) {
+    line += "\ndeleted " + std::to_string(r.push.deleted.size()) +
+            " remote files the folder does not have: ";
+    for (size_t i = 0; i < r.push.deleted.size(); ++i) {
+      line += (i == 0 ? "" : ", ") + r.push.deleted[i];
+    }
+  }
   return line;
 }
 
@@ -78,7 +93,7 @@ int run_push_command(const PushModelOptions& options, bool json, const OutputOpt
   if (json) {
     out << push_json(options.repo, *result).dump(2) << "\n";
   } else {
-    console.result(push_line(options.repo, *result));
+    console.result(push_line(options.repo, options.folder, *result));
   }
   return kExitOk;
 }
@@ -95,7 +110,7 @@ int run_publish_command(const PublishOptions& options, bool json, const OutputOp
            {"push", push_json(options.target, result->push)}};
     out << j.dump(2) << "\n";
   } else {
-    console.result(push_line(options.target, result->push));
+    console.result(push_line(options.target, result->df11_dir, result->push));
   }
   return kExitOk;
 }

@@ -52,8 +52,8 @@ void check_loader(const Df11Folder& folder, const FindingFn& fail) {
     for (const MemberMeta& m : meta.members) expected.push_back(m.name);
     if (*names != expected) {
       fail(g.what + ": config.json pattern_dict makes the loader decode it into " +
-                   std::to_string(names->size()) + " weights starting with '" + names->front() +
-                   "', but its members are " + member_list(meta));
+           std::to_string(names->size()) + " weights starting with '" + names->front() +
+           "', but its members are " + member_list(meta));
     }
   }
 }
@@ -73,8 +73,8 @@ void check_shard_metadata(const Df11Folder& folder, size_t shard, const FindingF
         folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
     if (!canonical || stored == nullptr || *canonical != *stored) {
       fail(name +
-                   ": df11 metadata text differs from what its content serializes to "
-                   "(altered after writing)");
+           ": df11 metadata text differs from what its content serializes to "
+           "(altered after writing)");
     }
   }
   for (const SourceFile& source : folder.metadata[shard].sources) {
@@ -116,7 +116,7 @@ void check_marker(const Df11Folder& folder, const FindingFn& fail) {
   }
   if (**marker != version) {
     fail("config.json: dfloat11_config.df11 says spec_version " + **marker + ", the " +
-                 "df11 metadata of " + folder.folder.shard_names.front() + " " + version);
+         "df11 metadata of " + folder.folder.shard_names.front() + " " + version);
   }
 }
 

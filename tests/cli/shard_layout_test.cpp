@@ -39,9 +39,8 @@ void llama_layer(std::vector<SyntheticTensor>& t, int layer) {
 
 SyntheticCheckpoint llama(int layers) {
   SyntheticCheckpoint c;
-  c.config_json =
-      R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", )"
-      R"("tie_word_embeddings": false, "vocab_size": 128})";
+  c.config_json = R"({"architectures": ["LlamaForCausalLM"], "model_type": "llama", )"
+                  R"("tie_word_embeddings": false, "vocab_size": 128})";
   add(c.tensors, "model.embed_tokens.weight", {128, kD});
   for (int l = 0; l < layers; ++l) llama_layer(c.tensors, l);
   add(c.tensors, "model.norm.weight", {kD});
@@ -167,9 +166,8 @@ TEST_F(ShardLayout, MoeLayerLargerThanAShard) {
   // A Mixtral layer: attention, the router and 8 experts of three Linears each, coded as one
   // group, over 6 shards of 5 tensors; only the first holds the group.
   SyntheticCheckpoint c;
-  c.config_json =
-      R"({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", )"
-      R"("tie_word_embeddings": false})";
+  c.config_json = R"({"architectures": ["MixtralForCausalLM"], "model_type": "mixtral", )"
+                  R"("tie_word_embeddings": false})";
   const std::string p = "model.layers.0.";
   add(c.tensors, p + "input_layernorm.weight", {kD});
   for (const char* m : {"q_proj", "k_proj", "v_proj", "o_proj"}) {

@@ -22,7 +22,8 @@ constexpr const char* k3 = "model-00003-of-00003.safetensors";
 // Rewrites DF11 shard `path` (or writes a header-only one when `tensors_from` is empty) with
 // `meta` as its df11 metadata and its header checksum stamped: what a writer that got the
 // layout wrong would have written.
-void write_df11_shard(const fs::path& path, const fs::path& tensors_from, const Df11Metadata& meta) {
+void write_df11_shard(const fs::path& path, const fs::path& tensors_from,
+                      const Df11Metadata& meta) {
   std::vector<std::vector<uint8_t>> data;
   SafetensorsLayout layout;
   MetadataEntries entries{{"format", "pt"}};

@@ -422,6 +422,79 @@ class PushTests(HubTestBase):
         r = self.df11("push", folder, "me/pr-model", "--revision", "nobranch", expect=3)
         self.assertIn("RevisionNotFound", r.stderr)
 
+    def one_shard_df11(self):
+        """The class's model compressed as one shard (model.safetensors, no index)."""
+        bf16 = os.path.join(self.home, "one-shard")
+        subprocess.run([ARGS.mkmodel, bf16, "--layers", "2", "--hidden", "256",
+                        "--intermediate", "512", "--vocab", "2000", "--shard-size", "100MB",
+                        "--seed", "3"], check=True, capture_output=True)
+        folder = os.path.join(self.home, "one-shard-df11")
+        self.df11("compress", bf16, "-o", folder, "-q")
+        self.assertEqual(sorted(n for n in os.listdir(folder) if "safetensors" in n),
+                         ["model.safetensors"])
+        return folder
+
+    def remote_files(self, repo, rev="main"):
+        r = self.hub.state.repos[repo]
+        return sorted(r.commits[r.refs[rev]])
+
+    def test_push_makes_the_remote_match_the_folder(self):
+        # A repo that holds the sharded layout, then a one-shard folder pushed to it: the old
+        # shards and index go in the same commit, and push says so.
+        sharded = self.copy_df11()
+        self.df11("push", sharded, "me/relayout")
+        old = [n for n in self.remote_files("me/relayout") if "safetensors" in n]
+        self.assertIn("model.safetensors.index.json", old)
+        repo = self.hub.state.repos["me/relayout"]
+        commits = len(repo.commits)
+        folder = self.one_shard_df11()
+        r = self.df11("push", folder, "me/relayout", "--json")
+        result = json.loads(r.stdout)
+        self.assertEqual(result["commits"], 1)
+        self.assertEqual(len(repo.commits), commits + 1)
+        self.assertEqual(sorted(result["deleted"]), sorted(old))
+        self.assertEqual(self.remote_files("me/relayout"),
+                         sorted([".gitattributes", *tree_files(folder)]))
+        self.df11("verify", "me/relayout", "-q")
+        # Without --json the summary names what was deleted.
+        self.df11("push", sharded, "me/relayout-text")
+        r = self.df11("push", folder, "me/relayout-text")
+        self.assertIn(f"deleted {len(old)} remote files the folder does not have: ", r.stdout)
+        self.assertIn("model.safetensors.index.json", r.stdout)
+
+    def test_push_create_pr_holds_only_the_folder(self):
+        sharded = self.copy_df11()
+        self.df11("push", sharded, "me/relayout-pr")
+        folder = self.one_shard_df11()
+        r = self.df11("push", folder, "me/relayout-pr", "--create-pr", "--json")
+        self.assertGreater(len(json.loads(r.stdout)["deleted"]), 1)
+        self.assertEqual(self.remote_files("me/relayout-pr", "refs/pr/1"),
+                         sorted([".gitattributes", *tree_files(folder)]))
+        self.df11("verify", "me/relayout-pr@refs/pr/1", "-q")
+
+    def test_push_of_an_unchanged_folder_commits_nothing(self):
+        folder = self.copy_df11()
+        self.df11("push", folder, "me/same")
+        repo = self.hub.state.repos["me/same"]
+        head, commits = repo.refs["main"], len(repo.commits)
+        r = self.df11("push", folder, "me/same")
+        self.assertIn("me/same is up to date with " + folder + ": nothing to commit", r.stdout)
+        self.assertEqual(repo.refs["main"], head)
+        self.assertEqual(len(repo.commits), commits)
+        result = json.loads(self.df11("push", folder, "me/same", "--json").stdout)
+        self.assertTrue(result["up_to_date"])
+        self.assertEqual(result["commits"], 0)
+        self.assertEqual(result["commit"], head)
+        self.assertEqual(result["deleted"], [])
+        self.assertEqual(len(repo.commits), commits)
+        # One changed file: a commit with that file alone.
+        with open(os.path.join(folder, "notes.txt"), "w") as f:
+            f.write("changed\n")
+        result = json.loads(self.df11("push", folder, "me/same", "--json").stdout)
+        self.assertFalse(result["up_to_date"])
+        self.assertEqual(result["commits"], 1)
+        self.assertEqual(result["files_committed"], 1)
+
     def test_push_without_token_is_refused(self):
         env = self.env()
         env.pop("HF_TOKEN")
@@ -431,6 +504,63 @@ class PushTests(HubTestBase):
         with open(os.path.join(self.home, "token"), "w") as f:
             f.write(TOKEN + "\n")
         self.df11("push", self.copy_df11("df11b"), "me/tokenfile", env=env)
+
+
+class ValidationTests(HubTestBase):
+    """Arguments, token and target are checked before any work: nothing is pulled,
+    compressed, created or uploaded for a push that cannot succeed."""
+
+    def tearDown(self):
+        self.hub.state.token_role = "write"
+        super().tearDown()
+
+    def test_push_revision_of_a_new_repo_is_refused_before_creating_it(self):
+        mark = len(self.hub.state.log)
+        r = self.df11("push", self.df11_dir, "me/new-dev", "--private", "--revision", "dev",
+                      expect=2)
+        self.assertIn("me/new-dev does not exist yet, and a new repository has only the branch "
+                      "main", r.stderr)
+        self.assertNotIn("me/new-dev", self.hub.state.repos)
+        self.assertFalse([x for x in self.hub.state.log[mark:] if x[2] == "/api/repos/create"])
+
+    def test_read_only_token_and_foreign_namespace_are_refused_first(self):
+        self.hub.state.token_role = "read"
+        r = self.df11("push", self.df11_dir, "me/read-only", expect=2)
+        self.assertIn("is read-only: pushing to me/read-only needs one with write access",
+                      r.stderr)
+        self.assertNotIn("me/read-only", self.hub.state.repos)
+        self.hub.state.token_role = "write"
+        r = self.df11("push", self.df11_dir, "someone-else/x", expect=2)
+        self.assertIn("someone-else/x: the Hub token's account me is not 'someone-else' nor a "
+                      "member of that organisation", r.stderr)
+        self.assertNotIn("someone-else/x", self.hub.state.repos)
+
+    def test_publish_checks_the_token_and_target_before_pulling(self):
+        self.upload_bf16("org/pub-checked")
+        work = os.path.join(self.home, "pub-checked")
+        env = self.env()
+        env.pop("HF_TOKEN")
+        mark = len(self.hub.state.log)
+        r = self.df11("publish", "org/pub-checked", "me/pub-checked", "-o", work, expect=2,
+                      env=env)
+        self.assertIn("push needs a Hub token with write access", r.stderr)
+        self.assertEqual(self.hub.state.log[mark:], [])  # not even a listing
+        self.assertFalse(os.path.exists(work))
+        self.assertFalse(os.path.exists(os.path.join(self.home, "hub")))
+        self.hub.state.token_role = "read"
+        r = self.df11("publish", "org/pub-checked", "me/pub-checked", "-o", work, expect=2)
+        self.assertIn("is read-only", r.stderr)
+        self.assertEqual(self.downloads(mark), [])
+        self.assertFalse(os.path.exists(work))
+
+    def test_failed_push_deletes_the_repo_it_created(self):
+        # The commit is refused (HTTP 400): nothing was committed, so the repository this push
+        # created goes again.
+        self.hub.state.add_fault("400", "POST /api/models/me/commit-refused/commit", times=1)
+        r = self.df11("push", self.df11_dir, "me/commit-refused", expect=2)
+        self.assertIn("commit", r.stderr)
+        self.assertNotIn("me/commit-refused", self.hub.state.repos)
+        self.assertEqual(self.hub.state.deleted_repos[-1], "me/commit-refused")
 
 
 class HubIdTests(HubTestBase):

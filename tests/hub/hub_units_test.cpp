@@ -8,6 +8,7 @@
 #include <string>
 
 #include "df11/hub/hub.h"
+#include "git_blob.h"
 #include "http_client.h"
 #include "hub_api.h"
 
@@ -131,6 +132,22 @@ TEST(HubRanges, CheckedAgainstTheListingBeforeAnyRequest) {
   EXPECT_EQ(code({"model.safetensors", 92, 8}), ErrorCode::kIo);
   EXPECT_EQ(stats.requests, 1u);
   EXPECT_EQ(stats.bytes_received, 0u);
+}
+
+// push compares a small file with the Hub's blobId (git's object id) and deletes the remote
+// weight files the folder lacks.
+TEST(HubPush, GitBlobIdsAndWeightFiles) {
+  EXPECT_EQ(git_blob_id(""), "e69de29bb2d1d6434b8b29ae775ad8c2e48c5391");  // git's empty blob
+  EXPECT_EQ(git_blob_id("hello\n"), "ce013625030ba8dba906f756967f9e9ca394464a");
+  for (const char* w : {"model.safetensors", "model-00001-of-00002.safetensors",
+                        "model.safetensors.index.json", "transformer/x.safetensors",
+                        "transformer/diffusion_pytorch_model.safetensors.index.json"}) {
+    EXPECT_TRUE(is_weight_file(w)) << w;
+  }
+  for (const char* o : {"README.md", "config.json", "tokenizer.json", "safetensors",
+                        "model.safetensors.bak", ".gitattributes"}) {
+    EXPECT_FALSE(is_weight_file(o)) << o;
+  }
 }
 
 TEST(HubConfig, EnvironmentAndTokenFile) {
