@@ -4,6 +4,7 @@
 #include <set>
 #include <system_error>
 
+#include "df11/file_io.h"
 #include "df11/hash.h"
 #include "source_hasher.h"
 #include "utf8.h"
@@ -46,7 +47,25 @@ bool is_top_level_safetensors(const std::string& rel) {
   return rel.find('/') == std::string::npos && rel.ends_with(".safetensors");
 }
 
+// A model card is a few kilobytes; anything larger is not the one push wrote.
+constexpr uint64_t kMaxModelCardBytes = 1u << 20;
+
+// spec 7.7 I5: df11's model card (README.md with the marker) or the Hub's .gitattributes, at
+// the top level. (Only called for files the record does not list.)
+bool is_publication_file(const fs::path& dir, const std::string& rel) {
+  if (rel == ".gitattributes") return true;
+  if (rel != "README.md") return false;
+  std::error_code ec;
+  if (!fs::is_regular_file(dir / rel, ec)) return false;
+  auto text = read_file_to_string((dir / rel).string(), kMaxModelCardBytes);
+  return text.is_ok() && is_df11_model_card(*text);
+}
+
 }  // namespace
+
+bool is_df11_model_card(std::string_view text) {
+  return text.find(kModelCardMarker) != std::string_view::npos;
+}
 
 Result<std::vector<FolderFile>> hash_folder_files(const fs::path& dir,
                                                   std::vector<std::string> files,
@@ -156,6 +175,10 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
   size_t unlisted = 0;
   for (const std::string& rel : present) {
     if (recorded_files.count(rel) != 0) continue;
+    if (is_publication_file(model.dir, rel)) {
+      findings.publication_files.push_back(rel);
+      continue;
+    }
     if (rel == kConfigFile || rel == model.index_name) {
       findings.failures.push_back(rel + ": written by df11, but not in the folder record");
     } else if (is_top_level_safetensors(rel)) {

@@ -86,11 +86,19 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   DecompressSummary summary;
   std::unordered_set<std::string> restored_names;
   for (const SideFile& side : folder.side_files) restored_names.insert(side.file);
+  // spec 7.6 step 4: the publication's own files (df11's model card, the Hub's
+  // .gitattributes) are no files of the original.
+  std::unordered_set<std::string> publication(findings.publication_files.begin(),
+                                              findings.publication_files.end());
   uint64_t total = 0;
   for (const SourceRef& ref : folder.sources) total += folder.source(ref).size;
   std::vector<std::string> copies;
   for (const std::string& rel : folder.folder.side_files) {
     if (restored_names.count(rel) != 0) continue;  // the recorded original wins
+    if (publication.count(rel) != 0) {
+      reporter.detail(rel + ": the publication's, not the original model's: not restored");
+      continue;
+    }
     copies.push_back(rel);
     std::error_code ec;
     total += fs::file_size(folder.folder.dir / rel, ec);

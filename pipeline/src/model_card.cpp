@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "folder_record.h"
 #include "inspect_model.h"
 
 namespace df11::app {
@@ -77,7 +78,7 @@ std::string make_model_card(const ModelCardInput& in) {
   o << "tags:\n  - dfloat11\n  - df11\n  - lossless compression\n";
   const std::string tag = pipeline_tag_for(in.config_json);
   if (!tag.empty()) o << "pipeline_tag: " << tag << "\n";
-  o << "---\n\n";
+  o << "---\n\n" << kModelCardMarker << "\n\n";
   const std::string name = in.repo_id.substr(in.repo_id.find('/') + 1);
   o << "# " << name << "\n\n";
   o << "A losslessly compressed copy of ";

@@ -338,8 +338,11 @@ class PushTests(HubTestBase):
         same_tree(self, folder, path, ignore={".gitattributes"})
         # Multipart was used for the larger shards; the CDN never saw the token.
         self.assertTrue(self.hub.state.requests("PUT", "/part/"))
-        # The pushed folder still verifies (the card is a side file the verifier accepts).
-        self.df11("verify", folder, "-q")
+        # The pushed folder still verifies, without a word about the card (df11's own file).
+        r = self.df11("verify", folder, "-q")
+        self.assertEqual(r.stderr, "")
+        self.assertIn("<!-- df11 model card: written by df11 push, not a file of the original "
+                      "model -->", card)
 
     def test_push_again_sends_no_stored_object(self):
         folder = self.copy_df11()
@@ -573,8 +576,13 @@ class HubIdTests(HubTestBase):
         self.df11("verify", "me/ids-DF11", "--against", "org/ids", "-q")
         restored = os.path.join(self.home, "restored")
         self.df11("decompress", "me/ids-DF11", "-o", restored, "-q")
-        # The snapshot's .gitattributes and the model card are side files: they come along.
-        same_tree(self, self.model, restored, ignore={".gitattributes", "README.md"})
+        # The DF11 repo's model card and .gitattributes are the publication's, not the
+        # original's: verify says nothing of them, decompress leaves them out. (The original
+        # is org/ids's snapshot: its .gitattributes was compressed with it and comes back.)
+        r = self.df11("verify", "me/ids-DF11")
+        self.assertEqual(r.stderr, "")
+        self.assertFalse(os.path.exists(os.path.join(restored, "README.md")))
+        same_tree(self, self.model, restored, ignore={".gitattributes"})
         r = self.df11("inspect", "me/ids-DF11", "--json")
         self.assertEqual(json.loads(r.stdout)["kind"], "df11")
 
