@@ -447,8 +447,12 @@ int main(int argc, char** argv) {
   if (inspect_cmd->parsed()) {
     // A Hub id is read remotely (headers and a sample, pipeline/inspect_remote.h); only the
     // zstd baseline, which compresses every weight, pulls the repo first.
+    // Offline (HF_HUB_OFFLINE), a Hub id is resolved from the cache and read there.
     std::error_code ec;
-    inspect.remote = inspect.baselines.empty() && !std::filesystem::exists(inspect.path, ec) &&
+    const auto hub_config = df11::hub::config_from_environment();
+    const bool offline = hub_config.is_ok() && hub_config->offline;
+    inspect.remote = inspect.baselines.empty() && !offline &&
+                     !std::filesystem::exists(inspect.path, ec) &&
                      df11::hub::looks_like_repo_ref(inspect.path);
     inspect.transfers = transfers;
     if (!inspect.remote) {

@@ -363,6 +363,7 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
   const std::string what = "upload " + action.oid.substr(0, 12);
   if (action.part_urls.empty()) {
     HttpRequest put;
+    put.timeout = TimeoutKind::kTransfer;
     put.method = "PUT";
     put.url = action.upload_href;
     put.upload_fd = fd;
@@ -374,6 +375,7 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
     for (size_t i = 0; i < action.part_urls.size(); ++i) {
       const uint64_t offset = action.chunk_size * i;
       HttpRequest put;
+      put.timeout = TimeoutKind::kTransfer;
       put.method = "PUT";
       put.url = action.part_urls[i];
       put.upload_fd = fd;
@@ -432,6 +434,7 @@ Result<CommitResult> commit(HttpSession& session, const RepoRef& ref, const std:
     body += line.dump() + "\n";
   }
   HttpRequest request;
+  request.timeout = TimeoutKind::kCommit;
   request.method = "POST";
   request.url = api_base(session.config(), ref.repo_id) + "/commit/" +
                 url_escape(ref.revision, false) + (create_pr ? "?create_pr=1" : "");

@@ -28,6 +28,7 @@ struct ReportedTransfer {
                    int transfers) {
     control.threads = transfers > 0 ? transfers : 8;
     control.cancelled = [&cancel] { return cancel.cancelled(); };
+    control.on_retry = [&reporter](const std::string& line) { reporter.note(line); };
     control.progress = [this, &reporter, label](const hub::TransferProgress& p) {
       std::lock_guard<std::mutex> lock(mutex);
       if (!started) {
@@ -80,11 +81,13 @@ std::optional<std::string> base_model_from_config(const std::string& config_json
   return name;
 }
 
-// One request at a time, stopped by `cancel`: the checks and calls around the transfers.
-hub::TransferControl setup_control(const CancelToken& cancel) {
+// One request at a time, stopped by `cancel`, retries announced as notes: the checks and
+// calls around the transfers.
+hub::TransferControl setup_control(const CancelToken& cancel, Reporter& reporter) {
   hub::TransferControl setup;
   setup.threads = 1;
   setup.cancelled = [&cancel] { return cancel.cancelled(); };
+  setup.on_retry = [&reporter](const std::string& line) { reporter.note(line); };
   return setup;
 }
 
@@ -260,7 +263,7 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
   ref.revision = options.revision;
   DF11_ASSIGN_OR_RETURN(hub::HubConfig config, hub::config_from_environment());
   DF11_RETURN_IF_ERROR(require_df11_folder(options.folder, cancel));
-  const hub::TransferControl setup = setup_control(cancel);
+  const hub::TransferControl setup = setup_control(cancel, reporter);
   // The token, the namespace and the revision are checked before anything is created.
   DF11_ASSIGN_OR_RETURN(hub::PushTarget target, hub::check_push_target(config, ref, setup));
   PushModelResult result;
@@ -368,7 +371,8 @@ Result<PublishResult> publish_model(const PublishOptions& options, Reporter& rep
     // Whether the push at the end can succeed is checked before the pull and the compression:
     // the token (present, valid, able to write the target's namespace) and the revision.
     DF11_ASSIGN_OR_RETURN(hub::HubConfig config, hub::config_from_environment());
-    DF11_RETURN_IF_ERROR(hub::check_push_target(config, target, setup_control(cancel)).status());
+    DF11_RETURN_IF_ERROR(
+        hub::check_push_target(config, target, setup_control(cancel, reporter)).status());
   }
   PublishResult result;
   result.df11_dir = options.work_dir.empty() ? target.repo_id.substr(target.repo_id.find('/') + 1)

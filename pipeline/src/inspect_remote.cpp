@@ -252,6 +252,7 @@ Result<InspectReport> inspect_remote(const RemoteInspectOptions& options, Report
   DF11_ASSIGN_OR_RETURN(repo.config, hub::config_from_environment());
   repo.control.threads = std::max(1, options.transfers);
   repo.control.cancelled = [&cancel] { return cancel.cancelled(); };
+  repo.control.on_retry = [&reporter](const std::string& line) { reporter.note(line); };
   Result<hub::RemoteListing> listing = hub::list_repo(repo.config, repo.ref, repo.control);
   if (!listing) {
     DF11_RETURN_IF_ERROR(cancel.check());

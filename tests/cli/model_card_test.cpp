@@ -2,13 +2,14 @@
 // are the publication's files, not the original model's: verify says nothing of them and
 // decompress does not put them into the restored original. The original's own README, which
 // compress records, comes back; a README added by hand is still reported and copied.
+#include "model_card.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "cli_fixture.h"
 #include "folder_record.h"
-#include "model_card.h"
 
 namespace df11::clitest {
 namespace {

@@ -566,6 +566,66 @@ class ValidationTests(HubTestBase):
         self.assertEqual(self.hub.state.deleted_repos[-1], "me/commit-refused")
 
 
+class NetworkTests(HubTestBase):
+    """No network: HF_HUB_OFFLINE, a refused port, a server that never answers. Each fails (or
+    resolves from the cache) in seconds, saying what it waits for."""
+
+    def test_offline_pull_resolves_from_the_cache_or_fails_at_once(self):
+        self.upload_bf16("org/offline")
+        online = self.df11("pull", "org/offline").stdout.strip()
+        mark = len(self.hub.state.log)
+        start = time.monotonic()
+        r = self.df11("pull", "org/offline", env=self.env(HF_HUB_OFFLINE="1"))
+        self.assertEqual(r.stdout.strip(), online)
+        r = self.df11("pull", "org/offline", "--json", env=self.env(HF_HUB_OFFLINE="1"))
+        self.assertEqual(json.loads(r.stdout)["files_downloaded"], 0)
+        # Hub ids where a folder is expected, and inspect: from the cache too.
+        self.df11("inspect", "org/offline", env=self.env(HF_HUB_OFFLINE="1"))
+        out = os.path.join(self.home, "offline-df11")
+        self.df11("compress", "org/offline", "-o", out, "-q", env=self.env(HF_HUB_OFFLINE="1"))
+        # Not in the cache: at once, naming the variable.
+        r = self.df11("pull", "org/not-cached", expect=3, env=self.env(HF_HUB_OFFLINE="1"))
+        self.assertIn("org/not-cached@main: not in the cache", r.stderr)
+        self.assertIn("HF_HUB_OFFLINE is set", r.stderr)
+        r = self.df11("push", out, "me/offline", expect=3, env=self.env(HF_HUB_OFFLINE="1"))
+        self.assertIn("HF_HUB_OFFLINE is set", r.stderr)
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertEqual(self.hub.state.log[mark:], [])
+
+    def test_refused_port_fails_in_seconds_saying_so(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        start = time.monotonic()
+        r = self.df11("pull", "org/x", expect=3,
+                      env=self.env(HF_ENDPOINT=f"http://127.0.0.1:{port}"))
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertIn("note: list org/x@main: network: connection refused: retrying in 0.5 s "
+                      "(attempt 2 of 3)", r.stderr)
+        self.assertIn("error: list org/x@main: network: connection refused", r.stderr)
+
+    def test_silent_server_times_out_after_hf_hub_etag_timeout(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)  # accepts (the kernel does), never answers
+        try:
+            start = time.monotonic()
+            r = self.df11("pull", "org/x", expect=3,
+                          env=self.env(HF_ENDPOINT=f"http://127.0.0.1:{s.getsockname()[1]}",
+                                       HF_HUB_ETAG_TIMEOUT="1"))
+            took = time.monotonic() - start
+        finally:
+            s.close()
+        self.assertIn("no answer for 1 s (HF_HUB_ETAG_TIMEOUT): retrying in", r.stderr)
+        self.assertEqual(r.stderr.count("note: "), 2)
+        self.assertLess(took, 10)
+        r = self.df11("pull", "org/x", expect=2, env=self.env(HF_HUB_ETAG_TIMEOUT="soon"))
+        self.assertIn("HF_HUB_ETAG_TIMEOUT='soon': must be a number of seconds", r.stderr)
+
+
 class HubIdTests(HubTestBase):
     def test_commands_accept_hub_ids(self):
         self.upload_bf16("org/ids")

@@ -28,6 +28,14 @@ struct HubConfig {
   std::string endpoint = "https://huggingface.co";  // no trailing slash
   std::optional<std::string> token;                 // never printed
   std::string cache_dir;                            // the hub cache (models--org--name/...)
+  // No request at all: pull resolves from the cache, everything else fails at once, naming
+  // HF_HUB_OFFLINE.
+  bool offline = false;
+  // Seconds to connect, and of silence before an attempt fails (then it is retried): for
+  // metadata and API requests (listings, HEAD, whoami, preupload, create), and for file
+  // transfers (downloads, LFS uploads, range reads). huggingface_hub's names and defaults.
+  double etag_timeout_seconds = 10;      // HF_HUB_ETAG_TIMEOUT
+  double download_timeout_seconds = 10;  // HF_HUB_DOWNLOAD_TIMEOUT
 };
 
 // HF_ENDPOINT (default https://huggingface.co); the token from HF_TOKEN, else the file
@@ -71,6 +79,10 @@ struct TransferControl {
   std::function<bool()> cancelled;
   int max_attempts = 6;               // per request, with backoff (tests lower it)
   double backoff_base_seconds = 0.5;  // 0.5, 1, 2, ... capped at 30 s
+  // Called before each retry's wait, from the worker that retries, with one line naming the
+  // request, why it failed and when it is tried again ("list org/x@main: network: connection
+  // refused: retrying in 0.5 s (attempt 2 of 3)"). May be empty. Must be thread-safe.
+  std::function<void(const std::string& line)> on_retry;
 };
 
 // ---- pull ----
