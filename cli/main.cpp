@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "hub_commands.h"
 #include "inspect_command.h"
 #include "signals.h"
+#include "summary_text.h"
 
 #ifndef DF11_VERSION_STRING
 #define DF11_VERSION_STRING "0.0.0"
@@ -57,7 +59,37 @@ void add_transfers_option(CLI::App* app, CommonOptions& common) {
                   "parallel Hub transfers (default 8; not limited by the core count)");
 }
 
+// With --json anywhere on the command line, a usage error is a JSON document on stdout too
+// (the command it names: "compress", "bench decode", ...; "df11" before one is named).
+std::optional<std::string> g_json_command;
+
+std::optional<std::string> json_command(int argc, char** argv) {
+  bool json = false;
+  std::string command = "df11";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--json") json = true;
+    for (const char* name :
+         {"compress", "decompress", "verify", "inspect", "pull", "push", "publish", "bench"}) {
+      if (command == "df11" && arg == name) {
+        command = name;
+      } else if (command == "bench" && (arg == "decode" || arg == "gemv")) {
+        command += " " + arg;
+      }
+    }
+  }
+  if (!json) return std::nullopt;
+  return command;
+}
+
 int usage_error(const std::string& message, const std::string& hint) {
+  if (g_json_command) {
+    std::cout << app::error_json(*g_json_command,
+                                 df11::Status(df11::ErrorCode::kInvalidArgument, message))
+                     .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+              << "\n";
+  }
   std::cerr << "error: " << message << " [invalid_argument]\n";
   if (!hint.empty()) std::cerr << hint << "\n";
   return app::kExitUsage;
@@ -199,6 +231,7 @@ int resolve_transfers(const std::string& text) {
 
 int main(int argc, char** argv) {
   app::install_signal_handlers();
+  g_json_command = json_command(argc, argv);
 
   CLI::App cli{"df11: lossless DFloat11 compression of BF16 model weights", "df11"};
   cli.set_version_flag("--version", "df11 " DF11_VERSION_STRING);
@@ -390,7 +423,14 @@ int main(int argc, char** argv) {
     app::Console console(std::cout, std::cerr, output.json ? 0 : output.verbosity,
                          output.progress && !output.json);
     auto path = app::resolve_model_argument(argument, transfers, console, app::interrupt_token());
-    if (!path) return app::report_failure(path.status(), console);
+    if (!path) {
+      if (g_json_command) {
+        std::cout << app::error_json(*g_json_command, path.status())
+                         .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                  << "\n";
+      }
+      return app::report_failure(path.status(), console);
+    }
     argument = *path;
     return app::kExitOk;
   };

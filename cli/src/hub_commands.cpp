@@ -5,12 +5,14 @@
 #include "byte_units.h"
 #include "exit_codes.h"
 #include "signals.h"
+#include "summary_text.h"
 
 namespace df11::app {
 namespace {
 
 using Json = nlohmann::ordered_json;
 
+// The result documents; the command's own document adds "command" and "ok" first.
 Json pull_json(const std::string& repo, const hub::PullResult& r) {
   return Json{{"repo", repo},
               {"commit", r.commit},
@@ -66,15 +68,32 @@ std::string push_line(const std::string& repo, const std::string& folder,
   return line;
 }
 
+Json command_json(const std::string& command, Json result) {
+  Json j{{"command", command}, {"ok", true}};
+  for (auto& [key, value] : result.items()) j[key] = std::move(value);
+  return j;
+}
+
+void print(std::ostream& out, const Json& j) {
+  out << j.dump(2, ' ', false, Json::error_handler_t::replace) << "\n";
+}
+
+// The error line and, with --json, the error document.
+int failed(const std::string& command, const Status& status, bool json, Console& console,
+           std::ostream& out) {
+  if (json) print(out, error_json(command, status));
+  return report_failure(status, console);
+}
+
 }  // namespace
 
 int run_pull_command(const PullModelOptions& options, bool json, const OutputOptions& output,
                      std::ostream& out, std::ostream& err) {
   Console console(out, err, json ? 0 : output.verbosity, output.progress && !json);
   auto result = pull_model(options, console, interrupt_token());
-  if (!result) return report_failure(result.status(), console);
+  if (!result) return failed("pull", result.status(), json, console, out);
   if (json) {
-    out << pull_json(options.repo, *result).dump(2) << "\n";
+    print(out, command_json("pull", pull_json(options.repo, *result)));
   } else {
     console.detail("commit " + result->commit + ": " + std::to_string(result->files_downloaded) +
                    " files downloaded (" + format_bytes(result->bytes_downloaded) + "), " +
@@ -89,9 +108,9 @@ int run_push_command(const PushModelOptions& options, bool json, const OutputOpt
                      std::ostream& out, std::ostream& err) {
   Console console(out, err, json ? 0 : output.verbosity, output.progress && !json);
   auto result = push_model(options, console, interrupt_token());
-  if (!result) return report_failure(result.status(), console);
+  if (!result) return failed("push", result.status(), json, console, out);
   if (json) {
-    out << push_json(options.repo, *result).dump(2) << "\n";
+    print(out, command_json("push", push_json(options.repo, *result)));
   } else {
     console.result(push_line(options.repo, options.folder, *result));
   }
@@ -102,13 +121,12 @@ int run_publish_command(const PublishOptions& options, bool json, const OutputOp
                         std::ostream& out, std::ostream& err) {
   Console console(out, err, json ? 0 : output.verbosity, output.progress && !json);
   auto result = publish_model(options, console, interrupt_token());
-  if (!result) return report_failure(result.status(), console);
+  if (!result) return failed("publish", result.status(), json, console, out);
   if (json) {
-    Json j{{"source", pull_json(options.source, result->pull)},
-           {"df11_dir", result->df11_dir},
-           {"compressed", result->compressed},
-           {"push", push_json(options.target, result->push)}};
-    out << j.dump(2) << "\n";
+    print(out, command_json("publish", Json{{"source", pull_json(options.source, result->pull)},
+                                            {"df11_dir", result->df11_dir},
+                                            {"compressed", result->compressed},
+                                            {"push", push_json(options.target, result->push)}}));
   } else {
     console.result(push_line(options.target, result->df11_dir, result->push));
   }

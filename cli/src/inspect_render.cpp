@@ -286,6 +286,8 @@ void print_group_details(const GroupReport& g, std::ostream& out) {
 void render_inspect_json(const InspectReport& r, std::ostream& out) {
   const InspectTotals t = compute_totals(r);
   Json j;
+  j["command"] = "inspect";
+  j["ok"] = true;
   j["path"] = r.path;
   j["kind"] = checkpoint_kind_name(r.kind);
   Json files = Json::array();

@@ -103,18 +103,21 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
   const Df11Metadata& first = folder.metadata.front();
   for (size_t s = 1; s < folder.metadata.size(); ++s) {
     if (folder.metadata[s].shards || folder.metadata[s].folder_files) {
-      findings.failures.push_back(model.shard_names[s] +
-                                  ": its df11 metadata has a folder record, which belongs in the "
-                                  "first shard " +
-                                  model.shard_names.front() + " only");
+      findings.failures.push_back(
+          {ErrorCode::kBadMetadata,
+           model.shard_names[s] +
+               ": its df11 metadata has a folder record, which belongs in the "
+               "first shard " +
+               model.shard_names.front() + " only"});
     }
   }
   if (!first.shards || !first.folder_files) {
     if (spec_minor_version(first.spec_version) >= kFolderRecordMinor) {
-      findings.failures.push_back(model.shard_names.front() + ": df11 metadata " +
-                                  first.spec_version +
-                                  " without 'shards' and 'folder_files' (the folder record "
-                                  "every 1.1 folder has in its first shard)");
+      findings.failures.push_back(
+          {ErrorCode::kBadMetadata, model.shard_names.front() + ": df11 metadata " +
+                                        first.spec_version +
+                                        " without 'shards' and 'folder_files' (the folder record "
+                                        "every 1.1 folder has in its first shard)"});
     }
     return findings;
   }
@@ -125,14 +128,16 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
   const std::set<std::string> present_shards(model.shard_names.begin(), model.shard_names.end());
   for (const std::string& name : recorded_shards) {
     if (present_shards.count(name) == 0) {
-      findings.failures.push_back(name + ": a shard of this folder (recorded in " +
-                                  model.shard_names.front() + "), but missing");
+      findings.failures.push_back(
+          {ErrorCode::kNotFound, name + ": a shard of this folder (recorded in " +
+                                     model.shard_names.front() + "), but missing"});
     }
   }
   for (const std::string& name : present_shards) {
     if (recorded_shards.count(name) == 0) {
-      findings.failures.push_back(name + ": a shard the folder record in " +
-                                  model.shard_names.front() + " does not list");
+      findings.failures.push_back(
+          {ErrorCode::kBadMetadata, name + ": a shard the folder record in " +
+                                        model.shard_names.front() + " does not list"});
     }
   }
 
@@ -144,24 +149,29 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
     auto state = read_state(model.dir / f.file, cancel, hash_files);
     if (!state) {
       if (state.status().code() == ErrorCode::kInterrupted) return state.status();
-      findings.failures.push_back(f.file + ": recorded in the folder record, but " +
-                                  (state.status().code() == ErrorCode::kNotFound
-                                       ? std::string("missing")
-                                       : state.status().message()));
+      findings.failures.push_back(
+          {ErrorCode::kCorruptData,
+           f.file + ": recorded in the folder record, but " +
+               (state.status().code() == ErrorCode::kNotFound ? std::string("missing")
+                                                              : state.status().message())});
       continue;
     }
     if (!hash_files) {
       if (state->size != f.size) {
-        findings.failures.push_back(f.file + ": " + std::to_string(state->size) +
-                                    " bytes, the folder record has " + std::to_string(f.size));
+        findings.failures.push_back({ErrorCode::kCorruptData, f.file + ": " +
+                                                                  std::to_string(state->size) +
+                                                                  " bytes, the folder record has " +
+                                                                  std::to_string(f.size)});
       }
       continue;
     }
     findings.hashed.push_back(FolderFile{f.file, state->size, state->sha256});
     if (state->size != f.size || state->sha256 != f.sha256) {
       findings.failures.push_back(
-          f.file + ": " + std::to_string(state->size) + " bytes with sha256 " + state->sha256 +
-          ", the folder record has " + std::to_string(f.size) + " bytes with sha256 " + f.sha256);
+          {ErrorCode::kCorruptData, f.file + ": " + std::to_string(state->size) +
+                                        " bytes with sha256 " + state->sha256 +
+                                        ", the folder record has " + std::to_string(f.size) +
+                                        " bytes with sha256 " + f.sha256});
       continue;
     }
     ++findings.files_checked;
@@ -180,12 +190,13 @@ Result<FolderFindings> check_folder_record(const Df11Folder& folder, const Cance
       continue;
     }
     if (rel == kConfigFile || rel == model.index_name) {
-      findings.failures.push_back(rel + ": written by df11, but not in the folder record");
+      findings.failures.push_back(
+          {ErrorCode::kBadMetadata, rel + ": written by df11, but not in the folder record"});
     } else if (is_top_level_safetensors(rel)) {
       findings.failures.push_back(
-          rel +
-          ": not in the folder record, and the dfloat11 loader loads every *.safetensors "
-          "of the folder");
+          {ErrorCode::kBadMetadata,
+           rel + ": not in the folder record, and the dfloat11 loader loads every *.safetensors "
+                 "of the folder"});
     } else if (findings.warnings.size() < kMaxListedWarnings) {
       findings.warnings.push_back(rel + ": not in the folder record (added after compression?)");
     } else {

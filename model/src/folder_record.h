@@ -33,9 +33,17 @@ inline constexpr std::string_view kModelCardMarker =
 // True if `text` (a README.md) is a model card df11 push wrote: it holds kModelCardMarker.
 bool is_df11_model_card(std::string_view text);
 
+// A file the record and the folder disagree about: what kind of problem (bad_metadata for a
+// record in the wrong place or a shard it does not list, corrupt_data for a file that is not
+// as recorded, not_found for a recorded file that is missing) and a line naming the file.
+struct RecordFailure {
+  ErrorCode code = ErrorCode::kCorruptData;
+  std::string message;
+};
+
 // What checking a DF11 folder against its record found (spec 7.7 rules I1..I5).
 struct FolderFindings {
-  std::vector<std::string> failures;  // one line each, naming the file
+  std::vector<RecordFailure> failures;
   std::vector<std::string> warnings;  // files the record does not know (I5), one line each
   // Files the record does not list that belong to the publication, not to the model (I5):
   // a top-level README.md that is df11's model card, the Hub's top-level .gitattributes.

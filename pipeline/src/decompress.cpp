@@ -73,12 +73,12 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   DF11_RETURN_IF_ERROR(first_header_failure(folder));
   DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder, cancel));
   if (!findings.failures.empty()) {
-    return Status(
-        ErrorCode::kCorruptData,
-        findings.failures.front() + (findings.failures.size() > 1
-                                         ? " (and " + std::to_string(findings.failures.size() - 1) +
-                                               " more problems: run df11 verify)"
-                                         : std::string()));
+    return Status(ErrorCode::kCorruptData,
+                  findings.failures.front().message +
+                      (findings.failures.size() > 1
+                           ? " (and " + std::to_string(findings.failures.size() - 1) +
+                                 " more problems: run df11 verify)"
+                           : std::string()));
   }
   for (const std::string& line : findings.warnings) reporter.warning(line);
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));

@@ -24,36 +24,38 @@ namespace {
 // The DF11 config.json must make the loader decode every group into its members, in order.
 void check_loader(const Df11Folder& folder, const FindingFn& fail) {
   if (!folder.folder.config_text) {
-    fail("config.json: missing; the dfloat11 loader needs it");
+    fail(ErrorCode::kNotFound, "config.json: missing; the dfloat11 loader needs it");
     return;
   }
   auto dict = read_pattern_dict(*folder.folder.config_text, "config.json");
   if (!dict) {
-    fail(dict.status().message());
+    fail(dict.status().code(), dict.status().message());
     return;
   }
   if (!*dict) {
-    fail("config.json: no dfloat11_config; the dfloat11 loader cannot load this folder");
+    fail(ErrorCode::kBadConfig,
+         "config.json: no dfloat11_config; the dfloat11 loader cannot load this folder");
     return;
   }
   auto patterns = LoaderPatterns::compile(**dict, "config.json");
   if (!patterns) {
-    fail(patterns.status().message());
+    fail(patterns.status().code(), patterns.status().message());
     return;
   }
   for (const CodedGroup& g : folder.groups) {
     const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
     auto names = patterns->member_names(meta.name);
     if (!names) {
-      fail(g.what + ": " + names.status().message());
+      fail(names.status().code(), g.what + ": " + names.status().message());
       continue;
     }
     std::vector<std::string> expected;
     for (const MemberMeta& m : meta.members) expected.push_back(m.name);
     if (*names != expected) {
-      fail(g.what + ": config.json pattern_dict makes the loader decode it into " +
-           std::to_string(names->size()) + " weights starting with '" + names->front() +
-           "', but its members are " + member_list(meta));
+      fail(ErrorCode::kBadConfig,
+           g.what + ": config.json pattern_dict makes the loader decode it into " +
+               std::to_string(names->size()) + " weights starting with '" + names->front() +
+               "', but its members are " + member_list(meta));
     }
   }
 }
@@ -72,9 +74,10 @@ void check_shard_metadata(const Df11Folder& folder, size_t shard, const FindingF
     const std::string* stored =
         folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
     if (!canonical || stored == nullptr || *canonical != *stored) {
-      fail(name +
-           ": df11 metadata text differs from what its content serializes to "
-           "(altered after writing)");
+      fail(ErrorCode::kCorruptData,
+           name +
+               ": df11 metadata text differs from what its content serializes to "
+               "(altered after writing)");
     }
   }
   for (const SourceFile& source : folder.metadata[shard].sources) {
@@ -88,11 +91,13 @@ void check_shard_metadata(const Df11Folder& folder, size_t shard, const FindingF
       }
     }
     if (own != layout->header.metadata) {
-      fail(name + ": __metadata__ entries differ from the original file's");
+      fail(ErrorCode::kCorruptData,
+           name + ": __metadata__ entries differ from the original file's");
     }
     return;
   }
-  fail(name + ": its df11 metadata records no original file of the same name");
+  fail(ErrorCode::kBadMetadata,
+       name + ": its df11 metadata records no original file of the same name");
 }
 
 // spec 7.2: config.json carries df11's marker exactly when the shards carry df11 metadata
@@ -101,22 +106,23 @@ void check_marker(const Df11Folder& folder, const FindingFn& fail) {
   if (!folder.folder.config_text) return;  // check_loader reports it
   auto marker = read_df11_marker(*folder.folder.config_text, "config.json");
   if (!marker) {
-    fail(marker.status().message());
+    fail(marker.status().code(), marker.status().message());
     return;
   }
   const std::string& version = folder.metadata.front().spec_version;
   if (!marker->has_value()) {
     if (spec_minor_version(version) >= kFolderRecordMinor) {
-      fail(
-          "config.json: dfloat11_config has no \"df11\" marker, but the shards carry "
-          "df11 metadata " +
-          version);
+      fail(ErrorCode::kBadConfig,
+           "config.json: dfloat11_config has no \"df11\" marker, but the shards carry "
+           "df11 metadata " +
+               version);
     }
     return;
   }
   if (**marker != version) {
-    fail("config.json: dfloat11_config.df11 says spec_version " + **marker + ", the " +
-         "df11 metadata of " + folder.folder.shard_names.front() + " " + version);
+    fail(ErrorCode::kBadConfig, "config.json: dfloat11_config.df11 says spec_version " + **marker +
+                                    ", the " + "df11 metadata of " +
+                                    folder.folder.shard_names.front() + " " + version);
   }
 }
 
@@ -126,7 +132,9 @@ void check_folder_structure(const Df11Folder& folder, const FindingFn& fail) {
   check_loader(folder, fail);
   for (size_t s = 0; s < folder.folder.shards.size(); ++s) check_shard_metadata(folder, s, fail);
   check_marker(folder, fail);
-  if (Status recorded = check_side_files_recorded(folder); !recorded) fail(recorded.message());
+  if (Status recorded = check_side_files_recorded(folder); !recorded) {
+    fail(recorded.code(), recorded.message());
+  }
 }
 
 void check_sources_cover_originals(const Df11Folder& folder, const FindingFn& fail) {
@@ -144,33 +152,34 @@ void check_sources_cover_originals(const Df11Folder& folder, const FindingFn& fa
     }
   }
   std::sort(missing.begin(), missing.end());
-  for (const std::string& line : missing) fail(line);
+  for (const std::string& line : missing) fail(ErrorCode::kBadMetadata, line);
 }
 
 Status check_written_folder(const std::filesystem::path& dir, const CancelToken& cancel) {
   std::vector<std::string> findings;
-  const FindingFn fail = [&](const std::string& line) { findings.push_back(line); };
+  const FindingFn fail = [&](ErrorCode, const std::string& line) { findings.push_back(line); };
   Status result = [&]() -> Status {
     DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(dir, cancel));
     DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
     for (const Status& header : folder.header_checks) {
-      if (!header) fail(header.message());
+      if (!header) fail(header.code(), header.message());
     }
     check_folder_structure(folder, fail);
     DF11_ASSIGN_OR_RETURN(FolderFindings record,
                           check_folder_record(folder, cancel, /*hash_files=*/false));
-    for (const std::string& line : record.failures) fail(line);
-    for (const std::string& line : record.warnings) fail(line);  // compress wrote every file
+    for (const RecordFailure& f : record.failures) fail(f.code, f.message);
+    // compress wrote (and recorded) every file
+    for (const std::string& line : record.warnings) fail(ErrorCode::kInternal, line);
     // Every tensor of every recorded original, against what the metadata says of it.
     for (const SourceRef& ref : folder.sources) {
       const SourceFile& source = folder.source(ref);
       auto layout = parse_source_layout(source);
       if (!layout) {
-        fail(layout.status().message());
+        fail(layout.status().code(), layout.status().message());
         continue;
       }
       for (const TensorInfo& t : layout->header.tensors) {
-        if (Status s = check_source_tensor(folder, source.file, t); !s) fail(s.message());
+        if (Status s = check_source_tensor(folder, source.file, t); !s) fail(s.code(), s.message());
       }
     }
     check_sources_cover_originals(folder, fail);
@@ -178,7 +187,7 @@ Status check_written_folder(const std::filesystem::path& dir, const CancelToken&
   }();
   if (!result) {
     if (result.code() == ErrorCode::kInterrupted) return result;
-    fail(result.message());
+    fail(result.code(), result.message());
   }
   if (findings.empty()) return Status::ok();
   constexpr size_t kListed = 5;

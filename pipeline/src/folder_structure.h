@@ -15,8 +15,8 @@
 
 namespace df11::app {
 
-// Receives one finding: a line naming the file (and group or tensor) first.
-using FindingFn = std::function<void(const std::string& line)>;
+// Receives one finding: its kind and a line naming the file (and group or tensor) first.
+using FindingFn = std::function<void(ErrorCode code, const std::string& line)>;
 
 // "'a', 'b'": a group's member names for messages.
 std::string member_list(const GroupMeta& meta);

@@ -209,9 +209,9 @@ Result<VerifyReport> verify_pipeline(const VerifyOptions& options, Reporter& rep
   DF11_ASSIGN_OR_RETURN(std::vector<std::string> names, entries_of(options.df11_dir));
   VerifyReport total;
   size_t components = 0;
-  auto fail = [&](const std::string& line) {
+  auto fail = [&](ErrorCode code, const std::string& line) {
     reporter.finding("FAIL " + line);
-    total.failures.push_back(line);
+    total.failures.push_back(make_finding(code, line));
   };
   for (const std::string& name : names) {
     DF11_RETURN_IF_ERROR(cancel.check());
@@ -233,7 +233,12 @@ Result<VerifyReport> verify_pipeline(const VerifyOptions& options, Reporter& rep
       total.folder_files += r.folder_files;
       total.compared += r.compared;
       total.aliases += r.aliases;
-      for (const std::string& f : r.failures) total.failures.push_back(name + ": " + f);
+      for (Finding& f : r.failures) {
+        // The component's files, as paths in the pipeline folder.
+        f.file = f.file.empty() ? name : name + "/" + f.file;
+        f.message = name + ": " + f.message;
+        total.failures.push_back(std::move(f));
+      }
       for (const std::string& n : r.notes) total.notes.push_back(name + ": " + n);
       continue;
     }
@@ -251,9 +256,9 @@ Result<VerifyReport> verify_pipeline(const VerifyOptions& options, Reporter& rep
       auto theirs = sha256_of(*options.against / rel);
       if (!mine) return mine.status();
       if (!theirs) {
-        fail(rel + ": not in " + options.against->string());
+        fail(ErrorCode::kMismatch, rel + ": not in " + options.against->string());
       } else if (*mine != *theirs) {
-        fail(rel + ": differs from " + (*options.against / rel).string());
+        fail(ErrorCode::kMismatch, rel + ": differs from " + (*options.against / rel).string());
       } else {
         ++total.compared;
       }
@@ -270,7 +275,8 @@ Result<VerifyReport> verify_pipeline(const VerifyOptions& options, Reporter& rep
     for (const std::string& name : original) {
       std::error_code ec;
       if (!fs::exists(options.df11_dir / name, ec)) {
-        fail(name + ": in " + options.against->string() + " but not in the DF11 pipeline");
+        fail(ErrorCode::kMismatch,
+             name + ": in " + options.against->string() + " but not in the DF11 pipeline");
       }
     }
   }

@@ -104,9 +104,10 @@ void check_stored(const Df11Folder& folder, const CodedGroup& g,
   for (size_t k = 0; k < tensors.size(); ++k) {
     const std::string& recorded = meta.stored.of(kGroupTensors[k].id);
     if (hashes[k] != recorded) {
-      context.fail("tensor '" + tensors[k]->name + "' (" + g.what + "): stored bytes have xxh3 " +
-                   hashes[k] + ", the metadata records " + recorded +
-                   "; members affected: " + member_list(meta));
+      context.fail(ErrorCode::kCorruptData, "tensor '" + tensors[k]->name + "' (" + g.what +
+                                                "): stored bytes have xxh3 " + hashes[k] +
+                                                ", the metadata records " + recorded +
+                                                "; members affected: " + member_list(meta));
     }
   }
 }
@@ -118,10 +119,11 @@ void check_splits(const Df11Folder& folder, const CodedGroup& g, VerifyContext& 
   for (size_t k = 0; k + 1 < g.member_start.size() - 1; ++k) {
     const uint64_t stored = load_le64(g.view.split_positions.data() + 8 * k);
     if (stored != g.member_start[k + 1]) {
-      context.fail("tensor '" + g.tensors.name + ".split_positions' (" + g.what + "): entry " +
-                   std::to_string(k) + " is " + std::to_string(stored) + ", member '" +
-                   meta.members[k].name + "' ends at element " +
-                   std::to_string(g.member_start[k + 1]));
+      context.fail(ErrorCode::kBadGroup, "tensor '" + g.tensors.name + ".split_positions' (" +
+                                             g.what + "): entry " + std::to_string(k) + " is " +
+                                             std::to_string(stored) + ", member '" +
+                                             meta.members[k].name + "' ends at element " +
+                                             std::to_string(g.member_start[k + 1]));
       return;
     }
   }
@@ -145,10 +147,11 @@ void check_alias(const Df11Folder& folder, const AliasMember& alias, TensorProdu
   const std::string what = folder.groups[alias.group].what + ": member '" + alias.name +
                            "' (tied copy of '" + alias.target + "')";
   if (!status) {
-    context.fail(what + ": " + status.message());
+    context.fail(status.code(), what + ": " + status.message());
   } else if (hash.hex_digest() != folder.originals.at(alias.target).xxh3) {
-    context.fail(what + ": decodes to xxh3 " + hash.hex_digest() + ", '" + alias.target + "' has " +
-                 folder.originals.at(alias.target).xxh3);
+    context.fail(ErrorCode::kCorruptData, what + ": decodes to xxh3 " + hash.hex_digest() + ", '" +
+                                              alias.target + "' has " +
+                                              folder.originals.at(alias.target).xxh3);
   } else {
     std::lock_guard<std::mutex> lock(context.mutex);
     ++context.report.aliases;
@@ -163,7 +166,7 @@ Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) 
         ++context.report.headers;
       }
     } else {
-      context.fail(folder.header_checks[s].message());
+      context.fail(folder.header_checks[s]);
     }
   }
   DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder, context.cancel));
@@ -171,7 +174,7 @@ Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) 
     for (FolderFile& f : findings.hashed) context.add_folder_digest(std::move(f));
     if (context.on_folder_digest) context.on_folder_digest(nullptr);
   }
-  for (const std::string& line : findings.failures) context.fail(line);
+  for (const RecordFailure& f : findings.failures) context.fail(f.code, f.message);
   for (const std::string& line : findings.warnings) context.reporter.warning(line);
   if (!findings.has_record &&
       spec_minor_version(folder.metadata.front().spec_version) < kFolderRecordMinor) {
@@ -245,13 +248,16 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
     check_stored(folder, g, stored[i], context);
     auto info = producer.info(i);
     if (!info) {
-      context.fail(info.status().message() + " (members affected: " +
-                   member_list(folder.metadata[g.shard].groups[g.meta_index]) + ")");
+      context.fail(info.status().code(),
+                   info.status().message() + " (members affected: " +
+                       member_list(folder.metadata[g.shard].groups[g.meta_index]) + ")");
     }
     check_splits(folder, g, context);
   }
   for (const AliasMember& a : folder.aliases) check_alias(folder, a, producer, context);
-  const FindingFn fail = [&context](const std::string& line) { context.fail(line); };
+  const FindingFn fail = [&context](ErrorCode code, const std::string& line) {
+    context.fail(code, line);
+  };
   check_folder_structure(folder, fail);
   DF11_RETURN_IF_ERROR(check_folder_integrity(folder, context));
 
@@ -261,9 +267,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   options.check_file_sha256 = context.file_sha256;
   options.cancel = &context.cancel;
   options.on_bytes = [&](uint64_t n) { reporter.progress_advance(n); };
-  options.on_tensor_failure = [&](const std::string&, const Status& why) {
-    context.fail(why.message());
-  };
+  options.on_tensor_failure = [&](const std::string&, const Status& why) { context.fail(why); };
   const size_t n_sources = folder.sources.size();
   DF11_RETURN_IF_ERROR(for_each_source(
       folder, context.device, n_sources,
@@ -279,7 +283,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
         if (!result) {
           // Data problems are findings; anything else (I/O, a signal) stops verification.
           if (error_class(result.status().code()) != ErrorClass::kData) return result.status();
-          context.fail(result.status().message());
+          context.fail(result.status());
           return Status::ok();
         }
         std::lock_guard<std::mutex> lock(context.mutex);
@@ -294,7 +298,8 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
     const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(side.content.data()),
                                          side.content.size());
     if (sha256_hex(bytes) != side.sha256 || side.content.size() != side.size) {
-      context.fail(side.file + ": recorded content does not match its recorded sha256/size");
+      context.fail(ErrorCode::kCorruptData,
+                   side.file + ": recorded content does not match its recorded sha256/size");
       continue;
     }
     ++context.report.side_files;
@@ -302,8 +307,8 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
       auto original =
           read_file_to_string((context.against->dir / side.file).string(), kMaxIndexBytes);
       if (!original || *original != side.content) {
-        context.fail(side.file + ": recorded original differs from " +
-                     (context.against->dir / side.file).string());
+        context.fail(ErrorCode::kMismatch, side.file + ": recorded original differs from " +
+                                               (context.against->dir / side.file).string());
       }
     }
   }

@@ -42,20 +42,22 @@ void compare_group(const GroupTensors& group, const GroupView& view,
                    TensorComparer& comparer, const std::string& what, const ModelFolder& model,
                    const std::vector<std::string>& against_names, VerifyContext& context) {
   if (patterns == nullptr) {
-    context.fail(what +
-                 ": config.json has no usable dfloat11_config.pattern_dict: cannot tell which "
-                 "original weights it holds");
+    context.fail(ErrorCode::kBadConfig,
+                 what +
+                     ": config.json has no usable dfloat11_config.pattern_dict: cannot tell which "
+                     "original weights it holds");
     return;
   }
   auto names = patterns->member_names(group.name);
   if (!names) {
-    context.fail(what + ": " + names.status().message());
+    context.fail(names.status().code(), what + ": " + names.status().message());
     return;
   }
   const size_t n_splits = view.split_positions.size() / 8;
   if (names->size() != n_splits + 1) {
-    context.fail(what + ": pattern_dict names " + std::to_string(names->size()) +
-                 " weights, split_positions has " + std::to_string(n_splits + 1) + " parts");
+    context.fail(ErrorCode::kBadConfig,
+                 what + ": pattern_dict names " + std::to_string(names->size()) +
+                     " weights, split_positions has " + std::to_string(n_splits + 1) + " parts");
     return;
   }
   uint64_t begin = 0;
@@ -75,7 +77,7 @@ void compare_group(const GroupTensors& group, const GroupView& view,
       comparer.piece(bf16_bytes(decoded.subspan(begin, end - begin)));
       status = comparer.end();
     }
-    if (!status) context.fail(status.message() + " (" + what + ")");
+    if (!status) context.fail(status.code(), status.message() + " (" + what + ")");
     ++context.report.compared;
     begin = end;
   }
@@ -92,11 +94,11 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
   if (model.config_text) {
     auto read = read_pattern_dict(*model.config_text, "config.json");
     if (!read) {
-      context.fail(read.status().message());
+      context.fail(read.status());
     } else if (*read) {
       auto compiled = LoaderPatterns::compile(**read, "config.json");
       if (!compiled) {
-        context.fail(compiled.status().message());
+        context.fail(compiled.status());
       } else {
         patterns = std::move(compiled).value();
       }
@@ -118,7 +120,7 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
     const SafetensorsFile& shard = model.shards[s];
     auto groups = enumerate_groups(shard.header());
     if (!groups) {
-      context.fail(groups.status().message());
+      context.fail(groups.status());
       continue;
     }
     std::unordered_set<std::string> stored;
@@ -129,7 +131,7 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       const GroupView view = group_view(group, shard.bytes());
       auto info = validate_group(view, what);
       if (!info) {
-        context.fail(info.status().message());
+        context.fail(info.status());
         continue;
       }
       try {
@@ -141,7 +143,7 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       }
       Status status = decode_group_reference(view, decoded, what);
       if (!status) {
-        context.fail(status.message());
+        context.fail(status);
         continue;
       }
 #if defined(DF11_HAVE_CUDA)
@@ -149,9 +151,10 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
         std::vector<uint16_t> on_device(info->n_elements);
         status = cuda::decode_group_to_host(view, on_device, what);
         if (!status) {
-          context.fail(status.message());
+          context.fail(status);
         } else if (on_device != decoded) {
-          context.fail(what + ": the CUDA decoder's output differs from the reference decoder's");
+          context.fail(ErrorCode::kMismatch,
+                       what + ": the CUDA decoder's output differs from the reference decoder's");
         }
       }
 #endif
@@ -180,7 +183,9 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
               context.cancel));
           status = comparer->end();
         }
-        if (!status) context.fail(status.message() + " (" + model.shard_names[s] + ")");
+        if (!status) {
+          context.fail(status.code(), status.message() + " (" + model.shard_names[s] + ")");
+        }
         ++context.report.compared;
       }
       context.reporter.progress_advance(t.byte_size());

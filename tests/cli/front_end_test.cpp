@@ -241,7 +241,7 @@ TEST_F(FrontEnd, JsonResultsCarryTheSummaryFigures) {
   const json bj = json::parse(bad.out);
   EXPECT_FALSE(bj["ok"].get<bool>());
   ASSERT_FALSE(bj["failures"].empty());
-  EXPECT_NE(bj["failures"][0].get<std::string>().find("model.layers.2.encoded_exponent"),
+  EXPECT_NE(bj["failures"][0]["message"].get<std::string>().find("model.layers.2.encoded_exponent"),
             std::string::npos);
   EXPECT_EQ(bad.out.find("FAIL "), std::string::npos) << "only the document on stdout";
 

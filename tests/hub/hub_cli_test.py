@@ -159,6 +159,7 @@ class PullTests(HubTestBase):
         mark = len(self.hub.state.log)
         r = self.df11("pull", "org/pull-cached", "--json")
         result = json.loads(r.stdout)
+        self.assertEqual((result["command"], result["ok"]), ("pull", True))
         self.assertEqual(result["path"], path)
         self.assertEqual(result["files_downloaded"], 0)
         self.assertEqual(result["bytes_downloaded"], 0)
@@ -485,6 +486,7 @@ class PushTests(HubTestBase):
         self.assertEqual(repo.refs["main"], head)
         self.assertEqual(len(repo.commits), commits)
         result = json.loads(self.df11("push", folder, "me/same", "--json").stdout)
+        self.assertEqual((result["command"], result["ok"]), ("push", True))
         self.assertTrue(result["up_to_date"])
         self.assertEqual(result["commits"], 0)
         self.assertEqual(result["commit"], head)
@@ -537,6 +539,15 @@ class ValidationTests(HubTestBase):
         self.assertIn("someone-else/x: the Hub token's account me is not 'someone-else' nor a "
                       "member of that organisation", r.stderr)
         self.assertNotIn("someone-else/x", self.hub.state.repos)
+        # With --json the failure is one document on stdout.
+        r = self.df11("push", self.df11_dir, "someone-else/x", "--json", expect=2)
+        doc = json.loads(r.stdout)
+        self.assertEqual((doc["command"], doc["ok"], doc["error"]["code"]),
+                         ("push", False, "invalid_argument"))
+        r = self.df11("publish", "org/none", "someone-else/x", "--json", expect=2)
+        self.assertEqual(json.loads(r.stdout)["command"], "publish")
+        r = self.df11("pull", "org/does-not-exist", "--json", expect=3)
+        self.assertEqual(json.loads(r.stdout)["error"]["code"], "not_found")
 
     def test_publish_checks_the_token_and_target_before_pulling(self):
         self.upload_bf16("org/pub-checked")
@@ -651,6 +662,7 @@ class HubIdTests(HubTestBase):
         work = os.path.join(self.home, "pub-DF11")
         r = self.df11("publish", "org/pub", "me/pub-DF11", "-o", work, "--json")
         result = json.loads(r.stdout)
+        self.assertEqual((result["command"], result["ok"]), ("publish", True))
         self.assertTrue(result["compressed"])
         path = self.snapshot_download("me/pub-DF11", os.path.join(self.home, "hf"))
         self.assertIn("base_model: \"org/pub\"", read(os.path.join(path, "README.md")))
