@@ -48,7 +48,18 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
       best = c;
     }
   }
-  return best;
+  if (!best.empty()) return best;
+  // An abbreviation ("--out" for "--output"), when it names one candidate only.
+  std::string prefixed;
+  const size_t dashes = word.find_first_not_of('-');
+  if (dashes == std::string_view::npos || word.size() - dashes < 2) return best;
+  for (const std::string& c : candidates) {
+    if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+      if (!prefixed.empty()) return best;  // ambiguous
+      prefixed = c;
+    }
+  }
+  return prefixed;
 }
 
 std::string progress_line(std::string_view label, uint64_t done, uint64_t total, double seconds,

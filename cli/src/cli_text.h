@@ -13,7 +13,8 @@ namespace df11::app {
 std::string count_of(uint64_t n, std::string_view word, std::string_view plural_word = {});
 
 // The candidate closest to `word` by edit distance, if it is close enough to be a likely typo
-// (at most a third of the word's length, at least 1, at most 3 edits); empty otherwise.
+// (at most a third of the word's length, at least 1, at most 3 edits); else the one candidate
+// `word` abbreviates ("--out" for "--output"; two letters at least); empty otherwise.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // One line of the progress bar, at most `columns - 1` characters wide (the last column stays

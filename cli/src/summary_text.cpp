@@ -154,6 +154,7 @@ nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyRep
                         {"message", f.message}});
   }
   j["failures"] = failures;
+  j["different_models"] = or_null(r.different_models);
   j["notes"] = r.notes;
   j["device_notes"] = r.device_notes;
   return j;

@@ -11,6 +11,7 @@
 #include "df11/hash.h"
 #include "df11/metadata.h"
 #include "df11/sha256.h"
+#include "df11_folder.h"
 #include "dtype_shares.h"
 #include "file_stream.h"
 #include "file_writer.h"
@@ -181,10 +182,15 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
                                                const CancelToken& cancel) {
   const Stopwatch started;
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
-  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir, cancel));
-  if (!folder.config_text) {
-    return Status(ErrorCode::kNotFound, (folder.dir / kConfigFile).string() +
-                                            ": not found (a Hugging Face checkpoint has one)");
+  // A folder, or a single .safetensors file (BFL/ComfyUI checkpoints come so, without
+  // config.json).
+  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_path(options.model_dir, cancel));
+  if (is_df11_model(folder)) {
+    return Status(ErrorCode::kInvalidArgument,
+                  options.model_dir.string() +
+                      ": this folder is already DF11 (decompress or verify it: df11 decompress " +
+                      options.model_dir.string() + " -o OUT_DIR; df11 verify " +
+                      options.model_dir.string() + ")");
   }
   DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
@@ -197,9 +203,12 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
                                                             cancel, options.chunk_weights));
   reporter.detail("planned " + std::to_string(plan.groups.size()) + " groups in " +
                   planning.text());
+  // spec 7.2: without a config.json df11 writes one for the loader (dfloat11_config alone)
+  // and records no original of it: restoration leaves it out.
   DF11_ASSIGN_OR_RETURN(std::string config,
-                        make_df11_config(*folder.config_text, plan.pattern_dict));
-  std::vector<SideFile> changed{side_file(kConfigFile, *folder.config_text)};
+                        make_df11_config(folder.config_text.value_or("{}"), plan.pattern_dict));
+  std::vector<SideFile> changed;
+  if (folder.config_text) changed.push_back(side_file(kConfigFile, *folder.config_text));
   if (folder.index_text) changed.push_back(side_file(folder.index_name, *folder.index_text));
   std::vector<ShardOut> shards =
       assign_shards(folder, plan, std::move(changed), "df11 " DF11_VERSION_STRING);

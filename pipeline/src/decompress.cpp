@@ -51,6 +51,7 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   const Stopwatch started;
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.df11_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir, cancel));
+  if (!is_df11_model(model)) return not_a_df11_folder(model.dir);
   if (!written_by_df11(model)) {
     if (options.file_sha256) {
       return Status(ErrorCode::kInvalidArgument,
@@ -96,7 +97,7 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   for (const std::string& rel : folder.folder.side_files) {
     if (restored_names.count(rel) != 0) continue;  // the recorded original wins
     if (publication.count(rel) != 0) {
-      reporter.detail(rel + ": the publication's, not the original model's: not restored");
+      reporter.detail(rel + ": not a file of the original model: not restored");
       continue;
     }
     copies.push_back(rel);

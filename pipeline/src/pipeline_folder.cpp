@@ -240,6 +240,7 @@ Result<VerifyReport> verify_pipeline(const VerifyOptions& options, Reporter& rep
         total.failures.push_back(std::move(f));
       }
       for (const std::string& n : r.notes) total.notes.push_back(name + ": " + n);
+      if (total.different_models.empty()) total.different_models = r.different_models;
       continue;
     }
     if (!options.against) continue;

@@ -38,13 +38,15 @@ Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir, cancel));
   std::optional<ModelFolder> against;
   if (options.against) {
-    DF11_ASSIGN_OR_RETURN(against.emplace(), open_model_folder(*options.against, cancel));
+    // A folder, or the single .safetensors file a checkpoint was compressed from.
+    DF11_ASSIGN_OR_RETURN(against.emplace(), open_model_path(*options.against, cancel));
   }
   DF11_ASSIGN_OR_RETURN(DecodeDevice device, resolve_device(options.device, &report.device_notes));
   report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
   VerifyContext context(reporter, cancel, report, against ? &*against : nullptr, device,
                         options.parallel_files, options.file_sha256, options.folder_sha256);
   context.on_folder_digest = options.on_folder_digest;
+  context.here = options.df11_dir.string();
   report.files_sha256 = options.file_sha256;
   if (written_by_df11(model)) {
     DF11_RETURN_IF_ERROR(verify_df11_folder(std::move(model), context));

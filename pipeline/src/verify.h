@@ -73,8 +73,11 @@ struct VerifyReport {
   size_t aliases = 0;                      // tied copies decoded equal to the tensor they copy
   std::vector<FolderFile> folder_digests;  // VerifyOptions::folder_sha256: shards, recorded files
   std::vector<Finding> failures;           // one each, naming the tensor or file
-  std::vector<std::string> notes;          // what the user should know about the checks
-  std::vector<std::string> device_notes;   // which decoder ran and why (CUDA absent, ...)
+  // --against a folder whose tensors mostly differ in name, dtype or shape: one line saying
+  // the two folders hold different models (empty otherwise).
+  std::string different_models;
+  std::vector<std::string> notes;         // what the user should know about the checks
+  std::vector<std::string> device_notes;  // which decoder ran and why (CUDA absent, ...)
   bool ok() const { return failures.empty(); }
 };
 

@@ -314,7 +314,10 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   }
   reporter.progress_finish();
   context.report.groups = folder.groups.size();
-  if (comparer) context.fail_not_compared(*comparer);
+  if (comparer) {
+    context.fail_not_compared(*comparer);
+    context.report.different_models = comparer->different_models(context.here);
+  }
   return Status::ok();
 }
 

@@ -29,6 +29,7 @@ struct VerifyContext {
   const CancelToken& cancel;
   VerifyReport& report;
   const ModelFolder* against = nullptr;  // --against, or null
+  std::string here;                      // the folder verified, as the user named it
   DecodeDevice device = DecodeDevice::kCpu;
   size_t parallel_files = 0;   // files rebuilt side by side; 0 = source_parallelism()
   bool file_sha256 = false;    // hash rebuilt original files too (RebuildOptions)

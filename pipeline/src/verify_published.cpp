@@ -8,6 +8,7 @@
 
 #include "df11/decoder.h"
 #include "df11/group_tensors.h"
+#include "df11_folder.h"
 #include "file_stream.h"
 #include "loader_check.h"
 #include "member_shapes.h"
@@ -195,14 +196,12 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
   if (context.report.groups == 0) {
     // Nothing was decoded: a plain checkpoint, not a DF11 folder. Saying OK would claim a
     // verification that never happened.
-    return Status(
-        ErrorCode::kBadGroup,
-        model.dir.string() +
-            ": not a DF11 folder: no shard holds a DF11 group (no '<name>.encoded_exponent' "
-            "tensors) or df11 metadata; to compress it, run: df11 compress " +
-            model.dir.string() + " -o OUT_DIR");
+    return not_a_df11_folder(model.dir);
   }
-  if (comparer) context.fail_not_compared(*comparer);
+  if (comparer) {
+    context.fail_not_compared(*comparer);
+    context.report.different_models = comparer->different_models(context.here);
+  }
   return Status::ok();
 }
 
