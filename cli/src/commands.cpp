@@ -1,8 +1,8 @@
 #include "commands.h"
 
 #include "cli_text.h"
+#include "diffusers_folder.h"
 #include "exit_codes.h"
-#include "pipeline_folder.h"
 #include "signals.h"
 #include "summary_text.h"
 
@@ -37,13 +37,13 @@ int run_compress_command(const CompressOptions& options, const OutputOptions& ou
                          std::ostream& out, std::ostream& err) {
   Console console(out, err, output.json ? std::min(output.verbosity, 1) : output.verbosity,
                   output.progress);
-  if (is_pipeline_folder(options.model_dir)) {
-    auto pipeline = compress_pipeline(options, console, interrupt_token());
+  if (is_diffusers_folder(options.model_dir)) {
+    auto pipeline = compress_diffusers(options, console, interrupt_token());
     if (!pipeline) return fail("compress", pipeline.status(), output, console, out);
     if (output.json) {
-      print_json(out, pipeline_compress_json(options, *pipeline));
+      print_json(out, diffusers_compress_json(options, *pipeline));
     } else {
-      for (const std::string& line : pipeline_compress_lines(options, *pipeline)) {
+      for (const std::string& line : diffusers_compress_lines(options, *pipeline)) {
         console.result(line);
       }
     }
@@ -63,13 +63,13 @@ int run_decompress_command(const DecompressOptions& options, const OutputOptions
                            std::ostream& out, std::ostream& err) {
   Console console(out, err, output.json ? std::min(output.verbosity, 1) : output.verbosity,
                   output.progress);
-  if (is_pipeline_folder(options.df11_dir)) {
-    auto pipeline = decompress_pipeline(options, console, interrupt_token());
+  if (is_diffusers_folder(options.df11_dir)) {
+    auto pipeline = decompress_diffusers(options, console, interrupt_token());
     if (!pipeline) return fail("decompress", pipeline.status(), output, console, out);
     if (output.json) {
-      print_json(out, pipeline_decompress_json(options, *pipeline));
+      print_json(out, diffusers_decompress_json(options, *pipeline));
     } else {
-      console.result(pipeline_decompress_line(options, *pipeline));
+      console.result(diffusers_decompress_line(options, *pipeline));
     }
     return kExitOk;
   }
@@ -100,8 +100,8 @@ int run_verify_command(const VerifyOptions& options, const OutputOptions& output
   Console console(out, err, output.verbosity, output.progress);
   JsonQuiet json_reporter(console);
   Reporter& reporter = output.json ? static_cast<Reporter&>(json_reporter) : console;
-  auto report = is_pipeline_folder(options.df11_dir)
-                    ? verify_pipeline(options, reporter, interrupt_token())
+  auto report = is_diffusers_folder(options.df11_dir)
+                    ? verify_diffusers(options, reporter, interrupt_token())
                     : verify_model(options, reporter, interrupt_token());
   if (!report) return fail("verify", report.status(), output, console, out);
   if (output.json) {

@@ -160,8 +160,8 @@ nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyRep
   return j;
 }
 
-std::vector<std::string> pipeline_compress_lines(const CompressOptions& options,
-                                                 const PipelineCompressSummary& s) {
+std::vector<std::string> diffusers_compress_lines(const CompressOptions& options,
+                                                  const DiffusersCompressSummary& s) {
   std::vector<std::string> lines;
   uint64_t in = 0, out = 0;
   for (size_t i = 0; i < s.coded.size(); ++i) {
@@ -182,8 +182,8 @@ std::vector<std::string> pipeline_compress_lines(const CompressOptions& options,
   return lines;
 }
 
-std::string pipeline_decompress_line(const DecompressOptions& options,
-                                     const PipelineDecompressSummary& s) {
+std::string diffusers_decompress_line(const DecompressOptions& options,
+                                      const DiffusersDecompressSummary& s) {
   size_t files = 0, tensors = 0;
   uint64_t out = 0;
   for (const DecompressSummary& c : s.summaries) {
@@ -199,8 +199,8 @@ std::string pipeline_decompress_line(const DecompressOptions& options,
          count_of(s.copied_files, "other file") + " copied, in " + timing;
 }
 
-nlohmann::ordered_json pipeline_compress_json(const CompressOptions& options,
-                                              const PipelineCompressSummary& s) {
+nlohmann::ordered_json diffusers_compress_json(const CompressOptions& options,
+                                               const DiffusersCompressSummary& s) {
   nlohmann::ordered_json j;
   j["command"] = "compress";
   j["ok"] = true;
@@ -221,8 +221,8 @@ nlohmann::ordered_json pipeline_compress_json(const CompressOptions& options,
   return j;
 }
 
-nlohmann::ordered_json pipeline_decompress_json(const DecompressOptions& options,
-                                                const PipelineDecompressSummary& s) {
+nlohmann::ordered_json diffusers_decompress_json(const DecompressOptions& options,
+                                                 const DiffusersDecompressSummary& s) {
   nlohmann::ordered_json j;
   j["command"] = "decompress";
   j["ok"] = true;

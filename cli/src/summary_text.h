@@ -9,7 +9,7 @@
 #include "compress.h"
 #include "decompress.h"
 #include "df11/status.h"
-#include "pipeline_folder.h"
+#include "diffusers_folder.h"
 #include "verify.h"
 
 namespace df11::app {
@@ -27,14 +27,14 @@ nlohmann::ordered_json decompress_json(const DecompressOptions& options,
 nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyReport& report);
 // Diffusers pipelines: one line per coded component, then the pipeline's
 // ("compressed pipeline P -> O: 2 components coded ..."); its JSON nests each component's.
-std::vector<std::string> pipeline_compress_lines(const CompressOptions& options,
-                                                 const PipelineCompressSummary& s);
-std::string pipeline_decompress_line(const DecompressOptions& options,
-                                     const PipelineDecompressSummary& s);
-nlohmann::ordered_json pipeline_compress_json(const CompressOptions& options,
-                                              const PipelineCompressSummary& s);
-nlohmann::ordered_json pipeline_decompress_json(const DecompressOptions& options,
-                                                const PipelineDecompressSummary& s);
+std::vector<std::string> diffusers_compress_lines(const CompressOptions& options,
+                                                  const DiffusersCompressSummary& s);
+std::string diffusers_decompress_line(const DecompressOptions& options,
+                                      const DiffusersDecompressSummary& s);
+nlohmann::ordered_json diffusers_compress_json(const CompressOptions& options,
+                                               const DiffusersCompressSummary& s);
+nlohmann::ordered_json diffusers_decompress_json(const DecompressOptions& options,
+                                                 const DiffusersDecompressSummary& s);
 
 // {"command": ..., "ok": false, "error": {"code": "bad_offsets", "message": ...}}
 nlohmann::ordered_json error_json(const std::string& command, const Status& status);

@@ -6,7 +6,7 @@
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
-#include "source_hasher.h"
+#include "file_sha256.h"
 #include "utf8.h"
 
 namespace df11::app {

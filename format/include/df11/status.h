@@ -79,12 +79,18 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-// Either a value or a non-OK Status.
+// Either a value or a non-OK Status: never OK without a value.
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  // An OK status carries no value, so building a Result from one is a df11 bug: it becomes
+  // kInternal here rather than an OK result whose value() reads an empty optional (as
+  // absl::StatusOr does with an OK status).
+  Result(Status status)  // NOLINT: implicit by design
+      : status_(status.is_ok() ? Status(ErrorCode::kInternal,
+                                        "a Result was built from an OK Status without a value")
+                               : std::move(status)) {}
 
   bool is_ok() const { return status_.is_ok(); }
   explicit operator bool() const { return is_ok(); }

@@ -1,4 +1,4 @@
-#include "pipeline_folder.h"
+#include "diffusers_folder.h"
 
 #include <algorithm>
 #include <system_error>
@@ -120,7 +120,7 @@ Status for_each_entry(const fs::path& from, const fs::path& staging,
 
 }  // namespace
 
-bool is_pipeline_folder(const fs::path& dir) {
+bool is_diffusers_folder(const fs::path& dir) {
   std::error_code ec;
   if (!fs::is_regular_file(dir / kModelIndexFile, ec)) return false;
   auto names = entries_of(dir);
@@ -129,8 +129,8 @@ bool is_pipeline_folder(const fs::path& dir) {
                       [](const std::string& n) { return n.ends_with(".safetensors"); });
 }
 
-Result<PipelineCompressSummary> compress_pipeline(const CompressOptions& options,
-                                                  Reporter& reporter, const CancelToken& cancel) {
+Result<DiffusersCompressSummary> compress_diffusers(const CompressOptions& options,
+                                                    Reporter& reporter, const CancelToken& cancel) {
   const Stopwatch started;
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(std::vector<std::string> names, entries_of(options.model_dir));
@@ -146,7 +146,7 @@ Result<PipelineCompressSummary> compress_pipeline(const CompressOptions& options
                       "nothing to code");
   }
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
-  PipelineCompressSummary summary;
+  DiffusersCompressSummary summary;
   DF11_RETURN_IF_ERROR(for_each_entry(
       options.model_dir, staging.path(), names,
       [&](const std::string& name) {
@@ -169,14 +169,14 @@ Result<PipelineCompressSummary> compress_pipeline(const CompressOptions& options
   return summary;
 }
 
-Result<PipelineDecompressSummary> decompress_pipeline(const DecompressOptions& options,
-                                                      Reporter& reporter,
-                                                      const CancelToken& cancel) {
+Result<DiffusersDecompressSummary> decompress_diffusers(const DecompressOptions& options,
+                                                        Reporter& reporter,
+                                                        const CancelToken& cancel) {
   const Stopwatch started;
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.df11_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(std::vector<std::string> names, entries_of(options.df11_dir));
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
-  PipelineDecompressSummary summary;
+  DiffusersDecompressSummary summary;
   uint64_t copied_bytes = 0;
   DF11_RETURN_IF_ERROR(for_each_entry(
       options.df11_dir, staging.path(), names,
@@ -204,8 +204,8 @@ Result<PipelineDecompressSummary> decompress_pipeline(const DecompressOptions& o
   return summary;
 }
 
-Result<VerifyReport> verify_pipeline(const VerifyOptions& options, Reporter& reporter,
-                                     const CancelToken& cancel) {
+Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& reporter,
+                                      const CancelToken& cancel) {
   DF11_ASSIGN_OR_RETURN(std::vector<std::string> names, entries_of(options.df11_dir));
   VerifyReport total;
   size_t components = 0;

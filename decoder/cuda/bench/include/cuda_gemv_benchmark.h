@@ -1,7 +1,7 @@
 // Timing of the fused decode+GEMV (df11/cuda_gemv.h) against cuBLAS on one group, for
 // `df11 bench gemv` and bench/df11-cuda-bench (BENCHMARKS.md, "GPU GEMV"). Host API (no CUDA
-// headers). Allocates device memory and synchronises freely: a measuring tool. A
-// benchmark-support header, not part of the public API (decoder/cuda/support/).
+// headers). Allocates device memory and synchronises freely: a measuring tool. Not part of
+// the public API or of libdf11 (target df11_cuda_bench, decoder/cuda/bench/).
 //
 // y = W x for every member of the group (W row-major [rows, cols]) at each batch, four ways:
 // cuBLAS BF16 GEMM from the original weights, df11 decode of the group + the same cuBLAS

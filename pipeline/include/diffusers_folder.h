@@ -6,6 +6,8 @@
 // for byte; verify checks every coded component (against the original's same-named
 // component with --against) and compares every other file with the original's.
 // The whole output is staged and renamed into place as one folder (output_dir.h).
+// (Named diffusers_* because pipeline/ already means df11's command library; the CLI's
+// output still says "pipeline", the diffusers term.)
 #pragma once
 
 #include <filesystem>
@@ -24,9 +26,9 @@ namespace df11::app {
 inline constexpr const char* kModelIndexFile = "model_index.json";
 
 // True for a folder with model_index.json and no top-level *.safetensors.
-bool is_pipeline_folder(const std::filesystem::path& dir);
+bool is_diffusers_folder(const std::filesystem::path& dir);
 
-struct PipelineCompressSummary {
+struct DiffusersCompressSummary {
   std::vector<std::string> coded;          // components compressed, in name order
   std::vector<CompressSummary> summaries;  // one per coded component
   size_t copied_files = 0;                 // every other file
@@ -35,24 +37,24 @@ struct PipelineCompressSummary {
 };
 
 // options.model_dir is the pipeline folder; the component options are derived from it.
-Result<PipelineCompressSummary> compress_pipeline(const CompressOptions& options,
-                                                  Reporter& reporter, const CancelToken& cancel);
+Result<DiffusersCompressSummary> compress_diffusers(const CompressOptions& options,
+                                                    Reporter& reporter, const CancelToken& cancel);
 
-struct PipelineDecompressSummary {
+struct DiffusersDecompressSummary {
   std::vector<std::string> restored;  // coded components, in name order
   std::vector<DecompressSummary> summaries;
   size_t copied_files = 0;
   double seconds = 0;
 };
-Result<PipelineDecompressSummary> decompress_pipeline(const DecompressOptions& options,
-                                                      Reporter& reporter,
-                                                      const CancelToken& cancel);
+Result<DiffusersDecompressSummary> decompress_diffusers(const DecompressOptions& options,
+                                                        Reporter& reporter,
+                                                        const CancelToken& cancel);
 
 // One VerifyReport for the pipeline: the components' reports summed, failures prefixed with
 // the component, plus a failure per copied file that differs from (or is missing in) the
 // --against pipeline.
 // Failures are also reported as findings as they are found.
-Result<VerifyReport> verify_pipeline(const VerifyOptions& options, Reporter& reporter,
-                                     const CancelToken& cancel);
+Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& reporter,
+                                      const CancelToken& cancel);
 
 }  // namespace df11::app

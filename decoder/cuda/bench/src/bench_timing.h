@@ -1,4 +1,4 @@
-// CUDA-event timing shared by the benchmarks (benchmark.cpp, gemv_benchmark.cpp).
+// CUDA-event timing shared by the benchmarks (decode_benchmark.cpp, gemv_benchmark.cpp).
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,8 +1,8 @@
 // Timing of the CUDA decoder on caller-provided groups, for `df11 bench decode --device cuda`
 // and bench/cuda_decode_bench. Host API (no CUDA headers). Allocates device memory and
-// synchronises freely: it is a measuring tool, not a decode path. A benchmark-support
-// header, not part of the public API: pipeline/ (bench_decode.cpp) includes it from
-// decoder/cuda/support/ (DF11_CUDA_SUPPORT_DIR).
+// synchronises freely: it is a measuring tool, not a decode path. Not part of the public
+// API or of libdf11: target df11_cuda_bench (decoder/cuda/bench/), which pipeline/
+// (bench_decode.cpp) links.
 //
 // Every time is the median (and min/max) over `runs` repetitions timed with CUDA events on
 // one stream after `warmup` untimed repetitions; GB/s count the BF16 bytes written

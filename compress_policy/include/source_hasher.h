@@ -43,10 +43,4 @@ class SourceHasher {
   std::vector<std::thread> threads_;
 };
 
-// SHA-256 of one file, stopping with kInterrupted when `cancel` is cancelled or `stop` (may
-// be null) is set.
-Result<std::string> sha256_file_interruptible(const std::string& path,
-                                              const std::atomic<bool>* stop,
-                                              const CancelToken& cancel);
-
 }  // namespace df11::app
