@@ -155,9 +155,9 @@ TEST_F(Messages, VerifyAgainstAnotherModelSaysSo) {
   write_tiny_llama(tmp_ / "other", other);
   const ProcessResult r = run({"verify", df11(), "--against", tmp_ / "other"});
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find(df11().string() + " and " + (tmp_ / "other").string() +
-                       " hold different models"),
-            std::string::npos)
+  EXPECT_NE(
+      r.err.find(df11().string() + " and " + (tmp_ / "other").string() + " hold different models"),
+      std::string::npos)
       << r.err;
   // The DF11 folder itself is fine, and the summary says what it checked.
   const ProcessResult j = run({"verify", df11(), "--against", tmp_ / "other", "--json"});
