@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "console.h"
+#include "diffusers_folder.h"
 #include "exit_codes.h"
 #include "inspect_model.h"
 #include "inspect_remote.h"
@@ -55,6 +56,17 @@ int run_inspect(const InspectCommandOptions& options, std::ostream& out, std::os
     RemoteInspectOptions remote;
     remote.repo = options.path;
     remote.transfers = options.transfers;
+    if (!options.remote && is_diffusers_folder(options.path)) {
+      auto pipeline = inspect_diffusers(analysis, console, interrupt_token());
+      if (!pipeline) return inspect_failure(options, pipeline.status(), out, err);
+      if (options.json) {
+        render_diffusers_inspect_json(options.path, *pipeline, out);
+      } else if (options.verbosity >= 1) {
+        render_diffusers_inspect_text(options.path, *pipeline, options.verbosity, out);
+      }
+      out.flush();
+      return out ? kExitOk : kExitOtherError;
+    }
     Result<InspectReport> report = options.remote
                                        ? inspect_remote(remote, console, interrupt_token())
                                        : inspect_model(analysis, console, interrupt_token());

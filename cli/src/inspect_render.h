@@ -4,7 +4,9 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
+#include "diffusers_folder.h"
 #include "inspect_report.h"
 
 namespace df11::app {
@@ -14,5 +16,13 @@ void render_inspect_text(const InspectReport& report, int verbosity, std::ostrea
 
 // One JSON document (2-space indent, final newline). Schema: see inspect_render.cpp.
 void render_inspect_json(const InspectReport& report, std::ostream& out);
+
+// A diffusers pipeline: a line naming the components, then each component's report (text),
+// or one document {"command", "ok", "path", "kind": "pipeline", "components": [{"name", ...
+// the component's report}], "not_inspected"} (JSON).
+void render_diffusers_inspect_text(const std::string& path, const DiffusersInspectReport& report,
+                                   int verbosity, std::ostream& out);
+void render_diffusers_inspect_json(const std::string& path, const DiffusersInspectReport& report,
+                                   std::ostream& out);
 
 }  // namespace df11::app

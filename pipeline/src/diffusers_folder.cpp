@@ -288,4 +288,32 @@ Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& re
   return total;
 }
 
+Result<DiffusersInspectReport> inspect_diffusers(const InspectOptions& options, Reporter& reporter,
+                                                 const CancelToken& cancel) {
+  const fs::path root(options.path);
+  DF11_ASSIGN_OR_RETURN(std::vector<std::string> names, entries_of(root));
+  DiffusersInspectReport result;
+  for (const std::string& name : names) {
+    DF11_RETURN_IF_ERROR(cancel.check());
+    std::error_code ec;
+    const fs::path dir = root / name;
+    if (name == kModelIndexFile) continue;
+    if (!fs::is_directory(dir, ec) || !open_model_folder(dir, cancel).is_ok()) {
+      result.other.push_back(name);
+      continue;
+    }
+    InspectOptions component = options;
+    component.path = dir.string();
+    DF11_ASSIGN_OR_RETURN(InspectReport report, inspect_model(component, reporter, cancel));
+    result.components.push_back(name);
+    result.reports.push_back(std::move(report));
+  }
+  if (result.components.empty()) {
+    return Status(ErrorCode::kNotFound, root.string() +
+                                            ": a diffusers pipeline (model_index.json) without a "
+                                            "component holding *.safetensors weights");
+  }
+  return result;
+}
+
 }  // namespace df11::app
