@@ -350,10 +350,12 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd = cli.add_subcommand("bench", "benchmarks");
   bench_cmd->require_subcommand(1);
   app::BenchDecodeOptions bench;
-  std::string bench_device = "cuda";
+  std::string bench_device = "auto";
   CLI::App* bench_decode_cmd = bench_cmd->add_subcommand(
       "decode", "decode speed of one synthetic Llama-3.1-8B block coded as one group");
-  bench_decode_cmd->add_option("--device", bench_device, "cuda, cpu or auto")
+  bench_decode_cmd
+      ->add_option("--device", bench_device,
+                   "auto (CUDA when a GPU is usable, else the CPU), cuda or cpu")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   bench_decode_cmd->add_option("--runs", bench.runs, "timed runs (median)")
       ->check(CLI::Range(1, 1000000));
@@ -368,7 +370,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1u << 22));
   bench_decode_cmd->add_option("--kv-dim", bench.kv_dim, "rows of k_proj and v_proj")
       ->check(CLI::Range(1u, 1u << 20));
-  add_output_options(bench_decode_cmd, common, false);
+  add_output_options(bench_decode_cmd, common, true);
   app::BenchGemvOptions gemv;
   std::string gemv_batches = "1,2,4,8,16";
   CLI::App* bench_gemv_cmd = bench_cmd->add_subcommand(
@@ -506,8 +508,9 @@ int main(int argc, char** argv) {
   if (bench_decode_cmd->parsed()) {
     bench.threads = threads;
     bench.device = bench_device == "cpu"    ? app::DeviceChoice::kCpu
-                   : bench_device == "auto" ? app::DeviceChoice::kAuto
-                                            : app::DeviceChoice::kCuda;
+                   : bench_device == "cuda" ? app::DeviceChoice::kCuda
+                                            : app::DeviceChoice::kAuto;
+    bench.json = common.json;
     return app::run_bench_decode(bench, std::cout, std::cerr);
   }
   if (bench_gemv_cmd->parsed()) {

@@ -53,7 +53,8 @@ TEST_F(FrontEnd, EverySubcommandHelpListsItsOptionsWithDefaults) {
            {{"decompress", "--help"}, {"-o,--output", "--force", "--sha256", "--json"}},
            {{"verify", "--help"}, {"--against", "--device", "=auto", "--sha256", "--json"}},
            {{"inspect", "--help"}, {"--baseline", "--json"}},
-           {{"bench", "decode", "--help"}, {"--device", "=cuda", "--runs", "=20", "--warmup"}},
+           {{"bench", "decode", "--help"},
+            {"--device", "=auto", "--runs", "=20", "--warmup", "--json"}},
            {{"bench", "gemv", "--help"},
             {"--batch", "=1,2,4,8,16", "--runs", "=20", "--warmup", "=5", "--model-blocks", "=32",
              "--seed", "--hidden", "=4096", "--json"}}}) {
