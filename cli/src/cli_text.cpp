@@ -62,6 +62,36 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
   return prefixed;
 }
 
+namespace {
+
+// A field padded on the left to `width` (never cut): every draw of the bar is as wide as the
+// last, so that the line does not shift while it runs.
+std::string padded(const std::string& text, size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+// "0:42", "12:07", "3:04:59".
+std::string clock_text(double seconds) {
+  const auto s = static_cast<uint64_t>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600) {
+    std::snprintf(
+        text, sizeof text, "%llu:%02llu:%02llu", static_cast<unsigned long long>(s / 3600),
+        static_cast<unsigned long long>(s / 60 % 60), static_cast<unsigned long long>(s % 60));
+  } else {
+    std::snprintf(text, sizeof text, "%llu:%02llu", static_cast<unsigned long long>(s / 60),
+                  static_cast<unsigned long long>(s % 60));
+  }
+  return text;
+}
+
+// An ETA is shown once a second has passed and 1% is done: before that the rate says little
+// (the first draw once read "ETA 54143s").
+constexpr double kEtaAfterSeconds = 1.0;
+constexpr double kEtaAfterFraction = 0.01;
+
+}  // namespace
+
 std::string progress_line(std::string_view label, uint64_t done, uint64_t total, double seconds,
                           int columns) {
   done = std::min(done, total);
@@ -70,13 +100,17 @@ std::string progress_line(std::string_view label, uint64_t done, uint64_t total,
   char percent[8];
   std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(fraction * 100));
   // Optional parts, most important first: dropped from the end while the line is too wide.
-  std::vector<std::string> parts = {format_bytes(done) + "/" + format_bytes(total)};
-  if (rate > 0 && done < total) {
-    parts.push_back(format_bytes(static_cast<uint64_t>(rate)) + "/s");
-    char eta[32];
-    std::snprintf(eta, sizeof eta, "ETA %.0fs", (total - done) / rate);
-    parts.push_back(eta);
-  }
+  // Each has a fixed width ("999.99 GB" is the widest byte count below a terabyte).
+  constexpr size_t kBytesWidth = 9;
+  std::vector<std::string> parts = {padded(format_bytes(done), kBytesWidth) + "/" +
+                                    format_bytes(total)};
+  parts.push_back(padded(rate > 0 ? format_bytes(static_cast<uint64_t>(rate)) : "-", kBytesWidth) +
+                  "/s");
+  const bool eta_known = rate > 0 && seconds >= kEtaAfterSeconds && fraction >= kEtaAfterFraction;
+  const std::string eta = "ETA " + (done >= total ? clock_text(0)
+                                    : eta_known   ? clock_text((total - done) / rate)
+                                                  : std::string("--:--"));
+  parts.push_back(eta + std::string(eta.size() < 11 ? 11 - eta.size() : 0, ' '));
   const size_t width = static_cast<size_t>(std::max(columns, 20) - 1);
   std::string name(label.substr(0, std::min<size_t>(label.size(), width / 3)));
   constexpr size_t kMaxBar = 30, kMinBar = 10;

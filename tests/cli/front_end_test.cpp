@@ -171,6 +171,30 @@ TEST(ProgressLine, FitsEightyAndFiftyColumnsAtAnyProgress) {
   EXPECT_NE(wide.find("MB/s"), std::string::npos) << wide;
 }
 
+// The bar keeps its width from the first draw to the last (fixed-width fields), and shows no
+// ETA before it can know one (it once read "ETA 54143s" on its first draw).
+TEST(ProgressLine, KeepsItsWidthAndWaitsForAnEta) {
+  for (const uint64_t total : {uint64_t{16} << 30, uint64_t{1234567}, uint64_t{999}}) {
+    for (const int columns : {80, 60}) {
+      size_t width = 0;
+      for (int i = 0; i <= 200; ++i) {
+        const uint64_t done = total / 200 * i + (i == 200 ? total % 200 : 0);
+        const double seconds = 0.01 + i * 0.25;
+        const std::string line = app::progress_line("compressing", done, total, seconds, columns);
+        if (width == 0) width = line.size();
+        EXPECT_EQ(line.size(), width) << columns << " cols, step " << i << ": '" << line << "'";
+        if (seconds < 1.0 && columns == 80) {
+          EXPECT_NE(line.find("ETA --:--"), std::string::npos) << line;
+        }
+      }
+    }
+  }
+  const std::string early = app::progress_line("compressing", 1000, 16ull << 30, 0.02, 80);
+  EXPECT_NE(early.find("ETA --:--"), std::string::npos) << early;
+  const std::string later = app::progress_line("compressing", 8ull << 30, 16ull << 30, 30.0, 80);
+  EXPECT_NE(later.find("ETA 0:30"), std::string::npos) << later;
+}
+
 TEST(ProgressLine, ConsoleRedrawsInPlaceWithinTheWidth) {
   for (const int columns : {80, 50}) {
     std::ostringstream out, err;
