@@ -11,13 +11,6 @@
 
 namespace df11::app {
 
-std::string count_of(uint64_t n, std::string_view word, std::string_view plural_word) {
-  std::string text = std::to_string(n) + " ";
-  if (n == 1) return text.append(word);
-  if (!plural_word.empty()) return text.append(plural_word);
-  return text.append(word).append("s");
-}
-
 namespace {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -36,6 +29,33 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 }
 
 }  // namespace
+
+bool natural_less(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      // Skip leading zeros, then the longer run is the larger number.
+      size_t i0 = i, j0 = j;
+      while (i0 < a.size() && a[i0] == '0') ++i0;
+      while (j0 < b.size() && b[j0] == '0') ++j0;
+      size_t i1 = i0, j1 = j0;
+      while (i1 < a.size() && digit(a[i1])) ++i1;
+      while (j1 < b.size() && digit(b[j1])) ++j1;
+      if (i1 - i0 != j1 - j0) return i1 - i0 < j1 - j0;
+      const int c = a.substr(i0, i1 - i0).compare(b.substr(j0, j1 - j0));
+      if (c != 0) return c < 0;
+      if (i1 - i != j1 - j) return i1 - i < j1 - j;  // "01" after "1"
+      i = i1;
+      j = j1;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
 
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
   const size_t limit = std::clamp<size_t>(word.size() / 3, 1, 3);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "byte_units.h"
+#include "count_text.h"
 #include "exit_codes.h"
 #include "signals.h"
 #include "summary_text.h"
@@ -51,7 +52,7 @@ std::string push_line(const std::string& repo, const std::string& folder,
     return repo + " is up to date with " + folder + ": nothing to commit (head " +
            r.push.commit_oid + ")";
   }
-  std::string line = "pushed " + std::to_string(r.push.files) + " files to " + repo + " (" +
+  std::string line = "pushed " + count_of(r.push.files, "file") + " to " + repo + " (" +
                      std::to_string(r.push.lfs_uploaded) + " LFS objects sent, " +
                      format_bytes(r.push.bytes_uploaded) + "; " +
                      std::to_string(r.push.lfs_already_stored) + " already stored) in " +
@@ -95,8 +96,8 @@ int run_pull_command(const PullModelOptions& options, bool json, const OutputOpt
   if (json) {
     print(out, command_json("pull", pull_json(options.repo, *result)));
   } else {
-    console.detail("commit " + result->commit + ": " + std::to_string(result->files_downloaded) +
-                   " files downloaded (" + format_bytes(result->bytes_downloaded) + "), " +
+    console.detail("commit " + result->commit + ": " + count_of(result->files_downloaded, "file") +
+                   " downloaded (" + format_bytes(result->bytes_downloaded) + "), " +
                    std::to_string(result->files_reused) + " already present");
     // The path is the answer (scripts use it), printed even with -q.
     console.report(result->snapshot_dir);

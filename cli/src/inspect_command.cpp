@@ -59,6 +59,7 @@ int run_inspect(const InspectCommandOptions& options, std::ostream& out, std::os
     if (!options.remote && is_diffusers_folder(options.path)) {
       auto pipeline = inspect_diffusers(analysis, console, interrupt_token());
       if (!pipeline) return inspect_failure(options, pipeline.status(), out, err);
+      for (InspectReport& r : pipeline->reports) order_for_people(r);
       if (options.json) {
         render_diffusers_inspect_json(options.path, *pipeline, out);
       } else if (options.verbosity >= 1) {
@@ -71,6 +72,7 @@ int run_inspect(const InspectCommandOptions& options, std::ostream& out, std::os
                                        ? inspect_remote(remote, console, interrupt_token())
                                        : inspect_model(analysis, console, interrupt_token());
     if (!report) return inspect_failure(options, report.status(), out, err);
+    order_for_people(*report);
     if (options.json) {
       render_inspect_json(*report, out);
     } else if (options.verbosity >= 1) {  // -q: errors and warnings only

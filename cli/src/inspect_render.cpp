@@ -1,5 +1,6 @@
 #include "inspect_render.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -7,6 +8,7 @@
 #include "byte_units.h"
 #include "cli_text.h"
 #include "console.h"
+#include "count_text.h"
 #include "inspect_table.h"
 #include "inspect_zstd.h"
 
@@ -136,7 +138,8 @@ void print_files(const InspectReport& r, std::ostream& out) {
   }
   if (!r.dtypes.empty()) out << "  tensors by dtype: " << dtype_shares_text(r.dtypes) << "\n";
   for (const FileReport& f : r.files) {
-    out << "  " << f.file << "  " << format_bytes(f.size) << "  " << f.n_tensors << " tensors\n";
+    out << "  " << f.file << "  " << format_bytes(f.size) << "  " << count_of(f.n_tensors, "tensor")
+        << "\n";
   }
 }
 
@@ -284,6 +287,13 @@ void print_group_details(const GroupReport& g, std::ostream& out) {
 //   (bf16 only), raw_tensors [{name, file, dtype, bytes}], totals {...}, baseline, limits,
 //   notes [string]. zstd = {level_3: {input_bytes, output_bytes, ratio, sampled},
 //   level_19: {...}}.
+void order_for_people(InspectReport& r) {
+  const auto by_name = [](const auto& a, const auto& b) { return natural_less(a.name, b.name); };
+  std::stable_sort(r.groups.begin(), r.groups.end(), by_name);
+  std::stable_sort(r.tensors.begin(), r.tensors.end(), by_name);
+  std::stable_sort(r.raw.begin(), r.raw.end(), by_name);
+}
+
 namespace {
 
 // The report as JSON, without "command" and "ok" (a component's, or the command's body).

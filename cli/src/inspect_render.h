@@ -11,6 +11,10 @@
 
 namespace df11::app {
 
+// Sorts the report's groups, tensors and raw tensors by name as people count (natural_less:
+// layers.9 before layers.10), the order both renderings list them in.
+void order_for_people(InspectReport& report);
+
 // verbosity 0: summary lines only; 1: group and tensor tables; 2: code tables and members.
 void render_inspect_text(const InspectReport& report, int verbosity, std::ostream& out);
 

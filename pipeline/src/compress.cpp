@@ -7,6 +7,7 @@
 #include "byte_units.h"
 #include "compress_layout.h"
 #include "compress_plan.h"
+#include "count_text.h"
 #include "df11/file_io.h"
 #include "df11/hash.h"
 #include "df11/metadata.h"
@@ -110,8 +111,8 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
     GroupMeta& meta = out.metadata.groups[item.meta_index];
     meta.stored = written.stored;
     for (size_t k = 0; k < meta.members.size(); ++k) meta.members[k].xxh3 = written.member_xxh3[k];
-    reporter.detail(what + ": " + std::to_string(group.spec.members.size()) + " tensors, " +
-                    std::to_string(group.plan.n_elements) + " weights, " +
+    reporter.detail(what + ": " + count_of(group.spec.members.size(), "tensor") + ", " +
+                    count_of(group.plan.n_elements, "weight") + ", " +
                     std::to_string(group.plan.code.max_length) + "-bit longest code, max " +
                     std::to_string(written.max_block_weights) + " weights per block");
   }
@@ -201,8 +202,7 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   const Stopwatch planning;
   DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, reporter,
                                                             cancel, options.chunk_weights));
-  reporter.detail("planned " + std::to_string(plan.groups.size()) + " groups in " +
-                  planning.text());
+  reporter.detail("planned " + count_of(plan.groups.size(), "group") + " in " + planning.text());
   // spec 7.2: without a config.json df11 writes one for the loader (dfloat11_config alone)
   // and records no original of it: restoration leaves it out.
   DF11_ASSIGN_OR_RETURN(std::string config,

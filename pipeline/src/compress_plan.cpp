@@ -7,6 +7,7 @@
 
 #include "block_limits.h"
 #include "byte_units.h"
+#include "count_text.h"
 #include "df11/group.h"
 #include "tied_head.h"
 
@@ -287,7 +288,7 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
           group_context(folder, result, group.spec) + ": " + list +
           " hold Inf, NaN or |x| >= 2^113, which cannot be coded: stored unchanged on " +
           "their own (" + format_bytes(dropped) + " uncoded); the group's other " +
-          std::to_string(group.spec.members.size() - bad_members.size()) + " tensors are coded");
+          count_of(group.spec.members.size() - bad_members.size(), "tensor") + " coded");
       group.spec = without_members(group.spec, bad_members);
     }
     if (!incompatible.empty()) {

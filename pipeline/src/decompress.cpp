@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "count_text.h"
 #include "df11/file_io.h"
 #include "df11/hash.h"
 #include "df11/sha256.h"
@@ -129,8 +130,7 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
         }
         const Stopwatch committing;
         DF11_RETURN_IF_ERROR(file.commit());
-        reporter.detail("restored " + source.file + " (" + std::to_string(rebuilt.tensors) +
-                        " tensors" +
+        reporter.detail("restored " + source.file + " (" + count_of(rebuilt.tensors, "tensor") +
                         (options.check_file_sha256 ? ", sha256 " + source.sha256 : "") +
                         "), fsync and rename " + committing.text());
         std::lock_guard<std::mutex> lock(mutex);

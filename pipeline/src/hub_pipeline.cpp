@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "byte_units.h"
+#include "count_text.h"
 #include "df11_folder.h"
 #include "model_card.h"
 #include "model_folder.h"
@@ -193,8 +194,8 @@ class VerifyBesidePush {
     }
     if (!report.ok()) {
       return Status(ErrorCode::kMismatch, folder + ": df11 verify failed (" +
-                                              std::to_string(report.failures.size()) +
-                                              " problems listed above): refusing to push");
+                                              count_of(report.failures.size(), "problem") +
+                                              " listed above): refusing to push");
     }
     return Status::ok();
   }
@@ -352,9 +353,9 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
   result.push = std::move(*pushed);
   result.verify_seconds = verify.seconds();
   const VerifyReport& report = verify.report();
-  reporter.note("verified " + options.folder + ": " + std::to_string(report.groups) +
-                " groups decoded, " + std::to_string(report.tensors) + " tensors and " +
-                std::to_string(report.files) + " files checked");
+  reporter.note("verified " + options.folder + ": " + count_of(report.groups, "group") +
+                " decoded, " + count_of(report.tensors, "tensor") + " and " +
+                count_of(report.files, "file") + " checked");
   if (card_text) {
     DF11_RETURN_IF_ERROR(write_card(options.folder, *card_text));
     result.wrote_card = true;

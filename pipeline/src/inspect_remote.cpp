@@ -9,6 +9,7 @@
 
 #include "block_limits.h"
 #include "compress_plan.h"
+#include "count_text.h"
 #include "df11/encoder.h"
 #include "df11/group.h"
 #include "df11/hub/hub.h"
@@ -292,7 +293,7 @@ Result<InspectReport> inspect_remote(const RemoteInspectOptions& options, Report
   }
   std::vector<SafetensorsHeader> headers;
   if (s.is_ok()) {
-    reporter.detail("reading the headers of " + std::to_string(shards.size()) + " shards of " +
+    reporter.detail("reading the headers of " + count_of(shards.size(), "shard") + " of " +
                     options.repo + " at " + repo.listing.commit);
     Result<std::vector<SafetensorsHeader>> read = read_headers(repo, shards);
     if (read) headers = std::move(read).value();

@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "count_text.h"
 #include "folder_record.h"
 #include "inspect_model.h"
 
@@ -91,9 +92,9 @@ std::string make_model_card(const ModelCardInput& in) {
        "the sign and mantissa are kept as they are, so the weights decode to exactly the "
        "original bits.\n\n";
   o << "| | BF16 | DF11 | DF11 / BF16 |\n|---|---:|---:|---:|\n";
-  o << "| Compressed weights (" << in.groups << " groups) | " << gb(in.coded_bf16_bytes) << " | "
-    << gb(in.coded_stored_bytes) << " | " << percent(in.coded_stored_bytes, in.coded_bf16_bytes)
-    << " |\n";
+  o << "| Compressed weights (" << count_of(in.groups, "group") << ") | " << gb(in.coded_bf16_bytes)
+    << " | " << gb(in.coded_stored_bytes) << " | "
+    << percent(in.coded_stored_bytes, in.coded_bf16_bytes) << " |\n";
   o << "| Whole model | " << gb(in.original_bytes) << " | " << gb(in.stored_bytes) << " | "
     << percent(in.stored_bytes, in.original_bytes) << " |\n\n";
   o << "Sizes from `df11 inspect`.\n\n";

@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "count_text.h"
+
 namespace df11::app {
 namespace {
 
@@ -102,9 +104,9 @@ std::string TensorComparer::different_models(const std::string& here) const {
   if (begun == 0 || 2 * layouts_differing_ <= begun) return "";
   return here + " and " + original_.dir.string() +
          " hold different models: " + std::to_string(layouts_differing_) + " of " +
-         std::to_string(begun) + " tensors differ in name, dtype or shape" +
-         (missing != 0 ? ", and " + std::to_string(missing) + " tensors of " +
-                             original_.dir.string() + " are not in " + here
+         count_of(begun, "tensor") + " differ in name, dtype or shape" +
+         (missing != 0 ? ", and " + count_of(missing, "tensor") + " of " + original_.dir.string() +
+                             " are not in " + here
                        : std::string()) +
          " (is --against the model this folder was compressed from?)";
 }

@@ -331,6 +331,57 @@ TEST_F(FrontEnd, SingularAndPlural) {
   EXPECT_EQ(app::count_of(1, "group"), "1 group");
   EXPECT_EQ(app::count_of(0, "group"), "0 groups");
   EXPECT_EQ(app::count_of(2, "group"), "2 groups");
+  // Every line of -v and of inspect: no "1 tensors", "1 files", "1 groups".
+  const std::regex wrong(R"((^|[^0-9.,])1 (tensors|files|groups|shards|weights|members)\b)");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"compress", model(), "-o", tmp_ / "v", "-v"},
+                                             {"verify", df11(), "-v"},
+                                             {"decompress", df11(), "-o", tmp_ / "r", "-v"},
+                                             {"inspect", df11(), "-v"},
+                                             {"inspect", model()}}) {
+    const ProcessResult r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    std::smatch m;
+    EXPECT_FALSE(std::regex_search(r.out, m, wrong)) << args[0] << ": '" << m.str() << "' in\n"
+                                                     << r.out;
+    EXPECT_FALSE(std::regex_search(r.err, m, wrong)) << args[0] << ": '" << m.str() << "' in\n"
+                                                     << r.err;
+  }
+}
+
+// Groups and tensors are listed as people count: layers.9 before layers.10.
+TEST_F(FrontEnd, GroupsAreListedInNumericOrder) {
+  SyntheticCheckpoint c;
+  c.config_json = R"({"architectures": ["LlamaForCausalLM"], "tie_word_embeddings": false})";
+  for (int l = 0; l < 12; ++l) {
+    c.tensors.push_back(
+        {"model.layers." + std::to_string(l) + ".self_attn.q_proj.weight", {32, 32}});
+  }
+  // Stored by name, as Hugging Face writes safetensors: layers.10 comes before layers.2.
+  std::sort(c.tensors.begin(), c.tensors.end(),
+            [](const SyntheticTensor& a, const SyntheticTensor& b) { return a.name < b.name; });
+  write_checkpoint(model(), c);
+  ASSERT_EQ(run({"compress", model(), "-o", df11(), "-q"}).exit_code, 0);
+  for (const fs::path& dir : {model(), df11()}) {
+    const ProcessResult text = run({"inspect", dir});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    size_t previous = 0;
+    for (int l = 0; l < 12; ++l) {
+      const size_t at = text.out.find("model.layers." + std::to_string(l) + " ");
+      ASSERT_NE(at, std::string::npos) << l << text.out;
+      EXPECT_GT(at, previous) << "layers." << l << " out of order:\n" << text.out;
+      previous = at;
+    }
+    const json j = json::parse(run({"inspect", dir, "--json"}).out);
+    ASSERT_EQ(j["groups"].size(), 12u);
+    EXPECT_TRUE(app::natural_less("x.9.w", "x.10.w"));
+    EXPECT_FALSE(app::natural_less("x.10.w", "x.9.w"));
+    EXPECT_TRUE(app::natural_less("lm_head", "model.embed_tokens"));
+    EXPECT_FALSE(app::natural_less("a", "a"));
+    for (int l = 0; l < 12; ++l) {
+      EXPECT_EQ(j["groups"][l]["name"], "model.layers." + std::to_string(l));
+    }
+  }
 }
 
 TEST_F(FrontEnd, CudaNoteOnlyWhenAskedFor) {
