@@ -43,7 +43,8 @@ struct CommonOptions {
 
 void add_output_options(CLI::App* app, CommonOptions& common, bool with_json) {
   app->add_option("--threads", common.threads,
-                  "worker threads, at most the number of cores (default: all cores)");
+                  "worker threads, at most the number of cores (default: all cores)")
+      ->type_name("N");
   app->add_flag("-q,--quiet", common.quiet, "errors and warnings only");
   app->add_flag("-v,--verbose", common.verbose, "more detail (per group, device notes)");
   if (with_json) app->add_flag("--json", common.json, "print the result as one JSON document");
@@ -56,7 +57,8 @@ constexpr int kMaxTransfers = 64;
 
 void add_transfers_option(CLI::App* app, CommonOptions& common) {
   app->add_option("--transfers", common.transfers,
-                  "parallel Hub transfers (default 8; not limited by the core count)");
+                  "parallel Hub transfers (default 8; not limited by the core count)")
+      ->type_name("N");
 }
 
 // With --json anywhere on the command line, a usage error is a JSON document on stdout too
@@ -410,6 +412,12 @@ int main(int argc, char** argv) {
     return usage_error(e.what(), "run '" + where + " --help' for the options");
   }
 
+  if (common.quiet && common.verbose > 0) {
+    return usage_error(
+        "-q and -v cannot be used together (-q: errors and warnings only; -v: "
+        "more detail)",
+        "");
+  }
   const int threads = resolve_threads(common.threads, common.quiet);
   if (threads < 0) return app::kExitUsage;
   const int transfers = resolve_transfers(common.transfers);

@@ -349,6 +349,26 @@ TEST_F(FrontEnd, SingularAndPlural) {
   }
 }
 
+TEST_F(FrontEnd, QuietAndVerboseTogetherAreRefused) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"verify", tmp_ / "x", "-q", "-v"},
+                                             {"-q", "verify", tmp_ / "x", "-v"},
+                                             {"inspect", tmp_ / "x", "-qv"}}) {
+    const ProcessResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("-q and -v cannot be used together"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(FrontEnd, HelpNamesWhatOptionsTake) {
+  for (const char* command : {"compress", "verify", "decompress", "inspect", "pull", "push"}) {
+    const ProcessResult r = run({command, "--help"});
+    EXPECT_NE(r.out.find("--threads N"), std::string::npos) << command << r.out;
+    EXPECT_NE(r.out.find("--transfers N"), std::string::npos) << command << r.out;
+    EXPECT_EQ(r.out.find("--threads TEXT"), std::string::npos) << command << r.out;
+  }
+}
+
 // Groups and tensors are listed as people count: layers.9 before layers.10.
 TEST_F(FrontEnd, GroupsAreListedInNumericOrder) {
   SyntheticCheckpoint c;
