@@ -376,7 +376,9 @@ int main(int argc, char** argv) {
   app::BenchGemvOptions gemv;
   std::string gemv_batches = "1,2,4,8,16";
   CLI::App* bench_gemv_cmd = bench_cmd->add_subcommand(
-      "gemv", "GPU y = W x on the same block: cuBLAS, decode + cuBLAS, fused decode+GEMV");
+      "gemv",
+      "GPU y = W x on the same block: cuBLAS, decode + cuBLAS, fused decode+GEMV, and the "
+      "12-bit execution layout's fused GEMM");
   bench_gemv_cmd->add_option("--batch", gemv_batches, "batch sizes (columns of x), each 1..16");
   bench_gemv_cmd->add_option("--runs", gemv.block.runs, "timed runs (median)")
       ->check(CLI::Range(1, 1000000));

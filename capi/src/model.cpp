@@ -10,7 +10,9 @@
 #include "df11/decoder.h"
 #include "df11/df11.h"
 #include "df11/hash.h"
+#include "model_config.h"
 #include "model_handle.h"
+#include "published_folder.h"
 
 using df11::ErrorCode;
 using df11::Result;
@@ -108,6 +110,61 @@ Status build_index(df11_model& m) {
   return Status::ok();
 }
 
+// spec 7.8: a folder the dfloat11 tools published: pattern_dict names each group's members,
+// config.json gives their shapes, every group is validated now; no checksums were recorded.
+// Listed in the same storage order as a df11 folder's tensors.
+Status build_published_index(df11_model& m,
+                             const std::vector<std::vector<app::RestoredTensor>>& shards) {
+  const app::Df11Folder& f = *m.folder;
+  m.groups.resize(f.groups.size());
+  for (size_t s = 0; s < shards.size(); ++s) {
+    // (data offset, group or SIZE_MAX, the shard's tensor): a group where its first stored
+    // tensor lies, its members in concatenation order.
+    std::vector<std::pair<uint64_t, const app::RestoredTensor*>> order;
+    std::vector<std::vector<const app::RestoredTensor*>> members(f.groups.size());
+    for (const app::RestoredTensor& t : shards[s]) {
+      if (t.source.is_member) {
+        members[t.source.group].push_back(&t);
+      } else {
+        order.push_back({f.folder.tensor(t.source.raw).data_offset_begin, &t});
+      }
+    }
+    for (size_t g = 0; g < f.groups.size(); ++g) {
+      if (f.groups[g].shard != s || members[g].empty()) continue;
+      std::sort(members[g].begin(), members[g].end(),
+                [](const app::RestoredTensor* a, const app::RestoredTensor* b) {
+                  return a->source.member < b->source.member;
+                });
+      uint64_t first = UINT64_MAX;
+      for (const TensorInfo* t : f.groups[g].tensors.all())
+        first = std::min(first, t->data_offset_begin);
+      for (const app::RestoredTensor* t : members[g]) order.push_back({first, t});
+    }
+    std::stable_sort(order.begin(), order.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [offset, rt] : order) {
+      df11_model::Tensor t;
+      t.name = rt->name;
+      t.shape = rt->shape;
+      t.byte_size = rt->source.byte_size;
+      if (rt->source.is_member) {
+        const app::CodedGroup& cg = f.groups[rt->source.group];
+        t.dtype = "BF16";
+        t.group = rt->source.group;
+        t.group_offset = cg.member_start[rt->source.member];
+        m.groups[t.group].members.push_back(m.tensors.size());
+      } else {
+        t.dtype = dtype_name(f.folder.tensor(rt->source.raw).dtype);
+        t.raw = &f.originals.at(rt->name).raw;
+      }
+      m.tensors.push_back(std::move(t));
+    }
+  }
+  for (size_t i = 0; i < m.tensors.size(); ++i) m.by_name.emplace(m.tensors[i].name, i);
+  m.validated = std::make_unique<df11_model::Validated[]>(m.groups.size());
+  return Status::ok();
+}
+
 bool tensor_ok(const df11_model* m, size_t i) {
   return m != nullptr && m->folder && i < m->tensors.size();
 }
@@ -132,6 +189,30 @@ Status check_xxh3(std::span<const uint8_t> bytes, const std::string& recorded,
 }
 
 }  // namespace
+
+Status open_published(df11_model& m, app::ModelFolder folder) {
+  const std::string dir = folder.dir.string();
+  const std::string where = (folder.dir / app::kConfigFile).string();
+  std::optional<nlohmann::ordered_json> dict;
+  if (folder.config_text) {
+    DF11_ASSIGN_OR_RETURN(dict, app::read_pattern_dict(*folder.config_text, where));
+  }
+  if (!dict) {
+    return Status(ErrorCode::kBadMetadata,
+                  dir +
+                      ": not a folder written by df11 (no shard carries df11 metadata) nor "
+                      "published by the dfloat11 tools (no config.json with dfloat11_config)");
+  }
+  DF11_ASSIGN_OR_RETURN(app::MemberShapes shapes,
+                        app::MemberShapes::from_config(folder.config_text));
+  DF11_ASSIGN_OR_RETURN(
+      app::PublishedFolder published,
+      app::read_published_folder(std::move(folder), shapes,
+                                 "df11_model_open takes shapes from config.json only: restore the "
+                                 "folder with `df11 decompress --like DIR` instead"));
+  m.folder.emplace(std::move(published.folder));
+  return build_published_index(m, published.shards);
+}
 
 Result<const GroupInfo*> validated_group(df11_model& m, size_t g) {
   df11_model::Validated& v = m.validated[g];
@@ -200,11 +281,8 @@ df11_status df11_model_open(const char* dir, df11_model** out) {
   return df11::capi::guarded(m->err, [&]() -> Status {
     if (dir == nullptr) return Status(ErrorCode::kInvalidArgument, "df11_model_open: dir is NULL");
     DF11_ASSIGN_OR_RETURN(df11::app::ModelFolder folder, df11::app::open_model_folder(dir));
-    if (!df11::app::written_by_df11(folder)) {
-      return Status(
-          ErrorCode::kBadMetadata,
-          std::string(dir) + ": not a folder written by df11 (no shard carries df11 metadata)");
-    }
+    if (!df11::app::written_by_df11(folder))
+      return df11::capi::open_published(*m, std::move(folder));
     DF11_ASSIGN_OR_RETURN(df11::app::Df11Folder f, df11::app::open_df11_folder(std::move(folder)));
     // A shard whose header checksum fails cannot be trusted for anything (spec 5.2).
     DF11_RETURN_IF_ERROR(df11::app::first_header_failure(f));
@@ -363,6 +441,7 @@ df11_status df11_decode_tensor(df11_model* model, size_t tensor, void* out, size
           cg.view, std::span<uint16_t>(static_cast<uint16_t*>(out), t.byte_size / 2), cg.what,
           t.group_offset, info));
     }
+    if (t.xxh3 == nullptr) return Status::ok();  // a published folder records no checksums
     return df11::capi::check_xxh3(std::span<const uint8_t>(bytes, out_bytes), *t.xxh3, what);
   });
 }
@@ -380,6 +459,7 @@ df11_status df11_decode_group(df11_model* model, size_t group, void* out, size_t
         cg.view, std::span<uint16_t>(static_cast<uint16_t*>(out), n), cg.what, 0, info));
     for (size_t tensor : model->groups[group].members) {
       const df11_model::Tensor& t = model->tensors[tensor];
+      if (t.xxh3 == nullptr) continue;
       DF11_RETURN_IF_ERROR(df11::capi::check_xxh3(
           std::span<const uint8_t>(static_cast<const uint8_t*>(out) + 2 * t.group_offset,
                                    t.byte_size),

@@ -93,6 +93,9 @@ struct df11_model {
 
 namespace df11::capi {
 
+// Opens a folder published by the dfloat11 tools into `m` (df11_model_open's other half).
+Status open_published(df11_model& m, app::ModelFolder folder);
+
 // The group's validate_group() result, computed once.
 Result<const GroupInfo*> validated_group(df11_model& m, size_t g);
 

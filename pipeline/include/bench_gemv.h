@@ -3,9 +3,11 @@
 // original weights, df11 decode + cuBLAS, the fused decode+GEMV kernel, and the reference
 // BF16 GEMV (df11/cuda_gemv.h); then the model line at batch 1 over --model-blocks device
 // copies of the block (an 8B-shaped model): cuBLAS over the BF16 weights against the fused
-// kernel, one launch per block and one for all. CUDA-event medians after warm-up, the GPU
-// named; the fused output is checked bit for bit against the reference on the decoded
-// weights (kMismatch otherwise) and its distance from cuBLAS given in BF16 ulps.
+// kernel, one launch per block and one for all. Then the same for the execution layout
+// (cuda_exec_benchmark.h, BENCHMARKS.md "Execution layout"): transcode, layout -> BF16, its
+// fused GEMM against cuBLAS per batch and the model line. CUDA-event medians after warm-up,
+// the GPU named; each fused output is checked bit for bit against its reference
+// (kMismatch otherwise) and its distance from cuBLAS given in BF16 ulps.
 //
 //   df11 bench gemv [--batch 1,2,4,8,16] [--runs 20] [--warmup 5] [--model-blocks 32]
 //                   [--seed 1] [--hidden 4096] [--intermediate 14336] [--kv-dim 1024] [--json]

@@ -9,6 +9,7 @@
 
 #include "thread_limit.h"
 #if DF11_HAVE_CUDA
+#include "bench_exec_rows.h"
 #include "cuda_gemv_benchmark.h"
 #include "df11/cuda_decoder.h"
 #endif
@@ -48,7 +49,8 @@ nlohmann::ordered_json timing(const cuda::TimingMs& t) {
 }
 
 void print_json(const BenchGemvOptions& o, const BenchWorkload& w,
-                const cuda::GemvBenchmarkReport& r, std::ostream& out) {
+                const cuda::GemvBenchmarkReport& r, const cuda::ExecBenchmarkReport& e,
+                std::ostream& out) {
   nlohmann::ordered_json members = nlohmann::ordered_json::array();
   for (const auto& m : w.members) {
     members.push_back({{"name", m.name}, {"rows", m.rows}, {"cols", m.cols}});
@@ -67,6 +69,7 @@ void print_json(const BenchGemvOptions& o, const BenchWorkload& w,
   }
   bool ok = true;
   for (const cuda::GemvBatchRow& row : r.rows) ok = ok && row.fused_equals_reference;
+  ok = ok && exec_rows_ok(e);
   nlohmann::ordered_json doc = {{"command", "bench gemv"},
                                 {"ok", ok},
                                 {"device", r.device_name},
@@ -88,6 +91,7 @@ void print_json(const BenchGemvOptions& o, const BenchWorkload& w,
                     {"fused_per_block", timing(r.model.fused_per_block)},
                     {"fused_one_launch", timing(r.model.fused_one_launch)}};
   }
+  doc["exec"] = exec_rows_json(e);
   out << doc.dump(2) << "\n";
 }
 
@@ -186,11 +190,21 @@ Status bench_gemv_workload(const BenchGemvOptions& o, const BenchWorkload& w, st
   bo.model_blocks = o.block.model_blocks;
   DF11_ASSIGN_OR_RETURN(const cuda::GemvBenchmarkReport r,
                         cuda::run_gemv_benchmark(w.group.view(), w.weights, shapes, bo));
+  // The execution layout's rows (BENCHMARKS.md, "Execution layout"), after the DF11 ones.
+  cuda::ExecBenchmarkOptions eo;
+  eo.warmup = bo.warmup;
+  eo.runs = bo.runs;
+  eo.batches = bo.batches;
+  eo.model_blocks = bo.model_blocks;
+  DF11_ASSIGN_OR_RETURN(const cuda::ExecBenchmarkReport e,
+                        cuda::run_exec_benchmark(w.group.view(), w.weights, shapes, eo));
   if (o.json) {
-    print_json(o, w, r, out);
+    print_json(o, w, r, e, out);
   } else {
     print_text(o, w, r, out);
+    print_exec_rows(e, o.block.runs, out);
   }
+  DF11_RETURN_IF_ERROR(check_exec_rows(e));
   for (const cuda::GemvBatchRow& row : r.rows) {
     if (!row.fused_equals_reference) {
       return Status(ErrorCode::kMismatch,

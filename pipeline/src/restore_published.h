@@ -13,25 +13,10 @@
 #include "df11_folder.h"
 #include "member_shapes.h"
 #include "model_folder.h"
+#include "published_folder.h"
 #include "reporter.h"
 
 namespace df11::app {
-
-// One tensor of a restored shard: a group member (decoded) or a tensor stored as it is.
-struct RestoredTensor {
-  std::string name;
-  std::vector<uint64_t> shape;
-  OriginalTensor source;  // is_member: group and member of PublishedFolder::folder
-};
-
-// A published folder read for restoring: its groups as a Df11Folder without metadata (for
-// TensorProducer) and, per shard, the tensors it gives back in name order.
-struct PublishedFolder {
-  Df11Folder folder;
-  std::vector<std::vector<RestoredTensor>> shards;
-  std::optional<std::string> dropped_head;  // a tied head identical to its embedding
-  std::string tie_note;                     // what was done about a tied head, or empty
-};
 
 // Reads `model`'s groups with config.json's pattern_dict and gives every member a shape from
 // `shapes`. kBadConfig without a usable pattern_dict; kUnsupported naming the weights whose

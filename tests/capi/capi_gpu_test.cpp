@@ -307,3 +307,88 @@ TEST_F(CApiGpu, CorruptStreamIsReportedAfterAFusedLaunch) {
 
 }  // namespace
 }  // namespace df11::clitest
+
+namespace df11::clitest {
+namespace {
+
+// The execution layout through the C API, as an engine uses it (df11/df11.h, experimental):
+// every group of a real folder transcoded on the GPU, its blobs decoded back equal to the CPU
+// decode, and the fused GEMM equal to the reference GEMM on the CPU-decoded weights at batch
+// 1, 7 and 16.
+TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
+  Model model;
+  ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &model.m), DF11_OK);
+  Device dev;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  void* d_status = dev.alloc(DF11_EXEC_STATUS_BYTES);
+  for (size_t g = 0; g < df11_model_group_count(model.m); ++g) {
+    SCOPED_TRACE(df11_group_name(model.m, g));
+    const df11_cuda_group d = upload_group(model.m, g, dev);
+    size_t n = 0, ws = 0;
+    ASSERT_EQ(df11_cuda_exec_workspace_bytes(model.m, g, &n, &ws), DF11_OK)
+        << df11_model_errmsg(model.m);
+    void* d_ws = dev.alloc(ws);
+    std::vector<df11_exec_matrix> m(n);
+    std::vector<const char*> names(n);
+    ASSERT_EQ(df11_cuda_exec_measure(model.m, g, &d, d_ws, ws, stream, m.data(), names.data(), n),
+              DF11_OK)
+        << df11_model_errmsg(model.m);
+    EXPECT_EQ(df11_cuda_exec_measure(model.m, g, &d, d_ws, ws, stream, m.data(), nullptr, n + 1),
+              DF11_ERROR_INVALID_ARGUMENT);
+    for (auto& mk : m) mk.d_blob = dev.alloc(mk.bytes);
+    ASSERT_EQ(df11_cuda_exec_pack(model.m, g, d_ws, ws, m.data(), n, stream), DF11_OK)
+        << df11_model_errmsg(model.m);
+    // Back to BF16: the CPU decode of the group, member by member.
+    std::vector<uint16_t> w(df11_group_element_count(model.m, g));
+    ASSERT_EQ(df11_decode_group(model.m, g, w.data(), 2 * w.size()), DF11_OK);
+    const auto* d_w = static_cast<const uint16_t*>(dev.upload(w));
+    std::vector<void*> outs;
+    uint64_t at = 0;
+    std::vector<uint64_t> offsets;
+    for (const auto& mk : m) {
+      outs.push_back(dev.alloc(2ull * mk.rows * mk.cols));
+      offsets.push_back(at);
+      at += uint64_t{mk.rows} * mk.cols;
+    }
+    ASSERT_EQ(at, w.size());
+    ASSERT_EQ(df11_cuda_exec_to_bf16(model.m, m.data(), outs.data(), n, d_status,
+                                     DF11_EXEC_STATUS_BYTES, stream),
+              DF11_OK);
+    ASSERT_EQ(df11_cuda_exec_status_sync(model.m, d_status, stream), DF11_OK);
+    for (size_t k = 0; k < n; ++k) {
+      const std::vector<uint16_t> back = download(outs[k], uint64_t{m[k].rows} * m[k].cols);
+      EXPECT_TRUE(std::equal(back.begin(), back.end(), w.begin() + offsets[k])) << names[k];
+    }
+    for (const uint32_t batch : {1u, 7u, 16u}) {
+      std::vector<df11_exec_gemm> gemms;
+      std::vector<void*> refs;
+      for (size_t k = 0; k < n; ++k) {
+        const void* x = dev.upload(
+            df11::cuda::support::deterministic_bf16(uint64_t{batch} * m[k].cols, k + batch));
+        gemms.push_back({m[k], x, dev.alloc(2ull * batch * m[k].rows)});
+        refs.push_back(dev.alloc(2ull * batch * m[k].rows));
+        ASSERT_EQ(df11_cuda_exec_reference_gemm(model.m, d_w + offsets[k], m[k].rows, m[k].cols, x,
+                                                refs.back(), batch, stream),
+                  DF11_OK);
+      }
+      ASSERT_EQ(df11_cuda_exec_gemm(model.m, gemms.data(), n, batch, d_status,
+                                    DF11_EXEC_STATUS_BYTES, stream),
+                DF11_OK)
+          << df11_model_errmsg(model.m);
+      ASSERT_EQ(df11_cuda_exec_status_sync(model.m, d_status, stream), DF11_OK);
+      for (size_t k = 0; k < n; ++k) {
+        EXPECT_EQ(download(gemms[k].d_y, uint64_t{batch} * m[k].rows),
+                  download(refs[k], uint64_t{batch} * m[k].rows))
+            << names[k] << ", batch " << batch;
+      }
+      EXPECT_EQ(df11_cuda_exec_gemm(nullptr, gemms.data(), n, 17, d_status, DF11_EXEC_STATUS_BYTES,
+                                    stream),
+                DF11_ERROR_INVALID_ARGUMENT);
+    }
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace df11::clitest

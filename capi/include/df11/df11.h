@@ -113,9 +113,18 @@ typedef struct df11_model df11_model; /* opaque */
 /* Opens the DF11 model folder `dir` (UTF-8 path): maps every shard, checks every header, its
  * checksum and the df11 metadata against it. *out receives a handle in every case but out of
  * memory (then NULL and DF11_ERROR_RESOURCE_LIMIT); on failure the handle only reports the
- * error (df11_model_errmsg) and must still be closed. A folder that df11 did not write (a plain
- * BF16 checkpoint, or a published DFloat11 model without df11 metadata) is
- * DF11_ERROR_BAD_METADATA or DF11_ERROR_NOT_FOUND. Any thread; allocates; blocking I/O. */
+ * error (df11_model_errmsg) and must still be closed. Any thread; allocates; blocking I/O.
+ *
+ * A folder published by the dfloat11 tools (no df11 metadata; config.json holds
+ * dfloat11_config) opens too (spec 7.8): its pattern_dict names each group's members, whose
+ * shapes come from config.json (the families `df11 decompress` knows: Llama, Mistral,
+ * Qwen2/2.5, Qwen3, Qwen3-MoE, Qwen2-MoE, Mixtral, Gemma 1-3, Phi-3/4, the FLUX transformer),
+ * and every group is validated at open (tables, gaps, output positions, split positions:
+ * DF11_ERROR_BAD_* naming the file and group). Such a folder recorded no checksums: decodes
+ * check the streams' structure only. A tied head the dfloat11 encoder stored as a group of its
+ * own is listed as an ordinary member ("lm_head.weight"). Shapes config.json does not give are
+ * DF11_ERROR_UNSUPPORTED naming the weights; a plain BF16 checkpoint (no dfloat11_config) is
+ * DF11_ERROR_BAD_CONFIG or DF11_ERROR_BAD_METADATA; no folder or no shard DF11_ERROR_NOT_FOUND. */
 DF11_API df11_status df11_model_open(const char* dir, df11_model** out);
 
 /* Unmaps and frees everything. NULL is allowed. Pointers the handle gave out die with it. */
@@ -397,6 +406,106 @@ DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* 
                                               const df11_gemv_matrix* m, uint32_t batch,
                                               void* d_workspace, size_t workspace_bytes,
                                               void* stream);
+
+/* ---- Execution layout on a CUDA GPU (spec/EXEC_LAYOUT.md) ------------------------------
+ * Lossless and faster than BF16 at small batch: each coded member of a group is transcoded at
+ * load time into a blob of 12.01 bits per weight (BF16 is 16, DF11 about 10.8), kept resident,
+ * and multiplied from directly: Y = X W^T for 1 to 16 rows of X (BF16 in and out, FP32
+ * accumulation, BF16 tensor cores). On an H100 it is faster than cuBLAS's BF16 GEMM on the
+ * original weights at every batch 1..16 (BENCHMARKS.md, "Execution layout"). Above 16 tokens,
+ * decode the blobs to BF16 (df11_cuda_exec_to_bf16) and use a BF16 GEMM. Memory: about 1.11x the
+ * DF11 bytes (12.01 against 10.8 bits), 0.75x BF16.
+ *
+ *   df11_cuda_exec_workspace_bytes(model, g, &n, &ws);          host: members, scratch size
+ *   cudaMalloc(&d_ws, ws);                                       scratch: the group's BF16
+ *   df11_cuda_exec_measure(model, g, &dev, d_ws, ws, stream, m, names, n);   synchronises
+ *   for each k: cudaMalloc(&p, m[k].bytes); m[k].d_blob = p;     the caller's memory
+ *   df11_cuda_exec_pack(model, g, d_ws, ws, m, n, stream);      no sync; d_ws may go after it
+ *   ... per forward pass ...
+ *   df11_cuda_exec_gemm(model, gemms, n, batch, d_st, DF11_EXEC_STATUS_BYTES, stream);
+ *   df11_cuda_exec_status_sync(model, d_st, stream);            when the caller wants to know
+ *
+ * Exactness: every output of df11_cuda_exec_gemm is the BF16 rounding of a fixed sequence of
+ * tensor-core products (spec/EXEC_LAYOUT.md section 6); df11_cuda_exec_reference_gemm runs the
+ * same sequence on BF16 weights, so a BF16 model and its DF11 model give identical outputs
+ * through them on one GPU. Row j of Y depends only on W and row j of X, whatever the batch.
+ * Not bit-equal to cuBLAS (another order). The blobs decode to the original weights bit for bit.
+ *
+ * Errors: messages go to the model handle (df11_model_errmsg), which may be NULL for the
+ * per-pass calls (then only the code). Without CUDA every function returns
+ * DF11_ERROR_UNSUPPORTED. `stream` is a cudaStream_t as void*. */
+
+#define DF11_EXEC_STATUS_BYTES 16 /* the status record of a gemm / to_bf16 call */
+#define DF11_EXEC_MAX_BATCH 16
+
+/* One member's blob in device memory (the caller's; 16-byte aligned, `bytes` long) and its
+ * shape: W is [rows, cols] row-major as the member is stored (rows = shape[0]). */
+typedef struct df11_exec_matrix {
+  const void* d_blob;
+  size_t bytes;
+  uint32_t rows;
+  uint32_t cols;
+  uint32_t n_exceptions;
+} df11_exec_matrix;
+
+/* Group `group`'s coded members (aliases included, in concatenation order: the blobs a measure
+ * and a pack take) into *n_matrices, and the device workspace its transcode needs into
+ * *workspace_bytes (2 bytes per weight of the group, its only BF16 copy, plus a little).
+ * Host only. */
+DF11_API df11_status df11_cuda_exec_workspace_bytes(df11_model* model, size_t group,
+                                                    size_t* n_matrices, size_t* workspace_bytes);
+
+/* Decodes the group from its device copy `dev` (dev->d_out is not used) into the workspace
+ * (256-byte aligned), checks the decode and measures each member: out[k] gets rows, cols,
+ * n_exceptions and bytes (d_blob NULL); names[k] (if names is not NULL) the member's tensor
+ * name, valid until df11_model_close. n must be the count df11_cuda_exec_workspace_bytes gave.
+ * Synchronises `stream` (the sizes are needed to allocate the blobs). A stream that does not
+ * decode is DF11_ERROR_CORRUPT_DATA (or BAD_GAP, BAD_OUTPUT_POSITIONS) naming the group. */
+DF11_API df11_status df11_cuda_exec_measure(df11_model* model, size_t group,
+                                            const df11_cuda_group* dev, void* d_workspace,
+                                            size_t workspace_bytes, void* stream,
+                                            df11_exec_matrix* out, const char** names, size_t n);
+
+/* Enqueues the packing of the measured members into m[k].d_blob (each at least m[k].bytes,
+ * 16-byte aligned), from the workspace the measure left (unchanged since). No allocation, no
+ * sync. The blobs are byte for byte what the CPU reference encoder writes. */
+DF11_API df11_status df11_cuda_exec_pack(df11_model* model, size_t group, void* d_workspace,
+                                         size_t workspace_bytes, const df11_exec_matrix* m,
+                                         size_t n, void* stream);
+
+/* Enqueues the decode of each blob m[k] into d_out[k] (rows * cols BF16, row-major): one
+ * kernel launch per 64 blobs after a 16-byte memset of the status record d_status
+ * (DF11_EXEC_STATUS_BYTES, 16-byte aligned). No allocation, no sync. */
+DF11_API df11_status df11_cuda_exec_to_bf16(df11_model* model, const df11_exec_matrix* m,
+                                            void* const* d_out, size_t n, void* d_status,
+                                            size_t status_bytes, void* stream);
+
+/* One product Y = X W^T: X BF16 [batch, cols] row-major (torch's activations), Y BF16
+ * [batch, rows] row-major; any alignment (16-byte aligned X with cols % 8 == 0 is faster). Y
+ * must not overlap any X or another Y. */
+typedef struct df11_exec_gemm {
+  df11_exec_matrix w;
+  const void* d_x;
+  void* d_y;
+} df11_exec_gemm;
+
+/* Enqueues the n products at `batch` (1..16) rows: one kernel launch per 64 products after a
+ * 16-byte memset of d_status. No allocation, no sync. A blob whose exception offsets disagree
+ * with its codes is reported by df11_cuda_exec_status_sync (DF11_ERROR_CORRUPT_DATA); Y is
+ * then unspecified, and nothing outside the described buffers is read or written. */
+DF11_API df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm* gemms, size_t n,
+                                         uint32_t batch, void* d_status, size_t status_bytes,
+                                         void* stream);
+
+/* Waits for `stream` and reports the latest gemm or to_bf16 call into d_status. */
+DF11_API df11_status df11_cuda_exec_status_sync(df11_model* model, const void* d_status,
+                                                void* stream);
+
+/* The reference: Y = X W^T for BF16 W (d_w, [rows, cols] row-major, device memory) with the
+ * products and order of df11_cuda_exec_gemm. One kernel launch, nothing else. */
+DF11_API df11_status df11_cuda_exec_reference_gemm(df11_model* model, const void* d_w,
+                                                   uint32_t rows, uint32_t cols, const void* d_x,
+                                                   void* d_y, uint32_t batch, void* stream);
 
 #endif /* DF11_EXPERIMENTAL */
 

@@ -1,8 +1,6 @@
 // run_gemv_benchmark() (cuda_gemv_benchmark.h): cuBLAS, decode + cuBLAS, the fused
 // decode+GEMV and the reference GEMV on one group at several batches, then the model line.
-#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
-#include <dlfcn.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -13,7 +11,9 @@
 #include <vector>
 
 #include "bench_timing.h"
+#include "benchmark_args.h"
 #include "bf16_inputs.h"
+#include "cublas_dlopen.h"
 #include "cuda_error.h"
 #include "cuda_gemv_benchmark.h"
 #include "device_buffer.h"
@@ -23,84 +23,13 @@
 namespace df11::cuda {
 namespace {
 
+using detail::Cublas;
 using detail::DeviceBuffer;
 using detail::DeviceGroupCopy;
 using detail::OwnedStream;
 using detail::time_runs;
 
 std::string str(uint64_t v) { return std::to_string(v); }
-
-// The four cuBLAS entry points the benchmark calls, from libcublas loaded at run time: the
-// df11 tool and libdf11 then need no CUDA library beside the driver (decoder/cuda/NOTES.md),
-// and only `df11 bench gemv` needs cuBLAS installed.
-class Cublas {
- public:
-  Cublas() = default;
-  Cublas(const Cublas&) = delete;
-  Cublas& operator=(const Cublas&) = delete;
-  ~Cublas() {
-    if (handle_ != nullptr) destroy_(handle_);
-    if (lib_ != nullptr) dlclose(lib_);
-  }
-
-  Status load(cudaStream_t stream) {
-    const std::string names[2] = {"libcublas.so." + str(CUBLAS_VER_MAJOR), "libcublas.so"};
-    for (const std::string& n : names) {
-      lib_ = dlopen(n.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (lib_ != nullptr) break;
-    }
-    if (lib_ == nullptr) {
-      const std::string what = "cuBLAS (" + names[0] + ") is not installed";
-      return Status(ErrorCode::kUnsupported, what + ": the GEMV benchmark compares against it");
-    }
-    create_ = reinterpret_cast<Create>(dlsym(lib_, "cublasCreate_v2"));
-    destroy_ = reinterpret_cast<Destroy>(dlsym(lib_, "cublasDestroy_v2"));
-    set_stream_ = reinterpret_cast<SetStream>(dlsym(lib_, "cublasSetStream_v2"));
-    gemm_ = reinterpret_cast<GemmEx>(dlsym(lib_, "cublasGemmEx"));
-    if (create_ == nullptr || destroy_ == nullptr || set_stream_ == nullptr || gemm_ == nullptr) {
-      return Status(ErrorCode::kUnsupported, "libcublas lacks cublasGemmEx or its companions");
-    }
-    if (create_(&handle_) != CUBLAS_STATUS_SUCCESS) {
-      handle_ = nullptr;
-      return Status(ErrorCode::kCuda, "cublasCreate failed");
-    }
-    if (set_stream_(handle_, stream) != CUBLAS_STATUS_SUCCESS) {
-      return Status(ErrorCode::kCuda, "cublasSetStream failed");
-    }
-    return Status::ok();
-  }
-
-  // y = W x: W row-major [rows, cols] is column-major W^T (ld = cols); x column-major
-  // [cols, n], y column-major [rows, n]. FP32 accumulation, BF16 in and out.
-  Status gemv(const uint16_t* d_w, uint32_t rows, uint32_t cols, const uint16_t* d_x, uint16_t* d_y,
-              uint32_t n) const {
-    const float alpha = 1.0f, beta = 0.0f;
-    const cublasStatus_t st =
-        gemm_(handle_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(rows), static_cast<int>(n),
-              static_cast<int>(cols), &alpha, d_w, CUDA_R_16BF, static_cast<int>(cols), d_x,
-              CUDA_R_16BF, static_cast<int>(cols), &beta, d_y, CUDA_R_16BF, static_cast<int>(rows),
-              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
-    if (st != CUBLAS_STATUS_SUCCESS) {
-      return Status(ErrorCode::kCuda, "cublasGemmEx failed (status " + str(st) + ")");
-    }
-    return Status::ok();
-  }
-
- private:
-  using Create = cublasStatus_t (*)(cublasHandle_t*);
-  using Destroy = cublasStatus_t (*)(cublasHandle_t);
-  using SetStream = cublasStatus_t (*)(cublasHandle_t, cudaStream_t);
-  using GemmEx = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int,
-                                    int, const void*, const void*, cudaDataType, int, const void*,
-                                    cudaDataType, int, const void*, void*, cudaDataType, int,
-                                    cublasComputeType_t, cublasGemmAlgo_t);
-  void* lib_ = nullptr;
-  Create create_ = nullptr;
-  Destroy destroy_ = nullptr;
-  SetStream set_stream_ = nullptr;
-  GemmEx gemm_ = nullptr;
-  cublasHandle_t handle_ = nullptr;
-};
 
 // BF16 ulps between two patterns (ordered as sign-magnitude integers).
 uint32_t ulp_distance(uint16_t a, uint16_t b) {
@@ -316,20 +245,8 @@ Status model_line(const Setup& s, const GroupView& g, const DeviceGroupCopy& inp
 Status run(const GroupView& g, std::span<const uint16_t> weights,
            std::span<const GemvBenchmarkShape> shapes, const GemvBenchmarkOptions& o,
            GemvBenchmarkReport& rep) {
-  uint64_t tiled = 0;
-  for (const GemvBenchmarkShape& m : shapes) tiled += uint64_t{m.rows} * m.cols;
-  if (o.runs < 1 || o.warmup < 0 || shapes.empty() || tiled != g.n_elements() ||
-      weights.size() != g.n_elements()) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "run_gemv_benchmark: need runs >= 1, warmup >= 0, and shapes and weights that "
-                  "tile the group");
-  }
-  for (const uint32_t n : o.batches) {
-    if (n < 1 || n > kGemvMaxBatch) {
-      return Status(ErrorCode::kInvalidArgument,
-                    "run_gemv_benchmark: batch " + str(n) + " is not within 1..16");
-    }
-  }
+  DF11_RETURN_IF_ERROR(detail::check_group_benchmark(g, weights, shapes, o.runs, o.warmup,
+                                                     o.batches, "run_gemv_benchmark"));
   int device = 0;
   DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
   cudaDeviceProp prop{};

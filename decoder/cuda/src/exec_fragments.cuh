@@ -1,0 +1,232 @@
+// Device helpers of the execution-layout kernels (spec/EXEC_LAYOUT.md 2.3-2.5): one lane's
+// part of one step, turned into the A fragments of two m16n8k16 tensor-core products, from a
+// blob or from BF16 weights; exceptions resolved before any product; the status record.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "df11/exec_layout.h"
+
+namespace df11::cuda::detail {
+
+constexpr uint32_t kExecFullMask = 0xFFFFFFFFu;
+constexpr uint32_t kExecWarps = 8;  // per thread block, in every exec kernel
+constexpr uint32_t kExecThreads = 32 * kExecWarps;
+
+// Status record of a launch (16 bytes at the workspace's start; memset to FF.. / 0 first):
+// the smallest (matrix << 40 | tile) that found a problem, and the kinds found.
+struct ExecStatusRecord {
+  unsigned long long first;  // ~0 when nothing was found
+  uint32_t kinds;
+  uint32_t unused;
+};
+enum ExecStatusKind : uint32_t {
+  kExecBadTileOffsets = 1,  // a tile's offsets decrease or pass n_exceptions
+  kExecBadTileCount = 2,    // a tile's code-15 weights differ from its exceptions
+  kExecBadBase = 4,         // base above Max_Base
+};
+
+__device__ __forceinline__ void exec_report(ExecStatusRecord* st, uint32_t matrix, uint64_t tile,
+                                            uint32_t kind) {
+  atomicMin(&st->first, static_cast<unsigned long long>(uint64_t{matrix} << 40 | tile));
+  atomicOr(&st->kinds, kind);
+}
+
+// Index i of the last begin[i] <= item among begin[0 .. n) (begin ascending, begin[0] == 0):
+// which matrix of a launch a block or warp works on.
+__device__ __forceinline__ uint32_t exec_find_item(const uint32_t* begin, uint32_t n,
+                                                   uint32_t item) {
+  uint32_t lo = 0, hi = n;
+  while (hi - lo > 1) {
+    const uint32_t mid = (lo + hi) / 2;
+    if (begin[mid] <= item) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
+
+// Tile `tile` of a matrix: its strip and its steps [q0, q1) (spec 2.2).
+struct ExecTileItem {
+  uint64_t tile, strip;
+  uint32_t q0, q1;
+};
+__device__ __forceinline__ ExecTileItem exec_tile_item(uint64_t tile, uint32_t tiles_per_strip,
+                                                       uint32_t steps) {
+  const uint32_t q0 = static_cast<uint32_t>(tile % tiles_per_strip) * kExecTileSteps;
+  return ExecTileItem{tile, tile / tiles_per_strip, q0, min(q0 + kExecTileSteps, steps)};
+}
+
+// A lane's 16 weights of one step as 8 pair words, BF16 pairs (low half = even slot):
+// pg[k] = slots 2k, 2k+1 (row g), pg8[k] = slots 8 + 2k, 9 + 2k (row g + 8).
+struct LaneWeights {
+  uint32_t pg[4], pg8[4];
+};
+
+// The blob's parts of one lane of one step.
+struct LaneCodes {
+  uint4 bytes;  // byte plane: slots 0..15
+  uint2 codes;  // code plane: 8 bytes (spec 2.3 nibble order)
+};
+
+// Exponent bytes of four consecutive slots from four codes in four bytes (spec 2.5).
+__device__ __forceinline__ uint32_t exec_exponents(uint32_t codes4, uint32_t base4) {
+  return codes4 + base4;  // codes <= 15 and base <= 240: no byte carries
+}
+
+// Rebuilds two weights from two byte-plane bytes and two exponents (spec 2.4): one byte
+// permute and one rotate.
+__device__ __forceinline__ uint32_t exec_pair(uint32_t bytes4, uint32_t exps4, uint32_t sel) {
+  const uint32_t p = __byte_perm(bytes4, exps4, sel);
+  return __funnelshift_r(p, p, 1);
+}
+
+// Codes of slots 0..3, 4..7, 8..11, 12..15, one per byte.
+struct LaneCodeBytes {
+  uint32_t c[4];
+};
+__device__ __forceinline__ LaneCodeBytes exec_split_codes(uint2 codes) {
+  LaneCodeBytes r;
+  r.c[0] = codes.x & 0x0F0F0F0Fu;
+  r.c[1] = (codes.x >> 4) & 0x0F0F0F0Fu;
+  r.c[2] = codes.y & 0x0F0F0F0Fu;
+  r.c[3] = (codes.y >> 4) & 0x0F0F0F0Fu;
+  return r;
+}
+
+// Nonzero iff some slot has code 15.
+__device__ __forceinline__ uint32_t exec_exception_flags(const LaneCodeBytes& k) {
+  return ((k.c[0] + 0x01010101u) | (k.c[1] + 0x01010101u) | (k.c[2] + 0x01010101u) |
+          (k.c[3] + 0x01010101u)) &
+         0x10101010u;
+}
+
+// Bit j set iff slot j has code 15.
+__device__ __forceinline__ uint32_t exec_exception_mask(const LaneCodeBytes& k) {
+  uint32_t m = 0;
+#pragma unroll
+  for (uint32_t w = 0; w < 4; ++w) {
+    const uint32_t f = (k.c[w] + 0x01010101u) & 0x10101010u;
+#pragma unroll
+    for (uint32_t b = 0; b < 4; ++b) m |= ((f >> (8 * b + 4)) & 1u) << (4 * w + b);
+  }
+  return m;
+}
+
+// The lane's weights from its exponent bytes (e[w]: slots 4w..4w+3) and byte plane.
+__device__ __forceinline__ LaneWeights exec_build(const uint4& bytes, const uint32_t (&e)[4]) {
+  LaneWeights lw;
+  lw.pg[0] = exec_pair(bytes.x, e[0], 0x5140);
+  lw.pg[1] = exec_pair(bytes.x, e[0], 0x7362);
+  lw.pg[2] = exec_pair(bytes.y, e[1], 0x5140);
+  lw.pg[3] = exec_pair(bytes.y, e[1], 0x7362);
+  lw.pg8[0] = exec_pair(bytes.z, e[2], 0x5140);
+  lw.pg8[1] = exec_pair(bytes.z, e[2], 0x7362);
+  lw.pg8[2] = exec_pair(bytes.w, e[3], 0x5140);
+  lw.pg8[3] = exec_pair(bytes.w, e[3], 0x7362);
+  return lw;
+}
+
+// Exceptions of one step for the whole warp (all lanes call it, uniformly, when any lane has a
+// code 15): each lane replaces the exponent bytes of its code-15 slots by the next exceptions
+// in storage order (lane order, then slot order), read from exc[cursor ..) and never at or
+// past `end` (a corrupt blob: those read as 0 and `overrun` is set). Returns the warp's count.
+__device__ __forceinline__ uint32_t exec_patch_exceptions(const LaneCodeBytes& k, uint32_t (&e)[4],
+                                                          const uint8_t* exc, uint64_t cursor,
+                                                          uint64_t end, uint32_t lane,
+                                                          bool& overrun) {
+  const uint32_t mask = exec_exception_mask(k);
+  const uint32_t mine = __popc(mask);
+  uint32_t before = mine;  // inclusive scan over lanes
+#pragma unroll
+  for (uint32_t d = 1; d < 32; d *= 2) {
+    const uint32_t v = __shfl_up_sync(kExecFullMask, before, d);
+    if (lane >= d) before += v;
+  }
+  const uint32_t total = __shfl_sync(kExecFullMask, before, 31);
+  uint64_t at = cursor + before - mine;
+#pragma unroll
+  for (uint32_t j = 0; j < 16; ++j) {
+    if (mask & (1u << j)) {
+      uint32_t v = 0;
+      if (at < end) {
+        v = __ldg(exc + at);
+      } else {
+        overrun = true;
+      }
+      ++at;
+      e[j / 4] = (e[j / 4] & ~(0xFFu << (8 * (j % 4)))) | (v << (8 * (j % 4)));
+    }
+  }
+  return total;
+}
+
+// ---- BF16 weights (the reference): the same fragments from row-major W ----
+
+// Pair word of W[r][c], W[r][c + 1] (zero past rows or cols).
+__device__ __forceinline__ uint32_t bf16_pair(const uint16_t* w, uint32_t rows, uint32_t cols,
+                                              uint64_t r, uint64_t c) {
+  if (r >= rows) return 0;
+  const uint16_t* row = w + r * cols;
+  const uint32_t lo = c < cols ? __ldg(row + c) : 0u;
+  const uint32_t hi = c + 1 < cols ? __ldg(row + c + 1) : 0u;
+  return lo | hi << 16;
+}
+
+// The 8 weights of row r at columns c..c+7 as 4 pair words.
+__device__ __forceinline__ void bf16_row8(const uint16_t* w, uint32_t rows, uint32_t cols,
+                                          uint64_t r, uint64_t c, bool vec, uint32_t (&out)[4]) {
+  if (vec && r < rows && c + 8 <= cols) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(w + r * cols + c));
+    out[0] = v.x;
+    out[1] = v.y;
+    out[2] = v.z;
+    out[3] = v.w;
+    return;
+  }
+#pragma unroll
+  for (uint32_t k = 0; k < 4; ++k) out[k] = bf16_pair(w, rows, cols, r, c + 2 * k);
+}
+
+// Zeroes the weights of a lane whose columns reach past `cols` (the ragged last step): spec
+// 2.3 takes padding weights as +0, and so must the products.
+__device__ __forceinline__ void mask_columns(LaneWeights& lw, uint64_t c0, uint32_t cols) {
+#pragma unroll
+  for (uint32_t k = 0; k < 4; ++k) {
+    const uint32_t keep =
+        (c0 + 2 * k < cols ? 0x0000FFFFu : 0u) | (c0 + 2 * k + 1 < cols ? 0xFFFF0000u : 0u);
+    lw.pg[k] &= keep;
+    lw.pg8[k] &= keep;
+  }
+}
+
+// ---- the products ----
+
+// d += A B for one m16n8k16 BF16 product with FP32 accumulators.
+__device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// One step's two products for each n8 tile: the first takes columns 8t..8t+3 of the lane
+// (pairs 0, 1), the second 8t+4..8t+7 (pairs 2, 3); x[n] holds this lane's 8 x values of
+// its column of n8 tile n (spec 6: the order both kernels share).
+template <uint32_t NB>
+__device__ __forceinline__ void step_products(const LaneWeights& lw, const uint4 (&x)[NB],
+                                              float (&acc)[NB][4]) {
+#pragma unroll
+  for (uint32_t n = 0; n < NB; ++n) {
+    mma_bf16(acc[n], lw.pg[0], lw.pg8[0], lw.pg[1], lw.pg8[1], x[n].x, x[n].y);
+    mma_bf16(acc[n], lw.pg[2], lw.pg8[2], lw.pg[3], lw.pg8[3], x[n].z, x[n].w);
+  }
+}
+
+}  // namespace df11::cuda::detail

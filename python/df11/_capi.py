@@ -1,0 +1,292 @@
+"""ctypes binding of the C API (capi/include/df11/df11.h): a thin layer that mirrors it.
+
+One Python object per C handle (`Model` for df11_model, `CudaPlan` for df11_cuda_plan), tensors
+in and out as raw pointers (a tensor's data_ptr(); a CUDA stream as its cudaStream_t), and every
+failing df11_status raised as one exception type, `Df11Error`, carrying the status name and the
+handle's message (which names the file and the tensor or group).
+
+Why ctypes: it ties the package to no torch build (no C++ extension compiled against one torch
+ABI), and the C API's calls are few and coarse (one per block per forward pass), so the
+~1 us a ctypes call costs is small next to the kernel launches it makes (README, "Python").
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+from ctypes import (POINTER, Structure, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_uint64,
+                    c_void_p)
+from typing import List, Optional, Tuple
+
+SIZE_MAX = (1 << (8 * ctypes.sizeof(c_size_t))) - 1
+
+# df11_group_part (spec/DF11.md section 3.2 order).
+PART_LUTS = 0
+PART_ENCODED_EXPONENT = 1
+PART_SIGN_MANTISSA = 2
+PART_OUTPUT_POSITIONS = 3
+PART_GAPS = 4
+PART_SPLIT_POSITIONS = 5
+# The parts a CUDA decode reads (split positions are host-only).
+DEVICE_PARTS = (PART_LUTS, PART_ENCODED_EXPONENT, PART_SIGN_MANTISSA, PART_OUTPUT_POSITIONS,
+                PART_GAPS)
+
+
+class Df11Error(RuntimeError):
+    """A df11_status other than DF11_OK. `status` is its lower_snake name ("corrupt_data"),
+    `code` its number, `message` the handle's message (file, group or tensor, what is wrong)."""
+
+    def __init__(self, code: int, status: str, message: str):
+        self.code = code
+        self.status = status
+        self.message = message
+        super().__init__(f"{message} [{status}]" if message else f"[{status}]")
+
+
+class CudaGroup(Structure):
+    """df11_cuda_group: device copies of one group's parts and its output."""
+    _fields_ = [("d_luts", c_void_p), ("d_encoded_exponent", c_void_p),
+                ("d_sign_mantissa", c_void_p), ("d_output_positions", c_void_p),
+                ("d_gaps", c_void_p), ("d_out", c_void_p)]
+
+
+def _library_path(name: str) -> str:
+    """The shared library `name` ("libdf11.so.0"): $DF11_LIBRARY_DIR (a build tree's folder,
+    for development) or the package's own lib/ folder, where the wheel puts it."""
+    folder = os.environ.get("DF11_LIBRARY_DIR")
+    if folder:
+        return os.path.join(folder, name)
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", name)
+
+
+_lib = None
+
+
+def lib() -> ctypes.CDLL:
+    """libdf11, loaded once, with every prototype declared."""
+    global _lib
+    if _lib is None:
+        path = _library_path("libdf11.so.0")
+        try:
+            handle = ctypes.CDLL(path)
+        except OSError as e:
+            raise ImportError(f"df11: cannot load {path}: {e} (install the package with pip, "
+                              "or set DF11_LIBRARY_DIR to a build's capi folder)") from e
+        _declare(handle)
+        _lib = handle
+    return _lib
+
+
+def _declare(L: ctypes.CDLL) -> None:
+    def f(name, restype, *argtypes):
+        fn = getattr(L, name)
+        fn.restype = restype
+        fn.argtypes = list(argtypes)
+
+    model_p = c_void_p
+    plan_p = c_void_p
+    f("df11_version_number", c_uint)
+    f("df11_version_string", c_char_p)
+    f("df11_status_name", c_char_p, c_int)
+    f("df11_model_open", c_int, c_char_p, POINTER(c_void_p))
+    f("df11_model_close", None, model_p)
+    f("df11_model_errmsg", c_char_p, model_p)
+    f("df11_model_errcode", c_int, model_p)
+    f("df11_model_tensor_count", c_size_t, model_p)
+    f("df11_model_group_count", c_size_t, model_p)
+    f("df11_model_find_tensor", c_size_t, model_p, c_char_p)
+    f("df11_tensor_name", c_char_p, model_p, c_size_t)
+    f("df11_tensor_dtype", c_char_p, model_p, c_size_t)
+    f("df11_tensor_rank", c_size_t, model_p, c_size_t)
+    f("df11_tensor_shape", POINTER(c_uint64), model_p, c_size_t)
+    f("df11_tensor_byte_size", c_uint64, model_p, c_size_t)
+    f("df11_tensor_group", c_size_t, model_p, c_size_t)
+    f("df11_tensor_group_offset", c_uint64, model_p, c_size_t)
+    f("df11_group_name", c_char_p, model_p, c_size_t)
+    f("df11_group_file", c_char_p, model_p, c_size_t)
+    f("df11_group_element_count", c_uint64, model_p, c_size_t)
+    f("df11_group_member_count", c_size_t, model_p, c_size_t)
+    f("df11_group_member", c_size_t, model_p, c_size_t, c_size_t)
+    f("df11_group_part_bytes", c_int, model_p, c_size_t, c_int, POINTER(c_void_p),
+      POINTER(c_size_t))
+    f("df11_decode_tensor", c_int, model_p, c_size_t, c_void_p, c_size_t)
+    f("df11_decode_group", c_int, model_p, c_size_t, c_void_p, c_size_t)
+    f("df11_has_cuda", c_int)
+    f("df11_cuda_plan_create", c_int, model_p, POINTER(c_size_t), c_size_t, POINTER(CudaGroup),
+      POINTER(c_void_p))
+    f("df11_cuda_plan_destroy", None, plan_p)
+    f("df11_cuda_plan_errmsg", c_char_p, plan_p)
+    f("df11_cuda_plan_errcode", c_int, plan_p)
+    f("df11_cuda_plan_workspace_bytes", c_size_t, plan_p)
+    f("df11_cuda_workspace_init", c_int, plan_p, c_void_p, c_size_t, c_void_p)
+    f("df11_cuda_decode", c_int, plan_p, c_void_p, c_size_t, c_void_p)
+    f("df11_cuda_status_sync", c_int, plan_p, c_void_p, c_void_p)
+    f("df11_cuda_plan_status_bytes", c_size_t, plan_p)
+    f("df11_cuda_status_copy", c_int, plan_p, c_void_p, c_void_p, c_size_t, c_void_p)
+    f("df11_cuda_group_status", c_int, plan_p, c_void_p, c_size_t, c_size_t)
+
+
+def status_name(code: int) -> str:
+    return lib().df11_status_name(code).decode()
+
+
+def version() -> str:
+    return lib().df11_version_string().decode()
+
+
+def has_cuda() -> bool:
+    """True if libdf11 was built with the CUDA decoder (touches no GPU)."""
+    return bool(lib().df11_has_cuda())
+
+
+def _text(p: Optional[bytes]) -> str:
+    return p.decode("utf-8", "replace") if p is not None else ""
+
+
+class Model:
+    """A df11_model: a DF11 folder opened by df11_model_open (every shard mapped, every header
+    and the metadata checked). Queries never touch the weights; decodes run on the CPU."""
+
+    def __init__(self, path: str):
+        self._h = c_void_p()
+        L = lib()
+        rc = L.df11_model_open(os.fsencode(path), ctypes.byref(self._h))
+        if rc != 0:
+            message = _text(L.df11_model_errmsg(self._h)) if self._h else "out of memory"
+            self.close()
+            raise Df11Error(rc, status_name(rc), message)
+        self.path = path
+
+    def close(self) -> None:
+        if getattr(self, "_h", None):
+            lib().df11_model_close(self._h)
+            self._h = c_void_p()
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def handle(self) -> c_void_p:
+        return self._h
+
+    def _check(self, rc: int) -> None:
+        if rc != 0:
+            raise Df11Error(rc, status_name(rc), _text(lib().df11_model_errmsg(self._h)))
+
+    # ---- listing
+    def tensor_count(self) -> int:
+        return lib().df11_model_tensor_count(self._h)
+
+    def group_count(self) -> int:
+        return lib().df11_model_group_count(self._h)
+
+    def find_tensor(self, name: str) -> Optional[int]:
+        i = lib().df11_model_find_tensor(self._h, name.encode())
+        return None if i == SIZE_MAX else i
+
+    def tensor_name(self, i: int) -> str:
+        return _text(lib().df11_tensor_name(self._h, i))
+
+    def tensor_dtype(self, i: int) -> str:
+        return _text(lib().df11_tensor_dtype(self._h, i))
+
+    def tensor_shape(self, i: int) -> Tuple[int, ...]:
+        L = lib()
+        rank = L.df11_tensor_rank(self._h, i)
+        shape = L.df11_tensor_shape(self._h, i)
+        return tuple(int(shape[k]) for k in range(rank))
+
+    def tensor_byte_size(self, i: int) -> int:
+        return lib().df11_tensor_byte_size(self._h, i)
+
+    def tensor_group(self, i: int) -> Optional[int]:
+        g = lib().df11_tensor_group(self._h, i)
+        return None if g == SIZE_MAX else g
+
+    def tensor_group_offset(self, i: int) -> int:
+        return lib().df11_tensor_group_offset(self._h, i)
+
+    def group_name(self, g: int) -> str:
+        return _text(lib().df11_group_name(self._h, g))
+
+    def group_file(self, g: int) -> str:
+        return _text(lib().df11_group_file(self._h, g))
+
+    def group_element_count(self, g: int) -> int:
+        return lib().df11_group_element_count(self._h, g)
+
+    def group_members(self, g: int) -> List[int]:
+        L = lib()
+        return [L.df11_group_member(self._h, g, k)
+                for k in range(L.df11_group_member_count(self._h, g))]
+
+    def group_part(self, g: int, part: int) -> Tuple[int, int]:
+        """(address, bytes) of part `part` of group `g` in the mapped shard (read-only)."""
+        data, size = c_void_p(), c_size_t()
+        self._check(lib().df11_group_part_bytes(self._h, g, part, ctypes.byref(data),
+                                                ctypes.byref(size)))
+        return (data.value or 0), size.value
+
+    # ---- CPU decodes (oneTBB threads; the GIL is released by ctypes during the call)
+    def decode_tensor(self, i: int, out_ptr: int, out_bytes: int) -> None:
+        self._check(lib().df11_decode_tensor(self._h, i, c_void_p(out_ptr), out_bytes))
+
+    def decode_group(self, g: int, out_ptr: int, out_bytes: int) -> None:
+        self._check(lib().df11_decode_group(self._h, g, c_void_p(out_ptr), out_bytes))
+
+
+class CudaPlan:
+    """A df11_cuda_plan over groups of a Model with their device buffers. Creation validates
+    every group on the host (no device memory touched, nothing synchronises)."""
+
+    def __init__(self, model: Model, groups: List[int], dev: List[CudaGroup]):
+        L = lib()
+        self._h = c_void_p()
+        n = len(groups)
+        g_arr = (c_size_t * n)(*groups)
+        d_arr = (CudaGroup * n)(*dev)
+        rc = L.df11_cuda_plan_create(model.handle, g_arr, n, d_arr, ctypes.byref(self._h))
+        if rc != 0:
+            message = _text(L.df11_cuda_plan_errmsg(self._h)) if self._h else "out of memory"
+            self.destroy()
+            raise Df11Error(rc, status_name(rc), message)
+        self.workspace_bytes = L.df11_cuda_plan_workspace_bytes(self._h)
+        self.status_bytes = L.df11_cuda_plan_status_bytes(self._h)
+
+    def destroy(self) -> None:
+        if getattr(self, "_h", None):
+            lib().df11_cuda_plan_destroy(self._h)
+            self._h = c_void_p()
+
+    def __del__(self):
+        self.destroy()
+
+    @property
+    def handle(self) -> c_void_p:
+        return self._h
+
+    def _check(self, rc: int) -> None:
+        if rc != 0:
+            raise Df11Error(rc, status_name(rc), _text(lib().df11_cuda_plan_errmsg(self._h)))
+
+    def workspace_init(self, d_ws: int, ws_bytes: int, stream: int) -> None:
+        self._check(lib().df11_cuda_workspace_init(self._h, c_void_p(d_ws), ws_bytes,
+                                                   c_void_p(stream)))
+
+    def decode(self, d_ws: int, ws_bytes: int, stream: int) -> None:
+        self._check(lib().df11_cuda_decode(self._h, c_void_p(d_ws), ws_bytes, c_void_p(stream)))
+
+    def status_sync(self, d_ws: int, stream: int) -> None:
+        self._check(lib().df11_cuda_status_sync(self._h, c_void_p(d_ws), c_void_p(stream)))
+
+    def status_copy(self, d_ws: int, h_status: int, status_bytes: int, stream: int) -> None:
+        self._check(lib().df11_cuda_status_copy(self._h, c_void_p(d_ws), c_void_p(h_status),
+                                                status_bytes, c_void_p(stream)))
+
+    def group_status(self, h_status: int, status_bytes: int, i: int) -> None:
+        self._check(lib().df11_cuda_group_status(self._h, c_void_p(h_status), status_bytes, i))

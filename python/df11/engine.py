@@ -1,0 +1,786 @@
+"""DF11 weights inside a torch model: coded groups kept where they run, decoded just before use.
+
+`attach(model, folder, ...)` takes a model built without weights (or with weights to replace)
+and the C API's view of a DF11 folder, and:
+  - sets every tensor stored raw (norms, biases, side tensors) as the model's parameter or
+    buffer, in the dtype the model gives it;
+  - decodes the input embedding once into an ordinary parameter (a lookup needs a few rows,
+    not the whole matrix on every forward; tied to the output head it serves both);
+  - keeps every other coded group's bytes resident on its device (or in pinned host memory
+    with cpu_offload), and registers a forward pre-hook on the group's module (a transformer
+    block, lm_head, ...) that decodes the group into ONE reused buffer per device. The group's
+    weights are views into that buffer, set once at load: the hook only enqueues the decode
+    (torch.ops.df11.decode_group) on torch's current stream. The module tree stays as it was
+    built, so accelerate's hooks, PEFT and generate() see an ordinary model.
+
+Exactness: a view's address is at least 256-byte aligned, as a fresh allocation's is (the
+buffer itself is a fresh allocation), because cuBLAS's kernel choice can depend on operand
+alignment; a member that would land misaligned is copied into an aligned tensor of its own
+after each decode. The decoded values are the original BF16 bits, so the logits equal the
+BF16 model's bit for bit (torch.equal), which the tests check.
+
+The layer "mode" is a strategy object per coded group (`DecodeMode` here); another execution
+layout (a fused decode+GEMV per Linear, an execution layout of the C API's experimental
+section) plugs in as another class with the same two methods.
+"""
+from __future__ import annotations
+
+import math
+import re
+import weakref
+from dataclasses import dataclass, field
+from typing import Callable, Dict, List, Optional, Tuple
+
+import torch
+
+from . import _capi, _ops
+from ._capi import Df11Error
+
+ALIGN_BYTES = 256  # cuBLASLt sees operand alignment up to 256 bytes (PyTorch passes it)
+
+_DTYPES = {
+    "BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64,
+    "I8": torch.int8, "U8": torch.uint8, "I16": torch.int16, "I32": torch.int32,
+    "I64": torch.int64, "BOOL": torch.bool,
+}
+
+
+def _round_up(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+def _mapped(addr: int, nbytes: int) -> torch.Tensor:
+    """A uint8 CPU tensor over `nbytes` bytes at `addr` (the C API's read-only mapping of a
+    shard): only ever read (copied from)."""
+    if nbytes == 0:
+        return torch.empty(0, dtype=torch.uint8)
+    import ctypes
+    import warnings
+    buf = (ctypes.c_uint8 * nbytes).from_address(addr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.frombuffer(buf, dtype=torch.uint8, count=nbytes)
+
+
+@dataclass
+class Member:
+    tensor: int  # C API tensor index
+    name: str  # "model.layers.0.mlp.up_proj.weight"
+    shape: Tuple[int, ...]
+    offset: int  # first weight within the group's decoded output
+    module: str = ""  # "model.layers.0.mlp.up_proj"
+    attr: str = ""  # "weight"
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+
+@dataclass
+class Group:
+    index: int
+    name: str
+    file: str
+    elements: int
+    members: List[Member] = field(default_factory=list)
+
+    @property
+    def what(self) -> str:
+        return f"{self.file}: group '{self.name}'"
+
+
+def read_groups(folder: _capi.Model) -> Tuple[List[Group], List[int]]:
+    """The folder's coded groups (with their listed members) and its raw tensor indices."""
+    groups = []
+    for g in range(folder.group_count()):
+        group = Group(g, folder.group_name(g), folder.group_file(g), folder.group_element_count(g))
+        for t in folder.group_members(g):
+            name = folder.tensor_name(t)
+            module, _, attr = name.rpartition(".")
+            group.members.append(Member(t, name, folder.tensor_shape(t),
+                                        folder.tensor_group_offset(t), module, attr))
+        groups.append(group)
+    raws = [t for t in range(folder.tensor_count()) if folder.tensor_group(t) is None]
+    return groups, raws
+
+
+def _set_tensor(model: torch.nn.Module, name: str, value: torch.Tensor, as_param: bool) -> None:
+    module_name, _, attr = name.rpartition(".")
+    module = model.get_submodule(module_name) if module_name else model
+    if attr in module._parameters or as_param:
+        module._parameters.pop(attr, None)
+        module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
+    else:
+        module._buffers[attr] = value
+
+
+def _set_view(module: torch.nn.Module, attr: str, view: torch.Tensor) -> None:
+    """The member's weight becomes a plain tensor attribute viewing the decode buffer (as the
+    official loader does): not a Parameter, so that model.parameters() / state_dict() do not
+    report the buffer's changing contents as the model's weights, and .to() leaves it alone."""
+    module._parameters.pop(attr, None)
+    module._buffers.pop(attr, None)
+    if attr in module.__dict__:
+        del module.__dict__[attr]
+    object.__setattr__(module, attr, view)
+
+
+class _CpuDecoder:
+    """df11_decode_group into a CPU tensor: df11's multi-threaded CPU decoder, every stream
+    checked and (df11 folders) every member's checksum compared."""
+
+    def __init__(self, folder: _capi.Model, group: Group):
+        self.folder = folder
+        self.group = group
+
+    def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
+        self.folder.decode_group(self.group.index, out.data_ptr(), 2 * self.group.elements)
+
+    def check(self) -> None:
+        pass
+
+
+class _CudaDecoder:
+    """One df11_cuda_plan over one group whose coded parts stay on the GPU (or in pinned host
+    memory, copied to a staging buffer by the hook before the decode)."""
+
+    def __init__(self, folder: _capi.Model, group: Group, parts: Dict[int, int], out_ptr: int):
+        dev = _capi.CudaGroup(parts[_capi.PART_LUTS], parts[_capi.PART_ENCODED_EXPONENT],
+                              parts[_capi.PART_SIGN_MANTISSA], parts[_capi.PART_OUTPUT_POSITIONS],
+                              parts[_capi.PART_GAPS], out_ptr)
+        self.group = group
+        self.out_ptr = out_ptr
+        self.plan = _capi.CudaPlan(folder, [group.index], [dev])  # validates on the host
+        self._lib = _capi.lib()
+        self._plan = self.plan.handle
+        self.ws_ptr = 0
+        self.ws_bytes = self.plan.workspace_bytes
+        self.h_status = 0
+        self.status_bytes = self.plan.status_bytes
+        self.copied = False  # a status copy was ever enqueued (graph replays repeat it)
+        self.out: Optional[torch.Tensor] = None  # the planned output (set by _upload)
+        self.pool_counters: Optional[torch.Tensor] = None
+
+    def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
+        """Enqueues the decode into the buffer the plan was made with and the copy of its
+        status into pinned memory on torch's current stream: no wait, no allocation.
+
+        The launch's tail-pool counters (the workspace after the status records, df11.h) are
+        zeroed first: the kernel resets a counter only when a launch brings a newer epoch,
+        and every replay of a captured launch brings the same one, so without this a replay
+        would find the pool already taken and skip the blocks handed out through it.
+
+        `out` is that buffer, except where torch.compile's functionalization hands the op a
+        copy to mutate: then the decode still goes to the planned buffer and is copied."""
+        stream = torch.cuda.current_stream(out.device).cuda_stream
+        self.pool_counters.zero_()
+        L = self._lib
+        rc = L.df11_cuda_decode(self._plan, self.ws_ptr, self.ws_bytes, stream)
+        if rc == 0:
+            rc = L.df11_cuda_status_copy(self._plan, self.ws_ptr, self.h_status,
+                                         self.status_bytes, stream)
+        if rc != 0:
+            self.plan._check(rc)
+        self.copied = True
+        if out.data_ptr() != self.out_ptr:
+            out.copy_(self.out)
+
+    def check(self) -> None:
+        """Reads the latest copied status (the caller knows the copy has completed)."""
+        if self.copied:
+            self.plan.group_status(self.h_status, self.status_bytes, 0)
+
+
+class DecodeMode:
+    """Default layer mode: decode the unit's groups into the device's buffer, then the module's
+    own forward runs on BF16 views (torch's matmuls: bit-identical to the BF16 model)."""
+
+    name = "decode"
+
+    def __init__(self, unit: "Unit"):
+        self.unit = unit
+
+    def pre_forward(self) -> None:
+        # Traced (torch.compile), the decode is the custom op; run eagerly or captured in a
+        # CUDA graph, the op's body is called directly, saving the dispatcher's overhead
+        # (tens of microseconds per call, at batch 1 on the CPU's critical path).
+        compiling = torch.compiler.is_compiling()
+        for rt in self.unit.groups:
+            if rt.staging is not None:  # cpu_offload: coded bytes from pinned host memory
+                rt.staging.copy_(rt.host_packed, non_blocking=True)
+            if compiling:
+                torch.ops.df11.decode_group(rt.out, rt.workspace, rt.key)
+            else:
+                rt.decoder.decode(rt.out, rt.workspace)
+        for copy in self.unit.copies:
+            copy()
+
+
+LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
+
+
+@dataclass
+class GroupRuntime:
+    group: Group
+    device: torch.device
+    key: int = -1
+    out: Optional[torch.Tensor] = None  # the group's slice of the device's decode buffer
+    workspace: Optional[torch.Tensor] = None
+    staging: Optional[torch.Tensor] = None  # cpu_offload: device copy target
+    host_packed: Optional[torch.Tensor] = None  # cpu_offload: pinned coded bytes
+    decoder: object = None
+
+
+@dataclass
+class Unit:
+    """The groups decoded together before one module's forward (usually one group: a block;
+    several when a model runs in one module what the folder codes in several groups, as the
+    per-expert groups of a large MoE layer under transformers 5's fused experts)."""
+    module: str
+    device: torch.device
+    groups: List[GroupRuntime] = field(default_factory=list)
+    copies: List[Callable[[], None]] = field(default_factory=list)  # after the decodes
+    mode: object = None
+
+
+class DeviceState:
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.buffer: Optional[torch.Tensor] = None  # BF16, the reused decode buffer
+        self.assembly: Optional[torch.Tensor] = None  # BF16, fused weights rebuilt per unit
+        self.coded: Optional[torch.Tensor] = None  # uint8, every resident coded part
+        self.staging: Optional[torch.Tensor] = None
+        self.workspace: Optional[torch.Tensor] = None
+        self.status: Optional[torch.Tensor] = None  # pinned uint8
+        self.event = None
+
+
+class Df11Engine:
+    """What attach() leaves on the model (model.df11): the folder handle, per-device buffers,
+    the units and their hooks. Keeps the C handles alive as long as the model."""
+
+    def __init__(self, folder: _capi.Model):
+        self.folder = folder
+        self.devices: Dict[torch.device, DeviceState] = {}
+        self.units: List[Unit] = []
+        self.hooks = []
+        self.views = []  # (module, attr) whose weight is a view of a decode buffer
+        self.resident: List[str] = []  # groups decoded once at load
+        self.skipped: List[str] = []  # tied heads served by the embedding, alias groups
+        self.mode = "decode"
+
+    @property
+    def runtimes(self) -> List[GroupRuntime]:
+        return [rt for u in self.units for rt in u.groups]
+
+    # ---- status
+    def check_status(self, wait: bool = True) -> None:
+        """Reads the decode status of the latest forward pass on every GPU, raising Df11Error
+        naming the group (and block) if a coded stream failed to decode. With wait=False it
+        reads only devices whose work has completed (no host synchronisation)."""
+        for state in self.devices.values():
+            if state.event is None:
+                continue
+            if not wait and not state.event.query():
+                continue
+            if wait:
+                state.event.synchronize()
+            for rt in self.runtimes:
+                if rt.device == state.device and rt.decoder is not None:
+                    rt.decoder.check()
+
+    def _mark_forward_end(self) -> None:
+        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+            return
+        for state in self.devices.values():
+            if state.device.type != "cuda":
+                continue
+            if state.event is None:
+                state.event = torch.cuda.Event()
+            state.event.record(torch.cuda.current_stream(state.device))
+
+    def close(self) -> None:
+        for h in self.hooks:
+            h.remove()
+        self.hooks.clear()
+        for rt in self.runtimes:
+            _ops.unregister(rt.key)
+            if isinstance(rt.decoder, _CudaDecoder):
+                rt.decoder.plan.destroy()
+        self.units.clear()
+        self.devices.clear()
+
+    def __del__(self):
+        try:
+            for rt in self.runtimes:
+                _ops.unregister(rt.key)
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
+    def memory_bytes(self) -> Dict[str, int]:
+        """Bytes df11 holds per device: decode buffer, coded groups, staging, workspaces."""
+        out = {}
+        for dev, s in self.devices.items():
+            out[str(dev)] = sum(t.numel() * t.element_size() for t in
+                                (s.buffer, s.assembly, s.coded, s.staging, s.workspace)
+                                if t is not None)
+        return out
+
+
+# ---- where a member's weights go -------------------------------------------------------
+
+_EXPERT = re.compile(
+    r"^(?P<experts>.+)\.(?P<e>\d+)\.(?P<proj>gate_proj|up_proj|down_proj|w1|w2|w3)$")
+_FUSED_KIND = {"gate_proj": "gate", "w1": "gate", "up_proj": "up", "w3": "up",
+               "down_proj": "down", "w2": "down"}
+
+
+def _existing_module(modules: Dict[str, torch.nn.Module], path: str) -> Optional[str]:
+    while True:
+        if path in modules:
+            return path
+        if not path:
+            return None
+        path = path.rpartition(".")[0]
+
+
+@dataclass
+class Target:
+    """Where a decoded member goes: `module.attr` (a view of the buffer), or expert `e`'s
+    gate/up/down matrix of a fused-experts module (transformers 5 holds a MoE layer's experts
+    as 3-D parameters gate_up_proj [E, 2I, H] and down_proj [E, H, I], while checkpoints and
+    DF11 folders hold one matrix per expert)."""
+    module: str
+    attr: str
+    fused: Optional[str] = None  # "gate" | "up" | "down"
+    expert: int = 0
+
+
+def _resolve_member(model, modules, group: Group, m: Member) -> Target:
+    if m.module in modules:
+        module = modules[m.module]
+        current = getattr(module, m.attr, None)
+        if not isinstance(current, torch.Tensor):
+            raise Df11Error(12, "bad_group", f"{group.what}: member '{m.name}': module "
+                            f"'{m.module}' ({type(module).__name__}) has no tensor '{m.attr}'")
+        if tuple(current.shape) != tuple(m.shape):
+            raise Df11Error(7, "bad_shape", f"{group.what}: member '{m.name}' has shape "
+                            f"{list(m.shape)}, the model's is {list(current.shape)}")
+        return Target(m.module, m.attr)
+    match = _EXPERT.match(m.module)
+    if match and m.attr == "weight" and match["experts"] in modules:
+        experts = modules[match["experts"]]
+        kind = _FUSED_KIND[match["proj"]]
+        attr = "down_proj" if kind == "down" else "gate_up_proj"
+        fused = getattr(experts, attr, None)
+        e = int(match["e"])
+        if isinstance(fused, torch.Tensor) and fused.dim() == 3 and e < fused.shape[0]:
+            rows = fused.shape[1] if kind == "down" else fused.shape[1] // 2
+            if (rows, fused.shape[2]) == tuple(m.shape):
+                return Target(match["experts"], attr, kind, e)
+        raise Df11Error(7, "bad_shape", f"{group.what}: member '{m.name}' {list(m.shape)} does "
+                        f"not fit '{match['experts']}.{attr}' of the model")
+    raise Df11Error(12, "bad_group", f"{group.what}: member '{m.name}': the model has no module "
+                    f"'{m.module}'")
+
+
+def _unit_module(modules, group: Group, targets: List[Target]) -> str:
+    """The module whose forward uses every member: the group's own module when it holds them
+    all (a block, lm_head), else the deepest existing module above all of them."""
+    paths = [t.module for t in targets]
+    if group.name in modules and all(p == group.name or p.startswith(group.name + ".")
+                                     for p in paths):
+        return group.name
+    parts = [p.split(".") for p in paths]
+    common = []
+    for level in zip(*parts):
+        if all(x == level[0] for x in level):
+            common.append(level[0])
+        else:
+            break
+    return _existing_module(modules, ".".join(common)) or ""
+
+
+def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str], torch.device],
+           cpu_offload: bool = False, cpu_offload_blocks: Optional[int] = None,
+           pin_memory: bool = True, mode: str = "decode",
+           resident_groups: Optional[List[str]] = None) -> Df11Engine:
+    """Loads the folder into `model` (see the module docstring). `device_of(module_name)` says
+    where a module runs. Raises Df11Error (naming the file and group) on any mismatch or a
+    group that fails validation; then nothing the load made stays allocated on the GPU."""
+    if mode not in LAYER_MODES:
+        raise ValueError(f"df11: unknown mode {mode!r} (known: {', '.join(LAYER_MODES)})")
+    engine = Df11Engine(folder)
+    engine.mode = mode
+    try:
+        _attach(engine, model, folder, device_of, cpu_offload, cpu_offload_blocks, pin_memory,
+                mode, resident_groups or [])
+    except Df11Error as e:
+        _release(engine, model)
+        # A fresh exception: the original's traceback holds the load's frames, whose locals
+        # (slices of the coded bytes, the decode buffer) would keep GPU memory alive as long
+        # as the caller keeps the exception.
+        error = Df11Error(e.code, e.status, e.message)
+    except BaseException:
+        _release(engine, model)
+        raise
+    else:
+        return engine
+    raise error from None
+
+
+def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
+    """After a failed load: hooks removed, plans destroyed, and every GPU tensor the load made
+    (parameters, buffers, views of the decode buffer) replaced by a meta tensor, so that no GPU
+    memory stays allocated."""
+    for state in engine.devices.values():
+        state.buffer = state.assembly = state.coded = state.staging = None
+        state.workspace = state.status = None
+    for rt in engine.runtimes:
+        rt.out = rt.workspace = rt.staging = rt.host_packed = None
+        if isinstance(rt.decoder, _CudaDecoder):
+            rt.decoder.out = rt.decoder.pool_counters = None
+    engine.close()
+    for module, attr in engine.views:
+        view = module.__dict__.get(attr)
+        if isinstance(view, torch.Tensor):
+            object.__setattr__(module, attr, torch.empty(view.shape, dtype=view.dtype,
+                                                         device="meta"))
+    engine.views.clear()
+    for module in model.modules():
+        for table in (module._parameters, module._buffers):
+            for name, t in list(table.items()):
+                if t is not None and t.device.type == "cuda":
+                    meta = torch.empty(t.shape, dtype=t.dtype, device="meta")
+                    table[name] = (torch.nn.Parameter(meta, requires_grad=False)
+                                   if table is module._parameters else meta)
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.empty_cache()
+
+
+def _input_embedding(model: torch.nn.Module) -> Optional[torch.nn.Module]:
+    try:
+        return model.get_input_embeddings()
+    except (NotImplementedError, AttributeError):
+        return None
+
+
+def _output_embedding(model: torch.nn.Module) -> Optional[torch.nn.Module]:
+    try:
+        return model.get_output_embeddings()
+    except (NotImplementedError, AttributeError):
+        return None
+
+
+def _ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
+    if emb is None or head is None:
+        return False
+    if getattr(head, "weight", None) is not None and head.weight is emb.weight:
+        return True
+    config = getattr(model, "config", None)
+    if config is None:
+        return False
+    try:
+        text = config.get_text_config()
+    except AttributeError:
+        text = config
+    return bool(getattr(text, "tie_word_embeddings", getattr(config, "tie_word_embeddings",
+                                                             False)))
+
+
+def _load_raw(model, folder: _capi.Model, t: int, device_of, tensors_set) -> None:
+    name = folder.tensor_name(t)
+    try:
+        current, as_param = model.get_parameter(name), True
+    except AttributeError:
+        try:
+            current, as_param = model.get_buffer(name), False
+        except AttributeError:
+            return  # a tensor the model does not have (transformers ignores it too)
+    nbytes = folder.tensor_byte_size(t)
+    host = torch.empty(nbytes, dtype=torch.uint8)
+    folder.decode_tensor(t, host.data_ptr(), nbytes)
+    value = host.view(_DTYPES.get(folder.tensor_dtype(t), torch.uint8)).view(
+        folder.tensor_shape(t))
+    if tuple(current.shape) != tuple(value.shape):
+        raise Df11Error(7, "bad_shape", f"{folder.path}: tensor '{name}' has shape "
+                        f"{list(value.shape)}, the model's is {list(current.shape)}")
+    # In the dtype the model gives it (as transformers loads a BF16 model's F32 side tensor).
+    _set_tensor(model, name, value.to(dtype=current.dtype).to(device_of(name.rpartition(".")[0])),
+                as_param)
+    tensors_set.add(name)
+
+
+def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, device_of,
+            cpu_offload, cpu_offload_blocks, pin_memory, mode, resident_groups):
+    groups, raws = read_groups(folder)
+    modules = dict(model.named_modules())
+    module_names = {m: n for n, m in modules.items()}
+    emb, head = _input_embedding(model), _output_embedding(model)
+    emb_name = module_names.get(emb) if emb is not None else None
+    head_name = module_names.get(head) if head is not None else None
+    tied = _ties_embeddings(model, emb, head)
+    tensors_set = set()
+    for t in raws:
+        _load_raw(model, folder, t, device_of, tensors_set)
+
+    # Coded groups: resident (decoded once), skipped (a tied head), or decoded per forward.
+    units: Dict[str, List[Tuple[Group, List[Target]]]] = {}
+    for group in groups:
+        if not group.members:
+            engine.skipped.append(group.name)  # an alias group (a tied head df11 recorded)
+            continue
+        targets = [_resolve_member(model, modules, group, m) for m in group.members]
+        member_modules = {t.module for t in targets}
+        if tied and member_modules == {head_name}:
+            # The official encoder stores a tied head as a group of its own; the tie keeps the
+            # model's head on the embedding (decoded once below), as the BF16 model is.
+            engine.skipped.append(group.name)
+            continue
+        if member_modules == {emb_name} or group.name in resident_groups:
+            for m in group.members:
+                nbytes = 2 * m.numel
+                host = torch.empty(nbytes, dtype=torch.uint8)
+                folder.decode_tensor(m.tensor, host.data_ptr(), nbytes)
+                value = host.view(torch.bfloat16).view(m.shape)
+                _set_tensor(model, m.name, value.to(device_of(m.module)), True)
+                tensors_set.add(m.name)
+            engine.resident.append(group.name)
+            continue
+        units.setdefault(_unit_module(modules, group, targets), []).append((group, targets))
+    if tied:
+        head.weight = emb.weight  # the tie, onto the loaded embedding
+
+    # Everything the model holds must now be set, but the weights the hooks will provide.
+    provided = {f"{t.module}.{t.attr}" for items in units.values() for _, ts in items for t in ts}
+    missing = [n for n, p in model.named_parameters()
+               if p.device.type == "meta" and n not in provided]
+    if missing:
+        shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
+                                          else "")
+        raise Df11Error(19, "not_found", f"{folder.path}: the folder has no weights for "
+                        f"{len(missing)} of the model's parameters: {shown}")
+
+    # Per device: one decode buffer, sized for the largest unit (its groups side by side).
+    by_device: Dict[torch.device, List[str]] = {}
+    for unit_name in units:
+        dev = torch.device(device_of(unit_name))
+        if dev.type == "cuda" and dev.index is None:
+            dev = torch.device("cuda", torch.cuda.current_device())
+        by_device.setdefault(dev, []).append(unit_name)
+    offload_left = cpu_offload_blocks
+    for dev, unit_names in by_device.items():
+        state = DeviceState(dev)
+        engine.devices[dev] = state
+        slot = ALIGN_BYTES // 2  # elements
+        sizes = [sum(_round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names]
+        state.buffer = torch.empty(max(sizes), dtype=torch.bfloat16, device=dev)
+        fused_sizes = [_fused_elements(modules, units[u]) for u in unit_names]
+        if max(fused_sizes) > 0:
+            state.assembly = torch.empty(max(fused_sizes), dtype=torch.bfloat16, device=dev)
+        dev_units = []
+        for unit_name in unit_names:
+            unit = Unit(unit_name, dev)
+            base = 0
+            for group, _ in units[unit_name]:
+                rt = GroupRuntime(group, dev)
+                rt.out = state.buffer[base:base + group.elements]
+                base += _round_up(group.elements, slot)
+                unit.groups.append(rt)
+            dev_units.append(unit)
+        if dev.type == "cuda":
+            flat = [rt for u in dev_units for rt in u.groups]
+            offloaded = []
+            for u in dev_units:
+                off = cpu_offload and (offload_left is None or offload_left > 0)
+                if off and offload_left is not None:
+                    offload_left -= 1
+                offloaded += [off] * len(u.groups)
+            _upload(state, folder, flat, offloaded, pin_memory)
+        else:
+            state.workspace = torch.empty(0, dtype=torch.uint8)  # the CPU decode needs none
+            for u in dev_units:
+                for rt in u.groups:
+                    rt.workspace = state.workspace
+                    rt.decoder = _CpuDecoder(folder, rt.group)
+        for unit in dev_units:
+            for rt in unit.groups:
+                rt.key = _ops.register(rt.decoder)
+            unit.mode = LAYER_MODES[mode](unit)
+            _place_members(engine, model, modules, state, unit, units[unit.module])
+            engine.units.append(unit)
+        if dev.type == "cpu":
+            # Every group is checked once at load (as the GPU path's plans do on the host): a
+            # CPU decode validates the group and compares each member's recorded checksum.
+            for unit in dev_units:
+                unit.mode.pre_forward()
+
+    _place_remaining(model, device_of, tensors_set, folder)
+    for unit in engine.units:
+        module = model.get_submodule(unit.module) if unit.module else model
+        engine.hooks.append(module.register_forward_pre_hook(_make_hook(unit.mode)))
+    if any(d.type == "cuda" for d in engine.devices):
+        _status_hooks(engine, model)
+
+
+def _fused_elements(modules, items) -> int:
+    """Elements of the fused-expert parameters the unit's members fill (0 if none)."""
+    seen, total = set(), 0
+    for _, targets in items:
+        for t in targets:
+            if t.fused and (t.module, t.attr) not in seen:
+                seen.add((t.module, t.attr))
+                total += _round_up(getattr(modules[t.module], t.attr).numel(), ALIGN_BYTES // 2)
+    return total
+
+
+def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items) -> None:
+    """Points every member's weight at the unit's decoded output: a view where the member lies
+    256-byte aligned, else an aligned tensor of its own refreshed after each decode; fused
+    experts get views of the device's assembly buffer, refreshed by one cat per parameter."""
+    dev = state.device
+    fused: Dict[Tuple[str, str], Dict[Tuple[int, str], torch.Tensor]] = {}
+    for rt, (group, targets) in zip(unit.groups, items):
+        for m, t in zip(group.members, targets):
+            src = rt.out[m.offset:m.offset + m.numel].view(m.shape)
+            if t.fused:
+                fused.setdefault((t.module, t.attr), {})[(t.expert, t.fused)] = src
+                continue
+            module = modules[t.module]
+            if (rt.out.data_ptr() + 2 * m.offset) % ALIGN_BYTES != 0:
+                slot = torch.empty(m.shape, dtype=torch.bfloat16, device=dev)
+                unit.copies.append(_copier(slot, src))
+                src = slot
+            _set_view(module, t.attr, src)
+            engine.views.append((module, t.attr))
+    base = 0
+    for (module_name, attr), parts in fused.items():
+        module = modules[module_name]
+        shape = getattr(module, attr).shape
+        n = math.prod(shape)
+        dst = state.assembly[base:base + n].view(shape)
+        base += _round_up(n, ALIGN_BYTES // 2)
+        kinds = ("down",) if attr == "down_proj" else ("gate", "up")
+        order = [(e, k) for e in range(shape[0]) for k in kinds]
+        absent = [f"{module_name}.{e}.{k}" for e, k in order if (e, k) not in parts]
+        if absent:
+            raise Df11Error(19, "not_found", f"{engine.folder.path}: no weights for "
+                            f"{', '.join(absent[:5])} (fused into '{module_name}.{attr}')")
+        unit.copies.append(_concatenator(dst, [parts[key] for key in order], shape))
+        _set_view(module, attr, dst)
+        engine.views.append((module, attr))
+
+
+def _copier(dst, src):
+    def copy():
+        dst.copy_(src)
+    return copy
+
+
+def _concatenator(dst, sources, shape):
+    flat = dst.view(-1, shape[-1])
+
+    def copy():
+        torch.cat(sources, dim=0, out=flat)
+    return copy
+
+
+def _place_remaining(model, device_of, tensors_set, folder) -> None:
+    """Whatever else the model holds (buffers it computed, weights of a given bfloat16_model
+    the folder does not hold) goes where its module runs."""
+    stale = []
+    for module_name, module in model.named_modules():
+        dev = torch.device(device_of(module_name))
+        for table in (module._parameters, module._buffers):
+            for name, t in list(table.items()):
+                if t is None or t.device.type == "meta" or t.device == dev or (
+                        dev.type == "cuda" and dev.index is None and t.device.type == "cuda"):
+                    continue
+                full = f"{module_name}.{name}" if module_name else name
+                if table is module._parameters and full not in tensors_set:
+                    stale.append(full)
+                moved = t.to(dev)
+                table[name] = (torch.nn.Parameter(moved, requires_grad=False)
+                               if table is module._parameters else moved)
+    if stale:
+        import warnings
+        warnings.warn(f"df11: {folder.path} holds no weights for {len(stale)} parameters of the "
+                      f"given model, which keep their values: {', '.join(stale[:5])}",
+                      stacklevel=4)
+
+
+def _make_hook(mode):
+    def hook(module, args):
+        mode.pre_forward()
+    return hook
+
+
+def _status_hooks(engine: Df11Engine, model) -> None:
+    """Each top-level forward first reads the previous one's decode statuses if its work has
+    completed (no wait), and records an event at its end."""
+    ref = weakref.ref(engine)
+
+    def root_pre(module, args):
+        e = ref()
+        if e is None or torch.compiler.is_compiling() or torch.cuda.is_current_stream_capturing():
+            return
+        e.check_status(wait=False)
+
+    def root_post(module, args, output):
+        e = ref()
+        if e is not None and not torch.compiler.is_compiling():
+            e._mark_forward_end()
+
+    engine.hooks.append(model.register_forward_pre_hook(root_pre))
+    engine.hooks.append(model.register_forward_hook(root_post))
+
+
+def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime], offloaded,
+            pin_memory: bool) -> None:
+    """Copies the coded parts of each group to the GPU once (or to pinned host memory when
+    offloaded), makes one plan per group (the host validation of every group), and sizes the
+    workspaces and status records, all through torch's allocator."""
+    dev = state.device
+    layouts = []  # per group: ({part: (offset, address, bytes)}, packed size)
+    for rt in runtimes:
+        offset, layout = 0, {}
+        for part in _capi.DEVICE_PARTS:
+            addr, nbytes = folder.group_part(rt.group.index, part)
+            layout[part] = (offset, addr, nbytes)
+            offset = _round_up(offset + nbytes, ALIGN_BYTES)
+        layouts.append((layout, max(offset, ALIGN_BYTES)))
+    resident = sum(size for (_, size), off in zip(layouts, offloaded) if not off)
+    staging = max([size for (_, size), off in zip(layouts, offloaded) if off], default=0)
+    with torch.cuda.device(dev):
+        state.coded = torch.empty(resident, dtype=torch.uint8, device=dev)
+        if staging:
+            state.staging = torch.empty(staging, dtype=torch.uint8, device=dev)
+        base = 0
+        for rt, (layout, size), off in zip(runtimes, layouts, offloaded):
+            if off:
+                packed = torch.empty(size, dtype=torch.uint8, pin_memory=pin_memory)
+                for o, addr, nbytes in layout.values():
+                    packed[o:o + nbytes].copy_(_mapped(addr, nbytes))
+                rt.host_packed = packed
+                rt.staging = target = state.staging[:size]
+            else:
+                target = state.coded[base:base + size]
+                base += size
+                for o, addr, nbytes in layout.values():
+                    target[o:o + nbytes].copy_(_mapped(addr, nbytes))
+            parts = {part: target.data_ptr() + o for part, (o, _, _) in layout.items()}
+            rt.decoder = _CudaDecoder(folder, rt.group, parts, rt.out.data_ptr())
+        ws_slot = _round_up(max(rt.decoder.ws_bytes for rt in runtimes), ALIGN_BYTES)
+        st_slot = _round_up(max(rt.decoder.status_bytes for rt in runtimes), 64)
+        state.workspace = torch.empty(ws_slot * len(runtimes), dtype=torch.uint8, device=dev)
+        state.status = torch.zeros(st_slot * len(runtimes), dtype=torch.uint8, pin_memory=True)
+        stream = torch.cuda.current_stream(dev).cuda_stream
+        for i, rt in enumerate(runtimes):
+            d = rt.decoder
+            rt.workspace = state.workspace[i * ws_slot:i * ws_slot + d.ws_bytes]
+            d.ws_ptr = rt.workspace.data_ptr()
+            d.out = rt.out
+            # df11.h: 16 bytes of status record per group, then 8 per launch (pool counters).
+            d.pool_counters = rt.workspace[16:]
+            d.h_status = state.status.data_ptr() + i * st_slot
+            d.plan.workspace_init(d.ws_ptr, d.ws_bytes, stream)

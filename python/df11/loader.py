@@ -1,0 +1,191 @@
+"""df11.from_pretrained: a DF11 folder (or Hub id) as a transformers / diffusers model.
+
+The arguments are those of the official loader's DFloat11Model.from_pretrained (dfloat11
+0.5.0), so that a user changes one import; df11 adds `mode`.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Optional, Union
+
+import torch
+
+from . import _capi, engine
+
+
+def _resolve(path_or_id: str) -> str:
+    if os.path.isdir(path_or_id):
+        return path_or_id
+    if os.path.exists(path_or_id):
+        raise NotADirectoryError(f"df11: {path_or_id}: expected a DF11 model folder")
+    if path_or_id.count("/") == 1 and not path_or_id.startswith((".", "/")):
+        from . import _tools
+        return _tools.pull(path_or_id)
+    raise FileNotFoundError(f"df11: {path_or_id}: no such folder (nor a Hub id ORG/NAME)")
+
+
+def _default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def _device_map_lookup(device_map: Dict[str, Union[str, int, torch.device]]):
+    """device_of(module_name) for an accelerate device map ({module prefix: device})."""
+    entries = sorted(((k, torch.device(f"cuda:{v}") if isinstance(v, int) else torch.device(v))
+                      for k, v in device_map.items()), key=lambda kv: -len(kv[0]))
+
+    def device_of(name: str) -> torch.device:
+        for prefix, dev in entries:
+            if prefix == "" or name == prefix or name.startswith(prefix + "."):
+                return dev
+        # A parent module (the root, a container of blocks) runs where its first child does.
+        for prefix, dev in sorted(entries, key=lambda kv: kv[0]):
+            if name == "" or prefix.startswith(name + "."):
+                return dev
+        raise ValueError(f"df11: device_map places no module for '{name}'")
+    return device_of
+
+
+def _build_model(path: str, config_json: dict, kwargs):
+    from accelerate import init_empty_weights
+    from transformers import AutoConfig, AutoModelForCausalLM
+    config = AutoConfig.from_pretrained(path)
+    with init_empty_weights(include_buffers=False):
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, **kwargs)
+    return model.eval()
+
+
+def _auto_device_map(model, folder: _capi.Model, max_memory, no_split):
+    """accelerate's balanced device map, with each module's size counted as DF11 stores it
+    (coded groups at their stored size): the coded model is what must fit."""
+    from accelerate import infer_auto_device_map
+    from accelerate.utils import get_balanced_memory
+    bf16 = sum(p.numel() * p.element_size() for p in model.parameters())
+    coded = 0
+    for g in range(folder.group_count()):
+        for part in _capi.DEVICE_PARTS:
+            coded += folder.group_part(g, part)[1]
+    raw = sum(folder.tensor_byte_size(t) for t in range(folder.tensor_count())
+              if folder.tensor_group(t) is None)
+    ratio = max((coded + raw) / max(bf16, 1), 0.05)
+    max_memory = get_balanced_memory(model, max_memory=max_memory, no_split_module_classes=no_split)
+    # The map is computed on BF16 sizes: scale the budget instead of the sizes.
+    scaled = {k: int(v / ratio) if isinstance(v, (int, float)) else v
+              for k, v in max_memory.items()}
+    return infer_auto_device_map(model, max_memory=scaled, no_split_module_classes=no_split)
+
+
+def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = None,
+                    device_map: Union[str, Dict, None] = "auto",
+                    max_memory: Optional[Dict[Union[int, str], Union[int, str]]] = None,
+                    bfloat16_model=None, cpu_offload: bool = False,
+                    cpu_offload_blocks: Optional[int] = None, pin_memory: bool = True,
+                    mode: str = "decode", **kwargs):
+    """Loads a DF11 model folder (written by `df11 compress` or published by the dfloat11
+    tools) or a Hub id ("ORG/NAME", pulled into the Hugging Face cache by df11) into a model
+    that decodes its weights just before use.
+
+    device: "cuda", "cuda:1", "cpu"; default: the first GPU, or the CPU without one.
+    device_map: "auto" (default; used when `device` is not given and several GPUs are
+        visible: blocks spread over them through accelerate, sized by their coded bytes) or an
+        accelerate device map {module: device}.
+    max_memory: per-device budget for device_map="auto", as accelerate takes it.
+    bfloat16_model: a model to load the weights into (built from its config; its weights are
+        replaced). Needed for diffusers models; for transformers, default is
+        AutoModelForCausalLM.from_config(config.json) without allocating weights.
+    cpu_offload: keep the coded blocks in (pinned, pin_memory=True) host memory; each is
+        copied to the GPU just before its decode. cpu_offload_blocks: only the first N.
+    mode: "decode" (default: decode + torch's matmuls, logits bit-identical to BF16's).
+    **kwargs: passed to AutoModelForCausalLM.from_config.
+    """
+    path = _resolve(dfloat11_model_name_or_path)
+    folder = _open_folder(path)
+    config_path = os.path.join(path, "config.json")
+    config_json = {}
+    if os.path.exists(config_path):
+        with open(config_path, encoding="utf-8") as f:
+            config_json = json.load(f)
+    model = bfloat16_model if bfloat16_model is not None else _build_model(path, config_json,
+                                                                           kwargs)
+    if device is None and isinstance(device_map, dict):
+        device_of = _device_map_lookup(device_map)
+    elif device is None and device_map == "auto" and torch.cuda.device_count() > 1:
+        no_split = getattr(model, "_no_split_modules", None) or []
+        device_of = _device_map_lookup(_auto_device_map(model, folder, max_memory, no_split))
+    elif device is None and device_map not in ("auto", None):
+        raise ValueError(f"df11: device_map must be 'auto' or a dict, not {device_map!r}")
+    else:
+        target = torch.device(device or _default_device())
+        if target.type == "cuda" and target.index is None:
+            target = torch.device("cuda", torch.cuda.current_device())
+        device_of = lambda name: target  # noqa: E731
+    eng = engine.attach(model, folder, device_of, cpu_offload=cpu_offload,
+                        cpu_offload_blocks=cpu_offload_blocks, pin_memory=pin_memory, mode=mode)
+    object.__setattr__(model, "df11", eng)
+    _wrap_generate(model, eng)
+    _attach_accelerate_hooks(model, device_of)
+    gen_path = os.path.join(path, "generation_config.json")
+    if os.path.exists(gen_path) and hasattr(model, "generation_config"):
+        from transformers import GenerationConfig
+        model.generation_config = GenerationConfig.from_pretrained(path)
+    return model.eval()
+
+
+def _open_folder(path: str) -> _capi.Model:
+    return _capi.Model(path)
+
+
+def _wrap_generate(model, eng) -> None:
+    """generate() reads the decode status once at its end (the deferred check: the copies were
+    enqueued after each decode; generate has waited for its last tokens by then)."""
+    original = getattr(model, "generate", None)
+    if original is None:
+        return
+
+    def generate(*args, **kwargs):
+        out = original(*args, **kwargs)
+        eng.check_status(wait=True)
+        return out
+    generate.__doc__ = original.__doc__
+    object.__setattr__(model, "generate", generate)
+
+
+def _attach_accelerate_hooks(model, device_of) -> None:
+    """With modules on several GPUs, accelerate's AlignDevicesHook moves each block's inputs to
+    the block's device, as dispatch_model does, without touching the weights: one hook on each
+    largest subtree that runs on one device; the root's outputs come back to its inputs'
+    device."""
+    devices = {str(device_of(n)) for n, _ in model.named_modules()}
+    if len(devices) <= 1:
+        return
+    from accelerate.hooks import AlignDevicesHook, add_hook_to_module
+
+    def visit(name, module):
+        own = {str(device_of(n)) for n, _ in module.named_modules(prefix=name)}
+        if len(own) == 1:
+            add_hook_to_module(module, AlignDevicesHook(execution_device=device_of(name)),
+                               append=True)
+            return
+        for child_name, child in module.named_children():
+            visit(f"{name}.{child_name}" if name else child_name, child)
+
+    add_hook_to_module(model, AlignDevicesHook(io_same_device=True), append=True)
+    for child_name, child in model.named_children():
+        visit(child_name, child)
+
+
+class DFloat11Model:
+    """The official loader's entry point, for users who change one import:
+    `from df11 import DFloat11Model`."""
+
+    @classmethod
+    def from_pretrained(cls, dfloat11_model_name_or_path: str, device: Optional[str] = None,
+                        device_map: Union[str, Dict, None] = "auto",
+                        max_memory=None, bfloat16_model=None, cpu_offload: bool = False,
+                        cpu_offload_blocks: Optional[int] = None, pin_memory: bool = True,
+                        **kwargs):
+        return from_pretrained(dfloat11_model_name_or_path, device=device,
+                               device_map=device_map, max_memory=max_memory,
+                               bfloat16_model=bfloat16_model, cpu_offload=cpu_offload,
+                               cpu_offload_blocks=cpu_offload_blocks, pin_memory=pin_memory,
+                               **kwargs)

@@ -1,0 +1,57 @@
+"""The issue's benchmark model: Llama-3.1-8B shapes, random weights (from_config, seeded),
+saved as BF16 in --work (a RAM disk: /dev/shm), compressed with the df11 tool ($DF11_CLI), then
+python -m df11.bench on it against BF16 and the official loader."""
+import argparse
+import os
+import subprocess
+import sys
+import time
+
+import torch
+
+LLAMA_31_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
+                   num_attention_heads=32, num_key_value_heads=8, vocab_size=128256,
+                   max_position_embeddings=131072, rope_theta=500000.0,
+                   rope_scaling={"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0,
+                                 "high_freq_factor": 4.0,
+                                 "original_max_position_embeddings": 8192},
+                   tie_word_embeddings=False, bos_token_id=128000, eos_token_id=128001)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--work", required=True)
+    p.add_argument("--json", required=True)
+    p.add_argument("--batch", default="1,8")
+    p.add_argument("--tokens", default="256")
+    p.add_argument("--layers", type=int, default=32)
+    p.add_argument("--compare", default="bf16,dfloat11")
+    p.add_argument("--modes", default="eager,graph")
+    args = p.parse_args()
+    from transformers import AutoConfig, AutoModelForCausalLM
+    bf16, dfl = os.path.join(args.work, "bf16"), os.path.join(args.work, "df11")
+    if not os.path.isdir(dfl):
+        config = AutoConfig.for_model("llama", **dict(LLAMA_31_8B,
+                                                      num_hidden_layers=args.layers))
+        torch.manual_seed(0)
+        t = time.time()
+        with torch.device("cuda"):
+            model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+        model.save_pretrained(bf16)
+        del model
+        torch.cuda.empty_cache()
+        print(f"made {bf16} in {time.time() - t:.1f} s", flush=True)
+        t = time.time()
+        cli = os.environ.get("DF11_CLI", "df11")
+        subprocess.run([cli, "compress", bf16, "-o", dfl, "-q"], check=True)
+        print(f"df11 compress in {time.time() - t:.1f} s", flush=True)
+    cmd = [sys.executable, "-m", "df11.bench", dfl, "--bf16", bf16, "--batch", args.batch,
+           "--tokens", args.tokens, "--compare", args.compare, "--cuda-graphs",
+           "--modes", args.modes,
+           "--json", args.json]
+    print("$ python -m df11.bench " + " ".join(cmd[3:]), flush=True)
+    return subprocess.run(cmd).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,197 @@
+"""GPU checks of the df11 package (skipped without CUDA): run by python/tests/gpu/run_gpu.sh.
+
+Every family on CUDA, from df11 folders and the official encoder's fixtures: logits
+torch.equal to the BF16 model's on the same GPU, greedy tokens equal at batch 1 and 8; CUDA
+graph capture of a decode step (same tokens as the same steps run eagerly, and as BF16's);
+torch.compile(mode="reduce-overhead") through generate's static cache; cpu_offload; a hostile
+folder refused at load with no GPU memory left; a stream corrupted past the host checks
+reported after generate, naming the group; device_map="auto" over every visible GPU."""
+import os
+
+import pytest
+import torch
+
+import df11
+import models
+
+pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
+              pytest.mark.filterwarnings("ignore::UserWarning")]
+
+FAMILIES = models.FAMILIES
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("gpu")
+
+
+def make(work, family):
+    bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
+    if not os.path.isdir(df11_dir):
+        models.build_llm(family).save_pretrained(bf16_dir)
+        models.df11_compress(bf16_dir, df11_dir)
+    return bf16_dir, df11_dir
+
+
+def bf16_cuda(path):
+    from transformers import AutoModelForCausalLM
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).cuda().eval()
+
+
+def greedy(model, ids, steps=16):
+    with torch.no_grad():
+        return model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                              do_sample=False, max_new_tokens=steps, min_new_tokens=steps,
+                              eos_token_id=None, pad_token_id=0)
+
+
+def assert_equal(a, b):
+    assert a.shape == b.shape
+    assert torch.equal(a, b), f"max |diff| {(a.float() - b.float()).abs().max().item()}"
+
+
+def check_model(model, ref):
+    vocab = ref.config.vocab_size
+    ids2 = models.llm_inputs(vocab, 2).cuda()
+    with torch.no_grad():
+        assert_equal(model(input_ids=ids2).logits, ref(input_ids=ids2).logits)
+    for batch in (1, 8):
+        ids = models.llm_inputs(vocab, batch, seed=11).cuda()
+        assert torch.equal(greedy(model, ids), greedy(ref, ids)), f"batch {batch}"
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_df11_folder_cuda(work, family):
+    bf16_dir, df11_dir = make(work, family)
+    model = df11.from_pretrained(df11_dir, device="cuda")
+    assert all(rt.device.type == "cuda" for rt in model.df11.runtimes)
+    check_model(model, bf16_cuda(bf16_dir))
+
+
+def official_families():
+    return sorted(f for f in os.listdir(models.FIXTURES)
+                  if os.path.isdir(os.path.join(models.FIXTURES, f)) and f != "flux")
+
+
+@pytest.mark.parametrize("family", official_families())
+def test_official_folder_cuda(family):
+    fixture = os.path.join(models.FIXTURES, family)
+    model = df11.from_pretrained(os.path.join(fixture, "official"), device="cuda")
+    check_model(model, bf16_cuda(os.path.join(fixture, "bf16")))
+
+
+@pytest.mark.parametrize("folder", ["df11", "official"])
+def test_flux_cuda(work, folder):
+    pytest.importorskip("diffusers")
+    from diffusers import FluxTransformer2DModel
+    src = os.path.join(models.FIXTURES, "flux", "bf16")
+    ref = FluxTransformer2DModel.from_pretrained(src, torch_dtype=torch.bfloat16).cuda().eval()
+    path = (models.df11_compress(src, str(work / "flux-df11")) if folder == "df11"
+            else os.path.join(models.FIXTURES, "flux", "official"))
+    model = df11.from_pretrained(path, device="cuda", bfloat16_model=models.flux_skeleton())
+    with torch.no_grad():
+        assert_equal(model(**models.flux_inputs("cuda"), return_dict=False)[0],
+                     ref(**models.flux_inputs("cuda"), return_dict=False)[0])
+
+
+def test_cuda_graph_tokens(work):
+    from df11.generation import greedy_static
+    bf16_dir, df11_dir = make(work, "llama")
+    model = df11.from_pretrained(df11_dir, device="cuda")
+    ref = bf16_cuda(bf16_dir)
+    for batch in (1, 8):
+        ids = models.llm_inputs(ref.config.vocab_size, batch, seed=5).cuda()
+        eager, _ = greedy_static(model, ids, 24, cuda_graph=False)
+        graphed, _ = greedy_static(model, ids, 24, cuda_graph=True)
+        ref_graphed, _ = greedy_static(ref, ids, 24, cuda_graph=True)
+        assert torch.equal(graphed, eager), f"batch {batch}: graph replay differs from eager"
+        assert torch.equal(graphed, ref_graphed), f"batch {batch}: differs from BF16's graph"
+
+
+def test_torch_compile_reduce_overhead(work):
+    """generate() with a static cache compiles the decode step (torch.compile, mode
+    "reduce-overhead": CUDA graphs) when the model is on a GPU. df11's decodes trace as the
+    custom op; the tokens must equal the BF16 model's compiled the same way (inductor's fusions
+    may change numerics against eager, for BF16 as for DF11, which the log shows)."""
+    bf16_dir, df11_dir = make(work, "llama")
+    model = df11.from_pretrained(df11_dir, device="cuda")
+    ref = bf16_cuda(bf16_dir)
+    ids = models.llm_inputs(model.config.vocab_size, 2, seed=5).cuda()
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
+              min_new_tokens=12, eos_token_id=None, pad_token_id=0,
+              cache_implementation="static")
+    with torch.no_grad():
+        eager = model.generate(input_ids=ids, disable_compile=True, **kw)
+        compiled = model.generate(input_ids=ids, **kw)  # transformers compiles the step
+        again = model.generate(input_ids=ids, **kw)
+        ref_compiled = ref.generate(input_ids=ids, **kw)
+        ref_eager = ref.generate(input_ids=ids, disable_compile=True, **kw)
+    print(f"compile: df11 compiled == df11 eager: {torch.equal(compiled, eager)}; BF16 compiled "
+          f"== BF16 eager: {torch.equal(ref_compiled, ref_eager)}; df11 eager == BF16 eager: "
+          f"{torch.equal(eager, ref_eager)}")
+    assert torch.equal(eager, ref_eager)
+    assert torch.equal(compiled, ref_compiled)
+    assert torch.equal(again, compiled)
+
+
+def test_cpu_offload(work):
+    bf16_dir, df11_dir = make(work, "qwen2")
+    ref = bf16_cuda(bf16_dir)
+    for blocks in (None, 1):
+        model = df11.from_pretrained(df11_dir, device="cuda", cpu_offload=True,
+                                     cpu_offload_blocks=blocks)
+        offloaded = [rt for rt in model.df11.runtimes if rt.host_packed is not None]
+        assert offloaded and all(rt.host_packed.is_pinned() for rt in offloaded)
+        if blocks is not None:
+            assert len(offloaded) == blocks
+        check_model(model, ref)
+
+
+def test_hostile_folder_refused_nothing_left_on_gpu(work):
+    _, df11_dir = make(work, "llama")
+    official = os.path.join(models.FIXTURES, "phi3", "official")
+
+    bump_last_position = models.bump_last_output_position
+    bad = models.corrupt_copy(official, str(work / "bad-official"),
+                              "model.layers.1.output_positions", bump_last_position)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    with pytest.raises(df11.Df11Error) as e:
+        df11.from_pretrained(bad, device="cuda")
+    assert "group 'model.layers.1'" in str(e.value) and "model.safetensors" in str(e.value)
+    # A df11 folder with the same corruption: it opens (the header checksums hold), and is
+    # refused when its plan is made (df11_cuda_plan_create validates every group on the
+    # host), after the upload of the coded groups began.
+    bad2 = models.corrupt_copy(df11_dir, str(work / "bad-df11"),
+                               "model.layers.1.output_positions", bump_last_position)
+    with pytest.raises(df11.Df11Error) as e2:
+        df11.from_pretrained(bad2, device="cuda")
+    assert "model.layers.1" in str(e2.value)
+    torch.cuda.synchronize()
+    assert torch.cuda.memory_allocated() == before
+
+
+def test_corrupt_stream_reported_after_generate(work):
+    _, df11_dir = make(work, "mistral")
+
+    def scramble(data):  # the bitstream itself: the host checks cannot see it
+        for i in range(len(data) // 4, len(data) // 2):
+            data[i] ^= 0x5A
+    bad = models.corrupt_copy(df11_dir, str(work / "bad-stream"),
+                              "model.layers.1.encoded_exponent", scramble)
+    model = df11.from_pretrained(bad, device="cuda")
+    ids = models.llm_inputs(model.config.vocab_size, 1).cuda()
+    with pytest.raises(df11.Df11Error) as e:
+        greedy(model, ids, steps=4)
+    assert "group 'model.layers.1'" in str(e.value), str(e.value)
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
+def test_device_map_auto_two_gpus(work):
+    bf16_dir, df11_dir = make(work, "llama")
+    # A budget that cannot hold the model on one GPU forces a split.
+    model = df11.from_pretrained(df11_dir, device_map="auto",
+                                 max_memory={0: "150KB", 1: "10GB"})
+    devices = {rt.device for rt in model.df11.runtimes}
+    assert len(devices) == 2, devices
+    check_model(model, bf16_cuda(bf16_dir))

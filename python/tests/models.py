@@ -1,0 +1,131 @@
+"""Tiny random-weight models of each family, made locally (no network), as
+tests/interop/interop.py makes them (the official-encoder fixtures under
+tests/interop/fixtures/ were made by that script from the same configs)."""
+import os
+import shutil
+import subprocess
+
+import torch
+
+FAMILIES = ["llama", "qwen2", "qwen3", "mistral", "gemma3", "phi3", "qwen3moe"]
+
+SMALL = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_attention_heads=4,
+             num_key_value_heads=2, head_dim=16, vocab_size=512, max_position_embeddings=256)
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+FIXTURES = os.path.join(REPO, "tests", "interop", "fixtures")
+
+
+def llm_config(family):
+    from transformers import AutoConfig
+    kind, extra = {
+        "llama": ("llama", dict(tie_word_embeddings=False)),
+        "qwen2": ("qwen2", dict(tie_word_embeddings=False)),
+        "qwen3": ("qwen3", dict(tie_word_embeddings=True)),
+        "mistral": ("mistral", dict(tie_word_embeddings=False)),
+        "gemma3": ("gemma3_text", dict(tie_word_embeddings=True, sliding_window=32,
+                                       query_pre_attn_scalar=16)),
+        "phi3": ("phi3", dict(tie_word_embeddings=False, pad_token_id=0)),
+        "qwen3moe": ("qwen3_moe", dict(tie_word_embeddings=False, num_experts=4,
+                                       num_experts_per_tok=2, moe_intermediate_size=48,
+                                       decoder_sparse_step=1)),
+    }[family]
+    return AutoConfig.for_model(kind, **SMALL, **extra)
+
+
+def randomize_small_params(model, seed):
+    # Biases and norms start as zeros and ones: random values catch a tensor left unset.
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _, p in model.named_parameters():
+            if p.dim() == 1:
+                p.add_((torch.randn(p.shape, generator=g) * 0.05).to(p.dtype))
+
+
+def build_llm(family, seed=None):
+    from transformers import AutoModelForCausalLM
+    seed = sum(map(ord, family)) if seed is None else seed
+    torch.manual_seed(seed)
+    model = AutoModelForCausalLM.from_config(llm_config(family), dtype=torch.bfloat16)
+    randomize_small_params(model, seed)
+    return model.eval()
+
+
+def llm_inputs(vocab, batch, length=16, seed=7):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randint(1, vocab, (batch, length), generator=g)
+
+
+def flux_config():
+    return dict(patch_size=1, in_channels=16, num_layers=1, num_single_layers=2,
+                attention_head_dim=16, num_attention_heads=2, joint_attention_dim=32,
+                pooled_projection_dim=32, guidance_embeds=True, axes_dims_rope=(4, 6, 6))
+
+
+def flux_inputs(device, batch=2):
+    g = torch.Generator().manual_seed(3)
+    c = flux_config()
+    img, txt = 16, 8
+    inputs = dict(
+        hidden_states=torch.randn(batch, img, c["in_channels"], generator=g),
+        encoder_hidden_states=torch.randn(batch, txt, c["joint_attention_dim"], generator=g),
+        pooled_projections=torch.randn(batch, c["pooled_projection_dim"], generator=g),
+        timestep=torch.full((batch,), 0.5), guidance=torch.full((batch,), 3.5),
+        img_ids=torch.randint(0, 4, (img, 3), generator=g).float(),
+        txt_ids=torch.zeros(txt, 3))
+    return {k: (v.to(device, torch.bfloat16) if v.is_floating_point() and "ids" not in k
+                else v.to(device)) for k, v in inputs.items()}
+
+
+def flux_skeleton():
+    from diffusers import FluxTransformer2DModel
+    torch.manual_seed(999)  # weights the loader must replace
+    return FluxTransformer2DModel(**flux_config()).to(torch.bfloat16).eval()
+
+
+def df11_cli():
+    """The df11 tool: $DF11_CLI, else the build tree's."""
+    path = os.environ.get("DF11_CLI") or os.path.join(REPO, "build", "cli", "df11")
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"df11 tool not found at {path}: build it or set DF11_CLI")
+    return path
+
+
+def df11_compress(src, out):
+    shutil.rmtree(out, ignore_errors=True)
+    proc = subprocess.run([df11_cli(), "compress", src, "-o", out, "-q"], capture_output=True,
+                          text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def tensor_span(path, name):
+    """(file offset, bytes) of tensor `name`'s data in a safetensors file."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+    begin, end = header[name]["data_offsets"]
+    return 8 + n + begin, end - begin
+
+
+def corrupt_copy(src, dst, tensor, how):
+    """A copy of folder `src` at `dst` with `how(bytearray)` applied to tensor's bytes."""
+    shutil.rmtree(dst, ignore_errors=True)
+    shutil.copytree(src, dst)
+    shard = next(os.path.join(dst, f) for f in sorted(os.listdir(dst))
+                 if f.endswith(".safetensors"))
+    at, size = tensor_span(shard, tensor)
+    with open(shard, "r+b") as f:
+        f.seek(at)
+        data = bytearray(f.read(size))
+        how(data)
+        f.seek(at)
+        f.write(data)
+    return dst
+
+
+def bump_last_output_position(data):
+    """The last output position one more than the group's weight count (spec 3.2)."""
+    data[-4] = (data[-4] + 1) % 256

@@ -1,0 +1,109 @@
+"""DF11 models through df11.from_pretrained on the CPU: logits bit-identical (torch.equal) to
+the BF16 model's, for a tiny model of each family, from folders written by `df11 compress`
+and by the official dfloat11 encoder (the committed fixtures, tests/interop/fixtures/)."""
+import json
+import os
+import shutil
+
+import pytest
+import torch
+
+import df11
+import models
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("models")
+
+
+def bf16_reference(path):
+    from transformers import AutoModelForCausalLM
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
+
+
+@torch.no_grad()
+def logits(model, ids):
+    return model(input_ids=ids).logits
+
+
+def check_equal(a, b):
+    assert a.shape == b.shape
+    assert torch.equal(a, b), f"max |diff| {(a.float() - b.float()).abs().max().item()}"
+
+
+@pytest.mark.parametrize("family", models.FAMILIES)
+def test_df11_folder_logits_equal(work, family):
+    bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
+    models.build_llm(family).save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, df11_dir)
+    ref = bf16_reference(bf16_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    check_equal(logits(model, ids), logits(ref, ids))
+    # The weights are decoded per block (not resident), but for the embedding.
+    assert len(model.df11.runtimes) >= ref.config.num_hidden_layers
+    if family in ("qwen3", "gemma3"):  # tied: the head is the loaded embedding, as in BF16
+        assert model.lm_head.weight is model.get_input_embeddings().weight
+
+
+@pytest.mark.parametrize("family", models.FAMILIES)
+def test_df11_folder_greedy_equal(work, family):
+    bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
+    if not os.path.isdir(df11_dir):
+        pytest.skip("made by test_df11_folder_logits_equal")
+    ref = bf16_reference(bf16_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    ids = models.llm_inputs(ref.config.vocab_size, 3, length=8, seed=11)
+    kw = dict(do_sample=False, max_new_tokens=8, min_new_tokens=8, eos_token_id=None,
+              pad_token_id=0, attention_mask=torch.ones_like(ids))
+    with torch.no_grad():
+        assert torch.equal(model.generate(input_ids=ids, **kw), ref.generate(input_ids=ids, **kw))
+
+
+def official_families():
+    return sorted(f for f in os.listdir(models.FIXTURES)
+                  if os.path.isdir(os.path.join(models.FIXTURES, f)) and f != "flux")
+
+
+@pytest.mark.parametrize("family", official_families())
+def test_official_folder_logits_equal(family):
+    fixture = os.path.join(models.FIXTURES, family)
+    ref = bf16_reference(os.path.join(fixture, "bf16"))
+    try:
+        model = df11.from_pretrained(os.path.join(fixture, "official"), device="cpu")
+    except df11.Df11Error as e:
+        if family == "qwen3moe" and "experts" in str(e):
+            pytest.skip(f"transformers {__import__('transformers').__version__}: {e}")
+        raise
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    check_equal(logits(model, ids), logits(ref, ids))
+
+
+@pytest.fixture(scope="module")
+def flux_bf16(work):
+    pytest.importorskip("diffusers")
+    from diffusers import FluxTransformer2DModel
+    src = os.path.join(models.FIXTURES, "flux", "bf16")
+    ref = FluxTransformer2DModel.from_pretrained(src, torch_dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        out = ref(**models.flux_inputs("cpu"), return_dict=False)[0]
+    return src, out
+
+
+def test_flux_df11_folder_output_equal(work, flux_bf16):
+    src, ref_out = flux_bf16
+    df11_dir = models.df11_compress(src, str(work / "flux-df11"))
+    model = df11.from_pretrained(df11_dir, device="cpu", bfloat16_model=models.flux_skeleton())
+    with torch.no_grad():
+        check_equal(model(**models.flux_inputs("cpu"), return_dict=False)[0], ref_out)
+
+
+def test_flux_official_folder_output_equal(flux_bf16):
+    _, ref_out = flux_bf16
+    model = df11.from_pretrained(os.path.join(models.FIXTURES, "flux", "official"), device="cpu",
+                                 bfloat16_model=models.flux_skeleton())
+    with torch.no_grad():
+        check_equal(model(**models.flux_inputs("cpu"), return_dict=False)[0], ref_out)
