@@ -1,15 +1,15 @@
-// SHA-256 of the original shard files, computed on background threads while the shards are
-// planned and encoded (SHA-256 runs at ~1.5-2 GB/s per core and cannot be split within a
-// file, so files are hashed side by side, in order of need). Reads with read(2) in fixed
-// steps: nothing stays resident.
+// SHA-256 of the original shard files (spec 5.2 `sources`), computed while the shards are
+// planned and encoded, and on the way the XXH3 of byte ranges of them (the tensors: spec 5.2
+// member checksums). SHA-256 cannot be split within a file (~2 GB/s per core with the SHA
+// extensions), so the largest file's hashing is the shortest compress can take: each file
+// starts at once, on a thread of its own, and reads ahead on a second one, which also does
+// the XXH3 of what it has just read, so that both stay off that path. Reads with read(2):
+// nothing stays resident.
 #pragma once
 
 #include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <optional>
+#include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "cancel.h"
@@ -17,30 +17,46 @@
 
 namespace df11::app {
 
+// Bytes [offset, offset + size) of a file.
+struct ByteRange {
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+
+struct SourceDigests {
+  std::string sha256;             // of the whole file, 64 lowercase hex
+  std::vector<std::string> xxh3;  // of each range asked for, in that order, 16 lowercase hex
+};
+
 class SourceHasher {
  public:
-  // Starts hashing `paths` in order, up to `max_threads` files at a time; with 0 threads,
-  // get() hashes the file it is asked for on the caller's thread.
-  SourceHasher(std::vector<std::string> paths, size_t max_threads, const CancelToken& cancel);
-  ~SourceHasher();  // stops early and joins
+  // ranges[i]: the ranges of file i whose XXH3 is wanted too (inside the file; empty or
+  // missing: none). With `background`, each file is a task enqueued, in order, in the calling
+  // thread's TBB task arena: workers take them as they come free, so the hashing draws on the same
+  // thread budget as the rest of the work (--threads N: N threads compute in all) and, once done,
+  // gives its threads back to it. Without, nothing runs until get().
+  SourceHasher(std::vector<std::string> paths, std::vector<std::vector<ByteRange>> ranges,
+               bool background, const CancelToken& cancel);
+  ~SourceHasher();  // stops the files being hashed and waits for them
   SourceHasher(const SourceHasher&) = delete;
   SourceHasher& operator=(const SourceHasher&) = delete;
 
-  // Waits for file i's digest (64 lowercase hex) or its error; kInterrupted if the token
-  // stopped the work.
-  Result<std::string> get(size_t i);
+  // File i's digests or its error (a range past the file's end is kIo); kInterrupted if the
+  // token stopped the work. A file no worker has started is hashed on the calling thread; one
+  // being hashed is waited for. Thread-safe.
+  Result<SourceDigests> get(size_t i);
+
+  struct State;  // shared with the enqueued tasks, which may outlive the object
 
  private:
-  void run();
-
-  std::vector<std::string> paths_;
-  const CancelToken& cancel_;
-  std::vector<std::optional<Result<std::string>>> results_;
-  std::mutex mutex_;
-  std::condition_variable done_;
-  std::atomic<bool> stop_{false};
-  std::atomic<size_t> next_{0};  // next file to hash
-  std::vector<std::thread> threads_;
+  std::shared_ptr<State> state_;
 };
+
+// SHA-256 of one file and the XXH3 of `ranges` of it, stopping with kInterrupted when
+// `cancel` is cancelled or `stop` (may be null) is set. With `read_ahead`, a second thread
+// reads the next pieces (and does the XXH3) while this one does the SHA-256.
+Result<SourceDigests> hash_file(const std::string& path, const std::vector<ByteRange>& ranges,
+                                const std::atomic<bool>* stop, const CancelToken& cancel,
+                                bool read_ahead);
 
 }  // namespace df11::app

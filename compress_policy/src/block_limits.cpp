@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "df11/group.h"
+#include "df11/tsan_edges.h"
 
 namespace df11::app {
 
@@ -26,7 +27,10 @@ uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan) {
   }
   std::vector<std::atomic<uint32_t>> starts(plan.n_blocks);
   const uint8_t* length = plan.code.length.data();
+  char fork = 0, join = 0;  // df11/tsan_edges.h: TSan cannot see TBB's own ordering
+  detail::tsan_release(&fork);
   tbb::parallel_for(uint64_t{0}, plan.n_chunks(), [&](uint64_t c) {
+    detail::tsan_acquire(&fork);
     const uint64_t begin = c * plan.chunk_weights;
     const uint64_t end = std::min(plan.n_elements, begin + plan.chunk_weights);
     uint64_t bit = plan.chunk_bit_offset[c];
@@ -45,7 +49,9 @@ uint64_t max_block_weights(const MemberSpans& members, const GroupPlan& plan) {
       }
     });
     if (count != 0) starts[block].fetch_add(count, std::memory_order_relaxed);
+    detail::tsan_release(&join);
   });
+  detail::tsan_acquire(&join);
   uint64_t most = 0;
   for (const auto& s : starts) most = std::max<uint64_t>(most, s.load(std::memory_order_relaxed));
   return most;

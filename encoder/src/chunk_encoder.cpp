@@ -297,7 +297,7 @@ Status encode_chunk(const MemberStream& stream, const GroupPlan& plan, const Enc
   stream.for_each_piece(w_begin, w_end, [&](const uint16_t* src, uint64_t count, uint64_t at) {
     for (uint64_t done = 0; done < count && !overran; done += kPassWeights) {
       const uint64_t pass = std::min(kPassWeights, count - done);
-      uint8_t* sm = out.sign_mantissa.data() + at + done;
+      uint8_t* sm = out.sign_mantissa.data() + (at + done - out.sign_mantissa_first);
       // Both byte streams in one vectorisable loop; the code loop then indexes its tables
       // with the exponent bytes directly.
       for (uint64_t i = 0; i < pass; ++i) {
@@ -318,7 +318,10 @@ Status encode_chunk(const MemberStream& stream, const GroupPlan& plan, const Enc
   if (w.bad & kNoCodeStepLength) return mismatch("has an exponent the plan's code does not cover");
   if (!starts.ok()) return Status(ErrorCode::kInternal, "encode: gap windows out of order");
 
-  merge_bits(out.encoded_exponent, bit_begin, bit_end, scratch.codes.data());
+  // The window starts on a byte, so bits keep their place within bytes.
+  const uint64_t window_bit = 8 * out.encoded_exponent_first;
+  merge_bits(out.encoded_exponent, bit_begin - window_bit, bit_end - window_bit,
+             scratch.codes.data());
   GapWriter& gaps = starts.gaps();
   gaps.finish();
   if (gaps.started()) merge_bits(out.gaps, gaps.bit_begin(), gaps.bit_end(), scratch.gaps.data());

@@ -21,6 +21,21 @@ Status size_error(GroupTensor what, uint64_t have, uint64_t want) {
                     std::to_string(have) + " bytes, the plan needs " + std::to_string(want));
 }
 
+Status window_error(GroupTensor what, uint64_t first, uint64_t size, uint64_t total) {
+  return Status(ErrorCode::kInvalidArgument,
+                "encode_group_range: " + std::string(group_tensor(what).name()) + " window [" +
+                    std::to_string(first) + ", +" + std::to_string(size) +
+                    ") reaches past the plan's " + std::to_string(total) + " bytes");
+}
+
+Status range_error(GroupTensor what, uint64_t begin, uint64_t end, uint64_t first, uint64_t size) {
+  return Status(ErrorCode::kInvalidArgument,
+                "encode_group_range: the range needs " + std::string(group_tensor(what).name()) +
+                    " bytes [" + std::to_string(begin) + ", " + std::to_string(end) +
+                    "), the output holds [" + std::to_string(first) + ", " +
+                    std::to_string(first + size) + ")");
+}
+
 // The plan is a caller-visible struct: check what the writer relies on for memory safety.
 Status check_plan(const GroupPlan& plan, uint64_t n, uint64_t first_chunk, uint64_t last_chunk,
                   const GroupOutput& out) {
@@ -53,11 +68,33 @@ Status check_plan(const GroupPlan& plan, uint64_t n, uint64_t first_chunk, uint6
                         " are not increasing");
     }
   }
-  if (out.encoded_exponent.size() != plan.n_bytes) {
-    return size_error(GroupTensor::kEncodedExponent, out.encoded_exponent.size(), plan.n_bytes);
+  // Windows (full spans are the window [0, size)): inside the plan's sizes, and holding the
+  // range's stream bytes and weights.
+  if (out.encoded_exponent_first > plan.n_bytes ||
+      out.encoded_exponent.size() > plan.n_bytes - out.encoded_exponent_first) {
+    return window_error(GroupTensor::kEncodedExponent, out.encoded_exponent_first,
+                        out.encoded_exponent.size(), plan.n_bytes);
   }
-  if (out.sign_mantissa.size() != plan.n_elements) {
-    return size_error(GroupTensor::kSignMantissa, out.sign_mantissa.size(), plan.n_elements);
+  if (out.sign_mantissa_first > plan.n_elements ||
+      out.sign_mantissa.size() > plan.n_elements - out.sign_mantissa_first) {
+    return window_error(GroupTensor::kSignMantissa, out.sign_mantissa_first,
+                        out.sign_mantissa.size(), plan.n_elements);
+  }
+  if (first_chunk < last_chunk) {
+    const uint64_t byte_begin = plan.chunk_bit_offset[first_chunk] / 8;
+    const uint64_t byte_end = (plan.chunk_bit_offset[last_chunk] + 7) / 8;
+    if (byte_begin < out.encoded_exponent_first ||
+        byte_end > out.encoded_exponent_first + out.encoded_exponent.size()) {
+      return range_error(GroupTensor::kEncodedExponent, byte_begin, byte_end,
+                         out.encoded_exponent_first, out.encoded_exponent.size());
+    }
+    const uint64_t weight_begin = first_chunk * plan.chunk_weights;
+    const uint64_t weight_end = std::min(plan.n_elements, last_chunk * plan.chunk_weights);
+    if (weight_begin < out.sign_mantissa_first ||
+        weight_end > out.sign_mantissa_first + out.sign_mantissa.size()) {
+      return range_error(GroupTensor::kSignMantissa, weight_begin, weight_end,
+                         out.sign_mantissa_first, out.sign_mantissa.size());
+    }
   }
   if (out.output_positions.size() != plan.output_positions_bytes) {
     return size_error(GroupTensor::kOutputPositions, out.output_positions.size(),
@@ -91,7 +128,8 @@ uint64_t codes_before_bit(const MemberStream& stream, const GroupPlan& plan,
 
 Result<uint32_t> encode_range_unchecked(std::span<const std::span<const uint16_t>> members,
                                         const GroupPlan& plan, uint64_t first_chunk,
-                                        uint64_t last_chunk, const GroupOutput& out) {
+                                        uint64_t last_chunk, const GroupOutput& out,
+                                        const WeightsRead& weights_read) {
   uint64_t n = 0;
   for (const auto& m : members) n += m.size();  // bounded: spans of distinct objects
   DF11_RETURN_IF_ERROR(check_plan(plan, n, first_chunk, last_chunk, out));
@@ -106,6 +144,9 @@ Result<uint32_t> encode_range_unchecked(std::span<const std::span<const uint16_t
   parallel_for_chunks(first_chunk, last_chunk, [&](uint64_t c) {
     const uint64_t k = c - first_chunk;
     status[k] = encode_chunk(stream, plan, tables, c, out, scratch.local(), blocks[k]);
+    if (weights_read) {
+      weights_read(c * plan.chunk_weights, std::min(plan.n_elements, (c + 1) * plan.chunk_weights));
+    }
   });
   for (const Status& s : status) DF11_RETURN_IF_ERROR(s);  // first failing chunk: stable
 
@@ -134,9 +175,10 @@ Result<uint32_t> encode_range_unchecked(std::span<const std::span<const uint16_t
 
 Result<uint32_t> encode_group_range(std::span<const std::span<const uint16_t>> members,
                                     const GroupPlan& plan, uint64_t first_chunk,
-                                    uint64_t last_chunk, const GroupOutput& out) {
+                                    uint64_t last_chunk, const GroupOutput& out,
+                                    const WeightsRead& weights_read) {
   try {
-    return encode_range_unchecked(members, plan, first_chunk, last_chunk, out);
+    return encode_range_unchecked(members, plan, first_chunk, last_chunk, out, weights_read);
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kResourceLimit, "encode_group_range: out of memory");
   }

@@ -7,7 +7,9 @@
 
 namespace df11 {
 
-std::vector<ChunkCounts> count_chunk_exponents(const MemberStream& stream, uint64_t chunk_weights) {
+std::vector<ChunkCounts> count_chunk_exponents(
+    const MemberStream& stream, uint64_t chunk_weights,
+    const std::function<void(uint64_t, uint64_t)>& weights_read) {
   const uint64_t n_chunks = (stream.size() + chunk_weights - 1) / chunk_weights;
   std::vector<ChunkCounts> chunks(n_chunks);
   parallel_for_chunks(0, n_chunks, [&](uint64_t c) {
@@ -20,6 +22,7 @@ std::vector<ChunkCounts> count_chunk_exponents(const MemberStream& stream, uint6
     for (int e = 0; e < 256; ++e) {
       chunks[c][e] = counts.sub[0][e] + counts.sub[1][e] + counts.sub[2][e] + counts.sub[3][e];
     }
+    if (weights_read) weights_read(begin, end);
   });
   return chunks;
 }

@@ -6,18 +6,7 @@
 
 #include <cstdint>
 
-#if defined(__SANITIZE_THREAD__)
-#define DF11_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define DF11_TSAN 1
-#endif
-#endif
-
-#ifdef DF11_TSAN
-extern "C" void __tsan_acquire(void* addr);
-extern "C" void __tsan_release(void* addr);
-#endif
+#include "df11/tsan_edges.h"
 
 namespace df11 {
 
@@ -28,23 +17,15 @@ namespace df11 {
 // so races between chunks stay visible.
 template <typename F>
 void parallel_for_chunks(uint64_t first, uint64_t last, F&& f) {
-#ifdef DF11_TSAN
   char fork = 0, join = 0;
-  __tsan_release(&fork);
-#endif
+  detail::tsan_release(&fork);
   tbb::parallel_for(tbb::blocked_range<uint64_t>(first, last),
                     [&](const tbb::blocked_range<uint64_t>& r) {
-#ifdef DF11_TSAN
-                      __tsan_acquire(&fork);
-#endif
+                      detail::tsan_acquire(&fork);
                       for (uint64_t c = r.begin(); c != r.end(); ++c) f(c);
-#ifdef DF11_TSAN
-                      __tsan_release(&join);
-#endif
+                      detail::tsan_release(&join);
                     });
-#ifdef DF11_TSAN
-  __tsan_acquire(&join);
-#endif
+  detail::tsan_acquire(&join);
 }
 
 }  // namespace df11

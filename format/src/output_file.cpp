@@ -1,4 +1,7 @@
 #include <fcntl.h>
+#include <linux/magic.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -124,6 +127,20 @@ Status OutputFile::preallocate(uint64_t size) const {
   if (fd_ < 0) return Status(ErrorCode::kInvalidArgument, path_ + ": output file is closed");
   if (size == 0) return Status::ok();
   if (size > kMaxOffT) return write_error("cannot preallocate", 0, size, EFBIG);
+  // tmpfs holds files in memory pages: fallocate there allocates every page up front, on
+  // this one thread and under the file's lock (0.27 s per GB measured), and the writes that
+  // follow only save what it spent. Checking the free space fails a full tmpfs as early,
+  // with the same ENOSPC; the writes then allocate the pages, in parallel with other work.
+  struct statfs fs {};
+  struct statvfs vfs {};
+  if (fstatfs(fd_, &fs) == 0 && fs.f_type == TMPFS_MAGIC && fstatvfs(fd_, &vfs) == 0) {
+    const uint64_t block = vfs.f_frsize != 0 ? vfs.f_frsize : 4096;
+    // f_blocks 0: a tmpfs without a size limit.
+    if (vfs.f_blocks != 0 && (size + block - 1) / block > vfs.f_bavail) {
+      return write_error("cannot preallocate", 0, size, ENOSPC);
+    }
+    return resize(size);
+  }
   int err;
   do {
     err = posix_fallocate(fd_, 0, static_cast<off_t>(size));

@@ -1,6 +1,6 @@
 // SHA-256 of one file that a cancellation stops between reads: the folder record's check
-// (folder_record.cpp) and the compressor's background hashing of the sources
-// (compress_policy/source_hasher.h) both read whole files with it.
+// (folder_record.cpp) reads whole files with it. (The compressor's hashing of the sources,
+// compress_policy/source_hasher.h, has its own reader, which also takes the tensors' XXH3.)
 #pragma once
 
 #include <atomic>

@@ -1,10 +1,13 @@
 // df11 compress: a Hugging Face BF16 checkpoint folder -> a DF11 model folder.
 //
-// Pass 1 plans every group (compress_plan.h) and lays out every shard's header
-// (compress_layout.h); pass 2 encodes each group straight into its place (group_writer.h)
-// and copies raw tensors, then writes the final headers, config.json (+ dfloat11_config), the
-// index and the side files. Everything goes to "<OUT_DIR>.df11-tmp-<pid>", renamed onto
-// OUT_DIR only when complete (output_dir.h).
+// The original files' SHA-256 (and their tensors' XXH3) start at once as tasks of the thread
+// budget (source_hasher.h). Pass 1 plans every group (compress_plan.h) and lays out every
+// shard's header (compress_layout.h); pass 2 writes several shards side by side, each a
+// pipeline that codes a group's next step while the previous one is written at its place
+// (shard_writer.h, group_writer.h) and copies raw tensors, then writes the final headers,
+// config.json (+ dfloat11_config), the index and the side files. Everything goes to
+// "<OUT_DIR>.df11-tmp-<pid>", renamed onto OUT_DIR only when complete (output_dir.h). The
+// bytes do not depend on the thread count.
 #pragma once
 
 #include <cstdint>
@@ -26,9 +29,9 @@ struct CompressOptions {
   GroupBy group_by = GroupBy::kBlock;
   bool force = false;  // replace an existing OUT_DIR (only once the new one is complete)
   int threads = 0;     // 0: all cores
-  // Weights encoded per step: bounds resident memory (a step's BF16 input and two steps'
-  // output, ~4.7 bytes per step weight, are in flight: ~160 MB).
-  uint64_t step_weights = uint64_t{32} << 20;
+  // Weights encoded per step: bounds resident memory (per shard written side by side, two
+  // steps' output and input pages, under 6 bytes per step weight: ~100 MB).
+  uint64_t step_weights = uint64_t{16} << 20;
   // Weights per encoder chunk (the unit of parallel encoding; tests use small ones to get
   // many chunks and steps out of a small model).
   uint64_t chunk_weights = kDefaultChunkWeights;

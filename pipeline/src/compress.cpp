@@ -1,7 +1,12 @@
 #include "compress.h"
 
+#include <tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "byte_units.h"
@@ -22,6 +27,9 @@
 #include "model_config.h"
 #include "model_folder.h"
 #include "output_dir.h"
+#include "parallel_tasks.h"
+#include "phase_times.h"
+#include "shard_writer.h"
 #include "source_hasher.h"
 #include "stopwatch.h"
 #include "thread_limit.h"
@@ -41,85 +49,61 @@ SideFile side_file(const std::string& name, const std::string& content) {
   return SideFile{name, content.size(), sha256_hex(bytes), content};
 }
 
-// Copies a raw tensor to its place in the output, hashing it on the way.
-Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLocation& at,
-                                     const FileWriter& file, uint64_t offset, Reporter& reporter,
-                                     const CancelToken& cancel) {
-  const TensorInfo& t = folder.tensor(at);
-  Xxh3 hash;
-  uint64_t done = 0;
-  Status status = stream_file_range(
-      folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
-      [&](std::span<const uint8_t> bytes) {
-        hash.update(bytes);
-        DF11_RETURN_IF_ERROR(file.write(offset + done, bytes));
-        done += bytes.size();
-        reporter.progress_advance(bytes.size());
-        return Status::ok();
-      },
-      cancel);
-  if (!status)
-    return status.with_context(folder.shard_names[at.shard] + ": tensor '" + t.name + "'");
-  folder.shards[at.shard].release(t);
-  return hash.hex_digest();
-}
-
 struct ShardResult {
   uint64_t file_size = 0;
 };
 
 Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
-                                const fs::path& dir, SourceHasher& hasher, GroupScratch& scratch,
+                                const fs::path& dir, SourceHasher& hasher,
                                 const CompressOptions& options, Reporter& reporter,
-                                const CancelToken& cancel) {
+                                const CancelToken& cancel, std::vector<std::string>& details,
+                                PhaseTimes& phases) {
   const std::string& name = folder.shard_names[out.shard];
+  std::optional<PhaseTimer> setup(std::in_place, &phases, "shard set-up");
   DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
   DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
   DF11_RETURN_IF_ERROR(file.preallocate(layout.file_size));
   const FileWriter writer(file);
+  setup.reset();
 
   ShardResult result;
-  for (const ShardItem& item : out.items) {
-    if (!item.is_group) {
-      const TensorLocation& at = plan.order[item.index];
-      DF11_ASSIGN_OR_RETURN(
-          out.metadata.tensors[item.meta_index].xxh3,
-          write_raw_tensor(folder, at, writer, layout.tensor_offsets[item.first_tensor], reporter,
-                           cancel));
-      continue;
-    }
-    const PlannedGroup& group = plan.groups[item.index];
-    const std::string what = group_context(folder, plan, group.spec);
-    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, plan, group.spec));
-    std::vector<MemberSource> sources;
-    for (size_t m : group.spec.members) {
-      const TensorLocation& at = plan.order[m];
-      sources.push_back({&folder.shards[at.shard].mapped(), folder.tensor(at).file_offset});
-    }
-    StoredOffsets offsets;
-    for (size_t k = 0; k < offsets.size(); ++k) {
-      offsets[k] = layout.tensor_offsets[item.first_tensor + k];
-    }
-    DF11_ASSIGN_OR_RETURN(GroupWriteResult written,
-                          write_group(spans, sources, group.plan, writer, offsets,
-                                      options.step_weights, scratch, reporter, cancel, what));
-    // Per-step releases leave fault-around pages (up to 64 KiB per boundary): sweep them.
-    for (size_t m : group.spec.members) {
-      const TensorLocation& at = plan.order[m];
-      folder.shards[at.shard].release(folder.tensor(at));
-    }
-    GroupMeta& meta = out.metadata.groups[item.meta_index];
-    meta.stored = written.stored;
-    for (size_t k = 0; k < meta.members.size(); ++k) meta.members[k].xxh3 = written.member_xxh3[k];
-    reporter.detail(what + ": " + count_of(group.spec.members.size(), "tensor") + ", " +
-                    count_of(group.plan.n_elements, "weight") + ", " +
-                    std::to_string(group.plan.code.max_length) + "-bit longest code, max " +
-                    std::to_string(written.max_block_weights) + " weights per block");
+  {
+    const PhaseTimer timer(&phases, "shard items (coded | written)");
+    DF11_RETURN_IF_ERROR(write_shard_items(folder, plan, out, layout, writer, options.step_weights,
+                                           reporter, cancel, details, &phases));
   }
 
-  for (size_t k = 0; k < out.source_shards.size(); ++k) {
-    DF11_ASSIGN_OR_RETURN(out.metadata.sources[k].sha256, hasher.get(out.source_shards[k]));
+  {
+    // The source file's SHA-256, and the members' XXH3 (spec 5.2), from the hasher, which
+    // reads every byte of every file anyway; a member may lie in another file.
+    const PhaseTimer timer(&phases, "source hashes wait");
+    std::map<size_t, SourceDigests> files;
+    auto digests_of = [&](size_t shard) -> Result<const SourceDigests*> {
+      auto found = files.find(shard);
+      if (found == files.end()) {
+        DF11_ASSIGN_OR_RETURN(SourceDigests d, hasher.get(shard));
+        found = files.emplace(shard, std::move(d)).first;
+      }
+      return &found->second;
+    };
+    // Each original this shard records (its own, and those left without a shard of their
+    // own: spec 7.5).
+    for (size_t k = 0; k < out.source_shards.size(); ++k) {
+      DF11_ASSIGN_OR_RETURN(const SourceDigests* d, digests_of(out.source_shards[k]));
+      out.metadata.sources[k].sha256 = d->sha256;
+    }
+    for (const ShardItem& item : out.items) {
+      if (!item.is_group) continue;
+      const PlannedGroup& group = plan.groups[item.index];
+      GroupMeta& meta = out.metadata.groups[item.meta_index];
+      for (size_t k = 0; k < meta.members.size(); ++k) {
+        const TensorLocation& at = plan.order[group.spec.members[k]];
+        DF11_ASSIGN_OR_RETURN(const SourceDigests* d, digests_of(at.shard));
+        meta.members[k].xxh3 = d->xxh3.at(at.tensor);
+      }
+    }
   }
+  const PhaseTimer finishing(&phases, "header, fsync, rename");
   DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(folder, plan, out));
   if (final_layout.prefix.size() != layout.prefix.size()) {
     // Checksums are fixed-width hex, so the header cannot change size; if it did, the data
@@ -131,8 +115,8 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   DF11_RETURN_IF_ERROR(file.pwrite_all(0, final_layout.prefix));
   const Stopwatch committing;
   DF11_RETURN_IF_ERROR(file.commit());
-  reporter.detail(name + ": written (" + format_bytes(final_layout.file_size) +
-                  "), fsync and rename " + committing.text());
+  details.push_back(name + ": written (" + format_bytes(final_layout.file_size) +
+                    "), fsync and rename " + committing.text());
   result.file_size = final_layout.file_size;
   return result;
 }
@@ -179,29 +163,68 @@ uint64_t side_file_bytes(const ModelFolder& folder) {
   return total;
 }
 
-Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter,
-                                               const CancelToken& cancel) {
-  const Stopwatch started;
-  DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
-  // A folder, or a single .safetensors file (BFL/ComfyUI checkpoints come so, without
-  // config.json).
-  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_path(options.model_dir, cancel));
-  if (is_df11_model(folder)) {
-    return Status(ErrorCode::kInvalidArgument,
-                  options.model_dir.string() +
-                      ": this folder is already DF11 (decompress or verify it: df11 decompress " +
-                      options.model_dir.string() + " -o OUT_DIR; df11 verify " +
-                      options.model_dir.string() + ")");
+// How many shards are written side by side: as many as the memory bound (1.5 x the largest
+// group + 256 MB) leaves room for beside the process's own ~100 MB, at most one per thread.
+size_t shards_side_by_side(const ModelFolder& folder, const CompressPlan& plan, size_t shards,
+                           uint64_t step_weights) {
+  uint64_t largest = 0;
+  for (const PlannedGroup& g : plan.groups) {
+    if (!g.coded) continue;
+    uint64_t bytes = 0;
+    for (size_t m : g.spec.members) bytes += folder.tensor(plan.order[m]).byte_size();
+    largest = std::max(largest, bytes);
   }
-  DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
-  DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
-  std::vector<std::string> shard_paths;
-  for (size_t s = 0; s < folder.shards.size(); ++s) shard_paths.push_back(folder.shard_path(s));
-  SourceHasher hasher(shard_paths, helper_threads(4), cancel);
+  const uint64_t budget = largest + largest / 2 + (uint64_t{160} << 20);
+  const uint64_t fit = budget / std::max<uint64_t>(1, shard_pipeline_bytes(step_weights));
+  return static_cast<size_t>(std::clamp<uint64_t>(
+      fit, 1, std::min<uint64_t>(shards, std::max<size_t>(1, allowed_threads()))));
+}
 
+// Pass 2 for every shard, `side_by_side` at a time. The first failure stops the others and
+// is returned (the lowest shard's, if several failed on their own).
+Result<std::vector<ShardResult>> write_shards(const ModelFolder& folder, const CompressPlan& plan,
+                                              std::vector<ShardOut>& shards, const fs::path& dir,
+                                              SourceHasher& hasher, const CompressOptions& options,
+                                              Reporter& reporter, const CancelToken& cancel,
+                                              size_t side_by_side, PhaseTimes& phases) {
+  const size_t n = shards.size();
+  std::vector<std::optional<Result<ShardResult>>> results(n);
+  std::vector<std::vector<std::string>> details(n);
+  CancelToken stop(&cancel);  // stops the other shards after a failure
+  std::atomic<size_t> next{0};
+  run_tasks(side_by_side, [&](size_t) {
+    for (size_t s = next.fetch_add(1); s < n; s = next.fetch_add(1)) {
+      results[s].emplace(write_shard(folder, plan, shards[s], dir, hasher, options, reporter, stop,
+                                     details[s], phases));
+      if (!results[s]->is_ok()) stop.cancel("another shard's failure");
+    }
+  });
+  for (const auto& lines : details) {
+    for (const std::string& line : lines) reporter.detail(line);
+  }
+  const Status* first_failure = nullptr;
+  for (const auto& r : results) {
+    if (r->is_ok()) continue;
+    // A shard stopped because another failed says less than the one that failed.
+    const bool stopped = r->status().code() == ErrorCode::kInterrupted && !cancel.cancelled();
+    if (!stopped) return r->status();
+    if (first_failure == nullptr) first_failure = &r->status();
+  }
+  if (first_failure != nullptr) return *first_failure;
+  std::vector<ShardResult> written;
+  for (auto& r : results) written.push_back(r->value());
+  return written;
+}
+
+Result<CompressSummary> compress_planned(const CompressOptions& options, Reporter& reporter,
+                                         const CancelToken& cancel, const ModelFolder& folder,
+                                         StagingDir& staging, SourceHasher& hasher,
+                                         PhaseTimes& phases, const Stopwatch& started) {
   const Stopwatch planning;
-  DF11_ASSIGN_OR_RETURN(CompressPlan plan, plan_compression(folder, options.group_by, reporter,
-                                                            cancel, options.chunk_weights));
+  DF11_ASSIGN_OR_RETURN(
+      CompressPlan plan,
+      plan_compression(folder, options.group_by, reporter, cancel, options.chunk_weights, &phases));
+  phases.add("planning", planning.seconds());
   reporter.detail("planned " + count_of(plan.groups.size(), "group") + " in " + planning.text());
   // spec 7.2: without a config.json df11 writes one for the loader (dfloat11_config alone)
   // and records no original of it: restoration leaves it out.
@@ -218,30 +241,41 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   for (const TensorLocation& at : plan.order) total += folder.tensor(at).byte_size();
   reporter.progress_start("compressing", total);
   // spec 7.7: the first shard records every shard and every other file of the folder.
-  DF11_ASSIGN_OR_RETURN(
-      shards.front().metadata.folder_files,
-      write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
+  {
+    const PhaseTimer timer(&phases, "side files");
+    DF11_ASSIGN_OR_RETURN(
+        shards.front().metadata.folder_files,
+        write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
+  }
   shards.front().metadata.shards.emplace();
   for (const ShardOut& out : shards) {  // sorted, as the input shards are
     shards.front().metadata.shards->push_back(folder.shard_names[out.shard]);
   }
-  GroupScratch scratch;
-  for (ShardOut& out : shards) {
-    DF11_ASSIGN_OR_RETURN(
-        ShardResult written,
-        write_shard(folder, plan, out, staging.path(), hasher, scratch, options, reporter, cancel));
-    summary.output_bytes += written.file_size;
-  }
+  const size_t side_by_side =
+      shards_side_by_side(folder, plan, shards.size(), options.step_weights);
+  const Stopwatch writing;
+  DF11_ASSIGN_OR_RETURN(std::vector<ShardResult> written,
+                        write_shards(folder, plan, shards, staging.path(), hasher, options,
+                                     reporter, cancel, side_by_side, phases));
+  phases.add("writing (" + count_of(side_by_side, "shard") + " side by side)", writing.seconds());
+  for (size_t s = 0; s < shards.size(); ++s) summary.output_bytes += written[s].file_size;
   for (const SafetensorsFile& shard : folder.shards)
     summary.input_bytes += shard.header().file_size;
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
-  // Never report success for a folder that verify would reject: its structure is checked
-  // (headers, record, index; nothing decoded) before it is renamed into place.
-  const Stopwatch checking;
-  DF11_RETURN_IF_ERROR(check_written_folder(staging.path(), cancel));
-  reporter.detail("checked the structure of what was written in " + checking.text());
-  DF11_RETURN_IF_ERROR(staging.commit());
+  {
+    // Never report success for a folder that verify would reject: its structure is checked
+    // (headers, record, index; nothing decoded) before it is renamed into place.
+    const PhaseTimer timer(&phases, "structure check");
+    const Stopwatch checking;
+    DF11_RETURN_IF_ERROR(check_written_folder(staging.path(), cancel));
+    reporter.detail("checked the structure of what was written in " + checking.text());
+  }
+  {
+    const PhaseTimer timer(&phases, "commit folder");
+    DF11_RETURN_IF_ERROR(staging.commit());
+  }
+  reporter.detail("phases (seconds, summed over the threads that ran them): " + phases.text());
 
   summary.shards = folder.shards.size();
   summary.tensors = plan.order.size();
@@ -262,6 +296,45 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   summary.coded_input_bytes = plan.coded_weight_bytes;
   summary.seconds = started.seconds();
   return summary;
+}
+
+Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter,
+                                               const CancelToken& cancel) {
+  const Stopwatch started;
+  PhaseTimes phases;
+  std::optional<PhaseTimer> opening(std::in_place, &phases, "open");
+  DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
+  // A folder, or a single .safetensors file (BFL/ComfyUI checkpoints come so, without
+  // config.json).
+  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_path(options.model_dir, cancel));
+  opening.reset();
+  if (is_df11_model(folder)) {
+    return Status(ErrorCode::kInvalidArgument,
+                  options.model_dir.string() +
+                      ": this folder is already DF11 (decompress or verify it: df11 decompress " +
+                      options.model_dir.string() + " -o OUT_DIR; df11 verify " +
+                      options.model_dir.string() + ")");
+  }
+  DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
+  DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
+  std::vector<std::string> shard_paths;
+  std::vector<std::vector<ByteRange>> tensor_ranges(folder.shards.size());
+  for (size_t s = 0; s < folder.shards.size(); ++s) {
+    shard_paths.push_back(folder.shard_path(s));
+    for (const TensorInfo& t : folder.shards[s].header().tensors) {
+      tensor_ranges[s].push_back({t.file_offset, t.byte_size()});
+    }
+  }
+  // The largest file's SHA-256 is the critical path on many cores: it starts now, as tasks
+  // that idle workers take while this thread plans. Its XXH3 of every tensor (in header
+  // order) gives the members' checksums.
+  SourceHasher hasher(shard_paths, std::move(tensor_ranges),
+                      /*background=*/allowed_threads() > 1, cancel);
+  // Isolated: while this thread waits in its parallel loops it runs their pieces only, never
+  // a whole file's hashing, which would hold the loop up for seconds.
+  return tbb::this_task_arena::isolate([&] {
+    return compress_planned(options, reporter, cancel, folder, staging, hasher, phases, started);
+  });
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -184,6 +185,17 @@ Result<MemberSpans> group_member_spans(const ModelFolder& folder, const Compress
   return MemberSpans::make(bytes);
 }
 
+std::vector<MemberSource> group_sources(const ModelFolder& folder, const CompressPlan& plan,
+                                        const GroupSpec& group) {
+  std::vector<MemberSource> sources;
+  sources.reserve(group.members.size());
+  for (size_t m : group.members) {
+    const TensorLocation& at = plan.order[m];
+    sources.push_back({&folder.shards[at.shard].mapped(), folder.tensor(at).file_offset});
+  }
+  return sources;
+}
+
 Grouping group_tensors(std::span<const TensorEntry> entries,
                        const std::optional<std::string>& config_text, GroupBy group_by) {
   Grouping grouping = derive_groups(entries, group_by);
@@ -197,7 +209,7 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
 
 Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
                                       Reporter& reporter, const CancelToken& cancel,
-                                      uint64_t chunk_weights) {
+                                      uint64_t chunk_weights, PhaseTimes* phases) {
   CompressPlan result;
   result.order = folder.tensors_in_file_order();
   std::vector<TensorEntry> entries;
@@ -246,7 +258,14 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
       incompatible = compat_violation(sizes);
       if (!incompatible.empty()) break;
       DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, result, group.spec));
-      auto plan = plan_group(spans.spans(), chunk_weights);
+      std::optional<PhaseTimer> histogram(std::in_place, phases, "  plan_group");
+      // Each worker drops the pages of the chunk it has counted, so that the group's pages
+      // are not all resident at once, nor all dropped on one thread afterwards.
+      const SourcePages pages(spans.stream(), group_sources(folder, result, group.spec));
+      auto plan = plan_group(spans.spans(), chunk_weights, [&](uint64_t begin, uint64_t end) {
+        pages.drop(begin, end, /*whole_pages_only=*/true);
+      });
+      histogram.reset();
       if (plan) {
         sizes.n_blocks = plan->n_blocks;
         incompatible = compat_violation(sizes);
@@ -296,7 +315,11 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
                        incompatible + "; tensors " + member_list(folder, result, group.spec));
       for (size_t m : group.spec.members) reasons[m] = kReasonLimit;
     }
-    release_members(folder, result, group.spec);
+    {
+      // What the workers left: pages at chunk seams and the kernel's fault-around pages.
+      const PhaseTimer releasing(phases, "  planning: release input pages");
+      release_members(folder, result, group.spec);
+    }
     // A tied copy that stays uncoded is simply not written: its tensor is stored by its own
     // group or raw.
     if (!group.coded && group.spec.alias_name.empty()) {

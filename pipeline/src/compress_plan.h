@@ -15,7 +15,9 @@
 #include "grouping.h"
 #include "member_spans.h"
 #include "model_folder.h"
+#include "phase_times.h"
 #include "reporter.h"
+#include "source_pages.h"
 
 namespace df11::app {
 
@@ -47,11 +49,16 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
 // Progress counts the bytes of member tensors read. `chunk_weights`: see plan_group().
 Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
                                       Reporter& reporter, const CancelToken& cancel,
-                                      uint64_t chunk_weights = kDefaultChunkWeights);
+                                      uint64_t chunk_weights = kDefaultChunkWeights,
+                                      PhaseTimes* phases = nullptr);
 
 // The members of a group as spans over the folder's mappings.
 Result<MemberSpans> group_member_spans(const ModelFolder& folder, const CompressPlan& plan,
                                        const GroupSpec& group);
+
+// Where each member of a group lies in its input mapping (to drop its pages once read).
+std::vector<MemberSource> group_sources(const ModelFolder& folder, const CompressPlan& plan,
+                                        const GroupSpec& group);
 
 // "model.safetensors: group 'model.layers.3'" for messages.
 std::string group_context(const ModelFolder& folder, const CompressPlan& plan,

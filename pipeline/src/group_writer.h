@@ -1,34 +1,28 @@
-// Pass 2 of compression for one coded group: encodes it step by step (a bounded number of
-// weights at a time) straight into its place in the output shard, hashing the original
-// members and the stored tensors on the way, and dropping input pages after each step. The
-// coded stream and sign_mantissa bytes go through scratch memory kept from group to group
-// (GroupScratch): at most 0.67 x the largest group's BF16 bytes.
+// Pass 2 of compression for one coded group, a step (a bounded number of weights) at a time:
+// encode_step() codes step k into a StepBuffer, which holds that step's stored stream and
+// sign/mantissa bytes alone (encoder windows); write_step() writes the buffer into its place in the
+// output shard, hashing the stored bytes, and drops the step's input pages; finish() writes the
+// small tensors. The caller (shard_writer.cpp) runs step k's encode beside step k - 1's write, with
+// two buffers. The members' own checksums come from the source hasher, which reads every byte
+// anyway.
 #pragma once
 
 #include <array>
 #include <cstdint>
 #include <span>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "cancel.h"
 #include "df11/encoder.h"
 #include "df11/file_io.h"
 #include "df11/group_schema.h"
+#include "df11/hash.h"
 #include "df11/metadata.h"
 #include "file_writer.h"
-#include "lazy_buffer.h"
 #include "member_spans.h"
-#include "reporter.h"
+#include "source_pages.h"
 
 namespace df11::app {
-
-// Where a member's bytes lie in its input mapping (to drop its pages once encoded).
-struct MemberSource {
-  const MappedFile* file = nullptr;
-  uint64_t offset = 0;  // absolute file offset of the tensor's first byte
-};
 
 // Absolute offsets of the six stored tensors in the output file, in kGroupTensors order
 // (df11/group_schema.h).
@@ -36,34 +30,67 @@ using StoredOffsets = std::array<uint64_t, kGroupTensorCount>;
 
 struct GroupWriteResult {
   StoredChecksums stored;
-  std::vector<std::string> member_xxh3;  // of the original member bytes
   uint32_t max_block_weights = 0;
 };
 
-// Scratch memory for write_group(), reused by every group of a run. Fresh pages for each
-// group cost page faults, zeroing and unmapping, a measurable share of compress's CPU time.
-class GroupScratch {
- public:
-  // The encoder's output buffers for `plan`: encoded_exponent zero-filled (chunks OR their
-  // edge bytes into it), sign_mantissa with any contents (every byte is written), both of
-  // exactly the plan's sizes. Grows the scratch when the plan needs more.
-  Result<std::pair<std::span<uint8_t>, std::span<uint8_t>>> prepare(const GroupPlan& plan);
-
- private:
-  LazyBuffer stream_;
-  LazyBuffer sign_;
+// One step's stored bytes. Reused from step to step: its memory is touched once.
+struct StepBuffer {
+  std::vector<uint8_t> stream;  // encoded_exponent bytes [first byte of the step's bits, ...)
+  std::vector<uint8_t> sign;    // sign_mantissa of the step's weights
 };
 
 // The stored tensors' byte sizes for a plan, in kGroupTensors order.
 std::array<uint64_t, kGroupTensorCount> stored_sizes(const GroupPlan& plan);
 
-// Encodes `members` with `plan` into `out` at `offsets`, `step_weights` weights per step.
-// Progress advances by the members' BF16 bytes. `what` names the group in messages.
-Result<GroupWriteResult> write_group(const MemberSpans& members,
-                                     const std::vector<MemberSource>& sources,
-                                     const GroupPlan& plan, const FileWriter& out,
-                                     const StoredOffsets& offsets, uint64_t step_weights,
-                                     GroupScratch& scratch, Reporter& reporter,
-                                     const CancelToken& cancel, const std::string& what);
+// Steps of `step_weights` weights (rounded to whole chunks, at least one) of a planned group.
+uint64_t step_count(const GroupPlan& plan, uint64_t step_weights);
+
+class GroupWriter {
+ public:
+  // `plan` must outlive the writer; `what` names the group in messages.
+  GroupWriter(MemberSpans members, std::vector<MemberSource> sources, const GroupPlan& plan,
+              const StoredOffsets& offsets, uint64_t step_weights, std::string what);
+  GroupWriter(const GroupWriter&) = delete;  // pages_ refers to members_
+  GroupWriter& operator=(const GroupWriter&) = delete;
+
+  uint64_t steps() const { return steps_; }
+  // BF16 bytes of step k's weights (progress).
+  uint64_t step_input_bytes(uint64_t k) const;
+
+  // Codes step k into `buffer`. Steps go in order: step k's first stream byte starts with
+  // the bits step k - 1 left in its last one. May run beside write_step(k - 1) (another
+  // buffer), never beside another encode_step.
+  Status encode_step(uint64_t k, StepBuffer& buffer);
+  // Writes step k (encoded into `buffer`) at its place in `out`: the stream bytes final
+  // after it (all up to the byte holding step k + 1's first bit; the last step, all), and its
+  // sign/mantissa bytes. Then drops the step's input pages. Steps go in order.
+  Status write_step(uint64_t k, const StepBuffer& buffer, const FileWriter& out);
+  // After the last write_step: the luts, output positions, gaps and split positions, and
+  // every checksum. Drops what is left of the members' input pages.
+  Result<GroupWriteResult> finish(const FileWriter& out);
+
+  const std::string& what() const { return what_; }
+
+ private:
+  struct Step {
+    uint64_t c0, c1, w0, w1;  // chunks [c0, c1), weights [w0, w1)
+  };
+  Step step(uint64_t k) const;
+  Status emit(const FileWriter& out, GroupTensor t, uint64_t at, std::span<const uint8_t> bytes);
+
+  MemberSpans members_;
+  SourcePages pages_;
+  const GroupPlan& plan_;
+  StoredOffsets offsets_;
+  std::string what_;
+  uint64_t chunks_per_step_;
+  uint64_t steps_;
+  std::vector<uint8_t> positions_;  // whole: ~0.1% of the stream
+  std::vector<uint8_t> gaps_;       // whole: ~8% of the stream
+  std::array<Xxh3, kGroupTensorCount> stored_hash_;
+  uint32_t most_ = 0;         // weights per block, the largest so far
+  uint8_t carry_ = 0;         // the last stream byte of the last step encoded
+  uint64_t stream_done_ = 0;  // stream bytes written
+};
 
 }  // namespace df11::app

@@ -1,7 +1,5 @@
 #include "inspect_bf16.h"
 
-#include <tbb/parallel_for.h>
-
 #include <algorithm>
 #include <mutex>
 #include <sstream>
@@ -11,6 +9,7 @@
 #include "compress_plan.h"
 #include "inspect_zstd.h"
 #include "member_spans.h"
+#include "parallel_tasks.h"
 #include "reporter.h"
 
 namespace df11::app {
@@ -159,7 +158,7 @@ Status predict_bf16_checkpoint(const ModelFolder& folder, bool zstd, InspectRepo
   // the result does not depend on the thread count).
   std::mutex error_mutex;
   Status first_error;
-  tbb::parallel_for(size_t{0}, member_rows.size(), [&](size_t k) {
+  run_tasks(member_rows.size(), [&](size_t k) {
     TensorReport& r = report.tensors[member_rows[k]];
     const TensorLocation& at = folder.tensors.at(r.name);
     const TensorInfo& t = folder.tensor(at);

@@ -1,7 +1,5 @@
 #include "rebuild.h"
 
-#include <tbb/parallel_invoke.h>
-
 #include <algorithm>
 #include <cstring>
 #include <mutex>
@@ -13,6 +11,7 @@
 #include "df11/hash.h"
 #include "df11/sha256.h"
 #include "member_spans.h"
+#include "parallel_tasks.h"
 #include "thread_limit.h"
 #if defined(DF11_HAVE_CUDA)
 #include "df11/cuda_decoder.h"
@@ -106,7 +105,7 @@ Status TensorProducer::produce_member(const OriginalTensor& tensor, const ByteSi
         DF11_RETURN_IF_ERROR(cancel_.check());
         const uint64_t next = pos + size;
         Status sunk, decoded;
-        tbb::parallel_invoke(
+        run_side_by_side(
             [&] {
               const std::span<const uint16_t> piece(piece_[slot].data(), std::min(size, end - pos));
               sunk = sink(bf16_bytes(piece));
@@ -249,7 +248,7 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
           written = sink.write(offset, bytes);
         };
         if (check_sha) {
-          tbb::parallel_invoke([&] { sha.update(bytes); }, hash_and_write);
+          run_side_by_side([&] { sha.update(bytes); }, hash_and_write);
         } else {
           hash_and_write();
         }

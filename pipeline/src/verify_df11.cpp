@@ -1,7 +1,6 @@
 // verify for folders written by df11: checksums of everything, loader compatibility of
 // pattern_dict, every original file rebuilt in a stream (nothing written) and, with
 // --against, compared with the original folder.
-#include <tbb/parallel_for.h>
 
 #include <algorithm>
 #include <array>
@@ -15,6 +14,7 @@
 #include "folder_record.h"
 #include "folder_structure.h"
 #include "model_config.h"
+#include "parallel_tasks.h"
 #include "tensor_compare.h"
 #include "verify_modes.h"
 
@@ -236,7 +236,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   std::vector<std::array<std::string, kGroupTensors.size()>> stored(folder.groups.size());
   std::vector<std::string> shard_sha256(n_shards);
   std::vector<Status> shard_status(n_shards);
-  tbb::parallel_for(size_t{0}, n_shards, [&](size_t s) {
+  run_tasks(n_shards, [&](size_t s) {
     shard_status[s] =
         hash_shard(folder, s, stored, context.folder_sha256 ? &shard_sha256[s] : nullptr, context);
   });

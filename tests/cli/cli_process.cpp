@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 
 #include "cli_test_model.h"
 
@@ -66,9 +67,11 @@ void ChildProcess::signal(int sig) const {
 ProcessResult ChildProcess::wait() {
   ProcessResult result;
   int status = 0;
-  if (pid_ > 0 && ::waitpid(pid_, &status, 0) == pid_) {
+  struct rusage usage {};
+  if (pid_ > 0 && ::wait4(pid_, &status, 0, &usage) == pid_) {
     if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
     if (WIFSIGNALED(status)) result.term_signal = WTERMSIG(status);
+    result.max_rss_bytes = static_cast<uint64_t>(usage.ru_maxrss) * 1024;  // Linux: KiB
   }
   pid_ = -1;
   result.out = read_text(out_path_);
@@ -80,6 +83,19 @@ ProcessResult run_df11(const std::vector<std::string>& args, const std::filesyst
                        const SpawnOptions& options) {
   ChildProcess child(args, scratch, options);
   return child.wait();
+}
+
+ProcessResult run_mkmodel(const std::string& args, const std::filesystem::path& scratch) {
+  const std::string bin = std::string(DF11_BINARY_DIR) + "/tools/df11-mkmodel";
+  const std::filesystem::path out = scratch / "mkmodel.out", err = scratch / "mkmodel.err";
+  const int status =
+      std::system((bin + " " + args + " >" + out.string() + " 2>" + err.string()).c_str());
+  ProcessResult r;
+  if (WIFEXITED(status)) r.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) r.term_signal = WTERMSIG(status);
+  r.out = read_text(out);
+  r.err = read_text(err);
+  return r;
 }
 
 }  // namespace df11::clitest

@@ -20,6 +20,7 @@ struct ProcessResult {
   int term_signal = 0;  // the signal that killed it, or 0
   std::string out;
   std::string err;
+  uint64_t max_rss_bytes = 0;  // the child's peak resident set (getrusage's ru_maxrss)
 };
 
 struct SpawnOptions {
@@ -47,5 +48,9 @@ class ChildProcess {
 // Runs to completion.
 ProcessResult run_df11(const std::vector<std::string>& args, const std::filesystem::path& scratch,
                        const SpawnOptions& options = {});
+
+// Runs this build tree's df11-mkmodel with `args` (shell-quoted by the caller) to completion,
+// its output captured under `scratch` (max_rss_bytes is not measured).
+ProcessResult run_mkmodel(const std::string& args, const std::filesystem::path& scratch);
 
 }  // namespace df11::clitest

@@ -2,14 +2,13 @@
 // side files), deterministic for a seed at any thread count, the documented value statistics,
 // and an input that df11 inspect predicts to compress like a real Llama.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
 
+#include "cli_process.h"
 #include "cli_test_model.h"
 #include "df11/safetensors.h"
 #include "model_folder.h"
@@ -28,15 +27,8 @@ struct MkmodelRun {
 
 // Runs the df11-mkmodel of this build tree with `args` (shell-quoted by the caller).
 MkmodelRun mkmodel(const clitest::TempDir& scratch, const std::string& args) {
-  const std::string bin = std::string(DF11_BINARY_DIR) + "/tools/df11-mkmodel";
-  MkmodelRun r;
-  const fs::path out = scratch / "mkmodel.out", err = scratch / "mkmodel.err";
-  const int status =
-      std::system((bin + " " + args + " >" + out.string() + " 2>" + err.string()).c_str());
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  r.out = clitest::read_text(out);
-  r.err = clitest::read_text(err);
-  return r;
+  const clitest::ProcessResult p = clitest::run_mkmodel(args, scratch.path());
+  return {p.exit_code, p.out, p.err};
 }
 
 // Statistics of a BF16 tensor's values.

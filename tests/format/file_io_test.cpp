@@ -3,11 +3,16 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/magic.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 
@@ -118,6 +123,34 @@ TEST(OutputFile, CommitRenamesAndLeavesNoTemp) {
   EXPECT_EQ(dir.list(), std::vector<std::string>{"out.bin"});
   EXPECT_EQ(read_all(path), "abcdefWXYZ");
   EXPECT_STATUS(out->append(as_bytes("x")), ErrorCode::kInvalidArgument, "closed");
+}
+
+// On tmpfs, preallocate() checks the free space instead of allocating every page up front
+// (the writes allocate them): the size is set, no page is taken, and a size beyond the free
+// space fails with ENOSPC naming the file.
+TEST(OutputFile, PreallocateOnTmpfsChecksTheSpaceAndAllocatesNothing) {
+  struct statfs fs {};
+  struct statvfs vfs {};
+  if (statfs("/dev/shm", &fs) != 0 || fs.f_type != TMPFS_MAGIC || statvfs("/dev/shm", &vfs) != 0 ||
+      vfs.f_blocks == 0) {
+    GTEST_SKIP() << "no size-limited tmpfs at /dev/shm";
+  }
+  char templ[] = "/dev/shm/df11-format-XXXXXX";
+  ASSERT_NE(mkdtemp(templ), nullptr);
+  const std::string path = std::string(templ) + "/out.bin";
+  {
+    Result<OutputFile> out = OutputFile::create(path);
+    ASSERT_TRUE(out.is_ok()) << out.status().to_string();
+    ASSERT_TRUE(out->preallocate(uint64_t{1} << 20).is_ok());
+    struct stat st {};
+    ASSERT_EQ(stat(out->temp_path().c_str(), &st), 0);
+    EXPECT_EQ(st.st_size, 1 << 20);
+    EXPECT_EQ(st.st_blocks, 0);
+    const uint64_t too_much = (static_cast<uint64_t>(vfs.f_bavail) + 1) * vfs.f_frsize;
+    EXPECT_STATUS(out->preallocate(too_much), ErrorCode::kIo, "No space left on device");
+    EXPECT_STATUS(out->preallocate(too_much), ErrorCode::kIo, path);
+  }
+  std::filesystem::remove_all(templ);
 }
 
 TEST(OutputFile, DestructionAndAbandonRemoveTheTemp) {

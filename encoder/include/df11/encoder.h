@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -61,9 +62,18 @@ struct GroupPlan {
   uint64_t n_chunks() const { return chunk_bit_offset.size() - 1; }
 };
 
+// Told by plan_group() and encode_group_range(), on the worker that read them, that the
+// weights [begin, end) of the group's stream (one chunk, or the part of it in the call) have
+// been read, so that a caller reading them from a mapping can drop their pages while other
+// chunks are still being read. A hint: encode_group_range() may later read a weight or a
+// few next to a range again (the previous chunk's last code, a block's size). Called
+// concurrently from several threads; empty: nobody is told.
+using WeightsRead = std::function<void(uint64_t begin, uint64_t end)>;
+
 // Members are concatenated in order (each flattened row-major) into one stream.
 Result<GroupPlan> plan_group(std::span<const std::span<const uint16_t>> members,
-                             uint64_t chunk_weights = kDefaultChunkWeights);
+                             uint64_t chunk_weights = kDefaultChunkWeights,
+                             const WeightsRead& weights_read = {});
 
 // A prediction of plan_group() for a group of `n_elements` weights in `n_members` members
 // from a sample of its exponents (remote inspect reads a few KiB of each tensor, not the
@@ -78,10 +88,18 @@ Result<GroupPlan> predict_group_plan(const Histogram& sample, uint64_t n_element
 
 // Destination spans, sized from the plan, zero-filled by the caller before the first call.
 struct GroupOutput {
-  std::span<uint8_t> encoded_exponent;  // plan.n_bytes
-  std::span<uint8_t> sign_mantissa;     // plan.n_elements
+  std::span<uint8_t> encoded_exponent;  // plan.n_bytes, or a window of them (below)
+  std::span<uint8_t> sign_mantissa;     // plan.n_elements, or a window of them
   std::span<uint8_t> output_positions;  // plan.output_positions_bytes
   std::span<uint8_t> gaps;              // plan.gaps_bytes
+  // Windows: with these set (or the spans shorter than the plan's sizes), encoded_exponent
+  // holds the stream's bytes [encoded_exponent_first, + its size) and sign_mantissa the
+  // weights [sign_mantissa_first, + its size), so that a caller coding a group range by range
+  // needs memory for one range at a time; a range call must lie inside both windows. The
+  // first and last byte of a range's stream can also hold the neighbouring ranges' bits
+  // (encoder/NOTES.md section 7): the caller ORs the windows' shared bytes together.
+  uint64_t encoded_exponent_first = 0;  // bytes
+  uint64_t sign_mantissa_first = 0;     // weights (= bytes)
 };
 
 // Codes chunks [first_chunk, last_chunk) (parallel inside). Calls on disjoint chunk ranges
@@ -91,7 +109,8 @@ struct GroupOutput {
 // range holding the block's first code).
 Result<uint32_t> encode_group_range(std::span<const std::span<const uint16_t>> members,
                                     const GroupPlan& plan, uint64_t first_chunk,
-                                    uint64_t last_chunk, const GroupOutput& out);
+                                    uint64_t last_chunk, const GroupOutput& out,
+                                    const WeightsRead& weights_read = {});
 
 // Plan + encode everything into owned buffers (luts and split_positions included).
 // `plan_out`, if given, receives the plan with max_block_weights filled in.

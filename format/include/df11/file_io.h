@@ -80,7 +80,8 @@ class OutputFile {
   // Sets the file size (ftruncate).
   Status resize(uint64_t size) const;
   // Reserves `size` bytes of disk up front (posix_fallocate) so that a full disk fails here,
-  // early, with ENOSPC; falls back to resize() where the filesystem cannot preallocate.
+  // early, with ENOSPC; falls back to resize() where the filesystem cannot preallocate. On
+  // tmpfs it checks the free space and resizes (fallocate would allocate every page there).
   Status preallocate(uint64_t size) const;
   // fsync, close, rename onto path(), then fsync the directory (best effort). After success
   // the object is empty; on failure the temp file is removed.
