@@ -5,7 +5,9 @@
 # static library's dependencies findable) and against df11::df11_static, with pkg-config
 # (shared), and statically against libdf11.a by hand; cuda_engine when the package was built
 # with CUDA. Then runs the four c_decode builds on MODEL_DIR (a DF11 folder) and checks that
-# they agree and decoded every tensor.
+# they agree and decoded every tensor. When the package has the tools library, c_compress is
+# built with find_package(df11) (df11::tools) and with pkg-config (df11-tools), both write a
+# DF11 folder from memory, the two must be identical, and c_decode decodes it.
 #   scripts/examples.sh MODEL_DIR [BUILD_DIR (default build)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -64,3 +66,16 @@ fi
 head -n 3 "$out/cmake.txt"
 echo "c_decode (CMake shared with a C compiler alone, CMake static, pkg-config shared and" \
   "static): $tensors tensors decoded, the four agree"
+
+if [ -f "$prefix/include/df11/df11_tools.h" ]; then
+  cmake -S examples/c_compress -B "$out/c_compress" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+  cmake --build "$out/c_compress" >/dev/null
+  cc -std=c99 -Wall -Wextra -pedantic -Werror examples/c_compress/c_compress.c \
+    -o "$out/c_compress_pc" $(pkg-config --cflags --libs df11-tools) -Wl,-rpath,"$lib_dir"
+  "$out/c_compress/c_compress" "$out/compressed_cmake"
+  "$out/c_compress_pc" "$out/compressed_pc" >/dev/null
+  diff -r "$out/compressed_cmake" "$out/compressed_pc"
+  "$out/cmake/c_decode" "$out/compressed_cmake" >"$out/compressed.txt"
+  echo "c_compress (CMake, pkg-config): the same folder from memory;" \
+    "c_decode: $(head -n 1 "$out/compressed.txt")"
+fi

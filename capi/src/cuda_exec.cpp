@@ -42,6 +42,11 @@ df11_status on_exec(df11_model* model, bool model_required, F&& body) {
 
 CUstream_st* as_stream(void* stream) { return static_cast<CUstream_st*>(stream); }
 
+df11::cuda::ExecStatusUse status_use(uint32_t flags) {
+  return (flags & DF11_EXEC_KEEP_STATUS) != 0 ? df11::cuda::ExecStatusUse::kKeep
+                                              : df11::cuda::ExecStatusUse::kReset;
+}
+
 // The coded members of `group` as shapes (kInvalidArgument out of range or beyond 2^32 - 1).
 Status group_shapes(const df11_model& model, size_t group, const char* what,
                     std::vector<df11::capi::GemvMember>& members,
@@ -159,20 +164,28 @@ df11_status df11_cuda_exec_pack(df11_model* model, size_t group, void* d_workspa
   });
 }
 
-df11_status df11_cuda_exec_to_bf16(df11_model* model, const df11_exec_matrix* m, void* const* d_out,
-                                   size_t n, void* d_status, size_t status_bytes, void* stream) {
+df11_status df11_cuda_exec_to_bf16_ex(df11_model* model, const df11_exec_matrix* m,
+                                      void* const* d_out, size_t n, void* d_status,
+                                      size_t status_bytes, uint32_t flags, void* stream) {
   return on_exec(model, false, [&](auto) -> Status {
     if (n != 0 && (m == nullptr || d_out == nullptr)) {
       return null_arg("df11_cuda_exec_to_bf16", "m or d_out");
     }
     std::vector<df11::cuda::ExecToBf16> items(n);
     for (size_t k = 0; k < n; ++k) items[k] = {exec_matrix(m[k]), static_cast<uint16_t*>(d_out[k])};
-    return df11::cuda::launch_exec_to_bf16(items, d_status, status_bytes, as_stream(stream));
+    return df11::cuda::launch_exec_to_bf16(items, d_status, status_bytes, as_stream(stream),
+                                           status_use(flags));
   });
 }
 
-df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm* gemms, size_t n,
-                                uint32_t batch, void* d_status, size_t status_bytes, void* stream) {
+df11_status df11_cuda_exec_to_bf16(df11_model* model, const df11_exec_matrix* m, void* const* d_out,
+                                   size_t n, void* d_status, size_t status_bytes, void* stream) {
+  return df11_cuda_exec_to_bf16_ex(model, m, d_out, n, d_status, status_bytes, 0, stream);
+}
+
+df11_status df11_cuda_exec_gemm_ex(df11_model* model, const df11_exec_gemm* gemms, size_t n,
+                                   uint32_t batch, void* d_status, size_t status_bytes,
+                                   uint32_t flags, void* stream) {
   return on_exec(model, false, [&](auto) -> Status {
     if (n != 0 && gemms == nullptr) return null_arg("df11_cuda_exec_gemm", "gemms");
     std::vector<df11::cuda::ExecGemm> g(n);
@@ -180,7 +193,19 @@ df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm* gemms, 
       g[k] = {exec_matrix(gemms[k].w), static_cast<const uint16_t*>(gemms[k].d_x),
               static_cast<uint16_t*>(gemms[k].d_y)};
     }
-    return df11::cuda::launch_exec_gemm(g, batch, d_status, status_bytes, as_stream(stream));
+    return df11::cuda::launch_exec_gemm(g, batch, d_status, status_bytes, as_stream(stream),
+                                        status_use(flags));
+  });
+}
+
+df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm* gemms, size_t n,
+                                uint32_t batch, void* d_status, size_t status_bytes, void* stream) {
+  return df11_cuda_exec_gemm_ex(model, gemms, n, batch, d_status, status_bytes, 0, stream);
+}
+
+df11_status df11_cuda_exec_status_reset(void* d_status, size_t status_bytes, void* stream) {
+  return on_exec(nullptr, false, [&](auto) {
+    return df11::cuda::reset_exec_status(d_status, status_bytes, as_stream(stream));
   });
 }
 

@@ -260,6 +260,17 @@ df11_status df11_cuda_group_status(df11_cuda_plan* plan, const void* h_status, s
       plan, [&](auto& p) { return df11::cuda::copied_group_status(p, h_status, status_bytes, i); });
 }
 
+df11_status df11_cuda_decode_and_copy_status(df11_cuda_plan* plan, void* d_workspace,
+                                             size_t workspace_bytes, void* h_status,
+                                             size_t status_bytes, void* stream) {
+  return on_plan(plan, [&](auto& p) {
+    DF11_RETURN_IF_ERROR(
+        df11::cuda::launch_decode(p, d_workspace, workspace_bytes, as_stream(stream)));
+    return df11::cuda::copy_decode_status(p, d_workspace, h_status, status_bytes,
+                                          as_stream(stream));
+  });
+}
+
 df11_status df11_cuda_plan_launch_info(const df11_cuda_plan* plan, uint32_t* grid,
                                        uint32_t* shared_bytes, int* compact) {
   if (!DF11_HAVE_CUDA) return DF11_ERROR_UNSUPPORTED;

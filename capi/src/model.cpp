@@ -20,15 +20,6 @@ using df11::Status;
 
 namespace df11::capi {
 
-df11_status fail(ErrorState& err, const Status& s) {
-  std::lock_guard<std::mutex> lock(err.mu);
-  err.code = s.code();
-  err.message = s.message();
-  return static_cast<df11_status>(s.code());
-}
-
-df11_status record(ErrorState& err, const Status& s) { return s.is_ok() ? DF11_OK : fail(err, s); }
-
 namespace {
 
 Status build_index(df11_model& m) {

@@ -3,10 +3,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <mutex>
-#include <new>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -16,47 +14,7 @@
 #include "df11/group.h"
 #include "df11/status.h"
 #include "df11_folder.h"
-
-namespace df11::capi {
-
-// A handle's latest failure (sqlite3_errmsg style). Locked: CPU decodes may run
-// concurrently on one model handle.
-struct ErrorState {
-  mutable std::mutex mu;
-  ErrorCode code = ErrorCode::kOk;
-  std::string message;
-
-  // For df11_*_errmsg / df11_*_errcode: valid until the next failure recorded.
-  const char* last_message() const {
-    std::lock_guard<std::mutex> lock(mu);
-    return message.c_str();
-  }
-  df11_status last_code() const {
-    std::lock_guard<std::mutex> lock(mu);
-    return static_cast<df11_status>(code);
-  }
-};
-
-// Records a failure on the handle and returns its code.
-df11_status fail(ErrorState& err, const Status& s);
-// DF11_OK for OK, otherwise fail().
-df11_status record(ErrorState& err, const Status& s);
-
-// Runs `body` (returning Status) at the C boundary: its status, or an exception turned into
-// one, recorded on `err`.
-template <typename F>
-df11_status guarded(ErrorState& err, F&& body) {
-  try {
-    return record(err, body());
-  } catch (const std::bad_alloc&) {
-    return fail(err, Status(ErrorCode::kResourceLimit, "out of memory"));
-  } catch (const std::exception& e) {
-    return fail(err,
-                Status(ErrorCode::kInternal, std::string("unexpected exception: ") + e.what()));
-  }
-}
-
-}  // namespace df11::capi
+#include "error_state.h"
 
 struct df11_model {
   struct Tensor {

@@ -1,13 +1,15 @@
 // SHA-256 of the original shard files (spec 5.2 `sources`), computed while the shards are
 // planned and encoded, and on the way the XXH3 of byte ranges of them (the tensors: spec 5.2
-// member checksums). SHA-256 cannot be split within a file (~2 GB/s per core with the SHA
-// extensions), so the largest file's hashing is the shortest compress can take: each file
-// starts at once, on a thread of its own, and reads ahead on a second one, which also does
-// the XXH3 of what it has just read, so that both stay off that path. Reads with read(2):
-// nothing stays resident.
+// member checksums). What hashes one file is the caller's: a file on disk (hash_file below),
+// or a shard held in memory that is streamed tensor by tensor. SHA-256 cannot be split within a
+// file (~2 GB/s per core with the SHA extensions), so the largest file's hashing is the shortest
+// compress can take: each file starts at once, on a thread of its own, and reads ahead on a second
+// one, which also does the XXH3 of what it has just read, so that both stay off that path. Reads
+// with read(2): nothing stays resident.
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,13 +32,17 @@ struct SourceDigests {
 
 class SourceHasher {
  public:
-  // ranges[i]: the ranges of file i whose XXH3 is wanted too (inside the file; empty or
-  // missing: none). With `background`, each file is a task enqueued, in order, in the calling
-  // thread's TBB task arena: workers take them as they come free, so the hashing draws on the same
-  // thread budget as the rest of the work (--threads N: N threads compute in all) and, once done,
+  // Hashes file i, stopping with kInterrupted once `stop` is set; `read_ahead`: as hash_file.
+  // Called at most once per file, from a worker or from get()'s caller.
+  using HashFn = std::function<Result<SourceDigests>(size_t i, const std::atomic<bool>* stop,
+                                                     bool read_ahead)>;
+
+  // Files 0 .. count - 1, each hashed by `hash` (whose references must outlive the hasher).
+  // With `background`, each file is a task enqueued, in order, in the calling thread's TBB
+  // task arena: workers take them as they come free, so the hashing draws on the same thread
+  // budget as the rest of the work (--threads N: N threads compute in all) and, once done,
   // gives its threads back to it. Without, nothing runs until get().
-  SourceHasher(std::vector<std::string> paths, std::vector<std::vector<ByteRange>> ranges,
-               bool background, const CancelToken& cancel);
+  SourceHasher(size_t count, HashFn hash, bool background);
   ~SourceHasher();  // stops the files being hashed and waits for them
   SourceHasher(const SourceHasher&) = delete;
   SourceHasher& operator=(const SourceHasher&) = delete;

@@ -246,11 +246,10 @@ Result<SourceDigests> hash_file(const std::string& path, const std::vector<ByteR
 
 // Everything the enqueued tasks touch: they hold it alive, and find `stop` set and return at
 // once if they start after the hasher is gone. Every field is read and written under
-// `mutex`, except `paths` (constant once shared) and `stop`.
+// `mutex`, except `hash` (constant once shared; what it refers to is used only by running
+// jobs, which ~SourceHasher awaits) and `stop`.
 struct SourceHasher::State {
-  std::vector<std::string> paths;
-  std::vector<std::vector<ByteRange>> ranges;  // per path
-  const CancelToken* cancel = nullptr;  // used only by running jobs, which ~SourceHasher awaits
+  HashFn hash;
   std::mutex mutex;
   std::condition_variable changed;
   std::vector<Job> jobs;
@@ -266,7 +265,7 @@ struct SourceHasher::State {
       jobs[i] = Job::kRunning;
       ++running;
     }
-    Result<SourceDigests> digest = hash_file(paths[i], ranges[i], &stop, *cancel, read_ahead);
+    Result<SourceDigests> digest = hash(i, &stop, read_ahead);
     {
       const std::lock_guard<std::mutex> lock(mutex);
       results[i].emplace(std::move(digest));
@@ -309,23 +308,18 @@ void hash_a_waiting_file() {
 
 }  // namespace
 
-SourceHasher::SourceHasher(std::vector<std::string> paths,
-                           std::vector<std::vector<ByteRange>> ranges, bool background,
-                           const CancelToken& cancel)
+SourceHasher::SourceHasher(size_t count, HashFn hash, bool background)
     : state_(std::make_shared<State>()) {
   {
     // Under the mutex: the tasks read what is set here after taking it, which is also the
     // ordering ThreadSanitizer sees (it cannot see the uninstrumented TBB's).
     const std::lock_guard<std::mutex> lock(state_->mutex);
-    state_->paths = std::move(paths);
-    state_->ranges = std::move(ranges);
-    state_->ranges.resize(state_->paths.size());
-    state_->cancel = &cancel;
-    state_->jobs.assign(state_->paths.size(), Job::kPending);
-    state_->results.resize(state_->paths.size());
+    state_->hash = std::move(hash);
+    state_->jobs.assign(count, Job::kPending);
+    state_->results.resize(count);
   }
   if (!background) return;
-  for (size_t i = 0; i < state_->paths.size(); ++i) {
+  for (size_t i = 0; i < count; ++i) {
     {
       const std::lock_guard<std::mutex> lock(waiting_files().mutex);
       waiting_files().files.emplace_back(state_, i);

@@ -50,6 +50,9 @@ struct ModelFolder {
   std::vector<TensorLocation> tensors_in_file_order() const;
 };
 
+// A top-level file name that can be a shard: "<something>.safetensors".
+bool is_shard_name(const std::string& name);
+
 // The checkpoint's shards among a folder's top-level file names, sorted: with an index (its
 // text given), the files its weight_map names, each of which must be among them (kNotFound
 // otherwise; kBadConfig for an index that is not usable JSON; `index_where` names it in

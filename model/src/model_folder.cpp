@@ -19,10 +19,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool is_shard_name(const std::string& name) {
-  return name.size() > 12 && name.ends_with(".safetensors");
-}
-
 Status io_error(const fs::path& path, const std::string& what, int err) {
   return Status(ErrorCode::kIo, path.string() + ": " + what + ": " + std::strerror(err));
 }
@@ -36,6 +32,10 @@ struct Fd {
 };
 
 }  // namespace
+
+bool is_shard_name(const std::string& name) {
+  return name.size() > 12 && name.ends_with(".safetensors");
+}
 
 Result<std::vector<std::string>> checkpoint_shards(const std::vector<std::string>& top_level_files,
                                                    const std::optional<std::string>& index_text,

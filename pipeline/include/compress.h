@@ -1,4 +1,7 @@
-// df11 compress: a Hugging Face BF16 checkpoint folder -> a DF11 model folder.
+// df11 compress: a Hugging Face BF16 checkpoint -> a DF11 model folder. The checkpoint is a
+// folder (compress_model) or tensors in memory that the caller describes (compress_checkpoint:
+// the tools C API, Python's df11.compress); both read it through one CheckpointSource
+// (checkpoint_source.h) and write the same bytes for the same checkpoint.
 //
 // The original files' SHA-256 (and their tensors' XXH3) start at once as tasks of the thread
 // budget (source_hasher.h). Pass 1 plans every group (compress_plan.h) and lays out every
@@ -12,11 +15,17 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <optional>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "cancel.h"
+#include "df11/dtype.h"
 #include "df11/encoder.h"
+#include "df11/safetensors.h"
 #include "df11/status.h"
 #include "grouping.h"
 #include "reporter.h"
@@ -24,7 +33,7 @@
 namespace df11::app {
 
 struct CompressOptions {
-  std::filesystem::path model_dir;
+  std::filesystem::path model_dir;  // compress_model only
   std::filesystem::path out_dir;
   GroupBy group_by = GroupBy::kBlock;
   bool force = false;  // replace an existing OUT_DIR (only once the new one is complete)
@@ -44,7 +53,7 @@ struct CompressSummary {
   size_t tensors_coded = 0;         // members of coded groups
   size_t groups_raw = 0;            // groups left unchanged (uncodable, over a limit)
   size_t tensors_raw = 0;           // every tensor stored unchanged
-  uint64_t input_bytes = 0;         // original .safetensors files
+  uint64_t input_bytes = 0;         // original .safetensors files (as they would be on disk)
   uint64_t output_bytes = 0;        // DF11 .safetensors files
   uint64_t coded_input_bytes = 0;   // BF16 bytes of coded members
   uint64_t coded_output_bytes = 0;  // their six stored tensors
@@ -59,5 +68,63 @@ struct CompressSummary {
 // (removing the partial output) once `cancel` is cancelled.
 Result<CompressSummary> compress_model(const CompressOptions& options, Reporter& reporter,
                                        const CancelToken& cancel);
+
+// ---- A checkpoint in memory ----
+
+// Fills `dst` with bytes [offset, offset + dst.size()) of one tensor. Called with at most
+// 64 MiB at a time, and never twice at once for one checkpoint (calls are
+// serialised), from the compressing thread or a hashing thread.
+using TensorReader = std::function<Status(uint64_t offset, std::span<uint8_t> dst)>;
+
+struct CheckpointTensor {
+  std::string name;  // as in the state dict: "model.layers.0.mlp.up_proj.weight"
+  Dtype dtype = Dtype::kBF16;
+  std::vector<uint64_t> shape;
+  uint64_t byte_size = 0;  // must be tensor_byte_size(dtype, shape)
+  // The bytes (little-endian, contiguous, as a safetensors file holds them), the caller's
+  // until compress_checkpoint returns; or null, and `read` gives them (e.g. from a GPU).
+  const uint8_t* data = nullptr;
+  TensorReader read;
+};
+
+struct CheckpointShard {
+  std::string name;                         // "model.safetensors", "model-00001-of-00002...."
+  std::vector<CheckpointTensor> tensors;    // in file order
+  std::optional<MetadataEntries> metadata;  // the header's __metadata__ (none: no such key)
+};
+
+// What save_pretrained would write, without writing it: the shards' tensors (a shard's header
+// is laid out as df11 and the safetensors library write it: compact JSON in the given order,
+// padded with spaces to 8 bytes) and every other file by relative path and content.
+struct CheckpointInMemory {
+  std::vector<CheckpointShard> shards;
+  // config.json (required), the index when there are several shards, anything else
+  // (generation_config.json, tokenizer files, "sub/dir/file").
+  std::vector<std::pair<std::string, std::string>> files;
+};
+
+// Checks one tensor on its own: a name (UTF-8, not "__metadata__"), byte_size equal to what
+// dtype and shape need, bytes or a reader. kInvalidArgument / kBadShape / kOverflow naming it.
+Status check_checkpoint_tensor(const CheckpointTensor& tensor);
+
+// Splits `tensors` (in order) into shards as huggingface_hub's
+// split_torch_state_dict_into_shards does: a new shard when the next tensor would take the
+// current one over `max_shard_bytes` (0: no limit), a larger tensor alone; one shard is
+// "model.safetensors", several "model-00001-of-0000N.safetensors" with an index
+// (model.safetensors.index.json: metadata.total_size and the weight_map) added to
+// `checkpoint.files`. Every shard's __metadata__ is {"format": "pt"}, as transformers writes.
+// kInvalidArgument if `checkpoint` already has shards or an index.
+Status shard_checkpoint(std::vector<CheckpointTensor> tensors, uint64_t max_shard_bytes,
+                        CheckpointInMemory& checkpoint);
+
+// Writes exactly what compress_model writes for the same checkpoint saved as files (same
+// groups, pattern_dict, metadata, record, bytes), reading the tensors where they are: the
+// BF16 files are never written. Checks the whole description first (every tensor, unique
+// names, shard and file names, config.json present, the index against the shards, BF16
+// weights present) and writes nothing unless it is usable; errors name the tensor or file.
+// `options.model_dir` is not used.
+Result<CompressSummary> compress_checkpoint(const CheckpointInMemory& checkpoint,
+                                            const CompressOptions& options, Reporter& reporter,
+                                            const CancelToken& cancel);
 
 }  // namespace df11::app

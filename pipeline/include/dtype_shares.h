@@ -30,5 +30,8 @@ std::string dtype_shares_text(const std::vector<DtypeShare>& shares);
 // kBadDtype "<dir>: no BF16 weights to code: ..." naming the dtypes found, when the folder
 // has no non-empty 2-D BF16 tensor.
 Status require_bf16_weights(const ModelFolder& folder);
+// The same over parsed headers (a checkpoint in memory); `where` begins the message.
+Status require_bf16_weights(const std::vector<const SafetensorsHeader*>& headers,
+                            const std::string& where);
 
 }  // namespace df11::app

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -22,8 +23,10 @@
 #include "file_stream.h"
 #include "file_writer.h"
 #include "folder_record.h"
+#include "folder_source.h"
 #include "folder_structure.h"
 #include "group_writer.h"
+#include "memory_source.h"
 #include "model_config.h"
 #include "model_folder.h"
 #include "output_dir.h"
@@ -53,14 +56,14 @@ struct ShardResult {
   uint64_t file_size = 0;
 };
 
-Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
-                                const fs::path& dir, SourceHasher& hasher,
+Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPlan& plan,
+                                ShardOut& out, const fs::path& dir, SourceHasher& hasher,
                                 const CompressOptions& options, Reporter& reporter,
                                 const CancelToken& cancel, std::vector<std::string>& details,
                                 PhaseTimes& phases) {
-  const std::string& name = folder.shard_names[out.shard];
+  const std::string& name = source.shard_name(out.shard);
   std::optional<PhaseTimer> setup(std::in_place, &phases, "shard set-up");
-  DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(folder, plan, out));
+  DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(source, plan, out));
   DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
   DF11_RETURN_IF_ERROR(file.preallocate(layout.file_size));
   const FileWriter writer(file);
@@ -69,7 +72,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
   ShardResult result;
   {
     const PhaseTimer timer(&phases, "shard items (coded | written)");
-    DF11_RETURN_IF_ERROR(write_shard_items(folder, plan, out, layout, writer, options.step_weights,
+    DF11_RETURN_IF_ERROR(write_shard_items(source, plan, out, layout, writer, options.step_weights,
                                            reporter, cancel, details, &phases));
   }
 
@@ -104,7 +107,7 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
     }
   }
   const PhaseTimer finishing(&phases, "header, fsync, rename");
-  DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(folder, plan, out));
+  DF11_ASSIGN_OR_RETURN(FinalizedLayout final_layout, lay_out_shard(source, plan, out));
   if (final_layout.prefix.size() != layout.prefix.size()) {
     // Checksums are fixed-width hex, so the header cannot change size; if it did, the data
     // already written would sit at the wrong offsets.
@@ -124,54 +127,43 @@ Result<ShardResult> write_shard(const ModelFolder& folder, const CompressPlan& p
 // Everything of the output folder but the shards, written before them: config.json, the
 // index and the copied files. Returns their record for the first shard's metadata (spec 7.7),
 // hashed from the staging folder: what is recorded is what was written.
-Result<std::vector<FolderFile>> write_folder_files(const ModelFolder& folder,
+Result<std::vector<FolderFile>> write_folder_files(const CheckpointSource& source,
                                                    const CompressPlan& plan,
                                                    const std::vector<ShardOut>& shards,
                                                    const std::string& config, const fs::path& dir,
                                                    Reporter& reporter, const CancelToken& cancel) {
   std::vector<std::string> written{kConfigFile};
   DF11_RETURN_IF_ERROR(write_file_atomic((dir / kConfigFile).string(), config));
-  if (folder.index_text) {
+  if (source.index_text()) {
     std::map<std::string, std::string> weight_map;
     uint64_t total_tensor_bytes = 0;
     for (const ShardOut& out : shards) {
-      ShardContents contents = shard_contents(folder, plan, out);
+      ShardContents contents = shard_contents(source, plan, out);
       for (std::string& name : contents.tensor_names) {
-        weight_map.emplace(std::move(name), folder.shard_names[out.shard]);
+        weight_map.emplace(std::move(name), source.shard_name(out.shard));
       }
       total_tensor_bytes += contents.tensor_bytes;
     }
     DF11_ASSIGN_OR_RETURN(std::string index,
-                          make_index(folder.index_text, weight_map, total_tensor_bytes));
-    DF11_RETURN_IF_ERROR(write_file_atomic((dir / folder.index_name).string(), index));
-    written.push_back(folder.index_name);
+                          make_index(source.index_text(), weight_map, total_tensor_bytes));
+    DF11_RETURN_IF_ERROR(write_file_atomic((dir / source.index_name()).string(), index));
+    written.push_back(source.index_name());
   }
-  DF11_RETURN_IF_ERROR(copy_side_files(
-      folder.dir, dir, folder.side_files, [&](uint64_t n) { reporter.progress_advance(n); },
-      cancel));
-  written.insert(written.end(), folder.side_files.begin(), folder.side_files.end());
+  DF11_RETURN_IF_ERROR(source.write_side_files(
+      dir, [&](uint64_t n) { reporter.progress_advance(n); }, cancel));
+  written.insert(written.end(), source.side_files().begin(), source.side_files().end());
   return hash_folder_files(dir, std::move(written), cancel);
-}
-
-uint64_t side_file_bytes(const ModelFolder& folder) {
-  uint64_t total = 0;
-  for (const std::string& rel : folder.side_files) {
-    std::error_code ec;
-    const uint64_t size = fs::file_size(folder.dir / rel, ec);
-    if (!ec) total += size;
-  }
-  return total;
 }
 
 // How many shards are written side by side: as many as the memory bound (1.5 x the largest
 // group + 256 MB) leaves room for beside the process's own ~100 MB, at most one per thread.
-size_t shards_side_by_side(const ModelFolder& folder, const CompressPlan& plan, size_t shards,
+size_t shards_side_by_side(const CheckpointSource& source, const CompressPlan& plan, size_t shards,
                            uint64_t step_weights) {
   uint64_t largest = 0;
   for (const PlannedGroup& g : plan.groups) {
     if (!g.coded) continue;
     uint64_t bytes = 0;
-    for (size_t m : g.spec.members) bytes += folder.tensor(plan.order[m]).byte_size();
+    for (size_t m : g.spec.members) bytes += source.tensor(plan.order[m]).byte_size();
     largest = std::max(largest, bytes);
   }
   const uint64_t budget = largest + largest / 2 + (uint64_t{160} << 20);
@@ -182,7 +174,8 @@ size_t shards_side_by_side(const ModelFolder& folder, const CompressPlan& plan, 
 
 // Pass 2 for every shard, `side_by_side` at a time. The first failure stops the others and
 // is returned (the lowest shard's, if several failed on their own).
-Result<std::vector<ShardResult>> write_shards(const ModelFolder& folder, const CompressPlan& plan,
+Result<std::vector<ShardResult>> write_shards(const CheckpointSource& source,
+                                              const CompressPlan& plan,
                                               std::vector<ShardOut>& shards, const fs::path& dir,
                                               SourceHasher& hasher, const CompressOptions& options,
                                               Reporter& reporter, const CancelToken& cancel,
@@ -194,7 +187,7 @@ Result<std::vector<ShardResult>> write_shards(const ModelFolder& folder, const C
   std::atomic<size_t> next{0};
   run_tasks(side_by_side, [&](size_t) {
     for (size_t s = next.fetch_add(1); s < n; s = next.fetch_add(1)) {
-      results[s].emplace(write_shard(folder, plan, shards[s], dir, hasher, options, reporter, stop,
+      results[s].emplace(write_shard(source, plan, shards[s], dir, hasher, options, reporter, stop,
                                      details[s], phases));
       if (!results[s]->is_ok()) stop.cancel("another shard's failure");
     }
@@ -217,50 +210,51 @@ Result<std::vector<ShardResult>> write_shards(const ModelFolder& folder, const C
 }
 
 Result<CompressSummary> compress_planned(const CompressOptions& options, Reporter& reporter,
-                                         const CancelToken& cancel, const ModelFolder& folder,
+                                         const CancelToken& cancel, const CheckpointSource& source,
                                          StagingDir& staging, SourceHasher& hasher,
                                          PhaseTimes& phases, const Stopwatch& started) {
   const Stopwatch planning;
   DF11_ASSIGN_OR_RETURN(
       CompressPlan plan,
-      plan_compression(folder, options.group_by, reporter, cancel, options.chunk_weights, &phases));
+      plan_compression(source, options.group_by, reporter, cancel, options.chunk_weights, &phases));
   phases.add("planning", planning.seconds());
   reporter.detail("planned " + count_of(plan.groups.size(), "group") + " in " + planning.text());
   // spec 7.2: without a config.json df11 writes one for the loader (dfloat11_config alone)
   // and records no original of it: restoration leaves it out.
   DF11_ASSIGN_OR_RETURN(std::string config,
-                        make_df11_config(folder.config_text.value_or("{}"), plan.pattern_dict));
+                        make_df11_config(source.config_text().value_or("{}"), plan.pattern_dict));
   std::vector<SideFile> changed;
-  if (folder.config_text) changed.push_back(side_file(kConfigFile, *folder.config_text));
-  if (folder.index_text) changed.push_back(side_file(folder.index_name, *folder.index_text));
+  if (source.config_text()) changed.push_back(side_file(kConfigFile, *source.config_text()));
+  if (source.index_text()) changed.push_back(side_file(source.index_name(), *source.index_text()));
   std::vector<ShardOut> shards =
-      assign_shards(folder, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
+      assign_shards(source, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
 
   CompressSummary summary;
-  uint64_t total = side_file_bytes(folder);
-  for (const TensorLocation& at : plan.order) total += folder.tensor(at).byte_size();
+  uint64_t total = source.side_file_bytes();
+  for (const TensorLocation& at : plan.order) total += source.tensor(at).byte_size();
   reporter.progress_start("compressing", total);
   // spec 7.7: the first shard records every shard and every other file of the folder.
   {
     const PhaseTimer timer(&phases, "side files");
     DF11_ASSIGN_OR_RETURN(
         shards.front().metadata.folder_files,
-        write_folder_files(folder, plan, shards, config, staging.path(), reporter, cancel));
+        write_folder_files(source, plan, shards, config, staging.path(), reporter, cancel));
   }
   shards.front().metadata.shards.emplace();
   for (const ShardOut& out : shards) {  // sorted, as the input shards are
-    shards.front().metadata.shards->push_back(folder.shard_names[out.shard]);
+    shards.front().metadata.shards->push_back(source.shard_name(out.shard));
   }
   const size_t side_by_side =
-      shards_side_by_side(folder, plan, shards.size(), options.step_weights);
+      shards_side_by_side(source, plan, shards.size(), options.step_weights);
   const Stopwatch writing;
   DF11_ASSIGN_OR_RETURN(std::vector<ShardResult> written,
-                        write_shards(folder, plan, shards, staging.path(), hasher, options,
+                        write_shards(source, plan, shards, staging.path(), hasher, options,
                                      reporter, cancel, side_by_side, phases));
   phases.add("writing (" + count_of(side_by_side, "shard") + " side by side)", writing.seconds());
   for (size_t s = 0; s < shards.size(); ++s) summary.output_bytes += written[s].file_size;
-  for (const SafetensorsFile& shard : folder.shards)
-    summary.input_bytes += shard.header().file_size;
+  for (size_t s = 0; s < source.shard_count(); ++s) {
+    summary.input_bytes += source.header(s).file_size;
+  }
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
   {
@@ -277,12 +271,12 @@ Result<CompressSummary> compress_planned(const CompressOptions& options, Reporte
   }
   reporter.detail("phases (seconds, summed over the threads that ran them): " + phases.text());
 
-  summary.shards = folder.shards.size();
+  summary.shards = source.shard_count();
   summary.tensors = plan.order.size();
   for (const PlannedGroup& g : plan.groups) {
     if (g.coded && !g.spec.alias_name.empty()) {
       summary.tied_copies.push_back(g.spec.alias_name + " = " +
-                                    folder.tensor(plan.order[g.spec.members.front()]).name);
+                                    source.tensor(plan.order[g.spec.members.front()]).name);
       for (uint64_t bytes : stored_sizes(g.plan)) summary.tied_copy_bytes += bytes;
     } else if (g.coded) {
       ++summary.groups_coded;
@@ -296,6 +290,29 @@ Result<CompressSummary> compress_planned(const CompressOptions& options, Reporte
   summary.coded_input_bytes = plan.coded_weight_bytes;
   summary.seconds = started.seconds();
   return summary;
+}
+
+// Both entry points from here on, once the source is checked (config.json present, BF16
+// weights). `started`: when the command began (the summary's seconds).
+Result<CompressSummary> compress_source(const CheckpointSource& source,
+                                        const CompressOptions& options, Reporter& reporter,
+                                        const CancelToken& cancel, PhaseTimes& phases,
+                                        const Stopwatch& started) {
+  DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
+  // The largest file's SHA-256 is the critical path on many cores: it starts now, as tasks
+  // that idle workers take while this thread plans. Its XXH3 of every tensor (in header
+  // order) gives the members' checksums.
+  SourceHasher hasher(
+      source.shard_count(),
+      [&source, &cancel](size_t s, const std::atomic<bool>* stop, bool read_ahead) {
+        return source.shard_digests(s, stop, cancel, read_ahead);
+      },
+      /*background=*/allowed_threads() > 1);
+  // Isolated: while this thread waits in its parallel loops it runs their pieces only, never
+  // a whole file's hashing, which would hold the loop up for seconds.
+  return tbb::this_task_arena::isolate([&] {
+    return compress_planned(options, reporter, cancel, source, staging, hasher, phases, started);
+  });
 }
 
 Result<CompressSummary> compress_model_limited(const CompressOptions& options, Reporter& reporter,
@@ -316,25 +333,20 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
                       options.model_dir.string() + ")");
   }
   DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
-  DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
-  std::vector<std::string> shard_paths;
-  std::vector<std::vector<ByteRange>> tensor_ranges(folder.shards.size());
-  for (size_t s = 0; s < folder.shards.size(); ++s) {
-    shard_paths.push_back(folder.shard_path(s));
-    for (const TensorInfo& t : folder.shards[s].header().tensors) {
-      tensor_ranges[s].push_back({t.file_offset, t.byte_size()});
-    }
-  }
-  // The largest file's SHA-256 is the critical path on many cores: it starts now, as tasks
-  // that idle workers take while this thread plans. Its XXH3 of every tensor (in header
-  // order) gives the members' checksums.
-  SourceHasher hasher(shard_paths, std::move(tensor_ranges),
-                      /*background=*/allowed_threads() > 1, cancel);
-  // Isolated: while this thread waits in its parallel loops it runs their pieces only, never
-  // a whole file's hashing, which would hold the loop up for seconds.
-  return tbb::this_task_arena::isolate([&] {
-    return compress_planned(options, reporter, cancel, folder, staging, hasher, phases, started);
-  });
+  const FolderSource source(folder);
+  return compress_source(source, options, reporter, cancel, phases, started);
+}
+
+Result<CompressSummary> compress_checkpoint_limited(const CheckpointInMemory& checkpoint,
+                                                    const CompressOptions& options,
+                                                    Reporter& reporter, const CancelToken& cancel) {
+  const Stopwatch started;
+  PhaseTimes phases;
+  DF11_ASSIGN_OR_RETURN(std::unique_ptr<MemorySource> source, MemorySource::create(checkpoint));
+  std::vector<const SafetensorsHeader*> headers;
+  for (size_t s = 0; s < source->shard_count(); ++s) headers.push_back(&source->header(s));
+  DF11_RETURN_IF_ERROR(require_bf16_weights(headers, source->where()));
+  return compress_source(*source, options, reporter, cancel, phases, started);
 }
 
 }  // namespace
@@ -343,6 +355,14 @@ Result<CompressSummary> compress_model(const CompressOptions& options, Reporter&
                                        const CancelToken& cancel) {
   return run_with_thread_limit(options.threads,
                                [&] { return compress_model_limited(options, reporter, cancel); });
+}
+
+Result<CompressSummary> compress_checkpoint(const CheckpointInMemory& checkpoint,
+                                            const CompressOptions& options, Reporter& reporter,
+                                            const CancelToken& cancel) {
+  return run_with_thread_limit(options.threads, [&] {
+    return compress_checkpoint_limited(checkpoint, options, reporter, cancel);
+  });
 }
 
 }  // namespace df11::app

@@ -13,12 +13,13 @@ namespace {
 
 std::string xxh3_placeholder() { return std::string(kXxh3HexLength, '0'); }
 
-GroupMeta group_meta(const ModelFolder& folder, const CompressPlan& plan, const PlannedGroup& g) {
+GroupMeta group_meta(const CheckpointSource& source, const CompressPlan& plan,
+                     const PlannedGroup& g) {
   GroupMeta meta;
   meta.name = g.spec.name;
   meta.n_elements = g.plan.n_elements;
   for (size_t m : g.spec.members) {
-    const TensorInfo& t = folder.tensor(plan.order[m]);
+    const TensorInfo& t = source.tensor(plan.order[m]);
     MemberMeta member{t.name, "BF16", t.shape, t.n_elements, xxh3_placeholder(), ""};
     if (!g.spec.alias_name.empty()) {
       // spec 5.3 G8: the copy is named as the loader's module, and says what it copies.
@@ -34,15 +35,15 @@ GroupMeta group_meta(const ModelFolder& folder, const CompressPlan& plan, const 
 
 }  // namespace
 
-std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPlan& plan,
+std::vector<ShardOut> assign_shards(const CheckpointSource& source, const CompressPlan& plan,
                                     std::vector<SideFile> side_files, const std::string& encoder) {
-  std::vector<ShardOut> shards(folder.shards.size());
+  std::vector<ShardOut> shards(source.shard_count());
   for (size_t s = 0; s < shards.size(); ++s) {
     shards[s].shard = s;
     shards[s].source_shards.push_back(s);
     shards[s].metadata.encoder = encoder;
-    const SafetensorsHeader& header = folder.shards[s].header();
-    shards[s].metadata.sources.push_back(SourceFile{folder.shard_names[s], header.file_size,
+    const SafetensorsHeader& header = source.header(s);
+    shards[s].metadata.sources.push_back(SourceFile{source.shard_name(s), header.file_size,
                                                     std::string(kSha256HexLength, '0'),
                                                     header.header_text});
   }
@@ -76,11 +77,11 @@ std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPla
     if (plan.raw[i]) {
       push(out, ShardItem{false, i, out.metadata.tensors.size(), 0});
       out.metadata.tensors.push_back(
-          RawTensorMeta{folder.tensor(plan.order[i]).name, xxh3_placeholder()});
+          RawTensorMeta{source.tensor(plan.order[i]).name, xxh3_placeholder()});
     }
     for (size_t g : groups_at[i]) {
       push(out, ShardItem{true, g, out.metadata.groups.size(), 0});
-      out.metadata.groups.push_back(group_meta(folder, plan, plan.groups[g]));
+      out.metadata.groups.push_back(group_meta(source, plan, plan.groups[g]));
     }
   }
 
@@ -108,12 +109,12 @@ std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPla
   return kept;
 }
 
-Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressPlan& plan,
+Result<FinalizedLayout> lay_out_shard(const CheckpointSource& source, const CompressPlan& plan,
                                       const ShardOut& out) {
   SafetensorsLayout layout;
   for (const ShardItem& item : out.items) {
     if (!item.is_group) {
-      const TensorInfo& t = folder.tensor(plan.order[item.index]);
+      const TensorInfo& t = source.tensor(plan.order[item.index]);
       DF11_RETURN_IF_ERROR(layout.add_tensor(t.name, t.dtype, t.shape, t.byte_size()));
       continue;
     }
@@ -126,34 +127,34 @@ Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressP
                                              group_tensor_shape(t.id, bytes), bytes));
     }
   }
-  const SafetensorsHeader& original = folder.shards[out.shard].header();
+  const SafetensorsHeader& original = source.header(out.shard);
   MetadataEntries entries = original.metadata;
   for (const auto& [key, value] : entries) {
     if (key == kDf11MetadataKey || key == kHeaderChecksumKey) {
-      return Status(ErrorCode::kInvalidArgument, folder.shard_names[out.shard] +
+      return Status(ErrorCode::kInvalidArgument, source.shard_name(out.shard) +
                                                      ": already has df11 metadata ('" + key +
                                                      "': the input is a DF11 model)");
     }
   }
   auto text = serialize_df11_metadata(out.metadata);
-  if (!text) return text.status().with_context(folder.shard_names[out.shard] + ": df11 metadata");
+  if (!text) return text.status().with_context(source.shard_name(out.shard) + ": df11 metadata");
   // spec 5.1: the original entries, then "df11", then the header checksum (5.2).
   entries.emplace_back(std::string(kDf11MetadataKey), std::move(text).value());
   entries.emplace_back(std::string(kHeaderChecksumKey), std::string(kHeaderChecksumPlaceholder));
   DF11_RETURN_IF_ERROR(layout.set_metadata(std::move(entries)));
   auto finalized = layout.finalize();
-  if (!finalized) return finalized.status().with_context(folder.shard_names[out.shard]);
+  if (!finalized) return finalized.status().with_context(source.shard_name(out.shard));
   Status stamped = stamp_header_checksum(*finalized);
-  if (!stamped) return stamped.with_context(folder.shard_names[out.shard]);
+  if (!stamped) return stamped.with_context(source.shard_name(out.shard));
   return finalized;
 }
 
-ShardContents shard_contents(const ModelFolder& folder, const CompressPlan& plan,
+ShardContents shard_contents(const CheckpointSource& source, const CompressPlan& plan,
                              const ShardOut& out) {
   ShardContents contents;
   for (const ShardItem& item : out.items) {
     if (!item.is_group) {
-      const TensorInfo& t = folder.tensor(plan.order[item.index]);
+      const TensorInfo& t = source.tensor(plan.order[item.index]);
       contents.tensor_names.push_back(t.name);
       contents.tensor_bytes += t.byte_size();
       continue;

@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
+#include "checkpoint_source.h"
 #include "compress_plan.h"
 #include "df11/metadata.h"
 #include "df11/safetensors.h"
-#include "model_folder.h"
 
 namespace df11::app {
 
@@ -39,13 +39,13 @@ struct ShardOut {
 // its source record goes to the shard holding its first tensor. `side_files` (config.json,
 // index: original bytes) go to the lexicographically first output shard. `encoder` is the
 // metadata's encoder string.
-std::vector<ShardOut> assign_shards(const ModelFolder& folder, const CompressPlan& plan,
+std::vector<ShardOut> assign_shards(const CheckpointSource& source, const CompressPlan& plan,
                                     std::vector<SideFile> side_files, const std::string& encoder);
 
 // The shard's header for its current metadata, with its whole-header checksum (spec 5.2)
 // filled in. kInvalidArgument if the original __metadata__ already has a "df11" or
 // "df11_header_xxh3" key (the input is a DF11 model).
-Result<FinalizedLayout> lay_out_shard(const ModelFolder& folder, const CompressPlan& plan,
+Result<FinalizedLayout> lay_out_shard(const CheckpointSource& source, const CompressPlan& plan,
                                       const ShardOut& out);
 
 // What a shard will hold, known from the plan before anything is written: its tensors' names
@@ -55,7 +55,7 @@ struct ShardContents {
   std::vector<std::string> tensor_names;
   uint64_t tensor_bytes = 0;
 };
-ShardContents shard_contents(const ModelFolder& folder, const CompressPlan& plan,
+ShardContents shard_contents(const CheckpointSource& source, const CompressPlan& plan,
                              const ShardOut& out);
 
 }  // namespace df11::app

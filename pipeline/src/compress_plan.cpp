@@ -45,24 +45,39 @@ std::string per_expert_note(const Grouping& grouping) {
   return {};
 }
 
-uint64_t member_bytes(const ModelFolder& folder, const CompressPlan& plan, const GroupSpec& group) {
+uint64_t member_bytes(const CheckpointSource& source, const CompressPlan& plan,
+                      const GroupSpec& group) {
   uint64_t bytes = 0;
-  for (size_t m : group.members) bytes += folder.tensor(plan.order[m]).byte_size();
+  for (size_t m : group.members) bytes += source.tensor(plan.order[m]).byte_size();
   return bytes;
 }
 
-void release_members(const ModelFolder& folder, const CompressPlan& plan, const GroupSpec& group) {
-  for (size_t m : group.members) {
-    const TensorLocation& at = plan.order[m];
-    folder.shards[at.shard].release(folder.tensor(at));
+// Releases a group's members (CheckpointSource::release) when it goes out of scope.
+class MembersHeld {
+ public:
+  MembersHeld(const CheckpointSource& source, const CompressPlan& plan, const GroupSpec& group,
+              PhaseTimes* phases)
+      : source_(source), phases_(phases) {
+    for (size_t m : group.members) members_.push_back(plan.order[m]);
   }
-}
+  MembersHeld(const MembersHeld&) = delete;
+  MembersHeld& operator=(const MembersHeld&) = delete;
+  ~MembersHeld() {
+    const PhaseTimer releasing(phases_, "  planning: release input pages");
+    for (const TensorLocation& at : members_) source_.release(at);
+  }
 
-std::string member_list(const ModelFolder& folder, const CompressPlan& plan,
+ private:
+  const CheckpointSource& source_;
+  PhaseTimes* phases_;
+  std::vector<TensorLocation> members_;
+};
+
+std::string member_list(const CheckpointSource& source, const CompressPlan& plan,
                         const GroupSpec& group) {
   std::string list;
   for (size_t m : group.members) {
-    list += (list.empty() ? "'" : ", '") + folder.tensor(plan.order[m]).name + "'";
+    list += (list.empty() ? "'" : ", '") + source.tensor(plan.order[m]).name + "'";
   }
   return list;
 }
@@ -81,13 +96,13 @@ std::vector<std::pair<size_t, uint64_t>> uncodable_members(const MemberSpans& sp
 }
 
 // The members' list for a message, with their counts of uncodable weights.
-std::string uncodable_list(const ModelFolder& folder, const CompressPlan& plan,
+std::string uncodable_list(const CheckpointSource& source, const CompressPlan& plan,
                            const GroupSpec& group,
                            const std::vector<std::pair<size_t, uint64_t>>& bad_members) {
   std::string list;
   for (const auto& [k, bad] : bad_members) {
     list += (list.empty() ? "" : ", ") + std::string("'") +
-            folder.tensor(plan.order[group.members[k]]).name + "' (" + std::to_string(bad) +
+            source.tensor(plan.order[group.members[k]]).name + "' (" + std::to_string(bad) +
             (bad == 1 ? " weight)" : " weights)");
   }
   return list;
@@ -119,7 +134,7 @@ constexpr double kLowCoverageShare = 0.90;
 constexpr const char* kReasonValues = "holds Inf, NaN or |x| >= 2^113";
 constexpr const char* kReasonLimit = "its group is above a loader limit";
 
-std::string coverage_warning(const ModelFolder& folder, const CompressPlan& plan,
+std::string coverage_warning(const CheckpointSource& source, const CompressPlan& plan,
                              const std::vector<std::string>& reasons) {
   struct Uncoded {
     uint64_t bytes;
@@ -127,7 +142,7 @@ std::string coverage_warning(const ModelFolder& folder, const CompressPlan& plan
   };
   std::vector<Uncoded> uncoded;
   for (size_t i = 0; i < plan.order.size(); ++i) {
-    const TensorInfo& t = folder.tensor(plan.order[i]);
+    const TensorInfo& t = source.tensor(plan.order[i]);
     if (plan.raw[i] && t.dtype == Dtype::kBF16 && t.shape.size() == 2 && t.n_elements > 0) {
       uncoded.push_back({t.byte_size(), i});
     }
@@ -153,7 +168,7 @@ std::string coverage_warning(const ModelFolder& folder, const CompressPlan& plan
     } else {
       layout = true;
     }
-    line += (k ? "; '" : " '") + folder.tensor(plan.order[i]).name + "' (" +
+    line += (k ? "; '" : " '") + source.tensor(plan.order[i]).name + "' (" +
             format_bytes(uncoded[k].bytes) + ": " + why + ")";
   }
   if (values) {
@@ -168,30 +183,31 @@ std::string coverage_warning(const ModelFolder& folder, const CompressPlan& plan
 
 }  // namespace
 
-std::string group_context(const ModelFolder& folder, const CompressPlan& plan,
+std::string group_context(const CheckpointSource& source, const CompressPlan& plan,
                           const GroupSpec& group) {
-  return folder.shard_names[plan.order[group.members.front()].shard] + ": group '" + group.name +
+  return source.shard_name(plan.order[group.members.front()].shard) + ": group '" + group.name +
          "'";
 }
 
-Result<MemberSpans> group_member_spans(const ModelFolder& folder, const CompressPlan& plan,
+Result<MemberSpans> group_member_spans(const CheckpointSource& source, const CompressPlan& plan,
                                        const GroupSpec& group) {
   std::vector<std::span<const uint8_t>> bytes;
   bytes.reserve(group.members.size());
   for (size_t m : group.members) {
     const TensorLocation& at = plan.order[m];
-    bytes.push_back(folder.shards[at.shard].tensor_bytes(folder.tensor(at)));
+    DF11_ASSIGN_OR_RETURN(std::span<const uint8_t> member, source.tensor_bytes(at));
+    bytes.push_back(member);
   }
   return MemberSpans::make(bytes);
 }
 
-std::vector<MemberSource> group_sources(const ModelFolder& folder, const CompressPlan& plan,
+std::vector<MemberSource> group_sources(const CheckpointSource& source, const CompressPlan& plan,
                                         const GroupSpec& group) {
   std::vector<MemberSource> sources;
   sources.reserve(group.members.size());
   for (size_t m : group.members) {
     const TensorLocation& at = plan.order[m];
-    sources.push_back({&folder.shards[at.shard].mapped(), folder.tensor(at).file_offset});
+    sources.push_back(source.member_source(at));
   }
   return sources;
 }
@@ -207,18 +223,18 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
   return grouping;
 }
 
-Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
+Result<CompressPlan> plan_compression(const CheckpointSource& source, GroupBy group_by,
                                       Reporter& reporter, const CancelToken& cancel,
                                       uint64_t chunk_weights, PhaseTimes* phases) {
   CompressPlan result;
-  result.order = folder.tensors_in_file_order();
+  result.order = source.tensors_in_file_order();
   std::vector<TensorEntry> entries;
   entries.reserve(result.order.size());
   for (const TensorLocation& at : result.order) {
-    const TensorInfo& t = folder.tensor(at);
+    const TensorInfo& t = source.tensor(at);
     entries.push_back(TensorEntry{t.name, t.dtype, t.shape, t.n_elements});
   }
-  Grouping grouping = group_tensors(entries, folder.config_text, group_by);
+  Grouping grouping = group_tensors(entries, source.config_text(), group_by);
   for (const std::string& note : grouping.notes) reporter.warning(note);
   if (const std::string moe = per_expert_note(grouping); !moe.empty()) reporter.note(moe);
   result.raw.assign(result.order.size(), false);
@@ -227,18 +243,18 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
   // Why each tensor stays raw, for the coverage warning.
   std::vector<std::string> reasons(result.order.size(), "not grouped");
   for (size_t i : grouping.raw) {
-    const TensorInfo& t = folder.tensor(result.order[i]);
+    const TensorInfo& t = source.tensor(result.order[i]);
     if (!t.name.ends_with(".weight")) reasons[i] = "not named '<module>.weight'";
   }
   for (size_t i = 0; i < result.order.size(); ++i) {
-    const TensorInfo& t = folder.tensor(result.order[i]);
+    const TensorInfo& t = source.tensor(result.order[i]);
     if (t.dtype == Dtype::kBF16 && t.shape.size() == 2 && t.n_elements > 0) {
       result.bf16_matrix_bytes += t.byte_size();
     }
   }
 
   uint64_t total = 0;
-  for (const GroupSpec& g : grouping.groups) total += member_bytes(folder, result, g);
+  for (const GroupSpec& g : grouping.groups) total += member_bytes(source, result, g);
   reporter.progress_start("planning   ", total);
   std::vector<bool> coded;
   for (GroupSpec& spec : grouping.groups) {
@@ -246,22 +262,26 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
     PlannedGroup group;
     group.spec = std::move(spec);
     group.shard = result.order[group.spec.members.front()].shard;
-    const uint64_t group_bytes = member_bytes(folder, result, group.spec);
+    const uint64_t group_bytes = member_bytes(source, result, group.spec);
     std::string incompatible;
     for (;;) {
       // spec 3.7: a group the loader cannot take is stored unchanged; the element count is
       // known before any weight is read, the stream's blocks after planning.
       CompatSizes sizes;
       for (size_t m : group.spec.members) {
-        sizes.n_elements += folder.tensor(result.order[m]).n_elements;
+        sizes.n_elements += source.tensor(result.order[m]).n_elements;
       }
       incompatible = compat_violation(sizes);
       if (!incompatible.empty()) break;
-      DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, result, group.spec));
+      DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(source, result, group.spec));
+      // The members' bytes are held until this attempt ends (the spans die with it); then
+      // what the workers left is dropped: pages at chunk seams and the kernel's fault-around
+      // pages, or what a source staged.
+      const MembersHeld held(source, result, group.spec, phases);
       std::optional<PhaseTimer> histogram(std::in_place, phases, "  plan_group");
       // Each worker drops the pages of the chunk it has counted, so that the group's pages
       // are not all resident at once, nor all dropped on one thread afterwards.
-      const SourcePages pages(spans.stream(), group_sources(folder, result, group.spec));
+      const SourcePages pages(spans.stream(), group_sources(source, result, group.spec));
       auto plan = plan_group(spans.spans(), chunk_weights, [&](uint64_t begin, uint64_t end) {
         pages.drop(begin, end, /*whole_pages_only=*/true);
       });
@@ -277,21 +297,21 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
           group.coded = true;
           group.plan = std::move(plan).value();
           if (group.spec.alias_name.empty()) {
-            result.coded_weight_bytes += member_bytes(folder, result, group.spec);
+            result.coded_weight_bytes += member_bytes(source, result, group.spec);
           }
         }
         break;
       }
       if (plan.status().code() != ErrorCode::kUncodable) {
-        return plan.status().with_context(group_context(folder, result, group.spec));
+        return plan.status().with_context(group_context(source, result, group.spec));
       }
       const auto bad_members = uncodable_members(spans);
-      const std::string list = uncodable_list(folder, result, group.spec, bad_members);
+      const std::string list = uncodable_list(source, result, group.spec, bad_members);
       for (const auto& [k, bad] : bad_members) {
         reasons[group.spec.members[k]] = kReasonValues;
       }
       if (bad_members.empty() || bad_members.size() == group.spec.members.size()) {
-        reporter.warning(group_context(folder, result, group.spec) +
+        reporter.warning(group_context(source, result, group.spec) +
                          ": stored unchanged: Inf, NaN or |x| >= 2^113 cannot be coded, in " +
                          list);
         break;
@@ -300,25 +320,20 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
       uint64_t dropped = 0;
       for (const auto& [k, bad] : bad_members) {
         const size_t m = group.spec.members[k];
-        dropped += folder.tensor(result.order[m]).byte_size();
+        dropped += source.tensor(result.order[m]).byte_size();
         result.raw[m] = true;
       }
       reporter.warning(
-          group_context(folder, result, group.spec) + ": " + list +
+          group_context(source, result, group.spec) + ": " + list +
           " hold Inf, NaN or |x| >= 2^113, which cannot be coded: stored unchanged on " +
           "their own (" + format_bytes(dropped) + " uncoded); the group's other " +
           count_of(group.spec.members.size() - bad_members.size(), "tensor") + " coded");
       group.spec = without_members(group.spec, bad_members);
     }
     if (!incompatible.empty()) {
-      reporter.warning(group_context(folder, result, group.spec) + ": stored unchanged: " +
-                       incompatible + "; tensors " + member_list(folder, result, group.spec));
+      reporter.warning(group_context(source, result, group.spec) + ": stored unchanged: " +
+                       incompatible + "; tensors " + member_list(source, result, group.spec));
       for (size_t m : group.spec.members) reasons[m] = kReasonLimit;
-    }
-    {
-      // What the workers left: pages at chunk seams and the kernel's fault-around pages.
-      const PhaseTimer releasing(phases, "  planning: release input pages");
-      release_members(folder, result, group.spec);
     }
     // A tied copy that stays uncoded is simply not written: its tensor is stored by its own
     // group or raw.
@@ -333,7 +348,7 @@ Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_b
   if (result.bf16_matrix_bytes != 0 &&
       static_cast<double>(result.coded_weight_bytes) <
           kLowCoverageShare * static_cast<double>(result.bf16_matrix_bytes)) {
-    reporter.warning(coverage_warning(folder, result, reasons));
+    reporter.warning(coverage_warning(source, result, reasons));
   }
 
   std::vector<GroupSpec> specs;

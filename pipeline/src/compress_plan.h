@@ -11,10 +11,10 @@
 #include <vector>
 
 #include "cancel.h"
+#include "checkpoint_source.h"
 #include "df11/encoder.h"
 #include "grouping.h"
 #include "member_spans.h"
-#include "model_folder.h"
 #include "phase_times.h"
 #include "reporter.h"
 #include "source_pages.h"
@@ -47,21 +47,23 @@ Grouping group_tensors(std::span<const TensorEntry> entries,
 // each tensor with Inf or NaN taken out of its group (spec 7.4), and when less than 90% of
 // the BF16 2-D weight bytes are coded (naming the largest uncoded tensors and why).
 // Progress counts the bytes of member tensors read. `chunk_weights`: see plan_group().
-Result<CompressPlan> plan_compression(const ModelFolder& folder, GroupBy group_by,
+Result<CompressPlan> plan_compression(const CheckpointSource& source, GroupBy group_by,
                                       Reporter& reporter, const CancelToken& cancel,
                                       uint64_t chunk_weights = kDefaultChunkWeights,
                                       PhaseTimes* phases = nullptr);
 
-// The members of a group as spans over the folder's mappings.
-Result<MemberSpans> group_member_spans(const ModelFolder& folder, const CompressPlan& plan,
+// The members of a group as spans over the source's bytes (a folder's mappings), valid until
+// the source releases them.
+Result<MemberSpans> group_member_spans(const CheckpointSource& source, const CompressPlan& plan,
                                        const GroupSpec& group);
 
-// Where each member of a group lies in its input mapping (to drop its pages once read).
-std::vector<MemberSource> group_sources(const ModelFolder& folder, const CompressPlan& plan,
+// Where each member of a group lies in its input mapping (to drop its pages once read; none
+// for a source that is not mapped).
+std::vector<MemberSource> group_sources(const CheckpointSource& source, const CompressPlan& plan,
                                         const GroupSpec& group);
 
 // "model.safetensors: group 'model.layers.3'" for messages.
-std::string group_context(const ModelFolder& folder, const CompressPlan& plan,
+std::string group_context(const CheckpointSource& source, const CompressPlan& plan,
                           const GroupSpec& group);
 
 }  // namespace df11::app

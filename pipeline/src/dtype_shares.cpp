@@ -46,17 +46,24 @@ std::string dtype_shares_text(const std::vector<DtypeShare>& shares) {
   return text;
 }
 
-Status require_bf16_weights(const ModelFolder& folder) {
-  for (const SafetensorsFile& shard : folder.shards) {
-    for (const TensorInfo& t : shard.header().tensors) {
+Status require_bf16_weights(const std::vector<const SafetensorsHeader*>& headers,
+                            const std::string& where) {
+  for (const SafetensorsHeader* header : headers) {
+    for (const TensorInfo& t : header->tensors) {
       if (t.dtype == Dtype::kBF16 && t.shape.size() == 2 && t.n_elements > 0) return Status::ok();
     }
   }
   return Status(ErrorCode::kBadDtype,
-                folder.dir.string() + ": no BF16 weights to code: the tensors are " +
-                    dtype_shares_text(dtype_shares(folder)) +
+                where + ": no BF16 weights to code: the tensors are " +
+                    dtype_shares_text(dtype_shares(headers)) +
                     "; DF11 codes BF16 weights only, and converting F16 or F32 to BF16 would "
                     "not be lossless");
+}
+
+Status require_bf16_weights(const ModelFolder& folder) {
+  std::vector<const SafetensorsHeader*> headers;
+  for (const SafetensorsFile& shard : folder.shards) headers.push_back(&shard.header());
+  return require_bf16_weights(headers, folder.dir.string());
 }
 
 }  // namespace df11::app

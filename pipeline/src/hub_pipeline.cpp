@@ -14,6 +14,7 @@
 #include "byte_units.h"
 #include "count_text.h"
 #include "df11_folder.h"
+#include "hub_transfer.h"
 #include "model_card.h"
 #include "model_folder.h"
 #include "verify.h"
@@ -22,46 +23,6 @@ namespace df11::app {
 namespace {
 
 namespace fs = std::filesystem;
-
-// Transfer controls that feed the reporter's progress and stop with the cancel token.
-struct ReportedTransfer {
-  ReportedTransfer(Reporter& reporter, const CancelToken& cancel, const std::string& label,
-                   int transfers) {
-    control.threads = transfers > 0 ? transfers : 8;
-    control.cancelled = [&cancel] { return cancel.cancelled(); };
-    control.on_retry = [&reporter](const std::string& line) { reporter.note(line); };
-    control.progress = [this, &reporter, label](const hub::TransferProgress& p) {
-      std::lock_guard<std::mutex> lock(mutex);
-      if (!started) {
-        reporter.progress_start(label, p.bytes_total);
-        started = true;
-      }
-      if (p.bytes_done > reported) {
-        reporter.progress_advance(p.bytes_done - reported);
-        reported = p.bytes_done;
-      }
-    };
-  }
-  hub::TransferControl control;
-  std::mutex mutex;
-  bool started = false;
-  uint64_t reported = 0;
-};
-
-// Runs one df11_hub operation with the reporter's progress; an interruption is reported with
-// the token's reason ("interrupted by SIGINT").
-template <typename T, typename Op>
-Result<T> with_reporter(Reporter& reporter, const CancelToken& cancel, const std::string& label,
-                        int transfers, Op op) {
-  ReportedTransfer transfer(reporter, cancel, label, transfers);
-  Result<T> result = op(transfer.control);
-  reporter.progress_finish();
-  if (!result && result.status().code() == ErrorCode::kInterrupted) {
-    Status interrupted = cancel.check();
-    if (!interrupted.is_ok()) return interrupted;
-  }
-  return result;
-}
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -242,19 +203,6 @@ Status write_card(const std::string& folder, const std::string& text) {
 
 }  // namespace
 
-Result<hub::PullResult> pull_model(const PullModelOptions& options, Reporter& reporter,
-                                   const CancelToken& cancel) {
-  DF11_ASSIGN_OR_RETURN(hub::RepoRef ref, hub::parse_repo_ref(options.repo));
-  DF11_ASSIGN_OR_RETURN(hub::HubConfig config, hub::config_from_environment());
-  hub::PullOptions pull;
-  pull.ref = ref;
-  pull.local_dir = options.local_dir;
-  pull.include = options.include;
-  return with_reporter<hub::PullResult>(
-      reporter, cancel, "pull " + ref.repo_id, options.transfers,
-      [&](const hub::TransferControl& control) { return hub::pull(config, pull, control); });
-}
-
 Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& reporter,
                                    const CancelToken& cancel) {
   DF11_ASSIGN_OR_RETURN(hub::RepoRef ref, hub::parse_repo_ref(options.repo));
@@ -412,18 +360,6 @@ Result<PublishResult> publish_model(const PublishOptions& options, Reporter& rep
   push.transfers = options.transfers;
   DF11_ASSIGN_OR_RETURN(result.push, push_model(push, reporter, cancel));
   return result;
-}
-
-Result<std::string> resolve_model_argument(const std::string& argument, int transfers,
-                                           Reporter& reporter, const CancelToken& cancel) {
-  std::error_code ec;
-  if (fs::exists(argument, ec) || !hub::looks_like_repo_ref(argument)) return argument;
-  PullModelOptions pull;
-  pull.repo = argument;
-  pull.transfers = transfers;
-  DF11_ASSIGN_OR_RETURN(hub::PullResult pulled, pull_model(pull, reporter, cancel));
-  reporter.detail("pulled " + argument + " -> " + pulled.snapshot_dir);
-  return pulled.snapshot_dir;
 }
 
 }  // namespace df11::app

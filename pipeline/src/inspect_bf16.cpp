@@ -7,6 +7,7 @@
 
 #include "block_limits.h"
 #include "compress_plan.h"
+#include "folder_source.h"
 #include "inspect_zstd.h"
 #include "member_spans.h"
 #include "parallel_tasks.h"
@@ -81,8 +82,9 @@ Status predict_bf16_checkpoint(const ModelFolder& folder, bool zstd, InspectRepo
     std::vector<std::string>& notes;
     std::mutex mutex;
   } collector(report.notes);
+  const FolderSource source(folder);
   DF11_ASSIGN_OR_RETURN(CompressPlan plan,
-                        plan_compression(folder, GroupBy::kBlock, collector, cancel));
+                        plan_compression(source, GroupBy::kBlock, collector, cancel));
 
   // order index -> group index, for tensors that join a group.
   std::unordered_map<size_t, size_t> group_of;
@@ -104,12 +106,12 @@ Status predict_bf16_checkpoint(const ModelFolder& folder, bool zstd, InspectRepo
       group_of[m] = gi;
     }
     DF11_RETURN_IF_ERROR(cancel.check());
-    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, plan, pg.spec));
+    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(source, plan, pg.spec));
     if (pg.coded) {
       fill_from_plan(spans, pg.plan, g);
     } else {
       DF11_RETURN_IF_ERROR(
-          predict_group(spans, g).with_context(group_context(folder, plan, pg.spec)));
+          predict_group(spans, g).with_context(group_context(source, plan, pg.spec)));
     }
     report.groups.push_back(std::move(g));
   }

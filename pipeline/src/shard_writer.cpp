@@ -20,14 +20,13 @@ namespace {
 constexpr uint64_t kRawStepBytes = uint64_t{16} << 20;
 
 // Copies a raw tensor to its place in the output, hashing it on the way.
-Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLocation& at,
+Result<std::string> write_raw_tensor(const CheckpointSource& source, const TensorLocation& at,
                                      const FileWriter& file, uint64_t offset, Reporter& reporter,
                                      const CancelToken& cancel) {
-  const TensorInfo& t = folder.tensor(at);
   Xxh3 hash;
   uint64_t done = 0;
-  Status status = stream_file_range(
-      folder.shards[at.shard].mapped(), t.file_offset, t.byte_size(),
+  Status status = source.stream_tensor(
+      at,
       [&](std::span<const uint8_t> bytes) {
         hash.update(bytes);
         DF11_RETURN_IF_ERROR(file.write(offset + done, bytes));
@@ -36,9 +35,10 @@ Result<std::string> write_raw_tensor(const ModelFolder& folder, const TensorLoca
         return Status::ok();
       },
       cancel, kRawStepBytes);
-  if (!status)
-    return status.with_context(folder.shard_names[at.shard] + ": tensor '" + t.name + "'");
-  folder.shards[at.shard].release(t);
+  if (!status) {
+    return status.with_context(source.shard_name(at.shard) + ": tensor '" + source.tensor(at).name +
+                               "'");
+  }
   return hash.hex_digest();
 }
 
@@ -70,7 +70,7 @@ std::vector<Unit> units_of(const CompressPlan& plan, const ShardOut& out, uint64
 
 }  // namespace
 
-Status write_shard_items(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
+Status write_shard_items(const CheckpointSource& source, const CompressPlan& plan, ShardOut& out,
                          const FinalizedLayout& layout, const FileWriter& writer,
                          uint64_t step_weights, Reporter& reporter, const CancelToken& cancel,
                          std::vector<std::string>& details, PhaseTimes* phases) {
@@ -83,14 +83,14 @@ Status write_shard_items(const ModelFolder& folder, const CompressPlan& plan, Sh
     if (found != groups.end()) return found->second.get();
     const ShardItem& item = out.items[i];
     const PlannedGroup& group = plan.groups[item.index];
-    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(folder, plan, group.spec));
+    DF11_ASSIGN_OR_RETURN(MemberSpans spans, group_member_spans(source, plan, group.spec));
     StoredOffsets offsets;
     for (size_t k = 0; k < offsets.size(); ++k) {
       offsets[k] = layout.tensor_offsets[item.first_tensor + k];
     }
     auto made = std::make_unique<GroupWriter>(
-        std::move(spans), group_sources(folder, plan, group.spec), group.plan, offsets,
-        step_weights, group_context(folder, plan, group.spec));
+        std::move(spans), group_sources(source, plan, group.spec), group.plan, offsets,
+        step_weights, group_context(source, plan, group.spec));
     return groups.emplace(i, std::move(made)).first->second.get();
   };
 
@@ -99,7 +99,7 @@ Status write_shard_items(const ModelFolder& folder, const CompressPlan& plan, Sh
     if (unit.kind == Unit::Kind::kRaw) {
       DF11_ASSIGN_OR_RETURN(
           out.metadata.tensors[item.meta_index].xxh3,
-          write_raw_tensor(folder, plan.order[item.index], writer,
+          write_raw_tensor(source, plan.order[item.index], writer,
                            layout.tensor_offsets[item.first_tensor], reporter, cancel));
       return Status::ok();
     }
@@ -143,8 +143,14 @@ Status write_shard_items(const ModelFolder& folder, const CompressPlan& plan, Sh
         });
     DF11_RETURN_IF_ERROR(written);
     DF11_RETURN_IF_ERROR(encoded);
-    if (previous != nullptr && previous->kind == Unit::Kind::kGroupEnd)
+    if (previous != nullptr && previous->kind == Unit::Kind::kGroupEnd) {
       groups.erase(previous->item);
+      // The members group_member_spans took (a source's staged bytes; a mapping's pages, which
+      // the writer has dropped already).
+      for (size_t m : plan.groups[out.items[previous->item].index].spec.members) {
+        source.release(plan.order[m]);
+      }
+    }
     previous = current;
   }
   return Status::ok();

@@ -11,11 +11,11 @@
 #include <vector>
 
 #include "cancel.h"
+#include "checkpoint_source.h"
 #include "compress_layout.h"
 #include "compress_plan.h"
 #include "df11/safetensors.h"
 #include "file_writer.h"
-#include "model_folder.h"
 #include "phase_times.h"
 #include "reporter.h"
 
@@ -26,7 +26,7 @@ namespace df11::app {
 // coded per step (two steps' output and input pages are resident at a time). Per-group lines for -v
 // are appended to `details`. Progress advances by the input bytes written. Stops with kInterrupted
 // once `cancel` is cancelled.
-Status write_shard_items(const ModelFolder& folder, const CompressPlan& plan, ShardOut& out,
+Status write_shard_items(const CheckpointSource& source, const CompressPlan& plan, ShardOut& out,
                          const FinalizedLayout& layout, const FileWriter& writer,
                          uint64_t step_weights, Reporter& reporter, const CancelToken& cancel,
                          std::vector<std::string>& details, PhaseTimes* phases = nullptr);

@@ -3,13 +3,18 @@
     import df11
     model = df11.from_pretrained("path/to/df11-folder")        # transformers model, GPU or CPU
     model = df11.from_pretrained(path, bfloat16_model=flux)     # diffusers (or any) model
+    df11.compress(bf16_model, "out-df11")                       # what `df11 compress` writes
 
-The native part is libdf11 (the C API, capi/include/df11/df11.h) through ctypes; see README.md,
+The native part is libdf11 (the C API, capi/include/df11/df11.h) through ctypes, and for
+df11.compress and Hub ids libdf11-tools (tools_capi/include/df11/df11_tools.h); see README.md,
 "Python".
 """
 from ._capi import Df11Error, has_cuda, version
 from . import _ops  # noqa: F401  (registers torch.ops.df11.*)
+from .checkpoint import CompressResult, compress
+from .exec_mode import reference as exec_reference
 from .loader import DFloat11Model, from_pretrained
 
-__all__ = ["Df11Error", "DFloat11Model", "from_pretrained", "has_cuda", "version"]
+__all__ = ["CompressResult", "Df11Error", "DFloat11Model", "compress", "exec_reference",
+           "from_pretrained", "has_cuda", "version"]
 __version__ = "0.1.0"

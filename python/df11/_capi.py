@@ -49,6 +49,22 @@ class CudaGroup(Structure):
                 ("d_gaps", c_void_p), ("d_out", c_void_p)]
 
 
+class ExecMatrix(Structure):
+    """df11_exec_matrix: one member's execution-layout blob in device memory and its shape."""
+    _fields_ = [("d_blob", c_void_p), ("bytes", c_size_t), ("rows", c_uint32), ("cols", c_uint32),
+                ("n_exceptions", c_uint32)]
+
+
+class ExecGemm(Structure):
+    """df11_exec_gemm: Y = X W^T from one blob."""
+    _fields_ = [("w", ExecMatrix), ("d_x", c_void_p), ("d_y", c_void_p)]
+
+
+EXEC_STATUS_BYTES = 16  # DF11_EXEC_STATUS_BYTES
+EXEC_MAX_BATCH = 16  # DF11_EXEC_MAX_BATCH
+EXEC_KEEP_STATUS = 1  # DF11_EXEC_KEEP_STATUS
+
+
 def _library_path(name: str) -> str:
     """The shared library `name` ("libdf11.so.0"): $DF11_LIBRARY_DIR (a build tree's folder,
     for development) or the package's own lib/ folder, where the wheel puts it."""
@@ -125,6 +141,23 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_cuda_plan_status_bytes", c_size_t, plan_p)
     f("df11_cuda_status_copy", c_int, plan_p, c_void_p, c_void_p, c_size_t, c_void_p)
     f("df11_cuda_group_status", c_int, plan_p, c_void_p, c_size_t, c_size_t)
+    # Experimental section (DF11_EXPERIMENTAL).
+    f("df11_cuda_decode_and_copy_status", c_int, plan_p, c_void_p, c_size_t, c_void_p, c_size_t,
+      c_void_p)
+    f("df11_cuda_exec_workspace_bytes", c_int, model_p, c_size_t, POINTER(c_size_t),
+      POINTER(c_size_t))
+    f("df11_cuda_exec_measure", c_int, model_p, c_size_t, POINTER(CudaGroup), c_void_p, c_size_t,
+      c_void_p, POINTER(ExecMatrix), POINTER(c_char_p), c_size_t)
+    f("df11_cuda_exec_pack", c_int, model_p, c_size_t, c_void_p, c_size_t, POINTER(ExecMatrix),
+      c_size_t, c_void_p)
+    f("df11_cuda_exec_to_bf16_ex", c_int, model_p, POINTER(ExecMatrix), POINTER(c_void_p),
+      c_size_t, c_void_p, c_size_t, c_uint32, c_void_p)
+    f("df11_cuda_exec_gemm_ex", c_int, model_p, POINTER(ExecGemm), c_size_t, c_uint32, c_void_p,
+      c_size_t, c_uint32, c_void_p)
+    f("df11_cuda_exec_status_reset", c_int, c_void_p, c_size_t, c_void_p)
+    f("df11_cuda_exec_status_sync", c_int, model_p, c_void_p, c_void_p)
+    f("df11_cuda_exec_reference_gemm", c_int, model_p, c_void_p, c_uint32, c_uint32, c_void_p,
+      c_void_p, c_uint32, c_void_p)
 
 
 def status_name(code: int) -> str:
@@ -292,6 +325,12 @@ class CudaPlan:
 
     def decode(self, d_ws: int, ws_bytes: int, stream: int) -> None:
         self._check(lib().df11_cuda_decode(self._h, c_void_p(d_ws), ws_bytes, c_void_p(stream)))
+
+    def decode_and_copy_status(self, d_ws: int, ws_bytes: int, h_status: int, status_bytes: int,
+                               stream: int) -> None:
+        self._check(lib().df11_cuda_decode_and_copy_status(
+            self._h, c_void_p(d_ws), ws_bytes, c_void_p(h_status), status_bytes,
+            c_void_p(stream)))
 
     def status_sync(self, d_ws: int, stream: int) -> None:
         self._check(lib().df11_cuda_status_sync(self._h, c_void_p(d_ws), c_void_p(stream)))

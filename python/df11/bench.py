@@ -2,13 +2,16 @@
 package's inference.py measures them, beside the BF16 model and the official loader.
 
     python -m df11.bench DF11_DIR --bf16 BF16_DIR --batch 1,8 --tokens 256 \\
-        --compare bf16,dfloat11 --cuda-graphs [--json results.json]
+        --compare bf16,dfloat11,df11-exec --cuda-graphs [--repeat 3] [--json results.json]
 
 Each variant runs in its own process (so that load time and peak memory are its own): df11
-(this package), bf16 (transformers from --bf16, the original weights) and dfloat11 (the
-official loader on the same folder, when the package is installed). For each batch size it
-runs HF generate (greedy, a random prompt of --prompt tokens, --tokens new tokens, end of
-sequence ignored) after a short warm-up and prints tokens/s, the time per generated token
+(this package), bf16 (transformers from --bf16, the original weights), dfloat11 (the
+official loader on the same folder, when the package is installed) and df11-exec (this
+package with mode="exec", whose tokens are not expected to equal BF16's: its products at
+<= 16 tokens are the execution layout's reference GEMM's, not cuBLAS's). For each batch size
+it runs HF generate (greedy, a random prompt of --prompt tokens, --tokens new tokens, end of
+sequence ignored) after a short warm-up, --repeat times (the median is reported), and prints
+tokens/s, the time per generated token
 (latency), peak GPU memory (allocated and reserved), the load time, and whether each
 variant's tokens equal BF16's (else df11's). --cuda-graphs adds a static-cache run with one
 decode step captured in a CUDA graph (df11.generation.greedy_static; the official loader's
@@ -27,9 +30,10 @@ import time
 
 def _load(variant: str, args):
     import torch
-    if variant == "df11":
+    if variant in ("df11", "df11-exec"):
         import df11
-        return df11.from_pretrained(args.model, device="cuda")
+        return df11.from_pretrained(args.model, device="cuda",
+                                    mode="exec" if variant == "df11-exec" else "decode")
     if variant == "bf16":
         from transformers import AutoModelForCausalLM
         return AutoModelForCausalLM.from_pretrained(args.bf16, dtype=torch.bfloat16,
@@ -95,6 +99,14 @@ def _decode_ms(model, rounds=20):
     return times[len(times) // 2]
 
 
+def _run_row(mode, batch, tokens, times, path) -> dict:
+    """One row: the median of the repeated runs (all of them kept)."""
+    seconds = sorted(times)[len(times) // 2]
+    return {"mode": mode, "batch": batch, "new_tokens": tokens, "seconds": seconds,
+            "all_seconds": times, "tokens_per_s": batch * tokens / seconds,
+            "ms_per_token": 1000 * seconds / tokens, "tokens": path}
+
+
 def _partial(result) -> None:
     """The results so far, in case a later run fails (the parent takes the last line)."""
     import torch
@@ -121,40 +133,42 @@ def worker(args) -> dict:
         torch.save(logits, path)
         result.setdefault("logits", {})[str(batch)] = path
     result["peak_after_forward_gb"] = torch.cuda.max_memory_allocated() / 1e9
+    eager_tokens = args.eager_tokens or args.tokens
     for batch in (args.batches if "eager" in args.modes else []):
         ids = _prompt(vocab, batch, args.prompt)
         _generate(model, ids, 4)  # warm-up
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        out = _generate(model, ids, args.tokens)
-        torch.cuda.synchronize()
-        seconds = time.perf_counter() - t0
+        times = []
+        for _ in range(args.repeat):
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            out = _generate(model, ids, eager_tokens)
+            torch.cuda.synchronize()
+            times.append(time.perf_counter() - t0)
         path = os.path.join(args.out, f"{variant}-eager-b{batch}.pt")
         torch.save(out.cpu(), path)
-        result["runs"].append({"mode": "eager", "batch": batch, "seconds": seconds,
-                               "tokens_per_s": batch * args.tokens / seconds,
-                               "ms_per_token": 1000 * seconds / args.tokens, "tokens": path})
+        result["runs"].append(_run_row("eager", batch, eager_tokens, times, path))
         _partial(result)
     result["peak_eager_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
     result["peak_eager_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
     if args.cuda_graphs and "graph" in args.modes and variant != "dfloat11":
         from .generation import greedy_static
-        for batch in args.batches:
+        for batch in (args.graph_batches or args.batches):
             ids = _prompt(vocab, batch, args.prompt)
             greedy_static(model, ids, 4, cuda_graph=True)  # warm-up (its own cache, graph)
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            out, _ = greedy_static(model, ids, args.tokens, cuda_graph=True)
-            torch.cuda.synchronize()
-            seconds = time.perf_counter() - t0
+            times = []
+            for _ in range(args.repeat):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                out, _ = greedy_static(model, ids, args.tokens, cuda_graph=True)
+                torch.cuda.synchronize()
+                times.append(time.perf_counter() - t0)
             path = os.path.join(args.out, f"{variant}-graph-b{batch}.pt")
             torch.save(out.cpu(), path)
-            result["runs"].append({"mode": "cuda-graph", "batch": batch, "seconds": seconds,
-                                   "tokens_per_s": batch * args.tokens / seconds,
-                                   "ms_per_token": 1000 * seconds / args.tokens, "tokens": path})
+            result["runs"].append(_run_row("cuda-graph", batch, args.tokens, times, path))
             _partial(result)
     if variant == "df11":
         result["decode_all_ms"] = _decode_ms(model)
+    if variant.startswith("df11"):
         result["df11_bytes"] = model.df11.memory_bytes()
     result["peak_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
     result["peak_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
@@ -163,7 +177,7 @@ def worker(args) -> dict:
 
 def _table(results, args) -> str:
     import torch
-    lines = [f"{'variant':9} {'mode':10} {'batch':>5} {'tok/s':>9} {'ms/token':>9} "
+    lines = [f"{'variant':9} {'mode':10} {'batch':>5} {'new':>4} {'tok/s':>9} {'ms/token':>9} "
              f"{'load s':>7} {'peak alloc GB':>13} {'peak resv GB':>12}  tokens"]
     tokens = {}
     for r in results:
@@ -173,7 +187,7 @@ def _table(results, args) -> str:
     ref_logits = next((r.get("logits", {}) for r in results if r["variant"] == reference), {})
     for r in results:
         for batch, path in r.get("logits", {}).items():
-            if r["variant"] != reference and batch in ref_logits:
+            if r["variant"] not in (reference, "df11-exec") and batch in ref_logits:
                 a, b = torch.load(path), torch.load(ref_logits[batch])
                 same = torch.equal(a, b)
                 r.setdefault("logits_equal_reference", {})[batch] = same
@@ -186,6 +200,11 @@ def _table(results, args) -> str:
             mine = tokens[(r["variant"], run["mode"], run["batch"])]
             if r["variant"] == reference:
                 same = "reference"
+            elif r["variant"] == "df11-exec" and key in tokens:
+                # Not expected equal: at <= 16 tokens its products are the reference GEMM's.
+                same = ("equal" if torch.equal(mine, tokens[key]) else
+                        f"differ ({int((mine != tokens[key]).sum())} of {mine.numel()}; "
+                        "exec products are not cuBLAS's)")
             elif key in tokens:
                 same = "equal" if torch.equal(mine, tokens[key]) else \
                     f"DIFFER ({int((mine != tokens[key]).sum())} of {mine.numel()})"
@@ -198,7 +217,7 @@ def _table(results, args) -> str:
                 same += ("; = " if torch.equal(mine, tokens[(other, run["mode"], run["batch"])])
                          else "; != ") + other
             lines.append(f"{r['variant']:9} {run['mode']:10} {run['batch']:>5} "
-                         f"{run['tokens_per_s']:>9.1f} {run['ms_per_token']:>9.2f} "
+                         f"{run.get('new_tokens', args.tokens):>4} {run['tokens_per_s']:>9.1f} {run['ms_per_token']:>9.2f} "
                          f"{r['load_s']:>7.2f} {r['peak_allocated_gb']:>13.2f} "
                          f"{r['peak_reserved_gb']:>12.2f}  {same}")
     for r in results:
@@ -217,21 +236,33 @@ def main(argv=None) -> int:
     parser.add_argument("--tokens", type=int, default=256, help="new tokens (default 256)")
     parser.add_argument("--prompt", type=int, default=16, help="prompt tokens (default 16)")
     parser.add_argument("--compare", default="bf16,dfloat11",
-                        help="other variants: bf16, dfloat11 (the official loader)")
+                        help="other variants: bf16, dfloat11 (the official loader), df11-exec "
+                             "(mode='exec'); VARIANT:MODES runs one in those modes only "
+                             "(df11-exec:graph, modes joined by +)")
     parser.add_argument("--cuda-graphs", action="store_true",
                         help="also a static-cache run with a CUDA-graph decode step")
     parser.add_argument("--modes", default="eager,graph",
                         help="eager (HF generate) and/or graph (with --cuda-graphs)")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each measurement; the median is reported (default 3)")
+    parser.add_argument("--eager-tokens", type=int, default=0,
+                        help="new tokens of the eager runs (default: --tokens)")
+    parser.add_argument("--graph-batch", default="",
+                        help="batch sizes of the CUDA-graph runs (default: --batch)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.batches = [int(b) for b in args.batch.split(",") if b]
+    args.graph_batches = [int(b) for b in args.graph_batch.split(",") if b]
     if args.worker:
         print("DF11BENCH " + json.dumps(worker(args)), flush=True)
         return 0
     variants = ["df11"]
-    for v in [v for v in args.compare.split(",") if v]:
+    modes = {"df11": args.modes}
+    for spec in [v for v in args.compare.split(",") if v]:
+        v, _, only = spec.partition(":")  # "df11-exec:graph": that variant in those modes
+        modes[v] = only.replace("+", ",") if only else args.modes
         if v == "bf16" and not args.bf16:
             print("bench: --compare bf16 needs --bf16 DIR; skipped", file=sys.stderr)
             continue
@@ -240,7 +271,7 @@ def main(argv=None) -> int:
             if importlib.util.find_spec("dfloat11") is None:
                 print("bench: the dfloat11 package is not installed; skipped", file=sys.stderr)
                 continue
-        if v not in ("bf16", "dfloat11"):
+        if v not in ("bf16", "dfloat11", "df11-exec"):
             parser.error(f"--compare: unknown variant {v!r}")
         variants.append(v)
     results = []
@@ -248,12 +279,13 @@ def main(argv=None) -> int:
         for v in variants:
             cmd = [sys.executable, "-m", "df11.bench", args.model, "--worker", v, "--out", out,
                    "--batch", args.batch, "--tokens", str(args.tokens), "--prompt",
-                   str(args.prompt)]
+                   str(args.prompt), "--repeat", str(args.repeat), "--eager-tokens",
+                   str(args.eager_tokens), "--graph-batch", args.graph_batch]
             if args.bf16:
                 cmd += ["--bf16", args.bf16]
             if args.cuda_graphs:
                 cmd.append("--cuda-graphs")
-            cmd += ["--modes", args.modes]
+            cmd += ["--modes", modes[v]]
             proc = subprocess.run(cmd, capture_output=True, text=True)
             lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("DF11BENCH ")]
             if proc.returncode != 0:

@@ -33,7 +33,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
-from . import _capi, _ops
+from . import _capi, _ops, exec_mode
 from ._capi import Df11Error
 
 ALIGN_BYTES = 256  # cuBLASLt sees operand alignment up to 256 bytes (PyTorch passes it)
@@ -140,48 +140,62 @@ class _CpuDecoder:
         pass
 
 
+def _raw_stream_fn():
+    """device index -> torch's current cudaStream_t as an int, as cheaply as torch allows
+    (torch.cuda.current_stream() builds a Stream object per call)."""
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda index: torch.cuda.current_stream(index).cuda_stream
+
+
+raw_stream = _raw_stream_fn()
+
+
 class _CudaDecoder:
     """One df11_cuda_plan over one group whose coded parts stay on the GPU (or in pinned host
     memory, copied to a staging buffer by the hook before the decode)."""
 
-    def __init__(self, folder: _capi.Model, group: Group, parts: Dict[int, int], out_ptr: int):
+    def __init__(self, folder: _capi.Model, group: Group, parts: Dict[int, int], out_ptr: int,
+                 device: torch.device):
         dev = _capi.CudaGroup(parts[_capi.PART_LUTS], parts[_capi.PART_ENCODED_EXPONENT],
                               parts[_capi.PART_SIGN_MANTISSA], parts[_capi.PART_OUTPUT_POSITIONS],
                               parts[_capi.PART_GAPS], out_ptr)
         self.group = group
         self.out_ptr = out_ptr
+        self.device_index = device.index if device.index is not None else 0
         self.plan = _capi.CudaPlan(folder, [group.index], [dev])  # validates on the host
-        self._lib = _capi.lib()
+        self._fn = _capi.lib().df11_cuda_decode_and_copy_status
         self._plan = self.plan.handle
         self.ws_ptr = 0
         self.ws_bytes = self.plan.workspace_bytes
         self.h_status = 0
         self.status_bytes = self.plan.status_bytes
+        self._args = ()  # set by set_buffers: the call's arguments but the stream
         self.copied = False  # a status copy was ever enqueued (graph replays repeat it)
         self.out: Optional[torch.Tensor] = None  # the planned output (set by _upload)
-        self.pool_counters: Optional[torch.Tensor] = None
 
-    def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
-        """Enqueues the decode into the buffer the plan was made with and the copy of its
-        status into pinned memory on torch's current stream: no wait, no allocation.
+    def set_buffers(self, ws_ptr: int, h_status: int) -> None:
+        import ctypes
+        self.ws_ptr, self.h_status = ws_ptr, h_status
+        self._args = (self._plan, ctypes.c_void_p(ws_ptr), ctypes.c_size_t(self.ws_bytes),
+                      ctypes.c_void_p(h_status), ctypes.c_size_t(self.status_bytes))
 
-        The launch's tail-pool counters (the workspace after the status records, df11.h) are
-        zeroed first: the kernel resets a counter only when a launch brings a newer epoch,
-        and every replay of a captured launch brings the same one, so without this a replay
-        would find the pool already taken and skip the blocks handed out through it.
-
-        `out` is that buffer, except where torch.compile's functionalization hands the op a
-        copy to mutate: then the decode still goes to the planned buffer and is copied."""
-        stream = torch.cuda.current_stream(out.device).cuda_stream
-        self.pool_counters.zero_()
-        L = self._lib
-        rc = L.df11_cuda_decode(self._plan, self.ws_ptr, self.ws_bytes, stream)
-        if rc == 0:
-            rc = L.df11_cuda_status_copy(self._plan, self.ws_ptr, self.h_status,
-                                         self.status_bytes, stream)
+    def decode_now(self) -> None:
+        """Enqueues the decode into the buffer the plan was made with, and the copy of its
+        status into pinned memory, on torch's current stream: one foreign call
+        (df11_cuda_decode_and_copy_status), no wait, no allocation, no Python object made. A
+        captured decode replays safely (each launch leaves its tail-pool counter at 0)."""
+        rc = self._fn(*self._args, raw_stream(self.device_index))
         if rc != 0:
             self.plan._check(rc)
         self.copied = True
+
+    def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
+        """The custom op's body. `out` is the planned buffer, except where torch.compile's
+        functionalization hands the op a copy to mutate: then the decode still goes to the
+        planned buffer and is copied."""
+        self.decode_now()
         if out.data_ptr() != self.out_ptr:
             out.copy_(self.out)
 
@@ -199,24 +213,56 @@ class DecodeMode:
 
     def __init__(self, unit: "Unit"):
         self.unit = unit
+        self._steps: Optional[List[Callable[[], None]]] = None
+
+    def _eager_steps(self) -> List[Callable[[], None]]:
+        """What a forward pass runs before the module, as bound callables made once."""
+        steps: List[Callable[[], None]] = []
+        for rt in self.unit.groups:
+            if rt.staging is not None:  # cpu_offload: coded bytes from pinned host memory
+                steps.append(_stager(rt.staging, rt.host_packed))
+            if isinstance(rt.decoder, _CudaDecoder):
+                steps.append(rt.decoder.decode_now)
+            else:
+                steps.append(_caller(rt.decoder.decode, rt.out, rt.workspace))
+        steps.extend(self.unit.copies)
+        return steps
 
     def pre_forward(self) -> None:
         # Traced (torch.compile), the decode is the custom op; run eagerly or captured in a
         # CUDA graph, the op's body is called directly, saving the dispatcher's overhead
         # (tens of microseconds per call, at batch 1 on the CPU's critical path).
-        compiling = torch.compiler.is_compiling()
-        for rt in self.unit.groups:
-            if rt.staging is not None:  # cpu_offload: coded bytes from pinned host memory
-                rt.staging.copy_(rt.host_packed, non_blocking=True)
-            if compiling:
+        if torch.compiler.is_compiling():
+            for rt in self.unit.groups:
+                if rt.staging is not None:
+                    rt.staging.copy_(rt.host_packed, non_blocking=True)
                 torch.ops.df11.decode_group(rt.out, rt.workspace, rt.key)
-            else:
-                rt.decoder.decode(rt.out, rt.workspace)
-        for copy in self.unit.copies:
-            copy()
+            for copy in self.unit.copies:
+                copy()
+            return
+        steps = self._steps
+        if steps is None:
+            steps = self._steps = self._eager_steps()
+        for step in steps:
+            step()
+
+
+def _stager(staging, packed):
+    def stage():
+        staging.copy_(packed, non_blocking=True)
+    return stage
+
+
+def _caller(fn, *args):
+    def call():
+        fn(*args)
+    return call
 
 
 LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
+# Modes from_pretrained takes: "exec" runs coded nn.Linear groups from the execution layout
+# (exec_mode.py) and every other coded group in DecodeMode.
+MODES = ("decode", "exec")
 
 
 @dataclass
@@ -268,6 +314,8 @@ class Df11Engine:
         self.resident: List[str] = []  # groups decoded once at load
         self.skipped: List[str] = []  # tied heads served by the embedding, alias groups
         self.mode = "decode"
+        self.exec_states: Dict[torch.device, exec_mode.ExecState] = {}  # mode="exec"
+        self.exec_keys: List[int] = []
 
     @property
     def runtimes(self) -> List[GroupRuntime]:
@@ -288,6 +336,10 @@ class Df11Engine:
             for rt in self.runtimes:
                 if rt.device == state.device and rt.decoder is not None:
                     rt.decoder.check()
+        if wait:  # the execution layout's records (mode="exec"): read after a sync
+            for dev, state in self.exec_states.items():
+                torch.cuda.current_stream(dev).synchronize()
+                exec_mode.check(self.folder, state)
 
     def _mark_forward_end(self) -> None:
         if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
@@ -307,8 +359,11 @@ class Df11Engine:
             _ops.unregister(rt.key)
             if isinstance(rt.decoder, _CudaDecoder):
                 rt.decoder.plan.destroy()
+        exec_mode.unregister(self.exec_keys)
+        self.exec_keys.clear()
         self.units.clear()
         self.devices.clear()
+        self.exec_states.clear()
 
     def __del__(self):
         try:
@@ -324,6 +379,8 @@ class Df11Engine:
             out[str(dev)] = sum(t.numel() * t.element_size() for t in
                                 (s.buffer, s.assembly, s.coded, s.staging, s.workspace)
                                 if t is not None)
+        for dev, s in self.exec_states.items():
+            out[str(dev)] = out.get(str(dev), 0) + s.memory_bytes()
         return out
 
 
@@ -408,8 +465,11 @@ def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str
     """Loads the folder into `model` (see the module docstring). `device_of(module_name)` says
     where a module runs. Raises Df11Error (naming the file and group) on any mismatch or a
     group that fails validation; then nothing the load made stays allocated on the GPU."""
-    if mode not in LAYER_MODES:
-        raise ValueError(f"df11: unknown mode {mode!r} (known: {', '.join(LAYER_MODES)})")
+    if mode not in MODES:
+        raise ValueError(f"df11: unknown mode {mode!r} (known: {', '.join(MODES)})")
+    if mode == "exec" and cpu_offload:
+        raise ValueError("df11: mode='exec' keeps the execution layout on the GPU; it does not "
+                         "combine with cpu_offload")
     engine = Df11Engine(folder)
     engine.mode = mode
     try:
@@ -436,10 +496,14 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
     for state in engine.devices.values():
         state.buffer = state.assembly = state.coded = state.staging = None
         state.workspace = state.status = None
+    for state in engine.exec_states.values():
+        for lin in state.linears:
+            lin.module.__dict__.pop("forward", None)
+        state.blobs, state.scratch, state.status, state.sites, state.linears = [], None, None, [], []
     for rt in engine.runtimes:
         rt.out = rt.workspace = rt.staging = rt.host_packed = None
         if isinstance(rt.decoder, _CudaDecoder):
-            rt.decoder.out = rt.decoder.pool_counters = None
+            rt.decoder.out = None
     engine.close()
     for module, attr in engine.views:
         view = module.__dict__.get(attr)
@@ -561,6 +625,19 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         raise Df11Error(19, "not_found", f"{folder.path}: the folder has no weights for "
                         f"{len(missing)} of the model's parameters: {shown}")
 
+    # mode="exec": units whose groups are all nn.Linear weights run from the execution layout.
+    exec_items: Dict[torch.device, List[Tuple[Group, List[Target]]]] = {}
+    if mode == "exec":
+        for unit_name in list(units):
+            dev = torch.device(device_of(unit_name))
+            if not exec_mode.supported(dev):
+                raise ValueError(f"df11: mode='exec' runs on CUDA GPUs; '{unit_name or 'the model'}'"
+                                 f" is placed on {dev}")
+            if dev.type == "cuda" and dev.index is None:
+                dev = torch.device("cuda", torch.cuda.current_device())
+            if all(exec_mode.eligible(modules, targets) for _, targets in units[unit_name]):
+                exec_items.setdefault(dev, []).extend(units.pop(unit_name))
+
     # Per device: one decode buffer, sized for the largest unit (its groups side by side).
     by_device: Dict[torch.device, List[str]] = {}
     for unit_name in units:
@@ -606,7 +683,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         for unit in dev_units:
             for rt in unit.groups:
                 rt.key = _ops.register(rt.decoder)
-            unit.mode = LAYER_MODES[mode](unit)
+            unit.mode = DecodeMode(unit)
             _place_members(engine, model, modules, state, unit, units[unit.module])
             engine.units.append(unit)
         if dev.type == "cpu":
@@ -615,11 +692,16 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             for unit in dev_units:
                 unit.mode.pre_forward()
 
+    for dev, items in exec_items.items():
+        state = exec_mode.ExecState(dev)
+        engine.exec_states[dev] = state
+        exec_mode.transcode(engine, folder, state, modules, items)
+
     _place_remaining(model, device_of, tensors_set, folder)
     for unit in engine.units:
         module = model.get_submodule(unit.module) if unit.module else model
         engine.hooks.append(module.register_forward_pre_hook(_make_hook(unit.mode)))
-    if any(d.type == "cuda" for d in engine.devices):
+    if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         _status_hooks(engine, model)
 
 
@@ -769,7 +851,7 @@ def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime
                 for o, addr, nbytes in layout.values():
                     target[o:o + nbytes].copy_(_mapped(addr, nbytes))
             parts = {part: target.data_ptr() + o for part, (o, _, _) in layout.items()}
-            rt.decoder = _CudaDecoder(folder, rt.group, parts, rt.out.data_ptr())
+            rt.decoder = _CudaDecoder(folder, rt.group, parts, rt.out.data_ptr(), dev)
         ws_slot = _round_up(max(rt.decoder.ws_bytes for rt in runtimes), ALIGN_BYTES)
         st_slot = _round_up(max(rt.decoder.status_bytes for rt in runtimes), 64)
         state.workspace = torch.empty(ws_slot * len(runtimes), dtype=torch.uint8, device=dev)
@@ -778,9 +860,6 @@ def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime
         for i, rt in enumerate(runtimes):
             d = rt.decoder
             rt.workspace = state.workspace[i * ws_slot:i * ws_slot + d.ws_bytes]
-            d.ws_ptr = rt.workspace.data_ptr()
             d.out = rt.out
-            # df11.h: 16 bytes of status record per group, then 8 per launch (pool counters).
-            d.pool_counters = rt.workspace[16:]
-            d.h_status = state.status.data_ptr() + i * st_slot
+            d.set_buffers(rt.workspace.data_ptr(), state.status.data_ptr() + i * st_slot)
             d.plan.workspace_init(d.ws_ptr, d.ws_bytes, stream)

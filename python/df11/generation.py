@@ -24,8 +24,12 @@ def _cache_counters(cache):
 
 @torch.no_grad()
 def greedy_static(model, input_ids: torch.Tensor, max_new_tokens: int, cuda_graph: bool = True,
-                  warmup: int = 2):
-    """Returns (new tokens [batch, max_new_tokens], the step's callable for timing)."""
+                  warmup: int = 2, forced: torch.Tensor = None, step_logits: list = None):
+    """Returns (new tokens [batch, max_new_tokens], the step's callable for timing).
+
+    forced [batch, max_new_tokens - 1]: feed these tokens instead of the argmax (teacher
+    forcing, for comparing two models step by step); step_logits: a list that receives each
+    step's last-position logits (a copy)."""
     from transformers import StaticCache
     device = input_ids.device
     batch, length = input_ids.shape
@@ -72,11 +76,16 @@ def greedy_static(model, input_ids: torch.Tensor, max_new_tokens: int, cuda_grap
         step = forward
 
     tokens = [token]
-    for _ in range(max_new_tokens - 1):
+    for i in range(max_new_tokens - 1):
+        if forced is not None:
+            static_token.copy_(forced[:, i:i + 1])
         logits = step()
+        if step_logits is not None:
+            step_logits.append(logits[:, -1].clone())
         token = logits[:, -1].argmax(-1, keepdim=True)
         tokens.append(token)
-        static_token.copy_(token)
+        if forced is None:
+            static_token.copy_(token)
         static_position.add_(1)
     df11 = getattr(model, "df11", None)
     if df11 is not None:  # the deferred status of the replays' decodes

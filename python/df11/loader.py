@@ -95,7 +95,11 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         AutoModelForCausalLM.from_config(config.json) without allocating weights.
     cpu_offload: keep the coded blocks in (pinned, pin_memory=True) host memory; each is
         copied to the GPU just before its decode. cpu_offload_blocks: only the first N.
-    mode: "decode" (default: decode + torch's matmuls, logits bit-identical to BF16's).
+    mode: "decode" (default: decode + torch's matmuls, logits bit-identical to BF16's), or
+        "exec" (CUDA only: coded Linear layers transcoded at load into the execution layout,
+        12 bits per weight, and multiplied from it by df11's fused GEMM at up to 16 tokens;
+        logits then equal the reference GEMM's on BF16 weights (df11.exec_reference), not
+        cuBLAS's; README.md, "Python").
     **kwargs: passed to AutoModelForCausalLM.from_config.
     """
     path = _resolve(dfloat11_model_name_or_path)

@@ -1,5 +1,6 @@
 """The Python package's tests under ctest (test `python_package`): runs pytest on python/tests
-against the source tree (PYTHONPATH, DF11_LIBRARY_DIR and DF11_CLI come from ctest).
+against the source tree (PYTHONPATH, DF11_LIBRARY_DIR, DF11_TOOLS_LIBRARY_DIR and DF11_CLI come
+from ctest).
 
 Without torch, transformers, accelerate, safetensors or pytest it exits 77 (ctest: skipped),
 so that `ctest` on a machine set up for the C++ SDK alone still passes; with CI set in the

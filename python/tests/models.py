@@ -99,6 +99,18 @@ def df11_compress(src, out):
     return out
 
 
+def tree_sha256(folder):
+    """sha256 of every file under `folder`, by relative path."""
+    import hashlib
+    out = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.join(root, name)
+            with open(path, "rb") as f:
+                out[os.path.relpath(path, folder)] = hashlib.sha256(f.read()).hexdigest()
+    return out
+
+
 def tensor_span(path, name):
     """(file offset, bytes) of tensor `name`'s data in a safetensors file."""
     import json

@@ -1,6 +1,8 @@
-"""A Hub id in from_pretrained: df11's own client (`df11 pull`) fetches the folder into the
-shared Hugging Face cache from a strict local Hub (tests/hub/hub_server.py, 127.0.0.1 only)."""
+"""A Hub id in from_pretrained: df11's own client (the tools library's df11_hub_pull, the code
+of `df11 pull`, in this process: no df11 tool is run) fetches the folder into the shared
+Hugging Face cache from a strict local Hub (tests/hub/hub_server.py, 127.0.0.1 only)."""
 import os
+import subprocess
 import sys
 
 import pytest
@@ -31,8 +33,12 @@ def test_hub_id_is_pulled_and_loads(tmp_path, monkeypatch):
         monkeypatch.setenv("HF_TOKEN", TOKEN)
         monkeypatch.setenv("HF_HOME", str(tmp_path / "home"))
         monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-        monkeypatch.setenv("DF11_CLI", models.df11_cli())
+        monkeypatch.delenv("DF11_CLI", raising=False)
         monkeypatch.chdir(tmp_path)  # "org/tiny-df11" is no folder here
+
+        def no_process(*args, **kwargs):
+            raise AssertionError(f"a process was started: {args}")
+        monkeypatch.setattr(subprocess, "Popen", no_process)
         model = df11.from_pretrained("org/tiny-df11", device="cpu")
         assert str(tmp_path / "home" / "hub" / "models--org--tiny-df11") in model.df11.folder.path
         assert hub.state.violations == []
@@ -43,6 +49,14 @@ def test_hub_id_is_pulled_and_loads(tmp_path, monkeypatch):
     ids = models.llm_inputs(ref.config.vocab_size, 2)
     with torch.no_grad():
         assert torch.equal(model(input_ids=ids).logits, ref(input_ids=ids).logits)
+
+
+def test_pull_errors_name_the_repo():
+    """A Hub id that does not parse is refused by the library before any request."""
+    from df11 import _tools
+    with pytest.raises(df11.Df11Error) as e:
+        _tools.pull("org/bad name")
+    assert e.value.status == "invalid_argument" and "org/bad name" in e.value.message
 
 
 def test_unknown_name_is_an_error(tmp_path, monkeypatch):

@@ -107,3 +107,13 @@ def test_flux_official_folder_output_equal(flux_bf16):
                                  bfloat16_model=models.flux_skeleton())
     with torch.no_grad():
         check_equal(model(**models.flux_inputs("cpu"), return_dict=False)[0], ref_out)
+
+
+def test_exec_mode_needs_a_gpu(tmp_path):
+    bf16_dir, df11_dir = str(tmp_path / "bf16"), str(tmp_path / "df11")
+    models.build_llm("llama").save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, df11_dir)
+    with pytest.raises(ValueError, match="mode='exec' runs on CUDA"):
+        df11.from_pretrained(df11_dir, device="cpu", mode="exec")
+    with pytest.raises(ValueError, match="unknown mode"):
+        df11.from_pretrained(df11_dir, device="cpu", mode="fast")

@@ -287,7 +287,16 @@ DF11_API df11_status df11_cuda_workspace_init(df11_cuda_plan* plan, void* d_work
  * latest decode into each of the last 64 workspaces it used; the first decode of a plan into
  * a workspace (and the first after 2^32 - 1 decodes in the process) also enqueues the zeroing
  * of its records. Returns DF11_ERROR_CUDA if the launch fails; a corrupt stream is reported
- * through the workspace. */
+ * through the workspace.
+ *
+ * CUDA graphs: the call may be captured (stream capture), with df11_cuda_status_copy after it,
+ * and the graph replayed any number of times. Each launch leaves the workspace's pool
+ * counters as it found them (at 0), so a replay, which repeats the capture's launch and its
+ * launch epoch, decodes every block; its records carry the capture's epoch, which the
+ * captured status copy notes, so each replay's copy reports that replay. Between replays the
+ * workspace must not serve another decode of this plan made outside the graph (a later
+ * epoch would hide the replays' records from df11_cuda_status_sync; the copies still read
+ * right). */
 DF11_API df11_status df11_cuda_decode(df11_cuda_plan* plan, void* d_workspace,
                                       size_t workspace_bytes, void* stream);
 
@@ -317,6 +326,14 @@ DF11_API df11_status df11_cuda_group_status(df11_cuda_plan* plan, const void* h_
  * go away in any release, minor or patch; not covered by the ABI policy.
  * ====================================================================================== */
 #ifdef DF11_EXPERIMENTAL
+
+/* df11_cuda_decode, then df11_cuda_status_copy of that decode into h_status, in one call:
+ * what an engine enqueues just before a block runs (one foreign call per block from Python's
+ * ctypes). Same arguments, rules and costs as the two calls; the copy is not enqueued if the
+ * decode fails to launch. Capturable as they are. */
+DF11_API df11_status df11_cuda_decode_and_copy_status(df11_cuda_plan* plan, void* d_workspace,
+                                                      size_t workspace_bytes, void* h_status,
+                                                      size_t status_bytes, void* stream);
 
 /* The launch the plan makes, for tuning and profiling: thread blocks per launch, dynamic
  * shared memory per thread block (bytes), and 1 if the compact kernel configuration was
@@ -497,7 +514,29 @@ DF11_API df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm
                                          uint32_t batch, void* d_status, size_t status_bytes,
                                          void* stream);
 
-/* Waits for `stream` and reports the latest gemm or to_bf16 call into d_status. */
+/* Flags of the _ex calls below. DF11_EXEC_KEEP_STATUS: no memset of d_status before the
+ * launch; its reports are added to what the record holds (the first corrupt (matrix, tile)
+ * by matrix index within its call, and the union of the problems found), so one record
+ * collects any number of calls until df11_cuda_exec_status_reset. An engine keeps one record
+ * per call site that way and its per-token calls free of memsets (each one a node of a
+ * captured CUDA graph). */
+#define DF11_EXEC_KEEP_STATUS 1u
+
+/* Enqueues the reset of the status record d_status (DF11_EXEC_STATUS_BYTES, 16-byte aligned):
+ * two small memsets, no sync. A record that an _ex call with DF11_EXEC_KEEP_STATUS uses must
+ * have been reset once (or written by a call without that flag). */
+DF11_API df11_status df11_cuda_exec_status_reset(void* d_status, size_t status_bytes, void* stream);
+
+/* df11_cuda_exec_gemm and df11_cuda_exec_to_bf16 with flags (0: exactly those calls). */
+DF11_API df11_status df11_cuda_exec_gemm_ex(df11_model* model, const df11_exec_gemm* gemms,
+                                            size_t n, uint32_t batch, void* d_status,
+                                            size_t status_bytes, uint32_t flags, void* stream);
+DF11_API df11_status df11_cuda_exec_to_bf16_ex(df11_model* model, const df11_exec_matrix* m,
+                                               void* const* d_out, size_t n, void* d_status,
+                                               size_t status_bytes, uint32_t flags, void* stream);
+
+/* Waits for `stream` and reports the latest gemm or to_bf16 call into d_status (or, for a
+ * record kept with DF11_EXEC_KEEP_STATUS, every call since its reset). */
 DF11_API df11_status df11_cuda_exec_status_sync(df11_model* model, const void* d_status,
                                                 void* stream);
 

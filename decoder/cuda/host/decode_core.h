@@ -155,6 +155,44 @@ DF11_HD uint32_t record_problem(unsigned long long key) {
   return (0xFFFFFFFFu - static_cast<uint32_t>(key)) & 7;
 }
 
+// ---- the decode kernel's tail pool (decode_pipeline.cuh, decode_blocks) ----
+
+// A launch's thread blocks share its last blocks through one 64-bit counter in the workspace,
+// epoch << 32 | blocks taken: each thread block first raises it to epoch << 32 (atomicMax),
+// then takes runs of `chunk` blocks (atomicAdd of chunk) until a take finds the pool empty.
+// In a launch with a pool every thread block's static range has at least two blocks, so
+// every thread block takes at least once and its last take is its only failing one: the
+// launch makes (pool blocks) / chunk + grid takes. The one that returns
+// pool + (grid - 1) * chunk blocks taken is therefore the launch's last use of the counter,
+// and its thread block sets the counter back to 0 (a compare-and-swap from the value it
+// left, so that a counter another launch has raised since is left alone). A launch then
+// leaves its counter as it found it, and a replay of a captured launch, which carries the
+// capture's epoch, finds the whole pool again.
+struct PoolTake {
+  uint32_t next;  // the first block of the next run; total_blocks: none
+  bool reset;     // this was the launch's last take: set the counter back to 0
+};
+
+// What a take that returned `ticket` (the counter before the atomicAdd) means for a thread
+// block whose current run ends at `run_end`, in a launch of `grid` thread blocks whose pool is
+// blocks [pool_start, total_blocks).
+DF11_HD PoolTake pool_take(unsigned long long ticket, uint32_t chunk, uint32_t epoch,
+                           uint32_t pool_start, uint32_t run_end, uint32_t total_blocks,
+                           uint32_t grid) {
+  const uint32_t taken = static_cast<uint32_t>(ticket);
+  const uint32_t pool = total_blocks - pool_start;
+  uint32_t from = total_blocks;
+  bool reset = false;
+  if (static_cast<uint32_t>(ticket >> 32) != epoch) {
+    from = run_end;  // another launch's counter: the blocks right after, run by run
+  } else if (taken < pool) {
+    from = pool_start + taken;
+  } else {
+    reset = uint64_t{taken} == uint64_t{pool} + uint64_t{grid - 1} * chunk;
+  }
+  return {from < run_end ? total_blocks : from, reset};  // never backwards
+}
+
 // ---- decode tables ----
 
 // Rows of the joined decode table: root + up to 16 subtables (spec 3.3). Entry encoding:

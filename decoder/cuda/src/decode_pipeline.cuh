@@ -345,21 +345,18 @@ inline uint32_t dynamic_shared_bytes(const SharedLayout& l, uint32_t buffers) {
 
 // Thread 0 of a thread block with a pool, just before the second barrier: takes the run
 // after the one that ends at `run_end` and leaves its first block in *next (none:
-// total_blocks). The atomic's latency is paid there, once per run, by warp 0: issued earlier,
-// its result held registers across the checks and the compaction and gained nothing; in a
-// function not inlined, the call cost a spill on every block (decoder/cuda/NOTES.md).
+// total_blocks); the launch's last take sets the counter back to 0 (pool_take). The atomic's
+// latency is paid there, once per run, by warp 0: issued earlier, its result held registers
+// across the checks and the compaction and gained nothing; in a function not inlined, the
+// call cost a spill on every block (decoder/cuda/NOTES.md).
 __device__ __forceinline__ void take_run(unsigned long long* pool, uint32_t chunk, uint32_t epoch,
                                          uint32_t pool_start, uint32_t run_end,
                                          uint32_t total_blocks, uint32_t* next) {
   const unsigned long long ticket = atomicAdd(pool, static_cast<unsigned long long>(chunk));
-  const uint32_t taken = static_cast<uint32_t>(ticket);
-  uint32_t from = total_blocks;
-  if (static_cast<uint32_t>(ticket >> 32) != epoch) {
-    from = run_end;  // another launch's counter: the blocks right after, run by run
-  } else if (taken < total_blocks - pool_start) {
-    from = pool_start + taken;
-  }
-  *next = from < run_end ? total_blocks : from;  // never backwards, whatever the counter held
+  const PoolTake take =
+      pool_take(ticket, chunk, epoch, pool_start, run_end, total_blocks, gridDim.x);
+  if (take.reset) atomicCAS(pool, ticket + chunk, 0ull);
+  *next = take.next;
 }
 
 // kPool (the decode kernel): the thread blocks' static ranges cover blocks [0, pool_start)
@@ -371,8 +368,9 @@ __device__ __forceinline__ void take_run(unsigned long long* pool, uint32_t chun
 // the run's last block reads it from shared memory and prefetches its first block as usual.
 // Each run is handed to exactly one thread block of the launch, whichever SM it runs on.
 // The counter holds epoch << 32 | blocks taken: every thread block raises it to epoch << 32
-// first (a launch needs no memset: the counters of earlier launches are smaller). A take
-// that returns a later epoch (a workspace shared by two launches in flight, which the API
+// first, and the launch's last take sets it back to 0 (pool_take, decode_core.h), so a launch
+// needs no memset and a replay of a captured launch (same epoch) finds the whole pool. A take
+// that returns another epoch (a workspace shared by two launches in flight, which the API
 // forbids) makes the thread block decode the blocks after its run itself, run by run to the
 // end: blocks may then be decoded twice (same bytes, same reports), never skipped.
 template <uint32_t kMaxGroups, bool kCompact, class Sink, bool kPool = false>

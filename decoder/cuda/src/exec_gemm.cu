@@ -374,8 +374,13 @@ Status check_batch(uint32_t batch, const char* what) {
 }  // namespace
 }  // namespace detail
 
+Status reset_exec_status(void* d_workspace, size_t workspace_bytes, CUstream_st* stream) {
+  DF11_RETURN_IF_ERROR(detail::check_workspace(d_workspace, workspace_bytes, "reset_exec_status"));
+  return detail::reset_status(d_workspace, stream);
+}
+
 Status launch_exec_gemm(std::span<const ExecGemm> gemms, uint32_t batch, void* d_workspace,
-                        size_t workspace_bytes, CUstream_st* stream) {
+                        size_t workspace_bytes, CUstream_st* stream, ExecStatusUse use) {
   using namespace detail;
   DF11_RETURN_IF_ERROR(check_batch(batch, "launch_exec_gemm"));
   DF11_RETURN_IF_ERROR(check_workspace(d_workspace, workspace_bytes, "launch_exec_gemm"));
@@ -391,7 +396,7 @@ Status launch_exec_gemm(std::span<const ExecGemm> gemms, uint32_t batch, void* d
     d.x_vec = aligned16(d.x) && d.cols % 8 == 0;
     descs.push_back(d);
   }
-  DF11_RETURN_IF_ERROR(reset_status(d_workspace, stream));
+  if (use == ExecStatusUse::kReset) DF11_RETURN_IF_ERROR(reset_status(d_workspace, stream));
   if (descs.empty()) return Status::ok();
   return launch_gemms<true>(std::move(descs), batch, static_cast<ExecStatusRecord*>(d_workspace),
                             stream);
@@ -421,10 +426,10 @@ Status launch_bf16_reference_gemm(std::span<const Bf16Gemm> gemms, uint32_t batc
 }
 
 Status launch_exec_to_bf16(std::span<const ExecToBf16> items, void* d_workspace,
-                           size_t workspace_bytes, CUstream_st* stream) {
+                           size_t workspace_bytes, CUstream_st* stream, ExecStatusUse use) {
   using namespace detail;
   DF11_RETURN_IF_ERROR(check_workspace(d_workspace, workspace_bytes, "launch_exec_to_bf16"));
-  DF11_RETURN_IF_ERROR(reset_status(d_workspace, stream));
+  if (use == ExecStatusUse::kReset) DF11_RETURN_IF_ERROR(reset_status(d_workspace, stream));
   auto p = std::make_unique<LaunchParams>();
   p->status = static_cast<ExecStatusRecord*>(d_workspace);
   for (size_t at = 0; at < items.size(); at += kMaxMatrices) {

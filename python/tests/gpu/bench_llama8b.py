@@ -21,12 +21,15 @@ LLAMA_31_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--work", required=True)
-    p.add_argument("--json", required=True)
+    p.add_argument("--json", default="")
     p.add_argument("--batch", default="1,8")
     p.add_argument("--tokens", default="256")
     p.add_argument("--layers", type=int, default=32)
     p.add_argument("--compare", default="bf16,dfloat11")
     p.add_argument("--modes", default="eager,graph")
+    p.add_argument("--make-only", action="store_true", help="make the folders, run nothing")
+    p.add_argument("--bench-args", default=os.environ.get("BENCH_EXTRA", ""),
+                   help="more arguments for python -m df11.bench (default: $BENCH_EXTRA)")
     args = p.parse_args()
     from transformers import AutoConfig, AutoModelForCausalLM
     bf16, dfl = os.path.join(args.work, "bf16"), os.path.join(args.work, "df11")
@@ -45,10 +48,12 @@ def main():
         cli = os.environ.get("DF11_CLI", "df11")
         subprocess.run([cli, "compress", bf16, "-o", dfl, "-q"], check=True)
         print(f"df11 compress in {time.time() - t:.1f} s", flush=True)
+    if args.make_only:
+        return 0
     cmd = [sys.executable, "-m", "df11.bench", dfl, "--bf16", bf16, "--batch", args.batch,
            "--tokens", args.tokens, "--compare", args.compare, "--cuda-graphs",
            "--modes", args.modes,
-           "--json", args.json]
+           "--json", args.json] + args.bench_args.split()
     print("$ python -m df11.bench " + " ".join(cmd[3:]), flush=True)
     return subprocess.run(cmd).returncode
 

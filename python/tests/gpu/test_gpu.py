@@ -6,6 +6,7 @@ graph capture of a decode step (same tokens as the same steps run eagerly, and a
 torch.compile(mode="reduce-overhead") through generate's static cache; cpu_offload; a hostile
 folder refused at load with no GPU memory left; a stream corrupted past the host checks
 reported after generate, naming the group; device_map="auto" over every visible GPU."""
+import gc
 import os
 
 import pytest
@@ -154,6 +155,9 @@ def test_hostile_folder_refused_nothing_left_on_gpu(work):
     bump_last_position = models.bump_last_output_position
     bad = models.corrupt_copy(official, str(work / "bad-official"),
                               "model.layers.1.output_positions", bump_last_position)
+    # Earlier tests' models may still await collection: collect them before counting, or
+    # their memory leaves during the loads and the count after comes out smaller.
+    gc.collect()
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     with pytest.raises(df11.Df11Error) as e:
@@ -167,6 +171,7 @@ def test_hostile_folder_refused_nothing_left_on_gpu(work):
     with pytest.raises(df11.Df11Error) as e2:
         df11.from_pretrained(bad2, device="cuda")
     assert "model.layers.1" in str(e2.value)
+    gc.collect()
     torch.cuda.synchronize()
     assert torch.cuda.memory_allocated() == before
 
@@ -195,3 +200,58 @@ def test_device_map_auto_two_gpus(work):
     devices = {rt.device for rt in model.df11.runtimes}
     assert len(devices) == 2, devices
     check_model(model, bf16_cuda(bf16_dir))
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])  # qwen2: biases on q, k, v
+def test_exec_mode_equals_the_reference_gemm(work, family):
+    """mode="exec": every coded Linear runs from the execution layout. At <= 16 tokens its
+    products equal df11's reference GEMM on the BF16 weights bit for bit (not cuBLAS's), above
+    16 they are torch's on the decoded weights; so the exec model's logits are torch.equal to
+    the BF16 model's with df11.exec_reference put in, at both sizes, and its greedy tokens
+    (eager and under a CUDA graph) equal that model's."""
+    from df11.generation import greedy_static
+    bf16_dir, df11_dir = make(work, family)
+    model = df11.from_pretrained(df11_dir, device="cuda", mode="exec")
+    state = next(iter(model.df11.exec_states.values()))
+    n_layers = model.config.num_hidden_layers
+    assert len(state.linears) >= 7 * n_layers  # every block's Linears (and a coded lm_head)
+    assert not model.df11.units  # nothing left in the decode mode: no DF11 bytes kept
+    assert 11.9 < __import__("df11.exec_mode").exec_mode.bits_per_weight(state) < 12.6
+    ref = df11.exec_reference(bf16_cuda(bf16_dir))
+    plain = bf16_cuda(bf16_dir)
+    vocab = ref.config.vocab_size
+    for batch, length in ((1, 1), (1, 16), (2, 8), (1, 40), (4, 16)):
+        ids = models.llm_inputs(vocab, batch, length=length, seed=3).cuda()
+        with torch.no_grad():
+            got, want = model(input_ids=ids).logits, ref(input_ids=ids).logits
+        assert_equal(got, want)
+        if batch * length > 16:  # torch's matmul on the decoded weights: BF16's logits
+            with torch.no_grad():
+                assert_equal(got, plain(input_ids=ids).logits)
+    for batch in (1, 8):
+        ids = models.llm_inputs(vocab, batch, seed=11).cuda()
+        assert torch.equal(greedy(model, ids), greedy(ref, ids)), f"batch {batch}"
+        graphed, _ = greedy_static(model, ids, 20, cuda_graph=True)
+        eager, _ = greedy_static(model, ids, 20, cuda_graph=False)
+        ref_graphed, _ = greedy_static(ref, ids, 20, cuda_graph=True)
+        assert torch.equal(graphed, eager) and torch.equal(graphed, ref_graphed), f"batch {batch}"
+    model.df11.check_status(wait=True)
+
+
+def test_exec_mode_reports_a_corrupt_blob(work):
+    """A blob corrupted on the device after load (its tile offsets past its exceptions) is reported
+    by the deferred check after generate, naming the matrices of the launch."""
+    _, df11_dir = make(work, "mistral")
+    model = df11.from_pretrained(df11_dir, device="cuda", mode="exec")
+    state = next(iter(model.df11.exec_states.values()))
+    lin = next(x for x in state.linears if x.name.endswith("layers.1.mlp.down_proj.weight"))
+    # spec/EXEC_LAYOUT.md 2: tile_offsets (u32) at byte 64 of the blob, entry 0 must be 0 and
+    # none past n_exceptions (P2).
+    blob = next(b for b in state.blobs
+                if b.data_ptr() <= lin.matrix.d_blob < b.data_ptr() + b.numel())
+    at = lin.matrix.d_blob - blob.data_ptr() + 64
+    blob[at:at + 8] = 0xFF
+    ids = models.llm_inputs(model.config.vocab_size, 1).cuda()
+    with pytest.raises(df11.Df11Error) as e:
+        greedy(model, ids, steps=4)
+    assert "execution layout" in str(e.value) and "model.layers.1" in str(e.value), str(e.value)

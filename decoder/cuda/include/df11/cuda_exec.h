@@ -62,14 +62,27 @@ struct ExecGemm {
   uint16_t* d_y = nullptr;
 };
 
+// How a launch treats the status record at the start of its workspace. kReset: two small
+// memsets first, so the record reports this launch alone. kKeep: no memset; the launch's
+// reports are added to what the record holds (the first corrupt (matrix, tile) by index and
+// the union of the problems), so one record collects any number of launches until the
+// caller resets it (reset_exec_status): what an engine does to keep its per-token launches
+// free of memsets (each a node of a captured graph).
+enum class ExecStatusUse { kReset, kKeep };
+
+// Enqueues the reset of a status record (kExecStatusBytes at d_workspace): no sync.
+Status reset_exec_status(void* d_workspace, size_t workspace_bytes, CUstream_st* stream);
+
 // Enqueues Y = X W^T for every entry (one kernel launch per 64 matrices, after a 16-byte
-// memset of the status record at the start of `d_workspace`, >= kExecStatusBytes). batch
-// 1..16. A blob whose tile offsets disagree with its codes, or whose base is above Max_Base,
-// is reported through the workspace (read_exec_status: kCorruptData); Y is then unspecified,
-// and nothing outside the described buffers is read or written. kInvalidArgument for bad
-// arguments (null or misaligned pointers, shapes, batch), kCuda if a launch fails.
+// memset of the status record at the start of `d_workspace`, >= kExecStatusBytes, unless
+// `use` is kKeep). batch 1..16. A blob whose tile offsets disagree with its codes, or whose
+// base is above Max_Base, is reported through the workspace (read_exec_status:
+// kCorruptData); Y is then unspecified, and nothing outside the described buffers is read or
+// written. kInvalidArgument for bad arguments (null or misaligned pointers, shapes, batch),
+// kCuda if a launch fails.
 Status launch_exec_gemm(std::span<const ExecGemm> gemms, uint32_t batch, void* d_workspace,
-                        size_t workspace_bytes, CUstream_st* stream);
+                        size_t workspace_bytes, CUstream_st* stream,
+                        ExecStatusUse use = ExecStatusUse::kReset);
 
 // The reference: the same products in the same order from BF16 W [rows, cols] row-major
 // (d_w, any alignment). One launch per 64 matrices; no workspace.
@@ -90,7 +103,8 @@ struct ExecToBf16 {
 };
 // Enqueues the decode of every entry (status as for launch_exec_gemm).
 Status launch_exec_to_bf16(std::span<const ExecToBf16> items, void* d_workspace,
-                           size_t workspace_bytes, CUstream_st* stream);
+                           size_t workspace_bytes, CUstream_st* stream,
+                           ExecStatusUse use = ExecStatusUse::kReset);
 
 // Waits for `stream` and reports the latest launch into `d_workspace`: OK, or kCorruptData
 // naming `names[i]` of the first corrupt matrix (the index within that launch's list; "matrix

@@ -1,0 +1,364 @@
+"""mode="exec": the coded Linear layers run from the execution layout (spec/EXEC_LAYOUT.md).
+
+At load, on the GPU, each coded group whose members are all nn.Linear weights is transcoded
+from DF11 into one execution-layout blob per member (df11_cuda_exec_measure / _pack: the
+group's BF16 exists only in a transient workspace); the blobs stay resident and the DF11
+bytes are not kept. In a forward pass each such Linear computes
+  - at most 16 tokens: Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
+    cores, FP32 accumulation). Linears that share their input (q/k/v, gate/up) run in one
+    launch when the model calls them on the same tensor;
+  - above 16 tokens: the blob decoded to BF16 into a scratch buffer (df11_cuda_exec_to_bf16_ex),
+    then torch's F.linear.
+
+What it costs: 12.01 bits per weight resident against DF11's ~10.8 (about 1.11x DF11's
+bytes, 0.75x BF16), plus a BF16 scratch as large as the largest such matrix.
+
+What it guarantees: every weight decodes to the original BF16 bits. Above 16 tokens the
+product is torch's on those bits, so it equals the BF16 model's. At 16 tokens or fewer the
+product is the execution layout's fixed sequence of tensor-core products: equal bit for bit
+to df11's reference GEMM on the BF16 weights (df11_cuda_exec_reference_gemm; `reference()`
+below puts it into a BF16 model), NOT to cuBLAS's, so logits are not torch.equal to the BF16
+model's torch matmuls (they differ by a few ulp in a fraction of outputs); the tests show the
+equality with the reference instead.
+
+Status: each call site (one launch's Linears) has a 16-byte record, reset once at load and
+kept across calls (DF11_EXEC_KEEP_STATUS: no memset per token); the engine reads them when it
+checks the decode status (after generate), raising Df11Error naming the matrices.
+"""
+from __future__ import annotations
+
+import ctypes
+import math
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import torch
+
+from . import _capi
+from ._capi import Df11Error
+
+ALIGN_BYTES = 256
+# Linears a model calls on the same input, by attribute name, within one parent module.
+SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"), ("query", "key", "value"),
+            ("w1", "w3"), ("wq", "wk", "wv"))
+
+_LINEARS: Dict[int, "ExecLinear"] = {}
+
+
+def _round_up(n: int, a: int) -> int:
+    return (n + a - 1) // a * a
+
+
+@dataclass
+class CallSite:
+    """Linears launched together (siblings on one input, or one Linear)."""
+    linears: List["ExecLinear"] = field(default_factory=list)
+    status: Optional[torch.Tensor] = None  # 16 bytes on the device
+    gemms: object = None  # (ExecGemm * n)
+    cache: Optional[Tuple[torch.Tensor, int, Dict[int, torch.Tensor]]] = None
+
+    @property
+    def names(self) -> List[str]:
+        return [lin.name for lin in self.linears]
+
+
+class ExecState:
+    """Per device: the blobs, the scratch for the BF16 path, the call sites' records."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.blobs: List[torch.Tensor] = []
+        self.scratch: Optional[torch.Tensor] = None
+        self.status: Optional[torch.Tensor] = None
+        self.sites: List[CallSite] = []
+        self.linears: List[ExecLinear] = []
+
+    def memory_bytes(self) -> int:
+        return sum(t.numel() * t.element_size() for t in
+                   self.blobs + [x for x in (self.scratch, self.status) if x is not None])
+
+
+class ExecLinear:
+    """One nn.Linear whose weight is an execution-layout blob."""
+
+    def __init__(self, module: torch.nn.Module, name: str, group_what: str,
+                 matrix: _capi.ExecMatrix, state: ExecState):
+        self.module = module
+        self.name = name  # the member's tensor name
+        self.group_what = group_what
+        self.matrix = matrix
+        self.rows, self.cols = matrix.rows, matrix.cols
+        self.state = state
+        self.device_index = state.device.index or 0
+        self.site: Optional[CallSite] = None
+        self.index = 0  # in its site
+        self.key = -1
+        self._lib = _capi.lib()
+        self._out = (ctypes.c_void_p * 1)()
+        self._single = (_capi.ExecGemm * 1)()  # this Linear alone (the traced op)
+        self._single[0].w = matrix
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if torch.compiler.is_compiling():
+            return torch.ops.df11.exec_linear(x, self.key)
+        return self.run(x, siblings=True)
+
+    def run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
+        from .engine import raw_stream
+        if x.dtype != torch.bfloat16 or x.shape[-1] != self.cols or x.device != self.state.device:
+            raise ValueError(f"df11 (exec): {self.name}: input {tuple(x.shape)} {x.dtype} on "
+                             f"{x.device}, expected [..., {self.cols}] bfloat16 on "
+                             f"{self.state.device}")
+        lead = x.shape[:-1]
+        tokens = x.numel() // self.cols
+        bias = self.module.bias
+        if tokens == 0:
+            return x.new_empty(*lead, self.rows)
+        stream = raw_stream(self.device_index)
+        site = self.site
+        if tokens > _capi.EXEC_MAX_BATCH:
+            scratch = self.state.scratch
+            self._out[0] = scratch.data_ptr()
+            rc = self._lib.df11_cuda_exec_to_bf16_ex(
+                None, ctypes.byref(self.matrix), self._out, 1, site.status.data_ptr(),
+                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, stream)
+            self._raise(rc)
+            w = scratch[:self.rows * self.cols].view(self.rows, self.cols)
+            return torch.nn.functional.linear(x, w, bias)
+        if siblings or len(site.linears) == 1:
+            members, gemms = site.linears, site.gemms
+        else:
+            members, gemms = [self], self._single
+        if len(members) > 1:
+            cached = site.cache
+            if cached is not None and cached[0] is x and cached[1] == x._version:
+                y = cached[2].pop(self.index, None)
+                if y is not None:
+                    return y
+        x2 = x.reshape(tokens, self.cols)
+        if not x2.is_contiguous():
+            x2 = x2.contiguous()
+        outs = [torch.empty(*lead, m.rows, dtype=torch.bfloat16, device=x.device)
+                for m in members]
+        for g, y in zip(gemms, outs):
+            g.d_x = x2.data_ptr()
+            g.d_y = y.data_ptr()
+        rc = self._lib.df11_cuda_exec_gemm_ex(None, gemms, len(members), tokens,
+                                              site.status.data_ptr(), _capi.EXEC_STATUS_BYTES,
+                                              _capi.EXEC_KEEP_STATUS, stream)
+        self._raise(rc)
+        for m, y in zip(members, outs):
+            if m.module.bias is not None:
+                y.add_(m.module.bias)
+        if len(members) == 1:
+            return outs[0]
+        mine = outs[self.index]
+        # The siblings' outputs wait for their own calls on this same input tensor.
+        site.cache = (x, x._version, {i: y for i, y in enumerate(outs) if i != self.index})
+        return mine
+
+    def _raise(self, rc: int) -> None:
+        if rc != 0:
+            raise Df11Error(rc, _capi.status_name(rc), f"{self.group_what}: '{self.name}' "
+                            "(execution layout): the launch failed")
+
+
+@torch.library.custom_op("df11::exec_linear", mutates_args=())
+def exec_linear(x: torch.Tensor, key: int) -> torch.Tensor:
+    return _LINEARS[key].run(x, siblings=False)
+
+
+@exec_linear.register_fake
+def _(x, key):
+    return x.new_empty(*x.shape[:-1], _LINEARS[key].rows)
+
+
+def supported(device: torch.device) -> bool:
+    """Where the execution layout runs: CUDA GPUs (libdf11's kernels)."""
+    return device.type == "cuda"
+
+
+def eligible(modules: Dict[str, torch.nn.Module], targets) -> bool:
+    """A group can run from the layout if every member is a 2-D nn.Linear weight."""
+    for t in targets:
+        module = modules.get(t.module)
+        if t.fused or t.attr != "weight" or not isinstance(module, torch.nn.Linear):
+            return False
+    return True
+
+
+def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> None:
+    """Transcodes the groups of `items` ([(group, targets)]) on state.device into resident
+    blobs, one group at a time (its coded parts and its BF16 workspace are transient), and
+    points each member's Linear at its blob."""
+    L = _capi.lib()
+    dev = state.device
+    stream = torch.cuda.current_stream(dev).cuda_stream
+    largest = 0
+    with torch.cuda.device(dev):
+        for group, targets in items:
+            n, ws = ctypes.c_size_t(), ctypes.c_size_t()
+            folder._check(L.df11_cuda_exec_workspace_bytes(folder.handle, group.index,
+                                                           ctypes.byref(n), ctypes.byref(ws)))
+            if n.value != len(group.members):
+                raise Df11Error(7, "bad_shape", f"{group.what}: {n.value} coded members, the "
+                                f"folder lists {len(group.members)}")
+            layout, size = {}, 0
+            for part in _capi.DEVICE_PARTS:
+                addr, nbytes = folder.group_part(group.index, part)
+                layout[part] = (size, addr, nbytes)
+                size = _round_up(size + nbytes, ALIGN_BYTES)
+            from .engine import _mapped
+            coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev)
+            for o, addr, nbytes in layout.values():
+                coded[o:o + nbytes].copy_(_mapped(addr, nbytes))
+            p = {part: coded.data_ptr() + o for part, (o, _, _) in layout.items()}
+            dgroup = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
+                                     p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
+                                     p[_capi.PART_GAPS], None)
+            work = torch.empty(max(ws.value, 16), dtype=torch.uint8, device=dev)
+            mats = (_capi.ExecMatrix * n.value)()
+            names = (ctypes.c_char_p * n.value)()
+            folder._check(L.df11_cuda_exec_measure(
+                folder.handle, group.index, ctypes.byref(dgroup), work.data_ptr(), ws.value,
+                stream, mats, names, n.value))  # synchronises
+            del coded
+            sizes = [_round_up(m.bytes, ALIGN_BYTES) for m in mats]
+            blob = torch.empty(max(sum(sizes), ALIGN_BYTES), dtype=torch.uint8, device=dev)
+            at = 0
+            for m, sz in zip(mats, sizes):
+                m.d_blob = blob.data_ptr() + at
+                at += sz
+            folder._check(L.df11_cuda_exec_pack(folder.handle, group.index, work.data_ptr(),
+                                                ws.value, mats, n.value, stream))
+            del work  # the allocator reuses it only after the pack, in stream order
+            state.blobs.append(blob)
+            for k, (member, target) in enumerate(zip(group.members, targets)):
+                module = modules[target.module]
+                m = mats[k]
+                if (m.rows, m.cols) != (module.out_features, module.in_features):
+                    raise Df11Error(7, "bad_shape", f"{group.what}: '{member.name}' is "
+                                    f"{m.rows} x {m.cols}, the model's Linear is "
+                                    f"{module.out_features} x {module.in_features}")
+                matrix = _capi.ExecMatrix(m.d_blob, m.bytes, m.rows, m.cols, m.n_exceptions)
+                lin = ExecLinear(module, member.name, group.what, matrix, state)
+                state.linears.append(lin)
+                largest = max(largest, m.rows * m.cols)
+                _install(engine, module, lin)
+            _make_sites(state, [lin for lin in state.linears[-len(group.members):]])
+        state.scratch = torch.empty(max(largest, 1), dtype=torch.bfloat16, device=dev)
+        state.status = torch.empty(_capi.EXEC_STATUS_BYTES * max(len(state.sites), 1),
+                                   dtype=torch.uint8, device=dev)
+        for i, site in enumerate(state.sites):
+            site.status = state.status[i * 16:(i + 1) * 16]
+            folder._check(L.df11_cuda_exec_status_reset(site.status.data_ptr(), 16, stream))
+
+
+def _make_sites(state: ExecState, linears: List[ExecLinear]) -> None:
+    by_parent: Dict[str, Dict[str, ExecLinear]] = {}
+    for lin in linears:
+        parent, _, attr = lin.name.rpartition(".weight")[0].rpartition(".")
+        by_parent.setdefault(parent, {})[attr] = lin
+    done = set()
+    for parent, attrs in by_parent.items():
+        for names in SIBLINGS:
+            group = [attrs[a] for a in names if a in attrs and id(attrs[a]) not in done]
+            if len(group) > 1 and len({g.cols for g in group}) == 1:
+                _add_site(state, group)
+                done.update(id(g) for g in group)
+    for lin in linears:
+        if id(lin) not in done:
+            _add_site(state, [lin])
+
+
+def _add_site(state: ExecState, linears: List[ExecLinear]) -> None:
+    site = CallSite(list(linears))
+    site.gemms = (_capi.ExecGemm * len(linears))()
+    for i, lin in enumerate(linears):
+        lin.site, lin.index = site, i
+        site.gemms[i].w = lin.matrix
+    state.sites.append(site)
+
+
+def _install(engine, module: torch.nn.Module, lin: ExecLinear) -> None:
+    """The Linear's forward runs from the blob; its weight becomes a meta tensor of the same
+    shape and dtype (an attribute, as the decode mode's views are), so code that reads
+    weight.shape or .dtype still works and nothing can compute with stale values."""
+    from .engine import _set_view
+    key = max(_LINEARS, default=-1) + 1
+    _LINEARS[key] = lin
+    lin.key = key
+    _set_view(module, "weight", torch.empty(module.weight.shape, dtype=torch.bfloat16,
+                                            device="meta"))
+    engine.views.append((module, "weight"))
+    module.forward = lin.forward
+    engine.exec_keys.append(key)
+
+
+def unregister(keys: List[int]) -> None:
+    for k in keys:
+        _LINEARS.pop(k, None)
+
+
+def check(folder: _capi.Model, state: ExecState) -> None:
+    """Reads every call site's record (the caller has synchronised the device's work)."""
+    if state.status is None or not state.sites:
+        return
+    kinds = state.status.view(torch.int32).view(-1, 4)[:, 2].cpu()  # bytes 8..11 of each record
+    if not bool((kinds != 0).any()):
+        return
+    stream = torch.cuda.current_stream(state.device).cuda_stream
+    L = _capi.lib()
+    for site, k in zip(state.sites, kinds.tolist()):
+        if k == 0:
+            continue
+        rc = L.df11_cuda_exec_status_sync(folder.handle, site.status.data_ptr(), stream)
+        if rc != 0:
+            msg = _capi._text(L.df11_model_errmsg(folder.handle))
+            lin = site.linears[0]
+            raise Df11Error(rc, _capi.status_name(rc), f"{lin.group_what}: execution layout of "
+                            f"{', '.join(site.names)}: {msg}")
+
+
+def reference(model: torch.nn.Module) -> torch.nn.Module:
+    """Puts df11's reference GEMM (df11_cuda_exec_reference_gemm: the execution layout's
+    products and order, on BF16 weights) into every CUDA BF16 nn.Linear of a model, the way
+    mode="exec" computes: at most 16 tokens through the reference, above through F.linear, bias
+    added after. A BF16 model so patched gives logits torch.equal to its DF11 model's in
+    mode="exec" on the same GPU. Returns the model."""
+    L = _capi.lib()
+    for module in model.modules():
+        if not isinstance(module, torch.nn.Linear) or module.weight.dtype != torch.bfloat16:
+            continue
+        if module.weight.device.type != "cuda":
+            continue
+        module.forward = _reference_forward(module, L)
+    return model
+
+
+def _reference_forward(module: torch.nn.Linear, L):
+    from .engine import raw_stream
+
+    def forward(x: torch.Tensor) -> torch.Tensor:
+        w = module.weight
+        rows, cols = w.shape
+        tokens = x.numel() // cols
+        if tokens == 0 or tokens > _capi.EXEC_MAX_BATCH:
+            return torch.nn.functional.linear(x, w, module.bias)
+        x2 = x.reshape(tokens, cols).contiguous()
+        y = torch.empty(*x.shape[:-1], rows, dtype=torch.bfloat16, device=x.device)
+        rc = L.df11_cuda_exec_reference_gemm(None, w.contiguous().data_ptr(), rows, cols,
+                                             x2.data_ptr(), y.data_ptr(), tokens,
+                                             raw_stream(x.device.index or 0))
+        if rc != 0:
+            raise Df11Error(rc, _capi.status_name(rc), "df11_cuda_exec_reference_gemm failed")
+        if module.bias is not None:
+            y.add_(module.bias)
+        return y
+    return forward
+
+
+def bits_per_weight(state: ExecState) -> float:
+    weights = sum(lin.rows * lin.cols for lin in state.linears)
+    blob_bytes = sum(lin.matrix.bytes for lin in state.linears)
+    return 8 * blob_bytes / max(weights, 1) if weights else math.nan
