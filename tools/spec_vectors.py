@@ -1288,6 +1288,10 @@ def invalid_vectors(valid: dict[str, Valid]) -> list[Invalid]:
                    "a side file has the name of a source (F2)",
                    lambda m: m["side_files"].append({"file": m["sources"][0]["file"], "size": 2,
                                                      "sha256": "0" * 64, "content": "{}"}))
+    metadata_fault("metadata_bad_source_sha256", tiny, "bad_metadata", "metadata",
+                   "a source's sha256 is present but 63 hex digits (S2; 1.2 makes it optional, "
+                   "not unchecked)",
+                   lambda m: m["sources"][0].update(sha256="0" * 63))
     metadata_fault("metadata_source_header_not_object", tiny, "bad_metadata", "metadata",
                    "a source's header does not start with '{' (R1)",
                    lambda m: m["sources"][0].update(header="[]"))

@@ -257,21 +257,30 @@ Status parse_raw_tensors(const json& j, const std::string& ctx, NameSets* names,
 
 // The fields sources and side files share: a file name unique in the output folder (F2), its size
 // and SHA-256. Returns the context naming the file for the caller's further checks.
+// `sha256_optional`: spec 5.3 (1.2), a source MAY leave its sha256 out; a present one is
+// checked as any other (S2).
 Result<std::string> parse_file_fields(const json& j, const std::string& ctx, const char* payload,
                                       NameSets* names, std::string* file, uint64_t* size,
-                                      std::string* sha256) {
-  DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"file", "size", "sha256", payload}));
+                                      std::string* sha256, bool sha256_optional) {
+  if (sha256_optional) {
+    DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"file", "size", payload}, {"sha256"}));
+  } else {
+    DF11_RETURN_IF_ERROR(check_fields(j, ctx, {"file", "size", "sha256", payload}));
+  }
   DF11_RETURN_IF_ERROR(get_file_name(j, ctx, file));
   std::string fctx = ctx + " " + quote_name(*file);
   DF11_RETURN_IF_ERROR(claim(&names->files, *file, "file", ctx));
   DF11_RETURN_IF_ERROR(get_uint(j, "size", fctx, size));
-  DF11_RETURN_IF_ERROR(get_hex(j, "sha256", kSha256HexLength, fctx, sha256));
+  if (j.contains("sha256")) {
+    DF11_RETURN_IF_ERROR(get_hex(j, "sha256", kSha256HexLength, fctx, sha256));
+  }
   return fctx;
 }
 
 Status parse_source(const json& j, const std::string& ctx, NameSets* names, SourceFile* s) {
   DF11_ASSIGN_OR_RETURN(const std::string sctx,
-                        parse_file_fields(j, ctx, "header", names, &s->file, &s->size, &s->sha256));
+                        parse_file_fields(j, ctx, "header", names, &s->file, &s->size, &s->sha256,
+                                          /*sha256_optional=*/true));
   DF11_RETURN_IF_ERROR(get_string(j, "header", sctx, &s->header));
   // R1: the original header is a plausible safetensors header that fits in the file.
   if (s->header.empty() || s->header.front() != '{' || s->header.size() > kMaxHeaderBytes) {
@@ -287,8 +296,9 @@ Status parse_source(const json& j, const std::string& ctx, NameSets* names, Sour
 }
 
 Status parse_side_file(const json& j, const std::string& ctx, NameSets* names, SideFile* s) {
-  DF11_ASSIGN_OR_RETURN(const std::string sctx, parse_file_fields(j, ctx, "content", names,
-                                                                  &s->file, &s->size, &s->sha256));
+  DF11_ASSIGN_OR_RETURN(const std::string sctx,
+                        parse_file_fields(j, ctx, "content", names, &s->file, &s->size, &s->sha256,
+                                          /*sha256_optional=*/false));
   DF11_RETURN_IF_ERROR(get_string(j, "content", sctx, &s->content));
   // R2: the size is the content's.
   if (s->content.size() != s->size) {

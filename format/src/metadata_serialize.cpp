@@ -65,7 +65,8 @@ Result<std::string> serialize_df11_metadata(const Df11Metadata& metadata) {
       Json j = Json::object();
       append_member(j, "file", s.file);
       append_member(j, "size", s.size);
-      append_member(j, "sha256", s.sha256);
+      // spec 5.3 (1.2): optional for sources; left out when not recorded.
+      if (!s.sha256.empty()) append_member(j, "sha256", s.sha256);
       append_member(j, "header", s.header);
       sources.push_back(std::move(j));
     }

@@ -4,11 +4,11 @@
 // (checkpoint_source.h) and write the same bytes for the same checkpoint.
 //
 // The original files' SHA-256 (and their tensors' XXH3) start at once as tasks of the thread
-// budget (source_hasher.h). Pass 1 plans every group (compress_plan.h) and lays out every
-// shard's header (compress_layout.h); pass 2 writes several shards side by side, each a
-// pipeline that codes a group's next step while the previous one is written at its place
-// (shard_writer.h, group_writer.h) and copies raw tensors, then writes the final headers,
-// config.json (+ dfloat11_config), the index and the side files. Everything goes to
+// budget (source_hasher.h), unless options.source_sha256 is off. Pass 1 plans every group
+// (compress_plan.h) and lays out every shard's header (compress_layout.h); pass 2 writes several
+// shards side by side, each a pipeline that codes a group's next step while the previous one is
+// written at its place (shard_writer.h, group_writer.h) and copies raw tensors, then writes the
+// final headers, config.json (+ dfloat11_config), the index and the side files. Everything goes to
 // "<OUT_DIR>.df11-tmp-<pid>", renamed onto OUT_DIR only when complete (output_dir.h). The
 // bytes do not depend on the thread count.
 #pragma once
@@ -44,6 +44,12 @@ struct CompressOptions {
   // Weights per encoder chunk (the unit of parallel encoding; tests use small ones to get
   // many chunks and steps out of a small model).
   uint64_t chunk_weights = kDefaultChunkWeights;
+  // Record each original file's SHA-256 in `sources` (spec 5.3: optional from 1.2 on;
+  // provenance, e.g. the Hub's LFS oid of the original). Without it (--no-source-sha256) the
+  // originals are read only by the planning and coding passes, which saves the SHA-256 (~0.5
+  // CPU-s per GB) and a third read of every file; the members' XXH3 are then computed while
+  // coding.
+  bool source_sha256 = true;
 };
 
 struct CompressSummary {

@@ -57,7 +57,7 @@ struct ShardResult {
 };
 
 Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPlan& plan,
-                                ShardOut& out, const fs::path& dir, SourceHasher& hasher,
+                                ShardOut& out, const fs::path& dir, SourceHasher* hasher,
                                 const CompressOptions& options, Reporter& reporter,
                                 const CancelToken& cancel, std::vector<std::string>& details,
                                 PhaseTimes& phases) {
@@ -73,10 +73,11 @@ Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPl
   {
     const PhaseTimer timer(&phases, "shard items (coded | written)");
     DF11_RETURN_IF_ERROR(write_shard_items(source, plan, out, layout, writer, options.step_weights,
-                                           reporter, cancel, details, &phases));
+                                           /*hash_members=*/hasher == nullptr, reporter, cancel,
+                                           details, &phases));
   }
 
-  {
+  if (hasher != nullptr) {
     // The source file's SHA-256, and the members' XXH3 (spec 5.2), from the hasher, which
     // reads every byte of every file anyway; a member may lie in another file.
     const PhaseTimer timer(&phases, "source hashes wait");
@@ -84,7 +85,7 @@ Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPl
     auto digests_of = [&](size_t shard) -> Result<const SourceDigests*> {
       auto found = files.find(shard);
       if (found == files.end()) {
-        DF11_ASSIGN_OR_RETURN(SourceDigests d, hasher.get(shard));
+        DF11_ASSIGN_OR_RETURN(SourceDigests d, hasher->get(shard));
         found = files.emplace(shard, std::move(d)).first;
       }
       return &found->second;
@@ -177,7 +178,7 @@ size_t shards_side_by_side(const CheckpointSource& source, const CompressPlan& p
 Result<std::vector<ShardResult>> write_shards(const CheckpointSource& source,
                                               const CompressPlan& plan,
                                               std::vector<ShardOut>& shards, const fs::path& dir,
-                                              SourceHasher& hasher, const CompressOptions& options,
+                                              SourceHasher* hasher, const CompressOptions& options,
                                               Reporter& reporter, const CancelToken& cancel,
                                               size_t side_by_side, PhaseTimes& phases) {
   const size_t n = shards.size();
@@ -211,7 +212,7 @@ Result<std::vector<ShardResult>> write_shards(const CheckpointSource& source,
 
 Result<CompressSummary> compress_planned(const CompressOptions& options, Reporter& reporter,
                                          const CancelToken& cancel, const CheckpointSource& source,
-                                         StagingDir& staging, SourceHasher& hasher,
+                                         StagingDir& staging, SourceHasher* hasher,
                                          PhaseTimes& phases, const Stopwatch& started) {
   const Stopwatch planning;
   DF11_ASSIGN_OR_RETURN(
@@ -228,6 +229,12 @@ Result<CompressSummary> compress_planned(const CompressOptions& options, Reporte
   if (source.index_text()) changed.push_back(side_file(source.index_name(), *source.index_text()));
   std::vector<ShardOut> shards =
       assign_shards(source, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
+  if (hasher == nullptr) {
+    // spec 5.3 (1.2): `sources[].sha256` is optional; not recorded, it is left out.
+    for (ShardOut& out : shards) {
+      for (SourceFile& file : out.metadata.sources) file.sha256.clear();
+    }
+  }
 
   CompressSummary summary;
   uint64_t total = source.side_file_bytes();
@@ -301,17 +308,22 @@ Result<CompressSummary> compress_source(const CheckpointSource& source,
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
   // The largest file's SHA-256 is the critical path on many cores: it starts now, as tasks
   // that idle workers take while this thread plans. Its XXH3 of every tensor (in header
-  // order) gives the members' checksums.
-  SourceHasher hasher(
-      source.shard_count(),
-      [&source, &cancel](size_t s, const std::atomic<bool>* stop, bool read_ahead) {
-        return source.shard_digests(s, stop, cancel, read_ahead);
-      },
-      /*background=*/allowed_threads() > 1);
+  // order) gives the members' checksums. Without it (--no-source-sha256) the originals are
+  // not read for hashing at all: the coding pass hashes the members.
+  std::optional<SourceHasher> hasher;
+  if (options.source_sha256) {
+    hasher.emplace(
+        source.shard_count(),
+        [&source, &cancel](size_t s, const std::atomic<bool>* stop, bool read_ahead) {
+          return source.shard_digests(s, stop, cancel, read_ahead);
+        },
+        /*background=*/allowed_threads() > 1);
+  }
   // Isolated: while this thread waits in its parallel loops it runs their pieces only, never
   // a whole file's hashing, which would hold the loop up for seconds.
   return tbb::this_task_arena::isolate([&] {
-    return compress_planned(options, reporter, cancel, source, staging, hasher, phases, started);
+    return compress_planned(options, reporter, cancel, source, staging, hasher ? &*hasher : nullptr,
+                            phases, started);
   });
 }
 

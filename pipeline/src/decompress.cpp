@@ -69,6 +69,7 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
                       "published by the dfloat11 tools");
   }
   DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
+  if (options.file_sha256) DF11_RETURN_IF_ERROR(require_recorded_sha256(folder, "--sha256"));
   DF11_RETURN_IF_ERROR(check_side_files_recorded(folder));
   // spec 5.2 and 7.7: a corrupted header or folder file is refused before anything is written
   // (the copied files would carry the corruption into the restored folder).

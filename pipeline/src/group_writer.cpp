@@ -33,7 +33,7 @@ uint64_t step_count(const GroupPlan& plan, uint64_t step_weights) {
 
 GroupWriter::GroupWriter(MemberSpans members, std::vector<MemberSource> sources,
                          const GroupPlan& plan, const StoredOffsets& offsets, uint64_t step_weights,
-                         std::string what)
+                         std::string what, bool hash_members)
     : members_(std::move(members)),
       pages_(members_.stream(), std::move(sources)),
       plan_(plan),
@@ -42,7 +42,8 @@ GroupWriter::GroupWriter(MemberSpans members, std::vector<MemberSource> sources,
       chunks_per_step_(std::max<uint64_t>(1, step_weights / plan.chunk_weights)),
       steps_(step_count(plan, step_weights)),
       positions_(plan.output_positions_bytes),
-      gaps_(plan.gaps_bytes) {}
+      gaps_(plan.gaps_bytes),
+      member_hash_(hash_members ? members_.size() : 0) {}
 
 GroupWriter::Step GroupWriter::step(uint64_t k) const {
   const uint64_t c0 = k * chunks_per_step_;
@@ -100,6 +101,15 @@ Status GroupWriter::write_step(uint64_t k, const StepBuffer& buffer, const FileW
            std::span(buffer.stream).subspan(stream_done_ - first, end - stream_done_)));
   stream_done_ = end;
   DF11_RETURN_IF_ERROR(emit(out, GroupTensor::kSignMantissa, s.w0, buffer.sign));
+  if (!member_hash_.empty()) {
+    // The step's weights in stream order, so each member's pieces come in order; the pages
+    // are still mapped from coding (no fault), and XXH3 runs at memory speed.
+    const MemberStream& stream = members_.stream();
+    stream.for_each_piece(s.w0, s.w1, [&](const uint16_t* w, uint64_t n, uint64_t at) {
+      member_hash_[stream.member_of(at)].update(
+          std::span(reinterpret_cast<const uint8_t*>(w), 2 * n));
+    });
+  }
   // The next step (coding or hashing beside this) may still read the pages at the seam.
   pages_.drop(s.w0, s.w1, /*whole_pages_only=*/true);
   return Status::ok();
@@ -129,6 +139,7 @@ Result<GroupWriteResult> GroupWriter::finish(const FileWriter& out) {
     result.stored.of(t.id) = stored_hash_[index(t.id)].hex_digest();
   }
   result.max_block_weights = most_;
+  for (const Xxh3& h : member_hash_) result.member_xxh3.push_back(h.hex_digest());
   return result;
 }
 

@@ -31,6 +31,8 @@ using StoredOffsets = std::array<uint64_t, kGroupTensorCount>;
 struct GroupWriteResult {
   StoredChecksums stored;
   uint32_t max_block_weights = 0;
+  // With `hash_members`: each member's XXH3 (spec 5.2), in member order; else empty.
+  std::vector<std::string> member_xxh3;
 };
 
 // One step's stored bytes. Reused from step to step: its memory is touched once.
@@ -47,9 +49,12 @@ uint64_t step_count(const GroupPlan& plan, uint64_t step_weights);
 
 class GroupWriter {
  public:
-  // `plan` must outlive the writer; `what` names the group in messages.
+  // `plan` must outlive the writer; `what` names the group in messages. `hash_members`: the
+  // members' XXH3 are computed here, each step's weights by write_step while they are still
+  // mapped (when no source hasher reads the files: compress --no-source-sha256).
   GroupWriter(MemberSpans members, std::vector<MemberSource> sources, const GroupPlan& plan,
-              const StoredOffsets& offsets, uint64_t step_weights, std::string what);
+              const StoredOffsets& offsets, uint64_t step_weights, std::string what,
+              bool hash_members);
   GroupWriter(const GroupWriter&) = delete;  // pages_ refers to members_
   GroupWriter& operator=(const GroupWriter&) = delete;
 
@@ -63,7 +68,8 @@ class GroupWriter {
   Status encode_step(uint64_t k, StepBuffer& buffer);
   // Writes step k (encoded into `buffer`) at its place in `out`: the stream bytes final
   // after it (all up to the byte holding step k + 1's first bit; the last step, all), and its
-  // sign/mantissa bytes. Then drops the step's input pages. Steps go in order.
+  // sign/mantissa bytes; with `hash_members`, hashes the step's weights. Then drops the step's
+  // input pages. Steps go in order.
   Status write_step(uint64_t k, const StepBuffer& buffer, const FileWriter& out);
   // After the last write_step: the luts, output positions, gaps and split positions, and
   // every checksum. Drops what is left of the members' input pages.
@@ -88,9 +94,10 @@ class GroupWriter {
   std::vector<uint8_t> positions_;  // whole: ~0.1% of the stream
   std::vector<uint8_t> gaps_;       // whole: ~8% of the stream
   std::array<Xxh3, kGroupTensorCount> stored_hash_;
-  uint32_t most_ = 0;         // weights per block, the largest so far
-  uint8_t carry_ = 0;         // the last stream byte of the last step encoded
-  uint64_t stream_done_ = 0;  // stream bytes written
+  std::vector<Xxh3> member_hash_;  // per member with hash_members, else empty
+  uint32_t most_ = 0;              // weights per block, the largest so far
+  uint8_t carry_ = 0;              // the last stream byte of the last step encoded
+  uint64_t stream_done_ = 0;       // stream bytes written
 };
 
 }  // namespace df11::app

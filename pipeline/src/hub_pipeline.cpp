@@ -343,6 +343,7 @@ Result<PublishResult> publish_model(const PublishOptions& options, Reporter& rep
     compress.out_dir = result.df11_dir;
     compress.group_by = options.group_by;
     compress.threads = options.threads;
+    compress.source_sha256 = options.source_sha256;
     DF11_ASSIGN_OR_RETURN(CompressSummary summary, compress_model(compress, reporter, cancel));
     reporter.note("compressed into " + result.df11_dir + ": " + format_bytes(summary.input_bytes) +
                   " -> " + format_bytes(summary.output_bytes));

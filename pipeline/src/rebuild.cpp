@@ -214,6 +214,22 @@ Status check_source_tensor(const Df11Folder& folder, const std::string& source_f
   return check_shape(folder, source_file, t, it->second);
 }
 
+Status require_recorded_sha256(const Df11Folder& folder, const std::string& option) {
+  std::vector<std::string> missing;
+  for (const SourceRef& ref : folder.sources) {
+    if (folder.source(ref).sha256.empty()) missing.push_back(folder.source(ref).file);
+  }
+  if (missing.empty()) return Status::ok();
+  std::string list = missing.front();
+  if (missing.size() > 1) list += " and " + std::to_string(missing.size() - 1) + " more";
+  return Status(ErrorCode::kInvalidArgument,
+                option + ": " + folder.folder.dir.string() +
+                    ": the original files' SHA-256 was not recorded (" + list +
+                    "; compressed with --no-source-sha256), so there is nothing to check "
+                    "against; without " +
+                    option + " every rebuilt byte is still checked (header and tensor checksums)");
+}
+
 Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile& source,
                                      TensorProducer& producer, RebuildSink& sink,
                                      const RebuildOptions& options) {
@@ -282,6 +298,11 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
     }
   }
   if (check_sha && result.failed_tensors == 0) {
+    if (source.sha256.empty()) {
+      // Callers check first (require_recorded_sha256); this keeps a missed check from passing.
+      return Status(ErrorCode::kInvalidArgument,
+                    source.file + ": the original file's SHA-256 was not recorded");
+    }
     const std::string digest = sha.hex_digest();
     if (digest != source.sha256) {
       return Status(ErrorCode::kCorruptData, source.file + ": rebuilt file has sha256 " + digest +

@@ -116,6 +116,12 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
                                      TensorProducer& producer, RebuildSink& sink,
                                      const RebuildOptions& options);
 
+// --sha256 (`option`, for the message) asks for every original's recorded SHA-256: OK if each
+// source records one, else kInvalidArgument naming the files without (spec 5.3, 1.2: a writer
+// may leave it out, e.g. `df11 compress --no-source-sha256`; their rebuilt bytes are still
+// fixed by the checked header and tensors, spec 7.6).
+Status require_recorded_sha256(const Df11Folder& folder, const std::string& option);
+
 // How many source files to rebuild side by side: SHA-256 is sequential within a file, so
 // throughput scales with files: one per four allowed threads, at most 4. CPU decoding only
 // (each worker holds two pieces);

@@ -72,8 +72,9 @@ std::vector<Unit> units_of(const CompressPlan& plan, const ShardOut& out, uint64
 
 Status write_shard_items(const CheckpointSource& source, const CompressPlan& plan, ShardOut& out,
                          const FinalizedLayout& layout, const FileWriter& writer,
-                         uint64_t step_weights, Reporter& reporter, const CancelToken& cancel,
-                         std::vector<std::string>& details, PhaseTimes* phases) {
+                         uint64_t step_weights, bool hash_members, Reporter& reporter,
+                         const CancelToken& cancel, std::vector<std::string>& details,
+                         PhaseTimes* phases) {
   const std::vector<Unit> units = units_of(plan, out, step_weights);
   std::array<StepBuffer, 2> buffers;
   // A group's writer lives from its first step's coding to its end's writing: two at most.
@@ -90,7 +91,7 @@ Status write_shard_items(const CheckpointSource& source, const CompressPlan& pla
     }
     auto made = std::make_unique<GroupWriter>(
         std::move(spans), group_sources(source, plan, group.spec), group.plan, offsets,
-        step_weights, group_context(source, plan, group.spec));
+        step_weights, group_context(source, plan, group.spec), hash_members);
     return groups.emplace(i, std::move(made)).first->second.get();
   };
 
@@ -112,6 +113,9 @@ Status write_shard_items(const CheckpointSource& source, const CompressPlan& pla
     DF11_ASSIGN_OR_RETURN(GroupWriteResult written, group.finish(writer));
     GroupMeta& meta = out.metadata.groups[item.meta_index];
     meta.stored = written.stored;
+    for (size_t k = 0; k < written.member_xxh3.size(); ++k) {
+      meta.members[k].xxh3 = std::move(written.member_xxh3[k]);
+    }
     const PlannedGroup& planned = plan.groups[item.index];
     details.push_back(group.what() + ": " + count_of(planned.spec.members.size(), "tensor") + ", " +
                       count_of(planned.plan.n_elements, "weight") + ", " +

@@ -22,14 +22,16 @@
 namespace df11::app {
 
 // Writes every item of `out` at its place in `layout` through `writer` and fills in the
-// checksums of out.metadata but the members' (the source hasher has them). `step_weights`: weights
+// checksums of out.metadata, the members' only with `hash_members` (else the source hasher has
+// them). `step_weights`: weights
 // coded per step (two steps' output and input pages are resident at a time). Per-group lines for -v
 // are appended to `details`. Progress advances by the input bytes written. Stops with kInterrupted
 // once `cancel` is cancelled.
 Status write_shard_items(const CheckpointSource& source, const CompressPlan& plan, ShardOut& out,
                          const FinalizedLayout& layout, const FileWriter& writer,
-                         uint64_t step_weights, Reporter& reporter, const CancelToken& cancel,
-                         std::vector<std::string>& details, PhaseTimes* phases = nullptr);
+                         uint64_t step_weights, bool hash_members, Reporter& reporter,
+                         const CancelToken& cancel, std::vector<std::string>& details,
+                         PhaseTimes* phases = nullptr);
 
 // Bytes resident for one shard written by write_shard_items, beyond the process's base: two
 // steps' stored bytes (about 1.4 bytes per weight) and up to two steps' input pages.

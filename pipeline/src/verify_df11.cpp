@@ -219,6 +219,7 @@ class CompareSink : public RebuildSink {
 
 Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   DF11_ASSIGN_OR_RETURN(Df11Folder folder, open_df11_folder(std::move(model)));
+  if (context.file_sha256) DF11_RETURN_IF_ERROR(require_recorded_sha256(folder, "--sha256"));
   Reporter& reporter = context.reporter;
   uint64_t total = 0;
   for (const CodedGroup& g : folder.groups) {

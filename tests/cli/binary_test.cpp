@@ -66,6 +66,37 @@ TEST_F(Binary, CompressVerifyDecompress) {
   EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
 }
 
+// spec 5.3 (1.2): compress --no-source-sha256 records no SHA-256 of the originals; the folder
+// verifies and restores byte for byte all the same, and --sha256, which has nothing to compare
+// with, says so and writes nothing (exit 2, as for any impossible request).
+TEST_F(Binary, NoSourceSha256VerifiesRestoresAndRefusesSha256) {
+  write_tiny_llama(model(), {});
+  const ProcessResult c = run({"compress", model(), "-o", df11(), "--no-source-sha256"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const std::string expected = "error: --sha256: " + df11().string() +
+                               ": the original files' SHA-256 was not recorded (model-00001-of-"
+                               "00002.safetensors and 1 more; compressed with --no-source-sha256)";
+
+  const ProcessResult v = run({"verify", df11(), "--device", "cpu"});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find(": OK: "), std::string::npos) << v.out;
+  const ProcessResult vs = run({"verify", df11(), "--sha256", "--device", "cpu"});
+  EXPECT_EQ(vs.exit_code, 2) << vs.out << vs.err;
+  EXPECT_EQ(vs.err.rfind(expected, 0), 0u) << vs.err;
+  EXPECT_NE(vs.err.find("without --sha256 every rebuilt byte is still checked"), std::string::npos)
+      << vs.err;
+
+  const ProcessResult ds = run({"decompress", df11(), "-o", restored(), "--sha256"});
+  EXPECT_EQ(ds.exit_code, 2) << ds.out << ds.err;
+  EXPECT_EQ(ds.err.rfind(expected, 0), 0u) << ds.err;
+  EXPECT_FALSE(fs::exists(restored()));
+  EXPECT_EQ(outputs(), (std::vector<std::string>{"df11", "model"}));
+
+  const ProcessResult d = run({"decompress", df11(), "-o", restored()});
+  ASSERT_EQ(d.exit_code, 0) << d.err;
+  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+}
+
 TEST_F(Binary, QuietAndGlobalOptionsAfterTheSubcommand) {
   write_tiny_llama(model(), {});
   const ProcessResult q = run({"-q", "compress", model(), "-o", df11()});

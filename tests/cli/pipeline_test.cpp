@@ -11,6 +11,7 @@
 #include "cli_fixture.h"
 #include "df11/metadata.h"
 #include "df11/safetensors.h"
+#include "df11/sha256.h"
 #include "inspect_model.h"
 #include "inspect_report.h"
 #include "signals.h"
@@ -222,22 +223,47 @@ TEST_F(Pipeline, OutputIsByteIdenticalAtOneTwoThreeAndSixteenThreads) {
 
   CompressOptions o = compress_options();  // 4096-weight chunks, 3 chunks a step
   o.force = true;
-  std::optional<std::map<std::string, std::string>> first;
-  for (int threads : {1, 2, 3, 16}) {
-    SCOPED_TRACE(threads);
-    o.threads = threads;
-    const Captured r = compress(o);
-    ASSERT_EQ(r.code, 0) << r.err;
-    EXPECT_NE(r.out.find("tied"), std::string::npos) << r.out;
-    const auto tree = tree_sha256(df11());
-    if (!first) first = tree;
-    EXPECT_EQ(tree, *first);
+  // With and without the sources' SHA-256 (--no-source-sha256): then the coding pass, not the
+  // source hasher, computes the members' XXH3.
+  std::vector<Df11Metadata> with_sha256;
+  for (const bool source_sha256 : {true, false}) {
+    o.source_sha256 = source_sha256;
+    std::optional<std::map<std::string, std::string>> first;
+    for (int threads : {1, 2, 3, 16}) {
+      SCOPED_TRACE(testing::Message() << threads << " threads, source_sha256 " << source_sha256);
+      o.threads = threads;
+      const Captured r = compress(o);
+      ASSERT_EQ(r.code, 0) << r.err;
+      EXPECT_NE(r.out.find("tied"), std::string::npos) << r.out;
+      const auto tree = tree_sha256(df11());
+      if (!first) first = tree;
+      EXPECT_EQ(tree, *first);
+    }
+    const Captured d = decompress();
+    ASSERT_EQ(d.code, 0) << d.err;
+    EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+    fs::remove_all(restored());
+    const Captured v = verify(model());
+    EXPECT_EQ(v.code, 0) << v.out << v.err;
+    for (const std::string& shard : list_dir(df11())) {
+      if (!shard.ends_with(".safetensors")) continue;
+      Df11Metadata m = metadata_of(df11() / shard);
+      ASSERT_EQ(m.sources.size(), 1u);
+      if (source_sha256) {
+        EXPECT_EQ(m.sources[0].sha256, sha256_file((model() / shard).string()).value());
+        with_sha256.push_back(std::move(m));
+        continue;
+      }
+      // The same document but the absent SHA-256: every checksum the coding pass computed
+      // equals the hasher's.
+      EXPECT_EQ(m.sources[0].sha256, "");
+      ASSERT_FALSE(with_sha256.empty());
+      Df11Metadata expected = with_sha256.front();
+      with_sha256.erase(with_sha256.begin());
+      expected.sources[0].sha256.clear();
+      EXPECT_EQ(m, expected) << shard;
+    }
   }
-  const Captured d = decompress();
-  ASSERT_EQ(d.code, 0) << d.err;
-  EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
-  const Captured v = verify(model());
-  EXPECT_EQ(v.code, 0) << v.out << v.err;
 }
 
 TEST_F(Pipeline, VariantsRoundTrip) {

@@ -97,6 +97,39 @@ TEST(Df11Metadata, OptionalArraysUnknownTopLevelKeysAndMinorVersions) {
   EXPECT_TRUE(parse(j).is_ok());
 }
 
+// spec 5.3 (1.2): a source's sha256 is optional; absent, it is "not recorded" (empty) and stays
+// absent through a round trip; present, it is checked as before (S2). Side files still need one.
+TEST(Df11Metadata, SourceSha256IsOptionalButCheckedWhenPresent) {
+  Df11Metadata m = valid_metadata();
+  m.sources[0].sha256.clear();
+  Result<std::string> text = serialize_df11_metadata(m);
+  ASSERT_TRUE(text.is_ok()) << text.status().to_string();
+  EXPECT_NE(text->find(R"("sources":[{"file":")" + kFile + R"(","size":4096,"header":)"),
+            std::string::npos)
+      << *text;
+  Result<Df11Metadata> back = parse_df11_metadata(*text, kFile);
+  ASSERT_TRUE(back.is_ok()) << back.status().to_string();
+  EXPECT_EQ(back->sources[0].sha256, "");
+  Result<std::string> again = serialize_df11_metadata(*back);
+  ASSERT_TRUE(again.is_ok());
+  EXPECT_EQ(*again, *text);
+
+  for (const std::string& bad :
+       std::vector<std::string>{"", "0", std::string(63, 'a'), std::string(65, 'a'),
+                                std::string(64, 'A'), std::string(63, 'a') + "g"}) {
+    SCOPED_TRACE(bad);
+    json j = valid_json();
+    j["sources"][0]["sha256"] = bad;
+    EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "sources[0]", "64 lowercase hex");
+  }
+  json j = valid_json();
+  j["sources"][0]["sha256"] = nullptr;
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "'sha256'");
+  j = valid_json();
+  j["side_files"][0].erase("sha256");
+  EXPECT_STATUS(parse(j), ErrorCode::kBadMetadata, "side_files[0]", "missing field 'sha256'");
+}
+
 TEST(Df11Metadata, NotJsonOrNotAnObject) {
   EXPECT_STATUS(parse_df11_metadata("{", kFile).status(), ErrorCode::kBadJson, kFile.c_str(),
                 "df11 metadata");

@@ -84,9 +84,12 @@ struct RawTensorMeta {
 
 // An original .safetensors file that can be rebuilt from this shard.
 struct SourceFile {
-  std::string file;    // base name, e.g. "model-00001-of-00002.safetensors"
-  uint64_t size = 0;   // bytes
-  std::string sha256;  // of the whole original file
+  std::string file;   // base name, e.g. "model-00001-of-00002.safetensors"
+  uint64_t size = 0;  // bytes
+  // SHA-256 of the whole original file (provenance: the Hub's LFS oid), or empty when the
+  // writer did not record it (spec 5.3, 1.2: optional; header and tensor checksums already
+  // fix every byte of the rebuilt file, spec 7.6).
+  std::string sha256;
   std::string header;  // its exact header text (N bytes, padding included)
   bool operator==(const SourceFile&) const = default;
 };
