@@ -6,6 +6,7 @@
 #include <cctype>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "hub_commands.h"
 #include "inspect_command.h"
 #include "signals.h"
+#include "summary_text.h"
 
 #ifndef DF11_VERSION_STRING
 #define DF11_VERSION_STRING "0.0.0"
@@ -41,7 +43,8 @@ struct CommonOptions {
 
 void add_output_options(CLI::App* app, CommonOptions& common, bool with_json) {
   app->add_option("--threads", common.threads,
-                  "worker threads, at most the number of cores (default: all cores)");
+                  "worker threads, at most the number of cores (default: all cores)")
+      ->type_name("N");
   app->add_flag("-q,--quiet", common.quiet, "errors and warnings only");
   app->add_flag("-v,--verbose", common.verbose, "more detail (per group, device notes)");
   if (with_json) app->add_flag("--json", common.json, "print the result as one JSON document");
@@ -54,10 +57,41 @@ constexpr int kMaxTransfers = 64;
 
 void add_transfers_option(CLI::App* app, CommonOptions& common) {
   app->add_option("--transfers", common.transfers,
-                  "parallel Hub transfers (default 8; not limited by the core count)");
+                  "parallel Hub transfers (default 8; not limited by the core count)")
+      ->type_name("N");
+}
+
+// With --json anywhere on the command line, a usage error is a JSON document on stdout too
+// (the command it names: "compress", "bench decode", ...; "df11" before one is named).
+std::optional<std::string> g_json_command;
+
+std::optional<std::string> json_command(int argc, char** argv) {
+  bool json = false;
+  std::string command = "df11";
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--json") json = true;
+    for (const char* name :
+         {"compress", "decompress", "verify", "inspect", "pull", "push", "publish", "bench"}) {
+      if (command == "df11" && arg == name) {
+        command = name;
+      } else if (command == "bench" && (arg == "decode" || arg == "gemv")) {
+        command += " " + arg;
+      }
+    }
+  }
+  if (!json) return std::nullopt;
+  return command;
 }
 
 int usage_error(const std::string& message, const std::string& hint) {
+  if (g_json_command) {
+    std::cout << app::error_json(*g_json_command,
+                                 df11::Status(df11::ErrorCode::kInvalidArgument, message))
+                     .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+              << "\n";
+  }
   std::cerr << "error: " << message << " [invalid_argument]\n";
   if (!hint.empty()) std::cerr << hint << "\n";
   return app::kExitUsage;
@@ -199,6 +233,7 @@ int resolve_transfers(const std::string& text) {
 
 int main(int argc, char** argv) {
   app::install_signal_handlers();
+  g_json_command = json_command(argc, argv);
 
   CLI::App cli{"df11: lossless DFloat11 compression of BF16 model weights", "df11"};
   cli.set_version_flag("--version", "df11 " DF11_VERSION_STRING);
@@ -322,10 +357,12 @@ int main(int argc, char** argv) {
   CLI::App* bench_cmd = cli.add_subcommand("bench", "benchmarks");
   bench_cmd->require_subcommand(1);
   app::BenchDecodeOptions bench;
-  std::string bench_device = "cuda";
+  std::string bench_device = "auto";
   CLI::App* bench_decode_cmd = bench_cmd->add_subcommand(
       "decode", "decode speed of one synthetic Llama-3.1-8B block coded as one group");
-  bench_decode_cmd->add_option("--device", bench_device, "cuda, cpu or auto")
+  bench_decode_cmd
+      ->add_option("--device", bench_device,
+                   "auto (CUDA when a GPU is usable, else the CPU), cuda or cpu")
       ->check(CLI::IsMember({"cpu", "cuda", "auto"}));
   bench_decode_cmd->add_option("--runs", bench.runs, "timed runs (median)")
       ->check(CLI::Range(1, 1000000));
@@ -340,7 +377,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1u, 1u << 22));
   bench_decode_cmd->add_option("--kv-dim", bench.kv_dim, "rows of k_proj and v_proj")
       ->check(CLI::Range(1u, 1u << 20));
-  add_output_options(bench_decode_cmd, common, false);
+  add_output_options(bench_decode_cmd, common, true);
   app::BenchGemvOptions gemv;
   std::string gemv_batches = "1,2,4,8,16";
   CLI::App* bench_gemv_cmd = bench_cmd->add_subcommand(
@@ -382,6 +419,12 @@ int main(int argc, char** argv) {
     return usage_error(e.what(), "run '" + where + " --help' for the options");
   }
 
+  if (common.quiet && common.verbose > 0) {
+    return usage_error(
+        "-q and -v cannot be used together (-q: errors and warnings only; -v: "
+        "more detail)",
+        "");
+  }
   const int threads = resolve_threads(common.threads, common.quiet);
   if (threads < 0) return app::kExitUsage;
   const int transfers = resolve_transfers(common.transfers);
@@ -397,7 +440,14 @@ int main(int argc, char** argv) {
     app::Console console(std::cout, std::cerr, output.json ? 0 : output.verbosity,
                          output.progress && !output.json);
     auto path = app::resolve_model_argument(argument, transfers, console, app::interrupt_token());
-    if (!path) return app::report_failure(path.status(), console);
+    if (!path) {
+      if (g_json_command) {
+        std::cout << app::error_json(*g_json_command, path.status())
+                         .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+                  << "\n";
+      }
+      return app::report_failure(path.status(), console);
+    }
     argument = *path;
     return app::kExitOk;
   };
@@ -456,8 +506,12 @@ int main(int argc, char** argv) {
   if (inspect_cmd->parsed()) {
     // A Hub id is read remotely (headers and a sample, pipeline/inspect_remote.h); only the
     // zstd baseline, which compresses every weight, pulls the repo first.
+    // Offline (HF_HUB_OFFLINE), a Hub id is resolved from the cache and read there.
     std::error_code ec;
-    inspect.remote = inspect.baselines.empty() && !std::filesystem::exists(inspect.path, ec) &&
+    const auto hub_config = df11::hub::config_from_environment();
+    const bool offline = hub_config.is_ok() && hub_config->offline;
+    inspect.remote = inspect.baselines.empty() && !offline &&
+                     !std::filesystem::exists(inspect.path, ec) &&
                      df11::hub::looks_like_repo_ref(inspect.path);
     inspect.transfers = transfers;
     if (!inspect.remote) {
@@ -471,8 +525,9 @@ int main(int argc, char** argv) {
   if (bench_decode_cmd->parsed()) {
     bench.threads = threads;
     bench.device = bench_device == "cpu"    ? app::DeviceChoice::kCpu
-                   : bench_device == "auto" ? app::DeviceChoice::kAuto
-                                            : app::DeviceChoice::kCuda;
+                   : bench_device == "cuda" ? app::DeviceChoice::kCuda
+                                            : app::DeviceChoice::kAuto;
+    bench.json = common.json;
     return app::run_bench_decode(bench, std::cout, std::cerr);
   }
   if (bench_gemv_cmd->parsed()) {

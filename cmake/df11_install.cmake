@@ -6,26 +6,34 @@
 #   P/bin/df11            the command-line tool (when built)
 #   P/lib/cmake/df11/     df11Config.cmake, df11ConfigVersion.cmake, df11Targets*.cmake
 #   P/lib/pkgconfig/      df11.pc (the C API), df11-tools.pc (the tools C API)
-# Targets, namespace df11::: df11 (C API, shared), df11_static (C API, static), tools (tools C
-# API, shared; with the pipelines, DF11_CLI), format, decoder, cuda and cuda_host (C++20 API;
-# cuda on CUDA builds).
+# Targets, namespace df11::, in three export sets that df11Config.cmake includes as the
+# consumer's packages allow: df11 and tools (C API and tools C API, shared: they need
+# nothing; tools with the pipelines, DF11_CLI), df11_static (C API, static: oneTBB,
+# libxxhash, libcrypto, CUDA runtime), format, decoder, cuda and cuda_host (C++20 API, also
+# nlohmann_json; cuda on CUDA builds).
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(DF11_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/df11)
-set(DF11_EXPORTED df11_capi df11_capi_static df11_format df11_decoder)
-if(TARGET df11_cuda)
-  list(APPEND DF11_EXPORTED df11_cuda df11_cuda_host)
-endif()
+set(DF11_EXPORTED_SHARED df11_capi)
 if(TARGET df11_tools)
-  list(APPEND DF11_EXPORTED df11_tools)
+  list(APPEND DF11_EXPORTED_SHARED df11_tools)
+endif()
+set(DF11_EXPORTED_CXX df11_format df11_decoder)
+if(TARGET df11_cuda)
+  list(APPEND DF11_EXPORTED_CXX df11_cuda df11_cuda_host)
 endif()
 
-install(TARGETS ${DF11_EXPORTED} EXPORT df11Targets
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+foreach(set_and_targets "df11Targets;${DF11_EXPORTED_SHARED}" "df11StaticTargets;df11_capi_static"
+                        "df11CxxTargets;${DF11_EXPORTED_CXX}")
+  list(POP_FRONT set_and_targets export_set)
+  install(TARGETS ${set_and_targets} EXPORT ${export_set}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} NAMELINK_COMPONENT Development
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  install(EXPORT ${export_set} NAMESPACE df11:: DESTINATION ${DF11_INSTALL_CMAKEDIR})
+endforeach()
 install(FILES ${PROJECT_SOURCE_DIR}/capi/include/df11/df11.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/df11)
 if(TARGET df11_tools)
@@ -42,7 +50,6 @@ if(TARGET df11)
   install(TARGETS df11 RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
 endif()
 
-install(EXPORT df11Targets NAMESPACE df11:: DESTINATION ${DF11_INSTALL_CMAKEDIR})
 set(DF11_CONFIG_CUDA ${DF11_CUDA})
 if(TARGET df11_tools)
   set(DF11_CONFIG_TOOLS ON)

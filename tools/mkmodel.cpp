@@ -119,6 +119,23 @@ Result<LlamaDims> choose_dims(const Args& a) {
     if (a.heads) d.heads = *a.heads;
   }
   DF11_RETURN_IF_ERROR(df11::mkmodel::validate_dims(d));
+  if (!a.layers) {
+    // One layer may already be far more than asked for (the vocabulary alone is 32000 rows):
+    // say so rather than write a model of another size.
+    const uint64_t total = df11::mkmodel::llama_total_bytes(d);
+    if (total > target + target / 2) {
+      char sizes[160];
+      std::snprintf(sizes, sizeof sizes,
+                    "the smallest model with these dimensions (1 layer, hidden %llu, vocab %llu) "
+                    "is %.1f MB",
+                    static_cast<unsigned long long>(d.hidden),
+                    static_cast<unsigned long long>(d.vocab), static_cast<double>(total) / 1e6);
+      return Status(ErrorCode::kInvalidArgument,
+                    "--size " + a.size + ": " + sizes +
+                        "; ask for at least that, or set smaller dimensions (e.g. --layers 1 "
+                        "--hidden 64 --vocab 1000)");
+    }
+  }
   return d;
 }
 

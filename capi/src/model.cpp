@@ -87,6 +87,16 @@ Status build_index(df11_model& m) {
     }
   }
   for (size_t i = 0; i < m.tensors.size(); ++i) m.by_name.emplace(m.tensors[i].name, i);
+  for (const app::AliasMember& a : f.aliases) {
+    const app::CodedGroup& cg = f.groups[a.group];
+    const auto target = m.by_name.find(a.target);
+    if (f.metadata[cg.shard].groups[cg.meta_index].members.size() != 1 ||
+        target == m.by_name.end()) {
+      continue;  // open_df11_folder checked that the target exists
+    }
+    m.groups[a.group].alias_of = target->second;
+    m.groups[a.group].alias_name = a.name;
+  }
   m.validated = std::make_unique<df11_model::Validated[]>(m.groups.size());
   return Status::ok();
 }
@@ -354,6 +364,17 @@ uint64_t df11_group_element_count(const df11_model* model, size_t group) {
 
 size_t df11_group_member_count(const df11_model* model, size_t group) {
   return df11::capi::group_ok(model, group) ? model->groups[group].members.size() : 0;
+}
+
+size_t df11_group_alias_of(const df11_model* model, size_t group) {
+  return df11::capi::group_ok(model, group) ? model->groups[group].alias_of : SIZE_MAX;
+}
+
+const char* df11_group_alias_name(const df11_model* model, size_t group) {
+  if (!df11::capi::group_ok(model, group) || model->groups[group].alias_of == SIZE_MAX) {
+    return nullptr;
+  }
+  return model->groups[group].alias_name.c_str();
 }
 
 size_t df11_group_member(const df11_model* model, size_t group, size_t k) {

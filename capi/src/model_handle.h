@@ -29,6 +29,10 @@ struct df11_model {
   };
   struct Group {
     std::vector<size_t> members;  // tensor indices, concatenation order
+    // A group of one alias member (spec 5.3: a tied lm_head): the tensor it copies and the
+    // copy's own name.
+    size_t alias_of = SIZE_MAX;
+    std::string alias_name;
   };
   // validate_group() once per group, on first decode, whichever thread comes first.
   struct Validated {

@@ -12,6 +12,11 @@ int run_bench_decode(const BenchDecodeOptions& o, std::ostream& out, std::ostrea
     Result<BenchWorkload> w = make_bench_workload(o);
     s = w.is_ok() ? bench_decode_workload(o, *w, out) : w.status();
   }
+  if (o.json && !s.is_ok()) {
+    out << error_json("bench decode", s)
+               .dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace)
+        << "\n";
+  }
   if (!s.is_ok()) err << "error: " << error_line(s) << "\n";
   return exit_code_for(s);
 }

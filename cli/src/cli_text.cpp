@@ -11,13 +11,6 @@
 
 namespace df11::app {
 
-std::string count_of(uint64_t n, std::string_view word, std::string_view plural_word) {
-  std::string text = std::to_string(n) + " ";
-  if (n == 1) return text.append(word);
-  if (!plural_word.empty()) return text.append(plural_word);
-  return text.append(word).append("s");
-}
-
 namespace {
 
 size_t edit_distance(std::string_view a, std::string_view b) {
@@ -37,6 +30,33 @@ size_t edit_distance(std::string_view a, std::string_view b) {
 
 }  // namespace
 
+bool natural_less(std::string_view a, std::string_view b) {
+  size_t i = 0, j = 0;
+  const auto digit = [](char c) { return c >= '0' && c <= '9'; };
+  while (i < a.size() && j < b.size()) {
+    if (digit(a[i]) && digit(b[j])) {
+      // Skip leading zeros, then the longer run is the larger number.
+      size_t i0 = i, j0 = j;
+      while (i0 < a.size() && a[i0] == '0') ++i0;
+      while (j0 < b.size() && b[j0] == '0') ++j0;
+      size_t i1 = i0, j1 = j0;
+      while (i1 < a.size() && digit(a[i1])) ++i1;
+      while (j1 < b.size() && digit(b[j1])) ++j1;
+      if (i1 - i0 != j1 - j0) return i1 - i0 < j1 - j0;
+      const int c = a.substr(i0, i1 - i0).compare(b.substr(j0, j1 - j0));
+      if (c != 0) return c < 0;
+      if (i1 - i != j1 - j) return i1 - i < j1 - j;  // "01" after "1"
+      i = i1;
+      j = j1;
+      continue;
+    }
+    if (a[i] != b[j]) return static_cast<unsigned char>(a[i]) < static_cast<unsigned char>(b[j]);
+    ++i;
+    ++j;
+  }
+  return a.size() - i < b.size() - j;
+}
+
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates) {
   const size_t limit = std::clamp<size_t>(word.size() / 3, 1, 3);
   std::string best;
@@ -48,8 +68,49 @@ std::string closest_match(std::string_view word, const std::vector<std::string>&
       best = c;
     }
   }
-  return best;
+  if (!best.empty()) return best;
+  // An abbreviation ("--out" for "--output"), when it names one candidate only.
+  std::string prefixed;
+  const size_t dashes = word.find_first_not_of('-');
+  if (dashes == std::string_view::npos || word.size() - dashes < 2) return best;
+  for (const std::string& c : candidates) {
+    if (c.size() > word.size() && c.compare(0, word.size(), word) == 0) {
+      if (!prefixed.empty()) return best;  // ambiguous
+      prefixed = c;
+    }
+  }
+  return prefixed;
 }
+
+namespace {
+
+// A field padded on the left to `width` (never cut): every draw of the bar is as wide as the
+// last, so that the line does not shift while it runs.
+std::string padded(const std::string& text, size_t width) {
+  return text.size() >= width ? text : std::string(width - text.size(), ' ') + text;
+}
+
+// "0:42", "12:07", "3:04:59".
+std::string clock_text(double seconds) {
+  const auto s = static_cast<uint64_t>(seconds + 0.5);
+  char text[32];
+  if (s >= 3600) {
+    std::snprintf(
+        text, sizeof text, "%llu:%02llu:%02llu", static_cast<unsigned long long>(s / 3600),
+        static_cast<unsigned long long>(s / 60 % 60), static_cast<unsigned long long>(s % 60));
+  } else {
+    std::snprintf(text, sizeof text, "%llu:%02llu", static_cast<unsigned long long>(s / 60),
+                  static_cast<unsigned long long>(s % 60));
+  }
+  return text;
+}
+
+// An ETA is shown once a second has passed and 1% is done: before that the rate says little
+// (the first draw once read "ETA 54143s").
+constexpr double kEtaAfterSeconds = 1.0;
+constexpr double kEtaAfterFraction = 0.01;
+
+}  // namespace
 
 std::string progress_line(std::string_view label, uint64_t done, uint64_t total, double seconds,
                           int columns) {
@@ -59,13 +120,17 @@ std::string progress_line(std::string_view label, uint64_t done, uint64_t total,
   char percent[8];
   std::snprintf(percent, sizeof percent, "%3d%%", static_cast<int>(fraction * 100));
   // Optional parts, most important first: dropped from the end while the line is too wide.
-  std::vector<std::string> parts = {format_bytes(done) + "/" + format_bytes(total)};
-  if (rate > 0 && done < total) {
-    parts.push_back(format_bytes(static_cast<uint64_t>(rate)) + "/s");
-    char eta[32];
-    std::snprintf(eta, sizeof eta, "ETA %.0fs", (total - done) / rate);
-    parts.push_back(eta);
-  }
+  // Each has a fixed width ("999.99 GB" is the widest byte count below a terabyte).
+  constexpr size_t kBytesWidth = 9;
+  std::vector<std::string> parts = {padded(format_bytes(done), kBytesWidth) + "/" +
+                                    format_bytes(total)};
+  parts.push_back(padded(rate > 0 ? format_bytes(static_cast<uint64_t>(rate)) : "-", kBytesWidth) +
+                  "/s");
+  const bool eta_known = rate > 0 && seconds >= kEtaAfterSeconds && fraction >= kEtaAfterFraction;
+  const std::string eta = "ETA " + (done >= total ? clock_text(0)
+                                    : eta_known   ? clock_text((total - done) / rate)
+                                                  : std::string("--:--"));
+  parts.push_back(eta + std::string(eta.size() < 11 ? 11 - eta.size() : 0, ' '));
   const size_t width = static_cast<size_t>(std::max(columns, 20) - 1);
   std::string name(label.substr(0, std::min<size_t>(label.size(), width / 3)));
   constexpr size_t kMaxBar = 30, kMinBar = 10;

@@ -7,13 +7,17 @@
 #include <string_view>
 #include <vector>
 
+#include "count_text.h"  // count_of
+
 namespace df11::app {
 
-// "1 file", "2 files", "0 files"; irregular plurals pass `plural_word`.
-std::string count_of(uint64_t n, std::string_view word, std::string_view plural_word = {});
+// Names as people count: digit runs compare as numbers ("layers.9" < "layers.10"), the rest
+// bytewise.
+bool natural_less(std::string_view a, std::string_view b);
 
 // The candidate closest to `word` by edit distance, if it is close enough to be a likely typo
-// (at most a third of the word's length, at least 1, at most 3 edits); empty otherwise.
+// (at most a third of the word's length, at least 1, at most 3 edits); else the one candidate
+// `word` abbreviates ("--out" for "--output"; two letters at least); empty otherwise.
 std::string closest_match(std::string_view word, const std::vector<std::string>& candidates);
 
 // One line of the progress bar, at most `columns - 1` characters wide (the last column stays

@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include "cli_text.h"
 #include "diffusers_folder.h"
 #include "exit_codes.h"
 #include "signals.h"
@@ -114,8 +115,9 @@ int run_verify_command(const VerifyOptions& options, const OutputOptions& output
     console.result(verify_summary_line(options, *report));
   }
   if (report->ok()) return kExitOk;
-  console.error("verification failed: " + std::to_string(report->failures.size()) +
-                (report->failures.size() == 1 ? " problem" : " problems") +
+  console.error("verification failed: " +
+                (report->different_models.empty() ? "" : report->different_models + "; ") +
+                count_of(report->failures.size(), "problem") +
                 (output.json ? "" : " (listed above)"));
   return kExitDataError;
 }

@@ -1,11 +1,14 @@
 #include "inspect_render.h"
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <string>
 
 #include "byte_units.h"
+#include "cli_text.h"
 #include "console.h"
+#include "count_text.h"
 #include "inspect_table.h"
 #include "inspect_zstd.h"
 
@@ -135,7 +138,8 @@ void print_files(const InspectReport& r, std::ostream& out) {
   }
   if (!r.dtypes.empty()) out << "  tensors by dtype: " << dtype_shares_text(r.dtypes) << "\n";
   for (const FileReport& f : r.files) {
-    out << "  " << f.file << "  " << format_bytes(f.size) << "  " << f.n_tensors << " tensors\n";
+    out << "  " << f.file << "  " << format_bytes(f.size) << "  " << count_of(f.n_tensors, "tensor")
+        << "\n";
   }
 }
 
@@ -283,7 +287,17 @@ void print_group_details(const GroupReport& g, std::ostream& out) {
 //   (bf16 only), raw_tensors [{name, file, dtype, bytes}], totals {...}, baseline, limits,
 //   notes [string]. zstd = {level_3: {input_bytes, output_bytes, ratio, sampled},
 //   level_19: {...}}.
-void render_inspect_json(const InspectReport& r, std::ostream& out) {
+void order_for_people(InspectReport& r) {
+  const auto by_name = [](const auto& a, const auto& b) { return natural_less(a.name, b.name); };
+  std::stable_sort(r.groups.begin(), r.groups.end(), by_name);
+  std::stable_sort(r.tensors.begin(), r.tensors.end(), by_name);
+  std::stable_sort(r.raw.begin(), r.raw.end(), by_name);
+}
+
+namespace {
+
+// The report as JSON, without "command" and "ok" (a component's, or the command's body).
+Json inspect_json(const InspectReport& r) {
   const InspectTotals t = compute_totals(r);
   Json j;
   j["path"] = r.path;
@@ -364,6 +378,56 @@ void render_inspect_json(const InspectReport& r, std::ostream& out) {
                        {"sizes", r.kind == CheckpointKind::kBf16 ? "predicted" : "stored"}};
   }
   j["notes"] = r.notes;
+  return j;
+}
+
+}  // namespace
+
+void render_inspect_json(const InspectReport& r, std::ostream& out) {
+  Json j{{"command", "inspect"}, {"ok", true}};
+  Json body = inspect_json(r);
+  for (auto& [key, value] : body.items()) j[key] = std::move(value);
+  out << j.dump(2) << "\n";
+}
+
+namespace {
+
+std::string name_list(const std::vector<std::string>& names) {
+  std::string list;
+  for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+  return list;
+}
+
+}  // namespace
+
+void render_diffusers_inspect_text(const std::string& path, const DiffusersInspectReport& report,
+                                   int verbosity, std::ostream& out) {
+  out << path << ": diffusers pipeline (" << kModelIndexFile << "), "
+      << count_of(report.components.size(), "component")
+      << " with weights: " << name_list(report.components);
+  if (!report.other.empty()) out << "; not inspected: " << name_list(report.other);
+  out << "\n";
+  for (size_t i = 0; i < report.components.size(); ++i) {
+    out << "\n== " << report.components[i] << " ==\n";
+    render_inspect_text(report.reports[i], verbosity, out);
+  }
+}
+
+void render_diffusers_inspect_json(const std::string& path, const DiffusersInspectReport& report,
+                                   std::ostream& out) {
+  Json components = Json::array();
+  for (size_t i = 0; i < report.components.size(); ++i) {
+    Json c{{"name", report.components[i]}};
+    Json body = inspect_json(report.reports[i]);
+    for (auto& [key, value] : body.items()) c[key] = std::move(value);
+    components.push_back(std::move(c));
+  }
+  const Json j{{"command", "inspect"},
+               {"ok", true},
+               {"path", path},
+               {"kind", "pipeline"},
+               {"components", components},
+               {"not_inspected", report.other}};
   out << j.dump(2) << "\n";
 }
 

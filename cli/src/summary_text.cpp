@@ -142,7 +142,19 @@ nlohmann::ordered_json verify_json(const VerifyOptions& options, const VerifyRep
     j["against"] = options.against->string();
     j["compared"] = r.compared;
   }
-  j["failures"] = r.failures;
+  nlohmann::ordered_json failures = nlohmann::ordered_json::array();
+  const auto or_null = [](const std::string& s) {
+    return s.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(s);
+  };
+  for (const Finding& f : r.failures) {
+    failures.push_back({{"file", or_null(f.file)},
+                        {"group", or_null(f.group)},
+                        {"tensor", or_null(f.tensor)},
+                        {"code", error_code_name(f.code)},
+                        {"message", f.message}});
+  }
+  j["failures"] = failures;
+  j["different_models"] = or_null(r.different_models);
   j["notes"] = r.notes;
   j["device_notes"] = r.device_notes;
   return j;

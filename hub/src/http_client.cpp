@@ -7,9 +7,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <thread>
+#include <utility>
 
 namespace df11::hub {
 namespace {
@@ -36,11 +38,13 @@ struct Transfer {
   bool body_started = false;
   Status failure;  // set by a callback that aborted the transfer
   uint64_t upload_pos = 0;
+  bool received = false;  // a response byte arrived
 };
 
 size_t on_header(char* data, size_t size, size_t count, void* user) {
   auto* t = static_cast<Transfer*>(user);
   const size_t n = size * count;
+  t->received = true;
   std::string_view line(data, n);
   if (line.rfind("HTTP/", 0) == 0) {
     // A new response (after a 100 Continue, say): keep only the last one's headers.
@@ -130,7 +134,49 @@ bool is_loopback_host(std::string_view host) {
 
 std::once_flag g_curl_init;
 
+// The seconds and the variable that set them, for a request of `kind`.
+std::pair<double, const char*> timeout_for(const HubConfig& config, TimeoutKind kind) {
+  switch (kind) {
+    case TimeoutKind::kMetadata:
+      return {config.etag_timeout_seconds, "HF_HUB_ETAG_TIMEOUT"};
+    case TimeoutKind::kTransfer:
+      return {config.download_timeout_seconds, "HF_HUB_DOWNLOAD_TIMEOUT"};
+    case TimeoutKind::kCommit:
+      return {std::max(config.download_timeout_seconds, kMinCommitAnswerSeconds),
+              "HF_HUB_DOWNLOAD_TIMEOUT"};
+  }
+  return {config.etag_timeout_seconds, "HF_HUB_ETAG_TIMEOUT"};
+}
+
+// What went wrong in words a user acts on; curl's own text for the rest.
+std::string transport_failure(CURLcode rc, long os_errno, bool received, double timeout,
+                              const char* variable) {
+  const std::string limit = seconds_text(timeout) + " (" + variable + ")";
+  switch (rc) {
+    case CURLE_COULDNT_RESOLVE_HOST:
+    case CURLE_COULDNT_RESOLVE_PROXY:
+      return "host name lookup failed";
+    case CURLE_COULDNT_CONNECT:
+      return os_errno == ECONNREFUSED ? "connection refused" : "could not connect";
+    case CURLE_OPERATION_TIMEDOUT:
+      return received ? "the transfer stalled: nothing received for " + limit
+                      : "no answer for " + limit;
+    default:
+      return curl_easy_strerror(rc);
+  }
+}
+
 }  // namespace
+
+std::string seconds_text(double seconds) {
+  char buffer[32];
+  if (seconds == static_cast<double>(static_cast<int64_t>(seconds))) {
+    std::snprintf(buffer, sizeof buffer, "%lld s", static_cast<long long>(seconds));
+  } else {
+    std::snprintf(buffer, sizeof buffer, "%.1f s", seconds);
+  }
+  return buffer;
+}
 
 std::string url_origin(std::string_view url) {
   const size_t scheme_end = url.find("://");
@@ -252,9 +298,15 @@ Status HttpSession::backoff_sleep(double seconds) const {
 
 Result<HttpResponse> HttpSession::perform(const HttpRequest& request) {
   CURL* curl = static_cast<CURL*>(curl_);
+  last_received_ = false;
+  if (config_.offline) {
+    return Status(ErrorCode::kIo, "HF_HUB_OFFLINE is set: no request to " +
+                                      url_origin(request.url) + " (unset it to use the network)");
+  }
   if (!curl) return Status(ErrorCode::kResourceLimit, "curl_easy_init failed");
   DF11_RETURN_IF_ERROR(check_url_allowed(request.url));
   if (cancelled()) return Status(ErrorCode::kInterrupted, "interrupted");
+  const auto [timeout, timeout_variable] = timeout_for(config_, request.timeout);
 
   // curl_easy_reset keeps the connection cache: the next request reuses the connection.
   curl_easy_reset(curl);
@@ -278,10 +330,11 @@ Result<HttpResponse> HttpSession::perform(const HttpRequest& request) {
   curl_easy_setopt(curl, CURLOPT_FOLLOWLOCATION, 0L);  // redirects are followed by hand
   curl_easy_setopt(curl, CURLOPT_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT, 30L);
-  // A stalled connection (under 1 byte/s for 60 s) fails and is retried.
+  curl_easy_setopt(curl, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeout * 1000));
+  // A silent connection (under 1 byte/s for the timeout, before the answer or during the
+  // body) fails and is retried. curl counts whole seconds here.
   curl_easy_setopt(curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
-  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, 60L);
+  curl_easy_setopt(curl, CURLOPT_LOW_SPEED_TIME, std::max(1L, std::lround(timeout)));
   curl_easy_setopt(curl, CURLOPT_BUFFERSIZE, 512L * 1024);
   curl_easy_setopt(curl, CURLOPT_UPLOAD_BUFFERSIZE, 512L * 1024);
   curl_easy_setopt(curl, CURLOPT_HEADERFUNCTION, on_header);
@@ -317,10 +370,14 @@ Result<HttpResponse> HttpSession::perform(const HttpRequest& request) {
   curl_slist_free_all(headers);
   // The header list held the token: overwrite our copy before it is freed.
   std::fill(auth.begin(), auth.end(), '\0');
+  last_received_ = t.received;
   if (!t.failure.is_ok()) return t.failure;
   if (rc != CURLE_OK) {
-    // curl's messages name the host and the failure, never the request headers.
-    return Status(ErrorCode::kIo, std::string("network: ") + curl_easy_strerror(rc));
+    long os_errno = 0;
+    curl_easy_getinfo(curl, CURLINFO_OS_ERRNO, &os_errno);
+    // Never the request headers (the token): the failure, in words.
+    return Status(ErrorCode::kIo, "network: " + transport_failure(rc, os_errno, t.received, timeout,
+                                                                  timeout_variable));
   }
   long status = 0;
   curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status);
@@ -330,23 +387,35 @@ Result<HttpResponse> HttpSession::perform(const HttpRequest& request) {
 
 Result<HttpResponse> HttpSession::send(const HttpRequest& request, const std::string& what) {
   const int attempts = std::max(1, control_.max_attempts);
+  bool ever_received = false;
   for (int attempt = 1;; ++attempt) {
     if (attempt > 1 && request.on_retry) request.on_retry();
     Result<HttpResponse> r = perform(request);
+    ever_received = ever_received || last_received_;
     double wait = std::min(30.0, control_.backoff_base_seconds * std::pow(2.0, attempt - 1));
+    // A server that never said anything gets fewer tries than one that did.
+    const int allowed = ever_received ? attempts : std::min(attempts, kMaxUnansweredAttempts);
+    std::string why;
     if (!r.is_ok()) {
       const ErrorCode code = r.status().code();
       // Only transport failures are worth another try; a sink's own error is final.
       const bool transient =
           code == ErrorCode::kIo && r.status().message().rfind("network: ", 0) == 0;
-      if (!transient || attempt >= attempts) return r.status().with_context(what);
+      if (!transient || attempt >= allowed) return r.status().with_context(what);
+      why = r.status().message();
     } else if (is_retryable_status(r->status) && attempt < attempts) {
       const double retry_after = parse_retry_after(r->header("retry-after"));
       if (retry_after >= 0) wait = std::max(wait, std::min(retry_after, 60.0));
+      why = "HTTP " + std::to_string(r->status);
     } else if (r->status >= 400) {
       return http_error(*r, what);
     } else {
       return r;
+    }
+    if (control_.on_retry) {
+      control_.on_retry(what + ": " + why + ": retrying in " + seconds_text(wait) + " (attempt " +
+                        std::to_string(attempt + 1) + " of " +
+                        std::to_string(!r.is_ok() ? allowed : attempts) + ")");
     }
     DF11_RETURN_IF_ERROR(backoff_sleep(wait));
   }

@@ -33,9 +33,20 @@ struct HttpResponse {
   }
 };
 
+// Which of HubConfig's timeouts applies to a request: how long connecting may take and how
+// long the connection may stay silent before the attempt fails (and is retried).
+enum class TimeoutKind {
+  kMetadata,  // listings, HEAD, whoami, preupload, LFS batch, create, delete: etag timeout
+  kTransfer,  // file bytes (downloads, range reads, LFS uploads): download timeout
+  kCommit,    // a commit, which the Hub may take a while to answer: the download timeout,
+              // at least kMinCommitAnswerSeconds
+};
+inline constexpr double kMinCommitAnswerSeconds = 120;
+
 struct HttpRequest {
   std::string method = "GET";  // GET, HEAD, POST, PUT
   std::string url;
+  TimeoutKind timeout = TimeoutKind::kMetadata;
   std::vector<std::string> headers;  // "Name: value"
   // Adds "authorization: Bearer <token>" only when the URL's origin is the endpoint's.
   bool auth = true;
@@ -67,13 +78,18 @@ class HttpSession {
   HttpSession(const HttpSession&) = delete;
   HttpSession& operator=(const HttpSession&) = delete;
 
-  // One attempt, no retry: kIo for a transport failure (message says which), kInterrupted
-  // when cancelled. Any HTTP status is returned as a response.
+  // One attempt, no retry: kIo for a transport failure (message "network: ..." says which:
+  // "connection refused", "no answer for 10 s (HF_HUB_ETAG_TIMEOUT)", ...), kInterrupted when
+  // cancelled, kIo naming HF_HUB_OFFLINE without any request when the config is offline.
+  // Any HTTP status is returned as a response.
   Result<HttpResponse> perform(const HttpRequest& request);
 
-  // Retries transport failures and 408/429/500/502/503/504 with exponential backoff, waiting
-  // at least Retry-After (capped at 60 s); then maps a non-2xx/3xx answer to a Status through
-  // http_error(). `what` names the step for messages ("HEAD config.json").
+  // Retries 408/429/500/502/503/504 (up to control.max_attempts attempts, waiting at least
+  // Retry-After, capped at 60 s) and transport failures (up to kMaxUnansweredAttempts when
+  // the attempt received nothing: a refused connection, a failed lookup or a silent server
+  // is rarely cured by waiting; up to max_attempts when it did), with exponential backoff,
+  // announcing each retry through control.on_retry; then maps a non-2xx/3xx answer to a
+  // Status through http_error(). `what` names the step for messages ("HEAD config.json").
   Result<HttpResponse> send(const HttpRequest& request, const std::string& what);
 
   // Sleeps `seconds`, waking early on cancellation (kInterrupted).
@@ -87,8 +103,15 @@ class HttpSession {
   const TransferControl& control_;
   const std::atomic<bool>* abort_;
   std::string endpoint_origin_;
-  void* curl_ = nullptr;  // CURL*
+  void* curl_ = nullptr;        // CURL*
+  bool last_received_ = false;  // the latest perform() received response bytes
 };
+
+// Attempts of a request whose attempts receive nothing at all (HttpSession::send).
+inline constexpr int kMaxUnansweredAttempts = 3;
+
+// "0.5 s", "2 s", "1.5 s": a wait or a timeout for messages.
+std::string seconds_text(double seconds);
 
 // A Status for a non-success response: the X-Error-Code (RepoNotFound, RevisionNotFound,
 // EntryNotFound -> kNotFound; GatedRepo, 401, 403 -> kInvalidArgument) and X-Error-Message,

@@ -363,6 +363,7 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
   const std::string what = "upload " + action.oid.substr(0, 12);
   if (action.part_urls.empty()) {
     HttpRequest put;
+    put.timeout = TimeoutKind::kTransfer;
     put.method = "PUT";
     put.url = action.upload_href;
     put.upload_fd = fd;
@@ -374,6 +375,7 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
     for (size_t i = 0; i < action.part_urls.size(); ++i) {
       const uint64_t offset = action.chunk_size * i;
       HttpRequest put;
+      put.timeout = TimeoutKind::kTransfer;
       put.method = "PUT";
       put.url = action.part_urls[i];
       put.upload_fd = fd;
@@ -412,12 +414,16 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
 }
 
 Result<CommitResult> commit(HttpSession& session, const RepoRef& ref, const std::string& summary,
-                            const std::vector<CommitFile>& files, bool create_pr) {
-  std::string body =
-      json{{"key", "header"}, {"value", {{"summary", summary}, {"description", ""}}}}.dump() + "\n";
+                            const std::vector<CommitFile>& files, bool create_pr,
+                            const std::string& parent_commit) {
+  json header = {{"summary", summary}, {"description", ""}};
+  if (!parent_commit.empty()) header["parentCommit"] = parent_commit;
+  std::string body = json{{"key", "header"}, {"value", header}}.dump() + "\n";
   for (const CommitFile& f : files) {
     json line;
-    if (f.lfs) {
+    if (f.deleted) {
+      line = {{"key", "deletedFile"}, {"value", {{"path", f.path}}}};
+    } else if (f.lfs) {
       line = {{"key", "lfsFile"},
               {"value", {{"path", f.path}, {"algo", "sha256"}, {"oid", f.oid}, {"size", f.size}}}};
     } else {
@@ -428,6 +434,7 @@ Result<CommitResult> commit(HttpSession& session, const RepoRef& ref, const std:
     body += line.dump() + "\n";
   }
   HttpRequest request;
+  request.timeout = TimeoutKind::kCommit;
   request.method = "POST";
   request.url = api_base(session.config(), ref.repo_id) + "/commit/" +
                 url_escape(ref.revision, false) + (create_pr ? "?create_pr=1" : "");
@@ -464,19 +471,89 @@ Status delete_created_repo(const HubConfig& config, const std::string& repo_id,
   return delete_repo(session, repo_id);
 }
 
-Result<std::string> whoami(const HubConfig& config, const TransferControl& control) {
-  if (!config.token) {
+Result<WhoAmI> whoami(HttpSession& session) {
+  if (!session.config().token) {
     return Status(ErrorCode::kInvalidArgument, "no Hub token: set HF_TOKEN or write HF_HOME/token");
   }
-  HttpSession session(config, control);
   HttpRequest request;
-  request.url = config.endpoint + "/api/whoami-v2";
+  request.url = session.config().endpoint + "/api/whoami-v2";
   DF11_ASSIGN_OR_RETURN(HttpResponse response, session.send(request, "whoami"));
   DF11_ASSIGN_OR_RETURN(nlohmann::json j, parse_server_json(response.body, "whoami"));
   if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) {
     return Status(ErrorCode::kBadJson, "whoami: no 'name' in the answer");
   }
-  return j["name"].get<std::string>();
+  WhoAmI who;
+  who.name = j["name"].get<std::string>();
+  if (j.contains("orgs") && j["orgs"].is_array()) {
+    who.orgs_listed = true;
+    for (const json& org : j["orgs"]) {
+      if (org.is_object() && org.contains("name") && org["name"].is_string()) {
+        who.orgs.push_back(org["name"].get<std::string>());
+      }
+    }
+  }
+  const json* token = nullptr;
+  if (j.contains("auth") && j["auth"].is_object() && j["auth"].contains("accessToken") &&
+      j["auth"]["accessToken"].is_object()) {
+    token = &j["auth"]["accessToken"];
+  }
+  if (token != nullptr && token->contains("role") && (*token)["role"].is_string()) {
+    who.role = (*token)["role"].get<std::string>();
+  }
+  return who;
+}
+
+Result<std::string> whoami(const HubConfig& config, const TransferControl& control) {
+  HttpSession session(config, control);
+  DF11_ASSIGN_OR_RETURN(WhoAmI who, whoami(session));
+  return who.name;
+}
+
+bool is_weight_file(std::string_view repo_path) {
+  return repo_path.ends_with(".safetensors") || repo_path.ends_with(".safetensors.index.json");
+}
+
+Result<PushTarget> check_push_target(const HubConfig& config, const RepoRef& ref,
+                                     const TransferControl& control) {
+  if (!config.token) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "push needs a Hub token with write access: set HF_TOKEN or write HF_HOME/token");
+  }
+  HttpSession session(config, control);
+  DF11_ASSIGN_OR_RETURN(WhoAmI who, whoami(session));
+  PushTarget target;
+  target.user = who.name;
+  if (who.role == "read") {
+    return Status(ErrorCode::kInvalidArgument, "the Hub token (HF_TOKEN or HF_HOME/token) of " +
+                                                   who.name + " is read-only: pushing to " +
+                                                   ref.repo_id + " needs one with write access");
+  }
+  const std::string owner = ref.repo_id.substr(0, ref.repo_id.find('/'));
+  if (who.orgs_listed && owner != who.name &&
+      std::find(who.orgs.begin(), who.orgs.end(), owner) == who.orgs.end()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  ref.repo_id + ": the Hub token's account " + who.name + " is not '" + owner +
+                      "' nor a member of that organisation: it cannot write there");
+  }
+  Result<RemoteListing> listing = get_revision(session, ref);
+  if (listing) {
+    target.exists = true;
+    target.listing = std::move(listing).value();
+    return target;
+  }
+  if (listing.status().code() != ErrorCode::kNotFound) return listing.status();
+  // Is it the repository or only its revision that is missing?
+  Result<RemoteListing> main = get_revision(session, RepoRef{ref.repo_id, "main"});
+  if (main) return listing.status();  // the revision is missing: nothing to push onto
+  if (main.status().code() != ErrorCode::kNotFound) return main.status();
+  if (ref.revision != "main") {
+    return Status(ErrorCode::kInvalidArgument,
+                  ref.repo_id +
+                      " does not exist yet, and a new repository has only the branch "
+                      "main: push without --revision " +
+                      ref.revision + " first, then create the branch");
+  }
+  return target;
 }
 
 }  // namespace df11::hub

@@ -80,6 +80,7 @@ Status lfs_upload(HttpSession& session, const LfsAction& action, int fd,
 
 struct CommitFile {
   std::string path;
+  bool deleted = false;  // a deletedFile operation: only `path` is used
   bool lfs = false;
   std::string oid;      // lfs
   uint64_t size = 0;    // lfs
@@ -90,8 +91,20 @@ struct CommitResult {
   std::string url;
   std::string pr_url;
 };
-// POST /api/models/{repo}/commit/{rev} (application/x-ndjson).
+// POST /api/models/{repo}/commit/{rev} (application/x-ndjson). `parent_commit` (empty: none)
+// makes the server refuse the commit when the revision's head is another commit.
 Result<CommitResult> commit(HttpSession& session, const RepoRef& ref, const std::string& summary,
-                            const std::vector<CommitFile>& files, bool create_pr);
+                            const std::vector<CommitFile>& files, bool create_pr,
+                            const std::string& parent_commit = "");
+
+// GET /api/whoami-v2: the token's account, its organisations (orgs_listed: the answer had
+// the list) and the token's role ("read", "write", "fineGrained"; empty when not given).
+struct WhoAmI {
+  std::string name;
+  std::vector<std::string> orgs;
+  bool orgs_listed = false;
+  std::string role;
+};
+Result<WhoAmI> whoami(HttpSession& session);
 
 }  // namespace df11::hub

@@ -55,6 +55,28 @@ std::string quoted(std::string_view text) {
   return out;
 }
 
+// huggingface_hub's boolean variables: "1", "ON", "YES", "TRUE" (any case) are true.
+bool env_true(const char* name) {
+  std::string v = strip(env(name));
+  for (char& c : v) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return v == "1" || v == "ON" || v == "YES" || v == "TRUE";
+}
+
+// Seconds from a timeout variable: a number above 0 and at most a day; unset keeps `value`.
+Status env_seconds(const char* name, double& value) {
+  const std::string text = strip(env(name));
+  if (text.empty()) return Status::ok();
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size() || !(v > 0) || v > 86400) {
+    return Status(ErrorCode::kInvalidArgument,
+                  std::string(name) + "=" + quoted(text) +
+                      ": must be a number of seconds above 0 (at most 86400)");
+  }
+  value = v;
+  return Status::ok();
+}
+
 }  // namespace
 
 Result<HubConfig> config_from_environment() {
@@ -95,6 +117,9 @@ Result<HubConfig> config_from_environment() {
   }
   config.cache_dir = env("HF_HUB_CACHE");
   if (config.cache_dir.empty()) config.cache_dir = home + "/hub";
+  config.offline = env_true("HF_HUB_OFFLINE");
+  DF11_RETURN_IF_ERROR(env_seconds("HF_HUB_ETAG_TIMEOUT", config.etag_timeout_seconds));
+  DF11_RETURN_IF_ERROR(env_seconds("HF_HUB_DOWNLOAD_TIMEOUT", config.download_timeout_seconds));
   return config;
 }
 

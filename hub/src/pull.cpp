@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <mutex>
 
 #include "df11/hash.h"
@@ -72,6 +73,7 @@ Status download_file(HttpSession& session, const std::string& url, const std::st
     if (fd < 0) return Status(ErrorCode::kIo, tmp_path + ": create: " + std::strerror(errno));
     meter.add_bytes(written);
     HttpRequest request;
+    request.timeout = TimeoutKind::kTransfer;
     request.url = url;
     request.max_body = 0;
     request.on_retry = [&] {
@@ -141,10 +143,61 @@ Status download_file(HttpSession& session, const std::string& url, const std::st
   }
 }
 
+// HF_HUB_OFFLINE: the snapshot the cache has for the revision (refs/<revision>, or the commit
+// itself), as huggingface_hub's snapshot_download(local_files_only=True) finds it; nothing is
+// requested. kNotFound naming the variable when the cache does not have it.
+Result<PullResult> pull_offline(const HubConfig& config, const PullOptions& options) {
+  const std::string what = options.ref.repo_id + "@" + options.ref.revision;
+  if (options.local_dir) {
+    return Status(ErrorCode::kInvalidArgument,
+                  what +
+                      ": HF_HUB_OFFLINE is set: pull --local-dir needs the network (without "
+                      "--local-dir the snapshot is resolved from the cache)");
+  }
+  const CachePaths paths = cache_paths(config.cache_dir, options.ref.repo_id);
+  std::string commit = options.ref.revision;
+  const bool is_commit = commit.size() == 40 && is_lower_hex(commit, 40);
+  if (!is_commit) {
+    commit = read_small_file(paths.storage + "/refs/" + options.ref.revision);
+    while (!commit.empty() && std::isspace(static_cast<unsigned char>(commit.back()))) {
+      commit.pop_back();
+    }
+  }
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!is_lower_hex(commit, 40) || !fs::is_directory(paths.snapshot(commit), ec)) {
+    return Status(ErrorCode::kNotFound,
+                  what + ": not in the cache " + config.cache_dir +
+                      ", and HF_HUB_OFFLINE is set: nothing is downloaded (unset it, or pull "
+                      "once with the network)");
+  }
+  PullResult result;
+  result.commit = commit;
+  result.snapshot_dir = paths.snapshot(commit);
+  fs::recursive_directory_iterator it(result.snapshot_dir, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;  // follows the blob links
+    const std::string rel = it->path().lexically_relative(result.snapshot_dir).generic_string();
+    if (!selected(rel, options.include)) continue;
+    ++result.files_total;
+    result.bytes_total += it->file_size(ec);
+  }
+  if (ec) return Status(ErrorCode::kIo, result.snapshot_dir + ": " + ec.message());
+  if (result.files_total == 0) {
+    return Status(ErrorCode::kNotFound,
+                  what +
+                      ": no file of the cached snapshot matches the --include patterns "
+                      "(HF_HUB_OFFLINE is set: nothing is downloaded)");
+  }
+  result.files_reused = result.files_total;
+  return result;
+}
+
 }  // namespace
 
 Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
                         const TransferControl& control) {
+  if (config.offline) return pull_offline(config, options);
   HttpSession session(config, control);
   DF11_ASSIGN_OR_RETURN(RemoteListing listing, get_revision(session, options.ref));
   PullResult result;

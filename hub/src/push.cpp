@@ -17,6 +17,7 @@
 #include "df11/hash.h"
 #include "df11/hub/hub.h"
 #include "df11/sha256.h"
+#include "git_blob.h"
 #include "hub_api.h"
 #include "parallel_transfers.h"
 
@@ -291,42 +292,82 @@ Result<PushResult> push_folder(const HubConfig& config, const PushOptions& optio
     result.gate_wait_seconds += seconds_since(wait);
     DF11_RETURN_IF_ERROR(verdict);
   }
-  for (size_t begin = 0; begin < files.size(); begin += kMaxFilesPerCommit) {
-    const size_t end = std::min(files.size(), begin + kMaxFilesPerCommit);
-    std::vector<CommitFile> ops;
-    for (size_t i = begin; i < end; ++i) {
-      CommitFile op;
-      op.path = files[i].path;
-      op.lfs = files[i].lfs;
-      if (op.lfs) {
-        op.oid = files[i].sha256;
-        op.size = files[i].size;
-      } else {
-        DF11_ASSIGN_OR_RETURN(op.content, read_whole(files[i]));
-        const std::string sha =
-            sha256_hex({reinterpret_cast<const uint8_t*>(op.content.data()), op.content.size()});
-        if (std::optional<std::string> given = given_sha256(i)) {
-          // What was verified is what is sent.
-          if (*given != sha) {
-            return Status(ErrorCode::kIo, files[i].absolute + ": changed during the upload");
-          }
-        } else {
-          ++result.files_hashed;
+  // What the commit changes: with the revision's listing, only files whose bytes it does not
+  // have, and the remote weight files the folder lacks go (huggingface_hub's upload_folder
+  // with delete_patterns): the revision then holds one layout, the folder's.
+  std::map<std::string, const RemoteFile*> remote;
+  if (options.remote) {
+    for (const RemoteFile& f : options.remote->files) remote.emplace(f.path, &f);
+  }
+  std::set<std::string> local;
+  for (const LocalFile& f : files) local.insert(f.path);
+  for (const auto& [path, f] : remote) {
+    if (is_weight_file(path) && local.count(path) == 0) result.deleted.push_back(path);
+  }
+  std::vector<CommitFile> ops;
+  for (size_t i = 0; i < files.size(); ++i) {
+    CommitFile op;
+    op.path = files[i].path;
+    op.lfs = files[i].lfs;
+    if (op.lfs) {
+      op.oid = files[i].sha256;
+      op.size = files[i].size;
+    } else {
+      DF11_ASSIGN_OR_RETURN(op.content, read_whole(files[i]));
+      const std::string sha =
+          sha256_hex({reinterpret_cast<const uint8_t*>(op.content.data()), op.content.size()});
+      if (std::optional<std::string> given = given_sha256(i)) {
+        // What was verified is what is sent.
+        if (*given != sha) {
+          return Status(ErrorCode::kIo, files[i].absolute + ": changed during the upload");
         }
+      } else {
+        ++result.files_hashed;
       }
-      ops.push_back(std::move(op));
     }
+    const auto there = remote.find(op.path);
+    if (there != remote.end()) {
+      const RemoteFile& r = *there->second;
+      const bool same = op.lfs ? r.lfs && r.etag == op.oid && r.size == op.size
+                               : !r.lfs && r.etag == git_blob_id(op.content);
+      if (same) continue;
+    }
+    ops.push_back(std::move(op));
+  }
+  result.files_committed = static_cast<int>(ops.size());
+  for (const std::string& path : result.deleted) {
+    CommitFile op;
+    op.path = path;
+    op.deleted = true;
+    ops.push_back(std::move(op));
+  }
+  if (ops.empty()) {
+    result.up_to_date = true;
+    result.commit_oid = options.remote->commit;
+    result.transfer_seconds = seconds_since(start);
+    return result;
+  }
+  const size_t n_commits = (ops.size() + kMaxFilesPerCommit - 1) / kMaxFilesPerCommit;
+  for (size_t begin = 0; begin < ops.size(); begin += kMaxFilesPerCommit) {
+    const size_t end = std::min(ops.size(), begin + kMaxFilesPerCommit);
+    std::vector<CommitFile> batch(std::make_move_iterator(ops.begin() + begin),
+                                  std::make_move_iterator(ops.begin() + end));
     std::string summary = options.commit_message;
-    if (files.size() > kMaxFilesPerCommit) {
+    if (n_commits > 1) {
       summary += " (part " + std::to_string(begin / kMaxFilesPerCommit + 1) + " of " +
-                 std::to_string((files.size() + kMaxFilesPerCommit - 1) / kMaxFilesPerCommit) + ")";
+                 std::to_string(n_commits) + ")";
     }
+    // The first commit names the listed head as its parent: deletions computed from a listing
+    // that went stale are refused, not applied. (Later parts go onto a pull request's branch,
+    // whose head this side does not list.)
+    const std::string parent = begin == 0 && options.remote ? options.remote->commit : "";
     DF11_ASSIGN_OR_RETURN(CommitResult c,
-                          commit(session, options.ref, summary, ops, options.create_pr));
+                          commit(session, options.ref, summary, batch, options.create_pr, parent));
     result.commit_oid = c.oid;
     result.commit_url = c.url;
     if (!c.pr_url.empty()) result.pr_url = c.pr_url;
     ++result.commits;
+    if (options.on_commit) options.on_commit(c.oid);
   }
   result.transfer_seconds = seconds_since(start);
   return result;

@@ -36,6 +36,7 @@ Result<std::string> read_one(HttpSession& session, const std::string& repo_id,
   // `location`: where an earlier read of this file was redirected (empty: not known yet).
   bool cached = !location.empty();
   HttpRequest request;
+  request.timeout = TimeoutKind::kTransfer;
   request.url = cached ? location : resolve;
   request.headers = {"Range: bytes=" + std::to_string(range.offset) + "-" + std::to_string(last),
                      "Accept-Encoding: identity"};

@@ -77,6 +77,14 @@ struct Df11Folder {
 // True if at least one shard of the folder carries df11 metadata.
 bool has_df11_metadata(const ModelFolder& folder);
 
+// True if a shard holds a DF11 group (a "<P>.encoded_exponent" tensor), df11's or one the
+// dfloat11 tools published, or config.json has a dfloat11_config: the folder is DF11.
+bool is_df11_model(const ModelFolder& folder);
+
+// What verify and decompress say of a folder that holds no DF11 group (kBadGroup): it is not
+// a DF11 folder, and how to compress it.
+Status not_a_df11_folder(const std::filesystem::path& dir);
+
 // True if a shard carries df11 metadata or config.json carries df11's marker (spec 7.2).
 // Either makes every shard need its metadata, so that a corrupted "df11" key cannot turn a
 // df11 folder into a published one whose checksums nobody checks.
@@ -94,7 +102,13 @@ Result<Df11Folder> open_df11_folder(ModelFolder folder);
 Status first_header_failure(const Df11Folder& folder);
 
 // config.json and the index of a DF11 folder are df11's own; the originals must be recorded
-// as side files, or decompress could not give them back. kBadMetadata naming the file.
+// as side files, or decompress could not give them back. kBadMetadata naming the file. (A
+// config.json df11 wrote for a checkpoint that had none needs no original: see below.)
 Status check_side_files_recorded(const Df11Folder& folder);
+
+// spec 7.2: config.json was written by df11 for a checkpoint that had none (a single
+// .safetensors file): no side file records an original of it, and it holds nothing but
+// dfloat11_config. Restoration does not write it.
+bool config_written_for_the_loader(const Df11Folder& folder);
 
 }  // namespace df11::app

@@ -69,6 +69,16 @@ Result<std::vector<std::string>> checkpoint_shards(const std::vector<std::string
 Result<ModelFolder> open_model_folder(const std::filesystem::path& dir,
                                       const CancelToken& cancel = CancelToken::never());
 
+// A single .safetensors file as a checkpoint of one shard: `dir` is its folder, no config.json,
+// no index, no side file (BFL/ComfyUI distribute checkpoints so). A file that does not parse
+// and whose name does not end in ".safetensors" is kInvalidArgument "not a safetensors file";
+// other parse errors as the format reports them.
+Result<ModelFolder> open_single_file_model(const std::filesystem::path& file);
+
+// open_model_folder for a folder, open_single_file_model for anything else.
+Result<ModelFolder> open_model_path(const std::filesystem::path& path,
+                                    const CancelToken& cancel = CancelToken::never());
+
 // Copies side files (relative paths under `from`) to the same paths under `to`, creating
 // folders; checks for interruption between pieces. `on_bytes` (may be empty) is told how many
 // bytes were copied, for progress.

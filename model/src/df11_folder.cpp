@@ -1,6 +1,7 @@
 #include "df11_folder.h"
 
 #include <algorithm>
+#include <nlohmann/json.hpp>
 #include <unordered_set>
 #include <utility>
 
@@ -14,6 +15,25 @@ bool has_df11_metadata(const ModelFolder& folder) {
     if (shard.header().metadata_value(kDf11MetadataKey) != nullptr) return true;
   }
   return false;
+}
+
+bool is_df11_model(const ModelFolder& folder) {
+  if (written_by_df11(folder)) return true;
+  for (const auto& [name, at] : folder.tensors) {
+    if (name.ends_with(".encoded_exponent")) return true;
+  }
+  if (!folder.config_text) return false;
+  auto dict = read_pattern_dict(*folder.config_text, kConfigFile);
+  return dict.is_ok() && dict->has_value();
+}
+
+Status not_a_df11_folder(const std::filesystem::path& dir) {
+  return Status(ErrorCode::kBadGroup,
+                dir.string() +
+                    ": not a DF11 folder: no shard holds a DF11 group (no "
+                    "'<name>.encoded_exponent' tensors) or df11 metadata; to compress it, run: "
+                    "df11 compress " +
+                    dir.string() + " -o OUT_DIR");
 }
 
 bool written_by_df11(const ModelFolder& folder) {
@@ -178,9 +198,19 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
   return result;
 }
 
+bool config_written_for_the_loader(const Df11Folder& folder) {
+  if (!folder.folder.config_text) return false;
+  for (const SideFile& f : folder.side_files) {
+    if (f.file == kConfigFile) return false;
+  }
+  const auto j = nlohmann::json::parse(*folder.folder.config_text, nullptr, false);
+  return j.is_object() && j.size() == 1 && j.contains(kDfloat11ConfigKey);
+}
+
 Status check_side_files_recorded(const Df11Folder& folder) {
   const std::pair<const char*, bool> present[] = {
-      {kConfigFile, folder.folder.config_text.has_value()},
+      {kConfigFile,
+       folder.folder.config_text.has_value() && !config_written_for_the_loader(folder)},
       {folder.folder.index_name.c_str(), folder.folder.index_text.has_value()}};
   for (const auto& [name, here] : present) {
     if (!here) continue;

@@ -85,6 +85,35 @@ std::vector<TensorLocation> ModelFolder::tensors_in_file_order() const {
   return order;
 }
 
+Result<ModelFolder> open_single_file_model(const fs::path& file) {
+  ModelFolder folder;
+  folder.dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  folder.shard_names.push_back(file.filename().string());
+  auto opened = SafetensorsFile::open(file.string());
+  if (!opened) {
+    std::error_code ec;
+    if (!file.string().ends_with(".safetensors") && fs::is_regular_file(file, ec)) {
+      return Status(ErrorCode::kInvalidArgument,
+                    file.string() +
+                        ": not a safetensors file (expected a model folder or a .safetensors "
+                        "file)");
+    }
+    return opened.status();
+  }
+  folder.shards.push_back(std::move(opened).value());
+  const auto& tensors = folder.shards.back().header().tensors;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    folder.tensors.emplace(tensors[t].name, TensorLocation{0, t});
+  }
+  return folder;
+}
+
+Result<ModelFolder> open_model_path(const fs::path& path, const CancelToken& cancel) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec) || !fs::exists(path, ec)) return open_model_folder(path, cancel);
+  return open_single_file_model(path);
+}
+
 Result<ModelFolder> open_model_folder(const fs::path& dir, const CancelToken& cancel) {
   ModelFolder folder;
   folder.dir = dir;

@@ -3,9 +3,11 @@
 // just before each block's matmuls. Weights are Gaussian-like BF16 (std 0.5/sqrt(fan_in),
 // about 1 in 100k an outlier, no zeros), generated deterministically from --seed.
 //
-//   df11 bench decode [--device cuda|cpu|auto] [--runs 20] [--warmup 5] [--model-blocks 32]
+//   df11 bench decode [--device auto|cuda|cpu] [--runs 20] [--warmup 5] [--model-blocks 32]
 //                     [--seed 1] [--hidden 4096] [--intermediate 14336] [--kv-dim 1024]
-//                     [--threads N]
+//                     [--threads N] [--json]
+//
+// auto (the default, as verify's): CUDA when a device is usable, else the CPU.
 //
 // cuda: one launch decodes the whole block; times are CUDA-event medians after warm-up,
 // beside a device-to-device copy of the same BF16 bytes; then the inference pattern: the
@@ -26,7 +28,7 @@
 namespace df11::app {
 
 struct BenchDecodeOptions {
-  DeviceChoice device = DeviceChoice::kCuda;
+  DeviceChoice device = DeviceChoice::kAuto;
   int warmup = 5;
   int runs = 20;               // medians over these (>= 1)
   uint32_t model_blocks = 32;  // cuda only; 0 skips the inference pattern
@@ -35,7 +37,8 @@ struct BenchDecodeOptions {
   uint32_t hidden = 4096;
   uint32_t intermediate = 14336;
   uint32_t kv_dim = 1024;
-  int threads = 0;  // CPU threads for generation, encoding and the cpu device (0 = all)
+  int threads = 0;    // CPU threads for generation, encoding and the cpu device (0 = all)
+  bool json = false;  // bench_decode_workload: one JSON document instead of the text report
 };
 
 // The block's tensors and the group coding them.
@@ -60,7 +63,9 @@ Result<BenchWorkload> make_bench_workload(const BenchDecodeOptions& options);
 // The workload's shape, coded size and generation times (the first lines of the report).
 void print_bench_workload(const BenchWorkload& workload, std::ostream& out);
 
-// Prints the workload and times its decode on the options' device (report on `out`).
+// Prints the workload and times its decode on the options' device (report on `out`: text,
+// or with options.json one document {"command": "bench decode", "ok", "device", "threads",
+// "runs", "warmup", "seed", "workload", "decode", ... "verified"}).
 // kUnsupported if the device is cuda and no CUDA device is usable (or no CUDA build).
 Status bench_decode_workload(const BenchDecodeOptions& options, const BenchWorkload& workload,
                              std::ostream& out);

@@ -18,6 +18,7 @@
 #include "compress.h"
 #include "decompress.h"
 #include "df11/status.h"
+#include "inspect_model.h"
 #include "reporter.h"
 #include "verify.h"
 
@@ -56,5 +57,16 @@ Result<DiffusersDecompressSummary> decompress_diffusers(const DecompressOptions&
 // Failures are also reported as findings as they are found.
 Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& reporter,
                                       const CancelToken& cancel);
+
+// inspect of a pipeline: one report per component that holds weights (a subfolder that opens
+// as a checkpoint: BF16, DF11 or other dtypes), in name order; `other` names the rest.
+struct DiffusersInspectReport {
+  std::vector<std::string> components;
+  std::vector<InspectReport> reports;  // one per component
+  std::vector<std::string> other;      // entries without weights (tokenizer, scheduler, ...)
+};
+// options.path is the pipeline folder.
+Result<DiffusersInspectReport> inspect_diffusers(const InspectOptions& options, Reporter& reporter,
+                                                 const CancelToken& cancel);
 
 }  // namespace df11::app

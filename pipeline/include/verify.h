@@ -42,6 +42,23 @@ struct VerifyOptions {
   std::function<void(const FolderFile*)> on_folder_digest;
 };
 
+// One thing verification found wrong: where, as far as the check knows it (empty fields
+// otherwise), what kind of problem (`code`: corrupt_data, bad_metadata, mismatch, ...) and
+// the line printed for it, which names the location first.
+struct Finding {
+  std::string file;    // a file of the DF11 folder (or of the original, for a rebuilt file)
+  std::string group;   // the coded group (module path)
+  std::string tensor;  // an original tensor, or a stored tensor of a group
+  ErrorCode code = ErrorCode::kCorruptData;
+  std::string message;
+};
+
+// A Finding for `message`, its location read from the way df11's messages name it first:
+// "FILE: group 'G': member 'T': ...", "FILE: group 'G': ...", "FILE: tensor 'T': ...",
+// "tensor 'T' (FILE: group 'G'): ...", "tensor 'T' of DIR ...", "FILE: ..." (a path
+// without spaces).
+Finding make_finding(ErrorCode code, std::string message);
+
 struct VerifyReport {
   bool has_checksums = true;               // false for folders without df11 metadata
   std::string device;                      // "cpu" or "cuda"
@@ -55,9 +72,12 @@ struct VerifyReport {
   size_t compared = 0;                     // tensors compared with --against
   size_t aliases = 0;                      // tied copies decoded equal to the tensor they copy
   std::vector<FolderFile> folder_digests;  // VerifyOptions::folder_sha256: shards, recorded files
-  std::vector<std::string> failures;       // one line each, naming the tensor or file
-  std::vector<std::string> notes;          // what the user should know about the checks
-  std::vector<std::string> device_notes;   // which decoder ran and why (CUDA absent, ...)
+  std::vector<Finding> failures;           // one each, naming the tensor or file
+  // --against a folder whose tensors mostly differ in name, dtype or shape: one line saying
+  // the two folders hold different models (empty otherwise).
+  std::string different_models;
+  std::vector<std::string> notes;         // what the user should know about the checks
+  std::vector<std::string> device_notes;  // which decoder ran and why (CUDA absent, ...)
   bool ok() const { return failures.empty(); }
 };
 

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <cstring>
 #include <new>
+#include <nlohmann/json.hpp>
 #include <span>
 #include <string>
 #include <vector>
@@ -86,6 +87,43 @@ std::string with_commas(uint64_t v) {
 
 double gbps(uint64_t bytes, double ms) { return ms > 0 ? bytes / (ms * 1e-3) / 1e9 : 0; }
 
+using Json = nlohmann::ordered_json;
+
+Json timing_json(double median, double min, double max) {
+  return {{"median_ms", median}, {"min_ms", min}, {"max_ms", max}};
+}
+
+// The document's common part: command, device, options, workload.
+Json report_json(const BenchDecodeOptions& o, const BenchWorkload& w, const std::string& device) {
+  const GroupView g = w.group.view();
+  Json members = Json::array();
+  for (const auto& m : w.members) {
+    members.push_back({{"name", m.name}, {"rows", m.rows}, {"cols", m.cols}});
+  }
+  const uint64_t stored = g.luts.size() + g.n_bytes() + g.n_elements() + g.output_positions.size() +
+                          g.gaps.size() + g.split_positions.size();
+  return {{"command", "bench decode"},
+          {"ok", true},
+          {"device", device},
+          {"runs", o.runs},
+          {"warmup", o.warmup},
+          {"seed", o.seed},
+          {"workload",
+           {{"members", members},
+            {"weights", g.n_elements()},
+            {"bf16_bytes", 2 * g.n_elements()},
+            {"coded_bytes", stored},
+            {"blocks", g.n_blocks()},
+            {"generate_seconds", w.generate_seconds},
+            {"encode_seconds", w.encode_seconds}}}};
+}
+
+// The threads decode_group runs on: --threads (TBB's global limit) within this arena.
+size_t cpu_threads() {
+  return std::min<size_t>(allowed_threads(),
+                          static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+}
+
 Status bench_cpu(const BenchDecodeOptions& o, const BenchWorkload& w, std::ostream& out) {
   const GroupView g = w.group.view();
   DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(g, "bench"));
@@ -100,7 +138,18 @@ Status bench_cpu(const BenchDecodeOptions& o, const BenchWorkload& w, std::ostre
   if (decoded != w.weights) return Status(ErrorCode::kMismatch, "bench: cpu decode differs");
   std::sort(ms.begin(), ms.end());
   const double median = ms[ms.size() / 2];
-  out << "device: cpu (" << tbb::this_task_arena::max_concurrency() << " threads)\n";
+  const size_t threads = cpu_threads();
+  if (o.json) {
+    Json doc = report_json(o, w, "cpu");
+    doc["threads"] = threads;
+    doc["decode"] = timing_json(median, ms.front(), ms.back());
+    doc["decode"]["bf16_gbps"] = gbps(2 * g.n_elements(), median);
+    doc["verified"] = true;
+    out << doc.dump(2) << "\n";
+    return Status::ok();
+  }
+  print_bench_workload(w, out);
+  out << "device: cpu (" << threads << (threads == 1 ? " thread)\n" : " threads)\n");
   out << "decode (decode_group)   " << fmt("%9.3f", median) << " ms median (min "
       << fmt("%.3f", ms.front()) << ", max " << fmt("%.3f", ms.back()) << ")  "
       << fmt("%7.1f", gbps(2 * g.n_elements(), median)) << " GB/s of BF16\n";
@@ -118,6 +167,37 @@ Status bench_cuda(const BenchDecodeOptions& o, const BenchWorkload& w, std::ostr
   bo.model_copies = o.model_blocks;
   DF11_ASSIGN_OR_RETURN(const cuda::DecodeBenchmarkReport r,
                         cuda::run_decode_benchmark(std::span(&g, 1), std::span(&expected, 1), bo));
+  if (o.json) {
+    const auto timing = [&](const cuda::TimingMs& t, uint64_t bytes) {
+      Json j = timing_json(t.median, t.min, t.max);
+      j["gbps"] = gbps(bytes, t.median);
+      return j;
+    };
+    Json doc = report_json(o, w, "cuda");
+    doc["gpu"] = {{"name", r.device_name},
+                  {"sm_count", r.sm_count},
+                  {"peak_dram_gbps", r.peak_dram_gbps},
+                  {"grid", r.grid_size},
+                  {"shared_bytes", r.shared_bytes},
+                  {"configuration", r.compact ? "compact" : "fast"}};
+    doc["decode"] = timing(r.decode, r.output_bytes);
+    doc["decode_compact"] = timing(r.decode_compact, r.output_bytes);
+    doc["copy"] = timing(r.copy, r.output_bytes);
+    doc["dram_bytes"] = r.input_bytes + r.output_bytes;
+    doc["verified"] = true;
+    if (r.model_copies > 0) {
+      doc["model"] = {{"blocks", r.model_copies},
+                      {"all_blocks", timing(r.model_sequential, r.model_copies * r.output_bytes)},
+                      {"per_launch_ms", r.model_per_launch_ms},
+                      {"launch_overhead_ms", r.model_launch_overhead_ms}};
+      if (r.model_batched_run) {
+        doc["model"]["one_launch"] = timing(r.model_batched, r.model_copies * r.output_bytes);
+      }
+    }
+    out << doc.dump(2) << "\n";
+    return Status::ok();
+  }
+  print_bench_workload(w, out);
   out << "device: " << r.device_name << " (" << r.sm_count << " SMs, DRAM peak "
       << fmt("%.0f", r.peak_dram_gbps) << " GB/s); grid " << r.grid_size << " x 512 threads, "
       << r.shared_bytes << " B dynamic shared memory, " << (r.compact ? "compact" : "fast")
@@ -176,6 +256,16 @@ Status check_options(const BenchDecodeOptions& o) {
                   "bench decode: --runs must be >= 1, --warmup >= 0 and the dimensions > 0");
   }
   return Status::ok();
+}
+
+Status bench_decode_limited(const BenchDecodeOptions& o, const BenchWorkload& w,
+                            std::ostream& out) {
+  DF11_RETURN_IF_ERROR(check_options(o));
+  DF11_ASSIGN_OR_RETURN([[maybe_unused]] const bool cuda, use_cuda(o));  // unused without CUDA
+#if DF11_HAVE_CUDA
+  if (cuda) return bench_cuda(o, w, out);
+#endif
+  return bench_cpu(o, w, out);
 }
 
 }  // namespace
@@ -261,14 +351,7 @@ Result<BenchWorkload> make_bench_workload(const BenchDecodeOptions& o) {
 
 Status bench_decode_workload(const BenchDecodeOptions& o, const BenchWorkload& w,
                              std::ostream& out) {
-  ThreadLimit limit(o.threads);
-  DF11_RETURN_IF_ERROR(check_options(o));
-  DF11_ASSIGN_OR_RETURN([[maybe_unused]] const bool cuda, use_cuda(o));  // unused without CUDA
-  print_bench_workload(w, out);
-#if DF11_HAVE_CUDA
-  if (cuda) return bench_cuda(o, w, out);
-#endif
-  return bench_cpu(o, w, out);
+  return run_with_thread_limit(o.threads, [&] { return bench_decode_limited(o, w, out); });
 }
 
 }  // namespace df11::app

@@ -13,15 +13,18 @@
 #include "byte_units.h"
 #include "compress_layout.h"
 #include "compress_plan.h"
+#include "count_text.h"
 #include "df11/file_io.h"
 #include "df11/hash.h"
 #include "df11/metadata.h"
 #include "df11/sha256.h"
+#include "df11_folder.h"
 #include "dtype_shares.h"
 #include "file_stream.h"
 #include "file_writer.h"
 #include "folder_record.h"
 #include "folder_source.h"
+#include "folder_structure.h"
 #include "group_writer.h"
 #include "memory_source.h"
 #include "model_config.h"
@@ -87,8 +90,12 @@ Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPl
       }
       return &found->second;
     };
-    DF11_ASSIGN_OR_RETURN(const SourceDigests* own, digests_of(out.shard));
-    out.metadata.sources.front().sha256 = own->sha256;
+    // Each original this shard records (its own, and those left without a shard of their
+    // own: spec 7.5).
+    for (size_t k = 0; k < out.source_shards.size(); ++k) {
+      DF11_ASSIGN_OR_RETURN(const SourceDigests* d, digests_of(out.source_shards[k]));
+      out.metadata.sources[k].sha256 = d->sha256;
+    }
     for (const ShardItem& item : out.items) {
       if (!item.is_group) continue;
       const PlannedGroup& group = plan.groups[item.index];
@@ -212,11 +219,13 @@ Result<CompressSummary> compress_planned(const CompressOptions& options, Reporte
       CompressPlan plan,
       plan_compression(source, options.group_by, reporter, cancel, options.chunk_weights, &phases));
   phases.add("planning", planning.seconds());
-  reporter.detail("planned " + std::to_string(plan.groups.size()) + " groups in " +
-                  planning.text());
+  reporter.detail("planned " + count_of(plan.groups.size(), "group") + " in " + planning.text());
+  // spec 7.2: without a config.json df11 writes one for the loader (dfloat11_config alone)
+  // and records no original of it: restoration leaves it out.
   DF11_ASSIGN_OR_RETURN(std::string config,
-                        make_df11_config(*source.config_text(), plan.pattern_dict));
-  std::vector<SideFile> changed{side_file(kConfigFile, *source.config_text())};
+                        make_df11_config(source.config_text().value_or("{}"), plan.pattern_dict));
+  std::vector<SideFile> changed;
+  if (source.config_text()) changed.push_back(side_file(kConfigFile, *source.config_text()));
   if (source.index_text()) changed.push_back(side_file(source.index_name(), *source.index_text()));
   std::vector<ShardOut> shards =
       assign_shards(source, plan, std::move(changed), "df11 " DF11_VERSION_STRING);
@@ -238,23 +247,31 @@ Result<CompressSummary> compress_planned(const CompressOptions& options, Reporte
         shards.front().metadata.folder_files,
         write_folder_files(source, plan, shards, config, staging.path(), reporter, cancel));
   }
-  std::vector<std::string> shard_names;
-  for (size_t s = 0; s < source.shard_count(); ++s) shard_names.push_back(source.shard_name(s));
-  shards.front().metadata.shards = std::move(shard_names);  // sorted
+  shards.front().metadata.shards.emplace();
+  for (const ShardOut& out : shards) {  // sorted, as the input shards are
+    shards.front().metadata.shards->push_back(source.shard_name(out.shard));
+  }
   const size_t side_by_side =
       shards_side_by_side(source, plan, shards.size(), options.step_weights);
   const Stopwatch writing;
   DF11_ASSIGN_OR_RETURN(std::vector<ShardResult> written,
                         write_shards(source, plan, shards, staging.path(), hasher, options,
                                      reporter, cancel, side_by_side, phases));
-  phases.add("writing (" + std::to_string(side_by_side) + " shards side by side)",
-             writing.seconds());
-  for (size_t s = 0; s < shards.size(); ++s) {
-    summary.output_bytes += written[s].file_size;
-    summary.input_bytes += source.header(shards[s].shard).file_size;
+  phases.add("writing (" + count_of(side_by_side, "shard") + " side by side)", writing.seconds());
+  for (size_t s = 0; s < shards.size(); ++s) summary.output_bytes += written[s].file_size;
+  for (size_t s = 0; s < source.shard_count(); ++s) {
+    summary.input_bytes += source.header(s).file_size;
   }
   reporter.progress_finish();
   DF11_RETURN_IF_ERROR(cancel.check());
+  {
+    // Never report success for a folder that verify would reject: its structure is checked
+    // (headers, record, index; nothing decoded) before it is renamed into place.
+    const PhaseTimer timer(&phases, "structure check");
+    const Stopwatch checking;
+    DF11_RETURN_IF_ERROR(check_written_folder(staging.path(), cancel));
+    reporter.detail("checked the structure of what was written in " + checking.text());
+  }
   {
     const PhaseTimer timer(&phases, "commit folder");
     DF11_RETURN_IF_ERROR(staging.commit());
@@ -316,11 +333,16 @@ Result<CompressSummary> compress_model_limited(const CompressOptions& options, R
   PhaseTimes phases;
   std::optional<PhaseTimer> opening(std::in_place, &phases, "open");
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.model_dir, options.out_dir));
-  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_folder(options.model_dir, cancel));
+  // A folder, or a single .safetensors file (BFL/ComfyUI checkpoints come so, without
+  // config.json).
+  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_path(options.model_dir, cancel));
   opening.reset();
-  if (!folder.config_text) {
-    return Status(ErrorCode::kNotFound, (folder.dir / kConfigFile).string() +
-                                            ": not found (a Hugging Face checkpoint has one)");
+  if (is_df11_model(folder)) {
+    return Status(ErrorCode::kInvalidArgument,
+                  options.model_dir.string() +
+                      ": this folder is already DF11 (decompress or verify it: df11 decompress " +
+                      options.model_dir.string() + " -o OUT_DIR; df11 verify " +
+                      options.model_dir.string() + ")");
   }
   DF11_RETURN_IF_ERROR(require_bf16_weights(folder));
   const FolderSource source(folder);

@@ -40,20 +40,24 @@ std::vector<ShardOut> assign_shards(const CheckpointSource& source, const Compre
   std::vector<ShardOut> shards(source.shard_count());
   for (size_t s = 0; s < shards.size(); ++s) {
     shards[s].shard = s;
+    shards[s].source_shards.push_back(s);
     shards[s].metadata.encoder = encoder;
     const SafetensorsHeader& header = source.header(s);
     shards[s].metadata.sources.push_back(SourceFile{source.shard_name(s), header.file_size,
                                                     std::string(kSha256HexLength, '0'),
                                                     header.header_text});
   }
-  // shard_names are sorted: shard 0 is the lexicographically first.
-  shards.front().metadata.side_files = std::move(side_files);
 
   // Which coded groups start at each tensor: one, or two when a tied copy (spec 5.3 G8)
-  // codes the same tensor again.
+  // codes the same tensor again. And the coded group each member belongs to (not its tied
+  // copy's: that one codes a tensor whose own group is listed too).
   std::vector<std::vector<size_t>> groups_at(plan.order.size());
+  std::vector<size_t> member_of(plan.order.size(), SIZE_MAX);
   for (size_t g = 0; g < plan.groups.size(); ++g) {
-    if (plan.groups[g].coded) groups_at[plan.groups[g].spec.members.front()].push_back(g);
+    if (!plan.groups[g].coded) continue;
+    groups_at[plan.groups[g].spec.members.front()].push_back(g);
+    if (!plan.groups[g].spec.alias_name.empty()) continue;
+    for (size_t m : plan.groups[g].spec.members) member_of[m] = g;
   }
   auto push = [](ShardOut& out, ShardItem item) {
     item.first_tensor = out.items.empty() ? 0
@@ -61,8 +65,15 @@ std::vector<ShardOut> assign_shards(const CheckpointSource& source, const Compre
                                                 (out.items.back().is_group ? kGroupTensorCount : 1);
     out.items.push_back(item);
   };
+  // The output shard that holds each input shard's first tensor (its own, or the one of the
+  // group that tensor joined).
+  std::vector<size_t> first_home(shards.size(), SIZE_MAX);
   for (size_t i = 0; i < plan.order.size(); ++i) {
-    ShardOut& out = shards[plan.order[i].shard];
+    const size_t s = plan.order[i].shard;
+    ShardOut& out = shards[s];
+    if (first_home[s] == SIZE_MAX) {
+      first_home[s] = member_of[i] == SIZE_MAX ? s : plan.groups[member_of[i]].shard;
+    }
     if (plan.raw[i]) {
       push(out, ShardItem{false, i, out.metadata.tensors.size(), 0});
       out.metadata.tensors.push_back(
@@ -73,7 +84,29 @@ std::vector<ShardOut> assign_shards(const CheckpointSource& source, const Compre
       out.metadata.groups.push_back(group_meta(source, plan, plan.groups[g]));
     }
   }
-  return shards;
+
+  // spec 7.5: an input shard left with no tensor (all joined groups that start in an earlier
+  // shard) gets no DF11 shard; its source record goes to the shard holding its first tensor.
+  // A header-only file would be named by no index, and so be no shard of the folder.
+  size_t first_kept = SIZE_MAX;
+  for (size_t s = 0; s < shards.size() && first_kept == SIZE_MAX; ++s) {
+    if (!shards[s].items.empty()) first_kept = s;
+  }
+  if (first_kept == SIZE_MAX) first_kept = 0;  // no tensor at all: keep the first file
+  std::vector<ShardOut> kept;
+  for (size_t s = 0; s < shards.size(); ++s) {
+    if (!shards[s].items.empty() || s == first_kept) continue;
+    size_t home = first_home[s] == SIZE_MAX ? first_kept : first_home[s];
+    if (shards[home].items.empty() && home != first_kept) home = first_kept;
+    shards[home].source_shards.push_back(s);
+    shards[home].metadata.sources.push_back(std::move(shards[s].metadata.sources.front()));
+  }
+  for (ShardOut& out : shards) {
+    if (!out.items.empty() || out.shard == first_kept) kept.push_back(std::move(out));
+  }
+  // The lexicographically first DF11 shard carries the side files (and the folder record).
+  kept.front().metadata.side_files = std::move(side_files);
+  return kept;
 }
 
 Result<FinalizedLayout> lay_out_shard(const CheckpointSource& source, const CompressPlan& plan,

@@ -1,6 +1,7 @@
 // What each DF11 output shard holds, in file order, and its safetensors header. Output
-// shards mirror the input shards 1:1 by name; a coded group goes to the shard of its first
-// member, a raw tensor stays in its own shard. The header (with the df11 metadata) is laid
+// shards keep the input shards' names; a coded group goes to the shard of its first member,
+// a raw tensor stays in its own shard, and an input shard left with no tensor gets no output
+// shard. The header (with the df11 metadata) is laid
 // out first with placeholder checksums of the final length, so that data can be written at
 // its final offsets before the checksums are known; the real header then has the same size.
 #pragma once
@@ -28,10 +29,16 @@ struct ShardOut {
   size_t shard = 0;  // the input shard of the same name
   std::vector<ShardItem> items;
   Df11Metadata metadata;  // checksums are placeholders until pass 2 fills them in
+  // The input shard of each of metadata.sources: its own first, then those of input shards
+  // that got no DF11 shard of their own.
+  std::vector<size_t> source_shards;
 };
 
-// One ShardOut per input shard. `side_files` (config.json, index: original bytes) go to the
-// lexicographically first shard. `encoder` is the metadata's encoder string.
+// One ShardOut per input shard that holds a tensor in the output, in input order (spec 7.5).
+// An input shard whose tensors all joined groups that start in an earlier shard gets none:
+// its source record goes to the shard holding its first tensor. `side_files` (config.json,
+// index: original bytes) go to the lexicographically first output shard. `encoder` is the
+// metadata's encoder string.
 std::vector<ShardOut> assign_shards(const CheckpointSource& source, const CompressPlan& plan,
                                     std::vector<SideFile> side_files, const std::string& encoder);
 

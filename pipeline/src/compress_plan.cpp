@@ -8,6 +8,7 @@
 
 #include "block_limits.h"
 #include "byte_units.h"
+#include "count_text.h"
 #include "df11/group.h"
 #include "tied_head.h"
 
@@ -129,6 +130,10 @@ GroupSpec without_members(const GroupSpec& group,
 // bytes coded, compress says which tensors stayed raw and why.
 constexpr double kLowCoverageShare = 0.90;
 
+// Why a tensor stayed raw (the coverage warning names it, and says what to do about it).
+constexpr const char* kReasonValues = "holds Inf, NaN or |x| >= 2^113";
+constexpr const char* kReasonLimit = "its group is above a loader limit";
+
 std::string coverage_warning(const CheckpointSource& source, const CompressPlan& plan,
                              const std::vector<std::string>& reasons) {
   struct Uncoded {
@@ -151,16 +156,28 @@ std::string coverage_warning(const CheckpointSource& source, const CompressPlan&
   std::string line = "only " + std::string(share) + " of the BF16 2-D weight bytes are coded (" +
                      format_bytes(plan.coded_weight_bytes) + " of " +
                      format_bytes(plan.bf16_matrix_bytes) + "); largest uncoded:";
-  bool limits = false;
+  // What to do about it, for each kind of reason among the tensors named.
+  bool limits = false, values = false, layout = false;
   for (size_t k = 0; k < uncoded.size() && k < 5; ++k) {
     const size_t i = uncoded[k].index;
     const std::string& why = reasons[i];
-    limits = limits || why.find("limit") != std::string::npos;
+    if (why == kReasonLimit) {
+      limits = true;
+    } else if (why == kReasonValues) {
+      values = true;
+    } else {
+      layout = true;
+    }
     line += (k ? "; '" : " '") + source.tensor(plan.order[i]).name + "' (" +
             format_bytes(uncoded[k].bytes) + ": " + why + ")";
   }
-  line += limits ? "; --group-by tensor makes smaller groups"
-                 : "; rename tensors to '<module>.weight' or report the layout to df11";
+  if (values) {
+    line +=
+        "; Inf and NaN have no exponent code in DF11: such tensors are stored unchanged, "
+        "losslessly";
+  }
+  if (limits) line += "; --group-by tensor makes smaller groups";
+  if (layout) line += "; rename tensors to '<module>.weight' or report the layout to df11";
   return line;
 }
 
@@ -291,7 +308,7 @@ Result<CompressPlan> plan_compression(const CheckpointSource& source, GroupBy gr
       const auto bad_members = uncodable_members(spans);
       const std::string list = uncodable_list(source, result, group.spec, bad_members);
       for (const auto& [k, bad] : bad_members) {
-        reasons[group.spec.members[k]] = "holds Inf, NaN or |x| >= 2^113";
+        reasons[group.spec.members[k]] = kReasonValues;
       }
       if (bad_members.empty() || bad_members.size() == group.spec.members.size()) {
         reporter.warning(group_context(source, result, group.spec) +
@@ -310,13 +327,13 @@ Result<CompressPlan> plan_compression(const CheckpointSource& source, GroupBy gr
           group_context(source, result, group.spec) + ": " + list +
           " hold Inf, NaN or |x| >= 2^113, which cannot be coded: stored unchanged on " +
           "their own (" + format_bytes(dropped) + " uncoded); the group's other " +
-          std::to_string(group.spec.members.size() - bad_members.size()) + " tensors are coded");
+          count_of(group.spec.members.size() - bad_members.size(), "tensor") + " coded");
       group.spec = without_members(group.spec, bad_members);
     }
     if (!incompatible.empty()) {
       reporter.warning(group_context(source, result, group.spec) + ": stored unchanged: " +
                        incompatible + "; tensors " + member_list(source, result, group.spec));
-      for (size_t m : group.spec.members) reasons[m] = "its group is above a loader limit";
+      for (size_t m : group.spec.members) reasons[m] = kReasonLimit;
     }
     // A tied copy that stays uncoded is simply not written: its tensor is stored by its own
     // group or raw.

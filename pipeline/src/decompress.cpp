@@ -4,6 +4,7 @@
 #include <mutex>
 #include <unordered_set>
 
+#include "count_text.h"
 #include "df11/file_io.h"
 #include "df11/hash.h"
 #include "df11/sha256.h"
@@ -51,6 +52,7 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   const Stopwatch started;
   DF11_RETURN_IF_ERROR(check_distinct_folders(options.df11_dir, options.out_dir));
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir, cancel));
+  if (!is_df11_model(model)) return not_a_df11_folder(model.dir);
   if (!written_by_df11(model)) {
     if (options.file_sha256) {
       return Status(ErrorCode::kInvalidArgument,
@@ -74,12 +76,12 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   DF11_RETURN_IF_ERROR(first_header_failure(folder));
   DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder, cancel));
   if (!findings.failures.empty()) {
-    return Status(
-        ErrorCode::kCorruptData,
-        findings.failures.front() + (findings.failures.size() > 1
-                                         ? " (and " + std::to_string(findings.failures.size() - 1) +
-                                               " more problems: run df11 verify)"
-                                         : std::string()));
+    return Status(ErrorCode::kCorruptData,
+                  findings.failures.front().message +
+                      (findings.failures.size() > 1
+                           ? " (and " + std::to_string(findings.failures.size() - 1) +
+                                 " more problems: run df11 verify)"
+                           : std::string()));
   }
   for (const std::string& line : findings.warnings) reporter.warning(line);
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
@@ -87,11 +89,19 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   DecompressSummary summary;
   std::unordered_set<std::string> restored_names;
   for (const SideFile& side : folder.side_files) restored_names.insert(side.file);
+  // spec 7.6 step 4: the publication's own files (df11's model card, the Hub's
+  // .gitattributes) are no files of the original.
+  std::unordered_set<std::string> publication(findings.publication_files.begin(),
+                                              findings.publication_files.end());
   uint64_t total = 0;
   for (const SourceRef& ref : folder.sources) total += folder.source(ref).size;
   std::vector<std::string> copies;
   for (const std::string& rel : folder.folder.side_files) {
     if (restored_names.count(rel) != 0) continue;  // the recorded original wins
+    if (publication.count(rel) != 0) {
+      reporter.detail(rel + ": not a file of the original model: not restored");
+      continue;
+    }
     copies.push_back(rel);
     std::error_code ec;
     total += fs::file_size(folder.folder.dir / rel, ec);
@@ -121,8 +131,7 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
         }
         const Stopwatch committing;
         DF11_RETURN_IF_ERROR(file.commit());
-        reporter.detail("restored " + source.file + " (" + std::to_string(rebuilt.tensors) +
-                        " tensors" +
+        reporter.detail("restored " + source.file + " (" + count_of(rebuilt.tensors, "tensor") +
                         (options.check_file_sha256 ? ", sha256 " + source.sha256 : "") +
                         "), fsync and rename " + committing.text());
         std::lock_guard<std::mutex> lock(mutex);

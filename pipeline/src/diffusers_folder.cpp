@@ -209,9 +209,9 @@ Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& re
   DF11_ASSIGN_OR_RETURN(std::vector<std::string> names, entries_of(options.df11_dir));
   VerifyReport total;
   size_t components = 0;
-  auto fail = [&](const std::string& line) {
+  auto fail = [&](ErrorCode code, const std::string& line) {
     reporter.finding("FAIL " + line);
-    total.failures.push_back(line);
+    total.failures.push_back(make_finding(code, line));
   };
   for (const std::string& name : names) {
     DF11_RETURN_IF_ERROR(cancel.check());
@@ -233,8 +233,14 @@ Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& re
       total.folder_files += r.folder_files;
       total.compared += r.compared;
       total.aliases += r.aliases;
-      for (const std::string& f : r.failures) total.failures.push_back(name + ": " + f);
+      for (Finding& f : r.failures) {
+        // The component's files, as paths in the pipeline folder.
+        f.file = f.file.empty() ? name : name + "/" + f.file;
+        f.message = name + ": " + f.message;
+        total.failures.push_back(std::move(f));
+      }
       for (const std::string& n : r.notes) total.notes.push_back(name + ": " + n);
+      if (total.different_models.empty()) total.different_models = r.different_models;
       continue;
     }
     if (!options.against) continue;
@@ -251,9 +257,9 @@ Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& re
       auto theirs = sha256_of(*options.against / rel);
       if (!mine) return mine.status();
       if (!theirs) {
-        fail(rel + ": not in " + options.against->string());
+        fail(ErrorCode::kMismatch, rel + ": not in " + options.against->string());
       } else if (*mine != *theirs) {
-        fail(rel + ": differs from " + (*options.against / rel).string());
+        fail(ErrorCode::kMismatch, rel + ": differs from " + (*options.against / rel).string());
       } else {
         ++total.compared;
       }
@@ -270,7 +276,8 @@ Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& re
     for (const std::string& name : original) {
       std::error_code ec;
       if (!fs::exists(options.df11_dir / name, ec)) {
-        fail(name + ": in " + options.against->string() + " but not in the DF11 pipeline");
+        fail(ErrorCode::kMismatch,
+             name + ": in " + options.against->string() + " but not in the DF11 pipeline");
       }
     }
   }
@@ -279,6 +286,34 @@ Result<VerifyReport> verify_diffusers(const VerifyOptions& options, Reporter& re
                         "df11 checksums" +
                         (options.against ? " (compared with the original's)" : ""));
   return total;
+}
+
+Result<DiffusersInspectReport> inspect_diffusers(const InspectOptions& options, Reporter& reporter,
+                                                 const CancelToken& cancel) {
+  const fs::path root(options.path);
+  DF11_ASSIGN_OR_RETURN(std::vector<std::string> names, entries_of(root));
+  DiffusersInspectReport result;
+  for (const std::string& name : names) {
+    DF11_RETURN_IF_ERROR(cancel.check());
+    std::error_code ec;
+    const fs::path dir = root / name;
+    if (name == kModelIndexFile) continue;
+    if (!fs::is_directory(dir, ec) || !open_model_folder(dir, cancel).is_ok()) {
+      result.other.push_back(name);
+      continue;
+    }
+    InspectOptions component = options;
+    component.path = dir.string();
+    DF11_ASSIGN_OR_RETURN(InspectReport report, inspect_model(component, reporter, cancel));
+    result.components.push_back(name);
+    result.reports.push_back(std::move(report));
+  }
+  if (result.components.empty()) {
+    return Status(ErrorCode::kNotFound, root.string() +
+                                            ": a diffusers pipeline (model_index.json) without a "
+                                            "component holding *.safetensors weights");
+  }
+  return result;
 }
 
 }  // namespace df11::app

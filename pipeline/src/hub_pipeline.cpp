@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "byte_units.h"
+#include "count_text.h"
 #include "df11_folder.h"
 #include "hub_transfer.h"
 #include "model_card.h"
@@ -40,6 +41,16 @@ std::optional<std::string> base_model_from_config(const std::string& config_json
   auto ref = hub::parse_repo_ref(name);
   if (!ref || name.find('@') != std::string::npos) return std::nullopt;
   return name;
+}
+
+// One request at a time, stopped by `cancel`, retries announced as notes: the checks and
+// calls around the transfers.
+hub::TransferControl setup_control(const CancelToken& cancel, Reporter& reporter) {
+  hub::TransferControl setup;
+  setup.threads = 1;
+  setup.cancelled = [&cancel] { return cancel.cancelled(); };
+  setup.on_retry = [&reporter](const std::string& line) { reporter.note(line); };
+  return setup;
 }
 
 // Refuses, before anything is created on the Hub, a folder df11 did not write: without df11's
@@ -144,8 +155,8 @@ class VerifyBesidePush {
     }
     if (!report.ok()) {
       return Status(ErrorCode::kMismatch, folder + ": df11 verify failed (" +
-                                              std::to_string(report.failures.size()) +
-                                              " problems listed above): refusing to push");
+                                              count_of(report.failures.size(), "problem") +
+                                              " listed above): refusing to push");
     }
     return Status::ok();
   }
@@ -200,11 +211,10 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
   }
   ref.revision = options.revision;
   DF11_ASSIGN_OR_RETURN(hub::HubConfig config, hub::config_from_environment());
-  if (!config.token) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "push needs a Hub token with write access: set HF_TOKEN or write HF_HOME/token");
-  }
   DF11_RETURN_IF_ERROR(require_df11_folder(options.folder, cancel));
+  const hub::TransferControl setup = setup_control(cancel, reporter);
+  // The token, the namespace and the revision are checked before anything is created.
+  DF11_ASSIGN_OR_RETURN(hub::PushTarget target, hub::check_push_target(config, ref, setup));
   PushModelResult result;
   hub::PushOptions push;
   push.ref = ref;
@@ -229,11 +239,34 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
     push.extra_files.push_back({"README.md", *card_text});
   }
 
-  hub::TransferControl setup;
-  setup.threads = 1;
-  setup.cancelled = [&cancel] { return cancel.cancelled(); };
-  DF11_ASSIGN_OR_RETURN(const bool created,
-                        hub::prepare_repo(config, ref.repo_id, options.private_repo, setup));
+  bool created = false;
+  bool committed = false;
+  push.on_commit = [&committed](const std::string&) { committed = true; };
+  if (!target.exists) {
+    DF11_ASSIGN_OR_RETURN(created,
+                          hub::prepare_repo(config, ref.repo_id, options.private_repo, setup));
+  }
+  // A repository this push created goes again when the push fails before committing
+  // anything (an interrupted push keeps it: the next push resumes from its stored objects).
+  const auto drop_created = [&] {
+    if (!created || committed) return;
+    hub::TransferControl cleanup;  // not stopped by the signal that may have caused this
+    cleanup.threads = 1;
+    if (Status deleted = hub::delete_created_repo(config, ref.repo_id, cleanup); !deleted) {
+      reporter.warning("could not delete the repository " + ref.repo_id +
+                       " this push created: " + deleted.message());
+    }
+  };
+  if (target.listing) {
+    push.remote = std::move(target.listing);
+  } else {
+    Result<hub::RemoteListing> listing = hub::list_repo(config, ref, setup);
+    if (!listing) {
+      if (listing.status().code() != ErrorCode::kInterrupted) drop_created();
+      return listing.status();
+    }
+    push.remote = std::move(listing).value();
+  }
 
   // Verify runs beside the upload; the commit waits for its verdict, and a finding stops
   // the uploads at once.
@@ -251,29 +284,26 @@ Result<PushModelResult> push_model(const PushModelOptions& options, Reporter& re
   if (!pushed) {
     if (!verify.refused()) {
       verify.stop();
-      if (pushed.status().code() == ErrorCode::kInterrupted) DF11_RETURN_IF_ERROR(cancel.check());
+      if (pushed.status().code() == ErrorCode::kInterrupted) {
+        DF11_RETURN_IF_ERROR(cancel.check());
+      } else {
+        drop_created();
+      }
       return pushed.status();
     }
     // The folder failed verification: a repository this push created goes again, so that a
     // refused folder leaves nothing on the Hub.
     Status refusal = verify.verdict(options.folder);
     if (refusal.is_ok()) refusal = pushed.status();
-    if (created) {
-      hub::TransferControl cleanup;  // not stopped by the signal that may have caused this
-      cleanup.threads = 1;
-      if (Status deleted = hub::delete_created_repo(config, ref.repo_id, cleanup); !deleted) {
-        reporter.warning("could not delete the repository " + ref.repo_id +
-                         " this push created: " + deleted.message());
-      }
-    }
+    drop_created();
     return refusal;
   }
   result.push = std::move(*pushed);
   result.verify_seconds = verify.seconds();
   const VerifyReport& report = verify.report();
-  reporter.note("verified " + options.folder + ": " + std::to_string(report.groups) +
-                " groups decoded, " + std::to_string(report.tensors) + " tensors and " +
-                std::to_string(report.files) + " files checked");
+  reporter.note("verified " + options.folder + ": " + count_of(report.groups, "group") +
+                " decoded, " + count_of(report.tensors, "tensor") + " and " +
+                count_of(report.files, "file") + " checked");
   if (card_text) {
     DF11_RETURN_IF_ERROR(write_card(options.folder, *card_text));
     result.wrote_card = true;
@@ -286,6 +316,13 @@ Result<PublishResult> publish_model(const PublishOptions& options, Reporter& rep
                                     const CancelToken& cancel) {
   DF11_ASSIGN_OR_RETURN(hub::RepoRef source, hub::parse_repo_ref(options.source));
   DF11_ASSIGN_OR_RETURN(hub::RepoRef target, hub::parse_repo_ref(options.target));
+  {
+    // Whether the push at the end can succeed is checked before the pull and the compression:
+    // the token (present, valid, able to write the target's namespace) and the revision.
+    DF11_ASSIGN_OR_RETURN(hub::HubConfig config, hub::config_from_environment());
+    DF11_RETURN_IF_ERROR(
+        hub::check_push_target(config, target, setup_control(cancel, reporter)).status());
+  }
   PublishResult result;
   result.df11_dir = options.work_dir.empty() ? target.repo_id.substr(target.repo_id.find('/') + 1)
                                              : options.work_dir;

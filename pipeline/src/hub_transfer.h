@@ -17,6 +17,7 @@ struct ReportedTransfer {
                    int transfers) {
     control.threads = transfers > 0 ? transfers : 8;
     control.cancelled = [&cancel] { return cancel.cancelled(); };
+    control.on_retry = [&reporter](const std::string& line) { reporter.note(line); };
     control.progress = [this, &reporter, label](const hub::TransferProgress& p) {
       std::lock_guard<std::mutex> lock(mutex);
       if (!started) {

@@ -15,47 +15,30 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A single .safetensors file seen as a folder of one shard (no config.json, no side files).
-Result<ModelFolder> open_single_file(const fs::path& path) {
-  ModelFolder folder;
-  folder.dir = path.parent_path();
-  folder.shard_names.push_back(path.filename().string());
-  DF11_ASSIGN_OR_RETURN(SafetensorsFile file, SafetensorsFile::open(path.string()));
-  folder.shards.push_back(std::move(file));
-  const auto& tensors = folder.shards.back().header().tensors;
-  for (size_t t = 0; t < tensors.size(); ++t)
-    folder.tensors.emplace(tensors[t].name, TensorLocation{0, t});
-  return folder;
-}
-
 Result<InspectReport> inspect_limited(const InspectOptions& options, Reporter& reporter,
                                       const CancelToken& cancel) {
-  std::error_code ec;
-  const fs::path path(options.path);
-  Result<ModelFolder> folder =
-      fs::is_directory(path, ec) ? open_model_folder(path, cancel) : open_single_file(path);
-  if (!folder) return folder.status();
+  DF11_ASSIGN_OR_RETURN(ModelFolder folder, open_model_path(options.path, cancel));
   InspectReport report;
   report.path = options.path;
-  report.dtypes = dtype_shares(*folder);
-  if (is_df11_checkpoint(*folder)) {
+  report.dtypes = dtype_shares(folder);
+  if (is_df11_checkpoint(folder)) {
     if (options.zstd) {
       reporter.note(
           "--baseline zstd applies to BF16 checkpoints; run it on the original (or on the "
           "output of df11 decompress)");
     }
-    describe_files(*folder, report);
+    describe_files(folder, report);
     if (options.headers_only) {
       std::vector<const SafetensorsHeader*> headers;
-      for (const SafetensorsFile& shard : folder->shards) headers.push_back(&shard.header());
+      for (const SafetensorsFile& shard : folder.shards) headers.push_back(&shard.header());
       DF11_RETURN_IF_ERROR(
-          describe_df11_checkpoint(headers, folder->shard_names, folder->config_text, report));
+          describe_df11_checkpoint(headers, folder.shard_names, folder.config_text, report));
     } else {
-      DF11_RETURN_IF_ERROR(analyze_df11_checkpoint(*folder, report, cancel));
+      DF11_RETURN_IF_ERROR(analyze_df11_checkpoint(folder, report, cancel));
     }
   } else {
     report.kind = CheckpointKind::kBf16;
-    DF11_RETURN_IF_ERROR(predict_bf16_checkpoint(*folder, options.zstd, report, cancel));
+    DF11_RETURN_IF_ERROR(predict_bf16_checkpoint(folder, options.zstd, report, cancel));
   }
   return report;
 }

@@ -9,6 +9,7 @@
 
 #include "block_limits.h"
 #include "compress_plan.h"
+#include "count_text.h"
 #include "df11/encoder.h"
 #include "df11/group.h"
 #include "df11/hub/hub.h"
@@ -252,6 +253,7 @@ Result<InspectReport> inspect_remote(const RemoteInspectOptions& options, Report
   DF11_ASSIGN_OR_RETURN(repo.config, hub::config_from_environment());
   repo.control.threads = std::max(1, options.transfers);
   repo.control.cancelled = [&cancel] { return cancel.cancelled(); };
+  repo.control.on_retry = [&reporter](const std::string& line) { reporter.note(line); };
   Result<hub::RemoteListing> listing = hub::list_repo(repo.config, repo.ref, repo.control);
   if (!listing) {
     DF11_RETURN_IF_ERROR(cancel.check());
@@ -291,7 +293,7 @@ Result<InspectReport> inspect_remote(const RemoteInspectOptions& options, Report
   }
   std::vector<SafetensorsHeader> headers;
   if (s.is_ok()) {
-    reporter.detail("reading the headers of " + std::to_string(shards.size()) + " shards of " +
+    reporter.detail("reading the headers of " + count_of(shards.size(), "shard") + " of " +
                     options.repo + " at " + repo.listing.commit);
     Result<std::vector<SafetensorsHeader>> read = read_headers(repo, shards);
     if (read) headers = std::move(read).value();

@@ -4,6 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "count_text.h"
+#include "folder_record.h"
 #include "inspect_model.h"
 
 namespace df11::app {
@@ -77,7 +79,7 @@ std::string make_model_card(const ModelCardInput& in) {
   o << "tags:\n  - dfloat11\n  - df11\n  - lossless compression\n";
   const std::string tag = pipeline_tag_for(in.config_json);
   if (!tag.empty()) o << "pipeline_tag: " << tag << "\n";
-  o << "---\n\n";
+  o << "---\n\n" << kModelCardMarker << "\n\n";
   const std::string name = in.repo_id.substr(in.repo_id.find('/') + 1);
   o << "# " << name << "\n\n";
   o << "A losslessly compressed copy of ";
@@ -90,9 +92,9 @@ std::string make_model_card(const ModelCardInput& in) {
        "the sign and mantissa are kept as they are, so the weights decode to exactly the "
        "original bits.\n\n";
   o << "| | BF16 | DF11 | DF11 / BF16 |\n|---|---:|---:|---:|\n";
-  o << "| Compressed weights (" << in.groups << " groups) | " << gb(in.coded_bf16_bytes) << " | "
-    << gb(in.coded_stored_bytes) << " | " << percent(in.coded_stored_bytes, in.coded_bf16_bytes)
-    << " |\n";
+  o << "| Compressed weights (" << count_of(in.groups, "group") << ") | " << gb(in.coded_bf16_bytes)
+    << " | " << gb(in.coded_stored_bytes) << " | "
+    << percent(in.coded_stored_bytes, in.coded_bf16_bytes) << " |\n";
   o << "| Whole model | " << gb(in.original_bytes) << " | " << gb(in.stored_bytes) << " | "
     << percent(in.stored_bytes, in.original_bytes) << " |\n\n";
   o << "Sizes from `df11 inspect`.\n\n";

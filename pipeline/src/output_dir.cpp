@@ -75,6 +75,19 @@ Result<StagingDir> StagingDir::create(const fs::path& out_dir, bool force) {
   }
   const fs::path parent = dir.target_.has_parent_path() ? dir.target_.parent_path() : fs::path(".");
   if (!fs::is_directory(parent, ec)) {
+    // The nearest part of the path that exists says what is wrong: a file where a folder
+    // should be ("/dev/full/x"), or a folder that is missing.
+    for (fs::path up = parent; !up.empty(); up = up.parent_path()) {
+      if (fs::exists(up, ec)) {
+        if (!fs::is_directory(up, ec)) {
+          return Status(ErrorCode::kInvalidArgument,
+                        dir.target_.string() + ": " + up.string() +
+                            ": not a folder (the output goes into a new folder OUT_DIR)");
+        }
+        break;
+      }
+      if (up == up.parent_path()) break;
+    }
     return Status(ErrorCode::kNotFound,
                   dir.target_.string() + ": parent folder " + parent.string() + " does not exist");
   }

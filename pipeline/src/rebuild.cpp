@@ -203,6 +203,17 @@ Status check_shape(const Df11Folder& folder, const std::string& source_file, con
 
 }  // namespace
 
+Status check_source_tensor(const Df11Folder& folder, const std::string& source_file,
+                           const TensorInfo& t) {
+  const auto it = folder.originals.find(t.name);
+  if (it == folder.originals.end()) {
+    return Status(ErrorCode::kBadMetadata,
+                  source_file + ": tensor '" + t.name +
+                      "' of the original is neither a group member nor a raw tensor here");
+  }
+  return check_shape(folder, source_file, t, it->second);
+}
+
 Status require_recorded_sha256(const Df11Folder& folder, const std::string& option) {
   std::vector<std::string> missing;
   for (const SourceRef& ref : folder.sources) {
@@ -238,15 +249,8 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
     DF11_RETURN_IF_ERROR(options.cancel->check());
     if (cancelled()) return cancel_status;
     result.names.push_back(t.name);
-    Status status;
     const auto it = folder.originals.find(t.name);
-    if (it == folder.originals.end()) {
-      status = Status(ErrorCode::kBadMetadata,
-                      source.file + ": tensor '" + t.name +
-                          "' of the original is neither a group member nor a raw tensor here");
-    } else {
-      status = check_shape(folder, source.file, t, it->second);
-    }
+    Status status = check_source_tensor(folder, source.file, t);
     if (status) status = sink.begin_tensor(t);
     if (status) {
       Xxh3 hash;

@@ -64,6 +64,11 @@ struct SourceLayout {
 };
 Result<SourceLayout> parse_source_layout(const SourceFile& source);
 
+// A tensor of a recorded original header (`source_file`) is an original tensor of the folder
+// with the same size, dtype and shape (kBadMetadata naming both otherwise).
+Status check_source_tensor(const Df11Folder& folder, const std::string& source_file,
+                           const TensorInfo& t);
+
 // What happens to the rebuilt bytes.
 class RebuildSink {
  public:

@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "count_text.h"
 #include "df11/hash.h"
 #include "file_stream.h"
 #include "group_writer.h"
@@ -116,8 +117,8 @@ Status write_shard_items(const CheckpointSource& source, const CompressPlan& pla
       meta.members[k].xxh3 = std::move(written.member_xxh3[k]);
     }
     const PlannedGroup& planned = plan.groups[item.index];
-    details.push_back(group.what() + ": " + std::to_string(planned.spec.members.size()) +
-                      " tensors, " + std::to_string(planned.plan.n_elements) + " weights, " +
+    details.push_back(group.what() + ": " + count_of(planned.spec.members.size(), "tensor") + ", " +
+                      count_of(planned.plan.n_elements, "weight") + ", " +
                       std::to_string(planned.plan.code.max_length) + "-bit longest code, max " +
                       std::to_string(written.max_block_weights) + " weights per block");
     return Status::ok();

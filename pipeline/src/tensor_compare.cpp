@@ -4,6 +4,8 @@
 #include <cstdio>
 #include <cstring>
 
+#include "count_text.h"
+
 namespace df11::app {
 namespace {
 
@@ -29,16 +31,19 @@ Status TensorComparer::begin(const std::string& name, Dtype dtype,
   first_detail_.clear();
   const auto it = original_.tensors.find(name);
   if (it == original_.tensors.end()) {
+    ++layouts_differing_;
     return Status(ErrorCode::kMismatch, "tensor '" + name + "': not in " + original_.dir.string());
   }
   seen_.insert(name);
   const TensorInfo& t = original_.tensor(it->second);
   if (t.dtype != dtype || t.shape != shape) {
+    ++layouts_differing_;
     return Status(ErrorCode::kMismatch, "tensor '" + name + "': " + dtype_name(dtype) + " " +
                                             shape_to_string(shape) + " here, " +
                                             dtype_name(t.dtype) + " " + shape_to_string(t.shape) +
                                             " in " + original_.shard_names[it->second.shard]);
   }
+  ++layouts_matching_;
   current_ = &t;
   file_ = &original_.shards[it->second.shard];
   return Status::ok();
@@ -90,6 +95,20 @@ std::vector<std::string> TensorComparer::not_compared() const {
   }
   std::sort(missing.begin(), missing.end());
   return missing;
+}
+
+std::string TensorComparer::different_models(const std::string& here) const {
+  const uint64_t begun = layouts_differing_ + layouts_matching_;
+  const size_t missing = not_compared().size();
+  // A few differing tensors are a damaged or edited copy; most, another model.
+  if (begun == 0 || 2 * layouts_differing_ <= begun) return "";
+  return here + " and " + original_.dir.string() +
+         " hold different models: " + std::to_string(layouts_differing_) + " of " +
+         count_of(begun, "tensor") + " differ in name, dtype or shape" +
+         (missing != 0 ? ", and " + count_of(missing, "tensor") + " of " + original_.dir.string() +
+                             " are not in " + here
+                       : std::string()) +
+         " (is --against the model this folder was compressed from?)";
 }
 
 }  // namespace df11::app

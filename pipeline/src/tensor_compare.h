@@ -32,11 +32,20 @@ class TensorComparer {
   // Counts what `other` compared as compared here (comparers of parallel workers).
   void merge_seen(const TensorComparer& other) {
     seen_.insert(other.seen_.begin(), other.seen_.end());
+    layouts_differing_ += other.layouts_differing_;
+    layouts_matching_ += other.layouts_matching_;
   }
+
+  // When most tensors begun differ in name, dtype or shape from the original's (the folders
+  // hold different models, not a damaged copy): one line saying so, naming `here` (the
+  // folder compared) and the original; empty otherwise.
+  std::string different_models(const std::string& here) const;
 
  private:
   const ModelFolder& original_;
   std::unordered_set<std::string> seen_;
+  uint64_t layouts_differing_ = 0;  // begin() refused: no such tensor, another dtype or shape
+  uint64_t layouts_matching_ = 0;
   const TensorInfo* current_ = nullptr;
   const SafetensorsFile* file_ = nullptr;
   std::string name_;

@@ -38,13 +38,15 @@ Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter
   DF11_ASSIGN_OR_RETURN(ModelFolder model, open_model_folder(options.df11_dir, cancel));
   std::optional<ModelFolder> against;
   if (options.against) {
-    DF11_ASSIGN_OR_RETURN(against.emplace(), open_model_folder(*options.against, cancel));
+    // A folder, or the single .safetensors file a checkpoint was compressed from.
+    DF11_ASSIGN_OR_RETURN(against.emplace(), open_model_path(*options.against, cancel));
   }
   DF11_ASSIGN_OR_RETURN(DecodeDevice device, resolve_device(options.device, &report.device_notes));
   report.device = device == DecodeDevice::kCuda ? "cuda" : "cpu";
   VerifyContext context(reporter, cancel, report, against ? &*against : nullptr, device,
                         options.parallel_files, options.file_sha256, options.folder_sha256);
   context.on_folder_digest = options.on_folder_digest;
+  context.here = options.df11_dir.string();
   report.files_sha256 = options.file_sha256;
   if (written_by_df11(model)) {
     DF11_RETURN_IF_ERROR(verify_df11_folder(std::move(model), context));
@@ -54,7 +56,49 @@ Result<VerifyReport> verify_model_limited(const VerifyOptions& options, Reporter
   return report;
 }
 
+// "'name'" at the start of `text`: the name, and where the text goes on after the quote.
+bool quoted_name(std::string_view text, std::string& name, size_t& after) {
+  if (text.empty() || text[0] != '\'') return false;
+  const size_t end = text.find('\'', 1);
+  if (end == std::string_view::npos) return false;
+  name = std::string(text.substr(1, end - 1));
+  after = end + 1;
+  return true;
+}
+
 }  // namespace
+
+Finding make_finding(ErrorCode code, std::string message) {
+  Finding f;
+  f.code = code;
+  std::string_view text = message;
+  size_t after = 0;
+  if (text.rfind("tensor ", 0) == 0 && quoted_name(text.substr(7), f.tensor, after)) {
+    // "tensor 'T' (FILE: group 'G'): ..." or "tensor 'T' of DIR is missing ..."
+    std::string_view rest = text.substr(7 + after);
+    if (rest.rfind(" (", 0) == 0) {
+      const size_t colon = rest.find(": group ");
+      if (colon != std::string_view::npos) {
+        f.file = std::string(rest.substr(2, colon - 2));
+        quoted_name(rest.substr(colon + 8), f.group, after);
+      }
+    }
+  } else if (const size_t colon = text.find(": ");
+             colon != std::string_view::npos && colon > 0 &&
+             text.substr(0, colon).find(' ') == std::string_view::npos) {
+    // "FILE: ..." then, optionally, "group 'G': member 'T'", "group 'G'" or "tensor 'T'".
+    f.file = std::string(text.substr(0, colon));
+    std::string_view rest = text.substr(colon + 2);
+    if (rest.rfind("group ", 0) == 0 && quoted_name(rest.substr(6), f.group, after)) {
+      rest = rest.substr(6 + after);
+      if (rest.rfind(": member ", 0) == 0) quoted_name(rest.substr(9), f.tensor, after);
+    } else if (rest.rfind("tensor ", 0) == 0) {
+      quoted_name(rest.substr(7), f.tensor, after);
+    }
+  }
+  f.message = std::move(message);
+  return f;
+}
 
 Result<VerifyReport> verify_model(const VerifyOptions& options, Reporter& reporter,
                                   const CancelToken& cancel) {

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <unordered_set>
 
 #include "df11/file_io.h"
 #include "df11/hash.h"
@@ -13,7 +12,7 @@
 #include "df11_folder.h"
 #include "file_stream.h"
 #include "folder_record.h"
-#include "loader_check.h"
+#include "folder_structure.h"
 #include "model_config.h"
 #include "parallel_tasks.h"
 #include "tensor_compare.h"
@@ -21,12 +20,6 @@
 
 namespace df11::app {
 namespace {
-
-std::string member_names(const GroupMeta& meta) {
-  std::string list;
-  for (const MemberMeta& m : meta.members) list += (list.empty() ? "'" : ", '") + m.name + "'";
-  return list;
-}
 
 // Shards are hashed side by side: smaller steps than a single stream's keep the resident
 // pages of all of them about where one stream's are.
@@ -111,9 +104,10 @@ void check_stored(const Df11Folder& folder, const CodedGroup& g,
   for (size_t k = 0; k < tensors.size(); ++k) {
     const std::string& recorded = meta.stored.of(kGroupTensors[k].id);
     if (hashes[k] != recorded) {
-      context.fail("tensor '" + tensors[k]->name + "' (" + g.what + "): stored bytes have xxh3 " +
-                   hashes[k] + ", the metadata records " + recorded +
-                   "; members affected: " + member_names(meta));
+      context.fail(ErrorCode::kCorruptData, "tensor '" + tensors[k]->name + "' (" + g.what +
+                                                "): stored bytes have xxh3 " + hashes[k] +
+                                                ", the metadata records " + recorded +
+                                                "; members affected: " + member_list(meta));
     }
   }
 }
@@ -125,10 +119,11 @@ void check_splits(const Df11Folder& folder, const CodedGroup& g, VerifyContext& 
   for (size_t k = 0; k + 1 < g.member_start.size() - 1; ++k) {
     const uint64_t stored = load_le64(g.view.split_positions.data() + 8 * k);
     if (stored != g.member_start[k + 1]) {
-      context.fail("tensor '" + g.tensors.name + ".split_positions' (" + g.what + "): entry " +
-                   std::to_string(k) + " is " + std::to_string(stored) + ", member '" +
-                   meta.members[k].name + "' ends at element " +
-                   std::to_string(g.member_start[k + 1]));
+      context.fail(ErrorCode::kBadGroup, "tensor '" + g.tensors.name + ".split_positions' (" +
+                                             g.what + "): entry " + std::to_string(k) + " is " +
+                                             std::to_string(stored) + ", member '" +
+                                             meta.members[k].name + "' ends at element " +
+                                             std::to_string(g.member_start[k + 1]));
       return;
     }
   }
@@ -152,112 +147,14 @@ void check_alias(const Df11Folder& folder, const AliasMember& alias, TensorProdu
   const std::string what = folder.groups[alias.group].what + ": member '" + alias.name +
                            "' (tied copy of '" + alias.target + "')";
   if (!status) {
-    context.fail(what + ": " + status.message());
+    context.fail(status.code(), what + ": " + status.message());
   } else if (hash.hex_digest() != folder.originals.at(alias.target).xxh3) {
-    context.fail(what + ": decodes to xxh3 " + hash.hex_digest() + ", '" + alias.target + "' has " +
-                 folder.originals.at(alias.target).xxh3);
+    context.fail(ErrorCode::kCorruptData, what + ": decodes to xxh3 " + hash.hex_digest() + ", '" +
+                                              alias.target + "' has " +
+                                              folder.originals.at(alias.target).xxh3);
   } else {
     std::lock_guard<std::mutex> lock(context.mutex);
     ++context.report.aliases;
-  }
-}
-
-// The DF11 config.json must make the loader decode every group into its members, in order.
-void check_loader(const Df11Folder& folder, VerifyContext& context) {
-  if (!folder.folder.config_text) {
-    context.fail("config.json: missing; the dfloat11 loader needs it");
-    return;
-  }
-  auto dict = read_pattern_dict(*folder.folder.config_text, "config.json");
-  if (!dict) {
-    context.fail(dict.status().message());
-    return;
-  }
-  if (!*dict) {
-    context.fail("config.json: no dfloat11_config; the dfloat11 loader cannot load this folder");
-    return;
-  }
-  auto patterns = LoaderPatterns::compile(**dict, "config.json");
-  if (!patterns) {
-    context.fail(patterns.status().message());
-    return;
-  }
-  for (const CodedGroup& g : folder.groups) {
-    const GroupMeta& meta = folder.metadata[g.shard].groups[g.meta_index];
-    auto names = patterns->member_names(meta.name);
-    if (!names) {
-      context.fail(g.what + ": " + names.status().message());
-      continue;
-    }
-    std::vector<std::string> expected;
-    for (const MemberMeta& m : meta.members) expected.push_back(m.name);
-    if (*names != expected) {
-      context.fail(g.what + ": config.json pattern_dict makes the loader decode it into " +
-                   std::to_string(names->size()) + " weights starting with '" + names->front() +
-                   "', but its members are " + member_names(meta));
-    }
-  }
-}
-
-// Each shard records the original file of its own name (spec 5.2), and its own __metadata__
-// entries other than "df11" are that original's, copied: compare them.
-void check_shard_metadata(const Df11Folder& folder, size_t shard, VerifyContext& context) {
-  const std::string& name = folder.folder.shard_names[shard];
-  // Written by this spec version, the document is exactly what serialize_df11_metadata
-  // makes of its content: any other text (an unknown key, a dropped empty list) was altered.
-  const Df11Metadata& meta = folder.metadata[shard];
-  // 1.1 documents serialize the same way (1.2 only adds the optional alias_of).
-  if (spec_minor_version(meta.spec_version) >= kFolderRecordMinor &&
-      spec_minor_version(meta.spec_version) <= spec_minor_version(kDf11SpecVersion)) {
-    auto canonical = serialize_df11_metadata(meta);
-    const std::string* stored =
-        folder.folder.shards[shard].header().metadata_value(kDf11MetadataKey);
-    if (!canonical || stored == nullptr || *canonical != *stored) {
-      context.fail(name +
-                   ": df11 metadata text differs from what its content serializes to "
-                   "(altered after writing)");
-    }
-  }
-  for (const SourceFile& source : folder.metadata[shard].sources) {
-    if (source.file != name) continue;
-    auto layout = parse_source_layout(source);
-    if (!layout) return;  // reported when the source is rebuilt
-    MetadataEntries own;
-    for (const auto& entry : folder.folder.shards[shard].header().metadata) {
-      if (entry.first != kDf11MetadataKey && entry.first != kHeaderChecksumKey) {
-        own.push_back(entry);
-      }
-    }
-    if (own != layout->header.metadata) {
-      context.fail(name + ": __metadata__ entries differ from the original file's");
-    }
-    return;
-  }
-  context.fail(name + ": its df11 metadata records no original file of the same name");
-}
-
-// spec 7.2: config.json carries df11's marker exactly when the shards carry df11 metadata
-// (from 1.1 on; 1.0 folders have no marker), with the shards' spec_version.
-void check_marker(const Df11Folder& folder, VerifyContext& context) {
-  if (!folder.folder.config_text) return;  // check_loader reports it
-  auto marker = read_df11_marker(*folder.folder.config_text, "config.json");
-  if (!marker) {
-    context.fail(marker.status().message());
-    return;
-  }
-  const std::string& version = folder.metadata.front().spec_version;
-  if (!marker->has_value()) {
-    if (spec_minor_version(version) >= kFolderRecordMinor) {
-      context.fail(
-          "config.json: dfloat11_config has no \"df11\" marker, but the shards carry "
-          "df11 metadata " +
-          version);
-    }
-    return;
-  }
-  if (**marker != version) {
-    context.fail("config.json: dfloat11_config.df11 says spec_version " + **marker + ", the " +
-                 "df11 metadata of " + folder.folder.shard_names.front() + " " + version);
   }
 }
 
@@ -269,7 +166,7 @@ Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) 
         ++context.report.headers;
       }
     } else {
-      context.fail(folder.header_checks[s].message());
+      context.fail(folder.header_checks[s]);
     }
   }
   DF11_ASSIGN_OR_RETURN(FolderFindings findings, check_folder_record(folder, context.cancel));
@@ -277,7 +174,7 @@ Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) 
     for (FolderFile& f : findings.hashed) context.add_folder_digest(std::move(f));
     if (context.on_folder_digest) context.on_folder_digest(nullptr);
   }
-  for (const std::string& line : findings.failures) context.fail(line);
+  for (const RecordFailure& f : findings.failures) context.fail(f.code, f.message);
   for (const std::string& line : findings.warnings) context.reporter.warning(line);
   if (!findings.has_record &&
       spec_minor_version(folder.metadata.front().spec_version) < kFolderRecordMinor) {
@@ -287,7 +184,6 @@ Status check_folder_integrity(const Df11Folder& folder, VerifyContext& context) 
         "the shards and the shard headers' informational fields are not covered");
   }
   context.report.folder_files = findings.files_checked;
-  check_marker(folder, context);
   return Status::ok();
 }
 
@@ -353,14 +249,17 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
     check_stored(folder, g, stored[i], context);
     auto info = producer.info(i);
     if (!info) {
-      context.fail(info.status().message() + " (members affected: " +
-                   member_names(folder.metadata[g.shard].groups[g.meta_index]) + ")");
+      context.fail(info.status().code(),
+                   info.status().message() + " (members affected: " +
+                       member_list(folder.metadata[g.shard].groups[g.meta_index]) + ")");
     }
     check_splits(folder, g, context);
   }
   for (const AliasMember& a : folder.aliases) check_alias(folder, a, producer, context);
-  check_loader(folder, context);
-  for (size_t s = 0; s < folder.folder.shards.size(); ++s) check_shard_metadata(folder, s, context);
+  const FindingFn fail = [&context](ErrorCode code, const std::string& line) {
+    context.fail(code, line);
+  };
+  check_folder_structure(folder, fail);
   DF11_RETURN_IF_ERROR(check_folder_integrity(folder, context));
 
   std::optional<TensorComparer> comparer;  // what all workers compared, merged
@@ -369,10 +268,7 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
   options.check_file_sha256 = context.file_sha256;
   options.cancel = &context.cancel;
   options.on_bytes = [&](uint64_t n) { reporter.progress_advance(n); };
-  options.on_tensor_failure = [&](const std::string&, const Status& why) {
-    context.fail(why.message());
-  };
-  std::unordered_set<std::string> rebuilt;
+  options.on_tensor_failure = [&](const std::string&, const Status& why) { context.fail(why); };
   const size_t n_sources = folder.sources.size();
   DF11_RETURN_IF_ERROR(for_each_source(
       folder, context.device, n_sources,
@@ -388,31 +284,23 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
         if (!result) {
           // Data problems are findings; anything else (I/O, a signal) stops verification.
           if (error_class(result.status().code()) != ErrorClass::kData) return result.status();
-          context.fail(result.status().message());
+          context.fail(result.status());
           return Status::ok();
         }
         std::lock_guard<std::mutex> lock(context.mutex);
-        for (std::string& name : result->names) rebuilt.insert(std::move(name));
         context.report.tensors += result->tensors;
         if (result->failed_tensors == 0) ++context.report.files;
         context.report.compared += sink.compared();
         if (local) comparer->merge_seen(*local);
         return Status::ok();
       }));
-  for (const auto& [name, original] : folder.originals) {
-    if (rebuilt.count(name) == 0) {
-      context.fail(folder.describe(name, original) +
-                   ": listed in the metadata but in no source file's header");
-    }
-  }
-  if (Status recorded = check_side_files_recorded(folder); !recorded) {
-    context.fail(recorded.message());
-  }
+  check_sources_cover_originals(folder, fail);
   for (const SideFile& side : folder.side_files) {
     const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(side.content.data()),
                                          side.content.size());
     if (sha256_hex(bytes) != side.sha256 || side.content.size() != side.size) {
-      context.fail(side.file + ": recorded content does not match its recorded sha256/size");
+      context.fail(ErrorCode::kCorruptData,
+                   side.file + ": recorded content does not match its recorded sha256/size");
       continue;
     }
     ++context.report.side_files;
@@ -420,14 +308,17 @@ Status verify_df11_folder(ModelFolder model, VerifyContext& context) {
       auto original =
           read_file_to_string((context.against->dir / side.file).string(), kMaxIndexBytes);
       if (!original || *original != side.content) {
-        context.fail(side.file + ": recorded original differs from " +
-                     (context.against->dir / side.file).string());
+        context.fail(ErrorCode::kMismatch, side.file + ": recorded original differs from " +
+                                               (context.against->dir / side.file).string());
       }
     }
   }
   reporter.progress_finish();
   context.report.groups = folder.groups.size();
-  if (comparer) context.fail_not_compared(*comparer);
+  if (comparer) {
+    context.fail_not_compared(*comparer);
+    context.report.different_models = comparer->different_models(context.here);
+  }
   return Status::ok();
 }
 

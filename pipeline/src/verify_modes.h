@@ -29,6 +29,7 @@ struct VerifyContext {
   const CancelToken& cancel;
   VerifyReport& report;
   const ModelFolder* against = nullptr;  // --against, or null
+  std::string here;                      // the folder verified, as the user named it
   DecodeDevice device = DecodeDevice::kCpu;
   size_t parallel_files = 0;   // files rebuilt side by side; 0 = source_parallelism()
   bool file_sha256 = false;    // hash rebuilt original files too (RebuildOptions)
@@ -45,18 +46,19 @@ struct VerifyContext {
   std::mutex mutex;  // guards report (workers rebuild several files at once)
 
   // Records and prints a finding; `line` names the tensor or file first. Thread-safe.
-  void fail(const std::string& line) {
+  void fail(ErrorCode code, const std::string& line) {
     reporter.finding("FAIL " + line);
     std::lock_guard<std::mutex> lock(mutex);
-    report.failures.push_back(line);
+    report.failures.push_back(make_finding(code, line));
   }
+  void fail(const Status& status) { fail(status.code(), status.message()); }
 
   // Reports each tensor of the --against folder that `comparer` (with what was merged into
   // it) never saw: missing from the DF11 folder.
   void fail_not_compared(const TensorComparer& comparer) {
     for (const std::string& name : comparer.not_compared()) {
-      fail("tensor '" + name + "' of " + against->dir.string() +
-           " is missing from the DF11 folder");
+      fail(ErrorCode::kMismatch, "tensor '" + name + "' of " + against->dir.string() +
+                                     " is missing from the DF11 folder");
     }
   }
 };

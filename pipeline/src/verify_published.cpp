@@ -8,6 +8,7 @@
 
 #include "df11/decoder.h"
 #include "df11/group_tensors.h"
+#include "df11_folder.h"
 #include "file_stream.h"
 #include "loader_check.h"
 #include "member_shapes.h"
@@ -42,20 +43,22 @@ void compare_group(const GroupTensors& group, const GroupView& view,
                    TensorComparer& comparer, const std::string& what, const ModelFolder& model,
                    const std::vector<std::string>& against_names, VerifyContext& context) {
   if (patterns == nullptr) {
-    context.fail(what +
-                 ": config.json has no usable dfloat11_config.pattern_dict: cannot tell which "
-                 "original weights it holds");
+    context.fail(ErrorCode::kBadConfig,
+                 what +
+                     ": config.json has no usable dfloat11_config.pattern_dict: cannot tell which "
+                     "original weights it holds");
     return;
   }
   auto names = patterns->member_names(group.name);
   if (!names) {
-    context.fail(what + ": " + names.status().message());
+    context.fail(names.status().code(), what + ": " + names.status().message());
     return;
   }
   const size_t n_splits = view.split_positions.size() / 8;
   if (names->size() != n_splits + 1) {
-    context.fail(what + ": pattern_dict names " + std::to_string(names->size()) +
-                 " weights, split_positions has " + std::to_string(n_splits + 1) + " parts");
+    context.fail(ErrorCode::kBadConfig,
+                 what + ": pattern_dict names " + std::to_string(names->size()) +
+                     " weights, split_positions has " + std::to_string(n_splits + 1) + " parts");
     return;
   }
   uint64_t begin = 0;
@@ -75,7 +78,7 @@ void compare_group(const GroupTensors& group, const GroupView& view,
       comparer.piece(bf16_bytes(decoded.subspan(begin, end - begin)));
       status = comparer.end();
     }
-    if (!status) context.fail(status.message() + " (" + what + ")");
+    if (!status) context.fail(status.code(), status.message() + " (" + what + ")");
     ++context.report.compared;
     begin = end;
   }
@@ -92,11 +95,11 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
   if (model.config_text) {
     auto read = read_pattern_dict(*model.config_text, "config.json");
     if (!read) {
-      context.fail(read.status().message());
+      context.fail(read.status());
     } else if (*read) {
       auto compiled = LoaderPatterns::compile(**read, "config.json");
       if (!compiled) {
-        context.fail(compiled.status().message());
+        context.fail(compiled.status());
       } else {
         patterns = std::move(compiled).value();
       }
@@ -118,7 +121,7 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
     const SafetensorsFile& shard = model.shards[s];
     auto groups = enumerate_groups(shard.header());
     if (!groups) {
-      context.fail(groups.status().message());
+      context.fail(groups.status());
       continue;
     }
     std::unordered_set<std::string> stored;
@@ -129,7 +132,7 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       const GroupView view = group_view(group, shard.bytes());
       auto info = validate_group(view, what);
       if (!info) {
-        context.fail(info.status().message());
+        context.fail(info.status());
         continue;
       }
       try {
@@ -141,7 +144,7 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       }
       Status status = decode_group_reference(view, decoded, what);
       if (!status) {
-        context.fail(status.message());
+        context.fail(status);
         continue;
       }
 #if defined(DF11_HAVE_CUDA)
@@ -149,9 +152,10 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
         std::vector<uint16_t> on_device(info->n_elements);
         status = cuda::decode_group_to_host(view, on_device, what);
         if (!status) {
-          context.fail(status.message());
+          context.fail(status);
         } else if (on_device != decoded) {
-          context.fail(what + ": the CUDA decoder's output differs from the reference decoder's");
+          context.fail(ErrorCode::kMismatch,
+                       what + ": the CUDA decoder's output differs from the reference decoder's");
         }
       }
 #endif
@@ -180,7 +184,9 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
               context.cancel));
           status = comparer->end();
         }
-        if (!status) context.fail(status.message() + " (" + model.shard_names[s] + ")");
+        if (!status) {
+          context.fail(status.code(), status.message() + " (" + model.shard_names[s] + ")");
+        }
         ++context.report.compared;
       }
       context.reporter.progress_advance(t.byte_size());
@@ -190,14 +196,12 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
   if (context.report.groups == 0) {
     // Nothing was decoded: a plain checkpoint, not a DF11 folder. Saying OK would claim a
     // verification that never happened.
-    return Status(
-        ErrorCode::kBadGroup,
-        model.dir.string() +
-            ": not a DF11 folder: no shard holds a DF11 group (no '<name>.encoded_exponent' "
-            "tensors) or df11 metadata; to compress it, run: df11 compress " +
-            model.dir.string() + " -o OUT_DIR");
+    return not_a_df11_folder(model.dir);
   }
-  if (comparer) context.fail_not_compared(*comparer);
+  if (comparer) {
+    context.fail_not_compared(*comparer);
+    context.report.different_models = comparer->different_models(context.here);
+  }
   return Status::ok();
 }
 

@@ -122,6 +122,8 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_group_element_count", c_uint64, model_p, c_size_t)
     f("df11_group_member_count", c_size_t, model_p, c_size_t)
     f("df11_group_member", c_size_t, model_p, c_size_t, c_size_t)
+    f("df11_group_alias_of", c_size_t, model_p, c_size_t)
+    f("df11_group_alias_name", c_char_p, model_p, c_size_t)
     f("df11_group_part_bytes", c_int, model_p, c_size_t, c_int, POINTER(c_void_p),
       POINTER(c_size_t))
     f("df11_decode_tensor", c_int, model_p, c_size_t, c_void_p, c_size_t)
@@ -257,6 +259,16 @@ class Model:
         L = lib()
         return [L.df11_group_member(self._h, g, k)
                 for k in range(L.df11_group_member_count(self._h, g))]
+
+    def group_alias_of(self, g: int) -> Optional[int]:
+        """The tensor a group that codes a copy of it copies (a tied lm_head), else None."""
+        t = lib().df11_group_alias_of(self._h, g)
+        return None if t == SIZE_MAX else t
+
+    def group_alias_name(self, g: int) -> Optional[str]:
+        """The copy's name for the loader ("lm_head.weight"), else None."""
+        name = lib().df11_group_alias_name(self._h, g)
+        return None if name is None else _text(name)
 
     def group_part(self, g: int, part: int) -> Tuple[int, int]:
         """(address, bytes) of part `part` of group `g` in the mapped shard (read-only)."""

@@ -342,6 +342,39 @@ TEST_P(CApi, GemvMisuseIsReportedOnThePlan) {
   df11_cuda_plan_destroy(plan);
 }
 
+// A tied lm_head is coded again as a group of its own for the dfloat11 loader (spec 5.3
+// alias): it has no member of its own, and the API says which tensor it copies.
+TEST_P(CApi, AliasGroupSaysWhichTensorItCopies) {
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  const size_t embed = df11_model_find_tensor(model.m, "model.embed_tokens.weight");
+  ASSERT_NE(embed, SIZE_MAX);
+  size_t aliases = 0;
+  for (size_t g = 0; g < df11_model_group_count(model.m); ++g) {
+    const size_t copied = df11_group_alias_of(model.m, g);
+    if (copied == SIZE_MAX) {
+      EXPECT_GT(df11_group_member_count(model.m, g), 0u) << df11_group_name(model.m, g);
+      EXPECT_EQ(df11_group_alias_name(model.m, g), nullptr);
+      continue;
+    }
+    ++aliases;
+    EXPECT_STREQ(df11_group_name(model.m, g), "lm_head");
+    EXPECT_EQ(copied, embed);
+    EXPECT_STREQ(df11_group_alias_name(model.m, g), "lm_head.weight");
+    EXPECT_EQ(df11_group_member_count(model.m, g), 0u);
+    EXPECT_EQ(2 * df11_group_element_count(model.m, g), df11_tensor_byte_size(model.m, embed));
+    // Its decoded weights are the copied tensor's.
+    std::vector<uint8_t> group(2 * df11_group_element_count(model.m, g));
+    std::vector<uint8_t> tensor(df11_tensor_byte_size(model.m, embed));
+    ASSERT_EQ(df11_decode_group(model.m, g, group.data(), group.size()), DF11_OK);
+    ASSERT_EQ(df11_decode_tensor(model.m, embed, tensor.data(), tensor.size()), DF11_OK);
+    EXPECT_EQ(group, tensor);
+  }
+  EXPECT_EQ(aliases, GetParam() ? 1u : 0u);
+  EXPECT_EQ(df11_group_alias_of(model.m, df11_model_group_count(model.m)), SIZE_MAX);
+  EXPECT_EQ(df11_group_alias_of(nullptr, 0), SIZE_MAX);
+}
+
 INSTANTIATE_TEST_SUITE_P(Untied, CApi, ::testing::Values(false));
 INSTANTIATE_TEST_SUITE_P(Tied, CApi, ::testing::Values(true));
 

@@ -99,16 +99,28 @@ void write_checkpoint(const fs::path& dir, const SyntheticCheckpoint& c) {
     }
     tensors.push_back(std::move(t));
   }
-  const size_t n = std::max<size_t>(1, c.shards);
+  std::vector<size_t> counts = c.shard_tensors;
+  if (counts.empty()) {
+    const size_t shards = std::max<size_t>(1, c.shards);
+    const size_t per_shard = (tensors.size() + shards - 1) / shards;
+    for (size_t s = 0; s < shards; ++s) {
+      counts.push_back(std::min(tensors.size(), (s + 1) * per_shard) -
+                       std::min(tensors.size(), s * per_shard));
+    }
+  }
+  size_t placed = 0;
+  for (size_t k : counts) placed += k;
+  ASSERT_EQ(placed, tensors.size()) << "shard_tensors must add up to the tensors";
+  const size_t n = counts.size();
   nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
   uint64_t total = 0;
-  const size_t per_shard = (tensors.size() + n - 1) / n;
+  size_t first = 0;
   for (size_t s = 0; s < n; ++s) {
     char name[96];
     std::snprintf(name, sizeof name, "%s-%05zu-of-%05zu.safetensors", c.stem.c_str(), s + 1, n);
     const std::string file = n == 1 ? c.stem + ".safetensors" : name;
-    std::vector<Tensor> part(tensors.begin() + std::min(tensors.size(), s * per_shard),
-                             tensors.begin() + std::min(tensors.size(), (s + 1) * per_shard));
+    std::vector<Tensor> part(tensors.begin() + first, tensors.begin() + first + counts[s]);
+    first += counts[s];
     write_shard(dir / file, part);
     for (const Tensor& t : part) {
       weight_map[t.name] = file;

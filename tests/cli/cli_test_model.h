@@ -37,7 +37,10 @@ struct SyntheticTensor {
 struct SyntheticCheckpoint {
   std::string config_json = "{}";  // written as config.json
   std::vector<SyntheticTensor> tensors;
-  size_t shards = 1;           // > 1: tensors split evenly over "<stem>-0000i-of-0000n" + index
+  size_t shards = 1;  // > 1: tensors split evenly over "<stem>-0000i-of-0000n" + index
+  // When not empty: tensors per shard, in file order (overrides `shards`; must add up to the
+  // number of tensors), so that a test decides where blocks and shards overlap.
+  std::vector<size_t> shard_tensors;
   std::string stem = "model";  // "diffusion_pytorch_model" for a diffusers component
   std::string nan_tensor;      // this BF16 tensor gets a NaN at element 3
   uint64_t seed = 7;

@@ -53,7 +53,8 @@ TEST_F(FrontEnd, EverySubcommandHelpListsItsOptionsWithDefaults) {
            {{"decompress", "--help"}, {"-o,--output", "--force", "--sha256", "--json"}},
            {{"verify", "--help"}, {"--against", "--device", "=auto", "--sha256", "--json"}},
            {{"inspect", "--help"}, {"--baseline", "--json"}},
-           {{"bench", "decode", "--help"}, {"--device", "=cuda", "--runs", "=20", "--warmup"}},
+           {{"bench", "decode", "--help"},
+            {"--device", "=auto", "--runs", "=20", "--warmup", "--json"}},
            {{"bench", "gemv", "--help"},
             {"--batch", "=1,2,4,8,16", "--runs", "=20", "--warmup", "=5", "--model-blocks", "=32",
              "--seed", "--hidden", "=4096", "--json"}}}) {
@@ -170,6 +171,30 @@ TEST(ProgressLine, FitsEightyAndFiftyColumnsAtAnyProgress) {
   EXPECT_NE(wide.find("MB/s"), std::string::npos) << wide;
 }
 
+// The bar keeps its width from the first draw to the last (fixed-width fields), and shows no
+// ETA before it can know one (it once read "ETA 54143s" on its first draw).
+TEST(ProgressLine, KeepsItsWidthAndWaitsForAnEta) {
+  for (const uint64_t total : {uint64_t{16} << 30, uint64_t{1234567}, uint64_t{999}}) {
+    for (const int columns : {80, 60}) {
+      size_t width = 0;
+      for (int i = 0; i <= 200; ++i) {
+        const uint64_t done = total / 200 * i + (i == 200 ? total % 200 : 0);
+        const double seconds = 0.01 + i * 0.25;
+        const std::string line = app::progress_line("compressing", done, total, seconds, columns);
+        if (width == 0) width = line.size();
+        EXPECT_EQ(line.size(), width) << columns << " cols, step " << i << ": '" << line << "'";
+        if (seconds < 1.0 && columns == 80) {
+          EXPECT_NE(line.find("ETA --:--"), std::string::npos) << line;
+        }
+      }
+    }
+  }
+  const std::string early = app::progress_line("compressing", 1000, 16ull << 30, 0.02, 80);
+  EXPECT_NE(early.find("ETA --:--"), std::string::npos) << early;
+  const std::string later = app::progress_line("compressing", 8ull << 30, 16ull << 30, 30.0, 80);
+  EXPECT_NE(later.find("ETA 0:30"), std::string::npos) << later;
+}
+
 TEST(ProgressLine, ConsoleRedrawsInPlaceWithinTheWidth) {
   for (const int columns : {80, 50}) {
     std::ostringstream out, err;
@@ -241,7 +266,7 @@ TEST_F(FrontEnd, JsonResultsCarryTheSummaryFigures) {
   const json bj = json::parse(bad.out);
   EXPECT_FALSE(bj["ok"].get<bool>());
   ASSERT_FALSE(bj["failures"].empty());
-  EXPECT_NE(bj["failures"][0].get<std::string>().find("model.layers.2.encoded_exponent"),
+  EXPECT_NE(bj["failures"][0]["message"].get<std::string>().find("model.layers.2.encoded_exponent"),
             std::string::npos);
   EXPECT_EQ(bad.out.find("FAIL "), std::string::npos) << "only the document on stdout";
 
@@ -306,6 +331,77 @@ TEST_F(FrontEnd, SingularAndPlural) {
   EXPECT_EQ(app::count_of(1, "group"), "1 group");
   EXPECT_EQ(app::count_of(0, "group"), "0 groups");
   EXPECT_EQ(app::count_of(2, "group"), "2 groups");
+  // Every line of -v and of inspect: no "1 tensors", "1 files", "1 groups".
+  const std::regex wrong(R"((^|[^0-9.,])1 (tensors|files|groups|shards|weights|members)\b)");
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"compress", model(), "-o", tmp_ / "v", "-v"},
+                                             {"verify", df11(), "-v"},
+                                             {"decompress", df11(), "-o", tmp_ / "r", "-v"},
+                                             {"inspect", df11(), "-v"},
+                                             {"inspect", model()}}) {
+    const ProcessResult r = run(args);
+    ASSERT_EQ(r.exit_code, 0) << args[0] << ": " << r.err;
+    std::smatch m;
+    EXPECT_FALSE(std::regex_search(r.out, m, wrong)) << args[0] << ": '" << m.str() << "' in\n"
+                                                     << r.out;
+    EXPECT_FALSE(std::regex_search(r.err, m, wrong)) << args[0] << ": '" << m.str() << "' in\n"
+                                                     << r.err;
+  }
+}
+
+TEST_F(FrontEnd, QuietAndVerboseTogetherAreRefused) {
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"verify", tmp_ / "x", "-q", "-v"},
+                                             {"-q", "verify", tmp_ / "x", "-v"},
+                                             {"inspect", tmp_ / "x", "-qv"}}) {
+    const ProcessResult r = run(args);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("-q and -v cannot be used together"), std::string::npos) << r.err;
+  }
+}
+
+TEST_F(FrontEnd, HelpNamesWhatOptionsTake) {
+  for (const char* command : {"compress", "verify", "decompress", "inspect", "pull", "push"}) {
+    const ProcessResult r = run({command, "--help"});
+    EXPECT_NE(r.out.find("--threads N"), std::string::npos) << command << r.out;
+    EXPECT_NE(r.out.find("--transfers N"), std::string::npos) << command << r.out;
+    EXPECT_EQ(r.out.find("--threads TEXT"), std::string::npos) << command << r.out;
+  }
+}
+
+// Groups and tensors are listed as people count: layers.9 before layers.10.
+TEST_F(FrontEnd, GroupsAreListedInNumericOrder) {
+  SyntheticCheckpoint c;
+  c.config_json = R"({"architectures": ["LlamaForCausalLM"], "tie_word_embeddings": false})";
+  for (int l = 0; l < 12; ++l) {
+    c.tensors.push_back(
+        {"model.layers." + std::to_string(l) + ".self_attn.q_proj.weight", {32, 32}});
+  }
+  // Stored by name, as Hugging Face writes safetensors: layers.10 comes before layers.2.
+  std::sort(c.tensors.begin(), c.tensors.end(),
+            [](const SyntheticTensor& a, const SyntheticTensor& b) { return a.name < b.name; });
+  write_checkpoint(model(), c);
+  ASSERT_EQ(run({"compress", model(), "-o", df11(), "-q"}).exit_code, 0);
+  for (const fs::path& dir : {model(), df11()}) {
+    const ProcessResult text = run({"inspect", dir});
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    size_t previous = 0;
+    for (int l = 0; l < 12; ++l) {
+      const size_t at = text.out.find("model.layers." + std::to_string(l) + " ");
+      ASSERT_NE(at, std::string::npos) << l << text.out;
+      EXPECT_GT(at, previous) << "layers." << l << " out of order:\n" << text.out;
+      previous = at;
+    }
+    const json j = json::parse(run({"inspect", dir, "--json"}).out);
+    ASSERT_EQ(j["groups"].size(), 12u);
+    EXPECT_TRUE(app::natural_less("x.9.w", "x.10.w"));
+    EXPECT_FALSE(app::natural_less("x.10.w", "x.9.w"));
+    EXPECT_TRUE(app::natural_less("lm_head", "model.embed_tokens"));
+    EXPECT_FALSE(app::natural_less("a", "a"));
+    for (int l = 0; l < 12; ++l) {
+      EXPECT_EQ(j["groups"][l]["name"], "model.layers." + std::to_string(l));
+    }
+  }
 }
 
 TEST_F(FrontEnd, CudaNoteOnlyWhenAskedFor) {

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <nlohmann/json.hpp>
 
 #include "cli_test_model.h"
 #include "df11/safetensors.h"
@@ -29,7 +30,16 @@ TEST(InspectErrors, TruncatedShardIsInvalidInputNamingTheFile) {
     EXPECT_EQ(r.code, 1);
     EXPECT_NE(r.err.find("model-00002-of-00002.safetensors"), std::string::npos) << r.err;
     EXPECT_EQ(r.err.find("model-00001"), std::string::npos) << r.err;
-    EXPECT_TRUE(r.out.empty()) << r.out;
+    if (json) {
+      // One error document on stdout, naming the file too.
+      const auto doc = nlohmann::json::parse(r.out);
+      EXPECT_EQ(doc["ok"], false);
+      EXPECT_EQ(doc["error"]["code"], "bad_offsets");
+      EXPECT_NE(doc["error"]["message"].get<std::string>().find("model-00002-of-00002"),
+                std::string::npos);
+    } else {
+      EXPECT_TRUE(r.out.empty()) << r.out;
+    }
   }
 }
 

@@ -52,6 +52,21 @@ Moments moments(std::span<const uint8_t> bytes) {
 constexpr const char* kSmall =
     "--hidden 64 --intermediate 192 --vocab 4096 --heads 4 --layers 3 --shard-size 200kB";
 
+// A size below what one layer takes is refused, naming the smallest size, instead of writing
+// a model of another size (--size 1KB once wrote 71 MB without a word).
+TEST(Mkmodel, SizeBelowTheSmallestModelIsRefused) {
+  clitest::TempDir scratch;
+  const MkmodelRun r = mkmodel(scratch, (scratch / "m").string() + " --size 1KB");
+  EXPECT_EQ(r.code, 2) << r.err;
+  EXPECT_NE(r.err.find("--size 1KB: the smallest model with these dimensions (1 layer, hidden "
+                       "512, vocab 32000) is 71.2 MB"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(scratch / "m"));
+  // A size the smallest model nearly meets is still made.
+  EXPECT_EQ(mkmodel(scratch, (scratch / "ok").string() + " --size 64MB").code, 0);
+}
+
 TEST(Mkmodel, WritesAValidShardedHuggingFaceFolder) {
   clitest::TempDir dir;
   const MkmodelRun r = mkmodel(dir, (dir / "m").string() + " " + kSmall + " --seed 3");

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli_fixture.h"
+#include "cli_process.h"
 
 namespace df11::clitest {
 namespace {
@@ -172,6 +173,29 @@ TEST_F(Families, DiffusersPipelineFolder) {
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_NE(d.out.find("2 components restored"), std::string::npos) << d.out;
   EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+
+  // inspect takes the pipeline too: every component with weights, BF16 or DF11.
+  fs::create_directories(tmp_ / "logs");
+  for (const fs::path& dir : {model(), df11()}) {
+    const ProcessResult text = run_df11({"inspect", dir.string()}, tmp_ / "logs");
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find(dir.string() + ": diffusers pipeline (model_index.json), 3 "
+                                           "components with weights: text_encoder_2, "
+                                           "transformer, vae; not inspected: scheduler, "
+                                           "tokenizer"),
+              std::string::npos)
+        << text.out;
+    EXPECT_NE(text.out.find("== transformer "), std::string::npos) << text.out;
+    const ProcessResult js = run_df11({"inspect", dir.string(), "--json"}, tmp_ / "logs");
+    ASSERT_EQ(js.exit_code, 0) << js.err;
+    const auto j = nlohmann::json::parse(js.out);
+    EXPECT_EQ(j["command"], "inspect");
+    EXPECT_EQ(j["kind"], "pipeline");
+    ASSERT_EQ(j["components"].size(), 3u) << js.out;
+    EXPECT_EQ(j["components"][1]["name"], "transformer");
+    EXPECT_EQ(j["components"][1]["kind"], dir == model() ? "bf16" : "df11");
+    EXPECT_FALSE(j["components"][1]["groups"].empty());
+  }
 
   // A copied file that differs from the original's is found.
   write_text(df11() / "scheduler" / "scheduler_config.json", R"({"shift": 1.0})");

@@ -159,6 +159,7 @@ class PullTests(HubTestBase):
         mark = len(self.hub.state.log)
         r = self.df11("pull", "org/pull-cached", "--json")
         result = json.loads(r.stdout)
+        self.assertEqual((result["command"], result["ok"]), ("pull", True))
         self.assertEqual(result["path"], path)
         self.assertEqual(result["files_downloaded"], 0)
         self.assertEqual(result["bytes_downloaded"], 0)
@@ -338,8 +339,11 @@ class PushTests(HubTestBase):
         same_tree(self, folder, path, ignore={".gitattributes"})
         # Multipart was used for the larger shards; the CDN never saw the token.
         self.assertTrue(self.hub.state.requests("PUT", "/part/"))
-        # The pushed folder still verifies (the card is a side file the verifier accepts).
-        self.df11("verify", folder, "-q")
+        # The pushed folder still verifies, without a word about the card (df11's own file).
+        r = self.df11("verify", folder, "-q")
+        self.assertEqual(r.stderr, "")
+        self.assertIn("<!-- df11 model card: written by df11 push, not a file of the original "
+                      "model -->", card)
 
     def test_push_again_sends_no_stored_object(self):
         folder = self.copy_df11()
@@ -422,6 +426,80 @@ class PushTests(HubTestBase):
         r = self.df11("push", folder, "me/pr-model", "--revision", "nobranch", expect=3)
         self.assertIn("RevisionNotFound", r.stderr)
 
+    def one_shard_df11(self):
+        """The class's model compressed as one shard (model.safetensors, no index)."""
+        bf16 = os.path.join(self.home, "one-shard")
+        subprocess.run([ARGS.mkmodel, bf16, "--layers", "2", "--hidden", "256",
+                        "--intermediate", "512", "--vocab", "2000", "--shard-size", "100MB",
+                        "--seed", "3"], check=True, capture_output=True)
+        folder = os.path.join(self.home, "one-shard-df11")
+        self.df11("compress", bf16, "-o", folder, "-q")
+        self.assertEqual(sorted(n for n in os.listdir(folder) if "safetensors" in n),
+                         ["model.safetensors"])
+        return folder
+
+    def remote_files(self, repo, rev="main"):
+        r = self.hub.state.repos[repo]
+        return sorted(r.commits[r.refs[rev]])
+
+    def test_push_makes_the_remote_match_the_folder(self):
+        # A repo that holds the sharded layout, then a one-shard folder pushed to it: the old
+        # shards and index go in the same commit, and push says so.
+        sharded = self.copy_df11()
+        self.df11("push", sharded, "me/relayout")
+        old = [n for n in self.remote_files("me/relayout") if "safetensors" in n]
+        self.assertIn("model.safetensors.index.json", old)
+        repo = self.hub.state.repos["me/relayout"]
+        commits = len(repo.commits)
+        folder = self.one_shard_df11()
+        r = self.df11("push", folder, "me/relayout", "--json")
+        result = json.loads(r.stdout)
+        self.assertEqual(result["commits"], 1)
+        self.assertEqual(len(repo.commits), commits + 1)
+        self.assertEqual(sorted(result["deleted"]), sorted(old))
+        self.assertEqual(self.remote_files("me/relayout"),
+                         sorted([".gitattributes", *tree_files(folder)]))
+        self.df11("verify", "me/relayout", "-q")
+        # Without --json the summary names what was deleted.
+        self.df11("push", sharded, "me/relayout-text")
+        r = self.df11("push", folder, "me/relayout-text")
+        self.assertIn(f"deleted {len(old)} remote files the folder does not have: ", r.stdout)
+        self.assertIn("model.safetensors.index.json", r.stdout)
+
+    def test_push_create_pr_holds_only_the_folder(self):
+        sharded = self.copy_df11()
+        self.df11("push", sharded, "me/relayout-pr")
+        folder = self.one_shard_df11()
+        r = self.df11("push", folder, "me/relayout-pr", "--create-pr", "--json")
+        self.assertGreater(len(json.loads(r.stdout)["deleted"]), 1)
+        self.assertEqual(self.remote_files("me/relayout-pr", "refs/pr/1"),
+                         sorted([".gitattributes", *tree_files(folder)]))
+        self.df11("verify", "me/relayout-pr@refs/pr/1", "-q")
+
+    def test_push_of_an_unchanged_folder_commits_nothing(self):
+        folder = self.copy_df11()
+        self.df11("push", folder, "me/same")
+        repo = self.hub.state.repos["me/same"]
+        head, commits = repo.refs["main"], len(repo.commits)
+        r = self.df11("push", folder, "me/same")
+        self.assertIn("me/same is up to date with " + folder + ": nothing to commit", r.stdout)
+        self.assertEqual(repo.refs["main"], head)
+        self.assertEqual(len(repo.commits), commits)
+        result = json.loads(self.df11("push", folder, "me/same", "--json").stdout)
+        self.assertEqual((result["command"], result["ok"]), ("push", True))
+        self.assertTrue(result["up_to_date"])
+        self.assertEqual(result["commits"], 0)
+        self.assertEqual(result["commit"], head)
+        self.assertEqual(result["deleted"], [])
+        self.assertEqual(len(repo.commits), commits)
+        # One changed file: a commit with that file alone.
+        with open(os.path.join(folder, "notes.txt"), "w") as f:
+            f.write("changed\n")
+        result = json.loads(self.df11("push", folder, "me/same", "--json").stdout)
+        self.assertFalse(result["up_to_date"])
+        self.assertEqual(result["commits"], 1)
+        self.assertEqual(result["files_committed"], 1)
+
     def test_push_without_token_is_refused(self):
         env = self.env()
         env.pop("HF_TOKEN")
@@ -431,6 +509,132 @@ class PushTests(HubTestBase):
         with open(os.path.join(self.home, "token"), "w") as f:
             f.write(TOKEN + "\n")
         self.df11("push", self.copy_df11("df11b"), "me/tokenfile", env=env)
+
+
+class ValidationTests(HubTestBase):
+    """Arguments, token and target are checked before any work: nothing is pulled,
+    compressed, created or uploaded for a push that cannot succeed."""
+
+    def tearDown(self):
+        self.hub.state.token_role = "write"
+        super().tearDown()
+
+    def test_push_revision_of_a_new_repo_is_refused_before_creating_it(self):
+        mark = len(self.hub.state.log)
+        r = self.df11("push", self.df11_dir, "me/new-dev", "--private", "--revision", "dev",
+                      expect=2)
+        self.assertIn("me/new-dev does not exist yet, and a new repository has only the branch "
+                      "main", r.stderr)
+        self.assertNotIn("me/new-dev", self.hub.state.repos)
+        self.assertFalse([x for x in self.hub.state.log[mark:] if x[2] == "/api/repos/create"])
+
+    def test_read_only_token_and_foreign_namespace_are_refused_first(self):
+        self.hub.state.token_role = "read"
+        r = self.df11("push", self.df11_dir, "me/read-only", expect=2)
+        self.assertIn("is read-only: pushing to me/read-only needs one with write access",
+                      r.stderr)
+        self.assertNotIn("me/read-only", self.hub.state.repos)
+        self.hub.state.token_role = "write"
+        r = self.df11("push", self.df11_dir, "someone-else/x", expect=2)
+        self.assertIn("someone-else/x: the Hub token's account me is not 'someone-else' nor a "
+                      "member of that organisation", r.stderr)
+        self.assertNotIn("someone-else/x", self.hub.state.repos)
+        # With --json the failure is one document on stdout.
+        r = self.df11("push", self.df11_dir, "someone-else/x", "--json", expect=2)
+        doc = json.loads(r.stdout)
+        self.assertEqual((doc["command"], doc["ok"], doc["error"]["code"]),
+                         ("push", False, "invalid_argument"))
+        r = self.df11("publish", "org/none", "someone-else/x", "--json", expect=2)
+        self.assertEqual(json.loads(r.stdout)["command"], "publish")
+        r = self.df11("pull", "org/does-not-exist", "--json", expect=3)
+        self.assertEqual(json.loads(r.stdout)["error"]["code"], "not_found")
+
+    def test_publish_checks_the_token_and_target_before_pulling(self):
+        self.upload_bf16("org/pub-checked")
+        work = os.path.join(self.home, "pub-checked")
+        env = self.env()
+        env.pop("HF_TOKEN")
+        mark = len(self.hub.state.log)
+        r = self.df11("publish", "org/pub-checked", "me/pub-checked", "-o", work, expect=2,
+                      env=env)
+        self.assertIn("push needs a Hub token with write access", r.stderr)
+        self.assertEqual(self.hub.state.log[mark:], [])  # not even a listing
+        self.assertFalse(os.path.exists(work))
+        self.assertFalse(os.path.exists(os.path.join(self.home, "hub")))
+        self.hub.state.token_role = "read"
+        r = self.df11("publish", "org/pub-checked", "me/pub-checked", "-o", work, expect=2)
+        self.assertIn("is read-only", r.stderr)
+        self.assertEqual(self.downloads(mark), [])
+        self.assertFalse(os.path.exists(work))
+
+    def test_failed_push_deletes_the_repo_it_created(self):
+        # The commit is refused (HTTP 400): nothing was committed, so the repository this push
+        # created goes again.
+        self.hub.state.add_fault("400", "POST /api/models/me/commit-refused/commit", times=1)
+        r = self.df11("push", self.df11_dir, "me/commit-refused", expect=2)
+        self.assertIn("commit", r.stderr)
+        self.assertNotIn("me/commit-refused", self.hub.state.repos)
+        self.assertEqual(self.hub.state.deleted_repos[-1], "me/commit-refused")
+
+
+class NetworkTests(HubTestBase):
+    """No network: HF_HUB_OFFLINE, a refused port, a server that never answers. Each fails (or
+    resolves from the cache) in seconds, saying what it waits for."""
+
+    def test_offline_pull_resolves_from_the_cache_or_fails_at_once(self):
+        self.upload_bf16("org/offline")
+        online = self.df11("pull", "org/offline").stdout.strip()
+        mark = len(self.hub.state.log)
+        start = time.monotonic()
+        r = self.df11("pull", "org/offline", env=self.env(HF_HUB_OFFLINE="1"))
+        self.assertEqual(r.stdout.strip(), online)
+        r = self.df11("pull", "org/offline", "--json", env=self.env(HF_HUB_OFFLINE="1"))
+        self.assertEqual(json.loads(r.stdout)["files_downloaded"], 0)
+        # Hub ids where a folder is expected, and inspect: from the cache too.
+        self.df11("inspect", "org/offline", env=self.env(HF_HUB_OFFLINE="1"))
+        out = os.path.join(self.home, "offline-df11")
+        self.df11("compress", "org/offline", "-o", out, "-q", env=self.env(HF_HUB_OFFLINE="1"))
+        # Not in the cache: at once, naming the variable.
+        r = self.df11("pull", "org/not-cached", expect=3, env=self.env(HF_HUB_OFFLINE="1"))
+        self.assertIn("org/not-cached@main: not in the cache", r.stderr)
+        self.assertIn("HF_HUB_OFFLINE is set", r.stderr)
+        r = self.df11("push", out, "me/offline", expect=3, env=self.env(HF_HUB_OFFLINE="1"))
+        self.assertIn("HF_HUB_OFFLINE is set", r.stderr)
+        self.assertLess(time.monotonic() - start, 30)
+        self.assertEqual(self.hub.state.log[mark:], [])
+
+    def test_refused_port_fails_in_seconds_saying_so(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+        s.close()
+        start = time.monotonic()
+        r = self.df11("pull", "org/x", expect=3,
+                      env=self.env(HF_ENDPOINT=f"http://127.0.0.1:{port}"))
+        self.assertLess(time.monotonic() - start, 5)
+        self.assertIn("note: list org/x@main: network: connection refused: retrying in 0.5 s "
+                      "(attempt 2 of 3)", r.stderr)
+        self.assertIn("error: list org/x@main: network: connection refused", r.stderr)
+
+    def test_silent_server_times_out_after_hf_hub_etag_timeout(self):
+        import socket
+        s = socket.socket()
+        s.bind(("127.0.0.1", 0))
+        s.listen(8)  # accepts (the kernel does), never answers
+        try:
+            start = time.monotonic()
+            r = self.df11("pull", "org/x", expect=3,
+                          env=self.env(HF_ENDPOINT=f"http://127.0.0.1:{s.getsockname()[1]}",
+                                       HF_HUB_ETAG_TIMEOUT="1"))
+            took = time.monotonic() - start
+        finally:
+            s.close()
+        self.assertIn("no answer for 1 s (HF_HUB_ETAG_TIMEOUT): retrying in", r.stderr)
+        self.assertEqual(r.stderr.count("note: "), 2)
+        self.assertLess(took, 10)
+        r = self.df11("pull", "org/x", expect=2, env=self.env(HF_HUB_ETAG_TIMEOUT="soon"))
+        self.assertIn("HF_HUB_ETAG_TIMEOUT='soon': must be a number of seconds", r.stderr)
 
 
 class HubIdTests(HubTestBase):
@@ -443,8 +647,13 @@ class HubIdTests(HubTestBase):
         self.df11("verify", "me/ids-DF11", "--against", "org/ids", "-q")
         restored = os.path.join(self.home, "restored")
         self.df11("decompress", "me/ids-DF11", "-o", restored, "-q")
-        # The snapshot's .gitattributes and the model card are side files: they come along.
-        same_tree(self, self.model, restored, ignore={".gitattributes", "README.md"})
+        # The DF11 repo's model card and .gitattributes are the publication's, not the
+        # original's: verify says nothing of them, decompress leaves them out. (The original
+        # is org/ids's snapshot: its .gitattributes was compressed with it and comes back.)
+        r = self.df11("verify", "me/ids-DF11")
+        self.assertEqual(r.stderr, "")
+        self.assertFalse(os.path.exists(os.path.join(restored, "README.md")))
+        same_tree(self, self.model, restored, ignore={".gitattributes"})
         r = self.df11("inspect", "me/ids-DF11", "--json")
         self.assertEqual(json.loads(r.stdout)["kind"], "df11")
 
@@ -453,6 +662,7 @@ class HubIdTests(HubTestBase):
         work = os.path.join(self.home, "pub-DF11")
         r = self.df11("publish", "org/pub", "me/pub-DF11", "-o", work, "--json")
         result = json.loads(r.stdout)
+        self.assertEqual((result["command"], result["ok"]), ("publish", True))
         self.assertTrue(result["compressed"])
         path = self.snapshot_download("me/pub-DF11", os.path.join(self.home, "hf"))
         self.assertIn("base_model: \"org/pub\"", read(os.path.join(path, "README.md")))

@@ -15,6 +15,7 @@ Faults are injected through `state.add_fault(kind, match, times)`: the next `tim
 whose "<METHOD> <path>" contains `match` get the fault:
   "429"         429 with Retry-After: 1
   "500"         500
+  "400"         400 (a request the server refuses; not retried)
   "403"         403 (an expired signed URL); matched against "<METHOD> <path> <Range header>"
   "cut"         GET: headers with the full length, half the body, then the connection closes
   "stall"       GET: headers with the full length, half the body, then 30 s of silence
@@ -114,6 +115,11 @@ class HubState:
         self.violations = []   # strictness failures the tests assert are empty
         self.lock = threading.Lock()
         self.hub_url = self.cdn_url = None
+        # whoami-v2: the token's account, its organisations and the token's role, as the Hub
+        # reports them (a test sets token_role = "read" for a read-only token).
+        self.user = "me"
+        self.orgs = ["org"]
+        self.token_role = "write"
 
     # ---- test controls ----
     def add_fault(self, kind, match, times=1):
@@ -273,7 +279,7 @@ class Handler(BaseHTTPRequestHandler):
         if self.is_cdn and self.headers.get("Authorization") is not None:
             self.state.violations.append(f"Authorization sent to the CDN host: {what}")
             return self.send_error_code(400, None, "Authorization must not reach the CDN")
-        fault = self.state.take_fault(what, ("429", "500"))
+        fault = self.state.take_fault(what, ("429", "500", "400"))
         if fault is None and self.state.take_fault(f"{what} {self.headers.get('Range', '')}", ("403",)):
             self.drain()
             return self.send_error_code(403, None, "injected: signature expired")
@@ -283,6 +289,9 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "500":
             self.drain()
             return self.send_error_code(500, None, "injected server error")
+        if fault == "400":
+            self.drain()
+            return self.send_error_code(400, None, "injected: refused")
         try:
             if self.is_cdn:
                 return self.route_cdn(path, query, what)
@@ -312,7 +321,11 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/api/whoami-v2" and self.command == "GET":
             if st.token is None or not self.authorized():
                 return self.send_error_code(401, None, "Invalid credentials in Authorization header")
-            return self.send_json(200, {"type": "user", "name": "df11-tester"})
+            return self.send_json(200, {
+                "type": "user", "name": st.user,
+                "orgs": [{"type": "org", "name": o, "roleInOrg": "write"} for o in st.orgs],
+                "auth": {"type": "access_token",
+                         "accessToken": {"displayName": "test", "role": st.token_role}}})
         # The multipart completion URL is presigned (its upload_id is the credential), as on the
         # Hub: huggingface_hub posts it without Authorization.
         m = re.fullmatch(r"/lfs-complete/([0-9a-f]{64})", path)
@@ -361,7 +374,7 @@ class Handler(BaseHTTPRequestHandler):
     def api_create(self, body):
         if not isinstance(body, dict) or not isinstance(body.get("name"), str):
             return self.send_error_code(400, None, "create: bad body")
-        org = body.get("organization") or "df11-tester"
+        org = body.get("organization") or self.state.user
         repo_id = f"{org}/{body['name']}"
         if not REPO_RE.match(repo_id):
             return self.send_error_code(400, None, "create: bad repo name")
@@ -374,7 +387,7 @@ class Handler(BaseHTTPRequestHandler):
     def api_delete(self, body):
         if not isinstance(body, dict) or not isinstance(body.get("name"), str):
             return self.send_error_code(400, None, "delete: bad body")
-        repo_id = f"{body.get('organization') or 'df11-tester'}/{body['name']}"
+        repo_id = f"{body.get('organization') or self.state.user}/{body['name']}"
         with self.state.lock:
             if repo_id not in self.state.repos:
                 return self.send_error_code(404, "RepoNotFound", f"Repository Not Found for url: {repo_id}")

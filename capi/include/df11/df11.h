@@ -172,9 +172,17 @@ DF11_API const char* df11_group_name(const df11_model* model, size_t group);
 DF11_API const char* df11_group_file(const df11_model* model, size_t group);
 /* BF16 weights it decodes to (its decoded size is twice this, in bytes). */
 DF11_API uint64_t df11_group_element_count(const df11_model* model, size_t group);
-/* Its member tensors: count, and the tensor index of member k (in concatenation order). */
+/* Its member tensors: count, and the tensor index of member k (in concatenation order). A
+ * group that codes a copy of another tensor has none (see df11_group_alias_of). */
 DF11_API size_t df11_group_member_count(const df11_model* model, size_t group);
 DF11_API size_t df11_group_member(const df11_model* model, size_t group, size_t k);
+/* A group that codes a copy of another tensor of the model (spec/DF11.md 5.3, alias: a tied
+ * lm_head coded again as the group "lm_head" for the dfloat11 loader): the index of the
+ * tensor it copies, whose bytes its decoded output equals; (size_t)-1 for any other group
+ * or out of range. df11_group_alias_name() gives the name the copy has for the loader
+ * ("lm_head.weight"; NULL for any other group). */
+DF11_API size_t df11_group_alias_of(const df11_model* model, size_t group);
+DF11_API const char* df11_group_alias_name(const df11_model* model, size_t group);
 
 /* The stored (coded) arrays of a group, spec/DF11.md section 3.2. */
 typedef enum df11_group_part {

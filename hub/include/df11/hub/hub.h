@@ -28,6 +28,14 @@ struct HubConfig {
   std::string endpoint = "https://huggingface.co";  // no trailing slash
   std::optional<std::string> token;                 // never printed
   std::string cache_dir;                            // the hub cache (models--org--name/...)
+  // No request at all: pull resolves from the cache, everything else fails at once, naming
+  // HF_HUB_OFFLINE.
+  bool offline = false;
+  // Seconds to connect, and of silence before an attempt fails (then it is retried): for
+  // metadata and API requests (listings, HEAD, whoami, preupload, create), and for file
+  // transfers (downloads, LFS uploads, range reads). huggingface_hub's names and defaults.
+  double etag_timeout_seconds = 10;      // HF_HUB_ETAG_TIMEOUT
+  double download_timeout_seconds = 10;  // HF_HUB_DOWNLOAD_TIMEOUT
 };
 
 // HF_ENDPOINT (default https://huggingface.co); the token from HF_TOKEN, else the file
@@ -71,6 +79,10 @@ struct TransferControl {
   std::function<bool()> cancelled;
   int max_attempts = 6;               // per request, with backoff (tests lower it)
   double backoff_base_seconds = 0.5;  // 0.5, 1, 2, ... capped at 30 s
+  // Called before each retry's wait, from the worker that retries, with one line naming the
+  // request, why it failed and when it is tried again ("list org/x@main: network: connection
+  // refused: retrying in 0.5 s (attempt 2 of 3)"). May be empty. Must be thread-safe.
+  std::function<void(const std::string& line)> on_retry;
 };
 
 // ---- pull ----
@@ -99,6 +111,19 @@ struct PullResult {
 // next pull of that blob continues (Range), hashing the kept prefix first.
 Result<PullResult> pull(const HubConfig& config, const PullOptions& options,
                         const TransferControl& control);
+
+// ---- remote listing ----
+// A file of a repo at a commit, as the revision listing gives it.
+struct RemoteFile {
+  std::string path;
+  uint64_t size = 0;
+  std::string etag;  // lfs sha256, else the git blob id
+  bool lfs = false;
+};
+struct RemoteListing {
+  std::string commit;
+  std::vector<RemoteFile> files;
+};
 
 // ---- push ----
 struct PushOptions {
@@ -138,10 +163,21 @@ struct PushOptions {
   std::vector<ExtraFile> extra_files;
   // The caller made the repository already (prepare_repo): no whoami and no create.
   bool repo_ready = false;
+  // The files at ref.revision before this push (check_push_target, or list_repo after
+  // creating the repository). With it, the push makes the revision hold exactly the folder's
+  // weights: every remote weight file (is_weight_file) the folder does not have is deleted in
+  // the same commit, files whose bytes the revision has already are left out of the commit,
+  // and when nothing differs nothing is committed (PushResult::up_to_date). The commit names
+  // this listing's commit as its parent, so a revision that moved meanwhile is refused
+  // rather than overwritten. Without it every file is committed and nothing is deleted.
+  std::optional<RemoteListing> remote;
+  // Called after each commit the push makes, with its oid (may be empty): a caller that
+  // must know whether a failed push committed part of a large folder counts them here.
+  std::function<void(const std::string& oid)> on_commit;
 };
 
 struct PushResult {
-  std::string commit_oid;
+  std::string commit_oid;  // the new head (up_to_date: the revision's unchanged head)
   std::string commit_url;
   std::string pr_url;  // empty unless create_pr
   int files = 0;
@@ -152,7 +188,28 @@ struct PushResult {
   int files_hashed = 0;          // files whose SHA-256 push computed (not given in known_sha256)
   double transfer_seconds = 0;   // preupload, hashing, LFS batch, uploads and commits
   double gate_wait_seconds = 0;  // waiting for PushOptions::Gate (digests and the verdict)
+  int files_committed = 0;       // files added or changed by the commits
+  std::vector<std::string> deleted;  // remote weight files the commits deleted, sorted
+  bool up_to_date = false;           // the revision held the folder already: nothing was committed
 };
+
+// True for the files a loader reads weights from: "*.safetensors" and
+// "*.safetensors.index.json", at any depth. push deletes those the folder does not have.
+bool is_weight_file(std::string_view repo_path);
+
+// What pushing to `ref` would meet, found before anything is uploaded or created: the token
+// is checked (whoami: kInvalidArgument when it is rejected, read-only, or its user is not
+// the target's namespace nor a member of that organisation), then the repository and its
+// revision are listed. kNotFound (RevisionNotFound) when the repository exists without
+// ref.revision; kInvalidArgument for a revision other than "main" of a repository that does
+// not exist yet (a new repository has only "main"). Creates nothing.
+struct PushTarget {
+  std::string user;                      // the token's account
+  bool exists = false;                   // the repository exists
+  std::optional<RemoteListing> listing;  // exists: the files at ref.revision
+};
+Result<PushTarget> check_push_target(const HubConfig& config, const RepoRef& ref,
+                                     const TransferControl& control);
 
 // Checks the token (whoami) and creates the repository: true when this call created it,
 // false when it existed already.
@@ -173,19 +230,6 @@ Status delete_created_repo(const HubConfig& config, const std::string& repo_id,
 // the server lacks.
 Result<PushResult> push_folder(const HubConfig& config, const PushOptions& options,
                                const TransferControl& control);
-
-// ---- remote listing ----
-// A file of a repo at a commit, as the revision listing gives it.
-struct RemoteFile {
-  std::string path;
-  uint64_t size = 0;
-  std::string etag;  // lfs sha256, else the git blob id
-  bool lfs = false;
-};
-struct RemoteListing {
-  std::string commit;
-  std::vector<RemoteFile> files;
-};
 
 // ---- remote reads: parts of a repo's files, without downloading them (remote inspect) ----
 // GET /api/models/{repo}/revision/{rev}?blobs=true, as pull lists a repo: the commit and
