@@ -513,12 +513,15 @@ bool is_weight_file(std::string_view repo_path) {
   return repo_path.ends_with(".safetensors") || repo_path.ends_with(".safetensors.index.json");
 }
 
+Status require_token(const HubConfig& config) {
+  if (config.token) return Status::ok();
+  return Status(ErrorCode::kInvalidArgument,
+                "push needs a Hub token with write access: set HF_TOKEN or write HF_HOME/token");
+}
+
 Result<PushTarget> check_push_target(const HubConfig& config, const RepoRef& ref,
                                      const TransferControl& control) {
-  if (!config.token) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "push needs a Hub token with write access: set HF_TOKEN or write HF_HOME/token");
-  }
+  DF11_RETURN_IF_ERROR(require_token(config));
   HttpSession session(config, control);
   DF11_ASSIGN_OR_RETURN(WhoAmI who, whoami(session));
   PushTarget target;

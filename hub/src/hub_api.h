@@ -107,4 +107,8 @@ struct WhoAmI {
 };
 Result<WhoAmI> whoami(HttpSession& session);
 
+// kInvalidArgument naming where a token comes from when `config` has none: the first check of
+// every write (push_folder, check_push_target).
+Status require_token(const HubConfig& config);
+
 }  // namespace df11::hub

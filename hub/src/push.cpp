@@ -153,10 +153,7 @@ Result<std::string> read_whole(const LocalFile& f) {
 
 Result<PushResult> push_folder(const HubConfig& config, const PushOptions& options,
                                const TransferControl& control) {
-  if (!config.token) {
-    return Status(ErrorCode::kInvalidArgument,
-                  "push needs a Hub token with write access: set HF_TOKEN or write HF_HOME/token");
-  }
+  DF11_RETURN_IF_ERROR(require_token(config));
   DF11_ASSIGN_OR_RETURN(std::vector<LocalFile> files, list_local(options.folder));
   for (const PushOptions::ExtraFile& extra : options.extra_files) {
     if (!is_safe_repo_path(extra.path)) {
