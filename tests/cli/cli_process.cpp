@@ -14,7 +14,13 @@
 
 namespace df11::clitest {
 
-std::string df11_binary() { return std::string(DF11_BINARY_DIR) + "/cli/df11"; }
+// $DF11_CLI when set (a test binary carried to another machine, where the build tree's path
+// does not exist), else this build tree's tool.
+std::string df11_binary() {
+  const char* cli = std::getenv("DF11_CLI");
+  if (cli != nullptr && *cli != '\0') return cli;
+  return std::string(DF11_BINARY_DIR) + "/cli/df11";
+}
 
 ChildProcess::ChildProcess(const std::vector<std::string>& args,
                            const std::filesystem::path& scratch, const SpawnOptions& options) {
