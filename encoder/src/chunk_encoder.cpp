@@ -10,6 +10,7 @@
 #include <string>
 
 #include "bit_merge.h"
+#include "cpu_clones.h"
 
 namespace df11 {
 namespace {
@@ -258,9 +259,12 @@ Result<EncodeTables> make_encode_tables(const Code& code) {
   return t;
 }
 
-Status encode_chunk(const MemberStream& stream, const GroupPlan& plan, const EncodeTables& tables,
-                    uint64_t chunk, const GroupOutput& out, ChunkScratch& scratch,
-                    ChunkBlocks& blocks) {
+// The code loop is most of compress's user time: the v3 clone codes ~9% more weights per
+// second (encoder_bench, 1 thread, 2-core AMD EPYC).
+DF11_CLONE_X86_64_V3 Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
+                                         const EncodeTables& tables, uint64_t chunk,
+                                         const GroupOutput& out, ChunkScratch& scratch,
+                                         ChunkBlocks& blocks) {
   const uint64_t n = plan.n_elements;
   const uint64_t w_begin = chunk * plan.chunk_weights;
   const uint64_t w_end = std::min(n, w_begin + plan.chunk_weights);
