@@ -10,7 +10,6 @@
 #include <string>
 
 #include "bit_merge.h"
-#include "cpu_clones.h"
 
 namespace df11 {
 namespace {
@@ -165,9 +164,11 @@ void window_start_in_step(const uint8_t* exponents, const EncodeTables& t, uint6
 }
 
 // Codes the weights with exponents ex[0..count), count <= kCheckWeights, weights index.. of
-// the stream.
-inline void code_weights(const uint8_t* ex, uint64_t count, uint64_t index, const EncodeTables& t,
-                         CodeWriter& w, WindowStarts& starts) {
+// the stream. Kept out of line: inlined into encode_chunk's loops its dozens of live values
+// spill to the stack, and it codes ~7% fewer weights per second (encoder_bench, 1 thread,
+// 2-core AMD EPYC); a call per 64 weights costs nothing next to that.
+[[gnu::noinline]] void code_weights(const uint8_t* ex, uint64_t count, uint64_t index,
+                                    const EncodeTables& t, CodeWriter& w, WindowStarts& starts) {
   uint8_t* p = w.p;
   uint64_t buf = w.buf;
   uint32_t pending = w.pending;
@@ -259,12 +260,9 @@ Result<EncodeTables> make_encode_tables(const Code& code) {
   return t;
 }
 
-// The code loop is most of compress's user time: the v3 clone codes ~9% more weights per
-// second (encoder_bench, 1 thread, 2-core AMD EPYC).
-DF11_CLONE_X86_64_V3 Status encode_chunk(const MemberStream& stream, const GroupPlan& plan,
-                                         const EncodeTables& tables, uint64_t chunk,
-                                         const GroupOutput& out, ChunkScratch& scratch,
-                                         ChunkBlocks& blocks) {
+Status encode_chunk(const MemberStream& stream, const GroupPlan& plan, const EncodeTables& tables,
+                    uint64_t chunk, const GroupOutput& out, ChunkScratch& scratch,
+                    ChunkBlocks& blocks) {
   const uint64_t n = plan.n_elements;
   const uint64_t w_begin = chunk * plan.chunk_weights;
   const uint64_t w_end = std::min(n, w_begin + plan.chunk_weights);
