@@ -6,6 +6,21 @@
 #include "parallel_chunks.h"
 
 namespace df11 {
+namespace {
+
+void count_chunk(const MemberStream& stream, uint64_t begin, uint64_t end, ChunkCounts& out) {
+  ExponentCounts counts{};
+  stream.for_each_piece(begin, end, [&](const uint16_t* p, uint64_t count, uint64_t) {
+    count_exponents(p, count, counts);
+  });
+  for (int e = 0; e < 256; ++e) {
+    uint32_t sum = 0;
+    for (const auto& sub : counts.sub) sum += sub[e];
+    out[e] = sum;
+  }
+}
+
+}  // namespace
 
 std::vector<ChunkCounts> count_chunk_exponents(
     const MemberStream& stream, uint64_t chunk_weights,
@@ -13,15 +28,9 @@ std::vector<ChunkCounts> count_chunk_exponents(
   const uint64_t n_chunks = (stream.size() + chunk_weights - 1) / chunk_weights;
   std::vector<ChunkCounts> chunks(n_chunks);
   parallel_for_chunks(0, n_chunks, [&](uint64_t c) {
-    ExponentCounts counts{};
     const uint64_t begin = c * chunk_weights;
     const uint64_t end = std::min(stream.size(), begin + chunk_weights);
-    stream.for_each_piece(begin, end, [&](const uint16_t* p, uint64_t count, uint64_t) {
-      count_exponents(p, count, counts);
-    });
-    for (int e = 0; e < 256; ++e) {
-      chunks[c][e] = counts.sub[0][e] + counts.sub[1][e] + counts.sub[2][e] + counts.sub[3][e];
-    }
+    count_chunk(stream, begin, end, chunks[c]);
     if (weights_read) weights_read(begin, end);
   });
   return chunks;

