@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "df11/encoder.h"
@@ -17,8 +18,15 @@ struct EncodeTables {
   // length, or kNoCodeStepLength where there is none: the inner loop's sums of lengths then
   // exceed a step's word, so the uncommon path, not every weight, checks for missing codes.
   uint8_t step_length[256];
+  // The same for pairs of consecutive exponents, indexed by the two exponent bytes as a
+  // little-endian 16-bit load gives them (first | second << 8): the two codes concatenated,
+  // and their summed length, or kNoCodePairStepLength where either has no code. Entries of
+  // pair_left are only written (and read) where pair_step_length is a length.
+  std::unique_ptr<uint64_t[]> pair_left;        // 65536 entries
+  std::unique_ptr<uint8_t[]> pair_step_length;  // 65536 entries
 };
 constexpr uint8_t kNoCodeStepLength = 64;
+constexpr uint8_t kNoCodePairStepLength = 128;
 Result<EncodeTables> make_encode_tables(const Code& code);
 
 // Blocks whose first code lies in one chunk: always consecutive block numbers.
