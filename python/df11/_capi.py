@@ -177,7 +177,29 @@ def _text(p: Optional[bytes]) -> str:
     return p.decode("utf-8", "replace") if p is not None else ""
 
 
-class Model:
+class Handle:
+    """Owns one C handle (self._h): released once by close(), at the end of a `with` block, or
+    when the object is collected. Subclasses name their library call in _release."""
+
+    def _release(self, h: c_void_p) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        if getattr(self, "_h", None):
+            self._release(self._h)
+            self._h = c_void_p()
+
+    def __del__(self):
+        self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+class Model(Handle):
     """A df11_model: a DF11 folder opened by df11_model_open (every shard mapped, every header
     and the metadata checked). Queries never touch the weights; decodes run on the CPU."""
 
@@ -191,19 +213,8 @@ class Model:
             raise Df11Error(rc, status_name(rc), message)
         self.path = path
 
-    def close(self) -> None:
-        if getattr(self, "_h", None):
-            lib().df11_model_close(self._h)
-            self._h = c_void_p()
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _release(self, h: c_void_p) -> None:
+        lib().df11_model_close(h)
 
     @property
     def handle(self) -> c_void_p:
@@ -285,7 +296,7 @@ class Model:
         self._check(lib().df11_decode_group(self._h, g, c_void_p(out_ptr), out_bytes))
 
 
-class CudaPlan:
+class CudaPlan(Handle):
     """A df11_cuda_plan over groups of a Model with their device buffers. Creation validates
     every group on the host (no device memory touched, nothing synchronises)."""
 
@@ -298,18 +309,13 @@ class CudaPlan:
         rc = L.df11_cuda_plan_create(model.handle, g_arr, n, d_arr, ctypes.byref(self._h))
         if rc != 0:
             message = _text(L.df11_cuda_plan_errmsg(self._h)) if self._h else "out of memory"
-            self.destroy()
+            self.close()
             raise Df11Error(rc, status_name(rc), message)
         self.workspace_bytes = L.df11_cuda_plan_workspace_bytes(self._h)
         self.status_bytes = L.df11_cuda_plan_status_bytes(self._h)
 
-    def destroy(self) -> None:
-        if getattr(self, "_h", None):
-            lib().df11_cuda_plan_destroy(self._h)
-            self._h = c_void_p()
-
-    def __del__(self):
-        self.destroy()
+    def _release(self, h: c_void_p) -> None:
+        lib().df11_cuda_plan_destroy(h)
 
     @property
     def handle(self) -> c_void_p:

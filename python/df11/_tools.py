@@ -15,7 +15,7 @@ import os
 from ctypes import CFUNCTYPE, POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint, c_uint64, c_void_p
 from typing import Callable, List, Optional, Sequence
 
-from ._capi import Df11Error, status_name
+from ._capi import Df11Error, Handle, _text, status_name
 
 LIBRARY = "libdf11-tools.so.0"
 
@@ -131,10 +131,6 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_hub_pull", c_int, p, c_char_p, POINTER(c_char_p))
 
 
-def _text(b: Optional[bytes]) -> str:
-    return b.decode("utf-8", "replace") if b is not None else ""
-
-
 def _shape(shape: Sequence[int]):
     return (c_uint64 * max(len(shape), 1))(*shape)
 
@@ -178,7 +174,7 @@ class _Callbacks:
             raise error
 
 
-class Checkpoint:
+class Checkpoint(Handle):
     """A df11_checkpoint: a BF16 checkpoint described in memory, compressed into a DF11 folder
     by compress(). Tensor bytes given by address are not copied: they must stay alive until
     compress() returns (this object keeps no reference; the caller does)."""
@@ -191,19 +187,8 @@ class Checkpoint:
         self._callbacks = _Callbacks()
         self._keep = []  # ctypes callback objects the library holds pointers to
 
-    def close(self) -> None:
-        if getattr(self, "_h", None):
-            lib().df11_checkpoint_free(self._h)
-            self._h = c_void_p()
-
-    def __del__(self):
-        self.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
+    def _release(self, h: c_void_p) -> None:
+        lib().df11_checkpoint_free(h)
 
     def _check(self, rc: int) -> None:
         self._callbacks.reraise()
@@ -259,7 +244,7 @@ class Checkpoint:
         return lib().df11_checkpoint_result(self._h, which)
 
 
-class Hub:
+class Hub(Handle):
     """A df11_hub: `df11 pull` into the shared Hugging Face cache (HF_ENDPOINT, HF_TOKEN or
     HF_HOME/token, HF_HUB_CACHE / HF_HOME read by each call)."""
 
@@ -272,13 +257,8 @@ class Hub:
         self._callbacks = _Callbacks()
         self._check(L.df11_hub_set_transfers(self._h, transfers))
 
-    def close(self) -> None:
-        if getattr(self, "_h", None):
-            lib().df11_hub_free(self._h)
-            self._h = c_void_p()
-
-    def __del__(self):
-        self.close()
+    def _release(self, h: c_void_p) -> None:
+        lib().df11_hub_free(h)
 
     def _check(self, rc: int) -> None:
         self._callbacks.reraise()

@@ -358,7 +358,7 @@ class Df11Engine:
         for rt in self.runtimes:
             _ops.unregister(rt.key)
             if isinstance(rt.decoder, _CudaDecoder):
-                rt.decoder.plan.destroy()
+                rt.decoder.plan.close()
         exec_mode.unregister(self.exec_keys)
         self.exec_keys.clear()
         self.units.clear()
