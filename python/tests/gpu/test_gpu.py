@@ -255,3 +255,52 @@ def test_exec_mode_reports_a_corrupt_blob(work):
     with pytest.raises(df11.Df11Error) as e:
         greedy(model, ids, steps=4)
     assert "execution layout" in str(e.value) and "model.layers.1" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_embedding_rows(work, family):
+    """The input embedding stays coded on the GPU and each lookup decodes only its rows:
+    equal to the BF16 model's lookup (Gemma 3's embed_scale included) for any ids shape, in a
+    CUDA graph replayed with new ids, and an id outside the vocabulary reported by
+    check_status. No (vocab x hidden) BF16 tensor is held for it (llama: untied; gemma3: tied,
+    the head decodes the group into the shared buffer)."""
+    bf16_dir, df11_dir = make(work, family)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    model = df11.from_pretrained(df11_dir, device="cuda")
+    held = torch.cuda.memory_allocated() - before
+    ref = bf16_cuda(bf16_dir)
+    emb, ref_emb = model.get_input_embeddings(), ref.get_input_embeddings()
+    vocab, hidden = ref_emb.weight.shape
+    assert len(model.df11.rows) == 1 and isinstance(emb, type(ref_emb))
+    assert not isinstance(emb.weight, torch.nn.Parameter)
+    # What the GPU holds: df11's buffers and the raw tensors, not the embedding in BF16.
+    raw = sum(t.numel() * t.element_size() for t in list(model.parameters()) + list(model.buffers())
+              if t.device.type == "cuda")
+    assert held <= sum(model.df11.memory_bytes().values()) + raw + (1 << 20)
+    if family == "llama":
+        assert emb.weight.untyped_storage().nbytes() == 2  # a zero-stride placeholder
+        assert held < 2 * vocab * hidden + raw, "the embedding is held in BF16"
+    with torch.no_grad():
+        for shape in ((1,), (2, 7), (1, 1), (3, 33)):
+            ids = torch.randint(0, vocab, shape, device="cuda")
+            ids.view(-1)[0], ids.view(-1)[-1] = 0, vocab - 1
+            assert_equal(emb(ids), ref_emb(ids))
+        static = torch.zeros((2, 5), dtype=torch.long, device="cuda")
+        emb(static)  # warm-up outside the capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = emb(static)
+        for seed in range(3):
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            static.copy_(torch.randint(0, vocab, (2, 5), device="cuda", generator=g))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert_equal(out, ref_emb(static))
+        model.df11.check_status()
+        emb(torch.tensor([[1, vocab]], device="cuda"))
+        with pytest.raises(df11.Df11Error, match=r"ids\[1\]"):
+            model.df11.check_status()
+        assert_equal(emb(static), ref_emb(static))
+        model.df11.check_status()
