@@ -217,9 +217,11 @@ class _RowsDecoder:
     with a workspace and a status slot of its own, so that the head's decode of the same group
     does not overwrite the lookup's status before check_status reads it."""
 
-    def __init__(self, plan: _capi.CudaPlan, row_elements: int, device: torch.device):
+    def __init__(self, plan: _capi.CudaPlan, group_name: str, row_elements: int,
+                 device: torch.device):
         import ctypes
         self.plan = plan
+        self.group_name = group_name
         self.row_elements = row_elements
         self.device = device
         self.device_index = device.index if device.index is not None else 0
@@ -253,8 +255,14 @@ class _RowsDecoder:
         return out.view(*ids.shape, self.row_elements)
 
     def check(self) -> None:
+        """Reads the latest lookup's copied status. An error (an id outside the vocabulary) is
+        raised once: the next forward pass, with good ids, runs."""
         if self.copied:
-            self.plan.group_status(self.status.data_ptr(), self.plan.status_bytes, 0)
+            try:
+                self.plan.group_status(self.status.data_ptr(), self.plan.status_bytes, 0)
+            except Df11Error:
+                self.copied = False
+                raise
 
 
 class _RowsLookup(torch.nn.Embedding):
@@ -819,8 +827,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             weight = (getattr(head, "weight") if tied else
                       torch.zeros((), dtype=torch.bfloat16, device=dev).expand(
                           *rows_group.members[0].shape))
-            _serve_rows(engine, emb, _RowsDecoder(rows_rt.decoder.plan,
-                                                  rows_group.members[0].shape[1], dev), weight)
+            rows = _RowsDecoder(rows_rt.decoder.plan, rows_group.name,
+                                rows_group.members[0].shape[1], dev)
+            _serve_rows(engine, emb, rows, weight)
         if dev.type == "cpu":
             # Every group is checked once at load (as the GPU path's plans do on the host): a
             # CPU decode validates the group and compares each member's recorded checksum.
