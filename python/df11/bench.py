@@ -128,12 +128,15 @@ def _decode_ms(model, rounds=20):
     return times[len(times) // 2]
 
 
-def _run_row(mode, batch, tokens, times, path) -> dict:
-    """One row: the median of the repeated runs (all of them kept)."""
-    seconds = sorted(times)[len(times) // 2]
+def _run_row(mode, batch, tokens, times, path, outs) -> dict:
+    """One row: the median of the repeated runs (all of them kept), and whether the repeats
+    generated the same tokens (a variant whose own runs differ cannot be held to another's)."""
+    import torch
+    seconds = sorted(times)[(len(times) - 1) // 2]
     return {"mode": mode, "batch": batch, "new_tokens": tokens, "seconds": seconds,
             "all_seconds": times, "tokens_per_s": batch * tokens / seconds,
-            "ms_per_token": 1000 * seconds / tokens, "tokens": path}
+            "ms_per_token": 1000 * seconds / tokens, "tokens": path,
+            "repeats_equal": all(torch.equal(o, outs[0]) for o in outs)}
 
 
 def _partial(result) -> None:
@@ -175,16 +178,17 @@ def worker(args) -> dict:
     for batch in (args.batches if "eager" in args.modes else []):
         ids = _prompt(vocab, batch, args.prompt)
         _generate(model, ids, 4)  # warm-up
-        times = []
+        times, outs = [], []
         for _ in range(args.repeat):
             torch.cuda.synchronize()
             t0 = time.perf_counter()
             out = _generate(model, ids, eager_tokens)
             torch.cuda.synchronize()
             times.append(time.perf_counter() - t0)
+            outs.append(out)
         path = os.path.join(args.out, f"{variant}-eager-b{batch}.pt")
         torch.save(out.cpu(), path)
-        result["runs"].append(_run_row("eager", batch, eager_tokens, times, path))
+        result["runs"].append(_run_row("eager", batch, eager_tokens, times, path, outs))
         _partial(result)
     result["peak_eager_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
     result["peak_eager_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
@@ -193,16 +197,17 @@ def worker(args) -> dict:
         for batch in (args.graph_batches or args.batches):
             ids = _prompt(vocab, batch, args.prompt)
             greedy_static(model, ids, 4, cuda_graph=True)  # warm-up (its own cache, graph)
-            times = []
+            times, outs = [], []
             for _ in range(args.repeat):
                 torch.cuda.synchronize()
                 t0 = time.perf_counter()
                 out, _ = greedy_static(model, ids, args.tokens, cuda_graph=True)
                 torch.cuda.synchronize()
                 times.append(time.perf_counter() - t0)
+                outs.append(out)
             path = os.path.join(args.out, f"{variant}-graph-b{batch}.pt")
             torch.save(out.cpu(), path)
-            result["runs"].append(_run_row("cuda-graph", batch, args.tokens, times, path))
+            result["runs"].append(_run_row("cuda-graph", batch, args.tokens, times, path, outs))
             _partial(result)
     if variant == "df11":
         result["decode_all_ms"] = _decode_ms(model)
@@ -250,6 +255,8 @@ def _table(results, args) -> str:
                 run["tokens_equal_reference"] = same == "equal"
             else:
                 same = "-"
+            if not run.get("repeats_equal", True):
+                same += "; its own repeats differ"
             other = ("df11" if r["variant"] == "dfloat11" else
                      "dfloat11" if r["variant"] == "df11" else None)
             if other and (other, run["mode"], run["batch"]) in tokens:
