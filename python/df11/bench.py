@@ -213,6 +213,7 @@ def worker(args) -> dict:
         result["decode_all_ms"] = _decode_ms(model)
     if variant.startswith("df11"):
         result["df11_bytes"] = model.df11.memory_bytes()
+        result["load_phases"] = model.df11.load_seconds
     result["peak_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
     result["peak_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
     return result
@@ -266,6 +267,10 @@ def _table(results, args) -> str:
                          f"{run.get('new_tokens', args.tokens):>4} {run['tokens_per_s']:>9.1f} {run['ms_per_token']:>9.2f} "
                          f"{r['load_s']:>7.2f} {r['peak_allocated_gb']:>13.2f} "
                          f"{r['peak_reserved_gb']:>12.2f}  {same}")
+    for r in results:
+        if "load_phases" in r:
+            phases = ", ".join(f"{k} {v:.2f}" for k, v in r["load_phases"].items())
+            lines.append(f"{r['variant']}: load {r['load_s']:.2f} s, of which (s) {phases}")
     for r in results:
         if "decode_all_ms" in r:
             lines.append(f"df11: decoding every coded group once takes {r['decode_all_ms']:.2f} "
