@@ -77,8 +77,8 @@ RowsBuffers place_rows(DeviceArena& arena, const std::vector<int64_t>& ids, uint
   RowsBuffers b;
   b.n = ids.size();
   b.cols = cols;
-  b.d_ids = reinterpret_cast<int64_t*>(arena.upload(
-      std::span(reinterpret_cast<const uint8_t*>(ids.data()), 8 * ids.size()), 0));
+  b.d_ids = reinterpret_cast<int64_t*>(
+      arena.upload(std::span(reinterpret_cast<const uint8_t*>(ids.data()), 8 * ids.size()), 0));
   b.d_out = reinterpret_cast<uint16_t*>(arena.reserve(2 * ids.size() * cols, 2 * misalign));
   return b;
 }
@@ -126,7 +126,8 @@ TEST_F(CudaRows, RowsEqualAFullDecodeGathered) {
       DeviceArena arena(footprint(m, ids.size()) + footprint(m, 1));
       ASSERT_TRUE(arena.ok());
       PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
-      Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t", {kernel});
+      Result<cuda::DecodePlan> plan =
+          cuda::make_decode_plan(std::span(&g.device, 1), "t", {kernel});
       ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
       cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
       ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), nullptr).is_ok());
@@ -220,14 +221,14 @@ TEST_F(CudaRows, GraphReplaysReadTheCurrentIds) {
   ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), stream).is_ok());
   RowsBuffers b = place_rows(arena, std::vector<int64_t>(n, 0), m.cols, 0);
   // One launch outside the graph first (its epoch zeroing is then not captured).
-  ASSERT_TRUE(cuda::launch_decode_rows(*plan, 0, b.d_ids, n, m.cols, b.d_out, ws.get(), ws.size(),
-                                       stream)
-                  .is_ok());
+  ASSERT_TRUE(
+      cuda::launch_decode_rows(*plan, 0, b.d_ids, n, m.cols, b.d_out, ws.get(), ws.size(), stream)
+          .is_ok());
   cudaGraph_t graph;
   DF11_CUDA_ASSERT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ASSERT_TRUE(cuda::launch_decode_rows(*plan, 0, b.d_ids, n, m.cols, b.d_out, ws.get(), ws.size(),
-                                       stream)
-                  .is_ok());
+  ASSERT_TRUE(
+      cuda::launch_decode_rows(*plan, 0, b.d_ids, n, m.cols, b.d_out, ws.get(), ws.size(), stream)
+          .is_ok());
   DF11_CUDA_ASSERT(cudaStreamEndCapture(stream, &graph));
   cudaGraphExec_t exec;
   DF11_CUDA_ASSERT(cudaGraphInstantiate(&exec, graph, 0));
