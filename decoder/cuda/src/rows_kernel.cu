@@ -93,9 +93,8 @@ __global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlo
   }
   const uint32_t lo = static_cast<uint32_t>(id) * p.row_elements;  // < n_elements < 2^32
   RowSink sink{row, lo, lo + p.row_elements, p.vector};
-  decode_range<1, kCompact, RowSink, false>(p.batch, sink, [&p, &sink] {
-    return covering_blocks(p.batch.groups[0], sink.lo, sink.hi);
-  });
+  decode_range<1, kCompact, RowSink, false>(
+      p.batch, sink, [&p, &sink] { return covering_blocks(p.batch.groups[0], sink.lo, sink.hi); });
 }
 
 }  // namespace
