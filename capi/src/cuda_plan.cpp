@@ -123,6 +123,24 @@ df11_status on_reference(df11_cuda_plan* plan, const char* what, const df11_gemv
 
 CUstream_st* as_stream(void* stream) { return static_cast<CUstream_st*>(stream); }
 
+// A rows decode entry point: the pointer and width arguments are checked first (the same
+// answer with or without CUDA), then `body(DecodePlan&)` runs as on_plan's.
+template <typename F>
+df11_status on_rows(df11_cuda_plan* plan, const char* what, const int64_t* d_ids, size_t n_ids,
+                    size_t row_elements, const void* d_out, F&& body) {
+  if (plan == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
+  const char* bad = n_ids != 0 && d_ids == nullptr   ? "d_ids is NULL"
+                    : n_ids != 0 && d_out == nullptr ? "d_out is NULL"
+                    : row_elements == 0              ? "row_elements is 0"
+                                                     : nullptr;
+  if (bad != nullptr) {
+    return df11::capi::guarded(plan->err, [&] {
+      return Status(ErrorCode::kInvalidArgument, std::string(what) + ": " + bad);
+    });
+  }
+  return on_plan(plan, std::forward<F>(body));
+}
+
 // The df11::cuda description of groups[i] of the model with the caller's device pointers.
 Status device_groups(const df11::app::Df11Folder& f, const size_t* groups, size_t n_groups,
                      const df11_cuda_group* dev, std::vector<df11::cuda::DeviceGroup>& out) {
@@ -266,6 +284,32 @@ df11_status df11_cuda_decode_and_copy_status(df11_cuda_plan* plan, void* d_works
   return on_plan(plan, [&](auto& p) {
     DF11_RETURN_IF_ERROR(
         df11::cuda::launch_decode(p, d_workspace, workspace_bytes, as_stream(stream)));
+    return df11::cuda::copy_decode_status(p, d_workspace, h_status, status_bytes,
+                                          as_stream(stream));
+  });
+}
+
+df11_status df11_cuda_decode_rows(df11_cuda_plan* plan, size_t i, const int64_t* d_ids,
+                                  size_t n_ids, size_t row_elements, void* d_out, void* d_workspace,
+                                  size_t workspace_bytes, void* stream) {
+  return on_rows(plan, "df11_cuda_decode_rows", d_ids, n_ids, row_elements, d_out, [&](auto& p) {
+    return df11::cuda::launch_decode_rows(p, i, d_ids, n_ids, row_elements,
+                                          static_cast<uint16_t*>(d_out), d_workspace,
+                                          workspace_bytes, as_stream(stream));
+  });
+}
+
+df11_status df11_cuda_decode_rows_and_copy_status(df11_cuda_plan* plan, size_t i,
+                                                  const int64_t* d_ids, size_t n_ids,
+                                                  size_t row_elements, void* d_out,
+                                                  void* d_workspace, size_t workspace_bytes,
+                                                  void* h_status, size_t status_bytes,
+                                                  void* stream) {
+  const char* what = "df11_cuda_decode_rows_and_copy_status";
+  return on_rows(plan, what, d_ids, n_ids, row_elements, d_out, [&](auto& p) {
+    DF11_RETURN_IF_ERROR(df11::cuda::launch_decode_rows(p, i, d_ids, n_ids, row_elements,
+                                                        static_cast<uint16_t*>(d_out), d_workspace,
+                                                        workspace_bytes, as_stream(stream)));
     return df11::cuda::copy_decode_status(p, d_workspace, h_status, status_bytes,
                                           as_stream(stream));
   });

@@ -141,9 +141,13 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_cuda_plan_status_bytes", c_size_t, plan_p)
     f("df11_cuda_status_copy", c_int, plan_p, c_void_p, c_void_p, c_size_t, c_void_p)
     f("df11_cuda_group_status", c_int, plan_p, c_void_p, c_size_t, c_size_t)
+    f("df11_cuda_decode_rows", c_int, plan_p, c_size_t, c_void_p, c_size_t, c_size_t, c_void_p,
+      c_void_p, c_size_t, c_void_p)
     # Experimental section (DF11_EXPERIMENTAL).
     f("df11_cuda_decode_and_copy_status", c_int, plan_p, c_void_p, c_size_t, c_void_p, c_size_t,
       c_void_p)
+    f("df11_cuda_decode_rows_and_copy_status", c_int, plan_p, c_size_t, c_void_p, c_size_t,
+      c_size_t, c_void_p, c_void_p, c_size_t, c_void_p, c_size_t, c_void_p)
     f("df11_cuda_exec_workspace_bytes", c_int, model_p, c_size_t, POINTER(c_size_t),
       POINTER(c_size_t))
     f("df11_cuda_exec_measure", c_int, model_p, c_size_t, POINTER(CudaGroup), c_void_p, c_size_t,
@@ -337,6 +341,12 @@ class CudaPlan(Handle):
         self._check(lib().df11_cuda_decode_and_copy_status(
             self._h, c_void_p(d_ws), ws_bytes, c_void_p(h_status), status_bytes,
             c_void_p(stream)))
+
+    def decode_rows(self, i: int, d_ids: int, n_ids: int, row_elements: int, d_out: int,
+                    d_ws: int, ws_bytes: int, stream: int) -> None:
+        self._check(lib().df11_cuda_decode_rows(self._h, i, c_void_p(d_ids), n_ids, row_elements,
+                                                c_void_p(d_out), c_void_p(d_ws), ws_bytes,
+                                                c_void_p(stream)))
 
     def status_sync(self, d_ws: int, stream: int) -> None:
         self._check(lib().df11_cuda_status_sync(self._h, c_void_p(d_ws), c_void_p(stream)))

@@ -10,6 +10,11 @@
   - CPU: df11_decode_group (df11's multi-threaded CPU decoder, with its checksums).
 The fake implementation does nothing (the op only mutates its arguments), which is what
 torch.compile needs to trace it.
+
+`torch.ops.df11.embed_rows(ids, key)` is an input embedding's lookup served from its coded
+group (engine._RowsDecoder): a new (*ids.shape, hidden) BF16 tensor from torch's allocator,
+filled by df11_cuda_decode_rows_and_copy_status on torch's current stream (only the rows the
+ids name are decoded; no host synchronisation). Its fake returns an empty tensor of that shape.
 """
 from __future__ import annotations
 
@@ -41,3 +46,13 @@ def decode_group(out: torch.Tensor, workspace: torch.Tensor, key: int) -> None:
 @decode_group.register_fake
 def _(out, workspace, key):
     return None
+
+
+@torch.library.custom_op("df11::embed_rows", mutates_args=())
+def embed_rows(ids: torch.Tensor, key: int) -> torch.Tensor:
+    return _DECODERS[key].lookup(ids)
+
+
+@embed_rows.register_fake
+def _(ids, key):
+    return ids.new_empty((*ids.shape, _DECODERS[key].row_elements), dtype=torch.bfloat16)

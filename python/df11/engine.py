@@ -4,8 +4,11 @@
 and the C API's view of a DF11 folder, and:
   - sets every tensor stored raw (norms, biases, side tensors) as the model's parameter or
     buffer, in the dtype the model gives it;
-  - decodes the input embedding once into an ordinary parameter (a lookup needs a few rows,
-    not the whole matrix on every forward; tied to the output head it serves both);
+  - on a GPU, keeps the input embedding's group coded like the others, and serves each
+    lookup by decoding only the rows the ids name (torch.ops.df11.embed_rows, through
+    df11_cuda_decode_rows); a tied output head decodes the whole group before its forward as
+    any other unit. On the CPU (and with cpu_offload or mode="exec") the embedding is decoded
+    once into an ordinary parameter, tied to the head if the model ties them;
   - keeps every other coded group's bytes resident on its device (or in pinned host memory
     with cpu_offload), and registers a forward pre-hook on the group's module (a transformer
     block, lm_head, ...) that decodes the group into ONE reused buffer per device. The group's
@@ -172,6 +175,7 @@ class _CudaDecoder:
         self.ws_bytes = self.plan.workspace_bytes
         self.h_status = 0
         self.status_bytes = self.plan.status_bytes
+        self.parts = parts
         self._args = ()  # set by set_buffers: the call's arguments but the stream
         self.copied = False  # a status copy was ever enqueued (graph replays repeat it)
         self.out: Optional[torch.Tensor] = None  # the planned output (set by _upload)
@@ -204,6 +208,110 @@ class _CudaDecoder:
         """Reads the latest copied status (the caller knows the copy has completed)."""
         if self.copied:
             self.plan.group_status(self.h_status, self.status_bytes, 0)
+
+
+class _RowsDecoder:
+    """An input embedding served from its coded group: each lookup decodes only the rows the
+    ids name (df11_cuda_decode_rows_and_copy_status) into a fresh (*ids.shape, hidden) BF16
+    tensor from torch's allocator, on torch's current stream: one foreign call, no wait. It
+    uses the group's plan (that of the tied head's unit, or one of its own without an output)
+    with a workspace and a status slot of its own, so that the head's decode of the same group
+    does not overwrite the lookup's status before check_status reads it."""
+
+    def __init__(self, plan: _capi.CudaPlan, group_name: str, row_elements: int,
+                 device: torch.device):
+        import ctypes
+        self.plan = plan
+        self.group_name = group_name
+        self.row_elements = row_elements
+        self.device = device
+        self.device_index = device.index if device.index is not None else 0
+        self.workspace = torch.empty(_round_up(plan.workspace_bytes, ALIGN_BYTES),
+                                     dtype=torch.uint8, device=device)
+        self.status = torch.zeros(plan.status_bytes, dtype=torch.uint8, pin_memory=True)
+        self._fn = _capi.lib().df11_cuda_decode_rows_and_copy_status
+        self._args = (ctypes.c_void_p(self.workspace.data_ptr()),
+                      ctypes.c_size_t(plan.workspace_bytes),
+                      ctypes.c_void_p(self.status.data_ptr()), ctypes.c_size_t(plan.status_bytes))
+        self._void_p = ctypes.c_void_p
+        self.copied = False
+        with torch.cuda.device(device):
+            plan.workspace_init(self.workspace.data_ptr(), plan.workspace_bytes,
+                                torch.cuda.current_stream(device).cuda_stream)
+
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        flat = ids.reshape(-1)
+        if flat.dtype != torch.int64 or flat.device != self.device:
+            flat = flat.to(device=self.device, dtype=torch.int64)
+        flat = flat.contiguous()
+        n = flat.numel()
+        out = torch.empty((n, self.row_elements), dtype=torch.bfloat16, device=self.device)
+        if n:
+            rc = self._fn(self.plan.handle, 0, self._void_p(flat.data_ptr()), n,
+                          self.row_elements, self._void_p(out.data_ptr()), *self._args,
+                          raw_stream(self.device_index))
+            if rc != 0:
+                self.plan._check(rc)
+            self.copied = True
+        return out.view(*ids.shape, self.row_elements)
+
+    def check(self) -> None:
+        """Reads the latest lookup's copied status. An error (an id outside the vocabulary) is
+        raised once: the next forward pass, with good ids, runs."""
+        if self.copied:
+            try:
+                self.plan.group_status(self.status.data_ptr(), self.plan.status_bytes, 0)
+            except Df11Error:
+                self.copied = False
+                raise
+
+
+class _RowsLookup(torch.nn.Embedding):
+    """Placed after an embedding's own class in its MRO (see _serve_rows): nn.Embedding's
+    forward, which the class's forward reaches through super(), becomes the rows decode; what
+    the class adds after the lookup (Gemma 3's embed_scale) runs as written."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Embedding's name)
+        key = self.__dict__["_df11_rows_key"]
+        if torch.compiler.is_compiling():
+            return torch.ops.df11.embed_rows(input, key)
+        return _ops._DECODERS[key].lookup(input)
+
+
+_ROWS_CLASSES: Dict[type, type] = {}
+
+
+def _rows_class(cls: type) -> Optional[type]:
+    """The class that serves `cls`'s lookups by rows, or None if `cls`'s forward does not
+    reach nn.Embedding.forward through super() (it may read the weight itself)."""
+    if cls is torch.nn.Embedding:
+        return _RowsLookup
+    if not issubclass(cls, torch.nn.Embedding):
+        return None
+    for klass in cls.__mro__:
+        if klass is torch.nn.Embedding:
+            break
+        fwd = klass.__dict__.get("forward")
+        if fwd is not None:
+            code = fwd.__code__
+            if "__class__" not in code.co_freevars or "embedding" in code.co_names:
+                return None
+    if cls not in _ROWS_CLASSES:
+        _ROWS_CLASSES[cls] = type(cls.__name__, (cls, _RowsLookup),
+                                  {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
+    return _ROWS_CLASSES[cls]
+
+
+def _rows_eligible(emb, group: "Group", device: torch.device, cpu_offload: bool, mode: str,
+                   resident_groups) -> bool:
+    """The embedding can be served by rows decodes: a CUDA device, one 2-D member at the
+    group's start, a class that reaches nn.Embedding's forward, no max_norm (which rewrites
+    the weight)."""
+    if device.type != "cuda" or cpu_offload or mode != "decode" or group.name in resident_groups:
+        return False
+    if len(group.members) != 1 or group.members[0].offset != 0 or len(group.members[0].shape) != 2:
+        return False
+    return _rows_class(type(emb)) is not None and getattr(emb, "max_norm", None) is None
 
 
 class DecodeMode:
@@ -317,6 +425,8 @@ class Df11Engine:
         self.mode = "decode"
         self.exec_states: Dict[torch.device, exec_mode.ExecState] = {}  # mode="exec"
         self.exec_keys: List[int] = []
+        # Input embeddings served by rows decodes: (module, its own class, _RowsDecoder, key).
+        self.rows: List[Tuple[torch.nn.Module, type, "_RowsDecoder", int]] = []
         # Host seconds of each phase of the load (from_pretrained adds "open" and "model"),
         # which python -m df11.bench prints: where a load's time goes.
         self.load_seconds: Dict[str, float] = {}
@@ -344,6 +454,9 @@ class Df11Engine:
             for rt in self.runtimes:
                 if rt.device == state.device and rt.decoder is not None:
                     rt.decoder.check()
+            for _, _, rows, _ in self.rows:
+                if rows.device == state.device:
+                    rows.check()
         if wait:  # the execution layout's records (mode="exec"): read after a sync
             for dev, state in self.exec_states.items():
                 torch.cuda.current_stream(dev).synchronize()
@@ -369,6 +482,11 @@ class Df11Engine:
                 rt.decoder.plan.close()
         exec_mode.unregister(self.exec_keys)
         self.exec_keys.clear()
+        for emb, cls, rows, key in self.rows:
+            _ops.unregister(key)
+            rows.plan.close()
+            emb.__class__ = cls
+        self.rows.clear()
         self.units.clear()
         self.devices.clear()
         self.exec_states.clear()
@@ -387,6 +505,7 @@ class Df11Engine:
             out[str(dev)] = sum(t.numel() * t.element_size() for t in
                                 (s.buffer, s.assembly, s.coded, s.staging, s.workspace)
                                 if t is not None)
+            out[str(dev)] += sum(r.workspace.numel() for _, _, r, _ in self.rows if r.device == dev)
         for dev, s in self.exec_states.items():
             out[str(dev)] = out.get(str(dev), 0) + s.memory_bytes()
         return out
@@ -592,6 +711,8 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     emb_name = module_names.get(emb) if emb is not None else None
     head_name = module_names.get(head) if head is not None else None
     tied = _ties_embeddings(model, emb, head)
+    emb_dev = _cuda_index(torch.device(device_of(emb_name))) if emb_name is not None else None
+    rows_group: Optional[Group] = None  # the embedding's group, served by rows decodes
     tensors_set = set()
     t0 = time.perf_counter()
     for t in raws:
@@ -611,6 +732,12 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             # model's head on the embedding (decoded once below), as the BF16 model is.
             engine.skipped.append(group.name)
             continue
+        if (member_modules == {emb_name} and rows_group is None and
+                _rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups)):
+            rows_group = group
+            if tied:  # the head decodes the whole group before its forward, as any unit does
+                units.setdefault(head_name, []).append((group, [Target(head_name, "weight")]))
+            continue
         if member_modules == {emb_name} or group.name in resident_groups:
             t0 = time.perf_counter()
             for m in group.members:
@@ -624,11 +751,13 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             engine.add_time("resident groups", t0)
             continue
         units.setdefault(_unit_module(modules, group, targets), []).append((group, targets))
-    if tied:
+    if tied and rows_group is None:
         head.weight = emb.weight  # the tie, onto the loaded embedding
 
     # Everything the model holds must now be set, but the weights the hooks will provide.
     provided = {f"{t.module}.{t.attr}" for items in units.values() for _, ts in items for t in ts}
+    if rows_group is not None:
+        provided.add(f"{emb_name}.weight")
     missing = [n for n, p in model.named_parameters()
                if p.device.type == "meta" and n not in provided]
     if missing:
@@ -653,19 +782,19 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     # Per device: one decode buffer, sized for the largest unit (its groups side by side).
     by_device: Dict[torch.device, List[str]] = {}
     for unit_name in units:
-        dev = torch.device(device_of(unit_name))
-        if dev.type == "cuda" and dev.index is None:
-            dev = torch.device("cuda", torch.cuda.current_device())
-        by_device.setdefault(dev, []).append(unit_name)
+        by_device.setdefault(_cuda_index(torch.device(device_of(unit_name))), []).append(unit_name)
+    if rows_group is not None:
+        by_device.setdefault(emb_dev, [])
     offload_left = cpu_offload_blocks
     for dev, unit_names in by_device.items():
+        rows_rt = None
         state = DeviceState(dev)
         engine.devices[dev] = state
         slot = ALIGN_BYTES // 2  # elements
         sizes = [sum(_round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names]
-        state.buffer = torch.empty(max(sizes), dtype=torch.bfloat16, device=dev)
+        state.buffer = torch.empty(max(sizes, default=0), dtype=torch.bfloat16, device=dev)
         fused_sizes = [_fused_elements(modules, units[u]) for u in unit_names]
-        if max(fused_sizes) > 0:
+        if max(fused_sizes, default=0) > 0:
             state.assembly = torch.empty(max(fused_sizes), dtype=torch.bfloat16, device=dev)
         dev_units = []
         for unit_name in unit_names:
@@ -685,6 +814,12 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                 if off and offload_left is not None:
                     offload_left -= 1
                 offloaded += [off] * len(u.groups)
+            if rows_group is not None and dev == emb_dev:
+                rows_rt = next((rt for rt in flat if rt.group is rows_group), None)
+                if rows_rt is None:  # untied: uploaded with the others, a plan without output
+                    rows_rt = GroupRuntime(rows_group, dev)
+                    flat.append(rows_rt)
+                    offloaded.append(False)
             t0 = time.perf_counter()
             _upload(state, folder, flat, offloaded, pin_memory)
             engine.add_time("coded groups to the GPU, plans", t0)
@@ -700,6 +835,15 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             unit.mode = DecodeMode(unit)
             _place_members(engine, model, modules, state, unit, units[unit.module])
             engine.units.append(unit)
+        if dev.type == "cuda" and rows_rt is not None:
+            # The embedding's weight: the tied head's (valid during the head's forward), else
+            # a (rows, hidden) zero-stride placeholder that only tells shape, dtype and device.
+            weight = (getattr(head, "weight") if tied else
+                      torch.zeros((), dtype=torch.bfloat16, device=dev).expand(
+                          *rows_group.members[0].shape))
+            rows = _RowsDecoder(rows_rt.decoder.plan, rows_group.name,
+                                rows_group.members[0].shape[1], dev)
+            _serve_rows(engine, emb, rows, weight)
         if dev.type == "cpu":
             # Every group is checked once at load (as the GPU path's plans do on the host): a
             # CPU decode validates the group and compares each member's recorded checksum.
@@ -719,6 +863,24 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         engine.hooks.append(module.register_forward_pre_hook(_make_hook(unit.mode)))
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         _status_hooks(engine, model)
+
+
+def _cuda_index(dev: torch.device) -> torch.device:
+    if dev.type == "cuda" and dev.index is None:
+        return torch.device("cuda", torch.cuda.current_device())
+    return dev
+
+
+def _serve_rows(engine: Df11Engine, emb: torch.nn.Module, rows: _RowsDecoder,
+                weight: torch.Tensor) -> None:
+    """The embedding's lookups become rows decodes (_RowsLookup placed in its class's MRO);
+    its weight becomes `weight`, no longer a parameter."""
+    key = _ops.register(rows)
+    object.__setattr__(emb, "_df11_rows_key", key)
+    _set_view(emb, "weight", weight)
+    engine.views.append((emb, "weight"))
+    engine.rows.append((emb, type(emb), rows, key))
+    emb.__class__ = _rows_class(type(emb))
 
 
 def _fused_elements(modules, items) -> int:
@@ -867,7 +1029,8 @@ def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime
                 for o, addr, nbytes in layout.values():
                     target[o:o + nbytes].copy_(_mapped(addr, nbytes))
             parts = {part: target.data_ptr() + o for part, (o, _, _) in layout.items()}
-            rt.decoder = _CudaDecoder(folder, rt.group, parts, rt.out.data_ptr(), dev)
+            rt.decoder = _CudaDecoder(folder, rt.group, parts,
+                                      rt.out.data_ptr() if rt.out is not None else 0, dev)
         ws_slot = _round_up(max(rt.decoder.ws_bytes for rt in runtimes), ALIGN_BYTES)
         st_slot = _round_up(max(rt.decoder.status_bytes for rt in runtimes), 64)
         state.workspace = torch.empty(ws_slot * len(runtimes), dtype=torch.uint8, device=dev)

@@ -252,6 +252,43 @@ TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   df11_cuda_plan_destroy(plan);
 }
 
+// The rows decode's argument checks come first, with or without CUDA: DF11_ERROR_INVALID_ARGUMENT
+// and a message naming the argument on the plan (here a plan that failed to be created).
+TEST_P(CApi, RowsDecodeMisuseIsReportedOnThePlan) {
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  const size_t g = 0;
+  df11_cuda_group dev{};
+  df11_cuda_plan* plan = nullptr;
+  (void)df11_cuda_plan_create(model.m, &g, 1, &dev, &plan);
+  ASSERT_NE(plan, nullptr);
+  static int64_t fake_ids[4];  // device pointers the host never dereferences
+  static uint16_t fake_out[16];
+  const auto message = [&] { return std::string(df11_cuda_plan_errmsg(plan)); };
+  EXPECT_EQ(df11_cuda_decode_rows(nullptr, 0, fake_ids, 1, 8, fake_out, nullptr, 0, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_cuda_decode_rows(plan, 0, nullptr, 1, 8, fake_out, nullptr, 0, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("df11_cuda_decode_rows: d_ids is NULL"), std::string::npos) << message();
+  EXPECT_EQ(df11_cuda_decode_rows(plan, 0, fake_ids, 1, 8, nullptr, nullptr, 0, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("d_out is NULL"), std::string::npos) << message();
+  EXPECT_EQ(df11_cuda_decode_rows(plan, 0, fake_ids, 1, 0, fake_out, nullptr, 0, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("row_elements is 0"), std::string::npos) << message();
+  EXPECT_EQ(df11_cuda_decode_rows_and_copy_status(plan, 0, nullptr, 2, 8, fake_out, nullptr, 0,
+                                                  nullptr, 0, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("df11_cuda_decode_rows_and_copy_status: d_ids is NULL"),
+            std::string::npos)
+      << message();
+  // Well-formed arguments on a plan that does not exist: unsupported or invalid, never OK.
+  const df11_status s =
+      df11_cuda_decode_rows(plan, 0, fake_ids, 1, 8, fake_out, nullptr, 0, nullptr);
+  EXPECT_EQ(s, df11_has_cuda() ? DF11_ERROR_INVALID_ARGUMENT : DF11_ERROR_UNSUPPORTED);
+  df11_cuda_plan_destroy(plan);
+}
+
 // The fused GEMV's entry points on the host: misuse is DF11_ERROR_INVALID_ARGUMENT with a
 // message on the plan whatever the plan's state (no GPU here: the plan cannot be sized), and
 // with a GPU the matrices are checked against the plan's members. capi_gpu_test.cpp runs it.

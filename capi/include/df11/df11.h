@@ -243,7 +243,8 @@ DF11_API int df11_has_cuda(void);
  * the caller) and where its 2 * n_elements bytes of BF16 output go. Pointers may have any
  * alignment; 16-byte aligned sign_mantissa and out, 8-byte aligned encoded_exponent and
  * 4-byte aligned output_positions are faster. All are the caller's and must stay valid
- * while a decode using them runs. */
+ * while a decode using them runs. d_out may be NULL: the plan then serves
+ * df11_cuda_decode_rows only (df11_cuda_decode refuses it). */
 typedef struct df11_cuda_group {
   const void* d_luts;
   const void* d_encoded_exponent;
@@ -300,6 +301,27 @@ DF11_API df11_status df11_cuda_workspace_init(df11_cuda_plan* plan, void* d_work
 DF11_API df11_status df11_cuda_decode(df11_cuda_plan* plan, void* d_workspace,
                                       size_t workspace_bytes, void* stream);
 
+/* Enqueues on `stream` the decode of rows d_ids[0 .. n_ids) of group i (its position in the
+ * plan's `groups`), whose weights are seen as a matrix of rows of `row_elements` weights
+ * (row_elements must divide the group's element count): an embedding lookup that decodes
+ * only the rows it needs. Row r of the output, d_out[r * row_elements ...], receives the BF16
+ * patterns of row d_ids[r]. d_ids: n_ids int64 row ids in device memory (repeats allowed);
+ * d_out: n_ids * row_elements * 2 bytes of device memory, the caller's (16-byte aligned with
+ * row_elements a multiple of 8 is faster). One kernel launch of n_ids thread blocks (each
+ * decodes the one or few 4096-byte stream blocks that hold its row): no allocation, no copy,
+ * no synchronisation. An id outside [0, rows) gets a row of zeros and is reported through the
+ * workspace (DF11_ERROR_INVALID_ARGUMENT from df11_cuda_status_sync / df11_cuda_group_status,
+ * naming its position in d_ids); a corrupt stream is reported as by df11_cuda_decode. Nothing
+ * outside d_out is written. The workspace rules are df11_cuda_decode's, and this counts as a
+ * decode of the plan into it (the status read next reports this call).
+ * CUDA graphs: capturable like df11_cuda_decode; a replay decodes the ids that d_ids then
+ * holds (the pointer and n_ids are fixed by the capture).
+ * DF11_ERROR_INVALID_ARGUMENT for a NULL d_ids or d_out with n_ids > 0, row_elements 0 (these
+ * checked first, also without CUDA), a bad group index or row width, or a small workspace. */
+DF11_API df11_status df11_cuda_decode_rows(df11_cuda_plan* plan, size_t i, const int64_t* d_ids,
+                                           size_t n_ids, size_t row_elements, void* d_out,
+                                           void* d_workspace, size_t workspace_bytes, void* stream);
+
 /* Waits for `stream` (cudaStreamSynchronize) and reports the latest decode into
  * `d_workspace`: DF11_OK, or DF11_ERROR_CORRUPT_DATA (BAD_GAP, BAD_OUTPUT_POSITIONS) naming
  * the first corrupt group and block in the plan's message. */
@@ -334,6 +356,16 @@ DF11_API df11_status df11_cuda_group_status(df11_cuda_plan* plan, const void* h_
 DF11_API df11_status df11_cuda_decode_and_copy_status(df11_cuda_plan* plan, void* d_workspace,
                                                       size_t workspace_bytes, void* h_status,
                                                       size_t status_bytes, void* stream);
+
+/* df11_cuda_decode_rows, then df11_cuda_status_copy of that decode into h_status, in one
+ * call (what an engine's embedding lookup enqueues). Same rules and costs as the two calls;
+ * capturable as they are. */
+DF11_API df11_status df11_cuda_decode_rows_and_copy_status(df11_cuda_plan* plan, size_t i,
+                                                           const int64_t* d_ids, size_t n_ids,
+                                                           size_t row_elements, void* d_out,
+                                                           void* d_workspace,
+                                                           size_t workspace_bytes, void* h_status,
+                                                           size_t status_bytes, void* stream);
 
 /* The launch the plan makes, for tuning and profiling: thread blocks per launch, dynamic
  * shared memory per thread block (bytes), and 1 if the compact kernel configuration was

@@ -135,6 +135,7 @@ enum BlockProblem : uint32_t {
   kProblemStreamEnd = 4,  // the last code does not end in the stream's last byte
   kProblemCount = 5,      // codes decoded in the block != output_positions[b+1] - [b]
   kProblemTooMany = 6,    // block claims more weights than the shared buffer holds
+  kProblemRowId = 7,      // rows decode: a row id outside the group (detail: its position)
 };
 
 // The problem to report of two (kProblemNone is no problem).

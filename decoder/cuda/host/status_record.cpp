@@ -39,6 +39,10 @@ Status record_status(const GroupStatusRecord& rec, const std::string& what) {
                     what + ": " + block + ": holds " + str(rec.detail) +
                         " weights on the device, more than the plan was made for (device "
                         "copy differs from the validated host copy?)");
+    case kProblemRowId:
+      return Status(ErrorCode::kInvalidArgument,
+                    what + ": rows decode: ids[" + str(rec.detail) +
+                        "] is not a row of the group (negative or past its last row)");
     default:
       return Status(ErrorCode::kInternal,
                     what + ": " + block + ": unknown problem code " + str(record_problem(rec.key)));

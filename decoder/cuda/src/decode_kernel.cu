@@ -6,8 +6,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 #include <string>
 
 #include "cuda_error.h"
@@ -17,29 +15,6 @@
 namespace df11::cuda {
 namespace detail {
 namespace {
-
-// Writes weights [8u, 8u + 8) (relative to `out`) that lie in [lo, hi): one 16-byte store
-// for a whole aligned unit, element stores at the block's two ends.
-__device__ __forceinline__ void write_unit(uint16_t* out, bool vector, uint32_t u, uint32_t lo,
-                                           uint32_t hi, const uint2& sm, const uint2& ex) {
-  const uint32_t first = kUnit * u;
-  if (vector && first >= lo && first + kUnit <= hi) {
-    uint4 v;
-    join4(sm.x, ex.x, v.x, v.y);
-    join4(sm.y, ex.y, v.z, v.w);
-    reinterpret_cast<uint4*>(out)[u] = v;
-    return;
-  }
-  const uint32_t s[2] = {sm.x, sm.y};
-  const uint32_t e[2] = {ex.x, ex.y};
-#pragma unroll
-  for (uint32_t k = 0; k < kUnit; ++k) {
-    if (first + k >= lo && first + k < hi) {
-      out[first + k] =
-          join1((s[k / 4] >> (8 * (k % 4))) & 0xFF, (e[k / 4] >> (8 * (k % 4))) & 0xFF);
-    }
-  }
-}
 
 // Step 6 of the decode kernel: the block's weights to g.out.
 struct StoreSink {
@@ -86,7 +61,7 @@ struct StoreSink {
           (t == 0 || edge != 0)) {
         const uint2 ex = lds_u64(ex_at + kUnit * edge);
         sts_zero64(ex_at + kUnit * edge);
-        write_unit(out, false, edge, lo_rel, hi_rel, lds_u64(sm_at + kUnit * edge), ex);
+        write_unit(out, false, kUnit * edge, lo_rel, hi_rel, lds_u64(sm_at + kUnit * edge), ex);
       }
     } else {
       const bool vector = g.flags & kOutputAligned16;
@@ -95,7 +70,7 @@ struct StoreSink {
             sm_staged ? lds_u64(sm_at + kUnit * u) : load_sign_mantissa(g, base8 + kUnit * u);
         const uint2 ex = lds_u64(ex_at + kUnit * u);
         sts_zero64(ex_at + kUnit * u);
-        write_unit(out, vector, u, lo_rel, hi_rel, sm, ex);
+        write_unit(out, vector, kUnit * u, lo_rel, hi_rel, sm, ex);
       }
     }
   }
@@ -111,24 +86,8 @@ __global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlo
 template <uint32_t kMaxGroups, bool kCompact>
 Status occupancy_of(uint32_t shared_bytes, int& blocks_per_sm) {
   const auto kernel = decode_kernel<kMaxGroups, kCompact>;
-  // The limit is per kernel and device, shared by every plan: only ever raise it, so that a
-  // plan made later for smaller blocks does not break the launches of an earlier one.
-  static std::mutex mutex;
-  static std::map<int, uint32_t> raised;  // device -> bytes
-  int device = 0;
-  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    uint32_t& limit = raised[device];
-    if (shared_bytes > limit) {
-      DF11_CUDA_RETURN_IF_ERROR(
-          cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               static_cast<int>(shared_bytes)),
-          "cudaFuncSetAttribute(decode kernel, " + std::to_string(shared_bytes) +
-              " bytes of dynamic shared memory)");
-      limit = shared_bytes;
-    }
-  }
+  DF11_RETURN_IF_ERROR(
+      raise_shared_limit(reinterpret_cast<const void*>(kernel), shared_bytes, "decode kernel"));
   DF11_CUDA_RETURN_IF_ERROR(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, kThreads, shared_bytes),
       "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
@@ -259,6 +218,11 @@ Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes
     return Status(ErrorCode::kInvalidArgument,
                   "launch_decode: the plan was made for device " + std::to_string(p.device) +
                       ", the current device is " + std::to_string(device));
+  }
+  if (p.rows_only) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "launch_decode: a group of the plan has no output (d_out null); such a plan "
+                  "serves launch_decode_rows only");
   }
   if (p.groups.empty()) return Status::ok();
   DF11_ASSIGN_OR_RETURN(const uint32_t epoch,

@@ -303,6 +303,30 @@ __device__ __forceinline__ uint2 load_sign_mantissa(const KernelGroup& g, uint32
   return make_uint2(w[0], w[1]);
 }
 
+// Step 6 of the sinks that store BF16 (StoreSink, RowSink): writes the weights out[first + k],
+// k < 8, whose index first + k lies in [lo, hi). One 16-byte store when `vector` (out + first
+// 16-byte aligned, first a multiple of 8) and the whole unit is inside; element stores otherwise.
+// Indices are modulo 2^32, so that a unit may start before out[0] (then `vector` must be false).
+__device__ __forceinline__ void write_unit(uint16_t* out, bool vector, uint32_t first, uint32_t lo,
+                                           uint32_t hi, const uint2& sm, const uint2& ex) {
+  if (vector && first >= lo && first + kUnit <= hi) {
+    uint4 v;
+    join4(sm.x, ex.x, v.x, v.y);
+    join4(sm.y, ex.y, v.z, v.w);
+    *reinterpret_cast<uint4*>(out + first) = v;
+    return;
+  }
+  const uint32_t s[2] = {sm.x, sm.y};
+  const uint32_t e[2] = {ex.x, ex.y};
+#pragma unroll
+  for (uint32_t k = 0; k < kUnit; ++k) {
+    const uint32_t i = first + k;
+    if (i >= lo && i < hi) {
+      out[i] = join1((s[k / 4] >> (8 * (k % 4))) & 0xFF, (e[k / 4] >> (8 * (k % 4))) & 0xFF);
+    }
+  }
+}
+
 // Rare path (a corrupt stream): keeps the problem a sequential decoder would meet first.
 __device__ __noinline__ void report(GroupStatusRecord* rec, uint32_t epoch, uint32_t block,
                                     uint32_t problem, uint32_t detail) {
@@ -373,8 +397,15 @@ __device__ __forceinline__ void take_run(unsigned long long* pool, uint32_t chun
 // that returns another epoch (a workspace shared by two launches in flight, which the API
 // forbids) makes the thread block decode the blocks after its run itself, run by run to the
 // end: blocks may then be decoded twice (same bytes, same reports), never skipped.
-template <uint32_t kMaxGroups, bool kCompact, class Sink, bool kPool = false>
-__device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& batch, Sink& sink) {
+//
+// decode_range() runs the loop over the thread block's static range of blocks (numbered over
+// the whole launch), which `range()` returns as {begin, end}: decode_blocks() gives each
+// thread block its share of the launch's blocks, the rows kernel (rows_kernel.cu) the blocks
+// that cover one row. (A callable, called where decode_blocks() computed the range before it
+// was shared: the decode kernels' code stays as it was.)
+template <uint32_t kMaxGroups, bool kCompact, class Sink, bool kPool, class Range>
+__device__ __forceinline__ void decode_range(const KernelBatch<kMaxGroups>& batch, Sink& sink,
+                                             const Range& range) {
   constexpr uint32_t kExponentBuffers = kCompact ? 1 : Sink::kExponentBuffers;
   __shared__ uint32_t multi[kMultiEntries];
   __shared__ uint32_t warp_totals[2][kWarps];
@@ -391,9 +422,9 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
   const uint32_t t = threadIdx.x;
   const uint32_t lane = t % 32;
   const uint32_t warp = t / 32;
-  const uint32_t n_static = kPool ? batch.pool_start : batch.total_blocks;
-  const uint32_t begin = static_cast<uint32_t>(uint64_t{blockIdx.x} * n_static / gridDim.x);
-  const uint32_t end = static_cast<uint32_t>(uint64_t{blockIdx.x + 1} * n_static / gridDim.x);
+  const uint2 static_range = range();
+  const uint32_t begin = static_range.x;
+  const uint32_t end = static_range.y;
   if (begin >= end) return;
   // kPool: a take with pool == nullptr never happens; no take at all leaves "none" here.
   const bool pooled = kPool && batch.pool != nullptr;
@@ -460,6 +491,17 @@ __device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& bat
       }
     }
   }
+}
+
+// Thread block blockIdx.x's static range: its share of blocks [0, pool_start) (kPool) or of
+// all the launch's blocks.
+template <uint32_t kMaxGroups, bool kCompact, class Sink, bool kPool = false>
+__device__ __forceinline__ void decode_blocks(const KernelBatch<kMaxGroups>& batch, Sink& sink) {
+  decode_range<kMaxGroups, kCompact, Sink, kPool>(batch, sink, [&batch] {
+    const uint32_t n_static = kPool ? batch.pool_start : batch.total_blocks;
+    return make_uint2(static_cast<uint32_t>(uint64_t{blockIdx.x} * n_static / gridDim.x),
+                      static_cast<uint32_t>(uint64_t{blockIdx.x + 1} * n_static / gridDim.x));
+  });
 }
 
 }  // namespace

@@ -8,6 +8,8 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <new>
 #include <optional>
 #include <string>
@@ -33,7 +35,6 @@ Status check_pointers(const DeviceGroup& g, const std::string& gw) {
                         : g.d_sign_mantissa == nullptr    ? "d_sign_mantissa"
                         : g.d_output_positions == nullptr ? "d_output_positions"
                         : g.d_gaps == nullptr             ? "d_gaps"
-                        : g.d_out == nullptr              ? "d_out"
                                                           : nullptr;
   if (missing != nullptr) {
     return Status(ErrorCode::kInvalidArgument, gw + ": device pointer " + missing + " is null");
@@ -84,6 +85,7 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
       const std::string gw = group_what(what, dg, i, groups.size());
       DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(dg.host, gw));
       DF11_RETURN_IF_ERROR(check_pointers(dg, gw));
+      if (dg.d_out == nullptr) impl->rows_only = true;
       detail::KernelGroup k =
           detail::make_kernel_group(dg.host, info, dg.d_luts, dg.d_encoded_exponent,
                                     dg.d_sign_mantissa, dg.d_output_positions, dg.d_gaps, dg.d_out);
@@ -125,6 +127,7 @@ Result<DecodePlan> make_decode_plan(std::span<const DeviceGroup> groups, const s
     detail::KernelConfig config;
     DF11_RETURN_IF_ERROR(
         detail::configure_kernel(impl->layout, options.kernel, config).with_context(what));
+    DF11_RETURN_IF_ERROR(detail::prepare_rows_kernel(config).with_context(what));
     impl->compact = config.compact;
     impl->shared_bytes = config.shared_bytes;
     impl->ctas_per_sm = config.ctas_per_sm;
@@ -150,6 +153,24 @@ Status init_workspace(DecodePlan& plan, void* d_workspace, size_t workspace_byte
 }
 
 namespace detail {
+
+Status raise_shared_limit(const void* kernel, uint32_t shared_bytes, const char* name) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, uint32_t> raised;  // (device, kernel) -> bytes
+  int device = 0;
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
+  std::lock_guard<std::mutex> lock(mutex);
+  uint32_t& limit = raised[{device, kernel}];
+  if (shared_bytes > limit) {
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(shared_bytes)),
+        std::string("cudaFuncSetAttribute(") + name + ", " + std::to_string(shared_bytes) +
+            " bytes of dynamic shared memory)");
+    limit = shared_bytes;
+  }
+  return Status::ok();
+}
 
 Result<uint32_t> begin_launch(DecodePlan::Impl& p, void* d_workspace, CUstream_st* stream,
                               const char* what) {

@@ -31,7 +31,8 @@ struct DecodePlan::Impl {
     const uint32_t resident = ctas_per_sm * sm_count;
     return max_grid != 0 && max_grid < resident ? max_grid : resident;
   }
-  bool compact = false;  // the kernel's compact configuration (see KernelConfig)
+  bool compact = false;    // the kernel's compact configuration (see KernelConfig)
+  bool rows_only = false;  // a group has no output (d_out null): launch_decode refuses
   uint32_t sm_count = 0;
   int device = 0;
   uint64_t id = 0;  // process-unique: host status copies name the plan they belong to
@@ -76,6 +77,16 @@ struct KernelConfig {
   uint32_t ctas_per_sm = 0;
 };
 Status configure_kernel(const SharedLayout& layout, KernelChoice choice, KernelConfig& config);
+
+// Raises `kernel`'s dynamic shared memory limit on the current device to `shared_bytes` if
+// it is below. The limit is per kernel and device, shared by every plan: only ever raised, so
+// that a plan made later for smaller blocks does not break the launches of an earlier one.
+// `name` ("decode kernel") is for the message.
+Status raise_shared_limit(const void* kernel, uint32_t shared_bytes, const char* name);
+
+// Raises the rows kernel's dynamic shared memory limit for `config` (rows_kernel.cu): at plan
+// time, so that launch_decode_rows() calls nothing but the launch.
+Status prepare_rows_kernel(const KernelConfig& config);
 
 }  // namespace detail
 }  // namespace df11::cuda

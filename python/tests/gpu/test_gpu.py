@@ -255,3 +255,64 @@ def test_exec_mode_reports_a_corrupt_blob(work):
     with pytest.raises(df11.Df11Error) as e:
         greedy(model, ids, steps=4)
     assert "execution layout" in str(e.value) and "model.layers.1" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("family", ["llama", "gemma3"])
+def test_embedding_rows(work, family):
+    """The input embedding stays coded on the GPU and each lookup decodes only its rows:
+    equal to the BF16 model's lookup (Gemma 3's embed_scale included) for any ids shape, in a
+    CUDA graph replayed with new ids, and an id outside the vocabulary reported by
+    check_status. No (vocab x hidden) BF16 tensor is held for it (llama: untied; gemma3: tied,
+    the head decodes the group into the shared buffer)."""
+    bf16_dir, df11_dir = make(work, family)
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    model = df11.from_pretrained(df11_dir, device="cuda")
+    held = torch.cuda.memory_allocated() - before
+    ref = bf16_cuda(bf16_dir)
+    emb, ref_emb = model.get_input_embeddings(), ref.get_input_embeddings()
+    vocab, hidden = ref_emb.weight.shape
+    assert len(model.df11.rows) == 1 and isinstance(emb, type(ref_emb))
+    assert not isinstance(emb.weight, torch.nn.Parameter)
+    # What the GPU holds: df11's buffers and the raw tensors (each allocation rounded up to 512
+    # bytes), not the embedding in BF16 (2 * vocab * hidden bytes, more than the rounding).
+    tensors = [t for t in list(model.parameters()) + list(model.buffers()) if t.device.type == "cuda"]
+    raw = sum(t.numel() * t.element_size() for t in tensors)
+    slack = 512 * (len(tensors) + 16)
+    assert slack < 2 * vocab * hidden
+    assert held <= sum(model.df11.memory_bytes().values()) + raw + slack
+    # The embedding's group is among the coded bytes on the GPU.
+    folder = model.df11.folder
+    group = next(g for g in range(folder.group_count())
+                 if folder.group_name(g) == model.df11.rows[0][2].group_name)
+    coded = sum(folder.group_part(group, p)[1] for p in df11._capi.DEVICE_PARTS)
+    assert coded < 2 * vocab * hidden
+    assert sum(s.coded.numel() for s in model.df11.devices.values()) >= coded
+    if family == "llama":
+        assert emb.weight.untyped_storage().nbytes() == 2  # a zero-stride placeholder
+    with torch.no_grad():
+        for shape in ((1,), (2, 7), (1, 1), (3, 33)):
+            ids = torch.randint(0, vocab, shape, device="cuda")
+            ids.view(-1)[0], ids.view(-1)[-1] = 0, vocab - 1
+            assert_equal(emb(ids), ref_emb(ids))
+        static = torch.zeros((2, 5), dtype=torch.long, device="cuda")
+        emb(static)  # warm-up outside the capture
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            out = emb(static)
+        for seed in range(3):
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            static.copy_(torch.randint(0, vocab, (2, 5), device="cuda", generator=g))
+            graph.replay()
+            torch.cuda.synchronize()
+            assert_equal(out, ref_emb(static))
+        # Statuses are read for forward passes of the model (check_status, generate).
+        assert_equal(model(input_ids=static).logits, ref(input_ids=static).logits)
+        model.df11.check_status()
+        model(input_ids=torch.tensor([[1, vocab]], device="cuda"))
+        with pytest.raises(df11.Df11Error, match=r"ids\[1\]"):
+            model.df11.check_status()
+        # Reported once: the model goes on with good ids.
+        assert_equal(model(input_ids=static).logits, ref(input_ids=static).logits)
+        model.df11.check_status()

@@ -73,8 +73,8 @@ struct DeviceGroup {
   const uint8_t* d_sign_mantissa = nullptr;     // n_elements bytes
   const uint8_t* d_output_positions = nullptr;  // 4 * (n_blocks + 1) bytes
   const uint8_t* d_gaps = nullptr;              // gap_bytes_for_blocks(n_blocks) bytes
-  uint16_t* d_out = nullptr;                    // n_elements BF16 patterns (written)
-  std::string name;                             // for messages, e.g. "model.layers.3"
+  uint16_t* d_out = nullptr;  // n_elements BF16 patterns (written); null: rows decodes only
+  std::string name;           // for messages, e.g. "model.layers.3"
 };
 
 // Kernel configurations (decoder/cuda/NOTES.md): kFast double-buffers its shared staging and
@@ -126,6 +126,8 @@ class DecodePlan {
                                              const DecodePlanOptions&);
   friend Status init_workspace(DecodePlan&, void*, size_t, CUstream_st*);
   friend Status launch_decode(DecodePlan&, void*, size_t, CUstream_st*);
+  friend Status launch_decode_rows(DecodePlan&, size_t, const int64_t*, size_t, uint64_t, uint16_t*,
+                                   void*, size_t, CUstream_st*);
   friend Status read_decode_status(const DecodePlan&, const void*, CUstream_st*);
   friend struct detail::PlanAccess;
   friend Status copy_decode_status(const DecodePlan&, const void*, void*, size_t, CUstream_st*);
@@ -135,7 +137,7 @@ class DecodePlan {
 };
 
 // Validates every group (validate_group plus the device-side limits: at most 32768 weights
-// per block, non-null device pointers) and sizes the launch for the current device
+// per block, non-null device pointers but d_out) and sizes the launch for the current device
 // (kResourceLimit if the kernel does not fit it). Groups of one plan must not overlap in
 // their outputs. `what` prefixes every message. Host-only: touches no device memory and
 // synchronises nothing.
@@ -157,6 +159,23 @@ Status init_workspace(DecodePlan& plan, void* d_workspace, size_t workspace_byte
 // process) also enqueues a zeroing of its records. Returns kCuda if the launch itself fails.
 Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes,
                      CUstream_st* stream);
+
+// Enqueues on `stream` the decode of rows ids[0 .. n_ids) of group `group` of the plan, its
+// n_elements weights seen as a matrix of rows of `row_elements` weights (which must divide
+// n_elements): out[r * row_elements + j] = weight ids[r] * row_elements + j, for an embedding
+// lookup. d_ids: n_ids row ids in device memory; d_out: n_ids * row_elements BF16 patterns of
+// device memory (16-byte aligned with row_elements % 8 == 0: wide stores). One kernel launch
+// (n_ids thread blocks, each decoding the one or few stream blocks that cover its row): no
+// allocation, no copy, no synchronisation. An id outside [0, n_elements / row_elements) gets
+// a row of zeros and is reported through the workspace like a corrupt stream (the group's
+// record, kInvalidArgument naming its position in ids); nothing outside d_out is written.
+// The workspace, its epochs and its status reads are launch_decode()'s: this counts as a
+// launch of the plan into it (earlier records of every group of the plan are then ignored).
+// CUDA graphs: capturable; a replay reads the ids then in d_ids (n_ids fixed by the capture).
+// Works on plans whose groups have no d_out.
+Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, size_t n_ids,
+                          uint64_t row_elements, uint16_t* d_out, void* d_workspace,
+                          size_t workspace_bytes, CUstream_st* stream);
 
 // Copies the status records of the plan's latest launch into `d_workspace` to the host
 // (synchronises `stream`) and returns OK, or kCorruptData (kBadGap, kBadOutputPositions)
