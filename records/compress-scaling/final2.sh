@@ -3,7 +3,7 @@
 # 8B-shaped model (16.06 GB, 4 shards of <= 5 GB) in /dev/shm:
 #   - compress --threads 16 old/new/old/new (the new -v says when each source SHA-256 ran),
 #     new --threads 8, new --no-source-sha256 at 16;
-#   - verify --device cpu at 16 (new);
+#   - verify --device cpu at 16, old and new (file workers as arena tasks in the new);
 #   - decompress at 16: old, new (file workers as arena tasks: 16 threads in all, where old ran
 #     16 + 3), new --parallel-files 1, 2 and 3; at 8: old, new;
 #   - zstd -1 -T16 and -T8;
@@ -24,6 +24,8 @@ if [ -z "${SIZE:-}" ] && [ "$(df --output=avail -k "$S" | tail -1)" -lt 50000000
 fi
 W=$OUT/r
 mkdir -p "$W"
+TIME=/usr/bin/time
+[ -x "$D/bin/time" ] && TIME=$D/bin/time
 {
   grep -m1 'model name' /proc/cpuinfo
   lscpu | grep -E '^(CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|L2|L3)'
@@ -47,7 +49,7 @@ else
   FULL=(--layers 32 --hidden 4096 --intermediate 14336 --vocab 128256 --heads 32 --kv-heads 8 --shard-size 5GB --seed 1)
 fi
 rm -rf "$M" "$S/d" "$S/r" "$S/z.zst"
-/usr/bin/time -f "mkmodel %e s" df11-mkmodel "$M" "${FULL[@]}" --threads "$(nproc)" > "$W/mkmodel.txt" 2>&1
+"$TIME" -f "mkmodel %e s" df11-mkmodel "$M" "${FULL[@]}" --threads "$(nproc)" > "$W/mkmodel.txt" 2>&1
 cat "$W/mkmodel.txt"
 GB=$(stat -c %s "$M"/*.safetensors | awk '{ s += $1 } END { print s / 1e9 }')
 T=$OUT/table.txt
@@ -58,7 +60,7 @@ run() { # name outdir cmd...
   local name=$1 out=$2
   shift 2
   [ "$out" = - ] || rm -rf "$out"
-  /usr/bin/time -f "%e %U %S %M" -o "$W/$name.time" "$@" > "$W/$name.log" 2>&1
+  "$TIME" -f "%e %U %S %M" -o "$W/$name.time" "$@" > "$W/$name.log" 2>&1
   local rc=$? e u s kb
   read -r e u s kb < "$W/$name.time"
   awk -v n="$name" -v rc=$rc -v e="$e" -v u="$u" -v s="$s" -v m="$kb" -v g="$GB" 'BEGIN { printf "%-14s rc=%d %6.2f s %6.2f GB/s cpu %6.1f s (%.2f/GB, user %.1f sys %.1f) rss %d MB\n", n, rc, e, g/e, u+s, (u+s)/g, u, s, m/1024 }' | tee -a "$T"
@@ -71,6 +73,7 @@ c c16-old-b df11-old compress "$M" --threads 16
 c c16-new-b df11 compress "$M" --threads 16
 c c16-new-nosha df11 compress "$M" --threads 16 --no-source-sha256
 c c8-new df11 compress "$M" --threads 8
+run v16-old - df11-old verify "$S/d" --device cpu --threads 16
 run v16-new - df11 verify "$S/d" --device cpu --threads 16
 x() { run "$1" "$S/r" "${@:2}"; rm -rf "$S/r"; }
 x x16-old df11-old decompress "$S/d" -o "$S/r" --threads 16
