@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -316,6 +317,13 @@ class Df11Engine:
         self.mode = "decode"
         self.exec_states: Dict[torch.device, exec_mode.ExecState] = {}  # mode="exec"
         self.exec_keys: List[int] = []
+        # Host seconds of each phase of the load (from_pretrained adds "open" and "model"),
+        # which python -m df11.bench prints: where a load's time goes.
+        self.load_seconds: Dict[str, float] = {}
+
+    def add_time(self, phase: str, since: float) -> None:
+        """Adds the seconds from `since` (a time.perf_counter()) to now to `phase`."""
+        self.load_seconds[phase] = self.load_seconds.get(phase, 0.0) + time.perf_counter() - since
 
     @property
     def runtimes(self) -> List[GroupRuntime]:
@@ -585,8 +593,10 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     head_name = module_names.get(head) if head is not None else None
     tied = _ties_embeddings(model, emb, head)
     tensors_set = set()
+    t0 = time.perf_counter()
     for t in raws:
         _load_raw(model, folder, t, device_of, tensors_set)
+    engine.add_time("raw tensors", t0)
 
     # Coded groups: resident (decoded once), skipped (a tied head), or decoded per forward.
     units: Dict[str, List[Tuple[Group, List[Target]]]] = {}
@@ -602,6 +612,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             engine.skipped.append(group.name)
             continue
         if member_modules == {emb_name} or group.name in resident_groups:
+            t0 = time.perf_counter()
             for m in group.members:
                 nbytes = 2 * m.numel
                 host = torch.empty(nbytes, dtype=torch.uint8)
@@ -610,6 +621,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                 _set_tensor(model, m.name, value.to(device_of(m.module)), True)
                 tensors_set.add(m.name)
             engine.resident.append(group.name)
+            engine.add_time("resident groups", t0)
             continue
         units.setdefault(_unit_module(modules, group, targets), []).append((group, targets))
     if tied:
@@ -673,7 +685,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                 if off and offload_left is not None:
                     offload_left -= 1
                 offloaded += [off] * len(u.groups)
+            t0 = time.perf_counter()
             _upload(state, folder, flat, offloaded, pin_memory)
+            engine.add_time("coded groups to the GPU, plans", t0)
         else:
             state.workspace = torch.empty(0, dtype=torch.uint8)  # the CPU decode needs none
             for u in dev_units:
@@ -695,7 +709,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     for dev, items in exec_items.items():
         state = exec_mode.ExecState(dev)
         engine.exec_states[dev] = state
+        t0 = time.perf_counter()
         exec_mode.transcode(engine, folder, state, modules, items)
+        engine.add_time("exec transcode", t0)
 
     _place_remaining(model, device_of, tensors_set, folder)
     for unit in engine.units:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from typing import Dict, Optional, Union
 
 import torch
@@ -103,14 +104,18 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     **kwargs: passed to AutoModelForCausalLM.from_config.
     """
     path = _resolve(dfloat11_model_name_or_path)
+    t0 = time.perf_counter()
     folder = _open_folder(path)
+    t_open = time.perf_counter() - t0
     config_path = os.path.join(path, "config.json")
     config_json = {}
     if os.path.exists(config_path):
         with open(config_path, encoding="utf-8") as f:
             config_json = json.load(f)
+    t0 = time.perf_counter()
     model = bfloat16_model if bfloat16_model is not None else _build_model(path, config_json,
                                                                            kwargs)
+    t_model = time.perf_counter() - t0
     if device is None and isinstance(device_map, dict):
         device_of = _device_map_lookup(device_map)
     elif device is None and device_map == "auto" and torch.cuda.device_count() > 1:
@@ -123,8 +128,11 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         if target.type == "cuda" and target.index is None:
             target = torch.device("cuda", torch.cuda.current_device())
         device_of = lambda name: target  # noqa: E731
+    t0 = time.perf_counter()
     eng = engine.attach(model, folder, device_of, cpu_offload=cpu_offload,
                         cpu_offload_blocks=cpu_offload_blocks, pin_memory=pin_memory, mode=mode)
+    eng.load_seconds = {"open": t_open, "model": t_model,
+                        "attach": time.perf_counter() - t0, **eng.load_seconds}
     object.__setattr__(model, "df11", eng)
     _wrap_generate(model, eng)
     _attach_accelerate_hooks(model, device_of)

@@ -47,6 +47,12 @@ def test_df11_folder_logits_equal(work, family):
     assert len(model.df11.runtimes) >= ref.config.num_hidden_layers
     if family in ("qwen3", "gemma3"):  # tied: the head is the loaded embedding, as in BF16
         assert model.lm_head.weight is model.get_input_embeddings().weight
+    # The load's phases (python -m df11.bench prints them): each timed, within the attach.
+    phases = model.df11.load_seconds
+    assert {"open", "model", "attach", "raw tensors", "resident groups"} <= set(phases)
+    assert all(v >= 0 for v in phases.values())
+    inner = sum(v for k, v in phases.items() if k not in ("open", "model", "attach"))
+    assert inner <= phases["attach"]
 
 
 @pytest.mark.parametrize("family", models.FAMILIES)

@@ -1,5 +1,6 @@
 """The issue's benchmark model: Llama-3.1-8B shapes, random weights (from_config, seeded),
-saved as BF16 in --work (a RAM disk: /dev/shm), compressed with the df11 tool ($DF11_CLI), then
+saved as BF16 in --work (a RAM disk: /dev/shm), compressed with the df11 tool ($DF11_CLI; without
+it, with df11.compress on the model in memory), then
 python -m df11.bench on it against BF16 and the official loader."""
 import argparse
 import os
@@ -41,13 +42,19 @@ def main():
         with torch.device("cuda"):
             model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
         model.save_pretrained(bf16)
-        del model
-        torch.cuda.empty_cache()
         print(f"made {bf16} in {time.time() - t:.1f} s", flush=True)
         t = time.time()
-        cli = os.environ.get("DF11_CLI", "df11")
-        subprocess.run([cli, "compress", bf16, "-o", dfl, "-q"], check=True)
-        print(f"df11 compress in {time.time() - t:.1f} s", flush=True)
+        cli = os.environ.get("DF11_CLI")
+        if cli:  # the df11 tool on the saved folder
+            del model
+            subprocess.run([cli, "compress", bf16, "-o", dfl, "-q"], check=True)
+        else:  # without the tool: the same encoder from Python, on the model in memory
+            import df11
+            df11.compress(model, dfl)
+            del model
+        torch.cuda.empty_cache()
+        print(f"{'df11 compress' if cli else 'df11.compress'} in {time.time() - t:.1f} s",
+              flush=True)
     if args.make_only:
         return 0
     cmd = [sys.executable, "-m", "df11.bench", dfl, "--bf16", bf16, "--batch", args.batch,
