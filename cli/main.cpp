@@ -283,6 +283,12 @@ int main(int argc, char** argv) {
                            "replace an existing output (once the new one is complete)");
   add_output_options(decompress_cmd, common, true);
   add_transfers_option(decompress_cmd, common);
+  size_t decompress_files = 0;
+  decompress_cmd
+      ->add_option("--parallel-files", decompress_files,
+                   "original files restored side by side (default: one per 4 threads, at most "
+                   "4); each holds two decoded pieces")
+      ->check(CLI::Range(1, 64));
   std::string decompress_like;
   decompress_cmd->add_option("--like", decompress_like,
                              "folder of .safetensors with the same tensor names (e.g. the "
@@ -487,6 +493,7 @@ int main(int argc, char** argv) {
     options.force = common.force;
     options.threads = threads;
     options.file_sha256 = decompress_sha256;
+    options.parallel_files = decompress_files;
     if (!decompress_like.empty()) options.like = decompress_like;
     return app::run_decompress_command(options, output, std::cout, std::cerr);
   }

@@ -47,6 +47,16 @@ class SourceHasher {
   SourceHasher(const SourceHasher&) = delete;
   SourceHasher& operator=(const SourceHasher&) = delete;
 
+  // When each file was hashed, in seconds since the hasher was made (for -v): `started` < 0
+  // if it never began, `finished` < 0 if it has not ended; `on_caller`: hashed by get()'s
+  // caller (no worker had taken it). Thread-safe.
+  struct Timing {
+    double started = -1;
+    double finished = -1;
+    bool on_caller = false;
+  };
+  std::vector<Timing> timings() const;
+
   // File i's digests or its error (a range past the file's end is kIo); kInterrupted if the
   // token stopped the work. A file no worker has started is hashed on the calling thread; one
   // being hashed is waited for. Thread-safe.

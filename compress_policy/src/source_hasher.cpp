@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
@@ -254,6 +255,8 @@ struct SourceHasher::State {
   std::condition_variable changed;
   std::vector<Job> jobs;
   std::vector<std::optional<Result<SourceDigests>>> results;
+  std::vector<SourceHasher::Timing> timings;
+  const std::chrono::steady_clock::time_point made = std::chrono::steady_clock::now();
   size_t running = 0;
   std::atomic<bool> stop{false};
 
@@ -264,16 +267,23 @@ struct SourceHasher::State {
       if (stop.load() || jobs[i] != Job::kPending) return false;
       jobs[i] = Job::kRunning;
       ++running;
+      timings[i].started = since_made();
+      timings[i].on_caller = !read_ahead;
     }
     Result<SourceDigests> digest = hash(i, &stop, read_ahead);
     {
       const std::lock_guard<std::mutex> lock(mutex);
+      timings[i].finished = since_made();
       results[i].emplace(std::move(digest));
       jobs[i] = Job::kDone;
       --running;
     }
     changed.notify_all();
     return true;
+  }
+
+  double since_made() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - made).count();
   }
 };
 
@@ -317,6 +327,7 @@ SourceHasher::SourceHasher(size_t count, HashFn hash, bool background)
     state_->hash = std::move(hash);
     state_->jobs.assign(count, Job::kPending);
     state_->results.resize(count);
+    state_->timings.resize(count);
   }
   if (!background) return;
   for (size_t i = 0; i < count; ++i) {
@@ -332,6 +343,11 @@ SourceHasher::~SourceHasher() {
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->stop.store(true);
   state_->changed.wait(lock, [&] { return state_->running == 0; });
+}
+
+std::vector<SourceHasher::Timing> SourceHasher::timings() const {
+  const std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->timings;
 }
 
 Result<SourceDigests> SourceHasher::get(size_t i) {

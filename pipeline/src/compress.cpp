@@ -156,6 +156,42 @@ Result<std::vector<FolderFile>> write_folder_files(const CheckpointSource& sourc
   return hash_folder_files(dir, std::move(written), cancel);
 }
 
+// -v: when the originals' SHA-256 ran and how fast, the last to finish first (at most
+// four). The largest file's is the shortest compress can take on many cores, so it should
+// start at once and run at one core's speed.
+std::string source_hash_timings(const CheckpointSource& source, const SourceHasher& hasher) {
+  const std::vector<SourceHasher::Timing> timings = hasher.timings();
+  std::vector<size_t> order(timings.size());
+  for (size_t s = 0; s < order.size(); ++s) order[s] = s;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return timings[a].finished > timings[b].finished; });
+  constexpr size_t kShown = 4;
+  std::string text = "source SHA-256 (seconds since hashing began):";
+  for (size_t k = 0; k < std::min(kShown, order.size()); ++k) {
+    const size_t s = order[k];
+    const SourceHasher::Timing& t = timings[s];
+    const uint64_t bytes = source.header(s).file_size;
+    const double took = t.finished - t.started;
+    char line[256];
+    if (t.started < 0 || took < 0) {
+      std::snprintf(line, sizeof line, " %s not hashed;", source.shard_name(s).c_str());
+    } else {
+      std::snprintf(line, sizeof line, " %s (%s) %.2f-%.2f s, %.2f GB/s%s;",
+                    source.shard_name(s).c_str(), format_bytes(bytes).c_str(), t.started,
+                    t.finished, took > 0 ? static_cast<double>(bytes) / 1e9 / took : 0.0,
+                    t.on_caller ? " by its shard's writer" : "");
+    }
+    text += line;
+  }
+  if (order.size() > kShown) {
+    text += ' ';
+    text += count_of(order.size() - kShown, "other");
+    text += " before;";
+  }
+  text.pop_back();
+  return text;
+}
+
 // How many shards are written side by side: as many as the memory bound (1.5 x the largest
 // group + 256 MB) leaves room for beside the process's own ~100 MB, at most one per thread.
 size_t shards_side_by_side(const CheckpointSource& source, const CompressPlan& plan, size_t shards,
@@ -258,6 +294,7 @@ Result<CompressSummary> compress_planned(const CompressOptions& options, Reporte
                         write_shards(source, plan, shards, staging.path(), hasher, options,
                                      reporter, cancel, side_by_side, phases));
   phases.add("writing (" + count_of(side_by_side, "shard") + " side by side)", writing.seconds());
+  if (hasher != nullptr) reporter.detail(source_hash_timings(source, *hasher));
   for (size_t s = 0; s < shards.size(); ++s) summary.output_bytes += written[s].file_size;
   for (size_t s = 0; s < source.shard_count(); ++s) {
     summary.input_bytes += source.header(s).file_size;

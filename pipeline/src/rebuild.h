@@ -129,7 +129,8 @@ Status require_recorded_sha256(const Df11Folder& folder, const std::string& opti
 size_t source_parallelism(size_t n_sources, DecodeDevice device);
 
 // Calls work(i, producer, options) for every i in [0, n), `parallel` at a time, each worker
-// with its own TensorProducer; `options` is `base` with `sibling_failed` set. Returns the first
+// a task of the calling thread's TBB arena (so the thread limit counts it) with its own
+// TensorProducer; `options` is `base` with `sibling_failed` set. Returns the first
 // failure; after it, workers stop at their next check and no new item starts.
 Status for_each_source(
     const Df11Folder& folder, DecodeDevice device, size_t n, size_t parallel,

@@ -97,6 +97,47 @@ TEST_F(Binary, NoSourceSha256VerifiesRestoresAndRefusesSha256) {
   EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
 }
 
+// compress -v says when each original's SHA-256 ran (the floor of compress on many cores):
+// under --threads 1 no worker runs beside the shard writers, so each hashes its own file.
+TEST_F(Binary, VerboseCompressTimesTheSourceHashes) {
+  write_tiny_llama(model(), {});
+  const ProcessResult c = run({"compress", model(), "-o", df11(), "-v", "--threads", "1"});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  const size_t line = c.out.find("source SHA-256 (seconds since hashing began): ");
+  ASSERT_NE(line, std::string::npos) << c.out;
+  const std::string text = c.out.substr(line, c.out.find('\n', line) - line);
+  for (const char* shard :
+       {"model-00001-of-00002.safetensors (", "model-00002-of-00002.safetensors ("}) {
+    EXPECT_NE(text.find(shard), std::string::npos) << text;
+  }
+  EXPECT_NE(text.find(" GB/s by its shard's writer; "), std::string::npos) << text;
+  EXPECT_EQ(text.find("not hashed"), std::string::npos) << text;
+
+  const ProcessResult n =
+      run({"compress", model(), "-o", df11(), "-v", "--force", "--no-source-sha256"});
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  EXPECT_EQ(n.out.find("source SHA-256"), std::string::npos) << n.out;
+}
+
+// decompress --parallel-files N restores N originals side by side, with any thread count,
+// byte for byte; 0 is refused as a usage error before anything is written.
+TEST_F(Binary, DecompressParallelFiles) {
+  write_tiny_llama(model(), {});
+  const ProcessResult c = run({"compress", model(), "-o", df11()});
+  ASSERT_EQ(c.exit_code, 0) << c.err;
+  for (const char* threads : {"1", "3"}) {
+    const ProcessResult d = run({"decompress", df11(), "-o", restored(), "--force",
+                                 "--parallel-files", "2", "--threads", threads});
+    ASSERT_EQ(d.exit_code, 0) << d.err;
+    EXPECT_EQ(tree_sha256(restored()), tree_sha256(model())) << "--threads " << threads;
+  }
+  fs::remove_all(restored());
+  const ProcessResult zero = run({"decompress", df11(), "-o", restored(), "--parallel-files", "0"});
+  EXPECT_EQ(zero.exit_code, 2) << zero.out << zero.err;
+  EXPECT_NE(zero.err.find("--parallel-files"), std::string::npos) << zero.err;
+  EXPECT_FALSE(fs::exists(restored()));
+}
+
 TEST_F(Binary, QuietAndGlobalOptionsAfterTheSubcommand) {
   write_tiny_llama(model(), {});
   const ProcessResult q = run({"-q", "compress", model(), "-o", df11()});
