@@ -123,3 +123,29 @@ def test_exec_mode_needs_a_gpu(tmp_path):
         df11.from_pretrained(df11_dir, device="cpu", mode="exec")
     with pytest.raises(ValueError, match="unknown mode"):
         df11.from_pretrained(df11_dir, device="cpu", mode="fast")
+
+
+def test_auto_device_map_splits_blocks_over_two_gpus(work):
+    """device_map="auto" sizes modules by their coded bytes: with GPU 0's budget at half the
+    model, the embedding and the first block go to GPU 0 and the rest to GPU 1 (the map is
+    computed without GPUs; gpu/test_gpu.py loads it on two)."""
+    import warnings
+    from transformers import AutoConfig, AutoModelForCausalLM
+    from accelerate import init_empty_weights
+    from df11 import _capi, loader
+    bf16_dir, df11_dir = str(work / "llama" / "bf16"), str(work / "llama" / "df11")
+    if not os.path.isdir(df11_dir):
+        pytest.skip("made by test_df11_folder_logits_equal")
+    ref = bf16_reference(bf16_dir)
+    with init_empty_weights():
+        skeleton = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(df11_dir),
+                                                    dtype=torch.bfloat16)
+    with _capi.Model(df11_dir) as folder, warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # accelerate: "Device 0 is not available" (no GPU)
+        device_map = loader._auto_device_map(skeleton, folder,
+                                             {0: models.half_budget(ref), 1: "10GB"},
+                                             skeleton._no_split_modules)
+    assert device_map["model.embed_tokens"] == 0
+    assert device_map["model.layers.0"] == 0
+    assert device_map["model.layers.1"] == 1
+    assert device_map["lm_head"] == 1
