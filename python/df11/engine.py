@@ -28,6 +28,7 @@ section) plugs in as another class with the same two methods.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import time
@@ -156,6 +157,16 @@ def _raw_stream_fn():
 raw_stream = _raw_stream_fn()
 
 
+def on_device(index: int):
+    """A context that makes GPU `index` current for df11's own launches, which go to the
+    current device (the C API refuses a plan made for another): nothing when it already is
+    (one ~1 us query); torch.cuda.device(index) when not, as under device_map="auto" with the
+    module on another GPU than the current one."""
+    if torch.cuda.current_device() == index:
+        return contextlib.nullcontext()
+    return torch.cuda.device(index)
+
+
 class _CudaDecoder:
     """One df11_cuda_plan over one group whose coded parts stay on the GPU (or in pinned host
     memory, copied to a staging buffer by the hook before the decode)."""
@@ -247,9 +258,10 @@ class _RowsDecoder:
         n = flat.numel()
         out = torch.empty((n, self.row_elements), dtype=torch.bfloat16, device=self.device)
         if n:
-            rc = self._fn(self.plan.handle, 0, self._void_p(flat.data_ptr()), n,
-                          self.row_elements, self._void_p(out.data_ptr()), *self._args,
-                          raw_stream(self.device_index))
+            with on_device(self.device_index):
+                rc = self._fn(self.plan.handle, 0, self._void_p(flat.data_ptr()), n,
+                              self.row_elements, self._void_p(out.data_ptr()), *self._args,
+                              raw_stream(self.device_index))
             if rc != 0:
                 self.plan._check(rc)
             self.copied = True
@@ -860,7 +872,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     _place_remaining(model, device_of, tensors_set, folder)
     for unit in engine.units:
         module = model.get_submodule(unit.module) if unit.module else model
-        engine.hooks.append(module.register_forward_pre_hook(_make_hook(unit.mode)))
+        engine.hooks.append(module.register_forward_pre_hook(_make_hook(unit.mode, unit.device)))
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         _status_hooks(engine, model)
 
@@ -969,10 +981,17 @@ def _place_remaining(model, device_of, tensors_set, folder) -> None:
                       stacklevel=4)
 
 
-def _make_hook(mode):
-    def hook(module, args):
-        mode.pre_forward()
-    return hook
+def _make_hook(mode, device: torch.device):
+    if device.type != "cuda":
+        def hook(module, args):
+            mode.pre_forward()
+        return hook
+    index = device.index if device.index is not None else 0
+
+    def cuda_hook(module, args):
+        with on_device(index):
+            mode.pre_forward()
+    return cuda_hook
 
 
 def _status_hooks(engine: Df11Engine, model) -> None:

@@ -101,7 +101,9 @@ class ExecLinear:
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if torch.compiler.is_compiling():
             return torch.ops.df11.exec_linear(x, self.key)
-        return self.run(x, siblings=True)
+        from .engine import on_device
+        with on_device(self.device_index):
+            return self.run(x, siblings=True)
 
     def run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
         from .engine import raw_stream
