@@ -28,6 +28,21 @@ struct Model {
   ~Model() { df11_model_close(m); }
 };
 
+// A plan of group 0 whose device pointers are all null: its creation fails (unsupported
+// without CUDA, invalid arguments with it), yet the plan handle exists to carry messages.
+struct NullDevicePlan {
+  df11_cuda_plan* plan = nullptr;
+  df11_status created = DF11_OK;
+  explicit NullDevicePlan(df11_model* m) {
+    const size_t g = 0;
+    const df11_cuda_group dev{};
+    created = df11_cuda_plan_create(m, &g, 1, &dev, &plan);
+  }
+  ~NullDevicePlan() { df11_cuda_plan_destroy(plan); }
+  NullDevicePlan(const NullDevicePlan&) = delete;
+  NullDevicePlan& operator=(const NullDevicePlan&) = delete;
+};
+
 // The original tensors' bytes, by name.
 std::map<std::string, std::vector<uint8_t>> original_tensors(const fs::path& dir) {
   std::map<std::string, std::vector<uint8_t>> all;
@@ -234,10 +249,9 @@ TEST_P(CApi, CorruptStreamIsReportedNamingFileAndGroup) {
 TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
-  const size_t g = 0;
-  df11_cuda_group dev{};
-  df11_cuda_plan* plan = nullptr;
-  const df11_status s = df11_cuda_plan_create(model.m, &g, 1, &dev, &plan);
+  const NullDevicePlan made(model.m);
+  df11_cuda_plan* const plan = made.plan;
+  const df11_status s = made.created;
   ASSERT_NE(plan, nullptr);
   if (df11_has_cuda() == 0) {
     EXPECT_EQ(s, DF11_ERROR_UNSUPPORTED);
@@ -249,7 +263,6 @@ TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   }
   EXPECT_EQ(df11_cuda_plan_workspace_bytes(plan), 0u);
   EXPECT_NE(df11_cuda_decode(plan, nullptr, 0, nullptr), DF11_OK);
-  df11_cuda_plan_destroy(plan);
 }
 
 // The rows decode's argument checks come first, with or without CUDA: DF11_ERROR_INVALID_ARGUMENT
@@ -257,10 +270,8 @@ TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
 TEST_P(CApi, RowsDecodeMisuseIsReportedOnThePlan) {
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
-  const size_t g = 0;
-  df11_cuda_group dev{};
-  df11_cuda_plan* plan = nullptr;
-  (void)df11_cuda_plan_create(model.m, &g, 1, &dev, &plan);
+  const NullDevicePlan made(model.m);
+  df11_cuda_plan* const plan = made.plan;
   ASSERT_NE(plan, nullptr);
   static int64_t fake_ids[4];  // device pointers the host never dereferences
   static uint16_t fake_out[16];
@@ -286,7 +297,6 @@ TEST_P(CApi, RowsDecodeMisuseIsReportedOnThePlan) {
   const df11_status s =
       df11_cuda_decode_rows(plan, 0, fake_ids, 1, 8, fake_out, nullptr, 0, nullptr);
   EXPECT_EQ(s, df11_has_cuda() ? DF11_ERROR_INVALID_ARGUMENT : DF11_ERROR_UNSUPPORTED);
-  df11_cuda_plan_destroy(plan);
 }
 
 // The fused GEMV's entry points on the host: misuse is DF11_ERROR_INVALID_ARGUMENT with a
