@@ -4,7 +4,7 @@
 // (checkpoint_source.h) and write the same bytes for the same checkpoint.
 //
 // The original files' SHA-256 (and their tensors' XXH3) start at once as tasks of the thread
-// budget (source_hasher.h), unless options.source_sha256 is off. Pass 1 plans every group
+// budget (source_hasher.h), when options.source_sha256 is on. Pass 1 plans every group
 // (compress_plan.h) and lays out every shard's header (compress_layout.h); pass 2 writes several
 // shards side by side, each a pipeline that codes a group's next step while the previous one is
 // written at its place (shard_writer.h, group_writer.h) and copies raw tensors, then writes the
@@ -50,12 +50,14 @@ struct CompressOptions {
   // Weights per encoder chunk (the unit of parallel encoding; tests use small ones to get
   // many chunks and steps out of a small model).
   uint64_t chunk_weights = kDefaultChunkWeights;
-  // Record each original file's SHA-256 in `sources` (spec 5.3: optional from 1.2 on;
-  // provenance, e.g. the Hub's LFS oid of the original). Without it (--no-source-sha256) the
-  // originals are read only by the planning and coding passes, which saves the SHA-256 (~0.5
-  // CPU-s per GB) and a third read of every file; the members' XXH3 are then computed while
-  // coding.
-  bool source_sha256 = true;
+  // Record each original file's SHA-256 in `sources` (--source-sha256; spec 5.3: optional
+  // from 1.2 on; provenance, e.g. the Hub's LFS oid of the original). Off by default: the
+  // folder fixes the rebuilt bytes without it (checked header and every tensor's XXH3, spec
+  // 7.6), so the SHA-256 can always be recomputed from a rebuild, while computing it costs a
+  // third read of every file and ~0.5 CPU-s per GB, and, sequential within a file, bounds
+  // compress on many cores by the largest file's hash time. Off, the originals are read only
+  // by the planning and coding passes, and the members' XXH3 are computed while coding.
+  bool source_sha256 = false;
 };
 
 struct CompressSummary {

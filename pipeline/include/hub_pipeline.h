@@ -52,9 +52,9 @@ struct PublishOptions {
   bool private_repo = false;
   bool create_pr = false;
   GroupBy group_by = GroupBy::kBlock;
-  int threads = 0;            // CPU threads of compress and verify (0: all cores)
-  int transfers = 8;          // parallel Hub transfers
-  bool source_sha256 = true;  // CompressOptions::source_sha256 (--no-source-sha256)
+  int threads = 0;             // CPU threads of compress and verify (0: all cores)
+  int transfers = 8;           // parallel Hub transfers
+  bool source_sha256 = false;  // CompressOptions::source_sha256 (--source-sha256)
 };
 struct PublishResult {
   hub::PullResult pull;

@@ -355,7 +355,7 @@ Result<CompressSummary> compress_source(const CheckpointSource& source,
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
   // The largest file's SHA-256 is the critical path on many cores: it starts now, as tasks
   // that idle workers take while this thread plans. Its XXH3 of every tensor (in header
-  // order) gives the members' checksums. Without it (--no-source-sha256) the originals are
+  // order) gives the members' checksums. Without it (the default) the originals are
   // not read for hashing at all: the coding pass hashes the members.
   std::optional<SourceHasher> hasher;
   if (options.source_sha256) {

@@ -51,7 +51,7 @@ class GroupWriter {
  public:
   // `plan` must outlive the writer; `what` names the group in messages. `hash_members`: the
   // members' XXH3 are computed here, each step's weights by write_step while they are still
-  // mapped (when no source hasher reads the files: compress --no-source-sha256).
+  // mapped (when no source hasher reads the files: compress without --source-sha256).
   GroupWriter(MemberSpans members, std::vector<MemberSource> sources, const GroupPlan& plan,
               const StoredOffsets& offsets, uint64_t step_weights, std::string what,
               bool hash_members);

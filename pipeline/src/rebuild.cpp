@@ -224,7 +224,7 @@ Status require_recorded_sha256(const Df11Folder& folder, const std::string& opti
   return Status(ErrorCode::kInvalidArgument,
                 option + ": " + folder.folder.dir.string() +
                     ": the original files' SHA-256 was not recorded (" + list +
-                    "; compressed with --no-source-sha256), so there is nothing to check "
+                    "; compressed without --source-sha256), so there is nothing to check "
                     "against; without " +
                     option + " every rebuilt byte is still checked (header and tensor checksums)");
 }

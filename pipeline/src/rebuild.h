@@ -118,7 +118,7 @@ Result<RebuildResult> rebuild_source(const Df11Folder& folder, const SourceFile&
 
 // --sha256 (`option`, for the message) asks for every original's recorded SHA-256: OK if each
 // source records one, else kInvalidArgument naming the files without (spec 5.3, 1.2: a writer
-// may leave it out, e.g. `df11 compress --no-source-sha256`; their rebuilt bytes are still
+// may leave it out, as `df11 compress` does without --source-sha256; their rebuilt bytes are
 // fixed by the checked header and tensors, spec 7.6).
 Status require_recorded_sha256(const Df11Folder& folder, const std::string& option);
 

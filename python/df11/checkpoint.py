@@ -68,7 +68,7 @@ _Shard = Tuple[str, Dict[str, torch.Tensor], Dict[str, str]]
 def compress(model_or_state_dict, out_dir: Union[str, os.PathLike], *, config=None,
              files: Optional[Mapping[str, Union[bytes, str]]] = None, tokenizer=None,
              max_shard_size: Union[int, str, None] = None, group_by: str = "block",
-             threads: int = 0, force: bool = False,
+             threads: int = 0, force: bool = False, source_sha256: bool = False,
              progress: Optional[Callable[[str, int, int], object]] = None) -> CompressResult:
     """Writes the DF11 folder `out_dir` for a model or a state dict, as `df11 compress` writes
     it for the same checkpoint saved as files, without writing those files.
@@ -85,6 +85,8 @@ def compress(model_or_state_dict, out_dir: Union[str, os.PathLike], *, config=No
     group_by: "block" (default: one group per transformer block) or "tensor".
     threads: worker threads (0: all cores). force: replace an existing out_dir (only once the
         new one is complete).
+    source_sha256: also record each shard file's SHA-256, as `df11 compress --source-sha256`
+        (provenance; restoring is checked without it; a third read of every byte).
     progress: progress(phase, done, total) in bytes; returning True stops (Df11Error).
 
     A state dict: tensors sharing memory (a tied lm_head and the embedding) are stored once,
@@ -145,6 +147,7 @@ def compress(model_or_state_dict, out_dir: Union[str, os.PathLike], *, config=No
         ck.set_option(_tools.COMPRESS_GROUP_BY, 0 if group_by == "block" else 1)
         ck.set_option(_tools.COMPRESS_THREADS, int(threads))
         ck.set_option(_tools.COMPRESS_FORCE, 1 if force else 0)
+        ck.set_option(_tools.COMPRESS_SOURCE_SHA256, 1 if source_sha256 else 0)
         ck.compress(out_dir, progress)
         said = ck.warnings()
         result = CompressResult(

@@ -97,10 +97,10 @@ def df11_cli():
     return path
 
 
-def df11_compress(src, out):
+def df11_compress(src, out, *flags):
     shutil.rmtree(out, ignore_errors=True)
-    proc = subprocess.run([df11_cli(), "compress", src, "-o", out, "-q"], capture_output=True,
-                          text=True)
+    proc = subprocess.run([df11_cli(), "compress", src, "-o", out, "-q", *flags],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return out
 

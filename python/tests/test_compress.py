@@ -44,8 +44,8 @@ def test_model_equals_the_tool_on_save_pretrained(tmp_path, family):
     model = models.build_llm(family)
     bf16_dir, disk_dir, mem_dir = (str(tmp_path / n) for n in ("bf16", "disk", "memory"))
     model.save_pretrained(bf16_dir)
-    models.df11_compress(bf16_dir, disk_dir)
-    result = df11.compress(model, mem_dir)
+    models.df11_compress(bf16_dir, disk_dir, "--source-sha256")
+    result = df11.compress(model, mem_dir, source_sha256=True)
     assert_same_tree(disk_dir, mem_dir)
     assert result.groups_coded > 0 and 0 < result.ratio < 1
     assert result.input_bytes == sum(os.path.getsize(os.path.join(bf16_dir, f))
@@ -103,7 +103,8 @@ def test_state_dict_with_config(tmp_path):
     model = models.build_llm("qwen3")  # tied
     mem_dir = str(tmp_path / "memory")
     result = df11.compress(model.state_dict(), mem_dir, config=model.config,
-                           max_shard_size=60_000, files={"README.md": "tiny\n"})
+                           max_shard_size=60_000, files={"README.md": "tiny\n"},
+                           source_sha256=True)
     assert result.shards > 1
     assert sorted(f for f in os.listdir(mem_dir) if f.endswith(".safetensors"))[0] == \
         "model-00001-of-{:05d}.safetensors".format(result.shards)

@@ -150,12 +150,15 @@ TEST_P(ToolsCompress, FromMemoryEqualsTheToolOnTheSavedFolder) {
   llama.sharded = GetParam().sharded;
   llama.tied_embeddings = GetParam().tied;
   write_tiny_llama(tmp / "bf16", llama);
-  df11_ok({"compress", (tmp / "bf16").string(), "-o", (tmp / "disk").string(), "-q"}, tmp.path());
+  df11_ok(
+      {"compress", (tmp / "bf16").string(), "-o", (tmp / "disk").string(), "-q", "--source-sha256"},
+      tmp.path());
 
   DescribedFolder folder(tmp / "bf16");
   Checkpoint c;
   ReaderState reader;
   folder.add_to(c.ck, true, GetParam().reader ? &reader : nullptr);
+  ASSERT_EQ(df11_checkpoint_set_option(c.ck, DF11_COMPRESS_SOURCE_SHA256, 1), DF11_OK);
   ASSERT_EQ(df11_checkpoint_compress(c.ck, (tmp / "memory").string().c_str()), DF11_OK)
       << c.error();
   expect_same_tree(tmp / "disk", tmp / "memory");
@@ -193,6 +196,7 @@ TEST(ToolsCompress, LibraryShardsRoundTripThroughDecompress) {
   Checkpoint c;
   folder.add_to(c.ck, /*with_files=*/false);
   ASSERT_EQ(df11_checkpoint_set_option(c.ck, DF11_COMPRESS_SHARD_BYTES, 60000), DF11_OK);
+  ASSERT_EQ(df11_checkpoint_set_option(c.ck, DF11_COMPRESS_SOURCE_SHA256, 1), DF11_OK);
   ASSERT_EQ(df11_checkpoint_compress(c.ck, (tmp / "memory").string().c_str()), DF11_OK)
       << c.error();
   const uint64_t shards = df11_checkpoint_result(c.ck, DF11_RESULT_SHARDS);
@@ -209,7 +213,8 @@ TEST(ToolsCompress, LibraryShardsRoundTripThroughDecompress) {
   EXPECT_NE(index.find("\"total_size\""), std::string::npos) << index;
   EXPECT_NE(index.find("\"model.embed_tokens.weight\": \"model-00001-of-0000"), std::string::npos)
       << index;
-  df11_ok({"compress", (tmp / "restored").string(), "-o", (tmp / "again").string(), "-q"},
+  df11_ok({"compress", (tmp / "restored").string(), "-o", (tmp / "again").string(), "-q",
+           "--source-sha256"},
           tmp.path());
   expect_same_tree(tmp / "memory", tmp / "again");
 }
@@ -236,6 +241,7 @@ TEST(ToolsCompress, ShardHeaderIsLaidOutAsSafetensorsWritesIt) {
   ASSERT_EQ(df11_checkpoint_set_shard_metadata(c.ck, "model.safetensors", "format", "pt"), DF11_OK);
   const std::string config = "{\"model_type\": \"toy\"}";
   ASSERT_EQ(df11_checkpoint_add_file(c.ck, "config.json", config.data(), config.size()), DF11_OK);
+  ASSERT_EQ(df11_checkpoint_set_option(c.ck, DF11_COMPRESS_SOURCE_SHA256, 1), DF11_OK);
   ASSERT_EQ(df11_checkpoint_compress(c.ck, (tmp / "df11").string().c_str()), DF11_OK) << c.error();
   df11_ok({"decompress", (tmp / "df11").string(), "-o", (tmp / "bf16").string(), "--sha256", "-q"},
           tmp.path());
@@ -284,8 +290,17 @@ TEST(ToolsCompress, ReaderOfATensorAboveOneStep) {
     ASSERT_EQ(df11_checkpoint_compress(c.ck, out.string().c_str()), DF11_OK) << c.error();
   }
   expect_same_tree(tmp / "bytes", tmp / "reader");
-  // Planning, coding and hashing each read it in two steps (64 MiB, then the rest).
-  EXPECT_EQ(reader.calls.load(), 6u);
+  // Planning and coding each read it in two steps (64 MiB, then the rest).
+  EXPECT_EQ(reader.calls.load(), 4u);
+  // The shard's SHA-256 (DF11_COMPRESS_SOURCE_SHA256) reads it a third time, in two steps too.
+  Checkpoint c;
+  ASSERT_EQ(df11_checkpoint_add_tensor_reader(c.ck, nullptr, "proj.weight", "BF16", 2, shape,
+                                              2 * w.size(), read_tensor, &source),
+            DF11_OK);
+  ASSERT_EQ(df11_checkpoint_add_file(c.ck, "config.json", config.data(), config.size()), DF11_OK);
+  ASSERT_EQ(df11_checkpoint_set_option(c.ck, DF11_COMPRESS_SOURCE_SHA256, 1), DF11_OK);
+  ASSERT_EQ(df11_checkpoint_compress(c.ck, (tmp / "sha").string().c_str()), DF11_OK) << c.error();
+  EXPECT_EQ(reader.calls.load(), 4u + 6u);
   EXPECT_EQ(reader.overlaps.load(), 0);
 }
 
@@ -406,6 +421,11 @@ TEST_F(ToolsBadInput, WrongSizeBadDtypeAndBadArgumentsAreRefusedAtOnce) {
             DF11_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(df11_checkpoint_set_option(c.ck, DF11_COMPRESS_GROUP_BY, 2),
             DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_checkpoint_set_option(c.ck, DF11_COMPRESS_SOURCE_SHA256, 2),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(c.error().find("DF11_COMPRESS_SOURCE_SHA256 (0 or 1): 2 is out of range"),
+            std::string::npos)
+      << c.error();
   EXPECT_EQ(df11_checkpoint_set_option(c.ck, static_cast<df11_compress_option>(99), 0),
             DF11_ERROR_INVALID_ARGUMENT);
   // Nothing was added: compressing says so.

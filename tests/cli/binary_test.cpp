@@ -9,11 +9,18 @@
 
 #include "cli_process.h"
 #include "cli_test_model.h"
+#include "df11/sha256.h"
 
 namespace df11::clitest {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string file_sha256(const fs::path& file) {
+  const std::string bytes = read_text(file);
+  return sha256_hex(
+      std::span<const uint8_t>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
+}
 
 class Binary : public ::testing::Test {
  protected:
@@ -37,9 +44,11 @@ class Binary : public ::testing::Test {
   TempDir tmp_;
 };
 
+// --source-sha256 records each original's SHA-256 (spec 5.3), which verify --sha256 then
+// matches against every rebuilt file: the recorded value is the original file's.
 TEST_F(Binary, CompressVerifyDecompress) {
   write_tiny_llama(model(), {});
-  const ProcessResult c = run({"compress", model(), "-o", df11()});
+  const ProcessResult c = run({"compress", model(), "-o", df11(), "--source-sha256"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   EXPECT_NE(c.out.find("compressed " + model().string() + " -> " + df11().string()),
             std::string::npos)
@@ -60,22 +69,42 @@ TEST_F(Binary, CompressVerifyDecompress) {
   EXPECT_NE(va.out.find("compared bit for bit with " + model().string()), std::string::npos)
       << va.out;
 
-  const ProcessResult d = run({"decompress", df11(), "-o", restored()});
+  const ProcessResult d = run({"decompress", df11(), "-o", restored(), "--sha256"});
   ASSERT_EQ(d.exit_code, 0) << d.err;
   EXPECT_NE(d.out.find("restored"), std::string::npos) << d.out;
   EXPECT_EQ(tree_sha256(restored()), tree_sha256(model()));
+  // The recorded value itself: each original's SHA-256 appears in its DF11 shard's metadata.
+  for (const char* name :
+       {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    const std::string digest = file_sha256(model() / name);
+    EXPECT_NE(read_text(df11() / name).find(digest), std::string::npos)
+        << name << " does not record " << digest;
+  }
 }
 
-// spec 5.3 (1.2): compress --no-source-sha256 records no SHA-256 of the originals; the folder
-// verifies and restores byte for byte all the same, and --sha256, which has nothing to compare
-// with, says so and writes nothing (exit 2, as for any impossible request).
-TEST_F(Binary, NoSourceSha256VerifiesRestoresAndRefusesSha256) {
+// spec 5.3 (1.2): by default compress records no SHA-256 of the originals (--no-source-sha256,
+// kept for scripts, is the same: the same bytes); the folder verifies and restores byte for
+// byte all the same, and --sha256, which has nothing to compare with, says so and writes
+// nothing (exit 2, as for any impossible request).
+TEST_F(Binary, DefaultRecordsNoSourceSha256AndRefusesSha256) {
   write_tiny_llama(model(), {});
-  const ProcessResult c = run({"compress", model(), "-o", df11(), "--no-source-sha256"});
+  const ProcessResult c = run({"compress", model(), "-o", df11()});
   ASSERT_EQ(c.exit_code, 0) << c.err;
+  const std::string first = "model-00001-of-00002.safetensors";
+  EXPECT_EQ(read_text(df11() / first).find(file_sha256(model() / first)), std::string::npos);
+  const fs::path again = tmp_ / "again";
+  const ProcessResult n = run({"compress", model(), "-o", again, "--no-source-sha256"});
+  ASSERT_EQ(n.exit_code, 0) << n.err;
+  EXPECT_EQ(tree_sha256(again), tree_sha256(df11()));
+  fs::remove_all(again);
+  const ProcessResult both =
+      run({"compress", model(), "-o", again, "--source-sha256", "--no-source-sha256"});
+  EXPECT_EQ(both.exit_code, 2) << both.out << both.err;
+  EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+  EXPECT_FALSE(fs::exists(again));
   const std::string expected = "error: --sha256: " + df11().string() +
                                ": the original files' SHA-256 was not recorded (model-00001-of-"
-                               "00002.safetensors and 1 more; compressed with --no-source-sha256)";
+                               "00002.safetensors and 1 more; compressed without --source-sha256)";
 
   const ProcessResult v = run({"verify", df11(), "--device", "cpu"});
   EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
@@ -101,7 +130,8 @@ TEST_F(Binary, NoSourceSha256VerifiesRestoresAndRefusesSha256) {
 // under --threads 1 no worker runs beside the shard writers, so each hashes its own file.
 TEST_F(Binary, VerboseCompressTimesTheSourceHashes) {
   write_tiny_llama(model(), {});
-  const ProcessResult c = run({"compress", model(), "-o", df11(), "-v", "--threads", "1"});
+  const ProcessResult c =
+      run({"compress", model(), "-o", df11(), "-v", "--threads", "1", "--source-sha256"});
   ASSERT_EQ(c.exit_code, 0) << c.err;
   const size_t line = c.out.find("source SHA-256 (seconds since hashing began): ");
   ASSERT_NE(line, std::string::npos) << c.out;
@@ -113,8 +143,7 @@ TEST_F(Binary, VerboseCompressTimesTheSourceHashes) {
   EXPECT_NE(text.find(" GB/s by its shard's writer; "), std::string::npos) << text;
   EXPECT_EQ(text.find("not hashed"), std::string::npos) << text;
 
-  const ProcessResult n =
-      run({"compress", model(), "-o", df11(), "-v", "--force", "--no-source-sha256"});
+  const ProcessResult n = run({"compress", model(), "-o", df11(), "-v", "--force"});
   ASSERT_EQ(n.exit_code, 0) << n.err;
   EXPECT_EQ(n.out.find("source SHA-256"), std::string::npos) << n.out;
 }

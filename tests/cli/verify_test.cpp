@@ -400,6 +400,10 @@ TEST_F(Corruption, Version10FoldersStillVerify) {
 // A recorded file SHA-256 is checked with --sha256 only (spec 7.6): without a header
 // checksum (metadata 1.0) a wrong one is invisible to the other checks.
 TEST_F(Corruption, RecordedFileSha256IsCheckedWithSha256) {
+  CompressOptions with_sha = compress_options();
+  with_sha.source_sha256 = true;
+  with_sha.force = true;
+  ASSERT_EQ(compress(with_sha).code, 0);
   for (const char* name : {kShard1, kShard2}) {
     rewrite_as_version_10(df11() / name, [&](Df11Metadata& meta) {
       if (name == std::string(kShard1)) meta.sources.front().sha256.assign(64, '0');

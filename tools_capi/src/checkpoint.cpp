@@ -241,6 +241,10 @@ df11_status df11_checkpoint_set_option(df11_checkpoint* ck, df11_compress_option
         if (value < 0) return out_of_range("DF11_COMPRESS_SHARD_BYTES");
         ck->shard_bytes = static_cast<uint64_t>(value);
         return Status::ok();
+      case DF11_COMPRESS_SOURCE_SHA256:
+        if (value != 0 && value != 1) return out_of_range("DF11_COMPRESS_SOURCE_SHA256 (0 or 1)");
+        ck->options.source_sha256 = value == 1;
+        return Status::ok();
     }
     return Status(ErrorCode::kInvalidArgument,
                   "unknown option " + std::to_string(df11::capi::c_enum_value(option)));

@@ -75,8 +75,9 @@ typedef int (*df11_progress_fn)(void* user, const char* phase, uint64_t done, ui
  * save_pretrained would write (its shard files, each shard's tensors in the file's order,
  * __metadata__ {"format": "pt"}, its config.json, generation_config.json and index as
  * files), the DF11 folder is the same, byte for byte, as `df11 compress` of the saved folder:
- * same groups, pattern_dict, metadata and record (the SHA-256 recorded for each original
- * shard is that of the file it would have been). */
+ * same groups, pattern_dict, metadata and record (with DF11_COMPRESS_SOURCE_SHA256, as
+ * with --source-sha256, the SHA-256 recorded for each original shard is that of the file it
+ * would have been). */
 
 typedef struct df11_checkpoint df11_checkpoint; /* opaque */
 
@@ -118,8 +119,8 @@ typedef int (*df11_read_fn)(void* user, uint64_t offset, void* dst, size_t bytes
  * tensor on a GPU): `read` gives them on demand, with `user` passed back. The library stages
  * the tensors of the groups being planned or coded (a group is a transformer block; about two
  * per shard being written, and shards are written side by side as memory allows) in host
- * memory it allocates, frees each once its groups are done, and reads each tensor about three
- * times (planning, coding, the shard's SHA-256). */
+ * memory it allocates, frees each once its groups are done, and reads each tensor twice
+ * (planning, coding; a third time for the shard's SHA-256 with DF11_COMPRESS_SOURCE_SHA256). */
 DF11_API df11_status df11_checkpoint_add_tensor_reader(df11_checkpoint* ck, const char* file,
                                                        const char* name, const char* dtype,
                                                        size_t rank, const uint64_t* shape,
@@ -144,11 +145,15 @@ DF11_API df11_status df11_checkpoint_add_file(df11_checkpoint* ck, const char* p
 
 /* Options of df11_checkpoint_compress; the values start at their defaults. */
 typedef enum df11_compress_option {
-  DF11_COMPRESS_THREADS = 1,    /* worker threads, >= 0 (0, default: all cores) */
-  DF11_COMPRESS_GROUP_BY = 2,   /* 0 (default): one group per block; 1: per 2-D weight */
-  DF11_COMPRESS_FORCE = 3,      /* 1: replace an existing out_dir once the new one is whole */
-  DF11_COMPRESS_SHARD_BYTES = 4 /* library-made shards: at most this many bytes each (but a
-                                   larger tensor alone), 0 (default): one shard */
+  DF11_COMPRESS_THREADS = 1,      /* worker threads, >= 0 (0, default: all cores) */
+  DF11_COMPRESS_GROUP_BY = 2,     /* 0 (default): one group per block; 1: per 2-D weight */
+  DF11_COMPRESS_FORCE = 3,        /* 1: replace an existing out_dir once the new one is whole */
+  DF11_COMPRESS_SHARD_BYTES = 4,  /* library-made shards: at most this many bytes each (but a
+                                     larger tensor alone), 0 (default): one shard */
+  DF11_COMPRESS_SOURCE_SHA256 = 5 /* 1: also record each shard's SHA-256, as `df11 compress
+                                     --source-sha256` (a third read of every byte, ~0.5 CPU-s
+                                     per GB); 0 (default): none (spec 5.3), restoring is
+                                     checked without it (spec 7.6) */
 } df11_compress_option;
 /* DF11_ERROR_INVALID_ARGUMENT naming the option for an unknown option or a value out of
  * range. */
