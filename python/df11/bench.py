@@ -15,7 +15,9 @@ folder, when the glyd package is installed). For each batch size it
 runs HF generate (greedy, a random prompt of --prompt tokens, --tokens new tokens, end of
 sequence ignored) after a short warm-up, --repeat times (the median is reported), and prints
 tokens/s, the time per generated token
-(latency), peak GPU memory (allocated and reserved), the load time, and whether each
+(latency), peak GPU memory (allocated and reserved), the load time (from a warm page cache:
+each process first reads its folder's files and imports transformers and the model's
+modeling module, which is the same for every loader, then times the load), and whether each
 variant's tokens equal BF16's (else df11's). --cuda-graphs adds a static-cache run with one
 decode step captured in a CUDA graph (df11.generation.greedy_static; the official loader's
 CuPy kernel cannot be captured), and the time df11 takes to decode every coded group once.
@@ -34,6 +36,37 @@ import subprocess
 import sys
 import tempfile
 import time
+
+
+def _folder(variant: str, args) -> str:
+    """The folder a variant loads: the DF11 folder, or the BF16 one."""
+    return args.bf16 if variant in ("bf16", "bf16-offload", "glyd") else args.model
+
+
+def _before_load(variant: str, args) -> dict:
+    """What every variant's process does before its load is timed, so that the load rows
+    compare the loaders' own work "from a warm page cache" (issue 19) and not which process
+    ran first: every file of the variant's folder read once (the page cache), and
+    transformers with the model's modeling module imported (8-12 s in a fresh process on the
+    GPU hosts, the same for every loader). Returns the seconds each took."""
+    t0 = time.perf_counter()
+    folder = _folder(variant, args)
+    read = 0
+    for root, _, files in os.walk(folder):
+        for name in files:
+            with open(os.path.join(root, name), "rb") as f:
+                while True:
+                    chunk = f.read(16 << 20)
+                    if not chunk:
+                        break
+                    read += len(chunk)
+    t1 = time.perf_counter()
+    import transformers
+    config = transformers.AutoConfig.from_pretrained(folder)
+    model_class = transformers.AutoModelForCausalLM._model_mapping[type(config)]
+    import torch  # noqa: F401  (already imported by the worker; named for clarity)
+    return {"page cache": t1 - t0, "imports": time.perf_counter() - t1, "bytes read": read,
+            "model class": model_class.__name__}
 
 
 def _load(variant: str, args):
@@ -154,6 +187,7 @@ def worker(args) -> dict:
         total = torch.cuda.get_device_properties(0).total_memory
         torch.cuda.set_per_process_memory_fraction(min(1.0, args.gpu_memory * 1e9 / total), 0)
     torch.cuda.reset_peak_memory_stats()
+    before = _before_load(variant, args)
     t0 = time.perf_counter()
     try:
         model = _load(variant, args)
@@ -162,7 +196,7 @@ def worker(args) -> dict:
               f"{str(e).splitlines()[0]}", file=sys.stderr)
         raise
     torch.cuda.synchronize()
-    result = {"variant": variant, "load_s": time.perf_counter() - t0,
+    result = {"variant": variant, "load_s": time.perf_counter() - t0, "before_load": before,
               "gpu": torch.cuda.get_device_name(0), "runs": [],
               "gpu_memory_gb": round(_gpu_budget(args), 2)}
     vocab = model.config.vocab_size
@@ -267,6 +301,12 @@ def _table(results, args) -> str:
                          f"{run.get('new_tokens', args.tokens):>4} {run['tokens_per_s']:>9.1f} {run['ms_per_token']:>9.2f} "
                          f"{r['load_s']:>7.2f} {r['peak_allocated_gb']:>13.2f} "
                          f"{r['peak_reserved_gb']:>12.2f}  {same}")
+    for r in results:
+        b = r.get("before_load")
+        if b:
+            lines.append(f"{r['variant']}: before its load was timed: {b['bytes read'] / 1e9:.2f} "
+                         f"GB read into the page cache in {b['page cache']:.2f} s, transformers "
+                         f"and {b['model class']} imported in {b['imports']:.2f} s")
     for r in results:
         if "load_phases" in r:
             phases = ", ".join(f"{k} {v:.2f}" for k, v in r["load_phases"].items())

@@ -28,7 +28,6 @@ section) plugs in as another class with the same two methods.
 """
 from __future__ import annotations
 
-import contextlib
 import math
 import re
 import time
@@ -39,6 +38,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from . import _capi, _ops, exec_mode
+from ._cuda import current_device, on_device, raw_stream
 from ._capi import Df11Error
 
 ALIGN_BYTES = 256  # cuBLASLt sees operand alignment up to 256 bytes (PyTorch passes it)
@@ -143,28 +143,6 @@ class _CpuDecoder:
 
     def check(self) -> None:
         pass
-
-
-def _raw_stream_fn():
-    """device index -> torch's current cudaStream_t as an int, as cheaply as torch allows
-    (torch.cuda.current_stream() builds a Stream object per call)."""
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return raw
-    return lambda index: torch.cuda.current_stream(index).cuda_stream
-
-
-raw_stream = _raw_stream_fn()
-
-
-def on_device(index: int):
-    """A context that makes GPU `index` current for df11's own launches, which go to the
-    current device (the C API refuses a plan made for another): nothing when it already is
-    (one ~1 us query); torch.cuda.device(index) when not, as under device_map="auto" with the
-    module on another GPU than the current one."""
-    if torch.cuda.current_device() == index:
-        return contextlib.nullcontext()
-    return torch.cuda.device(index)
 
 
 class _CudaDecoder:
@@ -989,7 +967,10 @@ def _make_hook(mode, device: torch.device):
     index = device.index if device.index is not None else 0
 
     def cuda_hook(module, args):
-        with on_device(index):
+        if current_device() == index:  # the usual case: no context manager per block
+            mode.pre_forward()
+            return
+        with torch.cuda.device(index):  # device_map="auto": the block's GPU
             mode.pre_forward()
     return cuda_hook
 

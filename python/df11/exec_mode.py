@@ -36,6 +36,7 @@ import torch
 
 from . import _capi
 from ._capi import Df11Error
+from ._cuda import current_device, raw_stream
 
 ALIGN_BYTES = 256
 # Linears a model calls on the same input, by attribute name, within one parent module.
@@ -54,6 +55,7 @@ class CallSite:
     """Linears launched together (siblings on one input, or one Linear)."""
     linears: List["ExecLinear"] = field(default_factory=list)
     status: Optional[torch.Tensor] = None  # 16 bytes on the device
+    status_ptr: int = 0  # status.data_ptr()
     gemms: object = None  # (ExecGemm * n)
     cache: Optional[Tuple[torch.Tensor, int, Dict[int, torch.Tensor]]] = None
 
@@ -99,60 +101,66 @@ class ExecLinear:
         self._single[0].w = matrix
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # Eager (or captured in a CUDA graph) the op's body runs directly; only a trace goes
+        # through the custom op. At batch 1 this runs on the CPU's critical path once per
+        # Linear: it reads nothing it can keep from load time (see run()).
         if torch.compiler.is_compiling():
             return torch.ops.df11.exec_linear(x, self.key)
-        from .engine import on_device
-        with on_device(self.device_index):
-            return self.run(x, siblings=True)
+        if current_device() != self.device_index:  # device_map="auto": the module's GPU
+            with torch.cuda.device(self.device_index):
+                return self.run(x, siblings=True)
+        return self.run(x, siblings=True)
 
     def run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
-        from .engine import raw_stream
-        if x.dtype != torch.bfloat16 or x.shape[-1] != self.cols or x.device != self.state.device:
+        cols = self.cols
+        if x.dtype != torch.bfloat16 or x.shape[-1] != cols or x.get_device() != self.device_index:
             raise ValueError(f"df11 (exec): {self.name}: input {tuple(x.shape)} {x.dtype} on "
-                             f"{x.device}, expected [..., {self.cols}] bfloat16 on "
+                             f"{x.device}, expected [..., {cols}] bfloat16 on "
                              f"{self.state.device}")
-        lead = x.shape[:-1]
-        tokens = x.numel() // self.cols
-        bias = self.module.bias
+        tokens = x.numel() // cols
         if tokens == 0:
-            return x.new_empty(*lead, self.rows)
-        stream = raw_stream(self.device_index)
+            return x.new_empty((*x.shape[:-1], self.rows))
         site = self.site
         if tokens > _capi.EXEC_MAX_BATCH:
             scratch = self.state.scratch
             self._out[0] = scratch.data_ptr()
             rc = self._lib.df11_cuda_exec_to_bf16_ex(
-                None, ctypes.byref(self.matrix), self._out, 1, site.status.data_ptr(),
-                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, stream)
+                None, ctypes.byref(self.matrix), self._out, 1, site.status_ptr,
+                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index))
             self._raise(rc)
-            w = scratch[:self.rows * self.cols].view(self.rows, self.cols)
-            return torch.nn.functional.linear(x, w, bias)
+            w = scratch[:self.rows * cols].view(self.rows, cols)
+            return torch.nn.functional.linear(x, w, self.module.bias)
         if siblings or len(site.linears) == 1:
             members, gemms = site.linears, site.gemms
         else:
             members, gemms = [self], self._single
-        if len(members) > 1:
+        n = len(members)
+        if n > 1:
             cached = site.cache
             if cached is not None and cached[0] is x and cached[1] == x._version:
                 y = cached[2].pop(self.index, None)
                 if y is not None:
                     return y
-        x2 = x.reshape(tokens, self.cols)
+        x2 = x.reshape(tokens, cols)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
-        outs = [torch.empty(*lead, m.rows, dtype=torch.bfloat16, device=x.device)
-                for m in members]
-        for g, y in zip(gemms, outs):
-            g.d_x = x2.data_ptr()
+        lead = x.shape[:-1]
+        x_ptr = x2.data_ptr()
+        outs = []
+        for m, g in zip(members, gemms):
+            y = x.new_empty((*lead, m.rows))  # x's dtype (BF16) and device
+            g.d_x = x_ptr
             g.d_y = y.data_ptr()
-        rc = self._lib.df11_cuda_exec_gemm_ex(None, gemms, len(members), tokens,
-                                              site.status.data_ptr(), _capi.EXEC_STATUS_BYTES,
-                                              _capi.EXEC_KEEP_STATUS, stream)
+            outs.append(y)
+        rc = self._lib.df11_cuda_exec_gemm_ex(None, gemms, n, tokens, site.status_ptr,
+                                              _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS,
+                                              raw_stream(self.device_index))
         self._raise(rc)
         for m, y in zip(members, outs):
-            if m.module.bias is not None:
-                y.add_(m.module.bias)
-        if len(members) == 1:
+            bias = m.module.bias
+            if bias is not None:
+                y.add_(bias)
+        if n == 1:
             return outs[0]
         mine = outs[self.index]
         # The siblings' outputs wait for their own calls on this same input tensor.
@@ -253,6 +261,7 @@ def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> 
                                    dtype=torch.uint8, device=dev)
         for i, site in enumerate(state.sites):
             site.status = state.status[i * 16:(i + 1) * 16]
+            site.status_ptr = site.status.data_ptr()
             folder._check(L.df11_cuda_exec_status_reset(site.status.data_ptr(), 16, stream))
 
 
@@ -339,7 +348,6 @@ def reference(model: torch.nn.Module) -> torch.nn.Module:
 
 
 def _reference_forward(module: torch.nn.Linear, L):
-    from .engine import raw_stream
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         w = module.weight
