@@ -273,13 +273,6 @@ int main(int argc, char** argv) {
       ->add_flag("--no-source-sha256", no_source_sha256,
                  "record no SHA-256 of the originals (the default; accepted for scripts)")
       ->excludes(source_sha256_flag);
-  std::string write_mode = "pwrite";
-  const std::string write_mode_help =
-      "pwrite (default): one writer per file; mapped: each file's pages written by all "
-      "threads through a shared mapping (a tmpfs file takes one write() at a time; about "
-      "twice the CPU time per page)";
-  compress_cmd->add_option("--write-mode", write_mode, write_mode_help)
-      ->check(CLI::IsMember({"pwrite", "mapped"}));
   add_output_options(compress_cmd, common, true);
   add_transfers_option(compress_cmd, common);
   cli.add_option("--group-by", group_by, "compress: block (default) or tensor")
@@ -305,7 +298,12 @@ int main(int argc, char** argv) {
                    "original files restored side by side (default: one per 4 threads, at most "
                    "4); each holds two decoded pieces")
       ->check(CLI::Range(1, 64));
-  decompress_cmd->add_option("--write-mode", write_mode, write_mode_help)
+  std::string decompress_write = "pwrite";
+  decompress_cmd
+      ->add_option("--write-mode", decompress_write,
+                   "pwrite (default): one writer per file; mapped: each file's pages written "
+                   "by all threads through a shared mapping (a tmpfs file takes one write() at "
+                   "a time; about twice the CPU time per page)")
       ->check(CLI::IsMember({"pwrite", "mapped"}));
   std::string decompress_like;
   decompress_cmd->add_option("--like", decompress_like,
@@ -504,8 +502,6 @@ int main(int argc, char** argv) {
     compress.threads = threads;
     compress.group_by = group_by == "tensor" ? app::GroupBy::kTensor : app::GroupBy::kBlock;
     compress.source_sha256 = source_sha256;
-    compress.write_mode =
-        write_mode == "mapped" ? app::WriteMode::kMapped : app::WriteMode::kPwrite;
     return app::run_compress_command(compress, output, std::cout, std::cerr);
   }
   if (decompress_cmd->parsed()) {
@@ -517,7 +513,8 @@ int main(int argc, char** argv) {
     options.threads = threads;
     options.file_sha256 = decompress_sha256;
     options.parallel_files = decompress_files;
-    options.write_mode = write_mode == "mapped" ? app::WriteMode::kMapped : app::WriteMode::kPwrite;
+    options.write_mode = decompress_write == "mapped" ? app::DecompressOptions::WriteMode::kMapped
+                                                      : app::DecompressOptions::WriteMode::kPwrite;
     if (!decompress_like.empty()) options.like = decompress_like;
     return app::run_decompress_command(options, output, std::cout, std::cerr);
   }

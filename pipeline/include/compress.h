@@ -29,7 +29,6 @@
 #include "df11/status.h"
 #include "grouping.h"
 #include "reporter.h"
-#include "write_mode.h"
 
 namespace df11::app {
 
@@ -59,7 +58,6 @@ struct CompressOptions {
   // compress on many cores by the largest file's hash time. Off, the originals are read only
   // by the planning and coding passes, and the members' XXH3 are computed while coding.
   bool source_sha256 = false;
-  WriteMode write_mode = WriteMode::kPwrite;  // the shards' writes (write_mode.h, --write-mode)
 };
 
 struct CompressSummary {

@@ -66,8 +66,7 @@ Result<ShardResult> write_shard(const CheckpointSource& source, const CompressPl
   DF11_ASSIGN_OR_RETURN(FinalizedLayout layout, lay_out_shard(source, plan, out));
   DF11_ASSIGN_OR_RETURN(OutputFile file, OutputFile::create((dir / name).string()));
   DF11_RETURN_IF_ERROR(file.preallocate(layout.file_size));
-  FileWriter writer(file);
-  DF11_RETURN_IF_ERROR(writer.set_mode(options.write_mode, layout.file_size));
+  const FileWriter writer(file);
   setup.reset();
 
   ShardResult result;

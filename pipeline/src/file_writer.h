@@ -5,13 +5,10 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <span>
 
 #include "df11/file_io.h"
 #include "df11/status.h"
-#include "mapped_writer.h"
-#include "write_mode.h"
 
 namespace df11::app {
 
@@ -22,21 +19,12 @@ class FileWriter {
   FileWriter(const FileWriter&) = delete;
   FileWriter& operator=(const FileWriter&) = delete;
 
-  // WriteMode::kMapped: from now on, writes go through a shared mapping of the file's first
-  // `size` bytes (mapped_writer.h; the file must be that large already), each write's pages
-  // spread over TBB's threads. kUnsupported where the kernel cannot populate a mapping (a full
-  // disk would then be SIGBUS, not an error), kIo naming the file when the mapping fails.
-  // kPwrite: nothing changes. Call before any write, from one thread.
-  Status set_mode(WriteMode mode, uint64_t size);
-
-  // pwrite_all, then a writeback hint for the range; or a mapped write (set_mode).
-  // Thread-safe for disjoint ranges.
+  // pwrite_all, then a writeback hint for the range. Thread-safe for disjoint ranges.
   Status write(uint64_t offset, std::span<const uint8_t> bytes) const;
 
  private:
   const OutputFile& file_;
   int hint_fd_ = -1;  // a second descriptor of the temp file, for sync_file_range only
-  std::optional<MappedWriter> mapped_;
 };
 
 }  // namespace df11::app

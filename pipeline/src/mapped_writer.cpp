@@ -67,8 +67,8 @@ MappedWriter::~MappedWriter() {
 bool MappedWriter::supported() {
   static const bool ok = [] {
     // An anonymous shared page: EINVAL means the kernel does not know the advice.
-    void* p =
-        ::mmap(nullptr, page_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    void* p = ::mmap(nullptr, page_size(), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+                     -1, 0);
     if (p == MAP_FAILED) return false;
     const bool known = ::madvise(p, page_size(), kMadvPopulateWrite) == 0;
     ::munmap(p, page_size());
@@ -88,12 +88,12 @@ Status MappedWriter::populate_and_copy(uint64_t offset, std::span<const uint8_t>
     const int err = errno;
     // EFAULT: the fault that allocates a page failed as a write would with SIGBUS; on tmpfs
     // that is a full filesystem (or a size limit).
-    return Status(
-        ErrorCode::kIo,
-        path_ + ": cannot allocate the pages of " + range_text(offset, bytes.size()) + ": " +
-            (err == EFAULT
-                 ? std::string("no space left on the filesystem (") + std::strerror(ENOSPC) + ")"
-                 : std::string(std::strerror(err))));
+    return Status(ErrorCode::kIo,
+                  path_ + ": cannot allocate the pages of " + range_text(offset, bytes.size()) +
+                      ": " +
+                      (err == EFAULT ? std::string("no space left on the filesystem (") +
+                                           std::strerror(ENOSPC) + ")"
+                                     : std::string(std::strerror(err))));
   }
   std::memcpy(base_ + offset, bytes.data(), bytes.size());
   // The file keeps the pages; this process need not map them any more.
@@ -104,9 +104,9 @@ Status MappedWriter::populate_and_copy(uint64_t offset, std::span<const uint8_t>
 Status MappedWriter::write(uint64_t offset, std::span<const uint8_t> bytes) const {
   if (bytes.empty()) return Status::ok();
   if (offset > size_ || bytes.size() > size_ - offset) {
-    return Status(ErrorCode::kInvalidArgument, path_ + ": " + range_text(offset, bytes.size()) +
-                                                   " lie beyond the " + std::to_string(size_) +
-                                                   " mapped bytes");
+    return Status(ErrorCode::kInvalidArgument,
+                  path_ + ": " + range_text(offset, bytes.size()) + " lie beyond the " +
+                      std::to_string(size_) + " mapped bytes");
   }
   const uint64_t end = offset + bytes.size();
   const uint64_t first_piece = offset / kPiece;

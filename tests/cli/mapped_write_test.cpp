@@ -1,5 +1,5 @@
-// --write-mode mapped (mapped_writer.h): each file's pages written by all threads through a
-// shared mapping. compress's and decompress's output is the same, byte for byte, at every
+// decompress --write-mode mapped (mapped_writer.h): each restored file's pages written by all
+// of its threads through a shared mapping. The output is the same, byte for byte, at every
 // thread count; writes outside the mapping and a file that cannot be mapped are errors that
 // name the file.
 #include <sstream>
@@ -12,7 +12,7 @@ namespace df11::clitest {
 namespace {
 
 using app::MappedWriter;
-using app::WriteMode;
+using WriteMode = DecompressOptions::WriteMode;
 
 class MappedWrites : public PipelineFixture {
  protected:
@@ -54,21 +54,6 @@ TEST_F(MappedWrites, RestoreIsByteIdenticalAtEveryThreadCount) {
   EXPECT_EQ(tree_sha256(restored()), original);
 }
 
-// compress --write-mode mapped: the shards' writes through the mapping give the same folder.
-TEST_F(MappedWrites, CompressIsByteIdenticalAtEveryThreadCount) {
-  if (!MappedWriter::supported()) GTEST_SKIP() << "kernel without MADV_POPULATE_WRITE";
-  const auto written = tree_sha256(df11());  // by pwrite, in SetUp
-  for (const int threads : {1, 2, 3, 16}) {
-    SCOPED_TRACE(testing::Message() << threads << " threads");
-    CompressOptions o = compress_options();
-    o.force = true;
-    o.threads = threads;
-    o.write_mode = WriteMode::kMapped;
-    ASSERT_EQ(compress(o).code, 0);
-    EXPECT_EQ(tree_sha256(df11()), written);
-  }
-}
-
 TEST_F(MappedWrites, WritesOutsideTheMappingAreRefusedNamingTheFile) {
   if (!MappedWriter::supported()) GTEST_SKIP() << "kernel without MADV_POPULATE_WRITE";
   const fs::path path = tmp_ / "out.bin";
@@ -82,7 +67,8 @@ TEST_F(MappedWrites, WritesOutsideTheMappingAreRefusedNamingTheFile) {
     Result<MappedWriter> writer = MappedWriter::open(*file, 3 << 20);
     ASSERT_TRUE(writer.is_ok()) << writer.status().message();
     ASSERT_TRUE(writer->write(777, bytes).is_ok());
-    const Status beyond = writer->write((3 << 20) - 10, std::span<const uint8_t>(bytes).first(11));
+    const Status beyond =
+        writer->write((3 << 20) - 10, std::span<const uint8_t>(bytes).first(11));
     EXPECT_EQ(beyond.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(beyond.message().find(path.string() + ": bytes [3145718, 3145729) lie beyond the "
                                                     "3145728 mapped bytes"),
@@ -93,9 +79,9 @@ TEST_F(MappedWrites, WritesOutsideTheMappingAreRefusedNamingTheFile) {
   const std::string back = read_text(path);
   ASSERT_EQ(back.size(), size_t{3} << 20);
   EXPECT_EQ(back.substr(0, 777), std::string(777, '\0'));
-  EXPECT_EQ(
-      back.compare(777, bytes.size(), reinterpret_cast<const char*>(bytes.data()), bytes.size()),
-      0);
+  EXPECT_EQ(back.compare(777, bytes.size(), reinterpret_cast<const char*>(bytes.data()),
+                         bytes.size()),
+            0);
 }
 
 TEST_F(MappedWrites, AFileThatCannotBeMappedIsAnErrorNamingIt) {
