@@ -298,13 +298,6 @@ int main(int argc, char** argv) {
                    "original files restored side by side (default: one per 4 threads, at most "
                    "4); each holds two decoded pieces")
       ->check(CLI::Range(1, 64));
-  std::string decompress_write = "pwrite";
-  decompress_cmd
-      ->add_option("--write-mode", decompress_write,
-                   "pwrite (default): one writer per file; mapped: each file's pages written "
-                   "by all threads through a shared mapping (a tmpfs file takes one write() at "
-                   "a time; about twice the CPU time per page)")
-      ->check(CLI::IsMember({"pwrite", "mapped"}));
   std::string decompress_like;
   decompress_cmd->add_option("--like", decompress_like,
                              "folder of .safetensors with the same tensor names (e.g. the "
@@ -513,8 +506,6 @@ int main(int argc, char** argv) {
     options.threads = threads;
     options.file_sha256 = decompress_sha256;
     options.parallel_files = decompress_files;
-    options.write_mode = decompress_write == "mapped" ? app::DecompressOptions::WriteMode::kMapped
-                                                      : app::DecompressOptions::WriteMode::kPwrite;
     if (!decompress_like.empty()) options.like = decompress_like;
     return app::run_decompress_command(options, output, std::cout, std::cerr);
   }

@@ -24,15 +24,6 @@ struct DecompressOptions {
   int threads = 0;
   size_t parallel_files = 0;  // files rebuilt side by side; 0: from the thread count
   bool file_sha256 = false;   // also hash every rebuilt file against its recorded SHA-256
-  // How a rebuilt file's bytes are written (mapped_writer.h): kPwrite with pwrite() from the
-  // file's one stream; kMapped spreads each piece's pages over the threads through a shared
-  // mapping. A tmpfs file takes one write() at a time, so only kMapped lets one large file be
-  // written faster than one writer can (16-core Xeon: 4.58 against 2.77 GB/s into one file by
-  // 16 threads), at about twice the CPU time per page (a fault, a zeroing and a page-table
-  // entry per 4 KiB): on 2 cores it is slower. Not the default until decompress as a whole is
-  // measured faster with it on many cores (records/compress-scaling/h21g/writes.sh).
-  enum class WriteMode { kPwrite, kMapped };
-  WriteMode write_mode = WriteMode::kPwrite;
   // A folder whose .safetensors headers give the shapes of a published folder's weights
   // (spec 7.8; e.g. the original model), where config.json does not.
   std::optional<std::filesystem::path> like;

@@ -11,7 +11,6 @@
 #include "df11_folder.h"
 #include "file_writer.h"
 #include "folder_record.h"
-#include "mapped_writer.h"
 #include "model_folder.h"
 #include "output_dir.h"
 #include "rebuild.h"
@@ -33,17 +32,6 @@ class FileSink : public RebuildSink {
 
  private:
   FileWriter writer_;
-};
-
-class MappedSink : public RebuildSink {
- public:
-  explicit MappedSink(MappedWriter writer) : writer_(std::move(writer)) {}
-  Status write(uint64_t offset, std::span<const uint8_t> bytes) override {
-    return writer_.write(offset, bytes);
-  }
-
- private:
-  MappedWriter writer_;
 };
 
 Status restore_side_file(const SideFile& side, const fs::path& dir) {
@@ -96,13 +84,6 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
                            : std::string()));
   }
   for (const std::string& line : findings.warnings) reporter.warning(line);
-  const bool mapped = options.write_mode == DecompressOptions::WriteMode::kMapped;
-  if (mapped && !MappedWriter::supported()) {
-    return Status(ErrorCode::kUnsupported,
-                  "--write-mode mapped: this kernel cannot populate a shared mapping "
-                  "(MADV_POPULATE_WRITE, Linux 5.14), so a full disk would be a signal, not "
-                  "an error: use --write-mode pwrite");
-  }
   DF11_ASSIGN_OR_RETURN(StagingDir staging, StagingDir::create(options.out_dir, options.force));
 
   DecompressSummary summary;
@@ -133,8 +114,6 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
   rebuild_options.on_bytes = [&](uint64_t n) { reporter.progress_advance(n); };
   std::mutex mutex;  // guards summary
   const size_t n_sources = folder.sources.size();
-  if (mapped)
-    reporter.detail("writing each file through a shared mapping, its pages over the threads");
   DF11_RETURN_IF_ERROR(for_each_source(
       folder, DecodeDevice::kCpu, n_sources,
       options.parallel_files != 0 ? options.parallel_files
@@ -146,11 +125,7 @@ Result<DecompressSummary> decompress_model_limited(const DecompressOptions& opti
                               OutputFile::create((staging.path() / source.file).string()));
         DF11_RETURN_IF_ERROR(file.preallocate(source.size));
         RebuildResult rebuilt;
-        if (mapped) {
-          DF11_ASSIGN_OR_RETURN(MappedWriter writer, MappedWriter::open(file, source.size));
-          MappedSink sink(std::move(writer));
-          DF11_ASSIGN_OR_RETURN(rebuilt, rebuild_source(folder, source, producer, sink, options));
-        } else {
+        {
           FileSink sink(file);
           DF11_ASSIGN_OR_RETURN(rebuilt, rebuild_source(folder, source, producer, sink, options));
         }

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Issue 21, h21g, second run on the 16-core host: decompress's writes, pwrite (one writer per
-# file) against mapped (each file's pages over its threads, mapped_writer.h), alternating,
-# three runs each at 16 threads and two at 8, on the 8B-shaped model (16.06 GB, 4 shards) in
-# /dev/shm; compress (default) three more times at 16 threads (the first run of the table
-# was slow). Layout as table.sh (.carry/h21g). OUT (default /tmp/h21g-out2), SIZE for a dry run.
+# Issue 21, h21g: --write-mode pwrite (one writer per file, the default) against mapped (each
+# file's pages over all threads, mapped_writer.h) on the 16-core host, alternating, on the
+# 8B-shaped model (16.06 GB, 4 shards) in /dev/shm: compress at 16 threads (three runs each;
+# the last one's output is then decompressed), decompress at 16 (three each) and 8 (two each).
+# Not yet run (the session's device time ran out): ~90 s of commands. Layout as table.sh
+# (.carry/h21g: bin/ df11 df11-mkmodel time, lib/). OUT (default /tmp/h21g-out2), SIZE for a
+# dry run. Prints the table last; a restored shard that differs is said so.
 set -uo pipefail
 D=$(cd "$(dirname "$0")" && pwd)
 export LD_LIBRARY_PATH=$D/lib PATH=$D/bin:$PATH
@@ -34,7 +36,11 @@ run() { # name outdir cmd...
   awk -v n="$name" -v rc=$rc -v e="$e" -v u="$u" -v s="$s" -v m="$kb" -v g="$GB" 'BEGIN { printf "%-16s rc=%d %6.2f s %6.2f GB/s cpu %6.1f s (%.2f/GB, user %.1f sys %.1f) rss %d MB\n", n, rc, e, g/e, u+s, (u+s)/g, u, s, m/1024 }' | tee -a "$T"
   grep -h -E "^(phases|source SHA-256)" "$W/$name.log" | cut -c1-1200
 }
-for i in 1 2 3; do run "c16-$i" "$S/d" df11 compress "$M" -o "$S/d" -v --threads 16; done
+for i in 1 2 3; do
+  for m in pwrite mapped; do
+    run "c16-$m-$i" "$S/d" df11 compress "$M" -o "$S/d" -v --threads 16 --write-mode "$m"
+  done
+done
 last=$(cd "$M" && ls ./*.safetensors | tail -1)
 x() { # name threads mode
   run "$1" "$S/r" df11 decompress "$S/d" -o "$S/r" -v --threads "$2" --write-mode "$3"
