@@ -810,9 +810,10 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                     rows_rt = GroupRuntime(rows_group, dev)
                     flat.append(rows_rt)
                     offloaded.append(False)
-            t0 = time.perf_counter()
-            _upload(state, folder, flat, offloaded, pin_memory)
-            engine.add_time("coded groups to the GPU, plans", t0)
+            times: Dict[str, float] = {}
+            _upload(state, folder, flat, offloaded, pin_memory, times)
+            for phase, seconds in times.items():
+                engine.load_seconds[phase] = engine.load_seconds.get(phase, 0.0) + seconds
         else:
             state.workspace = torch.empty(0, dtype=torch.uint8)  # the CPU decode needs none
             for u in dev_units:
@@ -995,11 +996,58 @@ def _status_hooks(engine: Df11Engine, model) -> None:
     engine.hooks.append(model.register_forward_hook(root_post))
 
 
+class _Uploader:
+    """Copies mapped (pageable) bytes to the GPU through two pinned buffers: torch's
+    multi-threaded CPU copy fills one while the other's DMA runs, on the current stream. A
+    pageable cudaMemcpy stages through the driver's own small buffers on one thread and waits
+    for each copy (~6 GB/s from the page cache on the H100 hosts)."""
+
+    CHUNK = 64 << 20
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.buffers: List[torch.Tensor] = []
+        self.events: List[Optional[torch.cuda.Event]] = [None, None]
+        self.turn = 0
+
+    def copy(self, dst: torch.Tensor, addr: int, nbytes: int) -> None:
+        """dst (uint8 on the GPU, nbytes long) <- the nbytes at addr. Returns once the bytes
+        are read from addr (the DMA may still run: finish() waits for it)."""
+        if nbytes == 0:
+            return
+        if not self.buffers:
+            self.buffers = [torch.empty(self.CHUNK, dtype=torch.uint8, pin_memory=True)
+                            for _ in range(2)]
+        src = _mapped(addr, nbytes)
+        stream = torch.cuda.current_stream(self.device)
+        for at in range(0, nbytes, self.CHUNK):
+            n = min(self.CHUNK, nbytes - at)
+            i = self.turn
+            self.turn ^= 1
+            if self.events[i] is not None:
+                self.events[i].synchronize()  # its previous DMA has read the buffer
+            buf = self.buffers[i][:n]
+            buf.copy_(src[at:at + n])
+            dst[at:at + n].copy_(buf, non_blocking=True)
+            event = torch.cuda.Event()
+            event.record(stream)
+            self.events[i] = event
+
+    def finish(self) -> None:
+        """Waits for the last copies (the pinned buffers are then free)."""
+        for event in self.events:
+            if event is not None:
+                event.synchronize()
+        self.buffers = []
+
+
 def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime], offloaded,
-            pin_memory: bool) -> None:
+            pin_memory: bool, times: Optional[Dict[str, float]] = None) -> None:
     """Copies the coded parts of each group to the GPU once (or to pinned host memory when
-    offloaded), makes one plan per group (the host validation of every group), and sizes the
-    workspaces and status records, all through torch's allocator."""
+    offloaded; _Uploader), then makes one plan per group (the host validation of every group),
+    and sizes the workspaces and status records, all through torch's allocator. `times`, if
+    given, gets the seconds of the copies and of the rest."""
+    t0 = time.perf_counter()
     dev = state.device
     layouts = []  # per group: ({part: (offset, address, bytes)}, packed size)
     for rt in runtimes:
@@ -1016,6 +1064,8 @@ def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime
         if staging:
             state.staging = torch.empty(staging, dtype=torch.uint8, device=dev)
         base = 0
+        targets = []
+        uploader = _Uploader(dev)
         for rt, (layout, size), off in zip(runtimes, layouts, offloaded):
             if off:
                 packed = torch.empty(size, dtype=torch.uint8, pin_memory=pin_memory)
@@ -1027,7 +1077,13 @@ def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime
                 target = state.coded[base:base + size]
                 base += size
                 for o, addr, nbytes in layout.values():
-                    target[o:o + nbytes].copy_(_mapped(addr, nbytes))
+                    uploader.copy(target[o:o + nbytes], addr, nbytes)
+            targets.append(target)
+        uploader.finish()
+        if times is not None:
+            times["coded groups to the GPU"] = time.perf_counter() - t0
+            t0 = time.perf_counter()
+        for rt, (layout, _), target in zip(runtimes, layouts, targets):
             parts = {part: target.data_ptr() + o for part, (o, _, _) in layout.items()}
             rt.decoder = _CudaDecoder(folder, rt.group, parts,
                                       rt.out.data_ptr() if rt.out is not None else 0, dev)
@@ -1042,3 +1098,5 @@ def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime
             d.out = rt.out
             d.set_buffers(rt.workspace.data_ptr(), state.status.data_ptr() + i * st_slot)
             d.plan.workspace_init(d.ws_ptr, d.ws_bytes, stream)
+    if times is not None:
+        times["plans, workspaces"] = time.perf_counter() - t0

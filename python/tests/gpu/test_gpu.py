@@ -69,6 +69,19 @@ def test_df11_folder_cuda(work, family):
     check_model(model, bf16_cuda(bf16_dir))
 
 
+def test_upload_in_small_odd_chunks(work, monkeypatch):
+    """The coded groups reach the GPU through two pinned buffers in turn (engine._Uploader):
+    with chunks of 1000 bytes every part spans many chunks and ends mid-chunk, and the model
+    still equals BF16; the load reports the copies and the plans as phases of their own."""
+    from df11 import engine
+    monkeypatch.setattr(engine._Uploader, "CHUNK", 1000)
+    bf16_dir, df11_dir = make(work, "llama")
+    model = df11.from_pretrained(df11_dir, device="cuda")
+    phases = model.df11.load_seconds
+    assert {"coded groups to the GPU", "plans, workspaces"} <= set(phases)
+    check_model(model, bf16_cuda(bf16_dir))
+
+
 def official_families():
     return sorted(f for f in os.listdir(models.FIXTURES)
                   if os.path.isdir(os.path.join(models.FIXTURES, f)) and f != "flux")
