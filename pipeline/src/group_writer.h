@@ -1,10 +1,10 @@
 // Pass 2 of compression for one coded group, a step (a bounded number of weights) at a time:
 // encode_step() codes step k into a StepBuffer, which holds that step's stored stream and
 // sign/mantissa bytes alone (encoder windows); write_step() writes the buffer into its place in the
-// output shard, hashing the stored bytes, and drops the step's input pages; finish() writes the
-// small tensors. The caller (shard_writer.cpp) runs step k's encode beside step k - 1's write, with
-// two buffers. The members' own checksums come from the source hasher, which reads every byte
-// anyway.
+// output shard, hashing the stored bytes beside the writes, and drops the step's input pages;
+// finish() writes the small tensors. The caller (shard_writer.cpp) runs step k's encode beside step
+// k - 1's write, with two buffers. The members' own checksums come from write_step too (beside
+// the writes), or, with --source-sha256, from the source hasher, which reads every byte anyway.
 #pragma once
 
 #include <array>
@@ -82,6 +82,9 @@ class GroupWriter {
     uint64_t c0, c1, w0, w1;  // chunks [c0, c1), weights [w0, w1)
   };
   Step step(uint64_t k) const;
+  // Writes stored tensor t's bytes at `at`; emit() hashes them too.
+  Status write(const FileWriter& out, GroupTensor t, uint64_t at,
+               std::span<const uint8_t> bytes) const;
   Status emit(const FileWriter& out, GroupTensor t, uint64_t at, std::span<const uint8_t> bytes);
 
   MemberSpans members_;
