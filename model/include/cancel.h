@@ -30,10 +30,13 @@ class CancelToken {
   }
 
   // kInterrupted naming the reason once cancel() was called (here or on the parent), OK
-  // otherwise (one atomic load per token).
+  // otherwise (one atomic load per token). The parent's reason wins when both were called:
+  // it is the cause (a sub-task that stopped its siblings after the parent was cancelled
+  // must not report the siblings' stop as the reason).
   Status check() const {
+    if (parent_ != nullptr && parent_->cancelled()) return parent_->check();
     const char* reason = reason_.load(std::memory_order_relaxed);
-    if (reason == nullptr) return parent_ != nullptr ? parent_->check() : Status::ok();
+    if (reason == nullptr) return Status::ok();
     return Status(ErrorCode::kInterrupted, std::string("interrupted by ") + reason);
   }
 

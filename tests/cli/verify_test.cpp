@@ -108,6 +108,12 @@ TEST(CancelToken, ChildStopsWithItsParentAndAlone) {
   child.cancel("the push stopping");
   EXPECT_FALSE(parent.cancelled());
   EXPECT_EQ(child.check().message(), "interrupted by the push stopping");
+  // Both: the parent's reason is the cause (compress's shards stop each other through a
+  // child token after the caller's progress callback cancelled the parent).
+  parent.cancel("the progress callback");
+  EXPECT_EQ(child.check().message(), "interrupted by the progress callback");
+  parent.reset();
+  child.reset();
 
   TempDir tmp;
   write_tiny_llama(tmp / "model", {});
