@@ -129,7 +129,8 @@ uint64_t codes_before_bit(const MemberStream& stream, const GroupPlan& plan,
 Result<uint32_t> encode_range_unchecked(std::span<const std::span<const uint16_t>> members,
                                         const GroupPlan& plan, uint64_t first_chunk,
                                         uint64_t last_chunk, const GroupOutput& out,
-                                        const WeightsRead& weights_read) {
+                                        const WeightsRead& weights_read,
+                                        const WeightsRead& weights_to_read) {
   uint64_t n = 0;
   for (const auto& m : members) n += m.size();  // bounded: spans of distinct objects
   DF11_RETURN_IF_ERROR(check_plan(plan, n, first_chunk, last_chunk, out));
@@ -143,6 +144,10 @@ Result<uint32_t> encode_range_unchecked(std::span<const std::span<const uint16_t
   tbb::enumerable_thread_specific<ChunkScratch> scratch;
   parallel_for_chunks(first_chunk, last_chunk, [&](uint64_t c) {
     const uint64_t k = c - first_chunk;
+    if (weights_to_read) {
+      weights_to_read(c * plan.chunk_weights,
+                      std::min(plan.n_elements, (c + 1) * plan.chunk_weights));
+    }
     status[k] = encode_chunk(stream, plan, tables, c, out, scratch.local(), blocks[k]);
     if (weights_read) {
       weights_read(c * plan.chunk_weights, std::min(plan.n_elements, (c + 1) * plan.chunk_weights));
@@ -176,9 +181,11 @@ Result<uint32_t> encode_range_unchecked(std::span<const std::span<const uint16_t
 Result<uint32_t> encode_group_range(std::span<const std::span<const uint16_t>> members,
                                     const GroupPlan& plan, uint64_t first_chunk,
                                     uint64_t last_chunk, const GroupOutput& out,
-                                    const WeightsRead& weights_read) {
+                                    const WeightsRead& weights_read,
+                                    const WeightsRead& weights_to_read) {
   try {
-    return encode_range_unchecked(members, plan, first_chunk, last_chunk, out, weights_read);
+    return encode_range_unchecked(members, plan, first_chunk, last_chunk, out, weights_read,
+                                  weights_to_read);
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kResourceLimit, "encode_group_range: out of memory");
   }

@@ -24,12 +24,14 @@ void count_chunk(const MemberStream& stream, uint64_t begin, uint64_t end, Chunk
 
 std::vector<ChunkCounts> count_chunk_exponents(
     const MemberStream& stream, uint64_t chunk_weights,
-    const std::function<void(uint64_t, uint64_t)>& weights_read) {
+    const std::function<void(uint64_t, uint64_t)>& weights_read,
+    const std::function<void(uint64_t, uint64_t)>& weights_to_read) {
   const uint64_t n_chunks = (stream.size() + chunk_weights - 1) / chunk_weights;
   std::vector<ChunkCounts> chunks(n_chunks);
   parallel_for_chunks(0, n_chunks, [&](uint64_t c) {
     const uint64_t begin = c * chunk_weights;
     const uint64_t end = std::min(stream.size(), begin + chunk_weights);
+    if (weights_to_read) weights_to_read(begin, end);
     count_chunk(stream, begin, end, chunks[c]);
     if (weights_read) weights_read(begin, end);
   });

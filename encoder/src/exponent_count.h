@@ -48,9 +48,11 @@ using ChunkCounts = std::array<uint32_t, 256>;  // a chunk holds < 2^32 weights
 
 // Exponent counts of each chunk of `stream` (chunk c = weights [c * chunk_weights,
 // (c + 1) * chunk_weights)), in parallel: 1 KiB per chunk. chunk_weights < 2^32.
-// `weights_read` (may be empty) is told of each chunk once it is counted.
+// `weights_read` (may be empty) is told of each chunk once it is counted, `weights_to_read`
+// (may be empty) just before.
 std::vector<ChunkCounts> count_chunk_exponents(
     const MemberStream& stream, uint64_t chunk_weights,
-    const std::function<void(uint64_t, uint64_t)>& weights_read = {});
+    const std::function<void(uint64_t, uint64_t)>& weights_read = {},
+    const std::function<void(uint64_t, uint64_t)>& weights_to_read = {});
 
 }  // namespace df11

@@ -51,7 +51,8 @@ void set_stream_sizes(GroupPlan& plan) {
 }
 
 Result<GroupPlan> plan_group_unchecked(std::span<const std::span<const uint16_t>> members,
-                                       uint64_t chunk_weights, const WeightsRead& weights_read) {
+                                       uint64_t chunk_weights, const WeightsRead& weights_read,
+                                       const WeightsRead& weights_to_read) {
   if (members.empty()) {
     return Status(ErrorCode::kInvalidArgument, "plan_group: group has no members");
   }
@@ -79,7 +80,8 @@ Result<GroupPlan> plan_group_unchecked(std::span<const std::span<const uint16_t>
   plan.n_elements = n;
   plan.chunk_weights = std::min(chunk_weights, n);
   const uint64_t n_chunks = (n + plan.chunk_weights - 1) / plan.chunk_weights;
-  std::vector<ChunkCounts> chunks = count_chunk_exponents(stream, plan.chunk_weights, weights_read);
+  std::vector<ChunkCounts> chunks =
+      count_chunk_exponents(stream, plan.chunk_weights, weights_read, weights_to_read);
   for (const ChunkCounts& counts : chunks) {
     for (int e = 0; e < 256; ++e) plan.histogram[e] += counts[e];
   }
@@ -113,9 +115,10 @@ Result<GroupPlan> plan_group_unchecked(std::span<const std::span<const uint16_t>
 }  // namespace
 
 Result<GroupPlan> plan_group(std::span<const std::span<const uint16_t>> members,
-                             uint64_t chunk_weights, const WeightsRead& weights_read) {
+                             uint64_t chunk_weights, const WeightsRead& weights_read,
+                             const WeightsRead& weights_to_read) {
   try {
-    return plan_group_unchecked(members, chunk_weights, weights_read);
+    return plan_group_unchecked(members, chunk_weights, weights_read, weights_to_read);
   } catch (const std::bad_alloc&) {
     return Status(ErrorCode::kResourceLimit,
                   "plan_group: out of memory (" + std::to_string(chunk_weights) +

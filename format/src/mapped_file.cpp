@@ -69,6 +69,15 @@ void MappedFile::advise_dontneed(uint64_t offset, uint64_t length) const {
   madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_DONTNEED);
 }
 
+void MappedFile::advise_populate(uint64_t offset, uint64_t length) const {
+#ifndef MADV_POPULATE_READ
+  constexpr int MADV_POPULATE_READ = 22;  // Linux 5.14; older headers lack it
+#endif
+  uint64_t begin = 0, end = 0;
+  if (data_ == nullptr || !page_range(size_, offset, length, &begin, &end)) return;
+  madvise(const_cast<uint8_t*>(data_) + begin, end - begin, MADV_POPULATE_READ);
+}
+
 void MappedFile::advise_willneed(uint64_t offset, uint64_t length) const {
   uint64_t begin = 0, end = 0;
   if (data_ == nullptr || !page_range(size_, offset, length, &begin, &end)) return;

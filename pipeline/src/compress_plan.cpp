@@ -282,9 +282,10 @@ Result<CompressPlan> plan_compression(const CheckpointSource& source, GroupBy gr
       // Each worker drops the pages of the chunk it has counted, so that the group's pages
       // are not all resident at once, nor all dropped on one thread afterwards.
       const SourcePages pages(spans.stream(), group_sources(source, result, group.spec));
-      auto plan = plan_group(spans.spans(), chunk_weights, [&](uint64_t begin, uint64_t end) {
-        pages.drop(begin, end, /*whole_pages_only=*/true);
-      });
+      auto plan = plan_group(
+          spans.spans(), chunk_weights,
+          [&](uint64_t begin, uint64_t end) { pages.drop(begin, end, /*whole_pages_only=*/true); },
+          [&](uint64_t begin, uint64_t end) { pages.populate(begin, end); });
       histogram.reset();
       if (plan) {
         sizes.n_blocks = plan->n_blocks;

@@ -72,7 +72,11 @@ Status GroupWriter::encode_step(uint64_t k, StepBuffer& buffer) {
   out.encoded_exponent_first = bit0 / 8;
   out.sign_mantissa_first = s.w0;
 
-  const Result<uint32_t> encoded = encode_group_range(members_.spans(), plan_, s.c0, s.c1, out);
+  // Each chunk's input pages mapped in one call before its worker reads them; they are
+  // dropped after the step's write (write_step).
+  const Result<uint32_t> encoded =
+      encode_group_range(members_.spans(), plan_, s.c0, s.c1, out, {},
+                         [this](uint64_t begin, uint64_t end) { pages_.populate(begin, end); });
   if (!encoded.is_ok()) return encoded.status().with_context(what_);
   most_ = std::max(most_, encoded.value());
   carry_ = buffer.stream.back();

@@ -27,4 +27,13 @@ void SourcePages::drop(uint64_t begin, uint64_t end, bool whole_pages_only) cons
   });
 }
 
+void SourcePages::populate(uint64_t begin, uint64_t end) const {
+  stream_.for_each_piece(begin, end, [&](const uint16_t*, uint64_t n, uint64_t at) {
+    const size_t m = stream_.member_of(at);
+    const MemberSource& source = sources_[m];
+    if (source.file == nullptr) return;
+    source.file->advise_populate(source.offset + 2 * (at - stream_.member_start(m)), 2 * n);
+  });
+}
+
 }  // namespace df11::app

@@ -26,6 +26,9 @@ class SourcePages {
   // `whole_pages_only` (another worker may still read the pages it shares with its
   // neighbours), else every page it touches. Thread-safe.
   void drop(uint64_t begin, uint64_t end, bool whole_pages_only) const;
+  // Maps the pages of weights [begin, end) in one call per member piece, for a worker about
+  // to read them all (MappedFile::advise_populate). Thread-safe.
+  void populate(uint64_t begin, uint64_t end) const;
 
  private:
   const MemberStream& stream_;

@@ -69,11 +69,16 @@ struct GroupPlan {
 // few next to a range again (the previous chunk's last code, a block's size). Called
 // concurrently from several threads; empty: nobody is told.
 using WeightsRead = std::function<void(uint64_t begin, uint64_t end)>;
+// The same calls' other hint, `weights_to_read`: told on the worker about to read them that
+// the weights [begin, end) come next, so that a caller reading them from a mapping can map
+// their pages in one call instead of faulting them in piece by piece. Same threads; empty:
+// nobody is told.
 
 // Members are concatenated in order (each flattened row-major) into one stream.
 Result<GroupPlan> plan_group(std::span<const std::span<const uint16_t>> members,
                              uint64_t chunk_weights = kDefaultChunkWeights,
-                             const WeightsRead& weights_read = {});
+                             const WeightsRead& weights_read = {},
+                             const WeightsRead& weights_to_read = {});
 
 // A prediction of plan_group() for a group of `n_elements` weights in `n_members` members
 // from a sample of its exponents (remote inspect reads a few KiB of each tensor, not the
@@ -110,7 +115,8 @@ struct GroupOutput {
 Result<uint32_t> encode_group_range(std::span<const std::span<const uint16_t>> members,
                                     const GroupPlan& plan, uint64_t first_chunk,
                                     uint64_t last_chunk, const GroupOutput& out,
-                                    const WeightsRead& weights_read = {});
+                                    const WeightsRead& weights_read = {},
+                                    const WeightsRead& weights_to_read = {});
 
 // Plan + encode everything into owned buffers (luts and split_positions included).
 // `plan_out`, if given, receives the plan with max_block_weights filled in.

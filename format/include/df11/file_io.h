@@ -42,6 +42,11 @@ class MappedFile {
   void advise_dontneed(uint64_t offset, uint64_t length) const;
   // Hints that [offset, offset + length) will be read soon (sequentially). Best effort.
   void advise_willneed(uint64_t offset, uint64_t length) const;
+  // Maps the pages covering [offset, offset + length) now, in one call (MADV_POPULATE_READ,
+  // Linux 5.14), for a reader about to read them all: the faults otherwise map them 64 KiB
+  // at a time (12-15% of the CPU time of a pass over a tmpfs file measured on a 2-core EPYC).
+  // Best effort: a kernel without it, or a failure, leaves the faults to do it.
+  void advise_populate(uint64_t offset, uint64_t length) const;
 
  private:
   std::string path_;
