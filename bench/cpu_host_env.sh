@@ -4,7 +4,7 @@
 #   source bench/cpu_host_env.sh CARRY OUT
 #
 # CARRY holds bin/ (df11, df11-mkmodel, zstd, optionally GNU time as bin/time) and lib/ (the
-# .so files the host lacks); OUT receives everything. Sets PATH, LD_LIBRARY_PATH, TIME, W
+# .so files the host lacks); OUT receives everything. Sets OUT, PATH, LD_LIBRARY_PATH, TIME, W
 # (OUT/r: one log and one GNU time file per step) and T (OUT/table.txt: one row per step), and
 # defines:
 #   host_facts               the machine (CPU, cores, memory, /dev/shm and its huge pages,
