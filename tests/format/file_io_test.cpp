@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <string>
 
 #include "format_test_util.h"
@@ -83,72 +84,71 @@ TEST(MappedFile, ErrorsNameTheFile) {
   }
 }
 
-// A 16 MiB file of varied bytes in `dir`, its content, and its mapping.
-constexpr size_t kBigFileBytes = 16 << 20;
-struct BigFile {
-  std::string data;
-  Result<MappedFile> file;
-};
-BigFile big_mapped_file(const ScratchDir& dir, uint32_t mul) {
-  std::string data(kBigFileBytes, '\0');
-  for (size_t i = 0; i < kBigFileBytes; ++i) data[i] = static_cast<char>(i * mul + (i >> 12));
-  if (Status s = write_file_atomic(dir.file("big"), data); !s) return {data, s};
-  return {std::move(data), MappedFile::open(dir.file("big"))};
-}
+// A 16 MiB file of varied bytes, its content and its mapping, and the process's resident
+// pages once it is mapped (before any page is read through the mapping).
+class BigMappedFile : public ::testing::Test {
+ protected:
+  static constexpr size_t kBytes = 16 << 20;
 
-TEST(MappedFile, AdviseDontneedDropsResidentPages) {
-  ScratchDir dir;
-  const size_t kBytes = kBigFileBytes;
-  auto [data, f] = big_mapped_file(dir, 7);
-  ASSERT_TRUE(f.is_ok()) << f.status().message();
-  const long page = sysconf(_SC_PAGESIZE);
-  const long before = resident_pages();
+  void SetUp() override {
+    data_.resize(kBytes);
+    for (size_t i = 0; i < kBytes; ++i) data_[i] = static_cast<char>(i * 7 + (i >> 12));
+    ASSERT_TRUE(write_file_atomic(dir_.file("big"), data_).is_ok());
+    Result<MappedFile> opened = MappedFile::open(dir_.file("big"));
+    ASSERT_TRUE(opened.is_ok()) << opened.status().message();
+    f_.emplace(std::move(*opened));
+    before_ = resident_pages();
+  }
+
+  ScratchDir dir_;
+  std::string data_;
+  std::optional<MappedFile> f_;
+  const long page_ = sysconf(_SC_PAGESIZE);
+  long before_ = 0;
+};
+
+TEST_F(BigMappedFile, AdviseDontneedDropsResidentPages) {
   uint64_t sum = 0;
-  for (size_t i = 0; i < kBytes; i += static_cast<size_t>(page)) sum += f->data()[i];
+  for (size_t i = 0; i < kBytes; i += static_cast<size_t>(page_)) sum += f_->data()[i];
   const long touched = resident_pages();
-  EXPECT_GE(touched - before, static_cast<long>(kBytes / page) * 9 / 10) << sum;
+  EXPECT_GE(touched - before_, static_cast<long>(kBytes / page_) * 9 / 10) << sum;
   // Unaligned range covering everything: widened to pages, clipped to the file.
-  f->advise_dontneed(1, UINT64_MAX);
-  f->advise_dontneed(0, 1);
+  f_->advise_dontneed(1, UINT64_MAX);
+  f_->advise_dontneed(0, 1);
   const long dropped = resident_pages();
-  EXPECT_LE(dropped - before, static_cast<long>(kBytes / page) / 10);
-  // The data is still there: pages come back from the page cache.
-  EXPECT_EQ(std::string(f->span().begin(), f->span().end()), data);
-  f->advise_dontneed(kBytes, 10);  // past the end: ignored
-  f->advise_willneed(kBytes - 1, 100);
+  EXPECT_LE(dropped - before_, static_cast<long>(kBytes / page_) / 10);
+  // The data is still there: pages come back from the page cache. Compared in place: a copy
+  // would stay resident under ASan's allocator.
+  ASSERT_EQ(f_->span().size(), data_.size());
+  EXPECT_EQ(std::memcmp(f_->data(), data_.data(), data_.size()), 0);
+  f_->advise_dontneed(kBytes, 10);  // past the end: ignored
+  f_->advise_willneed(kBytes - 1, 100);
 }
 
 // compress maps each chunk's pages in one call before reading them (MADV_POPULATE_READ):
 // they are resident without a read, the range asked (widened to pages and folios), and the
 // bytes are the file's.
-TEST(MappedFile, AdvisePopulateMapsTheRangeWithoutReadingIt) {
-  ScratchDir dir;
-  const size_t kBytes = kBigFileBytes;
-  auto [data, f] = big_mapped_file(dir, 13);
-  ASSERT_TRUE(f.is_ok()) << f.status().message();
-  const long page = sysconf(_SC_PAGESIZE);
-  const long before = resident_pages();
+TEST_F(BigMappedFile, AdvisePopulateMapsTheRangeWithoutReadingIt) {
   // The first half, from an unaligned offset: pages [0, kBytes / 2 / page].
-  f->advise_populate(1, kBytes / 2);
-  const long populated = resident_pages() - before;
+  f_->advise_populate(1, kBytes / 2);
+  const long populated = resident_pages() - before_;
   // Before Linux 5.14 the kernel refuses the advice (EINVAL), and the call is a no-op.
-  void* probe =
-      mmap(nullptr, static_cast<size_t>(page), PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  const size_t page = static_cast<size_t>(page_);
+  void* probe = mmap(nullptr, page, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   ASSERT_NE(probe, MAP_FAILED);
-  const bool supported = madvise(probe, static_cast<size_t>(page), 22 /* POPULATE_READ */) == 0;
-  munmap(probe, static_cast<size_t>(page));
+  const bool supported = madvise(probe, page, 22 /* POPULATE_READ */) == 0;
+  munmap(probe, page);
   if (!supported) GTEST_SKIP() << "MADV_POPULATE_READ is unsupported here (Linux < 5.14)";
   EXPECT_GE(populated, static_cast<long>(kBytes / 2 / page));
   // At most the range and the large folios at its ends (2 MiB each where the page cache
   // holds the file in huge folios), not the whole file.
   EXPECT_LE(populated, static_cast<long>((kBytes / 2 + (4 << 20)) / page) + 2);
-  f->advise_populate(kBytes, 100);             // past the end: ignored
-  f->advise_populate(kBytes - 1, UINT64_MAX);  // clipped to the file
-  // Compared in place: a copy would stay resident under ASan's allocator.
-  ASSERT_EQ(f->span().size(), data.size());
-  EXPECT_EQ(std::memcmp(f->data(), data.data(), data.size()), 0);
-  f->advise_dontneed(0, UINT64_MAX);
-  EXPECT_LE(resident_pages() - before, static_cast<long>(kBytes / page) / 10);
+  f_->advise_populate(kBytes, 100);             // past the end: ignored
+  f_->advise_populate(kBytes - 1, UINT64_MAX);  // clipped to the file
+  ASSERT_EQ(f_->span().size(), data_.size());
+  EXPECT_EQ(std::memcmp(f_->data(), data_.data(), data_.size()), 0);
+  f_->advise_dontneed(0, UINT64_MAX);
+  EXPECT_LE(resident_pages() - before_, static_cast<long>(kBytes / page) / 10);
 }
 
 TEST(OutputFile, CommitRenamesAndLeavesNoTemp) {
