@@ -460,4 +460,35 @@ df11_status df11_decode_group(df11_model* model, size_t group, void* out, size_t
   });
 }
 
+df11_status df11_group_check_stored(df11_model* model, size_t group) {
+  return on_model(model, [&](const df11::app::Df11Folder& f) -> Status {
+    if (group >= model->groups.size()) {
+      return df11::capi::out_of_range("group", group, model->groups.size());
+    }
+    const df11::app::CodedGroup& cg = f.groups[group];
+    // A published folder records no checksums (its members carry no xxh3); df11's records the
+    // stored tensors' in the group's metadata (spec 5.2).
+    const std::vector<size_t>& members = model->groups[group].members;
+    const bool recorded = std::any_of(members.begin(), members.end(),
+                                      [&](size_t t) { return model->tensors[t].xxh3 != nullptr; });
+    if (!recorded || cg.shard >= f.metadata.size() ||
+        cg.meta_index >= f.metadata[cg.shard].groups.size()) {
+      return Status::ok();
+    }
+    const df11::GroupMeta& meta = f.metadata[cg.shard].groups[cg.meta_index];
+    const df11::SafetensorsFile& shard = f.folder.shards[cg.shard];
+    const auto tensors = cg.tensors.all();  // kGroupTensors order
+    for (size_t k = 0; k < tensors.size(); ++k) {
+      const std::string& want = meta.stored.of(df11::kGroupTensors[k].id);
+      const std::string got = df11::xxh3_hex(shard.tensor_bytes(*tensors[k]));
+      if (got != want) {
+        return Status(ErrorCode::kCorruptData, cg.what + ": stored tensor '" + tensors[k]->name +
+                                                   "' has xxh3 " + got +
+                                                   ", the df11 metadata records " + want);
+      }
+    }
+    return Status::ok();
+  });
+}
+
 }  // extern "C"

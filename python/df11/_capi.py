@@ -128,6 +128,7 @@ def _declare(L: ctypes.CDLL) -> None:
       POINTER(c_size_t))
     f("df11_decode_tensor", c_int, model_p, c_size_t, c_void_p, c_size_t)
     f("df11_decode_group", c_int, model_p, c_size_t, c_void_p, c_size_t)
+    f("df11_group_check_stored", c_int, model_p, c_size_t)
     f("df11_has_cuda", c_int)
     f("df11_cuda_plan_create", c_int, model_p, POINTER(c_size_t), c_size_t, POINTER(CudaGroup),
       POINTER(c_void_p))
@@ -298,6 +299,12 @@ class Model(Handle):
 
     def decode_group(self, g: int, out_ptr: int, out_bytes: int) -> None:
         self._check(lib().df11_decode_group(self._h, g, c_void_p(out_ptr), out_bytes))
+
+    def check_stored(self, g: int) -> None:
+        """Group g's stored bytes against the checksums df11's metadata records for them
+        (df11_group_check_stored; nothing to check in a folder the dfloat11 tools published).
+        Raises Df11Error (corrupt_data) naming the file, the stored tensor and the group."""
+        self._check(lib().df11_group_check_stored(self._h, g))
 
 
 class CudaPlan(Handle):

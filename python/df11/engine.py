@@ -40,6 +40,7 @@ import torch
 from . import _capi, _ops, exec_mode
 from ._cuda import current_device, on_device, raw_stream
 from ._capi import Df11Error
+from .device_lock import DeviceLock
 
 ALIGN_BYTES = 256  # cuBLASLt sees operand alignment up to 256 bytes (PyTorch passes it)
 
@@ -208,9 +209,10 @@ class _RowsDecoder:
     does not overwrite the lookup's status before check_status reads it."""
 
     def __init__(self, plan: _capi.CudaPlan, group_name: str, row_elements: int,
-                 device: torch.device):
+                 device: torch.device, lock: DeviceLock):
         import ctypes
         self.plan = plan
+        self.lock = lock  # the workspace and status slot serve one lookup at a time
         self.group_name = group_name
         self.row_elements = row_elements
         self.device = device
@@ -236,7 +238,7 @@ class _RowsDecoder:
         n = flat.numel()
         out = torch.empty((n, self.row_elements), dtype=torch.bfloat16, device=self.device)
         if n:
-            with on_device(self.device_index):
+            with on_device(self.device_index), self.lock:
                 rc = self._fn(self.plan.handle, 0, self._void_p(flat.data_ptr()), n,
                               self.row_elements, self._void_p(out.data_ptr()), *self._args,
                               raw_stream(self.device_index))
@@ -254,6 +256,15 @@ class _RowsDecoder:
             except Df11Error:
                 self.copied = False
                 raise
+
+    def check_all(self, rows: int, chunk_rows: int = 8192) -> None:
+        """Decodes every row once (in chunks, into transient tensors) and reads each chunk's
+        status: the load-time check of a group no unit decodes whole."""
+        for start in range(0, rows, chunk_rows):
+            ids = torch.arange(start, min(rows, start + chunk_rows), device=self.device)
+            self.lookup(ids)
+            torch.cuda.current_stream(self.device).synchronize()
+            self.check()
 
 
 class _RowsLookup(torch.nn.Embedding):
@@ -398,6 +409,7 @@ class DeviceState:
         self.workspace: Optional[torch.Tensor] = None
         self.status: Optional[torch.Tensor] = None  # pinned uint8
         self.event = None
+        self.lock = DeviceLock(device)  # one forward pass at a time uses the buffers
 
 
 class Df11Engine:
@@ -420,6 +432,7 @@ class Df11Engine:
         # Host seconds of each phase of the load (from_pretrained adds "open" and "model"),
         # which python -m df11.bench prints: where a load's time goes.
         self.load_seconds: Dict[str, float] = {}
+        self.stored_checks: Optional["StoredChecks"] = None  # while a load runs
 
     def add_time(self, phase: str, since: float) -> None:
         """Adds the seconds from `since` (a time.perf_counter()) to now to `phase`."""
@@ -610,6 +623,8 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
     """After a failed load: hooks removed, plans destroyed, and every GPU tensor the load made
     (parameters, buffers, views of the decode buffer) replaced by a meta tensor, so that no GPU
     memory stays allocated."""
+    if engine.stored_checks is not None:
+        engine.stored_checks.wait()
     for state in engine.devices.values():
         state.buffer = state.assembly = state.coded = state.staging = None
         state.workspace = state.status = None
@@ -776,8 +791,12 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if rows_group is not None:
         by_device.setdefault(emb_dev, [])
     offload_left = cpu_offload_blocks
+    if any(d.type == "cuda" for d in by_device) or exec_items:
+        # The GPU decoder checks the streams' structure, not the members' checksums: the
+        # stored bytes are checked against theirs while the load goes on.
+        engine.stored_checks = StoredChecks(folder, [g for g in groups if g.members])
     for dev, unit_names in by_device.items():
-        rows_rt = None
+        rows_rt = rows = None
         state = DeviceState(dev)
         engine.devices[dev] = state
         slot = ALIGN_BYTES // 2  # elements
@@ -833,8 +852,15 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                       torch.zeros((), dtype=torch.bfloat16, device=dev).expand(
                           *rows_group.members[0].shape))
             rows = _RowsDecoder(rows_rt.decoder.plan, rows_group.name,
-                                rows_group.members[0].shape[1], dev)
+                                rows_group.members[0].shape[1], dev, state.lock)
             _serve_rows(engine, emb, rows, weight)
+        if dev.type == "cuda":
+            t0 = time.perf_counter()
+            whole = rows is not None and rows_rt.decoder.out is None  # no unit decodes it
+            _decode_at_load(state, [rt for u in dev_units for rt in u.groups],
+                            rows if whole else None,
+                            rows_group.members[0].shape[0] if whole else 0)
+            engine.add_time("load check", t0)
         if dev.type == "cpu":
             # Every group is checked once at load (as the GPU path's plans do on the host): a
             # CPU decode validates the group and compares each member's recorded checksum.
@@ -848,12 +874,21 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         exec_mode.transcode(engine, folder, state, modules, items)
         engine.add_time("exec transcode", t0)
 
+    if engine.stored_checks is not None:
+        t0 = time.perf_counter()
+        engine.stored_checks.join()
+        engine.add_time("load check (waiting for the stored checksums)", t0)
     _place_remaining(model, device_of, tensors_set, folder)
     for unit in engine.units:
         module = model.get_submodule(unit.module) if unit.module else model
-        engine.hooks.append(module.register_forward_pre_hook(_make_hook(unit.mode, unit.device)))
+        lock = engine.devices[unit.device].lock
+        pre, post = _make_hooks(unit.mode, unit.device, lock)
+        engine.hooks.append(module.register_forward_pre_hook(pre))
+        engine.hooks.append(module.register_forward_hook(post, always_call=True))
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         _status_hooks(engine, model)
+    _dtype_guard(engine, model)
+    _mark_static(engine)
 
 
 def _cuda_index(dev: torch.device) -> torch.device:
@@ -960,20 +995,114 @@ def _place_remaining(model, device_of, tensors_set, folder) -> None:
                       stacklevel=4)
 
 
-def _make_hook(mode, device: torch.device):
+def _make_hooks(mode, device: torch.device, lock: DeviceLock):
+    """The unit's forward pre-hook (take the device's buffers, decode) and forward hook (give
+    them back; registered with always_call, so it runs after an exception too)."""
+    def post(module, args, output):
+        if not torch.compiler.is_compiling():
+            lock.exit()
+
     if device.type != "cuda":
         def hook(module, args):
+            if not torch.compiler.is_compiling():
+                lock.enter()
             mode.pre_forward()
-        return hook
+        return hook, post
     index = device.index if device.index is not None else 0
 
     def cuda_hook(module, args):
+        if torch.compiler.is_compiling():
+            mode.pre_forward()
+            return
+        lock.enter()
         if current_device() == index:  # the usual case: no context manager per block
             mode.pre_forward()
             return
         with torch.cuda.device(index):  # device_map="auto": the block's GPU
             mode.pre_forward()
-    return cuda_hook
+    return cuda_hook, post
+
+
+def _decode_at_load(state: DeviceState, runtimes: List[GroupRuntime], rows: "_RowsDecoder",
+                    rows_count: int) -> None:
+    """Decodes every group of the device once and waits for the statuses, so that a corrupt
+    stream is refused at load (naming the file, group and block), never met by a forward pass
+    first. A group that only serves an embedding's lookups is decoded row by row."""
+    with torch.cuda.device(state.device):
+        for rt in runtimes:
+            if rt.staging is not None:
+                rt.staging.copy_(rt.host_packed, non_blocking=True)
+            rt.decoder.decode_now()
+        torch.cuda.current_stream(state.device).synchronize()
+        for rt in runtimes:
+            rt.decoder.check()
+        if rows is not None:
+            rows.check_all(rows_count)
+
+
+class StoredChecks:
+    """df11_group_check_stored over the groups on a few threads (ctypes releases the GIL), from
+    construction to join(), which waits for all of them and raises the first failure in group
+    order."""
+
+    def __init__(self, folder: _capi.Model, groups: List[Group]):
+        import os
+        from concurrent.futures import ThreadPoolExecutor
+        workers = max(1, min(8, (os.cpu_count() or 2) // 2))
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="df11-check")
+        self._futures = [self._pool.submit(folder.check_stored, g.index) for g in groups]
+
+    def join(self) -> None:
+        try:
+            for future in self._futures:
+                future.result()
+        finally:
+            self.wait()
+
+    def wait(self) -> None:
+        """Waits without raising (after another failure)."""
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _mark_static(engine: Df11Engine) -> None:
+    """Under torch.compile, every GPU tensor a decode writes (the decode buffer's slices, the
+    workspaces, the staging buffer) or a module reads as its weight (views of the buffer) keeps
+    its address for the model's life: they are static inputs of the compiled graph, as a
+    model's parameters are. Inductor's CUDA graphs then capture the decodes (a mutated static
+    input does not make them skip the graph) and read the weights in place instead of copying
+    them into the graph's own inputs on each replay."""
+    mark = torch._dynamo.mark_static_address
+    tensors = [t for rt in engine.runtimes for t in (rt.out, rt.workspace, rt.staging)]
+    tensors += [module.__dict__.get(attr) for module, attr in engine.views]
+    for t in tensors:
+        if isinstance(t, torch.Tensor) and t.device.type == "cuda":
+            mark(t)
+
+
+def _dtype_guard(engine: Df11Engine, model) -> None:
+    """A forward pass after model.to(dtype) / .float() / .half() raises, naming the cast: the
+    coded weights decode to BF16 only, so the model would otherwise mix dtypes (or fail deep
+    in a matmul with a message that says nothing of DF11)."""
+    probe = None
+    for module in model.modules():
+        for name, p in module._parameters.items():
+            if p is not None and p.dtype == torch.bfloat16 and p.device.type != "meta":
+                probe = (module, name)
+                break
+        if probe is not None:
+            break
+    if probe is None:
+        return
+    module, name = probe
+    path = engine.folder.path
+
+    def guard(root, args):
+        p = module._parameters.get(name)
+        if p is not None and p.dtype != torch.bfloat16:
+            raise TypeError(f"df11: {path}: the model was cast to {p.dtype} (model.to(dtype), "
+                            ".float() or .half()); its DF11 weights decode to torch.bfloat16 "
+                            "only: load it again and keep it in bfloat16")
+    engine.hooks.append(model.register_forward_pre_hook(guard))
 
 
 def _status_hooks(engine: Df11Engine, model) -> None:

@@ -37,6 +37,7 @@ import torch
 from . import _capi
 from ._capi import Df11Error
 from ._cuda import current_device, raw_stream
+from .device_lock import DeviceLock
 
 ALIGN_BYTES = 256
 # Linears a model calls on the same input, by attribute name, within one parent module.
@@ -74,6 +75,8 @@ class ExecState:
         self.status: Optional[torch.Tensor] = None
         self.sites: List[CallSite] = []
         self.linears: List[ExecLinear] = []
+        # The scratch and the call sites' argument arrays serve one call at a time.
+        self.lock = DeviceLock(device)
 
     def memory_bytes(self) -> int:
         return sum(t.numel() * t.element_size() for t in
@@ -112,6 +115,10 @@ class ExecLinear:
         return self.run(x, siblings=True)
 
     def run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
+        with self.state.lock:
+            return self._run(x, siblings)
+
+    def _run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
         cols = self.cols
         if x.dtype != torch.bfloat16 or x.shape[-1] != cols or x.get_device() != self.device_index:
             raise ValueError(f"df11 (exec): {self.name}: input {tuple(x.shape)} {x.dtype} on "

@@ -9,12 +9,8 @@ import models
 
 
 @pytest.fixture(scope="module")
-def llama(tmp_path_factory):
-    work = tmp_path_factory.mktemp("hostile")
-    bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
-    models.build_llm("llama").save_pretrained(bf16_dir)
-    models.df11_compress(bf16_dir, df11_dir)
-    return work, bf16_dir, df11_dir
+def llama(llama_folders):
+    return llama_folders
 
 
 @pytest.mark.parametrize("tensor", ["model.layers.1.output_positions",
@@ -49,3 +45,44 @@ def test_plain_bf16_folder_is_not_a_df11_folder(llama):
         df11.from_pretrained(bf16_dir, device="cpu")
     assert e.value.status == "bad_metadata"
     assert "not a folder written by df11" in str(e.value)
+
+
+def flip_one_byte(data):
+    data[len(data) // 2] ^= 0x01
+
+
+@pytest.mark.parametrize("part", ["sign_mantissa", "encoded_exponent", "gaps", "luts"])
+def test_stored_checksums_name_the_tensor_and_group(llama, part):
+    """df11_group_check_stored: one flipped byte in any stored tensor of a group is found
+    without decoding (what a GPU load relies on: its decoder checks the streams' structure,
+    not the members' checksums; a sign/mantissa byte decodes fine to a wrong weight)."""
+    work, _, df11_dir = llama
+    bad = models.corrupt_copy(df11_dir, str(work / f"flip-{part}"), f"model.layers.1.{part}",
+                              flip_one_byte)
+    folder = df11._capi.Model(bad)
+    try:
+        names = [folder.group_name(g) for g in range(folder.group_count())]
+        for g, name in enumerate(names):
+            if name != "model.layers.1":
+                folder.check_stored(g)  # the others are intact
+        with pytest.raises(df11.Df11Error) as e:
+            folder.check_stored(names.index("model.layers.1"))
+    finally:
+        folder.close()
+    assert e.value.status == "corrupt_data"
+    assert f"model.safetensors: group 'model.layers.1': stored tensor 'model.layers.1.{part}'" \
+        in str(e.value), str(e.value)
+    if part == "luts":  # a table entry no code reaches: the CPU decode's output is intact
+        return
+    with pytest.raises(df11.Df11Error) as e2:  # the CPU load: the members' checksums
+        df11.from_pretrained(bad, device="cpu")
+    assert "group 'model.layers.1'" in str(e2.value)
+
+
+def test_official_folders_record_no_stored_checksums():
+    folder = df11._capi.Model(os.path.join(models.FIXTURES, "phi3", "official"))
+    try:
+        for g in range(folder.group_count()):
+            folder.check_stored(g)  # nothing recorded: nothing to compare, no error
+    finally:
+        folder.close()

@@ -59,6 +59,20 @@ std::map<std::string, std::vector<uint8_t>> original_tensors(const fs::path& dir
   return all;
 }
 
+// Group 0 of the folder: its shard, its name, and the file offset of its stored tensor
+// "<group>.<part>" (where a test flips a byte).
+struct GroupSpot {
+  std::string file, group;
+  uint64_t offset = 0;
+};
+GroupSpot group0_spot(const fs::path& dir, const std::string& part) {
+  Model model;
+  EXPECT_EQ(df11_model_open(dir.c_str(), &model.m), DF11_OK);
+  GroupSpot spot{df11_group_file(model.m, 0), df11_group_name(model.m, 0)};
+  spot.offset = tensor_file_offset(dir / spot.file, spot.group + "." + part);
+  return spot;
+}
+
 class CApi : public ::testing::TestWithParam<bool> {
  protected:
   void SetUp() override {
@@ -222,15 +236,7 @@ TEST_P(CApi, MisuseIsReportedOnTheHandle) {
 // A flipped bit inside a group's stored exponent stream: the header checksum does not cover
 // tensor data, so open succeeds and the decode must report it, naming file and group.
 TEST_P(CApi, CorruptStreamIsReportedNamingFileAndGroup) {
-  std::string file, group;
-  uint64_t offset = 0;
-  {
-    Model model;
-    ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
-    file = df11_group_file(model.m, 0);
-    group = df11_group_name(model.m, 0);
-    offset = tensor_file_offset(df11_dir() / file, group + ".encoded_exponent");
-  }
+  const auto [file, group, offset] = group0_spot(df11_dir(), "encoded_exponent");
   flip_byte(df11_dir() / file, offset + 100, 0x10);
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
@@ -244,6 +250,29 @@ TEST_P(CApi, CorruptStreamIsReportedNamingFileAndGroup) {
   std::vector<uint16_t> one(df11_tensor_byte_size(model.m, t) / 2);
   EXPECT_NE(df11_decode_tensor(model.m, t, one.data(), 2 * one.size()), DF11_OK);
   EXPECT_NE(std::string(df11_model_errmsg(model.m)).find(group), std::string::npos);
+}
+
+TEST_P(CApi, StoredChecksumsFindAByteThatDecodesFine) {
+  {
+    Model model;
+    ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+    for (size_t g = 0; g < df11_model_group_count(model.m); ++g) {
+      EXPECT_EQ(df11_group_check_stored(model.m, g), DF11_OK) << df11_model_errmsg(model.m);
+    }
+    EXPECT_EQ(df11_group_check_stored(model.m, df11_model_group_count(model.m)),
+              DF11_ERROR_INVALID_ARGUMENT);
+  }
+  const auto [file, group, offset] = group0_spot(df11_dir(), "sign_mantissa");
+  // A sign/mantissa byte: the stream's structure is intact, one weight changes.
+  flip_byte(df11_dir() / file, offset + 7, 0x01);
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  EXPECT_EQ(df11_group_check_stored(model.m, 0), DF11_ERROR_CORRUPT_DATA);
+  const std::string msg = df11_model_errmsg(model.m);
+  EXPECT_NE(msg.find(file + ": group '" + group + "': stored tensor '" + group + ".sign_mantissa'"),
+            std::string::npos)
+      << msg;
+  EXPECT_EQ(df11_group_check_stored(nullptr, 0), DF11_ERROR_INVALID_ARGUMENT);
 }
 
 TEST_P(CApi, CudaEntryPointsMatchTheBuild) {

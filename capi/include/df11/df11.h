@@ -219,6 +219,16 @@ DF11_API df11_status df11_decode_tensor(df11_model* model, size_t tensor, void* 
 DF11_API df11_status df11_decode_group(df11_model* model, size_t group, void* out,
                                        size_t out_bytes);
 
+/* Checks the bytes group `group` stores against the checksums df11's metadata records for them
+ * (spec 5.2: the xxh3 of each of the group's six stored tensors), without decoding: DF11_OK, or
+ * DF11_ERROR_CORRUPT_DATA naming the file, the stored tensor and the group. An engine that
+ * decodes on a GPU calls it at load for every group, since the GPU decoder checks the streams'
+ * structure but not the members' checksums: with the stored bytes intact, the decode gives
+ * exactly the original bits. A folder published by the dfloat11 tools records no checksums:
+ * DF11_OK without reading. Reads the group's stored bytes once (one thread; no allocation);
+ * may be called concurrently on one handle for different groups. */
+DF11_API df11_status df11_group_check_stored(df11_model* model, size_t group);
+
 /* ---- Decoding on a CUDA GPU ----------------------------------------------------------
  * For engines that keep the coded groups in device memory and decode them just before use,
  * on their own stream, into device memory they own (two-phase, like CUB):

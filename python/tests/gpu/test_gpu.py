@@ -4,8 +4,9 @@ Every family on CUDA, from df11 folders and the official encoder's fixtures: log
 torch.equal to the BF16 model's on the same GPU, greedy tokens equal at batch 1 and 8; CUDA
 graph capture of a decode step (same tokens as the same steps run eagerly, and as BF16's);
 torch.compile(mode="reduce-overhead") through generate's static cache; cpu_offload; a hostile
-folder refused at load with no GPU memory left; a stream corrupted past the host checks
-reported after generate, naming the group; device_map="auto" over every visible GPU."""
+folder refused at load with no GPU memory left; corrupt streams refused at load, coded bytes
+corrupted on the device after load reported after generate, naming the group; threads
+sharing one model; device_map="auto" over every visible GPU."""
 import gc
 import os
 
@@ -189,19 +190,102 @@ def test_hostile_folder_refused_nothing_left_on_gpu(work):
     assert torch.cuda.memory_allocated() == before
 
 
-def test_corrupt_stream_reported_after_generate(work):
-    _, df11_dir = make(work, "mistral")
+def scramble(data):  # the bitstream itself: the host checks cannot see it
+    for i in range(len(data) // 4, len(data) // 2):
+        data[i] ^= 0x5A
 
-    def scramble(data):  # the bitstream itself: the host checks cannot see it
-        for i in range(len(data) // 4, len(data) // 2):
-            data[i] ^= 0x5A
-    bad = models.corrupt_copy(df11_dir, str(work / "bad-stream"),
-                              "model.layers.1.encoded_exponent", scramble)
-    model = df11.from_pretrained(bad, device="cuda")
+
+def flip_one_byte(data):  # decodes fine, to a wrong weight: only a checksum sees it
+    data[len(data) // 2] ^= 0x01
+
+
+@pytest.mark.parametrize("mode", ["decode", "exec"])
+def test_corrupt_streams_refused_at_load(work, mode):
+    """Every group is checked at load on the GPU: the stored bytes against df11's recorded
+    checksums, and one decode of each group with its status read. A corrupt folder is refused
+    at load naming the file and group, before any forward pass, with no GPU memory left."""
+    _, df11_dir = make(work, "mistral")
+    official = os.path.join(models.FIXTURES, "phi3", "official")
+    cases = [(df11_dir, "model.layers.1.encoded_exponent", scramble),
+             (df11_dir, "model.layers.1.sign_mantissa", flip_one_byte),
+             (official, "model.layers.1.encoded_exponent", scramble)]
+    gc.collect()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    for k, (src, tensor, how) in enumerate(cases):
+        bad = models.corrupt_copy(src, str(work / f"bad-{mode}-{k}"), tensor, how)
+        with pytest.raises(df11.Df11Error) as e:
+            df11.from_pretrained(bad, device="cuda", mode=mode)
+        assert "group 'model.layers.1'" in str(e.value) or "model.layers.1." in str(e.value), \
+            str(e.value)
+        assert "model.safetensors" in str(e.value), str(e.value)
+        del e
+        gc.collect()
+        torch.cuda.synchronize()
+        assert torch.cuda.memory_allocated() == before, f"case {k}"
+
+
+def test_corrupt_device_bytes_reported_after_generate(work):
+    """Coded bytes corrupted in GPU memory after the load's checks are reported by the
+    deferred status check after generate, naming the group."""
+    _, df11_dir = make(work, "mistral")
+    model = df11.from_pretrained(df11_dir, device="cuda")
+    rt = next(rt for rt in model.df11.runtimes if rt.group.name == "model.layers.1")
+    state = model.df11.devices[rt.device]
+    addr = rt.decoder.parts[df11._capi.PART_ENCODED_EXPONENT]
+    nbytes = model.df11.folder.group_part(rt.group.index, df11._capi.PART_ENCODED_EXPONENT)[1]
+    at = addr - state.coded.data_ptr()
+    region = state.coded[at + nbytes // 4:at + nbytes // 2]
+    region.bitwise_xor_(0x5A)
     ids = models.llm_inputs(model.config.vocab_size, 1).cuda()
     with pytest.raises(df11.Df11Error) as e:
         greedy(model, ids, steps=4)
     assert "group 'model.layers.1'" in str(e.value), str(e.value)
+
+
+@pytest.mark.parametrize("mode,streams", [("decode", False), ("decode", True),
+                                          ("exec", False), ("exec", True)])
+def test_threads_share_one_model(work, mode, streams):
+    """Four threads call model(ids) on one model (24 tokens each, as a threaded server's
+    requests), on the default stream or each on a stream of its own: every forward pass
+    returns its correct logits, as the BF16 model's (mode="exec": as the reference model's)."""
+    import threading
+    bf16_dir, df11_dir = make(work, "llama")
+    model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
+    ref = bf16_cuda(bf16_dir)
+    if mode == "exec":
+        ref = df11.exec_reference(ref)
+    inputs = [models.llm_inputs(ref.config.vocab_size, 1, length=24, seed=s).cuda()
+              for s in range(4)]
+    with torch.no_grad():
+        want = [ref(input_ids=ids).logits for ids in inputs]
+    results = {i: [] for i in range(4)}
+    errors = []
+    barrier = threading.Barrier(4)
+
+    def worker(i):
+        try:
+            stream = torch.cuda.Stream() if streams else torch.cuda.current_stream()
+            stream.wait_stream(torch.cuda.default_stream())
+            barrier.wait()
+            with torch.no_grad(), torch.cuda.stream(stream):
+                for _ in range(25):
+                    results[i].append(model(input_ids=inputs[i]).logits)
+            stream.synchronize()
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    torch.cuda.synchronize()
+    assert not errors, errors
+    wrong = sum(not torch.equal(got, want[i]) for i in results for got in results[i])
+    print(f"threads ({mode}, own streams: {streams}): {wrong} of 100 forward passes wrong")
+    assert wrong == 0
+    model.df11.check_status(wait=True)
 
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
