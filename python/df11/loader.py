@@ -5,8 +5,10 @@ The arguments are those of the official loader's DFloat11Model.from_pretrained (
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import threading
 import time
 from typing import Dict, Optional, Union
 
@@ -15,15 +17,95 @@ import torch
 from . import _capi, engine
 
 
-def _resolve(path_or_id: str) -> str:
+_ENV_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _hub_environment(cache_dir, token, local_files_only):
+    """transformers' Hub arguments as the environment df11's Hub client reads on each call
+    (HF_HUB_CACHE, HF_TOKEN, HF_HUB_OFFLINE), set for the pull alone."""
+    values = {}
+    if cache_dir is not None:
+        values["HF_HUB_CACHE"] = os.fspath(cache_dir)
+    if isinstance(token, str):
+        values["HF_TOKEN"] = token
+    elif token is not None and token is not True:
+        raise TypeError(f"df11: token must be a string (or True: the stored token), not "
+                        f"{type(token).__name__}")
+    if local_files_only:
+        values["HF_HUB_OFFLINE"] = "1"
+    with _ENV_LOCK:
+        saved = {k: os.environ.get(k) for k in values}
+        os.environ.update(values)
+        try:
+            yield
+        finally:
+            for k, v in saved.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+
+
+def _resolve(path_or_id: Union[str, os.PathLike], revision: Optional[str] = None,
+             cache_dir=None, token=None, local_files_only: bool = False) -> str:
+    path_or_id = os.fspath(path_or_id)
     if os.path.isdir(path_or_id):
         return path_or_id
     if os.path.exists(path_or_id):
         raise NotADirectoryError(f"df11: {path_or_id}: expected a DF11 model folder")
     if path_or_id.count("/") == 1 and not path_or_id.startswith((".", "/")):
         from . import _tools
-        return _tools.pull(path_or_id)
+        repo = path_or_id if revision is None else f"{path_or_id}@{revision}"
+        with _hub_environment(cache_dir, token, local_files_only):
+            return _tools.pull(repo)
     raise FileNotFoundError(f"df11: {path_or_id}: no such folder (nor a Hub id ORG/NAME)")
+
+
+def _check_dtype(path: str, dtype) -> None:
+    """DF11 weights decode to BF16: the model's dtype is bfloat16 (or transformers' "auto")."""
+    if dtype is None or dtype in ("auto", "bfloat16", torch.bfloat16):
+        return
+    raise ValueError(f"df11: {path}: dtype={dtype!r}: DF11 weights decode to bfloat16 "
+                     "exactly; load with dtype=torch.bfloat16 (or leave it out)")
+
+
+def _single_device(device) -> torch.device:
+    """A device as transformers' device_map takes one ("cpu", "cuda:1", 1, torch.device),
+    checked against what torch sees."""
+    if isinstance(device, int):
+        device = torch.device("cuda", device)
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"df11: device {device!r} is not a device torch knows ({e})") from None
+    if target.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"df11: device '{target}' was asked for, but torch sees no CUDA "
+                               "GPU (torch.cuda.is_available() is False); use device='cpu'")
+        if target.index is None:
+            target = torch.device("cuda", torch.cuda.current_device())
+        elif target.index >= torch.cuda.device_count():
+            raise ValueError(f"df11: device '{target}': torch sees "
+                             f"{torch.cuda.device_count()} GPU(s)")
+    elif target.type not in ("cpu",):
+        raise ValueError(f"df11: device '{target}': df11 decodes on CUDA GPUs and the CPU")
+    return target
+
+
+def _read_config(path: str) -> dict:
+    config_path = os.path.join(path, "config.json")
+    if not os.path.exists(config_path):
+        return {}
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"df11: {config_path}: not valid JSON ({e})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"df11: {config_path}: expected a JSON object, found "
+                         f"{type(config).__name__}")
+    return config
 
 
 def _default_device() -> str:
@@ -47,12 +129,17 @@ def _device_map_lookup(device_map: Dict[str, Union[str, int, torch.device]]):
     return device_of
 
 
-def _build_model(path: str, config_json: dict, kwargs):
+def _build_model(path: str, config_json: dict, trust_remote_code: bool, kwargs):
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM
-    config = AutoConfig.from_pretrained(path)
+    if "model_type" not in config_json and "architectures" not in config_json:
+        raise ValueError(f"df11: {os.path.join(path, 'config.json')}: no transformers model "
+                         "config (model_type); for a diffusers or other model, build it and "
+                         "pass it as bfloat16_model=")
+    config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     with init_empty_weights(include_buffers=False):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16, **kwargs)
+        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16,
+                                                 trust_remote_code=trust_remote_code, **kwargs)
     return model.eval()
 
 
@@ -81,15 +168,17 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
                     max_memory: Optional[Dict[Union[int, str], Union[int, str]]] = None,
                     bfloat16_model=None, cpu_offload: bool = False,
                     cpu_offload_blocks: Optional[int] = None, pin_memory: bool = True,
-                    mode: str = "decode", **kwargs):
+                    mode: str = "decode", *, dtype=None, torch_dtype=None,
+                    revision: Optional[str] = None, cache_dir=None, token=None,
+                    local_files_only: bool = False, trust_remote_code: bool = False, **kwargs):
     """Loads a DF11 model folder (written by `df11 compress` or published by the dfloat11
     tools) or a Hub id ("ORG/NAME", pulled into the Hugging Face cache by df11) into a model
     that decodes its weights just before use.
 
     device: "cuda", "cuda:1", "cpu"; default: the first GPU, or the CPU without one.
     device_map: "auto" (default; used when `device` is not given and several GPUs are
-        visible: blocks spread over them through accelerate, sized by their coded bytes) or an
-        accelerate device map {module: device}.
+        visible: blocks spread over them through accelerate, sized by their coded bytes), an
+        accelerate device map {module: device}, or one device ("cpu", "cuda:1", 0).
     max_memory: per-device budget for device_map="auto", as accelerate takes it.
     bfloat16_model: a model to load the weights into (built from its config; its weights are
         replaced). Needed for diffusers models; for transformers, default is
@@ -101,32 +190,38 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         12 bits per weight, and multiplied from it by df11's fused GEMM at up to 16 tokens;
         logits then equal the reference GEMM's on BF16 weights (df11.exec_reference), not
         cuBLAS's; README.md, "Python").
+    dtype (or torch_dtype): bfloat16, "auto" or None; DF11 weights are BF16.
+    revision, cache_dir, token, local_files_only: for a Hub id, as transformers takes them
+        (df11's Hub client pulls "org/name@revision" into cache_dir, default the shared HF
+        cache). trust_remote_code: as transformers takes it, for the model's code.
     **kwargs: passed to AutoModelForCausalLM.from_config.
     """
-    path = _resolve(dfloat11_model_name_or_path)
+    path = _resolve(dfloat11_model_name_or_path, revision=revision, cache_dir=cache_dir,
+                    token=token, local_files_only=local_files_only)
+    _check_dtype(path, torch_dtype if dtype is None else dtype)
+    auto_maps = ("auto", "balanced", "balanced_low_0", "sequential", None)
+    if device is not None:
+        target = _single_device(device)
+    elif not isinstance(device_map, dict) and device_map not in auto_maps:
+        target = _single_device(device_map)
+    else:
+        target = None
+    config_json = _read_config(path)
     t0 = time.perf_counter()
     folder = _open_folder(path)
     t_open = time.perf_counter() - t0
-    config_path = os.path.join(path, "config.json")
-    config_json = {}
-    if os.path.exists(config_path):
-        with open(config_path, encoding="utf-8") as f:
-            config_json = json.load(f)
     t0 = time.perf_counter()
-    model = bfloat16_model if bfloat16_model is not None else _build_model(path, config_json,
-                                                                           kwargs)
+    model = (bfloat16_model if bfloat16_model is not None else
+             _build_model(path, config_json, trust_remote_code, kwargs))
     t_model = time.perf_counter() - t0
-    if device is None and isinstance(device_map, dict):
+    if target is None and isinstance(device_map, dict):
         device_of = _device_map_lookup(device_map)
-    elif device is None and device_map == "auto" and torch.cuda.device_count() > 1:
+    elif target is None and torch.cuda.device_count() > 1:
         no_split = getattr(model, "_no_split_modules", None) or []
         device_of = _device_map_lookup(_auto_device_map(model, folder, max_memory, no_split))
-    elif device is None and device_map not in ("auto", None):
-        raise ValueError(f"df11: device_map must be 'auto' or a dict, not {device_map!r}")
     else:
-        target = torch.device(device or _default_device())
-        if target.type == "cuda" and target.index is None:
-            target = torch.device("cuda", torch.cuda.current_device())
+        if target is None:
+            target = _single_device(_default_device())
         device_of = lambda name: target  # noqa: E731
     t0 = time.perf_counter()
     eng = engine.attach(model, folder, device_of, cpu_offload=cpu_offload,

@@ -1,0 +1,119 @@
+"""transformers' own compiled generation, BF16 against DF11, in one process on one GPU.
+
+What transformers' documentation tells users to do for speed: generate(...,
+cache_implementation="static"), which compiles the decode step (torch.compile, mode
+"reduce-overhead": Inductor's CUDA graphs). For each model the script loads it, runs that
+generate twice to compile and warm up, then times generate with --short and --long new tokens
+(CUDA events, median of --repeat runs each) and reports the time per decode step as
+(long - short) / (long - short tokens), so that the prefill and the generate set-up cancel. It
+also reports what torch counted while compiling: CUDA-graph skips (Inductor's
+"skipping cudagraphs due to ...") and graph breaks, the device memory in use after the load
+and the first generate (cudaMemGetInfo: memory held outside torch's allocator counts too), and
+whether the tokens equal BF16's compiled ones.
+
+    python bench/hf_static_compile.py --bf16 BF16_DIR --df11 DF11_DIR [--modes decode,exec]
+        [--batch 1] [--short 16] [--long 144] [--repeat 5] [--json OUT.json]
+"""
+import argparse
+import gc
+import json
+import statistics
+import time
+
+import torch
+
+
+def device_used() -> int:
+    free, total = torch.cuda.mem_get_info()
+    return total - free
+
+
+def timed_generate(model, ids, tokens, repeat):
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=tokens,
+              min_new_tokens=tokens, eos_token_id=None, pad_token_id=0,
+              cache_implementation="static")
+    times, out = [], None
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        start.record()
+        with torch.no_grad():
+            out = model.generate(input_ids=ids, **kw)
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return statistics.median(times), out
+
+
+def measure(name, load, ids, args, baseline_used):
+    from torch._dynamo.utils import counters
+    torch._dynamo.reset()
+    counters.clear()
+    gc.collect()
+    torch.cuda.empty_cache()
+    t0 = time.perf_counter()
+    model = load()
+    load_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    timed_generate(model, ids, args.short, 2)  # compiles the step, captures the graphs
+    compile_s = time.perf_counter() - t0
+    used = device_used() - baseline_used
+    short_ms, _ = timed_generate(model, ids, args.short, args.repeat)
+    long_ms, tokens = timed_generate(model, ids, args.long, args.repeat)
+    step_ms = (long_ms - short_ms) / (args.long - args.short)
+    skips = sum(counters["inductor"][k] for k in counters["inductor"] if "cudagraph_skip" in k)
+    breaks = sum(counters["graph_break"].values())
+    row = dict(model=name, load_s=round(load_s, 3), compile_s=round(compile_s, 1),
+               step_ms=round(step_ms, 3), short_ms=round(short_ms, 2), long_ms=round(long_ms, 2),
+               device_gb=round(used / 1e9, 3), cudagraph_skips=int(skips),
+               graph_breaks=int(breaks))
+    print(json.dumps(row), flush=True)
+    del model
+    return row, tokens.cpu()
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--bf16", required=True)
+    p.add_argument("--df11", required=True)
+    p.add_argument("--modes", default="decode,exec")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--prompt", type=int, default=16)
+    p.add_argument("--short", type=int, default=16)
+    p.add_argument("--long", type=int, default=144)
+    p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--json", default="")
+    args = p.parse_args()
+    from transformers import AutoModelForCausalLM
+
+    import df11
+    torch.cuda.init()
+    baseline = device_used()
+    g = torch.Generator().manual_seed(0)
+    from transformers import AutoConfig
+    vocab = AutoConfig.from_pretrained(args.bf16).vocab_size
+    ids = torch.randint(0, vocab, (args.batch, args.prompt), generator=g).cuda()
+    rows = []
+    ref_row, ref_tokens = measure(
+        "bf16", lambda: AutoModelForCausalLM.from_pretrained(
+            args.bf16, dtype=torch.bfloat16, device_map="cuda").eval(), ids, args, baseline)
+    rows.append(ref_row)
+    for mode in args.modes.split(","):
+        row, tokens = measure(f"df11 {mode}", lambda: df11.from_pretrained(
+            args.df11, device="cuda", mode=mode), ids, args, baseline)
+        row["tokens_equal_bf16"] = bool(torch.equal(tokens, ref_tokens))
+        row["vs_bf16"] = round(row["step_ms"] / ref_row["step_ms"], 3)
+        rows.append(row)
+        print(json.dumps({k: row[k] for k in ("model", "tokens_equal_bf16", "vs_bf16")}),
+              flush=True)
+    result = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+                  transformers=__import__("transformers").__version__, batch=args.batch,
+                  prompt=args.prompt, short=args.short, long=args.long, repeat=args.repeat,
+                  rows=rows)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(result, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
