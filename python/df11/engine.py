@@ -55,6 +55,17 @@ def _round_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
+def _aligned_empty(elements: int, device: torch.device) -> torch.Tensor:
+    """A BF16 tensor whose first element is ALIGN_BYTES-aligned, as a fresh CUDA allocation is.
+    The CPU allocator aligns to 64 bytes only: without this, every member view that must be
+    aligned would need a copy of its own (a second BF16 copy of each block's weights)."""
+    if device.type == "cuda":
+        return torch.empty(elements, dtype=torch.bfloat16, device=device)
+    raw = torch.empty(elements + ALIGN_BYTES // 2, dtype=torch.bfloat16, device=device)
+    shift = (-raw.data_ptr() % ALIGN_BYTES) // 2
+    return raw[shift:shift + elements]
+
+
 def _mapped(addr: int, nbytes: int) -> torch.Tensor:
     """A uint8 CPU tensor over `nbytes` bytes at `addr` (the C API's read-only mapping of a
     shard): only ever read (copied from)."""
@@ -801,7 +812,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         engine.devices[dev] = state
         slot = ALIGN_BYTES // 2  # elements
         sizes = [sum(_round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names]
-        state.buffer = torch.empty(max(sizes, default=0), dtype=torch.bfloat16, device=dev)
+        state.buffer = _aligned_empty(max(sizes, default=0), dev)
         fused_sizes = [_fused_elements(modules, units[u]) for u in unit_names]
         if max(fused_sizes, default=0) > 0:
             state.assembly = torch.empty(max(fused_sizes), dtype=torch.bfloat16, device=dev)

@@ -3,7 +3,7 @@
 # device_map test needs two), with df11 installed (pip install . from the checkout, or the
 # wheel: pip install --no-deps df11-*.whl) and the df11 tool at $DF11_CLI (build/cli/df11).
 #
-#   python/tests/gpu/run_gpu.sh OUT [cudatests|pytest|make8b|diag|bench|hook|memcheck]...
+#   python/tests/gpu/run_gpu.sh OUT [cudatests|pytest|make8b|diag|bench|compile|hook|memcheck]...
 #   (default: pytest)
 #
 #   cudatests the C++ GPU tests at $DF11_CUDA_TESTS and $DF11_CAPI_GPU_TESTS (built binaries;
@@ -16,6 +16,9 @@
 #   bench     python -m df11.bench on it against BF16 and the official loader (when the
 #             dfloat11 package is installed; $BENCH_ARGS adds arguments) -> OUT/bench.log,
 #             OUT/bench.json
+#   compile   bench/hf_static_compile.py on it: transformers' static-cache compiled generate,
+#             BF16 against df11's modes ($COMPILE_ARGS adds arguments) -> OUT/compile.log,
+#             OUT/compile.json
 #   hook      host time of the per-block decode hook -> OUT/hook.log
 #   memcheck  compute-sanitizer memcheck on a generate call through the package -> OUT/memcheck.log
 set -u
@@ -56,6 +59,12 @@ for step in $steps; do
       # shellcheck disable=SC2086
       timeout "${BENCH_TIMEOUT:-500}" python3 "$here/bench_llama8b.py" --work /dev/shm/df11-bench \
         --json "$out/bench.json" ${BENCH_ARGS:-} 2>&1 | grep -v "it/s" | tee "$out/bench.log"
+      [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1 ;;
+    compile)
+      # shellcheck disable=SC2086
+      timeout "${COMPILE_TIMEOUT:-400}" python3 "$tests/../../bench/hf_static_compile.py" \
+        --bf16 /dev/shm/df11-bench/bf16 --df11 /dev/shm/df11-bench/df11 \
+        --json "$out/compile.json" ${COMPILE_ARGS:-} 2>&1 | grep -v "it/s" | tee "$out/compile.log"
       [ "${PIPESTATUS[0]}" -eq 0 ] || rc=1 ;;
     hook)
       timeout "${HOOK_TIMEOUT:-120}" python3 "$here/hook_overhead.py" 2>&1 | tee "$out/hook.log"
