@@ -1054,14 +1054,29 @@ def _decode_at_load(state: DeviceState, runtimes: List[GroupRuntime], rows: "_Ro
 class StoredChecks:
     """df11_group_check_stored over the groups on a few threads (ctypes releases the GIL), from
     construction to join(), which waits for all of them and raises the first failure in group
-    order."""
+    order. Each thread checks through a model handle of its own: a handle's error message is
+    valid until its next failure, so a failing check must not share a handle with the load's
+    own calls (or another check) that may fail at the same time."""
 
     def __init__(self, folder: _capi.Model, groups: List[Group]):
         import os
+        import threading
         from concurrent.futures import ThreadPoolExecutor
-        workers = max(1, min(8, (os.cpu_count() or 2) // 2))
+        workers = max(1, min(8, (os.cpu_count() or 2) // 2, len(groups)))
+        self._path = folder.path
+        self._local = threading.local()
+        self._handles: List[_capi.Model] = []
+        self._handles_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="df11-check")
-        self._futures = [self._pool.submit(folder.check_stored, g.index) for g in groups]
+        self._futures = [self._pool.submit(self._check, g.index) for g in groups]
+
+    def _check(self, group: int) -> None:
+        handle = getattr(self._local, "handle", None)
+        if handle is None:
+            handle = self._local.handle = _capi.Model(self._path)
+            with self._handles_lock:
+                self._handles.append(handle)
+        handle.check_stored(group)
 
     def join(self) -> None:
         try:
@@ -1071,8 +1086,11 @@ class StoredChecks:
             self.wait()
 
     def wait(self) -> None:
-        """Waits without raising (after another failure)."""
+        """Waits without raising (after another failure), then closes the handles."""
         self._pool.shutdown(wait=True, cancel_futures=True)
+        for handle in self._handles:
+            handle.close()
+        self._handles.clear()
 
 
 def _mark_static(engine: Df11Engine) -> None:
