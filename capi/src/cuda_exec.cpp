@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "df11/df11.h"
-#include "gemv_args.h"  // gemv_members: the coded members of a group
+#include "gemv_args.h"  // model_members: the coded members of a group
 #include "model_handle.h"
 
 #ifndef DF11_HAVE_CUDA
@@ -56,7 +56,7 @@ Status group_shapes(const df11_model& model, size_t group, const char* what,
                   std::string(what) + ": group " + std::to_string(group) + " out of range (" +
                       std::to_string(model.groups.size()) + " groups)");
   }
-  members = df11::capi::gemv_members(*model.folder, &group, 1);
+  members = df11::capi::model_members(model, &group, 1);
   shapes.clear();
   for (const auto& m : members) {
     if (m.rows > UINT32_MAX || m.cols > UINT32_MAX) {

@@ -171,28 +171,6 @@ Status device_groups(const df11::app::Df11Folder& f, const size_t* groups, size_
   return Status::ok();
 }
 
-// The fused GEMV's matrices of the planned groups: from the df11 metadata (aliases included),
-// or for a folder the dfloat11 tools published (no metadata) from the members listed with
-// their config.json shapes.
-std::vector<df11::capi::GemvMember> plan_members(const df11_model& m, const size_t* groups,
-                                                 size_t n_groups) {
-  const df11::app::Df11Folder& f = *m.folder;
-  if (!f.metadata.empty()) return df11::capi::gemv_members(f, groups, n_groups);
-  std::vector<df11::capi::GemvMember> out;
-  for (size_t i = 0; i < n_groups; ++i) {
-    for (size_t t : m.groups[groups[i]].members) {
-      const df11_model::Tensor& tensor = m.tensors[t];
-      df11::capi::GemvMember member;
-      member.name = tensor.name;
-      member.rows = tensor.shape.empty() ? 1 : tensor.shape[0];
-      member.cols = 1;
-      for (size_t d = 1; d < tensor.shape.size(); ++d) member.cols *= tensor.shape[d];
-      out.push_back(std::move(member));
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 extern "C" {
@@ -221,7 +199,7 @@ df11_status df11_cuda_plan_create(df11_model* model, const size_t* groups, size_
     const std::string what =
         n_groups != 0 ? f.folder.shard_names[f.groups[groups[0]].shard] : f.folder.dir.string();
     DF11_RETURN_IF_ERROR(make_plan(*p, device, what));
-    p->members = plan_members(*model, groups, n_groups);
+    p->members = df11::capi::model_members(*model, groups, n_groups);
     return Status::ok();
   });
 }

@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "model_handle.h"
+
 namespace df11::capi {
 namespace {
 
@@ -25,6 +27,24 @@ std::vector<GemvMember> gemv_members(const app::Df11Folder& f, const size_t* gro
       m.cols = 1;
       for (size_t d = 1; d < mm.shape.size(); ++d) m.cols *= mm.shape[d];
       out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+std::vector<GemvMember> model_members(const df11_model& m, const size_t* groups, size_t n_groups) {
+  const app::Df11Folder& f = *m.folder;
+  if (!f.metadata.empty()) return gemv_members(f, groups, n_groups);
+  std::vector<GemvMember> out;
+  for (size_t i = 0; i < n_groups; ++i) {
+    for (size_t t : m.groups[groups[i]].members) {
+      const df11_model::Tensor& tensor = m.tensors[t];
+      GemvMember member;
+      member.name = tensor.name;
+      member.rows = tensor.shape.empty() ? 1 : tensor.shape[0];
+      member.cols = 1;
+      for (size_t d = 1; d < tensor.shape.size(); ++d) member.cols *= tensor.shape[d];
+      out.push_back(std::move(member));
     }
   }
   return out;

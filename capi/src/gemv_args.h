@@ -28,6 +28,11 @@ struct GemvMember {
 std::vector<GemvMember> gemv_members(const app::Df11Folder& f, const size_t* groups,
                                      size_t n_groups);
 
+// The same for an opened model handle: from the df11 metadata (aliases included), or for a
+// folder the dfloat11 tools published (no metadata) from the members the handle lists with
+// their config.json shapes.
+std::vector<GemvMember> model_members(const df11_model& m, const size_t* groups, size_t n_groups);
+
 // Checks batch (1..16) and `matrices` (not NULL when n > 0; one per member, each of the
 // member's shape with non-NULL d_x and d_y) against `members`: kInvalidArgument naming the
 // first problem, the matrix index and its tensor. `what` is the C function's name.

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#define DF11_EXPERIMENTAL
 #include "df11/df11.h"
 #include "df11/safetensors.h"
 
@@ -78,6 +79,16 @@ TEST_P(Published, DecodesToTheOriginalWeights) {
     std::vector<uint16_t> out(df11_group_element_count(model.m, g));
     ASSERT_EQ(df11_decode_group(model.m, g, out.data(), 2 * out.size()), DF11_OK)
         << df11_model_errmsg(model.m);
+    // The execution layout's sizing lists the group's members as the handle does (a
+    // published folder has no df11 metadata to take them from).
+    size_t matrices = 0, workspace = 0;
+    const df11_status rc = df11_cuda_exec_workspace_bytes(model.m, g, &matrices, &workspace);
+    if (df11_has_cuda()) {
+      ASSERT_EQ(rc, DF11_OK) << df11_model_errmsg(model.m);
+      EXPECT_EQ(matrices, df11_group_member_count(model.m, g));
+    } else {
+      EXPECT_EQ(rc, DF11_ERROR_UNSUPPORTED);
+    }
   }
 }
 
