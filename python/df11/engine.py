@@ -899,7 +899,6 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         _status_hooks(engine, model)
     _dtype_guard(engine, model)
-    _mark_static(engine)
 
 
 def _cuda_index(dev: torch.device) -> torch.device:
@@ -1091,21 +1090,6 @@ class StoredChecks:
         for handle in self._handles:
             handle.close()
         self._handles.clear()
-
-
-def _mark_static(engine: Df11Engine) -> None:
-    """Under torch.compile, every GPU tensor a decode writes (the decode buffer's slices, the
-    workspaces, the staging buffer) or a module reads as its weight (views of the buffer) keeps
-    its address for the model's life: they are static inputs of the compiled graph, as a
-    model's parameters are. Inductor's CUDA graphs then capture the decodes (a mutated static
-    input does not make them skip the graph) and read the weights in place instead of copying
-    them into the graph's own inputs on each replay."""
-    mark = torch._dynamo.mark_static_address
-    tensors = [t for rt in engine.runtimes for t in (rt.out, rt.workspace, rt.staging)]
-    tensors += [module.__dict__.get(attr) for module, attr in engine.views]
-    for t in tensors:
-        if isinstance(t, torch.Tensor) and t.device.type == "cuda":
-            mark(t)
 
 
 def _dtype_guard(engine: Df11Engine, model) -> None:
