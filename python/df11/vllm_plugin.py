@@ -47,7 +47,8 @@ from vllm.transformers_utils.config import HFConfigParser, register_config_parse
 from . import _capi, coded
 from .vllm import QUANT_METHOD, quantization_config
 
-logger = init_logger("df11.vllm")
+# Under "vllm." so that vLLM's logging configuration shows df11's lines with its own.
+logger = init_logger("vllm.df11")
 
 
 class DF11Config(QuantizationConfig):

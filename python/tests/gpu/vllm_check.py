@@ -3,9 +3,11 @@
     vllm_check.py make WORK                      the models (below) under WORK
     vllm_check.py generate MODEL OUT.json [--eager] [--quantization Q]
                                                  one engine in this process: greedy tokens,
-                                                 their logprobs and prompt logprobs, a timed
-                                                 batch-1 request; OUT.json gets them
-    vllm_check.py compare A.json B.json          exit 1 unless tokens and logprobs are equal
+                                                 their logprobs and prompt logprobs, of each
+                                                 request alone (twice) and of all in one
+                                                 batch, and a timed batch-1 request
+    vllm_check.py compare A.json B.json          exit 1 unless tokens and logprobs are equal,
+                                                 alone and batched
     vllm_check.py expect-failure LOG PATTERN...  exit 1 unless LOG holds every PATTERN
 
 `make` writes WORK/bf16 (a Llama-shaped model with random weights: hidden 2048, 8 layers, GQA
@@ -108,16 +110,25 @@ def generate(model, out, eager, quantization):
     start_s = time.perf_counter() - t0
     params = SamplingParams(temperature=0.0, max_tokens=48, logprobs=4, prompt_logprobs=2,
                             ignore_eos=True, detokenize=False)
-    outs = llm.generate([{"prompt_token_ids": p} for p in prompts(vocab)], params)
 
     def pairs(d):
         return None if d is None else sorted((int(t), lp.logprob) for t, lp in d.items())
 
-    records = [{"prompt": o.prompt_token_ids,
-                "tokens": list(o.outputs[0].token_ids),
-                "logprobs": [pairs(d) for d in o.outputs[0].logprobs],
-                "prompt_logprobs": [pairs(d) for d in (o.prompt_logprobs or [])]}
-               for o in outs]
+    def run(batch):
+        outs = llm.generate([{"prompt_token_ids": p} for p in batch], params, use_tqdm=False)
+        return [{"prompt": o.prompt_token_ids,
+                 "tokens": list(o.outputs[0].token_ids),
+                 "logprobs": [pairs(d) for d in o.outputs[0].logprobs],
+                 "prompt_logprobs": [pairs(d) for d in (o.prompt_logprobs or [])]}
+                for o in outs]
+
+    # Each request alone (the same steps whatever the engine's timing), twice, then all of
+    # them in one call (the steps' batches are the same from run to run only where the engine
+    # runs in this process: vllm_check.sh sets VLLM_ENABLE_V1_MULTIPROCESSING=0).
+    ps = prompts(vocab)
+    single = [run([p])[0] for p in ps]
+    again = [run([p])[0] for p in ps]
+    batch = run(ps)
     # Batch 1, 128 prompt tokens, up to 256 new: the second of two runs.
     new = min(256, max_len - 129)
     one = SamplingParams(temperature=0.0, max_tokens=new, ignore_eos=True, detokenize=False)
@@ -129,25 +140,41 @@ def generate(model, out, eager, quantization):
         times.append(time.perf_counter() - t)
     result = {"model": model, "eager": eager, "quantization": quantization,
               "engine_start_s": start_s, "batch1_new_tokens": new, "batch1_s": times[-1],
-              "outputs": records}
+              "single_repeats": single == again, "outputs": {"single": single, "batch": batch}}
     with open(out, "w") as f:
         json.dump(result, f)
-    print(f"{out}: engine start {start_s:.1f} s, batch 1 {new / times[-1]:.1f} tokens/s")
+    print(f"{out}: engine start {start_s:.1f} s, batch 1 {new / times[-1]:.1f} tokens/s, "
+          f"single requests {'repeat' if single == again else 'DO NOT repeat'} exactly")
+
+
+def first_difference(x, y):
+    """Where two requests' records first differ: (key, step), or None."""
+    for key in ("prompt", "tokens", "prompt_logprobs", "logprobs"):
+        for k, (u, v) in enumerate(zip(x[key], y[key])):
+            if u != v:
+                return key, k
+        if len(x[key]) != len(y[key]):
+            return key, min(len(x[key]), len(y[key]))
+    return None
 
 
 def compare(a_path, b_path):
     a, b = json.load(open(a_path)), json.load(open(b_path))
-    bad = 0
-    for i, (x, y) in enumerate(zip(a["outputs"], b["outputs"])):
-        for key in ("prompt", "tokens", "logprobs", "prompt_logprobs"):
-            if x[key] != y[key]:
-                bad += 1
-                print(f"request {i}: {key} differ")
-    same = len(a["outputs"]) == len(b["outputs"]) and bad == 0
-    n = sum(len(x["tokens"]) for x in a["outputs"])
-    print(f"{'EQUAL' if same else 'DIFFERENT'}: {a_path} vs {b_path} "
-          f"({len(a['outputs'])} requests, {n} tokens, logprobs and prompt logprobs)")
-    return 0 if same else 1
+    ok = a["single_repeats"] and b["single_repeats"]
+    for side in (a, b):
+        if not side["single_repeats"]:
+            print(f"{side['model']}: single requests did not repeat exactly in one engine")
+    for kind in ("single", "batch"):
+        xs, ys = a["outputs"][kind], b["outputs"][kind]
+        diffs = [(i, first_difference(x, y)) for i, (x, y) in enumerate(zip(xs, ys))]
+        diffs = [(i, d) for i, d in diffs if d is not None]
+        same = len(xs) == len(ys) and not diffs
+        ok = ok and same
+        n = sum(len(x["tokens"]) for x in xs)
+        print(f"{'EQUAL' if same else 'DIFFERENT'} ({kind}): {a_path} vs {b_path} "
+              f"({len(xs)} requests, {n} tokens: tokens, logprobs, prompt logprobs)"
+              + "".join(f"; request {i} first differs in {key} at {k}" for i, (key, k) in diffs))
+    return 0 if ok else 1
 
 
 def expect_failure(log, patterns):

@@ -42,9 +42,15 @@ case_() {
   grep -E "GPU KV cache size|Model loading took|Available KV cache memory|df11|tokens/s|made " \
     "$work/$name.log" | grep -v "^\s*File " | cut -c1-400 | tail -n 30 >> "$log"
   echo "--- $name: exit $status after $((SECONDS - t0)) s" >> "$log"
+  # After every case, so that a run stopped part way still brings back what it did.
+  tar -C "$work" -czf "$out/results.tgz" $(cd "$work" && ls ./*.json ./*.log 2>/dev/null)
   return $status
 }
-fail_tail() { tail -n "${2:-40}" "$work/$1.log" | cut -c1-400 >> "$log"; }
+# fail_tail NAME [N]: the errors a failed case printed and its last N lines.
+fail_tail() {
+  grep -E "Error|Exception" "$work/$1.log" | grep -v "^\s*File " | cut -c1-400 | head -n 20 >> "$log"
+  tail -n "${2:-40}" "$work/$1.log" | cut -c1-400 >> "$log"
+}
 compare() { $check compare "$work/$1.json" "$work/$2.json" >> "$log" 2>&1 || rc=1; }
 
 { nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
@@ -52,16 +58,25 @@ compare() { $check compare "$work/$1.json" "$work/$2.json" >> "$log" 2>&1 || rc=
 } >> "$log" 2>&1
 
 case_ make make "$work" || { fail_tail make; exit 1; }
-for c in "bf16-graph $work/bf16" "df11-graph $work/df11" \
-         "bf16-eager $work/bf16 --eager" "df11-eager $work/df11 --eager --quantization df11" \
-         "official-bf16-graph $work/official-bf16" "official-graph $work/official"; do
-  set -- $c
-  name=$1
-  shift
-  case_ "$name" generate "$1" "$work/$name.json" "${@:2}" || { fail_tail "$name"; rc=1; }
-done
+# gen NAME MODEL [FLAGS...]: one engine's outputs in WORK/NAME.json. The engine runs in the
+# generating process, so that which requests of a batch share a step does not depend on when a
+# separate engine process receives them (a step's batch decides the matmuls' shapes, hence their
+# kernels and roundings).
+gen() {
+  local name=$1 model=$2
+  shift 2
+  VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
+    || { fail_tail "$name"; rc=1; }
+}
+# Each pair compared as soon as both ran.
+gen bf16-graph "$work/bf16"
+gen df11-graph "$work/df11"
 compare bf16-graph df11-graph
+gen bf16-eager "$work/bf16" --eager
+gen df11-eager "$work/df11" --eager --quantization df11
 compare bf16-eager df11-eager
+gen official-bf16-graph "$work/official-bf16"
+gen official-graph "$work/official"
 compare official-bf16-graph official-graph
 
 # Refusals: a corrupt folder names its shard and group; without the plugin a DF11 folder fails.
@@ -83,6 +98,5 @@ else
 fi
 unset VLLM_PLUGINS
 
-tar -C "$work" -czf "$out/results.tgz" $(cd "$work" && ls *.json *.log)
 echo "vllm_check: exit $rc" >> "$log"
 exit $rc
