@@ -1,7 +1,7 @@
 #!/bin/bash
 # DF11 folders in vLLM against BF16 in the same vLLM, on one GPU (vllm_check.py says what each
-# step does). vLLM (>= 0.24) and the df11 package must be importable, with libdf11's folder on
-# LD_LIBRARY_PATH or DF11_LIBRARY_DIR, and the df11 tool at $DF11_CLI.
+# step does). vLLM (>= 0.24) and the df11 package must be importable, with libdf11 and
+# libdf11-tools (df11.compress) in the package or in DF11_LIBRARY_DIR / DF11_TOOLS_LIBRARY_DIR.
 #
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
@@ -15,20 +15,8 @@ here=$(cd "$(dirname "$0")" && pwd)
 check="python3 $here/vllm_check.py"
 log=$out/vllm_check.log
 mkdir -p "$out" "$work"
-export PYTHONUNBUFFERED=1 VLLM_USE_FLASHINFER_SAMPLER=0 NCCL_NVLS_ENABLE=0 \
-  TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 VLLM_NO_USAGE_STATS=1
-
-# Where df11 is not pip-installed (a source tree on PYTHONPATH), declare its vllm.general_plugins
-# entry point as pip would, in a dist-info folder on the path.
-if ! python3 -c "import importlib.metadata as m, sys; sys.exit(not any(e.name == 'df11' for e in m.entry_points(group='vllm.general_plugins')))"; then
-  ep=$work/entry-points
-  mkdir -p "$ep/df11_source_tree-0.0.dist-info"
-  printf 'Metadata-Version: 2.1\nName: df11-source-tree\nVersion: 0.0\n' \
-    > "$ep/df11_source_tree-0.0.dist-info/METADATA"
-  printf '[vllm.general_plugins]\ndf11 = df11.vllm:register\n' \
-    > "$ep/df11_source_tree-0.0.dist-info/entry_points.txt"
-  export PYTHONPATH=$ep${PYTHONPATH:+:$PYTHONPATH}
-fi
+# shellcheck source=vllm_env.sh
+source "$here/vllm_env.sh" "$work"
 
 rc=0
 # case NAME ARGS...: vllm_check.py ARGS in its own process, its output in WORK/NAME.log.
