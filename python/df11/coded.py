@@ -118,6 +118,28 @@ def span_rows(spans: Sequence[Tuple[int, int]], r: int) -> List[int]:
     return ids
 
 
+def encode(weights: Dict[str, torch.Tensor], out_dir: str) -> _capi.Model:
+    """Writes `weights` (tensors by name, in host memory) as the DF11 folder `out_dir`, one
+    coded group per tensor (df11.compress: df11's encoder on all cores), and opens it. For an
+    engine whose weights are not the folder's tensors as they are (a tensor-parallel rank's
+    slice, a weight its loader transformed): the engine's own tensor, coded. A tensor the
+    encoder stores raw has no group in the result (tensor_group() is None)."""
+    from .checkpoint import compress
+    compress(weights, out_dir, config={"df11": "engine weights"}, group_by="tensor")
+    return _capi.Model(out_dir)
+
+
+def tensor_rows(folder: _capi.Model, t: int) -> Optional[Tuple[int, int, List[Tuple[int, int]]]]:
+    """(group, row width, spans) under which tensor `t` alone decodes from its group, or None
+    (stored raw, or no row width worth decoding)."""
+    g = folder.tensor_group(t)
+    if g is None:
+        return None
+    spans = [(folder.tensor_group_offset(t), math.prod(folder.tensor_shape(t)))]
+    r = row_elements(folder.group_element_count(g), spans)
+    return (g, r, spans) if r else None
+
+
 class GpuGroup:
     """One coded group's parts on `device` (one uint8 tensor, uploaded once) and a plan over it
     without an output (df11_cuda_plan_create validates the group on the host), with a

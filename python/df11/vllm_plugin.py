@@ -13,8 +13,10 @@ Loading (DF11ModelLoader.load_weights):
   2. Each Linear weight is then matched to rows of one coded group (the members its
      packed_modules_mapping names, in that order), the group is uploaded once, and the weight
      decoded on the GPU is compared with the host tensor vLLM's loader built: equal, the host
-     tensor is dropped and the layer decodes from the group from then on; not equal (a model
-     whose loader transforms a weight) or not a whole number of rows, the layer keeps that
+     tensor is dropped and the layer decodes from the group from then on. A layer the folder's
+     groups cannot give as it is (a tensor-parallel rank's slice, a weight the model's loader
+     transforms, members in several groups) is coded again from that host tensor
+     (coded.encode) and checked the same way; one that cannot be coded either way keeps the
      tensor as an ordinary BF16 weight on the GPU, with a warning. A corrupt stream raises
      Df11Error naming the file, group and block.
 Other layers (embeddings, the head, norms) are loaded as BF16, decoded from the folder.
@@ -217,47 +219,96 @@ def plan_layers(model: torch.nn.Module, folder: _capi.Model) -> List[LayerPlan]:
     return plans
 
 
-def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str) -> None:
-    """Step 2 of the module's docstring, on torch's current CUDA device."""
-    device = torch.device("cuda", torch.cuda.current_device())
-    groups: Dict[int, coded.GpuGroup] = {}
-    used = set()
-    n_coded = n_plain = bf16_bytes = 0
-    for plan in plan_layers(model, folder):
-        layer, why = plan.layer, plan.why
-        weight = layer.weight
+class _Attach:
+    """What attach() does to each layer, and its counts for the log line."""
+
+    def __init__(self, folder_id: str):
+        self.folder_id = folder_id
+        self.device = torch.device("cuda", torch.cuda.current_device())
+        self.groups: Dict[int, coded.GpuGroup] = {}  # id -> a group some layer decodes from
+        self.n_coded = self.n_plain = self.bf16_bytes = 0
+
+    def try_rows(self, plan: LayerPlan, group: coded.GpuGroup, r: int,
+                 spans: List[Tuple[int, int]]) -> bool:
+        """Codes the layer from rows of `group` if they decode to exactly its weight."""
+        weight = plan.layer.weight
         shape = tuple(weight.shape)
-        if plan.group is not None:
-            g = plan.group
-            if g not in groups:
-                groups[g] = coded.GpuGroup(folder, g, device)
-            ids = torch.tensor(coded.span_rows(plan.spans, plan.r), dtype=torch.int64,
-                               device=device)
-            cw = coded.CodedWeight(groups[g], ids, plan.r, shape)
-            got = cw.decode()
-            groups[g].check()  # Df11Error naming the file, group and block
-            if torch.equal(got, weight.data.to(device)):
-                key = coded.weight_key(folder_id, plan.prefix)
-                coded.register_weight(key, cw)
-                layer._parameters.pop("weight")
-                layer.df11_key = key
-                layer.df11_loaded = True
-                used.add(g)
-                n_coded += 1
-                bf16_bytes += 2 * shape[0] * shape[1]
-                continue
-            why = "it decodes to other values than vLLM's loader made of its members"
+        ids = torch.tensor(coded.span_rows(spans, r), dtype=torch.int64, device=self.device)
+        cw = coded.CodedWeight(group, ids, r, shape)
+        got = cw.decode()
+        group.check()  # Df11Error naming the file, group and block
+        if not torch.equal(got, weight.data.to(self.device)):
+            return False
+        key = coded.weight_key(self.folder_id, plan.prefix)
+        coded.register_weight(key, cw)
+        plan.layer._parameters.pop("weight")
+        plan.layer.df11_key = key
+        plan.layer.df11_loaded = True
+        self.groups[id(group)] = group
+        self.n_coded += 1
+        self.bf16_bytes += 2 * shape[0] * shape[1]
+        return True
+
+    def keep_bf16(self, plan: LayerPlan, why: str) -> None:
+        """The layer keeps the weight vLLM's loader built, uncoded, on the GPU."""
         logger.warning("df11: layer '%s' runs from BF16 weights: %s", plan.prefix, why)
-        weight.data = weight.data.to(device)
-        layer.df11_loaded = True
-        n_plain += 1
-    for g in [g for g in groups if g not in used]:
-        del groups[g]
-    coded_bytes = sum(gg.nbytes for gg in groups.values())
+        plan.layer.weight.data = plan.layer.weight.data.to(self.device)
+        plan.layer.df11_loaded = True
+        self.n_plain += 1
+
+
+def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str) -> None:
+    """Step 2 of the module's docstring, on torch's current CUDA device. A layer the folder's
+    groups cannot give as it is (a tensor-parallel rank's slice, a weight vLLM's loader
+    transformed, members spread over groups) is coded again from the tensor vLLM built, all
+    such layers in one df11.compress into a temporary folder (coded.encode)."""
+    state = _Attach(folder_id)
+    by_group: Dict[int, coded.GpuGroup] = {}
+    again: List[Tuple[LayerPlan, str]] = []
+    for plan in plan_layers(model, folder):
+        if plan.group is None:
+            again.append((plan, plan.why))
+            continue
+        if plan.group not in by_group:
+            by_group[plan.group] = coded.GpuGroup(folder, plan.group, state.device)
+        if state.try_rows(plan, by_group[plan.group], plan.r, plan.spans):
+            continue
+        again.append((plan, "its members decode to other values than vLLM's loader made"))
+    if again:
+        _attach_encoded(state, again)
+    coded_bytes = sum(g.nbytes for g in state.groups.values())
     torch.cuda.empty_cache()
     logger.info("df11: %d Linear layers decode from %d coded groups (%.3f GiB on the GPU for "
-                "%.3f GiB of BF16), %d run from BF16", n_coded, len(groups), coded_bytes / 2**30,
-                bf16_bytes / 2**30, n_plain)
+                "%.3f GiB of BF16), %d run from BF16", state.n_coded, len(state.groups),
+                coded_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
+
+
+def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]]) -> None:
+    import tempfile
+    from . import _tools
+    if not _tools.available():
+        for plan, why in layers:
+            state.keep_bf16(plan, f"{why}; df11's encoder (libdf11-tools) is not installed")
+        return
+    names = {}
+    for plan, why in layers:
+        if plan.layer.weight.dtype == torch.bfloat16:
+            names[f"{plan.prefix}.weight"] = (plan, why)
+        else:
+            state.keep_bf16(plan, f"{why}; its weight is {plan.layer.weight.dtype}, not BF16")
+    if not names:
+        return
+    with tempfile.TemporaryDirectory(prefix="df11-vllm-") as tmp:
+        with coded.encode({name: plan.layer.weight.data for name, (plan, _) in names.items()},
+                          os.path.join(tmp, "layers")) as folder:
+            for name, (plan, why) in names.items():
+                t = folder.find_tensor(name)
+                rows = None if t is None else coded.tensor_rows(folder, t)
+                if rows is None:
+                    state.keep_bf16(plan, why + "; df11's encoder stores it raw")
+                elif not state.try_rows(plan, coded.GpuGroup(folder, rows[0], state.device),
+                                        rows[1], rows[2]):
+                    state.keep_bf16(plan, why + "; coded again, it decodes to other values")
 
 
 class DF11HFConfigParser(HFConfigParser):

@@ -58,7 +58,8 @@ def test_package_imports_without_vllm():
     """df11 and df11.vllm import where vLLM is missing; register() then says what is missing."""
     code = ("import sys; sys.modules['vllm'] = None\n"
             "import df11, df11.vllm\n"
-            "try:\n    df11.vllm.register()\nexcept ImportError as e:\n    print('ImportError:', e)\n")
+            "try:\n    df11.vllm.register()\n"
+            "except ImportError as e:\n    print('ImportError:', e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ))
     assert out.returncode == 0, out.stderr
@@ -158,3 +159,22 @@ def test_vllm_detects_folders_without_flags(llama):
     for folder, want in ((df11_dir, "df11"), (official, "df11"), (bf16_dir, None)):
         model_config = EngineArgs(model=folder, skip_tokenizer_init=True).create_model_config()
         assert model_config.quantization == want, folder
+
+
+def test_encode_codes_an_engines_own_tensors(tmp_path):
+    """coded.encode: a tensor-parallel rank's slices (or any weights an engine built) as a DF11
+    folder of one group per tensor, each decoding by rows to exactly the tensor."""
+    g = torch.Generator().manual_seed(3)
+    shapes = {"model.layers.0.self_attn.qkv_proj.weight": (96, 64),
+              "model.layers.0.mlp.down_proj.weight": (64, 80)}
+    weights = {name: (torch.randn(shape, generator=g) * 0.02).to(torch.bfloat16)
+               for name, shape in shapes.items()}
+    with coded.encode(weights, str(tmp_path / "layers")) as folder:
+        got = dict(coded.decoded_tensors(folder))
+        for name, want in weights.items():
+            assert torch.equal(got[name], want), name
+            group, r, spans = coded.tensor_rows(folder, folder.find_tensor(name))
+            assert folder.group_members(group) == [folder.find_tensor(name)]
+            whole = coded._decode_group(folder, group)
+            rows = torch.cat([whole[i * r:(i + 1) * r] for i in coded.span_rows(spans, r)])
+            assert torch.equal(rows.view(want.shape), want), name

@@ -11,11 +11,12 @@
     vllm_check.py expect-failure LOG PATTERN...  exit 1 unless LOG holds every PATTERN
 
 `make` writes WORK/bf16 (a Llama-shaped model with random weights: hidden 2048, 8 layers, GQA
-16/4 heads, vocab 32000; two shards), WORK/df11 (df11.compress of it, as `df11 compress` writes it; three shards), WORK/official-bf16 and
-WORK/official (the official encoder's committed tiny Llama fixture, split into two shards with
-an index as the Hub's sharded folders are), and two corrupt copies of WORK/df11: a bumped last
-output position in group model.layers.3 (structure) and a flipped sign/mantissa byte in it
-(df11's checksum). vllm_check.sh runs the cases and the comparisons.
+16/4 heads, vocab 32000; two shards), WORK/df11 (df11.compress of it, as `df11 compress` writes
+it; four shards), WORK/official-bf16 and WORK/official (the official encoder's committed tiny
+Llama fixture, split into two shards with an index as the Hub's sharded folders are), and two
+corrupt copies of WORK/df11: a bumped last output position in group model.layers.3 (structure)
+and a flipped sign/mantissa byte in it (df11's checksum). vllm_check.sh runs the cases and the
+comparisons.
 """
 import argparse
 import json
