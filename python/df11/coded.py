@@ -118,6 +118,25 @@ def span_rows(spans: Sequence[Tuple[int, int]], r: int) -> List[int]:
     return ids
 
 
+def members_rows(folder: _capi.Model, members: Sequence[int], shape: Tuple[int, int]
+                 ) -> Tuple[Optional[int], int, List[Tuple[int, int]], str]:
+    """(group, row width, spans) under which tensors `members` of `folder`, concatenated in
+    that order, decode to a weight of `shape` (an engine's fused layer: q, k, v); group None
+    and the reason where they cannot."""
+    groups = {folder.tensor_group(t) for t in members}
+    if len(groups) != 1 or None in groups:
+        return None, 0, [], "its members are not in one coded group"
+    g = groups.pop()
+    spans = [(folder.tensor_group_offset(t), math.prod(folder.tensor_shape(t)))
+             for t in members]
+    if sum(n for _, n in spans) != shape[0] * shape[1]:
+        return None, 0, [], "its members' sizes differ from the layer's"
+    r = row_elements(folder.group_element_count(g), spans)
+    if r == 0:
+        return None, 0, [], "its members' offsets share no row width worth decoding"
+    return g, r, spans, ""
+
+
 def encode(weights: Dict[str, torch.Tensor], out_dir: str) -> _capi.Model:
     """Writes `weights` (tensors by name, in host memory) as the DF11 folder `out_dir`, one
     coded group per tensor (df11.compress: df11's encoder on all cores), and opens it. For an

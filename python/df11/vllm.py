@@ -13,7 +13,7 @@ docs/running/vllm.md says what each part does and what it costs.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Optional
+from typing import Any, List, Mapping, Optional, Sequence
 
 QUANT_METHOD = "df11"
 
@@ -39,6 +39,15 @@ def quantization_config(config: Mapping[str, Any]) -> Optional[dict]:
         raise ValueError(f"df11: config.json has dfloat11_config and a quantization_config "
                          f"with quant_method {method!r}: a DF11 folder's weights are BF16")
     return None
+
+
+def member_names(prefix: str, packed: Mapping[str, Sequence[str]]) -> List[str]:
+    """The checkpoint tensors, in order, that vLLM's Linear layer at `prefix` fuses into its
+    weight: `packed` is the model's packed_modules_mapping ({"qkv_proj": ["q_proj", "k_proj",
+    "v_proj"], ...}); a layer it does not name is one tensor of its own name."""
+    parent, _, leaf = prefix.rpartition(".")
+    return [f"{parent}.{part}.weight" if parent else f"{part}.weight"
+            for part in packed.get(leaf, [leaf])]
 
 
 def register() -> None:

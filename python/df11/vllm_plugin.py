@@ -24,7 +24,6 @@ Other layers (embeddings, the head, norms) are loaded as BF16, decoded from the 
 from __future__ import annotations
 
 import copy
-import math
 import os
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
@@ -47,7 +46,7 @@ from vllm.platforms import current_platform
 from vllm.transformers_utils.config import HFConfigParser, register_config_parser
 
 from . import _capi, coded
-from .vllm import QUANT_METHOD, quantization_config
+from .vllm import QUANT_METHOD, member_names, quantization_config
 
 # Under "vllm." so that vLLM's logging configuration shows df11's lines with its own.
 logger = init_logger("vllm.df11")
@@ -151,39 +150,6 @@ class DF11ModelLoader(DefaultModelLoader):
         attach(model, folder, os.path.realpath(path))
 
 
-def _layer_members(folder: _capi.Model, model: torch.nn.Module, prefix: str,
-                   names: Dict[str, int]) -> List[int]:
-    """The folder's tensors that make the weight of the Linear layer at `prefix`, in the
-    layer's order (packed_modules_mapping: q, k, v; gate, up), or [] if one is missing."""
-    parent, _, leaf = prefix.rpartition(".")
-    packed = getattr(model, "packed_modules_mapping", None) or {}
-    out = []
-    for part in packed.get(leaf, [leaf]):
-        t = names.get(f"{parent}.{part}.weight" if parent else f"{part}.weight")
-        if t is None:
-            return []
-        out.append(t)
-    return out
-
-
-def _plan_layer(folder: _capi.Model, members: List[int],
-                shape: Tuple[int, int]) -> Tuple[Optional[int], int, List[Tuple[int, int]], str]:
-    """(group, row width, spans) under which `members` decode, concatenated, to a weight of
-    `shape`; group None and the reason where they cannot."""
-    groups = {folder.tensor_group(t) for t in members}
-    if len(groups) != 1 or None in groups:
-        return None, 0, [], "its members are not in one coded group"
-    g = groups.pop()
-    spans = [(folder.tensor_group_offset(t), math.prod(folder.tensor_shape(t)))
-             for t in members]
-    if sum(n for _, n in spans) != shape[0] * shape[1]:
-        return None, 0, [], "its members' sizes differ from the layer's"
-    r = coded.row_elements(folder.group_element_count(g), spans)
-    if r == 0:
-        return None, 0, [], "its members' offsets share no row width worth decoding"
-    return g, r, spans, ""
-
-
 @dataclass
 class LayerPlan:
     """How one DF11 Linear layer gets its weight: from rows of coded group `group` (row width
@@ -200,6 +166,7 @@ class LayerPlan:
 def plan_layers(model: torch.nn.Module, folder: _capi.Model) -> List[LayerPlan]:
     """A plan for every DF11 Linear layer of `model` (host only: nothing decoded)."""
     mapper = getattr(model, "hf_to_vllm_mapper", None)
+    packed = getattr(model, "packed_modules_mapping", None) or {}
     names: Dict[str, int] = {}
     for t in range(folder.tensor_count()):
         name = folder.tensor_name(t)
@@ -210,11 +177,11 @@ def plan_layers(model: torch.nn.Module, folder: _capi.Model) -> List[LayerPlan]:
     for prefix, layer in model.named_modules():
         if not isinstance(getattr(layer, "quant_method", None), DF11LinearMethod):
             continue
-        members = _layer_members(folder, model, prefix, names)
-        if members:
-            g, r, spans, why = _plan_layer(folder, members, tuple(layer.weight.shape))
+        members = [names.get(n) for n in member_names(prefix, packed)]
+        if None in members:
+            g, r, spans, why = None, 0, [], "the folder has no tensor for some of its members"
         else:
-            g, r, spans, why = None, 0, [], "the folder names no members for it"
+            g, r, spans, why = coded.members_rows(folder, members, tuple(layer.weight.shape))
         plans.append(LayerPlan(prefix, layer, g, r, spans, why))
     return plans
 

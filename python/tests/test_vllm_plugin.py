@@ -178,3 +178,45 @@ def test_encode_codes_an_engines_own_tensors(tmp_path):
             whole = coded._decode_group(folder, group)
             rows = torch.cat([whole[i * r:(i + 1) * r] for i in coded.span_rows(spans, r)])
             assert torch.equal(rows.view(want.shape), want), name
+
+
+LLAMA_PACKED = {"qkv_proj": ["q_proj", "k_proj", "v_proj"],
+                "gate_up_proj": ["gate_proj", "up_proj"]}
+
+
+def test_member_names_follow_the_packed_modules_mapping():
+    assert df11_vllm.member_names("model.layers.0.self_attn.qkv_proj", LLAMA_PACKED) == [
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+        "model.layers.0.self_attn.v_proj.weight"]
+    assert df11_vllm.member_names("model.layers.2.mlp.down_proj", LLAMA_PACKED) == [
+        "model.layers.2.mlp.down_proj.weight"]
+    assert df11_vllm.member_names("lm_head", {}) == ["lm_head.weight"]
+
+
+@pytest.mark.parametrize("folder_kind", ["df11", "official"])
+def test_fused_layers_decode_from_rows_of_the_folders_groups(llama, folder_kind):
+    """What vLLM's Llama fuses (q, k, v; gate, up) and keeps (o, down) at tensor parallel 1 is
+    rows of one block group, in the layer's order, whatever order the folder stores the
+    members in (df11: by name; the official encoder: q, k, v, o, gate, up, down)."""
+    from safetensors.torch import load_file
+    bf16_dir, df11_dir = llama
+    fixture = os.path.join(models.FIXTURES, "llama")
+    if folder_kind == "official":
+        bf16_dir, df11_dir = os.path.join(fixture, "bf16"), os.path.join(fixture, "official")
+    want = load_file(os.path.join(bf16_dir, "model.safetensors"))
+    with _capi.Model(df11_dir) as folder:
+        for layer in ("self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj",
+                      "mlp.down_proj"):
+            names = df11_vllm.member_names(f"model.layers.1.{layer}", LLAMA_PACKED)
+            weight = torch.cat([want[n] for n in names])
+            members = [folder.find_tensor(n) for n in names]
+            g, r, spans, why = coded.members_rows(folder, members, tuple(weight.shape))
+            assert g is not None, why
+            whole = coded._decode_group(folder, g)
+            rows = torch.cat([whole[i * r:(i + 1) * r] for i in coded.span_rows(spans, r)])
+            assert torch.equal(rows.view(weight.shape), weight), layer
+        # A tensor-parallel rank's half of q/k/v is not the members as they are.
+        members = [folder.find_tensor(n) for n in
+                   df11_vllm.member_names("model.layers.1.self_attn.qkv_proj", LLAMA_PACKED)]
+        shape = tuple(torch.cat([want[folder.tensor_name(t)] for t in members]).shape)
+        assert coded.members_rows(folder, members, (shape[0] // 2, shape[1]))[0] is None
