@@ -2,7 +2,8 @@
 
 Decode mode: each Linear layer's weight stays DF11-coded on the GPU and is decoded into a fresh
 BF16 tensor just before its matmul, which is the call vLLM's own BF16 layers make
-(dispatch_unquantized_gemm), so the outputs equal vLLM serving the BF16 model bit for bit.
+(dispatch_unquantized_gemm) on the same bits: the outputs are meant to equal vLLM serving the
+BF16 model bit for bit, which python/tests/gpu/vllm_check.sh checks.
 
 Loading (DF11ModelLoader.load_weights):
   1. Every tensor of the folder is decoded on the CPU by its original name (coded.decoded_tensors:
@@ -152,9 +153,9 @@ class DF11ModelLoader(DefaultModelLoader):
 
 @dataclass
 class LayerPlan:
-    """How one DF11 Linear layer gets its weight: from rows of coded group `group` (row width
-    `r`, the members' (offset, numel) spans in the layer's order), or, where `group` is None,
-    from BF16 for the reason `why`."""
+    """How one DF11 Linear layer gets its weight: from rows of the folder's coded group `group`
+    (row width `r`, the members' (offset, numel) spans in the layer's order), or, where `group`
+    is None, not from the folder's groups, for the reason `why`."""
     prefix: str
     layer: torch.nn.Module
     group: Optional[int]
