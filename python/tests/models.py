@@ -129,11 +129,12 @@ def tensor_span(path, name):
 
 
 def corrupt_copy(src, dst, tensor, how):
-    """A copy of folder `src` at `dst` with `how(bytearray)` applied to tensor's bytes."""
+    """A copy of folder `src` at `dst` with `how(bytearray)` applied to tensor's bytes (the
+    tensor in the first shard, or in the shard whose header lists it)."""
     shutil.rmtree(dst, ignore_errors=True)
     shutil.copytree(src, dst)
-    shard = next(os.path.join(dst, f) for f in sorted(os.listdir(dst))
-                 if f.endswith(".safetensors"))
+    shards = [os.path.join(dst, f) for f in sorted(os.listdir(dst)) if f.endswith(".safetensors")]
+    shard = next((p for p in shards if tensor in safetensors_names(p)), shards[0])
     at, size = tensor_span(shard, tensor)
     with open(shard, "r+b") as f:
         f.seek(at)
@@ -142,6 +143,15 @@ def corrupt_copy(src, dst, tensor, how):
         f.seek(at)
         f.write(data)
     return dst
+
+
+def safetensors_names(path):
+    """The tensor names in a safetensors file's header."""
+    import json
+    import struct
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        return set(json.loads(f.read(n))) - {"__metadata__"}
 
 
 def bump_last_output_position(data):

@@ -1,0 +1,310 @@
+"""The vLLM side of df11 (imported by df11.vllm.register, only where vLLM is installed).
+
+Decode mode: each Linear layer's weight stays DF11-coded on the GPU and is decoded into a fresh
+BF16 tensor just before its matmul, which is the call vLLM's own BF16 layers make
+(dispatch_unquantized_gemm) on the same bits: the outputs are meant to equal vLLM serving the
+BF16 model bit for bit, which python/tests/gpu/vllm_check.sh checks.
+
+Loading (DF11ModelLoader.load_weights):
+  1. Every tensor of the folder is decoded on the CPU by its original name (coded.decoded_tensors:
+     every stream checked, df11 folders' checksums compared) and handed to the model's own
+     `load_weights`, as a BF16 checkpoint's tensors would be: vLLM's name mapping, q/k/v and
+     gate/up fusing stay vLLM's. DF11LinearMethod allocated the Linear weights in host memory,
+     so they never take GPU memory as BF16.
+  2. Each Linear weight is then matched to rows of one coded group (the members its
+     packed_modules_mapping names, in that order), the group is uploaded once, and the weight
+     decoded on the GPU is compared with the host tensor vLLM's loader built: equal, the host
+     tensor is dropped and the layer decodes from the group from then on. A layer the folder's
+     groups cannot give as it is (a tensor-parallel rank's slice, a weight the model's loader
+     transforms, members in several groups) is coded again from that host tensor
+     (coded.encode) and checked the same way; one that cannot be coded either way keeps the
+     tensor as an ordinary BF16 weight on the GPU, with a warning. A corrupt stream raises
+     Df11Error naming the file, group and block.
+Other layers (embeddings, the head, norms) are loaded as BF16, decoded from the folder.
+"""
+from __future__ import annotations
+
+import copy
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import torch
+
+import vllm.envs as envs
+from vllm.logger import init_logger
+from vllm.model_executor.layers.batch_invariant import linear_batch_invariant
+from vllm.model_executor.layers.linear import (LinearBase, LinearMethodBase,
+                                               register_weight_loader_v2_supported_method)
+from vllm.model_executor.layers.quantization import register_quantization_config
+from vllm.model_executor.layers.quantization.base_config import QuantizationConfig
+from vllm.model_executor.layers.utils import dispatch_unquantized_gemm
+from vllm.model_executor.model_loader import register_model_loader
+from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
+from vllm.model_executor.parameter import ModelWeightParameter
+from vllm.model_executor.utils import set_weight_attrs
+from vllm.platforms import current_platform
+from vllm.transformers_utils.config import HFConfigParser, register_config_parser
+
+from . import _capi, coded
+from .vllm import QUANT_METHOD, member_names, quantization_config
+
+# Under "vllm." so that vLLM's logging configuration shows df11's lines with its own.
+logger = init_logger("vllm.df11")
+
+
+class DF11Config(QuantizationConfig):
+    """The quantization method "df11": Linear layers through DF11LinearMethod, everything else
+    as vLLM's BF16 layers. The folder itself is read by DF11ModelLoader, so the config needs
+    no file of its own."""
+
+    def __init__(self, dfloat11_config: Optional[dict] = None):
+        super().__init__()
+        self.dfloat11_config = dict(dfloat11_config or {})
+
+    def get_name(self) -> str:
+        return QUANT_METHOD
+
+    def get_supported_act_dtypes(self) -> List[torch.dtype]:
+        return [torch.bfloat16]
+
+    @classmethod
+    def get_min_capability(cls) -> int:
+        return 80  # BF16 matmuls
+
+    @staticmethod
+    def get_config_filenames() -> List[str]:
+        return []
+
+    @classmethod
+    def from_config(cls, config: Dict[str, Any]) -> "DF11Config":
+        return cls(config.get("dfloat11_config"))
+
+    @classmethod
+    def override_quantization_method(cls, hf_quant_cfg, user_quant, hf_config=None):
+        if hf_quant_cfg.get("quant_method") == QUANT_METHOD and user_quant in (None,
+                                                                               QUANT_METHOD):
+            return QUANT_METHOD
+        return None
+
+    def get_quant_method(self, layer: torch.nn.Module, prefix: str):
+        if isinstance(layer, LinearBase):
+            return DF11LinearMethod()
+        return None  # embeddings, the head, attention: vLLM's unquantized methods
+
+
+class DF11LinearMethod(LinearMethodBase):
+    """A Linear layer in decode mode. Its `weight` is created in host memory (the loader moves
+    or replaces it); once coded, the layer has no `weight` and `df11_key` names its CodedWeight."""
+
+    def create_weights(self, layer, input_size_per_partition, output_partition_sizes, input_size,
+                       output_size, params_dtype, **extra_weight_attrs):
+        weight_loader = extra_weight_attrs.pop("weight_loader")
+        weight = ModelWeightParameter(
+            data=torch.empty(sum(output_partition_sizes), input_size_per_partition,
+                             dtype=params_dtype, device="cpu"),
+            input_dim=1, output_dim=0, weight_loader=weight_loader)
+        layer.register_parameter("weight", weight)
+        set_weight_attrs(weight, extra_weight_attrs)
+        layer.df11_key = None
+        layer.df11_loaded = False
+
+    def process_weights_after_loading(self, layer) -> None:
+        if not layer.df11_loaded:
+            raise RuntimeError(
+                f"df11: layer '{getattr(layer, 'prefix', '?')}' was not loaded by df11's model "
+                "loader: serve a DF11 folder with --load-format auto (the default) or df11")
+
+    def apply(self, layer, x: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+        key = layer.df11_key
+        weight = layer.weight if key is None else torch.ops.df11.decode_weight(x, key)
+        # What UnquantizedLinearMethod.apply does with its weight.
+        if envs.VLLM_BATCH_INVARIANT and current_platform.is_cuda_alike():
+            return linear_batch_invariant(x, weight, bias)
+        return dispatch_unquantized_gemm()(layer, x, weight, bias)
+
+
+class DF11ModelLoader(DefaultModelLoader):
+    """vLLM's default loader, which loads a model quantized with "df11" from its DF11 folder
+    (see the module's docstring) and any other model as vLLM does."""
+
+    def __init__(self, load_config):
+        if load_config.load_format == QUANT_METHOD:
+            # The files are found as for "auto", which vLLM's file listing knows.
+            load_config = copy.copy(load_config)
+            load_config.load_format = "auto"
+        super().__init__(load_config)
+
+    def load_weights(self, model: torch.nn.Module, model_config) -> None:
+        if model_config.quantization != QUANT_METHOD:
+            return super().load_weights(model, model_config)
+        path, _, _ = self._prepare_weights(model_config.model, None, model_config.revision,
+                                           False, None)
+        folder = _capi.Model(path)  # Df11Error naming the file and group if unusable
+        expected = {name for name, _ in model.named_parameters()}
+        loaded = model.load_weights(coded.decoded_tensors(folder))
+        if loaded is not None:
+            missing = expected - set(loaded)
+            if missing:
+                raise ValueError(f"df11: {path}: the folder has no weights for "
+                                 f"{sorted(missing)[:8]} ({len(missing)} in all)")
+        attach(model, folder, os.path.realpath(path))
+
+
+@dataclass
+class LayerPlan:
+    """How one DF11 Linear layer gets its weight: from rows of the folder's coded group `group`
+    (row width `r`, the members' (offset, numel) spans in the layer's order), or, where `group`
+    is None, not from the folder's groups, for the reason `why`."""
+    prefix: str
+    layer: torch.nn.Module
+    group: Optional[int]
+    r: int
+    spans: List[Tuple[int, int]]
+    why: str
+
+
+def plan_layers(model: torch.nn.Module, folder: _capi.Model) -> List[LayerPlan]:
+    """A plan for every DF11 Linear layer of `model` (host only: nothing decoded)."""
+    mapper = getattr(model, "hf_to_vllm_mapper", None)
+    packed = getattr(model, "packed_modules_mapping", None) or {}
+    names: Dict[str, int] = {}
+    for t in range(folder.tensor_count()):
+        name = folder.tensor_name(t)
+        mapped = mapper.apply_list([name]) if mapper is not None else [name]
+        if mapped:
+            names[mapped[0]] = t
+    plans = []
+    for prefix, layer in model.named_modules():
+        if not isinstance(getattr(layer, "quant_method", None), DF11LinearMethod):
+            continue
+        members = [names.get(n) for n in member_names(prefix, packed)]
+        if None in members:
+            g, r, spans, why = None, 0, [], "the folder has no tensor for some of its members"
+        else:
+            g, r, spans, why = coded.members_rows(folder, members, tuple(layer.weight.shape))
+        plans.append(LayerPlan(prefix, layer, g, r, spans, why))
+    return plans
+
+
+class _Attach:
+    """What attach() does to each layer, and its counts for the log line."""
+
+    def __init__(self, folder_id: str):
+        self.folder_id = folder_id
+        self.device = torch.device("cuda", torch.cuda.current_device())
+        self.groups: Dict[int, coded.GpuGroup] = {}  # id -> a group some layer decodes from
+        self.n_coded = self.n_plain = self.bf16_bytes = 0
+
+    def try_rows(self, plan: LayerPlan, group: coded.GpuGroup, r: int,
+                 spans: List[Tuple[int, int]]) -> bool:
+        """Codes the layer from rows of `group` if they decode to exactly its weight."""
+        weight = plan.layer.weight
+        shape = tuple(weight.shape)
+        ids = torch.tensor(coded.span_rows(spans, r), dtype=torch.int64, device=self.device)
+        cw = coded.CodedWeight(group, ids, r, shape)
+        got = cw.decode()
+        group.check()  # Df11Error naming the file, group and block
+        if not torch.equal(got, weight.data.to(self.device)):
+            return False
+        key = coded.weight_key(self.folder_id, plan.prefix)
+        coded.register_weight(key, cw)
+        plan.layer._parameters.pop("weight")
+        plan.layer.df11_key = key
+        plan.layer.df11_loaded = True
+        self.groups[id(group)] = group
+        self.n_coded += 1
+        self.bf16_bytes += 2 * shape[0] * shape[1]
+        return True
+
+    def keep_bf16(self, plan: LayerPlan, why: str) -> None:
+        """The layer keeps the weight vLLM's loader built, uncoded, on the GPU."""
+        logger.warning("df11: layer '%s' runs from BF16 weights: %s", plan.prefix, why)
+        plan.layer.weight.data = plan.layer.weight.data.to(self.device)
+        plan.layer.df11_loaded = True
+        self.n_plain += 1
+
+
+def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str) -> None:
+    """Step 2 of the module's docstring, on torch's current CUDA device. A layer the folder's
+    groups cannot give as it is (a tensor-parallel rank's slice, a weight vLLM's loader
+    transformed, members spread over groups) is coded again from the tensor vLLM built, all
+    such layers in one df11.compress into a temporary folder (coded.encode)."""
+    state = _Attach(folder_id)
+    by_group: Dict[int, coded.GpuGroup] = {}
+    again: List[Tuple[LayerPlan, str]] = []
+    for plan in plan_layers(model, folder):
+        if plan.group is None:
+            again.append((plan, plan.why))
+            continue
+        if plan.group not in by_group:
+            by_group[plan.group] = coded.GpuGroup(folder, plan.group, state.device)
+        if state.try_rows(plan, by_group[plan.group], plan.r, plan.spans):
+            continue
+        again.append((plan, "its members decode to other values than vLLM's loader made"))
+    if again:
+        _attach_encoded(state, again)
+    coded_bytes = sum(g.nbytes for g in state.groups.values())
+    torch.cuda.empty_cache()
+    logger.info("df11: %d Linear layers decode from %d coded groups (%.3f GiB on the GPU for "
+                "%.3f GiB of BF16), %d run from BF16", state.n_coded, len(state.groups),
+                coded_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
+
+
+def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]]) -> None:
+    import tempfile
+    from . import _tools
+    if not _tools.available():
+        for plan, why in layers:
+            state.keep_bf16(plan, f"{why}; df11's encoder (libdf11-tools) is not installed")
+        return
+    names = {}
+    for plan, why in layers:
+        if plan.layer.weight.dtype == torch.bfloat16:
+            names[f"{plan.prefix}.weight"] = (plan, why)
+        else:
+            state.keep_bf16(plan, f"{why}; its weight is {plan.layer.weight.dtype}, not BF16")
+    if not names:
+        return
+    with tempfile.TemporaryDirectory(prefix="df11-vllm-") as tmp:
+        with coded.encode({name: plan.layer.weight.data for name, (plan, _) in names.items()},
+                          os.path.join(tmp, "layers")) as folder:
+            for name, (plan, why) in names.items():
+                t = folder.find_tensor(name)
+                rows = None if t is None else coded.tensor_rows(folder, t)
+                if rows is None:
+                    state.keep_bf16(plan, why + "; df11's encoder stores it raw")
+                elif not state.try_rows(plan, coded.GpuGroup(folder, rows[0], state.device),
+                                        rows[1], rows[2]):
+                    state.keep_bf16(plan, why + "; coded again, it decodes to other values")
+
+
+class DF11HFConfigParser(HFConfigParser):
+    """vLLM's "hf" config parser, which marks a DF11 folder's config as quantized with "df11"
+    (df11.vllm.quantization_config) and leaves every other config as it is."""
+
+    def parse(self, model, trust_remote_code, revision=None, code_revision=None, **kwargs):
+        config_dict, config = super().parse(model, trust_remote_code, revision=revision,
+                                            code_revision=code_revision, **kwargs)
+        quant = quantization_config(config_dict)
+        if quant is not None:
+            config_dict = dict(config_dict, quantization_config=quant)
+            config.quantization_config = quant
+        return config_dict, config
+
+
+_registered = False
+
+
+def register() -> None:
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    register_weight_loader_v2_supported_method(DF11LinearMethod)
+    register_quantization_config(QUANT_METHOD)(DF11Config)
+    register_model_loader(QUANT_METHOD)(DF11ModelLoader)
+    # The default load format and config format: DF11 folders then need no flag. Both classes
+    # defer to vLLM's own for every model that is not DF11.
+    register_model_loader("auto")(DF11ModelLoader)
+    register_config_parser("hf")(DF11HFConfigParser)

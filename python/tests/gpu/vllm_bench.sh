@@ -1,0 +1,39 @@
+#!/bin/bash
+# vLLM's own latency benchmark and KV cache, BF16 against DF11 in one run on one GPU, at one
+# memory budget: Llama-3.1-8B shapes with random weights (bench_llama8b.py --make-only makes the
+# BF16 folder and its DF11 folder in WORK), each served by a `vllm bench latency` of its own.
+#
+#   python/tests/gpu/vllm_bench.sh OUT [WORK]      (WORK default /dev/shm/df11-bench)
+#
+# BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
+# for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations).
+# OUT/vllm_bench.log gets vLLM's lines about memory and the KV cache and each benchmark's
+# result; OUT/latency-*.json the benchmarks' JSON. Needs what vllm_check.sh needs.
+set -u
+out=$1
+work=${2:-/dev/shm/df11-bench}
+here=$(cd "$(dirname "$0")" && pwd)
+log=$out/vllm_bench.log
+mkdir -p "$out" "$work"
+# shellcheck source=vllm_env.sh
+source "$here/vllm_env.sh" "$work"
+
+python3 "$here/bench_llama8b.py" --work "$work" --make-only >> "$log" 2>&1 || exit 1
+util=$(python3 -c "import torch; print(round(${BUDGET_GB:-24} * 2**30 / torch.cuda.get_device_properties(0).total_memory, 4))")
+echo "budget ${BUDGET_GB:-24} GiB: gpu_memory_utilization $util" >> "$log"
+rc=0
+for name in bf16 df11; do
+  echo "=== $name" >> "$log"
+  # shellcheck disable=SC2086
+  timeout "${BENCH_TIMEOUT:-400}" python3 -m vllm.entrypoints.cli.main bench latency \
+    --model "$work/$name" --skip-tokenizer-init --disable-detokenize --max-model-len 4096 \
+    --gpu-memory-utilization "$util" --output-json "$out/latency-$name.json" \
+    ${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10} \
+    > "$work/latency-$name.log" 2>&1
+  status=$?
+  grep -E "GPU KV cache size|Model loading took|Available KV cache memory|df11|Avg latency|percentile" \
+    "$work/latency-$name.log" | cut -c1-300 >> "$log"
+  [ $status -eq 0 ] || { tail -n 30 "$work/latency-$name.log" | cut -c1-300 >> "$log"; rc=1; }
+  echo "--- $name: exit $status" >> "$log"
+done
+exit $rc

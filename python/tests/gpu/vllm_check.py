@@ -1,0 +1,217 @@
+"""DF11 folders served by vLLM against the BF16 model served by the same vLLM, on one GPU.
+
+    vllm_check.py make WORK                      the models (below) under WORK
+    vllm_check.py generate MODEL OUT.json [--eager] [--quantization Q]
+                                                 one engine in this process: greedy tokens,
+                                                 their logprobs and prompt logprobs, of each
+                                                 request alone (twice) and of all in one
+                                                 batch, and a timed batch-1 request
+    vllm_check.py compare A.json B.json          exit 1 unless tokens and logprobs are equal,
+                                                 alone and batched
+    vllm_check.py expect-failure LOG PATTERN...  exit 1 unless LOG holds every PATTERN
+
+`make` writes WORK/bf16 (a Llama-shaped model with random weights: hidden 2048, 8 layers, GQA
+16/4 heads, vocab 32000; two shards), WORK/df11 (df11.compress of it, as `df11 compress` writes
+it; four shards), WORK/official-bf16 and WORK/official (the official encoder's committed tiny
+Llama fixture, split into two shards with an index as the Hub's sharded folders are), and two
+corrupt copies of WORK/df11: a bumped last output position in group model.layers.3 (structure)
+and a flipped sign/mantissa byte in it (df11's checksum). vllm_check.sh runs the cases and the
+comparisons.
+"""
+import argparse
+import json
+import os
+import shutil
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))  # models.py
+
+SHAPE = dict(hidden_size=2048, intermediate_size=5632, num_hidden_layers=8,
+             num_attention_heads=16, num_key_value_heads=4, vocab_size=32000,
+             max_position_embeddings=2048, tie_word_embeddings=False)
+CORRUPT_GROUP = "model.layers.3"
+
+
+def make(work):
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+    import df11
+    import models
+    os.makedirs(work, exist_ok=True)
+    torch.manual_seed(0)
+    config = AutoConfig.for_model("llama", **SHAPE)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
+    models.randomize_small_params(model, 0)
+    bf16 = os.path.join(work, "bf16")
+    model.save_pretrained(bf16, max_shard_size="600MB")
+    df11_dir = os.path.join(work, "df11")
+    df11.compress(model, df11_dir, max_shard_size="300MB", force=True)
+    # The official fixture, sharded.
+    fixture = os.path.join(models.FIXTURES, "llama")
+    shutil.rmtree(os.path.join(work, "official-bf16"), ignore_errors=True)
+    shutil.copytree(os.path.join(fixture, "bf16"), os.path.join(work, "official-bf16"))
+    shard_official(os.path.join(fixture, "official"), os.path.join(work, "official"))
+    # Corrupt copies.
+    shard = next(f for f in sorted(os.listdir(df11_dir)) if f.endswith(".safetensors")
+                 and f"{CORRUPT_GROUP}.output_positions" in models.safetensors_names(
+                     os.path.join(df11_dir, f)))
+    for kind, tensor, how in (
+            ("structure", "output_positions", models.bump_last_output_position),
+            ("checksum", "sign_mantissa", flip_middle_byte)):
+        models.corrupt_copy(df11_dir, os.path.join(work, f"corrupt-{kind}"),
+                            f"{CORRUPT_GROUP}.{tensor}", how)
+    with open(os.path.join(work, "corrupt.json"), "w") as f:
+        json.dump({"shard": shard, "group": CORRUPT_GROUP}, f)
+    print("made", sorted(os.listdir(work)))
+
+
+def flip_middle_byte(data):
+    data[len(data) // 2] ^= 0x40
+
+
+def shard_official(src, dst):
+    """src's model.safetensors as two shards (the blocks' groups split between them) with a
+    model.safetensors.index.json, config.json copied."""
+    from safetensors import safe_open
+    from safetensors.torch import save_file
+    shutil.rmtree(dst, ignore_errors=True)
+    os.makedirs(dst)
+    shutil.copy(os.path.join(src, "config.json"), dst)
+    with safe_open(os.path.join(src, "model.safetensors"), "pt") as f:
+        names = sorted(f.keys())
+        tensors = {n: f.get_tensor(n) for n in names}
+        metadata = f.metadata()
+    first = [n for n in names if not n.startswith("model.layers.1.") and n.startswith("model.")]
+    shards = {"model-00001-of-00002.safetensors": first,
+              "model-00002-of-00002.safetensors": [n for n in names if n not in first]}
+    weight_map = {}
+    for file, members in shards.items():
+        save_file({n: tensors[n] for n in members}, os.path.join(dst, file), metadata=metadata)
+        weight_map.update({n: file for n in members})
+    with open(os.path.join(dst, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": weight_map}, f, indent=1)
+
+
+def prompts(vocab):
+    import random
+    rng = random.Random(5)
+    return [[rng.randrange(1, vocab) for _ in range(n)] for n in (7, 16, 33, 64, 100, 5)]
+
+
+def generate(model, out, eager, quantization):
+    from vllm import LLM, SamplingParams
+    config = json.load(open(os.path.join(model, "config.json")))
+    vocab = config["vocab_size"]
+    max_len = min(512, config.get("max_position_embeddings", 512))
+    t0 = time.perf_counter()
+    llm = LLM(model=model, enforce_eager=eager, quantization=quantization, max_model_len=max_len,
+              max_num_seqs=16, skip_tokenizer_init=True, seed=0, gpu_memory_utilization=0.8)
+    start_s = time.perf_counter() - t0
+    params = SamplingParams(temperature=0.0, max_tokens=48, logprobs=4, prompt_logprobs=2,
+                            ignore_eos=True, detokenize=False)
+
+    def pairs(d):
+        return None if d is None else sorted((int(t), lp.logprob) for t, lp in d.items())
+
+    def run(batch):
+        outs = llm.generate([{"prompt_token_ids": p} for p in batch], params, use_tqdm=False)
+        return [{"prompt": o.prompt_token_ids,
+                 "tokens": list(o.outputs[0].token_ids),
+                 "logprobs": [pairs(d) for d in o.outputs[0].logprobs],
+                 "prompt_logprobs": [pairs(d) for d in (o.prompt_logprobs or [])]}
+                for o in outs]
+
+    # Each request alone (the same steps whatever the engine's timing), twice, then all of
+    # them in one call (the steps' batches are the same from run to run only where the engine
+    # runs in this process: vllm_check.sh sets VLLM_ENABLE_V1_MULTIPROCESSING=0).
+    ps = prompts(vocab)
+    single = [run([p])[0] for p in ps]
+    again = [run([p])[0] for p in ps]
+    batch = run(ps)
+    # Batch 1, 128 prompt tokens, up to 256 new: the second of two runs.
+    new = min(256, max_len - 129)
+    one = SamplingParams(temperature=0.0, max_tokens=new, ignore_eos=True, detokenize=False)
+    ids = [{"prompt_token_ids": [(7 * i) % (vocab - 1) + 1 for i in range(128)]}]
+    times = []
+    for _ in range(2):
+        t = time.perf_counter()
+        llm.generate(ids, one, use_tqdm=False)
+        times.append(time.perf_counter() - t)
+    result = {"model": model, "eager": eager, "quantization": quantization,
+              "engine_start_s": start_s, "batch1_new_tokens": new, "batch1_s": times[-1],
+              "single_repeats": single == again, "outputs": {"single": single, "batch": batch}}
+    with open(out, "w") as f:
+        json.dump(result, f)
+    print(f"{out}: engine start {start_s:.1f} s, batch 1 {new / times[-1]:.1f} tokens/s, "
+          f"single requests {'repeat' if single == again else 'DO NOT repeat'} exactly")
+
+
+def first_difference(x, y):
+    """Where two requests' records first differ: (key, step), or None."""
+    for key in ("prompt", "tokens", "prompt_logprobs", "logprobs"):
+        for k, (u, v) in enumerate(zip(x[key], y[key])):
+            if u != v:
+                return key, k
+        if len(x[key]) != len(y[key]):
+            return key, min(len(x[key]), len(y[key]))
+    return None
+
+
+def compare(a_path, b_path):
+    a, b = json.load(open(a_path)), json.load(open(b_path))
+    ok = a["single_repeats"] and b["single_repeats"]
+    for side in (a, b):
+        if not side["single_repeats"]:
+            print(f"{side['model']}: single requests did not repeat exactly in one engine")
+    for kind in ("single", "batch"):
+        xs, ys = a["outputs"][kind], b["outputs"][kind]
+        diffs = [(i, first_difference(x, y)) for i, (x, y) in enumerate(zip(xs, ys))]
+        diffs = [(i, d) for i, d in diffs if d is not None]
+        same = len(xs) == len(ys) and not diffs
+        ok = ok and same
+        n = sum(len(x["tokens"]) for x in xs)
+        print(f"{'EQUAL' if same else 'DIFFERENT'} ({kind}): {a_path} vs {b_path} "
+              f"({len(xs)} requests, {n} tokens: tokens, logprobs, prompt logprobs)"
+              + "".join(f"; request {i} first differs in {key} at {k}" for i, (key, k) in diffs))
+    return 0 if ok else 1
+
+
+def expect_failure(log, patterns):
+    text = open(log, errors="replace").read()
+    missing = [p for p in patterns if p not in text]
+    print(f"{log}: {'refused as expected' if not missing else 'MISSING ' + repr(missing)}")
+    return 1 if missing else 0
+
+
+def main():
+    p = argparse.ArgumentParser()
+    sub = p.add_subparsers(dest="cmd", required=True)
+    s = sub.add_parser("make")
+    s.add_argument("work")
+    s = sub.add_parser("generate")
+    s.add_argument("model")
+    s.add_argument("out")
+    s.add_argument("--eager", action="store_true")
+    s.add_argument("--quantization")
+    s = sub.add_parser("compare")
+    s.add_argument("a")
+    s.add_argument("b")
+    s = sub.add_parser("expect-failure")
+    s.add_argument("log")
+    s.add_argument("patterns", nargs="+")
+    a = p.parse_args()
+    if a.cmd == "make":
+        make(a.work)
+    elif a.cmd == "generate":
+        generate(a.model, a.out, a.eager, a.quantization)
+    elif a.cmd == "compare":
+        return compare(a.a, a.b)
+    else:
+        return expect_failure(a.log, a.patterns)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+#!/bin/bash
+# DF11 folders in vLLM against BF16 in the same vLLM, on one GPU (vllm_check.py says what each
+# step does). vLLM (>= 0.24) and the df11 package must be importable, with libdf11 and
+# libdf11-tools (df11.compress) in the package or in DF11_LIBRARY_DIR / DF11_TOOLS_LIBRARY_DIR.
+#
+#   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
+#
+# OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
+# df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
+# cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
+set -u
+out=$1
+work=${2:-/dev/shm/df11-vllm}
+here=$(cd "$(dirname "$0")" && pwd)
+check="python3 $here/vllm_check.py"
+log=$out/vllm_check.log
+mkdir -p "$out" "$work"
+# shellcheck source=vllm_env.sh
+source "$here/vllm_env.sh" "$work"
+
+rc=0
+# case NAME ARGS...: vllm_check.py ARGS in its own process, its output in WORK/NAME.log.
+case_() {
+  local name=$1
+  shift
+  echo "=== $name: $*" >> "$log"
+  local t0=$SECONDS
+  timeout "${CASE_TIMEOUT:-300}" $check "$@" > "$work/$name.log" 2>&1
+  local status=$?
+  grep -E "GPU KV cache size|Model loading took|Available KV cache memory|df11|tokens/s|made " \
+    "$work/$name.log" | grep -v "^\s*File " | cut -c1-400 | tail -n 30 >> "$log"
+  echo "--- $name: exit $status after $((SECONDS - t0)) s" >> "$log"
+  # After every case, so that a run stopped part way still brings back what it did.
+  tar -C "$work" -czf "$out/results.tgz" $(cd "$work" && ls ./*.json ./*.log 2>/dev/null)
+  return $status
+}
+# fail_tail NAME [N]: the errors a failed case printed and its last N lines.
+fail_tail() {
+  grep -E "Error|Exception" "$work/$1.log" | grep -v "^\s*File " | cut -c1-400 | head -n 20 >> "$log"
+  tail -n "${2:-40}" "$work/$1.log" | cut -c1-400 >> "$log"
+}
+compare() { $check compare "$work/$1.json" "$work/$2.json" >> "$log" 2>&1 || rc=1; }
+
+{ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  python3 -c "import torch, vllm, df11; print('torch', torch.__version__, '| vllm', vllm.__version__, '| df11', df11.version(), 'cuda' if df11.has_cuda() else 'no cuda')"
+} >> "$log" 2>&1
+
+case_ make make "$work" || { fail_tail make; exit 1; }
+# gen NAME MODEL [FLAGS...]: one engine's outputs in WORK/NAME.json. The engine runs in the
+# generating process, so that which requests of a batch share a step does not depend on when a
+# separate engine process receives them (a step's batch decides the matmuls' shapes, hence their
+# kernels and roundings).
+gen() {
+  local name=$1 model=$2
+  shift 2
+  VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
+    || { fail_tail "$name"; rc=1; }
+}
+# Each pair compared as soon as both ran.
+gen bf16-graph "$work/bf16"
+gen df11-graph "$work/df11"
+compare bf16-graph df11-graph
+gen bf16-eager "$work/bf16" --eager
+gen df11-eager "$work/df11" --eager --quantization df11
+compare bf16-eager df11-eager
+gen official-bf16-graph "$work/official-bf16"
+gen official-graph "$work/official"
+compare official-bf16-graph official-graph
+
+# Refusals: a corrupt folder names its shard and group; without the plugin a DF11 folder fails.
+shard=$(python3 -c "import json; print(json.load(open('$work/corrupt.json'))['shard'])")
+for kind in structure checksum; do
+  if case_ "corrupt-$kind" generate "$work/corrupt-$kind" "$work/corrupt-$kind.json"; then
+    echo "corrupt-$kind: LOADED (must be refused)" >> "$log"; rc=1
+  else
+    fail_tail "corrupt-$kind" 12
+    $check expect-failure "$work/corrupt-$kind.log" "$shard" "group 'model.layers.3'" \
+      >> "$log" 2>&1 || rc=1
+  fi
+done
+export VLLM_PLUGINS=no_such_plugin  # vLLM loads no general plugin: df11's is not there
+if case_ no-plugin generate "$work/df11" "$work/no-plugin.json"; then
+  echo "no-plugin: LOADED (must fail)" >> "$log"; rc=1
+else
+  fail_tail no-plugin 12
+fi
+unset VLLM_PLUGINS
+
+echo "vllm_check: exit $rc" >> "$log"
+exit $rc

@@ -1,0 +1,222 @@
+"""The vLLM plugin's parts that run without a GPU: detection of DF11 folders, the rows under
+which a layer's members decode (coded.row_elements / span_rows), the CPU decode by original
+name that vLLM's loader is fed, and the errors. Where vLLM is installed, also its registration,
+vLLM's own detection (ModelConfig) and the layer-to-group plans on vLLM's Llama.
+gpu/vllm_check.sh runs the GPU side against vLLM serving BF16."""
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import df11
+import models
+from df11 import _capi, coded
+from df11 import vllm as df11_vllm
+
+HAVE_VLLM = importlib.util.find_spec("vllm") is not None
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory):
+    work = tmp_path_factory.mktemp("vllm")
+    bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
+    model = models.build_llm("llama")
+    model.save_pretrained(bf16_dir)
+    df11.compress(model, df11_dir)
+    return bf16_dir, df11_dir
+
+
+def config(folder):
+    with open(os.path.join(folder, "config.json")) as f:
+        return json.load(f)
+
+
+def test_detects_df11_and_official_folders(llama):
+    bf16_dir, df11_dir = llama
+    official = os.path.join(models.FIXTURES, "llama", "official")
+    for folder in (df11_dir, official):
+        assert df11_vllm.is_df11_config(config(folder))
+        assert df11_vllm.quantization_config(config(folder)) == {"quant_method": "df11"}
+    assert not df11_vllm.is_df11_config(config(bf16_dir))
+    assert df11_vllm.quantization_config(config(bf16_dir)) is None
+
+
+def test_quantization_config_keeps_df11_and_refuses_another_method():
+    base = {"dfloat11_config": {"version": "0.5.0"}}
+    assert df11_vllm.quantization_config(dict(base, quantization_config={"quant_method": "DF11"})) \
+        is None  # already says df11: left as it is
+    with pytest.raises(ValueError, match="quant_method 'gptq'"):
+        df11_vllm.quantization_config(dict(base, quantization_config={"quant_method": "gptq"}))
+    assert df11_vllm.quantization_config({"quantization_config": {"quant_method": "gptq"}}) is None
+
+
+def test_package_imports_without_vllm():
+    """df11 and df11.vllm import where vLLM is missing; register() then says what is missing."""
+    code = ("import sys; sys.modules['vllm'] = None\n"
+            "import df11, df11.vllm\n"
+            "try:\n    df11.vllm.register()\n"
+            "except ImportError as e:\n    print('ImportError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert "vLLM is not installed" in out.stdout
+
+
+@pytest.mark.parametrize("spans, group, want", [
+    ([(0, 4096 * 4096), (4096 * 4096, 1024 * 4096)], 10 * 4096 * 4096, 1 << 16),
+    ([(0, 64 * 64), (64 * 64, 32 * 64)], 64 * 64 * 3, 2048),
+    ([(4096, 2048)], 3 * 4096, 2048),
+    ([(6, 10)], 30, 0),  # row width 2: not worth it
+    ([(0, 0)], 0, 0),
+])
+def test_row_elements(spans, group, want):
+    r = coded.row_elements(group, spans)
+    assert r == want
+    if r:
+        assert group % r == 0 and all(o % r == 0 and n % r == 0 for o, n in spans)
+
+
+def test_span_rows_are_the_members_rows_in_order():
+    assert coded.span_rows([(8, 4), (0, 8)], 4) == [2, 0, 1]
+    assert coded.span_rows([], 4) == []
+
+
+def test_decoded_tensors_equal_the_bf16_checkpoint(llama):
+    from safetensors.torch import load_file
+    bf16_dir, df11_dir = llama
+    want = load_file(os.path.join(bf16_dir, "model.safetensors"))
+    with _capi.Model(df11_dir) as folder:
+        got = dict(coded.decoded_tensors(folder))
+    assert set(got) == set(want)
+    for name, t in want.items():
+        assert got[name].dtype == t.dtype and torch.equal(got[name], t), name
+
+
+def test_decoded_tensors_of_an_official_sharded_folder():
+    from safetensors.torch import load_file
+    fixture = os.path.join(models.FIXTURES, "llama")
+    want = load_file(os.path.join(fixture, "bf16", "model.safetensors"))
+    with _capi.Model(os.path.join(fixture, "official")) as folder:
+        got = dict(coded.decoded_tensors(folder))
+    assert set(want) <= set(got)
+    for name, t in want.items():
+        assert torch.equal(got[name], t), name
+
+
+@pytest.mark.parametrize("tensor, how, status", [
+    ("model.layers.1.output_positions", models.bump_last_output_position, None),
+    ("model.layers.1.sign_mantissa", lambda d: d.__setitem__(len(d) // 2, d[len(d) // 2] ^ 0x40),
+     "corrupt_data"),
+])
+def test_corrupt_folder_is_refused_naming_file_and_group(llama, tmp_path, tensor, how, status):
+    _, df11_dir = llama
+    bad = models.corrupt_copy(df11_dir, str(tmp_path / "bad"), tensor, how)
+    with pytest.raises(df11.Df11Error) as e:
+        with _capi.Model(bad) as folder:
+            for _ in coded.decoded_tensors(folder):
+                pass
+    assert "model.safetensors" in str(e.value) and "'model.layers.1'" in str(e.value)
+    if status:
+        assert e.value.status == status
+
+
+def test_weight_key_is_stable_and_distinct():
+    a = coded.weight_key("/m", "model.layers.0.self_attn.qkv_proj")
+    assert a == coded.weight_key("/m", "model.layers.0.self_attn.qkv_proj")
+    assert a != coded.weight_key("/m", "model.layers.0.self_attn.o_proj")
+    assert a != coded.weight_key("/n", "model.layers.0.self_attn.qkv_proj")
+    assert 0 <= a < 1 << 56
+
+
+def test_decode_weight_op_is_registered_with_a_fake():
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    key = coded.weight_key("test", "fake")
+    coded.register_weight(key, coded.CodedWeight(None, torch.empty(0), 8, (3, 5)))
+    try:
+        with FakeTensorMode() as mode:
+            x = mode.from_tensor(torch.empty(2, 5, dtype=torch.bfloat16))
+            w = torch.ops.df11.decode_weight(x, key)
+        assert w.shape == (3, 5) and w.dtype == torch.bfloat16
+    finally:
+        coded.unregister_weight(key)
+
+
+needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
+
+
+@needs_vllm
+def test_vllm_detects_folders_without_flags(llama):
+    """vLLM's ModelConfig, with the plugin registered, takes DF11 folders as quantized with
+    df11 and BF16 folders as they are."""
+    from vllm.engine.arg_utils import EngineArgs
+    df11_vllm.register()
+    bf16_dir, df11_dir = llama
+    official = os.path.join(models.FIXTURES, "llama", "official")
+    for folder, want in ((df11_dir, "df11"), (official, "df11"), (bf16_dir, None)):
+        model_config = EngineArgs(model=folder, skip_tokenizer_init=True).create_model_config()
+        assert model_config.quantization == want, folder
+
+
+def test_encode_codes_an_engines_own_tensors(tmp_path):
+    """coded.encode: a tensor-parallel rank's slices (or any weights an engine built) as a DF11
+    folder of one group per tensor, each decoding by rows to exactly the tensor."""
+    g = torch.Generator().manual_seed(3)
+    shapes = {"model.layers.0.self_attn.qkv_proj.weight": (96, 64),
+              "model.layers.0.mlp.down_proj.weight": (64, 80)}
+    weights = {name: (torch.randn(shape, generator=g) * 0.02).to(torch.bfloat16)
+               for name, shape in shapes.items()}
+    with coded.encode(weights, str(tmp_path / "layers")) as folder:
+        got = dict(coded.decoded_tensors(folder))
+        for name, want in weights.items():
+            assert torch.equal(got[name], want), name
+            group, r, spans = coded.tensor_rows(folder, folder.find_tensor(name))
+            assert folder.group_members(group) == [folder.find_tensor(name)]
+            whole = coded._decode_group(folder, group)
+            rows = torch.cat([whole[i * r:(i + 1) * r] for i in coded.span_rows(spans, r)])
+            assert torch.equal(rows.view(want.shape), want), name
+
+
+LLAMA_PACKED = {"qkv_proj": ["q_proj", "k_proj", "v_proj"],
+                "gate_up_proj": ["gate_proj", "up_proj"]}
+
+
+def test_member_names_follow_the_packed_modules_mapping():
+    assert df11_vllm.member_names("model.layers.0.self_attn.qkv_proj", LLAMA_PACKED) == [
+        "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.k_proj.weight",
+        "model.layers.0.self_attn.v_proj.weight"]
+    assert df11_vllm.member_names("model.layers.2.mlp.down_proj", LLAMA_PACKED) == [
+        "model.layers.2.mlp.down_proj.weight"]
+    assert df11_vllm.member_names("lm_head", {}) == ["lm_head.weight"]
+
+
+@pytest.mark.parametrize("folder_kind", ["df11", "official"])
+def test_fused_layers_decode_from_rows_of_the_folders_groups(llama, folder_kind):
+    """What vLLM's Llama fuses (q, k, v; gate, up) and keeps (o, down) at tensor parallel 1 is
+    rows of one block group, in the layer's order, whatever order the folder stores the
+    members in (df11: by name; the official encoder: q, k, v, o, gate, up, down)."""
+    from safetensors.torch import load_file
+    bf16_dir, df11_dir = llama
+    fixture = os.path.join(models.FIXTURES, "llama")
+    if folder_kind == "official":
+        bf16_dir, df11_dir = os.path.join(fixture, "bf16"), os.path.join(fixture, "official")
+    want = load_file(os.path.join(bf16_dir, "model.safetensors"))
+    with _capi.Model(df11_dir) as folder:
+        for layer in ("self_attn.qkv_proj", "self_attn.o_proj", "mlp.gate_up_proj",
+                      "mlp.down_proj"):
+            names = df11_vllm.member_names(f"model.layers.1.{layer}", LLAMA_PACKED)
+            weight = torch.cat([want[n] for n in names])
+            members = [folder.find_tensor(n) for n in names]
+            g, r, spans, why = coded.members_rows(folder, members, tuple(weight.shape))
+            assert g is not None, why
+            whole = coded._decode_group(folder, g)
+            rows = torch.cat([whole[i * r:(i + 1) * r] for i in coded.span_rows(spans, r)])
+            assert torch.equal(rows.view(weight.shape), weight), layer
+        # A tensor-parallel rank's half of q/k/v is not the members as they are.
+        members = [folder.find_tensor(n) for n in
+                   df11_vllm.member_names("model.layers.1.self_attn.qkv_proj", LLAMA_PACKED)]
+        shape = tuple(torch.cat([want[folder.tensor_name(t)] for t in members]).shape)
+        assert coded.members_rows(folder, members, (shape[0] // 2, shape[1]))[0] is None
