@@ -229,6 +229,9 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     eng.load_seconds = {"open": t_open, "model": t_model,
                         "attach": time.perf_counter() - t0, **eng.load_seconds}
     object.__setattr__(model, "df11", eng)
+    if _is_transformers_model(model):
+        from . import hf_quantizer
+        hf_quantizer.attach(model, eng)  # save_pretrained writes the coded groups
     _wrap_generate(model, eng)
     _attach_accelerate_hooks(model, device_of)
     gen_path = os.path.join(path, "generation_config.json")
@@ -236,6 +239,14 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         from transformers import GenerationConfig
         model.generation_config = GenerationConfig.from_pretrained(path)
     return model.eval()
+
+
+def _is_transformers_model(model) -> bool:
+    try:
+        from transformers import PreTrainedModel
+    except ImportError:
+        return False
+    return isinstance(model, PreTrainedModel)
 
 
 def _open_folder(path: str) -> _capi.Model:

@@ -1,0 +1,146 @@
+"""A DF11 model as transformers sees a quantized one: `model.hf_quantizer`, so that
+transformers' own `save_pretrained` writes what the model really holds.
+
+A DF11 model's coded weights are not parameters (they are decoded into a shared buffer just
+before use), so `model.state_dict()` lists only the tensors stored raw. transformers asks a
+quantized model's quantizer for the state dict to save (`get_state_dict_and_metadata`); the
+df11 quantizer answers with the folder's coded groups, each under its stored names
+(`<group>.luts`, `.encoded_exponent`, `.sign_mantissa`, `.output_positions`, `.gaps`,
+`.split_positions`, spec/DF11.md 3.2), plus the model's raw tensors. `save_pretrained(out)`
+then writes a DF11 folder in the layout the dfloat11 tools publish (config.json keeps its
+`dfloat11_config`): `df11.from_pretrained(out)` and the official loader load it, with the same
+logits as the folder it came from, and each coded tensor's bytes are those of that folder.
+df11's own metadata (checksums) is not written by transformers' shard writer; `df11 compress`
+on the BF16 model writes it.
+
+Loading a DF11 folder through `AutoModelForCausalLM.from_pretrained` is not served by this
+quantizer: it raises, saying to use `df11.from_pretrained`.
+"""
+from __future__ import annotations
+
+from typing import Dict, Tuple
+
+import torch
+
+from . import _capi
+
+# The stored tensors of a group, with the part of the C API that holds each (spec 3.2).
+_PARTS = (("luts", _capi.PART_LUTS), ("encoded_exponent", _capi.PART_ENCODED_EXPONENT),
+          ("sign_mantissa", _capi.PART_SIGN_MANTISSA),
+          ("output_positions", _capi.PART_OUTPUT_POSITIONS), ("gaps", _capi.PART_GAPS),
+          ("split_positions", _capi.PART_SPLIT_POSITIONS))
+
+_CLASSES = {}
+
+
+def _classes():
+    """(config class, quantizer class), defined and registered with transformers once."""
+    if _CLASSES:
+        return _CLASSES["config"], _CLASSES["quantizer"]
+    from transformers.quantizers import HfQuantizer
+    from transformers.quantizers.auto import (AUTO_QUANTIZATION_CONFIG_MAPPING,
+                                              AUTO_QUANTIZER_MAPPING,
+                                              register_quantization_config, register_quantizer)
+    from transformers.utils.quantization_config import QuantizationConfigMixin
+
+    class Df11Config(QuantizationConfigMixin):
+        """quant_method "df11": weights stored DF11-coded (lossless), decoded just before use.
+        `mode`: "decode" (torch's matmuls on the decoded BF16) or "exec" (df11.from_pretrained's
+        execution layout)."""
+
+        def __init__(self, mode: str = "decode", **kwargs):
+            self.quant_method = "df11"
+            self.mode = mode
+
+    class Df11Quantizer(HfQuantizer):
+        """The quantizer of a model df11.from_pretrained loaded (see the module docstring)."""
+
+        requires_calibration = False
+
+        def __init__(self, quantization_config, engine=None, **kwargs):
+            super().__init__(quantization_config, **kwargs)
+            self.engine = engine
+
+        def validate_environment(self, *args, **kwargs):
+            raise ValueError("df11: a DF11 folder loads with df11.from_pretrained(path) (same "
+                             "arguments as transformers'); AutoModel*.from_pretrained does not "
+                             "load DF11 folders yet")
+
+        def is_serializable(self, *args, **kwargs) -> bool:
+            return True
+
+        @property
+        def is_trainable(self) -> bool:  # adapters (PEFT) train over the frozen coded base
+            return True
+
+        @property
+        def is_compileable(self) -> bool:
+            return True
+
+        def get_state_dict_and_metadata(self, model):
+            return state_dict(model, self.engine), {}
+
+    if "df11" not in AUTO_QUANTIZATION_CONFIG_MAPPING:
+        register_quantization_config("df11")(Df11Config)
+    if "df11" not in AUTO_QUANTIZER_MAPPING:
+        register_quantizer("df11")(Df11Quantizer)
+    _CLASSES.update(config=AUTO_QUANTIZATION_CONFIG_MAPPING["df11"],
+                    quantizer=AUTO_QUANTIZER_MAPPING["df11"])
+    return _CLASSES["config"], _CLASSES["quantizer"]
+
+
+def attach(model, engine) -> None:
+    """Gives a transformers model df11.from_pretrained loaded its quantizer (what transformers'
+    own from_pretrained leaves on a quantized model)."""
+    config_cls, quantizer_cls = _classes()
+    # What save_pretrained writes carries no df11 metadata in its shards (transformers writes
+    # them), so its config.json must not carry df11's marker either (spec 7.2).
+    dfloat11_config = getattr(model.config, "dfloat11_config", None)
+    if isinstance(dfloat11_config, dict) and "df11" in dfloat11_config:
+        model.config.dfloat11_config = {k: v for k, v in dfloat11_config.items() if k != "df11"}
+    model.hf_quantizer = quantizer_cls(config_cls(mode=engine.mode), engine=engine)
+    model.is_quantized = True
+    model.quantization_method = "df11"
+
+
+def _stored(folder: _capi.Model, g: int, part: int, name: str) -> torch.Tensor:
+    from .engine import _mapped
+    addr, nbytes = folder.group_part(g, part)
+    data = _mapped(addr, nbytes)  # the mapped shard's bytes (valid while the folder is open)
+    if name == "luts":
+        return data.view(-1, 256)
+    if name == "split_positions":
+        return data.view(torch.int64)
+    return data
+
+
+def coded_tensors(folder: _capi.Model) -> Tuple[Dict[str, torch.Tensor], set]:
+    """Every coded group's stored tensors by name, and the names of the tensors they code."""
+    out, coded = {}, set()
+    for g in range(folder.group_count()):
+        group = folder.group_name(g)
+        for t in folder.group_members(g):
+            coded.add(folder.tensor_name(t))
+        alias = folder.group_alias_name(g)
+        if alias is not None:
+            coded.add(alias)
+        for name, part in _PARTS:
+            out[f"{group}.{name}"] = _stored(folder, g, part, name)
+    return out, coded
+
+
+def state_dict(model, engine) -> Dict[str, torch.Tensor]:
+    """What save_pretrained writes for a DF11 model: the coded groups as stored, and every
+    other tensor of the model's state dict (those stored raw) but the ones the groups code and
+    their ties."""
+    coded_parts, coded = coded_tensors(engine.folder)
+    own = model.state_dict()
+    tied_to_coded = {t.data_ptr() for name, t in own.items() if name in coded}
+    out = {name: t for name, t in own.items()
+           if name not in coded and t.data_ptr() not in tied_to_coded and t.device.type != "meta"}
+    clash = sorted(set(out) & set(coded_parts))
+    if clash:
+        raise ValueError(f"df11: {engine.folder.path}: the model has tensors named as the "
+                         f"folder's coded groups: {', '.join(clash[:5])}")
+    out.update(coded_parts)
+    return out

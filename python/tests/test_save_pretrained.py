@@ -1,0 +1,70 @@
+"""save_pretrained of a DF11 model writes a DF11 folder (the coded groups as stored, the raw
+tensors, config.json with its dfloat11_config) that loads again with the same logits; each
+coded tensor's bytes are the source folder's. Every family of the interop suite, on the CPU."""
+import os
+
+import pytest
+import torch
+from safetensors import safe_open
+
+import df11
+import models
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def saved_tensors(folder):
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".safetensors"):
+            with safe_open(os.path.join(folder, name), "pt") as f:
+                for key in f.keys():
+                    out[key] = f.get_tensor(key)
+    return out
+
+
+@pytest.mark.parametrize("family", models.FAMILIES)
+def test_save_pretrained_round_trip(tmp_path, family):
+    bf16_dir, df11_dir, out = (str(tmp_path / "bf16"), str(tmp_path / "df11"),
+                               str(tmp_path / "saved"))
+    models.build_llm(family).save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, df11_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    model.save_pretrained(out)
+    again = df11.from_pretrained(out, device="cpu")
+    ids = models.llm_inputs(model.config.vocab_size, 2)
+    with torch.no_grad():
+        assert torch.equal(again(input_ids=ids).logits, model(input_ids=ids).logits)
+    source, saved = saved_tensors(df11_dir), saved_tensors(out)
+    coded = {k for k in source if k.endswith(".encoded_exponent")}
+    assert coded and coded <= set(saved)
+    for key, value in source.items():  # every stored tensor of the source, byte for byte
+        if key in saved:
+            assert torch.equal(saved[key].view(torch.uint8), value.view(torch.uint8)), key
+    # Nothing the groups code is written again in BF16.
+    folder = model.df11.folder
+    members = {folder.tensor_name(t) for g in range(folder.group_count())
+               for t in folder.group_members(g)}
+    assert not members & set(saved)
+
+
+def test_official_folder_saves_too(tmp_path):
+    fixture = os.path.join(models.FIXTURES, "llama")
+    model = df11.from_pretrained(os.path.join(fixture, "official"), device="cpu")
+    model.save_pretrained(str(tmp_path / "saved"))
+    again = df11.from_pretrained(str(tmp_path / "saved"), device="cpu")
+    ids = models.llm_inputs(model.config.vocab_size, 2)
+    with torch.no_grad():
+        assert torch.equal(again(input_ids=ids).logits, model(input_ids=ids).logits)
+
+
+def test_transformers_from_pretrained_says_to_use_df11(tmp_path, llama_folders):
+    """After df11 registered its quantizer, a folder whose config names it is refused by
+    transformers' from_pretrained with a message that says what to call."""
+    _, _, df11_dir = llama_folders
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    model.config.quantization_config = model.hf_quantizer.quantization_config
+    model.save_pretrained(str(tmp_path / "saved"))
+    from transformers import AutoModelForCausalLM
+    with pytest.raises(ValueError, match="df11.from_pretrained"):
+        AutoModelForCausalLM.from_pretrained(str(tmp_path / "saved"))
