@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <regex>
 #include <string>
 #include <vector>
@@ -184,9 +183,10 @@ TEST(SafeRegex, Limits) {
 }
 
 // Patterns that make a backtracking matcher take exponential time, on inputs long enough to
-// make that visible: all of them together well under a second.
+// make that visible. About 0.15 s in a Release build and 1.2 s under ASan; a backtracking
+// matcher would not finish the first pattern in a lifetime, so the test's ctest timeout tells
+// them apart (no wall-clock bound here, which a loaded machine could miss).
 TEST(SafeRegex, PathologicalPatternsRunInBoundedTime) {
-  const auto start = std::chrono::steady_clock::now();
   const std::string as(5000, 'a');
   EXPECT_FALSE(matches("(a*)*b", as));
   EXPECT_FALSE(matches("(a|a)*b", as));
@@ -200,11 +200,6 @@ TEST(SafeRegex, PathologicalPatternsRunInBoundedTime) {
   EXPECT_FALSE(matches("(?:a?){1000}a{1000}", std::string(999, 'a')));
   // A key near Max_Nfa_States on a long module path.
   EXPECT_FALSE(matches("(?:(?:.?){1000}){30}x", std::string(500, 'y')));
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // About 0.15 s in a Release build and 1.2 s under ASan; a backtracking matcher would not
-  // finish the first pattern in a lifetime, so a generous bound still tells them apart.
-  EXPECT_LT(seconds, 10.0);
 }
 
 TEST(SafeRegex, CompiledStatesAreBounded) {
