@@ -1,6 +1,6 @@
 # shellcheck shell=bash
-# Sourced by a script that runs on a lent GPU machine, from a carry folder (CONTRIBUTING.md, "GPU
-# measurements"), so that each run's script holds only its own steps:
+# Sourced by a script that runs on a GPU machine without network, from a folder of copied
+# files (docs/contributing.md, "GPU measurements"), so that each run's script holds only its own steps:
 #
 #   source python/tests/gpu/device_env.sh CARRY OUT
 #
