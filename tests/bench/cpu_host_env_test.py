@@ -20,9 +20,9 @@ class CpuHostEnvTest(unittest.TestCase):
         if shutil.which("bash") is None or not os.path.exists("/usr/bin/time"):
             self.skipTest("needs bash and GNU time (/usr/bin/time)")
         self.tmp = tempfile.mkdtemp()
-        self.carry = os.path.join(self.tmp, "carry")
-        os.makedirs(os.path.join(self.carry, "bin"))
-        os.makedirs(os.path.join(self.carry, "lib"))
+        self.tools = os.path.join(self.tmp, "tools")
+        os.makedirs(os.path.join(self.tools, "bin"))
+        os.makedirs(os.path.join(self.tools, "lib"))
         self.args_file = os.path.join(self.tmp, "mkmodel-args")
         self.stub("df11-mkmodel", f'echo "$@" >> {self.args_file}; mkdir -p "$1"\n'
                   'head -c 3000000 /dev/zero > "$1/a.safetensors"\n'
@@ -37,13 +37,13 @@ class CpuHostEnvTest(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stub(self, name, body):
-        path = os.path.join(self.carry, "bin", name)
+        path = os.path.join(self.tools, "bin", name)
         with open(path, "w") as f:
             f.write("#!/bin/sh\n" + body)
         os.chmod(path, 0o755)
 
     def bash(self, script):
-        return subprocess.run(["bash", "-c", f"source {ENV} {self.carry} {self.out}\n" +
+        return subprocess.run(["bash", "-c", f"source {ENV} {self.tools} {self.out}\n" +
                                textwrap.dedent(script)],
                               capture_output=True, text=True, timeout=120)
 
@@ -62,7 +62,7 @@ class CpuHostEnvTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("GB=0.004", done.stdout)
         self.assertNotIn("outdir kept", done.stdout)
-        self.assertIn(f"path={self.carry}/bin/df11", done.stdout)
+        self.assertIn(f"path={self.tools}/bin/df11", done.stdout)
         self.assertIn("phases (seconds): planning 0.1 s", done.stdout)
         self.assertNotIn("other", done.stdout)
         with open(os.path.join(self.out, "table.txt")) as f:
@@ -93,7 +93,7 @@ class CpuHostEnvTest(unittest.TestCase):
         done = self.bash("host_facts > /dev/null; wc -l < \"$W/machine.txt\"")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertGreaterEqual(int(done.stdout.split()[-1]), 5)
-        wrong = subprocess.run(["bash", "-c", f"source {ENV} {self.carry}; echo after"],
+        wrong = subprocess.run(["bash", "-c", f"source {ENV} {self.tools}; echo after"],
                                capture_output=True, text=True, timeout=60)
         self.assertEqual(wrong.returncode, 2)
         self.assertIn("usage", wrong.stderr)
