@@ -112,6 +112,7 @@ class HubState:
         self.faults = []
         self.fired = []        # (kind, match, "<METHOD> <path>", time.monotonic()) per fault sent
         self.log = []
+        self.log_times = []    # time.monotonic() of each request in `log`, same order
         self.body_bytes = 0    # file bytes sent by downloads (GET resolve and CDN)
         self.sent = []         # (what, Range header or None, bytes sent) per download
         self.violations = []   # strictness failures the tests assert are empty
@@ -282,6 +283,7 @@ class Handler(BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.log.append(("cdn" if self.is_cdn else "hub", self.command, path,
                                    dict(self.headers.items())))
+            self.state.log_times.append(time.monotonic())
         if not self.host_ok():
             self.state.violations.append(f"wrong Host for {what}: {self.headers.get('Host')}")
             return self.send_error_code(400, None, "wrong host")
