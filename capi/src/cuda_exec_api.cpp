@@ -1,11 +1,10 @@
 // The C API's execution layout (df11/df11.h, experimental section) over df11::cuda's
 // cuda_exec.h. Without the CUDA decoder every entry point reports DF11_ERROR_UNSUPPORTED and
 // nothing of df11_cuda is referenced.
-#include "df11/cuda_exec.h"  // host-only header, present in every build
-
 #include <string>
 #include <vector>
 
+#include "df11/cuda_exec.h"  // host-only header, present in every build
 #include "df11/df11.h"
 #include "gemv_args.h"  // gemv_members: the coded members of a group
 #include "model_handle.h"
