@@ -38,6 +38,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from . import _capi, _ops, exec_mode
+from ._tensors import _mapped, _set_view
 from ._cuda import current_device, on_device, raw_stream
 from ._capi import Df11Error
 
@@ -52,19 +53,6 @@ _DTYPES = {
 
 def _round_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
-
-
-def _mapped(addr: int, nbytes: int) -> torch.Tensor:
-    """A uint8 CPU tensor over `nbytes` bytes at `addr` (the C API's read-only mapping of a
-    shard): only ever read (copied from)."""
-    if nbytes == 0:
-        return torch.empty(0, dtype=torch.uint8)
-    import ctypes
-    import warnings
-    buf = (ctypes.c_uint8 * nbytes).from_address(addr)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.frombuffer(buf, dtype=torch.uint8, count=nbytes)
 
 
 @dataclass
@@ -117,17 +105,6 @@ def _set_tensor(model: torch.nn.Module, name: str, value: torch.Tensor, as_param
         module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
     else:
         module._buffers[attr] = value
-
-
-def _set_view(module: torch.nn.Module, attr: str, view: torch.Tensor) -> None:
-    """The member's weight becomes a plain tensor attribute viewing the decode buffer (as the
-    official loader does): not a Parameter, so that model.parameters() / state_dict() do not
-    report the buffer's changing contents as the model's weights, and .to() leaves it alone."""
-    module._parameters.pop(attr, None)
-    module._buffers.pop(attr, None)
-    if attr in module.__dict__:
-        del module.__dict__[attr]
-    object.__setattr__(module, attr, view)
 
 
 class _CpuDecoder:
