@@ -1,9 +1,9 @@
-# Sourced by CPU scaling runs on a lent host (compress, verify, decompress against zstd):
-# the steps every such script repeated (records/compress-scaling/*.sh ran them inline).
+# Sourced by CPU scaling measurements on a GPU machine's host (compress, verify, decompress
+# against zstd): the steps every such script needs.
 #
-#   source bench/cpu_host_env.sh CARRY OUT
+#   source bench/cpu_host_env.sh TOOLS OUT
 #
-# CARRY holds bin/ (df11, df11-mkmodel, zstd, optionally GNU time as bin/time) and lib/ (the
+# TOOLS holds bin/ (df11, df11-mkmodel, zstd, optionally GNU time as bin/time) and lib/ (the
 # .so files the host lacks); OUT receives everything. Sets OUT, PATH, LD_LIBRARY_PATH, TIME, W
 # (OUT/r: one log and one GNU time file per step) and T (OUT/table.txt: one row per step), and
 # defines:
@@ -16,21 +16,21 @@
 #                            it as W/NAME.log, and appends to T the row
 #                            "NAME rc=R WALL s GB/s cpu CPU s (CPU/GB, user U sys S) rss M MB"
 #                            with GB from the variable GB; prints the log's -v phase lines.
-# Exits the sourcing script: status 2 on a wrong call, 1 when CARRY's binaries miss a library.
+# Exits the sourcing script: status 2 on a wrong call, 1 when TOOLS's binaries miss a library.
 
 if [ $# -ne 2 ]; then
-  echo "usage: source bench/cpu_host_env.sh CARRY OUT" >&2
+  echo "usage: source bench/cpu_host_env.sh TOOLS OUT" >&2
   exit 2
 fi
-CARRY=$(cd "$1" && pwd)
+TOOLS=$(cd "$1" && pwd)
 OUT=$2
-export PATH="$CARRY/bin:$PATH" LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export PATH="$TOOLS/bin:$PATH" LD_LIBRARY_PATH="$TOOLS/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 TIME=/usr/bin/time
-[ -x "$CARRY/bin/time" ] && TIME=$CARRY/bin/time
+[ -x "$TOOLS/bin/time" ] && TIME=$TOOLS/bin/time
 W=$OUT/r
 T=$OUT/table.txt
 mkdir -p "$W"
-for b in "$CARRY"/bin/df11*; do
+for b in "$TOOLS"/bin/df11*; do
   if ldd "$b" 2>/dev/null | grep -q "not found"; then
     echo "$b: a library is missing:" >&2
     ldd "$b" | grep "not found" >&2

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "bench_decode.h"
-#include "bench_gemv.h"
+#include "df11/bench_decode.h"
+#include "df11/bench_gemv.h"
 #include "df11/cuda_decoder.h"
 
 // On failure, print `what` and return false.

@@ -9,7 +9,7 @@
 #
 # `source` and `source_fused` profile one launch of the decode kernel (fused kernel at batch 1)
 # with the full set and keep its summary (`<name>.log`) and its SASS source page as CSV
-# (`<name>.csv`), which records/cuda-decoder/h100-floor/sass_attribution.py attributes to
+# (`<name>.csv`), which bench/sass_attribution.py attributes to
 # source lines against `nvdisasm -g -c` of the same binary's cubin.
 #
 # `ab` times BIN_DIR against the baseline build in AB_BASE in the same session (interleaved

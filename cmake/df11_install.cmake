@@ -60,7 +60,7 @@ configure_package_config_file(${CMAKE_CURRENT_LIST_DIR}/df11Config.cmake.in
                               ${PROJECT_BINARY_DIR}/df11Config.cmake
                               INSTALL_DESTINATION ${DF11_INSTALL_CMAKEDIR})
 # 0.x: a minor version may break the C++ API, so only the same minor is compatible; from 1.0
-# on the ABI policy (README, "Embedding df11") makes it SameMajorVersion.
+# on the ABI policy (docs/sdk.md, "ABI policy") makes it SameMajorVersion.
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/df11ConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/df11Config.cmake ${PROJECT_BINARY_DIR}/df11ConfigVersion.cmake

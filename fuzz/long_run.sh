@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Long fuzzing campaign (FUZZING.md): every libFuzzer target of a sanitizer build runs for
+# Long fuzzing campaign (docs/security.md): every libFuzzer target of a sanitizer build runs for
 # --minutes, as --jobs parallel processes sharing one corpus directory, seeded from
 # fuzz/corpus/<name>/ and spec/vectors/ (and from --resume DIR, a corpus left by an earlier
 # round). Prints a Markdown table: executions summed over the processes, exec/s, coverage,

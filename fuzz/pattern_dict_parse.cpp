@@ -10,10 +10,10 @@
 #include <string>
 #include <string_view>
 
+#include "df11/safe_regex.h"
+#include "df11/utf8.h"
 #include "fuzz_check.h"
 #include "python_regex.h"
-#include "safe_regex.h"
-#include "utf8.h"
 
 namespace {
 

@@ -8,7 +8,7 @@ fmt=${CLANG_FORMAT:-clang-format-14}
 mode=(--dry-run --Werror)
 if [ "${1:-}" = --fix ]; then mode=(-i); fi
 mapfile -t files < <(git ls-files '*.c' '*.h' '*.cpp' '*.hpp' '*.cu' '*.cuh' '*.inc' \
-                     ':!:fuzz/corpus/**' ':!:records/**')
+                     ':!:fuzz/corpus/**')
 bad=()
 for f in "${files[@]}"; do
   if ! "$fmt" "${mode[@]}" "$f" >/dev/null 2>&1; then bad+=("$f"); fi

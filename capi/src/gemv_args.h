@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "df11/df11.h"  // with DF11_EXPERIMENTAL (set by the target): df11_gemv_matrix
+#include "df11/df11_folder.h"
 #include "df11/status.h"
-#include "df11_folder.h"
 
 namespace df11::capi {
 

@@ -10,9 +10,9 @@
 #include "df11/decoder.h"
 #include "df11/df11.h"
 #include "df11/hash.h"
-#include "model_config.h"
+#include "df11/model_config.h"
+#include "df11/published_folder.h"
 #include "model_handle.h"
-#include "published_folder.h"
 
 using df11::ErrorCode;
 using df11::Result;

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "df11/df11.h"
+#include "df11/df11_folder.h"
 #include "df11/group.h"
 #include "df11/status.h"
-#include "df11_folder.h"
 #include "error_state.h"
 
 struct df11_model {

@@ -4,8 +4,8 @@
 
 #include <ostream>
 
-#include "bench_decode.h"
-#include "bench_gemv.h"
+#include "df11/bench_decode.h"
+#include "df11/bench_gemv.h"
 
 namespace df11::app {
 

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "byte_units.h"
+#include "df11/byte_units.h"
 
 namespace df11::app {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "count_text.h"  // count_of
+#include "df11/count_text.h"  // count_of
 
 namespace df11::app {
 

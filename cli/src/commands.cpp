@@ -1,7 +1,7 @@
 #include "commands.h"
 
 #include "cli_text.h"
-#include "diffusers_folder.h"
+#include "df11/diffusers_folder.h"
 #include "exit_codes.h"
 #include "signals.h"
 #include "summary_text.h"

@@ -6,10 +6,10 @@
 #include <ostream>
 #include <string>
 
-#include "compress.h"
 #include "console.h"
-#include "decompress.h"
-#include "verify.h"
+#include "df11/compress.h"
+#include "df11/decompress.h"
+#include "df11/verify.h"
 
 namespace df11::app {
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "byte_units.h"
 #include "cli_text.h"
+#include "df11/byte_units.h"
 #include "terminal_text.h"
 
 namespace df11::app {

@@ -13,7 +13,7 @@
 #include <string>
 #include <thread>
 
-#include "reporter.h"
+#include "df11/reporter.h"
 
 namespace df11::app {
 

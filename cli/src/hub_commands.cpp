@@ -2,8 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "byte_units.h"
-#include "count_text.h"
+#include "df11/byte_units.h"
+#include "df11/count_text.h"
 #include "exit_codes.h"
 #include "signals.h"
 #include "summary_text.h"

@@ -6,7 +6,7 @@
 #include <ostream>
 
 #include "commands.h"
-#include "hub_pipeline.h"  // pipeline/: the work
+#include "df11/hub_pipeline.h"  // pipeline/: the work
 
 namespace df11::app {
 

@@ -4,10 +4,10 @@
 
 #include "commands.h"
 #include "console.h"
-#include "diffusers_folder.h"
+#include "df11/diffusers_folder.h"
+#include "df11/inspect_model.h"
+#include "df11/inspect_remote.h"
 #include "exit_codes.h"
-#include "inspect_model.h"
-#include "inspect_remote.h"
 #include "inspect_render.h"
 #include "signals.h"
 #include "summary_text.h"

@@ -5,12 +5,12 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "byte_units.h"
 #include "cli_text.h"
 #include "console.h"
-#include "count_text.h"
+#include "df11/byte_units.h"
+#include "df11/count_text.h"
+#include "df11/inspect_zstd.h"
 #include "inspect_table.h"
-#include "inspect_zstd.h"
 
 namespace df11::app {
 namespace {

@@ -6,8 +6,8 @@
 #include <ostream>
 #include <string>
 
-#include "diffusers_folder.h"
-#include "inspect_report.h"
+#include "df11/diffusers_folder.h"
+#include "df11/inspect_report.h"
 
 namespace df11::app {
 

@@ -4,7 +4,7 @@
 // OutputFile) remove partial output on the way out.
 #pragma once
 
-#include "cancel.h"
+#include "df11/cancel.h"
 
 namespace df11::app {
 

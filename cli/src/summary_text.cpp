@@ -2,8 +2,8 @@
 
 #include <cstdio>
 
-#include "byte_units.h"
 #include "cli_text.h"
+#include "df11/byte_units.h"
 
 namespace df11::app {
 namespace {

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "compress.h"
-#include "decompress.h"
+#include "df11/compress.h"
+#include "df11/decompress.h"
+#include "df11/diffusers_folder.h"
 #include "df11/status.h"
-#include "diffusers_folder.h"
-#include "verify.h"
+#include "df11/verify.h"
 
 namespace df11::app {
 

@@ -2,7 +2,7 @@
 
 #include <cstdint>
 
-#include "utf8.h"
+#include "df11/utf8.h"
 
 namespace df11::app {
 namespace {

@@ -1,4 +1,4 @@
-#include "block_limits.h"
+#include "df11/block_limits.h"
 
 #include <tbb/parallel_for.h>
 

@@ -1,4 +1,4 @@
-#include "grouping.h"
+#include "df11/grouping.h"
 
 #include <algorithm>
 #include <map>

@@ -1,4 +1,4 @@
-#include "member_spans.h"
+#include "df11/member_spans.h"
 
 #include <bit>
 #include <cstring>

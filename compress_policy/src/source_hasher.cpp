@@ -1,4 +1,4 @@
-#include "source_hasher.h"
+#include "df11/source_hasher.h"
 
 #include <fcntl.h>
 #include <tbb/task_arena.h>

@@ -1,4 +1,4 @@
-#include "tied_head.h"
+#include "df11/tied_head.h"
 
 #include <array>
 #include <nlohmann/json.hpp>

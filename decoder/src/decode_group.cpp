@@ -23,7 +23,7 @@
 #include "df11/decoder.h"
 #include "df11/group.h"
 #include "fast_table.h"
-#include "parallel_tasks.h"
+#include "parallel_ranges.h"
 #include "reference_scan.h"
 
 namespace df11 {
@@ -81,7 +81,7 @@ class BlockDecoder {
     published_.store(true, std::memory_order_release);
   }
 
-  // A task: decodes the block pairs [pair_begin, pair_end) (parallel_tasks.h).
+  // A task: decodes the block pairs [pair_begin, pair_end) (parallel_ranges.h).
   void run(uint64_t pair_begin, uint64_t pair_end) {
     // Pairs with publish(): orders the task after the decoder's construction in a way
     // ThreadSanitizer sees (the system oneTBB's task hand-off is not instrumented).

@@ -45,17 +45,17 @@ Result<ExecGeometry> exec_geometry(uint32_t rows, uint32_t cols, const std::stri
 void write_exec_header(const ExecHeader& h, std::span<uint8_t, kExecHeaderBytes> out) {
   std::fill(out.begin(), out.end(), uint8_t{0});
   uint8_t* p = out.data();
-  store_le32(p, kExecMagic);
-  p[4] = static_cast<uint8_t>(kExecVersion);
-  p[5] = static_cast<uint8_t>(kExecVersion >> 8);
-  p[6] = static_cast<uint8_t>(kExecHeaderBytes);
-  p[7] = 0;
-  store_le32(p + 8, h.rows);
-  store_le32(p + 12, h.cols);
-  p[16] = static_cast<uint8_t>(h.base);
-  p[17] = 4;  // code bits
-  store_le32(p + 20, h.n_exceptions);
-  store_le64(p + 24, h.total_bytes);
+  store_le32(p + kExecMagicOffset, kExecMagic);
+  p[kExecVersionOffset] = static_cast<uint8_t>(kExecVersion);
+  p[kExecVersionOffset + 1] = static_cast<uint8_t>(kExecVersion >> 8);
+  p[kExecHeaderBytesOffset] = static_cast<uint8_t>(kExecHeaderBytes);
+  p[kExecHeaderBytesOffset + 1] = 0;
+  store_le32(p + kExecRowsOffset, h.rows);
+  store_le32(p + kExecColsOffset, h.cols);
+  p[kExecBaseOffset] = static_cast<uint8_t>(h.base);
+  p[kExecCodeBitsOffset] = kExecCodeBits;
+  store_le32(p + kExecNExceptionsOffset, h.n_exceptions);
+  store_le64(p + kExecTotalBytesOffset, h.total_bytes);
 }
 
 Result<ExecHeader> read_exec_header(std::span<const uint8_t> blob, const std::string& what) {
@@ -65,25 +65,30 @@ Result<ExecHeader> read_exec_header(std::span<const uint8_t> blob, const std::st
   }
   const uint8_t* p = blob.data();
   // H1: magic, version, header size, code bits.
-  if (load_le32(p) != kExecMagic) return bad(what, "not an execution-layout matrix (magic)");
-  const uint32_t version = p[4] | uint32_t{p[5]} << 8;
+  if (load_le32(p + kExecMagicOffset) != kExecMagic) {
+    return bad(what, "not an execution-layout matrix (magic)");
+  }
+  const uint32_t version = p[kExecVersionOffset] | uint32_t{p[kExecVersionOffset + 1]} << 8;
   if (version != kExecVersion) {
     return bad(what, "version " + std::to_string(version) + ", this reader knows 1");
   }
-  if ((p[6] | uint32_t{p[7]} << 8) != kExecHeaderBytes || p[17] != 4) {
+  if ((p[kExecHeaderBytesOffset] | uint32_t{p[kExecHeaderBytesOffset + 1]} << 8) !=
+          kExecHeaderBytes ||
+      p[kExecCodeBitsOffset] != kExecCodeBits) {
     return bad(what, "header size or code bits are not 64 and 4");
   }
   // H2: reserved bytes are zero.
-  if (p[18] != 0 || p[19] != 0 ||
-      std::any_of(p + 32, p + kExecHeaderBytes, [](uint8_t b) { return b != 0; })) {
+  if (p[kExecReservedOffset] != 0 || p[kExecReservedOffset + 1] != 0 ||
+      std::any_of(p + kExecHeaderFieldsEnd, p + kExecHeaderBytes,
+                  [](uint8_t b) { return b != 0; })) {
     return bad(what, "a reserved header byte is not zero");
   }
   ExecHeader h;
-  h.rows = load_le32(p + 8);
-  h.cols = load_le32(p + 12);
-  h.base = p[16];
-  h.n_exceptions = load_le32(p + 20);
-  h.total_bytes = load_le64(p + 24);
+  h.rows = load_le32(p + kExecRowsOffset);
+  h.cols = load_le32(p + kExecColsOffset);
+  h.base = p[kExecBaseOffset];
+  h.n_exceptions = load_le32(p + kExecNExceptionsOffset);
+  h.total_bytes = load_le64(p + kExecTotalBytesOffset);
   // H3: the shape within the limits.
   Result<ExecGeometry> g = exec_geometry(h.rows, h.cols, what);
   if (!g.is_ok()) return bad(what, "header: " + g.status().message());

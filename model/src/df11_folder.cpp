@@ -1,4 +1,4 @@
-#include "df11_folder.h"
+#include "df11/df11_folder.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "df11/header_checksum.h"
-#include "model_config.h"
+#include "df11/model_config.h"
 
 namespace df11::app {
 

@@ -1,4 +1,4 @@
-#include "file_sha256.h"
+#include "df11/file_sha256.h"
 
 #include <fcntl.h>
 #include <unistd.h>

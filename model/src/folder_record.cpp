@@ -1,13 +1,13 @@
-#include "folder_record.h"
+#include "df11/folder_record.h"
 
 #include <algorithm>
 #include <set>
 #include <system_error>
 
 #include "df11/file_io.h"
+#include "df11/file_sha256.h"
 #include "df11/hash.h"
-#include "file_sha256.h"
-#include "utf8.h"
+#include "df11/utf8.h"
 
 namespace df11::app {
 namespace fs = std::filesystem;

@@ -1,4 +1,4 @@
-#include "loader_check.h"
+#include "df11/loader_check.h"
 
 namespace df11::app {
 

@@ -1,4 +1,4 @@
-#include "member_shapes.h"
+#include "df11/member_shapes.h"
 
 #include <algorithm>
 #include <array>

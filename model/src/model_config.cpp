@@ -1,4 +1,4 @@
-#include "model_config.h"
+#include "df11/model_config.h"
 
 #include "df11/metadata.h"
 

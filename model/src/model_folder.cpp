@@ -1,4 +1,4 @@
-#include "model_folder.h"
+#include "df11/model_folder.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -1,12 +1,12 @@
-#include "published_folder.h"
+#include "df11/published_folder.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <unordered_set>
 
 #include "df11/group_tensors.h"
-#include "loader_check.h"
-#include "model_config.h"
+#include "df11/loader_check.h"
+#include "df11/model_config.h"
 
 namespace df11::app {
 

@@ -1,9 +1,9 @@
-#include "safe_regex.h"
+#include "df11/safe_regex.h"
 
 #include <algorithm>
 #include <set>
 
-#include "utf8.h"
+#include "df11/utf8.h"
 
 namespace df11::app {
 namespace {

@@ -1,4 +1,4 @@
-#include "utf8.h"
+#include "df11/utf8.h"
 
 namespace df11::app {
 

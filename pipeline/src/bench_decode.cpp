@@ -1,5 +1,5 @@
 // df11 bench decode (see bench_cmd.h).
-#include "bench_decode.h"
+#include "df11/bench_decode.h"
 
 #include <tbb/blocked_range.h>
 #include <tbb/parallel_for.h>

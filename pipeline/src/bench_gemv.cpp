@@ -1,5 +1,5 @@
 // df11 bench gemv (bench_gemv.h): the report of cuda::run_gemv_benchmark, as text or JSON.
-#include "bench_gemv.h"
+#include "df11/bench_gemv.h"
 
 #include <cstdarg>
 #include <cstdio>

@@ -1,4 +1,4 @@
-#include "byte_units.h"
+#include "df11/byte_units.h"
 
 #include <cstdio>
 

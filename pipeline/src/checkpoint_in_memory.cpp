@@ -3,10 +3,10 @@
 #include <cstdio>
 #include <map>
 
-#include "compress.h"
-#include "model_config.h"
-#include "model_folder.h"
-#include "utf8.h"
+#include "df11/compress.h"
+#include "df11/model_config.h"
+#include "df11/model_folder.h"
+#include "df11/utf8.h"
 
 namespace df11::app {
 

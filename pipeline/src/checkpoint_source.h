@@ -17,12 +17,12 @@
 #include <string>
 #include <vector>
 
-#include "cancel.h"
+#include "df11/cancel.h"
+#include "df11/model_folder.h"
 #include "df11/safetensors.h"
+#include "df11/source_hasher.h"
 #include "df11/status.h"
 #include "file_stream.h"
-#include "model_folder.h"
-#include "source_hasher.h"
 #include "source_pages.h"
 
 namespace df11::app {

@@ -1,4 +1,4 @@
-#include "compress.h"
+#include "df11/compress.h"
 
 #include <tbb/task_arena.h>
 
@@ -10,30 +10,30 @@
 #include <optional>
 #include <vector>
 
-#include "byte_units.h"
 #include "compress_layout.h"
 #include "compress_plan.h"
-#include "count_text.h"
+#include "df11/byte_units.h"
+#include "df11/count_text.h"
+#include "df11/df11_folder.h"
+#include "df11/dtype_shares.h"
 #include "df11/file_io.h"
+#include "df11/folder_record.h"
 #include "df11/hash.h"
 #include "df11/metadata.h"
+#include "df11/model_config.h"
+#include "df11/model_folder.h"
 #include "df11/sha256.h"
-#include "df11_folder.h"
-#include "dtype_shares.h"
+#include "df11/source_hasher.h"
 #include "file_stream.h"
 #include "file_writer.h"
-#include "folder_record.h"
 #include "folder_source.h"
 #include "folder_structure.h"
 #include "group_writer.h"
 #include "memory_source.h"
-#include "model_config.h"
-#include "model_folder.h"
 #include "output_dir.h"
 #include "parallel_tasks.h"
 #include "phase_times.h"
 #include "shard_writer.h"
-#include "source_hasher.h"
 #include "stopwatch.h"
 #include "thread_limit.h"
 

@@ -6,11 +6,11 @@
 #include <string_view>
 #include <utility>
 
-#include "block_limits.h"
-#include "byte_units.h"
-#include "count_text.h"
+#include "df11/block_limits.h"
+#include "df11/byte_units.h"
+#include "df11/count_text.h"
 #include "df11/group.h"
-#include "tied_head.h"
+#include "df11/tied_head.h"
 
 namespace df11::app {
 namespace {

@@ -10,13 +10,13 @@
 #include <string>
 #include <vector>
 
-#include "cancel.h"
 #include "checkpoint_source.h"
+#include "df11/cancel.h"
 #include "df11/encoder.h"
-#include "grouping.h"
-#include "member_spans.h"
+#include "df11/grouping.h"
+#include "df11/member_spans.h"
+#include "df11/reporter.h"
 #include "phase_times.h"
-#include "reporter.h"
 #include "source_pages.h"
 
 namespace df11::app {

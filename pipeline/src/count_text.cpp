@@ -1,4 +1,4 @@
-#include "count_text.h"
+#include "df11/count_text.h"
 
 namespace df11::app {
 

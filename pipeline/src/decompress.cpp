@@ -1,17 +1,17 @@
-#include "decompress.h"
+#include "df11/decompress.h"
 
 #include <cstdio>
 #include <mutex>
 #include <unordered_set>
 
-#include "count_text.h"
+#include "df11/count_text.h"
+#include "df11/df11_folder.h"
 #include "df11/file_io.h"
+#include "df11/folder_record.h"
 #include "df11/hash.h"
+#include "df11/model_folder.h"
 #include "df11/sha256.h"
-#include "df11_folder.h"
 #include "file_writer.h"
-#include "folder_record.h"
-#include "model_folder.h"
 #include "output_dir.h"
 #include "rebuild.h"
 #include "restore_published.h"

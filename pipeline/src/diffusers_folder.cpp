@@ -1,14 +1,14 @@
-#include "diffusers_folder.h"
+#include "df11/diffusers_folder.h"
 
 #include <algorithm>
 #include <system_error>
 
+#include "df11/df11_folder.h"
+#include "df11/dtype_shares.h"
 #include "df11/file_io.h"
 #include "df11/hash.h"
+#include "df11/model_folder.h"
 #include "df11/sha256.h"
-#include "df11_folder.h"
-#include "dtype_shares.h"
-#include "model_folder.h"
 #include "output_dir.h"
 #include "stopwatch.h"
 

@@ -1,10 +1,10 @@
-#include "dtype_shares.h"
+#include "df11/dtype_shares.h"
 
 #include <algorithm>
 #include <cstdio>
 #include <map>
 
-#include "byte_units.h"
+#include "df11/byte_units.h"
 
 namespace df11::app {
 

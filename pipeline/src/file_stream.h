@@ -7,7 +7,7 @@
 #include <functional>
 #include <span>
 
-#include "cancel.h"
+#include "df11/cancel.h"
 #include "df11/file_io.h"
 #include "df11/status.h"
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "checkpoint_source.h"
-#include "model_folder.h"
+#include "df11/model_folder.h"
 
 namespace df11::app {
 

@@ -4,11 +4,11 @@
 #include <unordered_set>
 #include <vector>
 
+#include "df11/folder_record.h"
 #include "df11/header_checksum.h"
-#include "folder_record.h"
-#include "loader_check.h"
-#include "model_config.h"
-#include "model_folder.h"
+#include "df11/loader_check.h"
+#include "df11/model_config.h"
+#include "df11/model_folder.h"
 #include "rebuild.h"
 
 namespace df11::app {

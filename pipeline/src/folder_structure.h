@@ -8,10 +8,10 @@
 #include <functional>
 #include <string>
 
-#include "cancel.h"
+#include "df11/cancel.h"
+#include "df11/df11_folder.h"
 #include "df11/metadata.h"
 #include "df11/status.h"
-#include "df11_folder.h"
 
 namespace df11::app {
 

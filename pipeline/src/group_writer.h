@@ -17,9 +17,9 @@
 #include "df11/file_io.h"
 #include "df11/group_schema.h"
 #include "df11/hash.h"
+#include "df11/member_spans.h"
 #include "df11/metadata.h"
 #include "file_writer.h"
-#include "member_spans.h"
 #include "source_pages.h"
 
 namespace df11::app {

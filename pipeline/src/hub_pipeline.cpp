@@ -1,4 +1,4 @@
-#include "hub_pipeline.h"
+#include "df11/hub_pipeline.h"
 
 #include <atomic>
 #include <chrono>
@@ -11,13 +11,13 @@
 #include <sstream>
 #include <thread>
 
-#include "byte_units.h"
-#include "count_text.h"
-#include "df11_folder.h"
+#include "df11/byte_units.h"
+#include "df11/count_text.h"
+#include "df11/df11_folder.h"
+#include "df11/model_folder.h"
+#include "df11/verify.h"
 #include "hub_transfer.h"
 #include "model_card.h"
-#include "model_folder.h"
-#include "verify.h"
 
 namespace df11::app {
 namespace {

@@ -3,7 +3,7 @@
 // verify, the model card and inspect.
 #include <filesystem>
 
-#include "hub_pipeline.h"
+#include "df11/hub_pipeline.h"
 #include "hub_transfer.h"
 
 namespace df11::app {

@@ -5,9 +5,9 @@
 #include <mutex>
 #include <string>
 
-#include "cancel.h"
+#include "df11/cancel.h"
 #include "df11/hub/hub.h"
-#include "reporter.h"
+#include "df11/reporter.h"
 
 namespace df11::app {
 

@@ -5,13 +5,13 @@
 #include <sstream>
 #include <unordered_map>
 
-#include "block_limits.h"
 #include "compress_plan.h"
+#include "df11/block_limits.h"
+#include "df11/inspect_zstd.h"
+#include "df11/member_spans.h"
+#include "df11/reporter.h"
 #include "folder_source.h"
-#include "inspect_zstd.h"
-#include "member_spans.h"
 #include "parallel_tasks.h"
-#include "reporter.h"
 
 namespace df11::app {
 namespace {

@@ -2,9 +2,9 @@
 // exactly from exponent histograms and codes (no coding, no output).
 #pragma once
 
+#include "df11/inspect_report.h"
+#include "df11/model_folder.h"
 #include "df11/status.h"
-#include "inspect_report.h"
-#include "model_folder.h"
 
 namespace df11::app {
 

@@ -9,8 +9,8 @@
 #include "df11/encoder.h"
 #include "df11/group_tensors.h"
 #include "df11/metadata.h"
-#include "model_config.h"
-#include "safe_regex.h"
+#include "df11/model_config.h"
+#include "df11/safe_regex.h"
 
 namespace df11::app {
 namespace {

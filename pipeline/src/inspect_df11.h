@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
+#include "df11/inspect_report.h"
+#include "df11/model_folder.h"
 #include "df11/status.h"
-#include "inspect_report.h"
-#include "model_folder.h"
 
 namespace df11::app {
 

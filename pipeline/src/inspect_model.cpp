@@ -1,13 +1,13 @@
-#include "inspect_model.h"
+#include "df11/inspect_model.h"
 
 #include <filesystem>
 #include <system_error>
 #include <utility>
 
-#include "dtype_shares.h"
+#include "df11/dtype_shares.h"
+#include "df11/model_folder.h"
 #include "inspect_bf16.h"
 #include "inspect_df11.h"
-#include "model_folder.h"
 #include "thread_limit.h"
 
 namespace df11::app {

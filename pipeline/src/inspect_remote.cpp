@@ -1,4 +1,4 @@
-#include "inspect_remote.h"
+#include "df11/inspect_remote.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,16 +7,16 @@
 #include <set>
 #include <vector>
 
-#include "block_limits.h"
 #include "compress_plan.h"
-#include "count_text.h"
+#include "df11/block_limits.h"
+#include "df11/count_text.h"
+#include "df11/dtype_shares.h"
 #include "df11/encoder.h"
 #include "df11/group.h"
 #include "df11/hub/hub.h"
+#include "df11/model_folder.h"
 #include "df11/safetensors.h"
-#include "dtype_shares.h"
 #include "inspect_df11.h"
-#include "model_folder.h"
 
 namespace df11::app {
 namespace {

@@ -1,4 +1,4 @@
-#include "inspect_report.h"
+#include "df11/inspect_report.h"
 
 #include <algorithm>
 #include <cmath>

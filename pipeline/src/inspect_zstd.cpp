@@ -1,4 +1,4 @@
-#include "inspect_zstd.h"
+#include "df11/inspect_zstd.h"
 
 #include <zstd.h>
 

@@ -11,7 +11,7 @@
 #include "df11/hash.h"
 #include "df11/metadata.h"
 #include "df11/sha256.h"
-#include "utf8.h"
+#include "df11/utf8.h"
 
 namespace df11::app {
 namespace fs = std::filesystem;

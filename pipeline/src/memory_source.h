@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "checkpoint_source.h"
-#include "compress.h"
+#include "df11/compress.h"
 
 namespace df11::app {
 

@@ -4,9 +4,9 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "count_text.h"
-#include "folder_record.h"
-#include "inspect_model.h"
+#include "df11/count_text.h"
+#include "df11/folder_record.h"
+#include "df11/inspect_model.h"
 
 namespace df11::app {
 namespace {

@@ -6,7 +6,7 @@
 #include <optional>
 #include <string>
 
-#include "cancel.h"
+#include "df11/cancel.h"
 #include "df11/status.h"
 
 namespace df11::app {

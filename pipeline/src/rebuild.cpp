@@ -8,8 +8,8 @@
 
 #include "df11/decoder.h"
 #include "df11/hash.h"
+#include "df11/member_spans.h"
 #include "df11/sha256.h"
-#include "member_spans.h"
 #include "parallel_tasks.h"
 #include "thread_limit.h"
 #if defined(DF11_HAVE_CUDA)

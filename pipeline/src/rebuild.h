@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "df11/df11_folder.h"
 #include "df11/safetensors.h"
-#include "df11_folder.h"
 #include "file_stream.h"
 #include "lazy_buffer.h"
 

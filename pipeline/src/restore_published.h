@@ -7,14 +7,14 @@
 #include <filesystem>
 #include <optional>
 
-#include "cancel.h"
-#include "decompress.h"
+#include "df11/cancel.h"
+#include "df11/decompress.h"
+#include "df11/df11_folder.h"
+#include "df11/member_shapes.h"
+#include "df11/model_folder.h"
+#include "df11/published_folder.h"
+#include "df11/reporter.h"
 #include "df11/status.h"
-#include "df11_folder.h"
-#include "member_shapes.h"
-#include "model_folder.h"
-#include "published_folder.h"
-#include "reporter.h"
 
 namespace df11::app {
 

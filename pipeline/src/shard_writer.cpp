@@ -6,7 +6,7 @@
 #include <optional>
 #include <utility>
 
-#include "count_text.h"
+#include "df11/count_text.h"
 #include "df11/hash.h"
 #include "file_stream.h"
 #include "group_writer.h"

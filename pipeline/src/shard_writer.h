@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "cancel.h"
 #include "checkpoint_source.h"
 #include "compress_layout.h"
 #include "compress_plan.h"
+#include "df11/cancel.h"
+#include "df11/reporter.h"
 #include "df11/safetensors.h"
 #include "file_writer.h"
 #include "phase_times.h"
-#include "reporter.h"
 
 namespace df11::app {
 

@@ -4,7 +4,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "count_text.h"
+#include "df11/count_text.h"
 
 namespace df11::app {
 namespace {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "df11/dtype.h"
-#include "model_folder.h"
+#include "df11/model_folder.h"
 
 namespace df11::app {
 

@@ -1,9 +1,9 @@
-#include "verify.h"
+#include "df11/verify.h"
 
 #include <cstdio>
 
-#include "df11_folder.h"
-#include "model_folder.h"
+#include "df11/df11_folder.h"
+#include "df11/model_folder.h"
 #include "thread_limit.h"
 #include "verify_modes.h"
 #if defined(DF11_HAVE_CUDA)

@@ -5,15 +5,15 @@
 #include <algorithm>
 #include <array>
 
+#include "df11/df11_folder.h"
 #include "df11/file_io.h"
+#include "df11/folder_record.h"
 #include "df11/hash.h"
 #include "df11/header_checksum.h"
+#include "df11/model_config.h"
 #include "df11/sha256.h"
-#include "df11_folder.h"
 #include "file_stream.h"
-#include "folder_record.h"
 #include "folder_structure.h"
-#include "model_config.h"
 #include "parallel_tasks.h"
 #include "tensor_compare.h"
 #include "verify_modes.h"

@@ -5,11 +5,11 @@
 #include <mutex>
 #include <string>
 
-#include "model_folder.h"
+#include "df11/model_folder.h"
+#include "df11/reporter.h"
+#include "df11/verify.h"
 #include "rebuild.h"
-#include "reporter.h"
 #include "tensor_compare.h"
-#include "verify.h"
 
 namespace df11::app {
 

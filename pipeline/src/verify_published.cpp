@@ -7,13 +7,13 @@
 #include <unordered_set>
 
 #include "df11/decoder.h"
+#include "df11/df11_folder.h"
 #include "df11/group_tensors.h"
-#include "df11_folder.h"
+#include "df11/loader_check.h"
+#include "df11/member_shapes.h"
+#include "df11/member_spans.h"
+#include "df11/model_config.h"
 #include "file_stream.h"
-#include "loader_check.h"
-#include "member_shapes.h"
-#include "member_spans.h"
-#include "model_config.h"
 #include "tensor_compare.h"
 #include "verify_modes.h"
 #if defined(DF11_HAVE_CUDA)

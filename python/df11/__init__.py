@@ -6,8 +6,8 @@
     df11.compress(bf16_model, "out-df11")                       # what `df11 compress` writes
 
 The native part is libdf11 (the C API, capi/include/df11/df11.h) through ctypes, and for
-df11.compress and Hub ids libdf11-tools (tools_capi/include/df11/df11_tools.h); see README.md,
-"Python".
+df11.compress and Hub ids libdf11-tools (tools_capi/include/df11/df11_tools.h); see
+docs/running/transformers.md.
 """
 from ._capi import Df11Error, has_cuda, version
 from . import _ops  # noqa: F401  (registers torch.ops.df11.*)

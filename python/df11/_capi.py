@@ -7,7 +7,7 @@ handle's message (which names the file and the tensor or group).
 
 Why ctypes: it ties the package to no torch build (no C++ extension compiled against one torch
 ABI), and the C API's calls are few and coarse (one per block per forward pass), so the
-~1 us a ctypes call costs is small next to the kernel launches it makes (README, "Python").
+~1 us a ctypes call costs is small next to the kernel launches it makes (docs/running/transformers.md).
 """
 from __future__ import annotations
 

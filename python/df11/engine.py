@@ -38,6 +38,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 import torch
 
 from . import _capi, _ops, exec_mode
+from ._tensors import _mapped, _set_view
 from ._cuda import current_device, on_device, raw_stream
 from ._capi import Df11Error
 from .device_lock import DeviceLock
@@ -64,19 +65,6 @@ def _aligned_empty(elements: int, device: torch.device) -> torch.Tensor:
     raw = torch.empty(elements + ALIGN_BYTES // 2, dtype=torch.bfloat16, device=device)
     shift = (-raw.data_ptr() % ALIGN_BYTES) // 2
     return raw[shift:shift + elements]
-
-
-def _mapped(addr: int, nbytes: int) -> torch.Tensor:
-    """A uint8 CPU tensor over `nbytes` bytes at `addr` (the C API's read-only mapping of a
-    shard): only ever read (copied from)."""
-    if nbytes == 0:
-        return torch.empty(0, dtype=torch.uint8)
-    import ctypes
-    import warnings
-    buf = (ctypes.c_uint8 * nbytes).from_address(addr)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return torch.frombuffer(buf, dtype=torch.uint8, count=nbytes)
 
 
 @dataclass
@@ -129,17 +117,6 @@ def _set_tensor(model: torch.nn.Module, name: str, value: torch.Tensor, as_param
         module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
     else:
         module._buffers[attr] = value
-
-
-def _set_view(module: torch.nn.Module, attr: str, view: torch.Tensor) -> None:
-    """The member's weight becomes a plain tensor attribute viewing the decode buffer (as the
-    official loader does): not a Parameter, so that model.parameters() / state_dict() do not
-    report the buffer's changing contents as the model's weights, and .to() leaves it alone."""
-    module._parameters.pop(attr, None)
-    module._buffers.pop(attr, None)
-    if attr in module.__dict__:
-        del module.__dict__[attr]
-    object.__setattr__(module, attr, view)
 
 
 class _CpuDecoder:

@@ -38,6 +38,7 @@ from . import _capi
 from ._capi import Df11Error
 from ._cuda import current_device, raw_stream
 from .device_lock import DeviceLock
+from ._tensors import _mapped, _set_view
 
 ALIGN_BYTES = 256
 # Linears a model calls on the same input, by attribute name, within one parent module.
@@ -225,7 +226,6 @@ def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> 
                 addr, nbytes = folder.group_part(group.index, part)
                 layout[part] = (size, addr, nbytes)
                 size = _round_up(size + nbytes, ALIGN_BYTES)
-            from .engine import _mapped
             coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev)
             for o, addr, nbytes in layout.values():
                 coded[o:o + nbytes].copy_(_mapped(addr, nbytes))
@@ -302,7 +302,6 @@ def _install(engine, module: torch.nn.Module, lin: ExecLinear) -> None:
     """The Linear's forward runs from the blob; its weight becomes a meta tensor of the same
     shape and dtype (an attribute, as the decode mode's views are), so code that reads
     weight.shape or .dtype still works and nothing can compute with stale values."""
-    from .engine import _set_view
     key = max(_LINEARS, default=-1) + 1
     _LINEARS[key] = lin
     lin.key = key

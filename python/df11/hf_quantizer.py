@@ -104,7 +104,7 @@ def attach(model, engine) -> None:
 
 
 def _stored(folder: _capi.Model, g: int, part: int, name: str) -> torch.Tensor:
-    from .engine import _mapped
+    from ._tensors import _mapped
     addr, nbytes = folder.group_part(g, part)
     data = _mapped(addr, nbytes)  # the mapped shard's bytes (valid while the folder is open)
     if name == "luts":

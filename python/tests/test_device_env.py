@@ -1,5 +1,5 @@
 """python/tests/gpu/device_env.sh, the setup every GPU run's script sources: it installs the
-carried wheels without the network, lays the checkout's Python over them on request, and
+copied wheels without the network, lays the checkout's Python over them on request, and
 exports the environment the run's steps use. Checked here with a hand-made wheel (no GPU)."""
 import base64
 import hashlib
@@ -32,37 +32,37 @@ def make_wheel(folder, name, files):
     return path
 
 
-def source(carry, out, site, overlay):
+def source(files, out, site, overlay):
     env = dict(os.environ, DF11_SITE=str(site), DF11_OVERLAY="1" if overlay else "0",
                PYTHON=sys.executable)
     env.pop("PYTHONPATH", None)
-    script = (f'source "{SCRIPT}" "{carry}" "{out}" || exit $?\n'
+    script = (f'source "{SCRIPT}" "{files}" "{out}" || exit $?\n'
               '"$PYTHON" -c "import df11, probe; print(df11.MARK, probe.MARK)"\n'
               'echo "LD=$LD_LIBRARY_PATH"; echo "CLI=${DF11_CLI:-}"; echo "PP=$PYTHONPATH"\n')
     return subprocess.run(["bash", "-c", script], env=env, capture_output=True, text=True)
 
 
-def test_installs_the_carried_wheels_and_exports_the_environment(tmp_path):
-    carry = tmp_path / "carry"
+def test_installs_the_copied_wheels_and_exports_the_environment(tmp_path):
+    files = tmp_path / "files"
     for d in ("wheel", "whl", "lib", "bin"):
-        (carry / d).mkdir(parents=True)
-    make_wheel(carry / "wheel", "df11", {"df11/__init__.py": "MARK = 'df11 wheel'\n"})
-    make_wheel(carry / "whl", "probe", {"probe.py": "MARK = 'probe'\n"})
-    (carry / "bin" / "df11").write_text("#!/bin/sh\n")
-    (carry / "bin" / "df11").chmod(0o755)
+        (files / d).mkdir(parents=True)
+    make_wheel(files / "wheel", "df11", {"df11/__init__.py": "MARK = 'df11 wheel'\n"})
+    make_wheel(files / "whl", "probe", {"probe.py": "MARK = 'probe'\n"})
+    (files / "bin" / "df11").write_text("#!/bin/sh\n")
+    (files / "bin" / "df11").chmod(0o755)
     site, out = tmp_path / "site", tmp_path / "out"
     (site / "stale").mkdir(parents=True)  # a previous run's install is removed
-    r = source(carry, out, site, overlay=False)
+    r = source(files, out, site, overlay=False)
     assert r.returncode == 0, r.stderr
     assert "df11 wheel probe" in r.stdout
-    assert f"LD={carry}/lib:{site}/df11/lib" in r.stdout
-    assert f"CLI={carry}/bin/df11" in r.stdout
+    assert f"LD={files}/lib:{site}/df11/lib" in r.stdout
+    assert f"CLI={files}/bin/df11" in r.stdout
     assert f"PP={site}" in r.stdout
     assert not (site / "stale").exists()
     assert (out / "gpu.txt").read_text().strip() and (out / "pip.log").exists()
 
     # DF11_OVERLAY=1: the checkout's python/df11/*.py over the installed package.
-    r = source(carry, out, site, overlay=True)
+    r = source(files, out, site, overlay=True)
     for name in os.listdir(os.path.join(REPO, "python", "df11")):
         if name.endswith(".py"):
             assert (site / "df11" / name).read_text() == \
@@ -70,9 +70,9 @@ def test_installs_the_carried_wheels_and_exports_the_environment(tmp_path):
 
 
 def test_a_failed_install_returns_non_zero_with_pips_log(tmp_path):
-    carry = tmp_path / "carry"
-    (carry / "wheel").mkdir(parents=True)  # no wheel in it
-    r = source(carry, tmp_path / "out", tmp_path / "site", overlay=False)
+    files = tmp_path / "files"
+    (files / "wheel").mkdir(parents=True)  # no wheel in it
+    r = source(files, tmp_path / "out", tmp_path / "site", overlay=False)
     assert r.returncode == 3
     assert "df11.whl" in r.stderr or "whl" in r.stderr
     assert "df11 wheel" not in r.stdout

@@ -20,9 +20,9 @@ class CpuHostEnvTest(unittest.TestCase):
         if shutil.which("bash") is None or not os.path.exists("/usr/bin/time"):
             self.skipTest("needs bash and GNU time (/usr/bin/time)")
         self.tmp = tempfile.mkdtemp()
-        self.carry = os.path.join(self.tmp, "carry")
-        os.makedirs(os.path.join(self.carry, "bin"))
-        os.makedirs(os.path.join(self.carry, "lib"))
+        self.tools = os.path.join(self.tmp, "tools")
+        os.makedirs(os.path.join(self.tools, "bin"))
+        os.makedirs(os.path.join(self.tools, "lib"))
         self.args_file = os.path.join(self.tmp, "mkmodel-args")
         self.stub("df11-mkmodel", f'echo "$@" >> {self.args_file}; mkdir -p "$1"\n'
                   'head -c 3000000 /dev/zero > "$1/a.safetensors"\n'
@@ -37,13 +37,13 @@ class CpuHostEnvTest(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     def stub(self, name, body):
-        path = os.path.join(self.carry, "bin", name)
+        path = os.path.join(self.tools, "bin", name)
         with open(path, "w") as f:
             f.write("#!/bin/sh\n" + body)
         os.chmod(path, 0o755)
 
     def bash(self, script):
-        return subprocess.run(["bash", "-c", f"source {ENV} {self.carry} {self.out}\n" +
+        return subprocess.run(["bash", "-c", f"source {ENV} {self.tools} {self.out}\n" +
                                textwrap.dedent(script)],
                               capture_output=True, text=True, timeout=120)
 
@@ -62,22 +62,26 @@ class CpuHostEnvTest(unittest.TestCase):
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertIn("GB=0.004", done.stdout)
         self.assertNotIn("outdir kept", done.stdout)
-        self.assertIn(f"path={self.carry}/bin/df11", done.stdout)
+        self.assertIn(f"path={self.tools}/bin/df11", done.stdout)
         self.assertIn("phases (seconds): planning 0.1 s", done.stdout)
         self.assertNotIn("other", done.stdout)
         with open(os.path.join(self.out, "table.txt")) as f:
             rows = f.read().splitlines()
         self.assertEqual(len(rows), 2, rows)
         pattern = (r"^(\S+) +rc=(\d+) +([\d.]+) s +([\d.]+) GB/s cpu +([\d.]+) s "
-                   r"\(([\d.]+)/GB, user [\d.]+ sys [\d.]+\) rss \d+ MB$")
+                   r"\(([\d.]+)/GB, user ([\d.]+) sys ([\d.]+)\) rss \d+ MB$")
         for row, name, rc in zip(rows, ("ok", "failed"), ("0", "3")):
             m = re.match(pattern, row)
             self.assertIsNotNone(m, row)
             self.assertEqual((m.group(1), m.group(2)), (name, rc))
-            wall, gbs, cpu = float(m.group(3)), float(m.group(4)), float(m.group(5))
+            wall, gbs, cpu, per_gb, user, sys_ = (float(m.group(i)) for i in range(3, 9))
+            # The figures agree with one another, whatever the machine's speed (no absolute
+            # time is asserted: a loaded machine gives the stub less CPU than its 0.3 s).
+            # The stub waits until 0.3 s have passed, so the wall time cannot be shorter.
             self.assertGreaterEqual(wall, 0.29)
             self.assertAlmostEqual(gbs, 0.004 / wall, delta=0.0051)  # printed to 2 decimals
-            self.assertGreaterEqual(cpu, 0.15)  # the stub spins for 0.3 s
+            self.assertAlmostEqual(cpu, user + sys_, delta=0.16)  # all three rounded to 0.1
+            self.assertAlmostEqual(per_gb * 0.004, cpu, delta=0.051)
         self.assertTrue(os.path.exists(os.path.join(self.out, "r", "failed.log")))
         with open(self.args_file) as f:
             calls = f.read().splitlines()
@@ -89,7 +93,7 @@ class CpuHostEnvTest(unittest.TestCase):
         done = self.bash("host_facts > /dev/null; wc -l < \"$W/machine.txt\"")
         self.assertEqual(done.returncode, 0, done.stderr)
         self.assertGreaterEqual(int(done.stdout.split()[-1]), 5)
-        wrong = subprocess.run(["bash", "-c", f"source {ENV} {self.carry}; echo after"],
+        wrong = subprocess.run(["bash", "-c", f"source {ENV} {self.tools}; echo after"],
                                capture_output=True, text=True, timeout=60)
         self.assertEqual(wrong.returncode, 2)
         self.assertIn("usage", wrong.stderr)

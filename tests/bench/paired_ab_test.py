@@ -44,9 +44,12 @@ class PairedAbTest(unittest.TestCase):
         self.assertGreaterEqual(rows["A peak MiB"][1], 140)
         self.assertLess(rows["B peak MiB"][1], 140)
         self.assertGreaterEqual(rows["B wall s"][1], 0.14)
-        self.assertLess(rows["B cpu s"][1], 0.14)
+        # Lower bounds only (the busy loop and the sleep guarantee them), and comparisons
+        # between A and B: a loaded machine makes both slower, so no upper bound on a time.
+        # A is B's interpreter start plus at least 0.3 s of CPU: B's most is below A's least.
+        self.assertLess(rows["B cpu s"][2], rows["A cpu s"][0])
         # Pair by pair: A's wall over B's is at least 0.28 / B's longest wall.
-        self.assertGreater(rows["A/B cpu"][1], 2.0)
+        self.assertGreater(rows["A/B cpu"][1], 1.0)
         self.assertGreater(rows["A/B wall"][0], 0.28 / rows["B wall s"][2])
 
     def test_exit_codes_are_reported_not_acted_on(self):

@@ -14,8 +14,8 @@
 
 #include "cli_process.h"
 #include "cli_test_model.h"
-#include "df11_folder.h"
-#include "model_folder.h"
+#include "df11/df11_folder.h"
+#include "df11/model_folder.h"
 
 namespace df11::clitest {
 namespace {

@@ -24,17 +24,17 @@
 #include "df11/encoder.h"
 #include "df11/file_io.h"
 #include "df11/metadata.h"
+#include "df11/model_config.h"
+#include "df11/model_folder.h"
 #include "df11/safetensors.h"
 #include "df11/status.h"
+#include "df11/verify.h"
 #include "encoder_test_data.h"
 #include "exit_codes.h"
 #include "format_test_util.h"
-#include "model_config.h"
-#include "model_folder.h"
 #include "output_dir.h"
 #include "signals.h"
 #include "tensor_compare.h"
-#include "verify.h"
 
 namespace df11::clitest {
 namespace {

@@ -14,8 +14,8 @@
 #include "cli_test_model.h"
 #include "commands.h"
 #include "df11/metadata.h"
+#include "df11/model_folder.h"
 #include "df11/safetensors.h"
-#include "model_folder.h"
 #include "signals.h"
 
 namespace df11::clitest {

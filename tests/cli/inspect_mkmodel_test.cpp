@@ -10,8 +10,8 @@
 
 #include "cli_process.h"
 #include "cli_test_model.h"
+#include "df11/model_folder.h"
 #include "df11/safetensors.h"
-#include "model_folder.h"
 #include "tools_inspect_run.h"
 
 namespace df11::test {

@@ -10,7 +10,7 @@
 
 #include "cli_fixture.h"
 #include "console.h"
-#include "utf8.h"
+#include "df11/utf8.h"
 
 namespace df11::clitest {
 namespace {

@@ -60,7 +60,7 @@ TEST(ExecLayout, GeometryOfLlamaShapesStaysUnder12Point01Bits) {
   for (const auto& s : shapes) {
     Result<ExecGeometry> g = exec_geometry(s[0], s[1], "m");
     ASSERT_TRUE(g.is_ok());
-    // Gaussian weights have ~2e-4 exceptions per weight (EXEC_LAYOUT.md).
+    // Gaussian weights have ~2e-4 exceptions per weight (decoder/cuda/EXEC_KERNEL.md).
     bytes += g->total_bytes(uint64_t{s[0]} * s[1] / 4000);
     weights += uint64_t{s[0]} * s[1];
   }

@@ -124,6 +124,11 @@ class HubTestBase(unittest.TestCase):
             out += [os.path.join(dirpath, f) for f in filenames if f.endswith(".incomplete")]
         return out
 
+    def assertFired(self, kind, match, times):
+        """The fault added as (kind, match) was sent `times` times: the test exercised it."""
+        self.assertEqual(self.hub.state.fired_count(kind, match), times,
+                         f"fault {kind} on {match!r}: {self.hub.state.fired}")
+
     def downloads(self, since):
         return [r for r in self.hub.state.log[since:] if r[1] == "GET" and
                 ("/resolve/" in r[2] or r[2].startswith("/cdn/"))]
@@ -222,19 +227,31 @@ class FaultTests(HubTestBase):
 
     def test_429_with_retry_after_is_retried(self):
         self.hub.state.add_fault("429", "HEAD /org/faults/resolve/", times=2)
-        start = time.monotonic()
         self.pull_ok()
-        self.assertGreaterEqual(time.monotonic() - start, 1.0)  # Retry-After: 1 was honoured
+        self.assertFired("429", "HEAD /org/faults/resolve/", 2)
+        # Retry-After: 1 was honoured: each refused request came again at least 1 s after its
+        # 429 (the files are fetched side by side, so the two 429s may come together). A lower
+        # bound only: a slow machine waits longer, never shorter.
+        state = self.hub.state
+        for kind, _, what, refused_at in state.fired:
+            method, path = what.split(" ", 1)
+            again = [t for (_, m, p, _), t in zip(state.log, state.log_times)
+                     if (m, p) == (method, path) and t > refused_at]
+            self.assertTrue(again, f"{what} was not retried")
+            self.assertGreaterEqual(again[0] - refused_at, 0.99, what)
 
     def test_500_is_retried(self):
         self.hub.state.add_fault("500", "GET /api/models/org/faults/revision", times=2)
         self.hub.state.add_fault("500", "GET /cdn/", times=1)
         self.pull_ok()
+        self.assertFired("500", "GET /api/models/org/faults/revision", 2)
+        self.assertFired("500", "GET /cdn/", 1)
 
     def test_connection_cut_mid_file_resumes_with_range(self):
         mark = len(self.hub.state.log)
         self.hub.state.add_fault("cut", "GET /cdn/" + self.big_sha, times=1)
         self.pull_ok()
+        self.assertFired("cut", "GET /cdn/" + self.big_sha, 1)
         ranged = [r for r in self.hub.state.log[mark:]
                   if r[2] == "/cdn/" + self.big_sha and "Range" in r[3]]
         self.assertEqual(len(ranged), 1)
@@ -269,6 +286,7 @@ class FaultTests(HubTestBase):
     def test_wrong_size_once_is_retried(self):
         self.hub.state.add_fault("wrong_size", "GET /cdn/" + self.big_sha, times=1)
         self.pull_ok()
+        self.assertFired("wrong_size", "GET /cdn/" + self.big_sha, 1)
 
     def test_wrong_hash_every_time_fails_with_nothing_partial(self):
         self.hub.state.add_fault("wrong_hash", "GET /cdn/" + self.big_sha, times=100)
@@ -303,10 +321,11 @@ class FaultTests(HubTestBase):
     def test_push_faults_are_retried(self):
         self.hub.state.add_fault("500", "PUT /part/", times=1)
         self.hub.state.add_fault("429", "POST /api/models/org/push-faults/commit", times=1)
-        self.hub.state.add_fault("cut", "nothing", times=0)
         folder = os.path.join(self.home, "df11")
         shutil.copytree(self.df11_dir, folder)
         self.df11("push", folder, "org/push-faults")
+        self.assertFired("500", "PUT /part/", 1)
+        self.assertFired("429", "POST /api/models/org/push-faults/commit", 1)
         path = self.snapshot_download("org/push-faults", os.path.join(self.home, "hf"))
         same_tree(self, folder, path, ignore={".gitattributes"})
 
@@ -585,7 +604,6 @@ class NetworkTests(HubTestBase):
         self.upload_bf16("org/offline")
         online = self.df11("pull", "org/offline").stdout.strip()
         mark = len(self.hub.state.log)
-        start = time.monotonic()
         r = self.df11("pull", "org/offline", env=self.env(HF_HUB_OFFLINE="1"))
         self.assertEqual(r.stdout.strip(), online)
         r = self.df11("pull", "org/offline", "--json", env=self.env(HF_HUB_OFFLINE="1"))
@@ -600,7 +618,7 @@ class NetworkTests(HubTestBase):
         self.assertIn("HF_HUB_OFFLINE is set", r.stderr)
         r = self.df11("push", out, "me/offline", expect=3, env=self.env(HF_HUB_OFFLINE="1"))
         self.assertIn("HF_HUB_OFFLINE is set", r.stderr)
-        self.assertLess(time.monotonic() - start, 30)
+        # No request at all, so nothing to wait for (no wall time is asserted).
         self.assertEqual(self.hub.state.log[mark:], [])
 
     def test_refused_port_fails_in_seconds_saying_so(self):
@@ -609,10 +627,11 @@ class NetworkTests(HubTestBase):
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
         s.close()
-        start = time.monotonic()
         r = self.df11("pull", "org/x", expect=3,
                       env=self.env(HF_ENDPOINT=f"http://127.0.0.1:{port}"))
-        self.assertLess(time.monotonic() - start, 5)
+        # Two announced retries (0.5 s and 1 s back-off), then the error: the attempts are
+        # counted rather than timed, which a loaded machine could miss.
+        self.assertEqual(r.stderr.count("note: "), 2, r.stderr)
         self.assertIn("note: list org/x@main: network: connection refused: retrying in 0.5 s "
                       "(attempt 2 of 3)", r.stderr)
         self.assertIn("error: list org/x@main: network: connection refused", r.stderr)
@@ -623,16 +642,13 @@ class NetworkTests(HubTestBase):
         s.bind(("127.0.0.1", 0))
         s.listen(8)  # accepts (the kernel does), never answers
         try:
-            start = time.monotonic()
             r = self.df11("pull", "org/x", expect=3,
                           env=self.env(HF_ENDPOINT=f"http://127.0.0.1:{s.getsockname()[1]}",
                                        HF_HUB_ETAG_TIMEOUT="1"))
-            took = time.monotonic() - start
         finally:
             s.close()
         self.assertIn("no answer for 1 s (HF_HUB_ETAG_TIMEOUT): retrying in", r.stderr)
         self.assertEqual(r.stderr.count("note: "), 2)
-        self.assertLess(took, 10)
         r = self.df11("pull", "org/x", expect=2, env=self.env(HF_HUB_ETAG_TIMEOUT="soon"))
         self.assertIn("HF_HUB_ETAG_TIMEOUT='soon': must be a number of seconds", r.stderr)
 

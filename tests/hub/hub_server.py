@@ -12,7 +12,8 @@ git-lfs media types 400, a commit naming an LFS object that was never uploaded 4
 request is recorded in `state.log` for the tests' assertions.
 
 Faults are injected through `state.add_fault(kind, match, times)`: the next `times` requests
-whose "<METHOD> <path>" contains `match` get the fault:
+whose "<METHOD> <path>" contains `match` get the fault; `state.fired` records each fault sent
+and `state.fired_count(kind, match)` counts them, so that a test proves its fault happened:
   "429"         429 with Retry-After: 1
   "500"         500
   "400"         400 (a request the server refuses; not retried)
@@ -109,7 +110,9 @@ class HubState:
         self.lfs_objects = {}  # sha256 -> size
         self.multipart = {}    # upload_id -> {oid, size, parts: {n: (path, etag)}}
         self.faults = []
+        self.fired = []        # (kind, match, "<METHOD> <path>", time.monotonic()) per fault sent
         self.log = []
+        self.log_times = []    # time.monotonic() of each request in `log`, same order
         self.body_bytes = 0    # file bytes sent by downloads (GET resolve and CDN)
         self.sent = []         # (what, Range header or None, bytes sent) per download
         self.violations = []   # strictness failures the tests assert are empty
@@ -129,14 +132,21 @@ class HubState:
     def clear_faults(self):
         with self.lock:
             self.faults.clear()
+            self.fired.clear()
 
     def take_fault(self, what, kinds):
         with self.lock:
             for f in self.faults:
                 if f["times"] > 0 and f["kind"] in kinds and f["match"] in what:
                     f["times"] -= 1
+                    self.fired.append((f["kind"], f["match"], what, time.monotonic()))
                     return f["kind"]
         return None
+
+    def fired_count(self, kind, match):
+        """How many times the fault added as (kind, match) was sent."""
+        with self.lock:
+            return sum(1 for k, m, _, _ in self.fired if (k, m) == (kind, match))
 
     def requests(self, method=None, contains=""):
         with self.lock:
@@ -273,6 +283,7 @@ class Handler(BaseHTTPRequestHandler):
         with self.state.lock:
             self.state.log.append(("cdn" if self.is_cdn else "hub", self.command, path,
                                    dict(self.headers.items())))
+            self.state.log_times.append(time.monotonic())
         if not self.host_ok():
             self.state.violations.append(f"wrong Host for {what}: {self.headers.get('Host')}")
             return self.send_error_code(400, None, "wrong host")

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "cancel.h"
+#include "df11/cancel.h"
 #include "df11/df11_tools.h"
-#include "reporter.h"
+#include "df11/reporter.h"
 
 namespace df11::tools {
 

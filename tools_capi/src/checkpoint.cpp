@@ -1,6 +1,7 @@
 // The tools C API's checkpoint handle (df11_tools.h): collects the caller's description into
-// the pipeline's CheckpointInMemory and runs compress_checkpoint (pipeline/include/compress.h),
-// the same code as `df11 compress` from the planner on. No exception crosses into C.
+// the pipeline's CheckpointInMemory and runs compress_checkpoint
+// (pipeline/include/df11/compress.h), the same code as `df11 compress` from the planner on. No
+// exception crosses into C.
 #include <map>
 #include <new>
 #include <optional>
@@ -9,11 +10,11 @@
 #include <vector>
 
 #include "callback_reporter.h"
-#include "compress.h"
+#include "df11/compress.h"
 #include "df11/df11_tools.h"
 #include "df11/metadata.h"
+#include "df11/model_folder.h"
 #include "error_state.h"
-#include "model_folder.h"
 
 using df11::ErrorCode;
 using df11::Status;

@@ -1,13 +1,13 @@
 // The tools C API's Hub handle (df11_tools.h): df11_hub_pull is `df11 pull` (pull_model,
-// pipeline/include/hub_pipeline.h) with the caller's progress callback. No exception crosses
+// pipeline/include/df11/hub_pipeline.h) with the caller's progress callback. No exception crosses
 // into C.
 #include <new>
 #include <string>
 
 #include "callback_reporter.h"
 #include "df11/df11_tools.h"
+#include "df11/hub_pipeline.h"
 #include "error_state.h"
-#include "hub_pipeline.h"
 
 using df11::ErrorCode;
 using df11::Status;

@@ -32,7 +32,7 @@
  * (but the message of a failure). Decodes read the mapped bytes (page faults on first
  * touch) and never allocate more than a few kilobytes.
  *
- * ABI policy: README.md, "Embedding df11". In short: within a major version (the SONAME
+ * ABI policy: docs/sdk.md, "ABI policy". In short: within a major version (the SONAME
  * libdf11.so.0), functions, enum values and struct layouts of the stable section never change
  * or go away; minor versions only add. The experimental section (DF11_EXPERIMENTAL) may
  * change in any release and is not part of the stable ABI. */

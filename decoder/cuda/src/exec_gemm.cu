@@ -1,5 +1,5 @@
 // Fused GEMM from the execution layout, its BF16 reference, and the layout -> BF16 decode
-// (include/df11/cuda_exec.h; design and measurements in EXEC_LAYOUT.md). The fragments and
+// (include/df11/cuda_exec.h; design and measurements in EXEC_KERNEL.md). The fragments and
 // the order of the products live in exec_fragments.cuh, shared by all three.
 //
 // GEMM: one thread block of 8 warps per strip (16 rows); warp w takes the strip's tiles w,
@@ -29,7 +29,7 @@ constexpr uint32_t kWarps = kExecWarps;  // the decode: one tile per warp
 constexpr uint32_t kThreads = kExecThreads;
 // The GEMM: warps per strip (spec 6: warp w takes tiles w, w + kGemmWarps, ...). This and
 // DF11_EXEC_GEMM_MIN_BLOCKS below are overridable only for A/B builds of variants
-// (EXEC_LAYOUT.md); the defaults are what BENCHMARKS.md measured.
+// (EXEC_KERNEL.md); the defaults are what BENCHMARKS.md measured.
 #ifndef DF11_EXEC_GEMM_WARPS
 #define DF11_EXEC_GEMM_WARPS 8
 #endif
@@ -37,9 +37,10 @@ constexpr uint32_t kGemmWarps = DF11_EXEC_GEMM_WARPS;
 constexpr uint32_t kGemmThreads = 32 * kGemmWarps;
 constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 // Steps whose loads are issued together (the products' order does not depend on it). The GEMM
-// loads 4 steps of weights and X at once (a whole tile with X loaded step by step, and
-// streaming loads, was slower at batch 1-8: EXEC_LAYOUT.md, run 2); the decode loads a whole
-// tile (6 KB per warp) with streaming loads and stores, which made it faster.
+// loads 4 steps of weights and X at once: a whole tile in flight needs X loaded step by step
+// to fit the registers, which puts an L1 round trip before every step's products, and was
+// 1.8x slower at batch 1-8 (EXEC_KERNEL.md). The decode has no X, so it loads a whole tile
+// (6 KB per warp) with streaming loads and stores, which keeps more bytes in flight.
 constexpr uint32_t kGemmStepsInFlight = 4;
 #ifndef DF11_EXEC_GEMM_MIN_BLOCKS  // thread blocks per multiprocessor the GEMM is built for
 #define DF11_EXEC_GEMM_MIN_BLOCKS 1
@@ -72,7 +73,7 @@ __device__ __forceinline__ uint32_t find_matrix(const LaunchParams& p, uint32_t 
 // The blob's window base, clamped and reported if above Max_Base.
 __device__ __forceinline__ uint32_t read_base(const LaunchParams& p, const MatrixDesc& m,
                                               uint64_t tile, bool report) {
-  uint32_t base = __ldg(m.blob + 16);
+  uint32_t base = __ldg(m.blob + kExecBaseOffset);
   if (base > kExecMaxBase) {
     if (report) exec_report(p.status, m.index, tile, kExecBadBase);
     base = kExecMaxBase;

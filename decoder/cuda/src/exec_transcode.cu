@@ -27,6 +27,9 @@ constexpr uint32_t kWarps = kExecWarps;
 constexpr uint32_t kThreads = kExecThreads;
 constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 constexpr uint32_t kBins = 256;
+// The histogram's grid: this many thread blocks per multiprocessor, shared by the matrices of
+// a launch, so that every multiprocessor has work whatever the matrices' count.
+constexpr uint32_t kHistBlocksPerSm = 4;
 
 uint64_t round_up(uint64_t v, uint64_t to) { return (v + to - 1) / to * to; }
 
@@ -238,29 +241,29 @@ __global__ void __launch_bounds__(kThreads) pack_kernel(const __grid_constant__ 
     if (tile + 1 == m.tiles) offs[m.tiles] = m.offsets[m.tiles];
   }
   if (tile == 0) {
-    // Header (spec 2.1), bytes 0..63, 2 per lane.
+    // Header (spec 2.1), bytes 0..63, 2 per lane; little-endian fields, the rest 0.
     uint8_t h[2] = {0, 0};
     for (uint32_t k = 0; k < 2; ++k) {
       const uint32_t at = 2 * lane + k;
       uint32_t v = 0;
-      if (at < 4)
-        v = kExecMagic >> (8 * at);
-      else if (at == 4)
+      if (at < kExecVersionOffset)
+        v = kExecMagic >> (8 * (at - kExecMagicOffset));
+      else if (at == kExecVersionOffset)
         v = kExecVersion;
-      else if (at == 6)
+      else if (at == kExecHeaderBytesOffset)
         v = kExecHeaderBytes;
-      else if (at >= 8 && at < 12)
-        v = m.rows >> (8 * (at - 8));
-      else if (at >= 12 && at < 16)
-        v = m.cols >> (8 * (at - 12));
-      else if (at == 16)
+      else if (at >= kExecRowsOffset && at < kExecColsOffset)
+        v = m.rows >> (8 * (at - kExecRowsOffset));
+      else if (at >= kExecColsOffset && at < kExecBaseOffset)
+        v = m.cols >> (8 * (at - kExecColsOffset));
+      else if (at == kExecBaseOffset)
         v = base;
-      else if (at == 17)
-        v = 4;
-      else if (at >= 20 && at < 24)
-        v = static_cast<uint32_t>(n_exc >> (8 * (at - 20)));
-      else if (at >= 24 && at < 32)
-        v = static_cast<uint32_t>(total_bytes >> (8 * (at - 24)));
+      else if (at == kExecCodeBitsOffset)
+        v = kExecCodeBits;
+      else if (at >= kExecNExceptionsOffset && at < kExecTotalBytesOffset)
+        v = static_cast<uint32_t>(n_exc >> (8 * (at - kExecNExceptionsOffset)));
+      else if (at >= kExecTotalBytesOffset && at < kExecHeaderFieldsEnd)
+        v = static_cast<uint32_t>(total_bytes >> (8 * (at - kExecTotalBytesOffset)));
       h[k] = static_cast<uint8_t>(v);
     }
     m.blob[2 * lane] = h[0];
@@ -407,16 +410,16 @@ Status exec_measure(std::span<const ExecSource> sources, void* d_workspace, size
   auto* ws = static_cast<uint8_t*>(d_workspace);
   DF11_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(ws, 0, l.bytes, stream), "exec_measure: memset");
   auto p = std::make_unique<TranscodeParams>();
-  int sms = 132;
   int device = 0;
-  if (cudaGetDevice(&device) == cudaSuccess) {
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  }
+  int sms = 0;
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "exec_measure: cudaGetDevice");
+  DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                            "exec_measure: multiprocessor count");
   for (size_t at = 0; at < sources.size(); at += kMaxMatrices) {
     const size_t n = std::min<size_t>(kMaxMatrices, sources.size() - at);
     describe(sources, l, ws, at, n, *p);
-    const uint32_t per_matrix =
-        std::max<uint32_t>(1, 4 * static_cast<uint32_t>(sms) / static_cast<uint32_t>(n));
+    const uint32_t per_matrix = std::max<uint32_t>(
+        1, kHistBlocksPerSm * static_cast<uint32_t>(sms) / static_cast<uint32_t>(n));
     hist_kernel<<<dim3(per_matrix, static_cast<uint32_t>(n)), kThreads, 0, stream>>>(*p);
     base_kernel<<<static_cast<uint32_t>(n), kBins, 0, stream>>>(*p);
     if (p->begin[n] != 0) count_kernel<<<warp_blocks(*p), kThreads, 0, stream>>>(*p);

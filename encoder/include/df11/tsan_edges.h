@@ -1,7 +1,9 @@
 // Happens-before edges for ThreadSanitizer around df11's parallel loops. The system libtbb is
 // not instrumented, so TSan cannot see that a task runs after its caller's earlier writes and
-// before its later reads; df11's loops (encoder/src/parallel_chunks.h, pipeline/src/
-// parallel_tasks.h) declare those fork and join edges themselves. No-ops without TSan.
+// before its later reads; df11's loops declare those fork and join edges themselves: the
+// encoder's (encoder/src/parallel_chunks.h), the compress policy's block limits and the
+// pipelines' (pipeline/src/parallel_tasks.h). It is public here, in the lowest layer that uses
+// it, for the layers above. No-ops without TSan.
 #pragma once
 
 #if defined(__SANITIZE_THREAD__)

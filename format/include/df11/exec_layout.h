@@ -19,12 +19,26 @@ namespace df11 {
 inline constexpr uint32_t kExecMagic = 0x31584644;  // "DFX1" little-endian
 inline constexpr uint16_t kExecVersion = 1;
 inline constexpr uint32_t kExecHeaderBytes = 64;
-inline constexpr uint32_t kExecStripRows = 16;  // Strip_Rows: rows of one strip
-inline constexpr uint32_t kExecStepCols = 32;   // Step_Cols: columns of one step
-inline constexpr uint32_t kExecTileSteps = 8;   // Tile_Steps: steps of one tile
-inline constexpr uint32_t kExecLanes = 32;      // lanes of one step
-inline constexpr uint32_t kExecSlots = 16;      // weights per lane and step
-inline constexpr uint32_t kExecWindow = 15;     // Window_Codes: codes 0..14 are base + code
+inline constexpr uint32_t kExecCodeBits = 4;  // the code plane's bits per weight
+// spec/EXEC_LAYOUT.md section 2.1: where each header field lies, in bytes from the blob's start
+// (little-endian; reserved bytes are 0).
+inline constexpr uint32_t kExecMagicOffset = 0;         // u32 magic
+inline constexpr uint32_t kExecVersionOffset = 4;       // u16 version
+inline constexpr uint32_t kExecHeaderBytesOffset = 6;   // u16 header_bytes
+inline constexpr uint32_t kExecRowsOffset = 8;          // u32 rows
+inline constexpr uint32_t kExecColsOffset = 12;         // u32 cols
+inline constexpr uint32_t kExecBaseOffset = 16;         // u8 base
+inline constexpr uint32_t kExecCodeBitsOffset = 17;     // u8 code_bits
+inline constexpr uint32_t kExecReservedOffset = 18;     // u16 reserved
+inline constexpr uint32_t kExecNExceptionsOffset = 20;  // u32 n_exceptions
+inline constexpr uint32_t kExecTotalBytesOffset = 24;   // u64 total_bytes
+inline constexpr uint32_t kExecHeaderFieldsEnd = 32;    // bytes 32..63 are reserved
+inline constexpr uint32_t kExecStripRows = 16;          // Strip_Rows: rows of one strip
+inline constexpr uint32_t kExecStepCols = 32;           // Step_Cols: columns of one step
+inline constexpr uint32_t kExecTileSteps = 8;           // Tile_Steps: steps of one tile
+inline constexpr uint32_t kExecLanes = 32;              // lanes of one step
+inline constexpr uint32_t kExecSlots = 16;              // weights per lane and step
+inline constexpr uint32_t kExecWindow = 15;             // Window_Codes: codes 0..14 are base + code
 inline constexpr uint32_t kExecExceptionCode = 15;
 inline constexpr uint32_t kExecMaxBase = 240;                   // Max_Base: base + 15 fits a byte
 inline constexpr uint32_t kExecMaxDim = 1u << 28;               // Max_Exec_Dim: rows and cols

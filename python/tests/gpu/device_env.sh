@@ -1,10 +1,10 @@
 # shellcheck shell=bash
-# Sourced by a script that runs on a lent GPU machine, from a carry folder (CONTRIBUTING.md, "GPU
-# measurements"), so that each run's script holds only its own steps:
+# Sourced by a script that runs on a GPU machine without network, from a folder of copied
+# files (docs/contributing.md, "GPU measurements"), so that each run's script holds only its own steps:
 #
-#   source python/tests/gpu/device_env.sh CARRY OUT
+#   source python/tests/gpu/device_env.sh FILES OUT
 #
-# CARRY holds wheel/*.whl (df11's wheel), optionally whl/*.whl (other pure-Python wheels, e.g.
+# FILES holds wheel/*.whl (df11's wheel), optionally whl/*.whl (other pure-Python wheels, e.g.
 # dfloat11 and dahuffman), lib/ (the shared libraries the machine lacks: libtbb, libxxhash,
 # libzstd) and bin/df11. This installs the wheels into a fresh $DF11_SITE (default
 # /tmp/site; pip --no-index, nothing fetched), lays the checkout's python/df11/*.py over the
@@ -14,15 +14,15 @@
 # default python3). Returns non-zero, with pip's log on stderr,
 # if the install fails.
 device_env() {
-  local carry out site repo
-  carry=$(cd "$1" && pwd) || return 2
+  local files out site repo
+  files=$(cd "$1" && pwd) || return 2
   out=$2
   site=${DF11_SITE:-/tmp/site}
   repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../.." && pwd)
   mkdir -p "$out"
   rm -rf "$site"
-  local wheels=("$carry"/wheel/*.whl)
-  [ -e "$carry/whl" ] && wheels+=("$carry"/whl/*.whl)
+  local wheels=("$files"/wheel/*.whl)
+  [ -e "$files/whl" ] && wheels+=("$files"/whl/*.whl)
   if ! "${PYTHON:-python3}" -m pip install -q --no-index --no-deps --no-compile --target "$site" "${wheels[@]}" \
       > "$out/pip.log" 2>&1; then
     cat "$out/pip.log" >&2
@@ -31,9 +31,9 @@ device_env() {
   if [ "${DF11_OVERLAY:-0}" = 1 ]; then
     cp "$repo"/python/df11/*.py "$site/df11/" || return 3
   fi
-  export LD_LIBRARY_PATH=$carry/lib:$site/df11/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  export LD_LIBRARY_PATH=$files/lib:$site/df11/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   export PYTHONPATH=$site PYTHONUNBUFFERED=1
-  [ -x "$carry/bin/df11" ] && export DF11_CLI=$carry/bin/df11
+  [ -x "$files/bin/df11" ] && export DF11_CLI=$files/bin/df11
   {
     if command -v nvidia-smi > /dev/null; then
       nvidia-smi --query-gpu=index,name,driver_version,memory.total --format=csv,noheader

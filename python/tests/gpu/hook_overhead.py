@@ -1,4 +1,4 @@
-"""Host time of df11's per-block decode hook (issue 19: eager generate is CPU-bound on the lent
+"""Host time of df11's per-block decode hook (issue 19: eager generate is CPU-bound on the GPU
 machine, so what the hook costs on the CPU is what eager speed loses). On a small df11 model
 on the GPU, microseconds of host time per block for:
   - "hook":      DecodeMode.pre_forward as shipped (one foreign call per block:

@@ -11,7 +11,7 @@
  * an inference engine links carries no encoder, no HTTP client and no libcurl. This one
  * links df11's pipelines (the encoder, the compress policy, the Hub client over libcurl). It
  * shares df11.h's result codes (df11_status; df11_status_name() is in libdf11) and its ABI
- * policy (README.md, "Embedding df11"): within a major version (the SONAME
+ * policy (docs/sdk.md, "ABI policy"): within a major version (the SONAME
  * libdf11-tools.so.0), functions and enum values never change or go away; minor versions add.
  *
  * Errors. Every fallible call returns a df11_status. The handle it was called on keeps the
@@ -197,7 +197,7 @@ DF11_API uint64_t df11_checkpoint_result(const df11_checkpoint* ck, df11_compres
 /* ======================================================================================
  * The Hugging Face Hub
  * ======================================================================================
- * The same client as `df11 pull` (README.md, "Hugging Face Hub"): the endpoint from
+ * The same client as `df11 pull` (docs/hub.md): the endpoint from
  * HF_ENDPOINT, the token from HF_TOKEN or the file HF_HOME/token (never from an argument),
  * the cache HF_HUB_CACHE or HF_HOME/hub, shared with huggingface_hub and transformers. The
  * environment is read by each call. */

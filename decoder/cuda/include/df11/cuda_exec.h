@@ -1,5 +1,5 @@
 // The execution layout on the GPU (spec/EXEC_LAYOUT.md; design and measurements in
-// decoder/cuda/EXEC_LAYOUT.md): transcoding into it (from BF16 or from a DF11 group), back
+// decoder/cuda/EXEC_KERNEL.md): transcoding into it (from BF16 or from a DF11 group), back
 // to BF16, and the fused GEMM Y = X W^T for 1..16 rows of X straight from it. Host API:
 // compiles with the host compiler, no CUDA headers (streams are CUstream_st*).
 //

@@ -1,0 +1,226 @@
+// The C API's execution layout (df11/df11.h, experimental section) over df11::cuda's
+// cuda_exec.h. Without the CUDA decoder every entry point reports DF11_ERROR_UNSUPPORTED and
+// nothing of df11_cuda is referenced.
+#include <string>
+#include <vector>
+
+#include "df11/cuda_exec.h"  // host-only header, present in every build
+#include "df11/df11.h"
+#include "gemv_args.h"  // model_members: the coded members of a group
+#include "model_handle.h"
+
+#ifndef DF11_HAVE_CUDA
+#define DF11_HAVE_CUDA 0
+#endif
+
+using df11::ErrorCode;
+using df11::Status;
+
+namespace {
+
+// Runs `body` at the C boundary with the model's error state (a discarded one for NULL, where
+// the function allows it). `body` is a generic lambda: without CUDA it is never instantiated,
+// so nothing of df11_cuda is referenced.
+template <typename F>
+df11_status on_exec(df11_model* model, bool model_required, F&& body) {
+  df11::capi::ErrorState scratch;
+  df11::capi::ErrorState& err = model != nullptr ? model->err : scratch;
+  if (model == nullptr && model_required) return DF11_ERROR_INVALID_ARGUMENT;
+  return df11::capi::guarded(err, [&]() -> Status {
+    if (model != nullptr && !model->folder) {
+      return Status(ErrorCode::kInvalidArgument, "the model failed to open");
+    }
+#if DF11_HAVE_CUDA
+    return body(0);
+#else
+    (void)body;
+    return Status(ErrorCode::kUnsupported, "this df11 library was built without CUDA");
+#endif
+  });
+}
+
+CUstream_st* as_stream(void* stream) { return static_cast<CUstream_st*>(stream); }
+
+df11::cuda::ExecStatusUse status_use(uint32_t flags) {
+  return (flags & DF11_EXEC_KEEP_STATUS) != 0 ? df11::cuda::ExecStatusUse::kKeep
+                                              : df11::cuda::ExecStatusUse::kReset;
+}
+
+// The coded members of `group` as shapes (kInvalidArgument out of range or beyond 2^32 - 1).
+Status group_shapes(const df11_model& model, size_t group, const char* what,
+                    std::vector<df11::capi::GemvMember>& members,
+                    std::vector<df11::cuda::ExecShape>& shapes) {
+  if (group >= model.groups.size()) {
+    return Status(ErrorCode::kInvalidArgument,
+                  std::string(what) + ": group " + std::to_string(group) + " out of range (" +
+                      std::to_string(model.groups.size()) + " groups)");
+  }
+  members = df11::capi::model_members(model, &group, 1);
+  shapes.clear();
+  for (const auto& m : members) {
+    if (m.rows > UINT32_MAX || m.cols > UINT32_MAX) {
+      return Status(ErrorCode::kResourceLimit, std::string(what) + ": '" + m.name + "' is " +
+                                                   std::to_string(m.rows) + " x " +
+                                                   std::to_string(m.cols) + ", beyond 2^32 - 1");
+    }
+    shapes.push_back({static_cast<uint32_t>(m.rows), static_cast<uint32_t>(m.cols)});
+  }
+  return Status::ok();
+}
+
+df11::cuda::ExecMatrix exec_matrix(const df11_exec_matrix& m) {
+  return {static_cast<const uint8_t*>(m.d_blob), m.bytes, m.rows, m.cols, m.n_exceptions};
+}
+
+Status null_arg(const char* what, const char* arg) {
+  return Status(ErrorCode::kInvalidArgument, std::string(what) + ": " + arg + " is NULL");
+}
+
+Status check_count(const char* what, size_t n, size_t want) {
+  if (n != want) {
+    return Status(ErrorCode::kInvalidArgument, std::string(what) + ": " + std::to_string(n) +
+                                                   " matrices, the group has " +
+                                                   std::to_string(want) + " coded members");
+  }
+  return Status::ok();
+}
+
+}  // namespace
+
+extern "C" {
+
+df11_status df11_cuda_exec_workspace_bytes(df11_model* model, size_t group, size_t* n_matrices,
+                                           size_t* workspace_bytes) {
+  const char* what = "df11_cuda_exec_workspace_bytes";
+  return on_exec(model, true, [&](auto) -> Status {
+    if (n_matrices == nullptr || workspace_bytes == nullptr) return null_arg(what, "an output");
+    std::vector<df11::capi::GemvMember> members;
+    std::vector<df11::cuda::ExecShape> shapes;
+    DF11_RETURN_IF_ERROR(group_shapes(*model, group, what, members, shapes));
+    DF11_ASSIGN_OR_RETURN(const size_t bytes, df11::cuda::exec_group_workspace_bytes(
+                                                  model->folder->groups[group].view, shapes));
+    *n_matrices = shapes.size();
+    *workspace_bytes = bytes;
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_exec_measure(df11_model* model, size_t group, const df11_cuda_group* dev,
+                                   void* d_workspace, size_t workspace_bytes, void* stream,
+                                   df11_exec_matrix* out, const char** names, size_t n) {
+  const char* what = "df11_cuda_exec_measure";
+  return on_exec(model, true, [&](auto) -> Status {
+    if (dev == nullptr) return null_arg(what, "dev");
+    if (out == nullptr) return null_arg(what, "out");
+    std::vector<df11::capi::GemvMember> members;
+    std::vector<df11::cuda::ExecShape> shapes;
+    DF11_RETURN_IF_ERROR(group_shapes(*model, group, what, members, shapes));
+    DF11_RETURN_IF_ERROR(check_count(what, n, shapes.size()));
+    const df11::app::CodedGroup& cg = model->folder->groups[group];
+    df11::cuda::DeviceGroup d;
+    d.host = cg.view;
+    d.d_luts = static_cast<const uint8_t*>(dev->d_luts);
+    d.d_encoded_exponent = static_cast<const uint8_t*>(dev->d_encoded_exponent);
+    d.d_sign_mantissa = static_cast<const uint8_t*>(dev->d_sign_mantissa);
+    d.d_output_positions = static_cast<const uint8_t*>(dev->d_output_positions);
+    d.d_gaps = static_cast<const uint8_t*>(dev->d_gaps);
+    d.name = cg.what;
+    std::vector<df11::cuda::ExecMeasure> meas(n);
+    DF11_RETURN_IF_ERROR(df11::cuda::exec_measure_group(d, shapes, d_workspace, workspace_bytes,
+                                                        as_stream(stream), meas));
+    for (size_t k = 0; k < n; ++k) {
+      out[k] = df11_exec_matrix{nullptr, static_cast<size_t>(meas[k].bytes), shapes[k].rows,
+                                shapes[k].cols, meas[k].n_exceptions};
+      if (names != nullptr) {  // owned by the model handle, as gemv_members reads them
+        names[k] = model->folder->metadata[cg.shard].groups[cg.meta_index].members[k].name.c_str();
+      }
+    }
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_exec_pack(df11_model* model, size_t group, void* d_workspace,
+                                size_t workspace_bytes, const df11_exec_matrix* m, size_t n,
+                                void* stream) {
+  const char* what = "df11_cuda_exec_pack";
+  return on_exec(model, true, [&](auto) -> Status {
+    if (m == nullptr) return null_arg(what, "m");
+    std::vector<df11::capi::GemvMember> members;
+    std::vector<df11::cuda::ExecShape> shapes;
+    DF11_RETURN_IF_ERROR(group_shapes(*model, group, what, members, shapes));
+    DF11_RETURN_IF_ERROR(check_count(what, n, shapes.size()));
+    std::vector<uint8_t*> blobs(n);
+    for (size_t k = 0; k < n; ++k) {
+      if (m[k].rows != shapes[k].rows || m[k].cols != shapes[k].cols) {
+        return Status(ErrorCode::kInvalidArgument, std::string(what) + ": matrix " +
+                                                       std::to_string(k) + " ('" + members[k].name +
+                                                       "') is not the member's shape");
+      }
+      blobs[k] = static_cast<uint8_t*>(const_cast<void*>(m[k].d_blob));
+    }
+    return df11::cuda::launch_exec_pack_group(shapes, blobs, d_workspace, workspace_bytes,
+                                              as_stream(stream));
+  });
+}
+
+df11_status df11_cuda_exec_to_bf16_ex(df11_model* model, const df11_exec_matrix* m,
+                                      void* const* d_out, size_t n, void* d_status,
+                                      size_t status_bytes, uint32_t flags, void* stream) {
+  return on_exec(model, false, [&](auto) -> Status {
+    if (n != 0 && (m == nullptr || d_out == nullptr)) {
+      return null_arg("df11_cuda_exec_to_bf16", "m or d_out");
+    }
+    std::vector<df11::cuda::ExecToBf16> items(n);
+    for (size_t k = 0; k < n; ++k) items[k] = {exec_matrix(m[k]), static_cast<uint16_t*>(d_out[k])};
+    return df11::cuda::launch_exec_to_bf16(items, d_status, status_bytes, as_stream(stream),
+                                           status_use(flags));
+  });
+}
+
+df11_status df11_cuda_exec_to_bf16(df11_model* model, const df11_exec_matrix* m, void* const* d_out,
+                                   size_t n, void* d_status, size_t status_bytes, void* stream) {
+  return df11_cuda_exec_to_bf16_ex(model, m, d_out, n, d_status, status_bytes, 0, stream);
+}
+
+df11_status df11_cuda_exec_gemm_ex(df11_model* model, const df11_exec_gemm* gemms, size_t n,
+                                   uint32_t batch, void* d_status, size_t status_bytes,
+                                   uint32_t flags, void* stream) {
+  return on_exec(model, false, [&](auto) -> Status {
+    if (n != 0 && gemms == nullptr) return null_arg("df11_cuda_exec_gemm", "gemms");
+    std::vector<df11::cuda::ExecGemm> g(n);
+    for (size_t k = 0; k < n; ++k) {
+      g[k] = {exec_matrix(gemms[k].w), static_cast<const uint16_t*>(gemms[k].d_x),
+              static_cast<uint16_t*>(gemms[k].d_y)};
+    }
+    return df11::cuda::launch_exec_gemm(g, batch, d_status, status_bytes, as_stream(stream),
+                                        status_use(flags));
+  });
+}
+
+df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm* gemms, size_t n,
+                                uint32_t batch, void* d_status, size_t status_bytes, void* stream) {
+  return df11_cuda_exec_gemm_ex(model, gemms, n, batch, d_status, status_bytes, 0, stream);
+}
+
+df11_status df11_cuda_exec_status_reset(void* d_status, size_t status_bytes, void* stream) {
+  return on_exec(nullptr, false, [&](auto) {
+    return df11::cuda::reset_exec_status(d_status, status_bytes, as_stream(stream));
+  });
+}
+
+df11_status df11_cuda_exec_status_sync(df11_model* model, const void* d_status, void* stream) {
+  return on_exec(model, false,
+                 [&](auto) { return df11::cuda::read_exec_status(d_status, as_stream(stream)); });
+}
+
+df11_status df11_cuda_exec_reference_gemm(df11_model* model, const void* d_w, uint32_t rows,
+                                          uint32_t cols, const void* d_x, void* d_y, uint32_t batch,
+                                          void* stream) {
+  return on_exec(model, false, [&](auto) -> Status {
+    const df11::cuda::Bf16Gemm g{static_cast<const uint16_t*>(d_w), rows, cols,
+                                 static_cast<const uint16_t*>(d_x), static_cast<uint16_t*>(d_y)};
+    return df11::cuda::launch_bf16_reference_gemm({&g, 1}, batch, as_stream(stream));
+  });
+}
+
+}  // extern "C"

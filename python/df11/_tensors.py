@@ -1,0 +1,28 @@
+"""Tensors over memory the C API owns, and module attributes that view df11's buffers: shared by
+the engine (engine.py) and the execution mode (exec_mode.py)."""
+
+import torch
+
+
+def _mapped(addr: int, nbytes: int) -> torch.Tensor:
+    """A uint8 CPU tensor over `nbytes` bytes at `addr` (the C API's read-only mapping of a
+    shard): only ever read (copied from)."""
+    if nbytes == 0:
+        return torch.empty(0, dtype=torch.uint8)
+    import ctypes
+    import warnings
+    buf = (ctypes.c_uint8 * nbytes).from_address(addr)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.frombuffer(buf, dtype=torch.uint8, count=nbytes)
+
+
+def _set_view(module: torch.nn.Module, attr: str, view: torch.Tensor) -> None:
+    """The member's weight becomes a plain tensor attribute viewing the decode buffer (as the
+    official loader does): not a Parameter, so that model.parameters() / state_dict() do not
+    report the buffer's changing contents as the model's weights, and .to() leaves it alone."""
+    module._parameters.pop(attr, None)
+    module._buffers.pop(attr, None)
+    if attr in module.__dict__:
+        del module.__dict__[attr]
+    object.__setattr__(module, attr, view)
