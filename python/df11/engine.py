@@ -986,8 +986,11 @@ def _make_hooks(mode, device: torch.device, lock: DeviceLock):
     """The unit's forward pre-hook (take the device's buffers, decode) and forward hook (give
     them back; registered with always_call, so it runs after an exception too)."""
     def post(module, args, output):
-        if not torch.compiler.is_compiling():
-            lock.exit()
+        if torch.compiler.is_compiling():
+            return
+        lock.exit()
+        if torch.is_grad_enabled():
+            _decode_before_backward(output, mode, device)
 
     if device.type != "cuda":
         def hook(module, args):
@@ -1008,6 +1011,37 @@ def _make_hooks(mode, device: torch.device, lock: DeviceLock):
         with torch.cuda.device(index):  # device_map="auto": the block's GPU
             mode.pre_forward()
     return cuda_hook, post
+
+
+def _decode_before_backward(output, mode, device: torch.device) -> None:
+    """A unit's backward reads its weights again (the gradient of its input is the output's
+    gradient times W), after later units decoded theirs into the same buffer: when the first
+    gradient reaches the unit's output, the unit decodes again (a hook on that output tensor),
+    before any of its own backward runs."""
+    tensor = _first_requiring_grad(output)
+    if tensor is None:
+        return
+    index = device.index if device.index is not None else 0
+
+    def again(grad):
+        if device.type == "cuda" and current_device() != index:
+            with torch.cuda.device(index):
+                mode.pre_forward()
+        else:
+            mode.pre_forward()
+    tensor.register_hook(again)
+
+
+def _first_requiring_grad(output) -> Optional[torch.Tensor]:
+    if isinstance(output, torch.Tensor):
+        return output if output.requires_grad else None
+    values = output.values() if isinstance(output, dict) else (
+        output if isinstance(output, (tuple, list)) else ())
+    for value in values:
+        found = _first_requiring_grad(value)
+        if found is not None:
+            return found
+    return None
 
 
 def _decode_at_load(state: DeviceState, runtimes: List[GroupRuntime], rows: "_RowsDecoder",

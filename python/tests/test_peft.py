@@ -1,0 +1,60 @@
+"""LoRA (PEFT) over a DF11 model's frozen coded weights, on the CPU: with the same adapter, the
+logits and the LoRA parameters' gradients are torch.equal to those of the BF16 model. A block's
+backward needs its weights again after later blocks decoded into the shared buffer, so each unit
+decodes again before its backward."""
+
+import pytest
+import torch
+
+import df11
+import models
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+peft = pytest.importorskip("peft")
+
+
+def lora(model, seed):
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
+                             lora_dropout=0.0, init_lora_weights=False)
+    torch.manual_seed(seed)
+    return peft.get_peft_model(model, config)
+
+
+def loss_and_grads(model, ids):
+    model.zero_grad(set_to_none=True)
+    out = model(input_ids=ids, labels=ids)
+    out.loss.backward()
+    grads = {n: p.grad.detach().clone() for n, p in model.named_parameters()
+             if p.requires_grad}
+    return out.logits.detach(), grads
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3"])
+def test_lora_logits_and_gradients_equal_bf16(tmp_path, family):
+    bf16_dir, df11_dir = str(tmp_path / "bf16"), str(tmp_path / "df11")
+    models.build_llm(family).save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, df11_dir)
+    from transformers import AutoModelForCausalLM
+    ref = lora(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16), 5)
+    got = lora(df11.from_pretrained(df11_dir, device="cpu"), 5)
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    want_logits, want_grads = loss_and_grads(ref, ids)
+    logits, grads = loss_and_grads(got, ids)
+    assert torch.equal(logits, want_logits)
+    assert grads.keys() == want_grads.keys() and grads
+    for name in grads:
+        assert torch.equal(grads[name], want_grads[name]), name
+
+
+def test_saved_adapter_loads_onto_the_df11_model(tmp_path, llama_folders):
+    """An adapter trained on the BF16 model (PeftModel.from_pretrained) gives the DF11 model the
+    BF16 model's logits with that adapter."""
+    _, bf16_dir, df11_dir = llama_folders
+    from transformers import AutoModelForCausalLM
+    ref = lora(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16), 9)
+    ref.save_pretrained(str(tmp_path / "adapter"))
+    got = peft.PeftModel.from_pretrained(df11.from_pretrained(df11_dir, device="cpu"),
+                                         str(tmp_path / "adapter"))
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    with torch.no_grad():
+        assert torch.equal(got(input_ids=ids).logits, ref(input_ids=ids).logits)
