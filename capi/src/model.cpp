@@ -4,6 +4,8 @@
 #include <cstring>
 #include <new>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -181,7 +183,33 @@ Status check_xxh3(std::span<const uint8_t> bytes, const std::string& recorded,
 
 }  // namespace
 
-Status open_published(df11_model& m, app::ModelFolder folder) {
+Result<GivenShapes> given_shapes(const df11_shape* shapes, size_t n) {
+  GivenShapes given;
+  if (n == 0) return given;
+  const std::string fn = "df11_model_open_with_shapes: ";
+  if (shapes == nullptr) {
+    return Status(ErrorCode::kInvalidArgument,
+                  fn + "shapes is NULL, n_shapes is " + std::to_string(n));
+  }
+  std::unordered_set<std::string_view> seen;
+  given.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const df11_shape& s = shapes[i];
+    const std::string entry = fn + "shapes[" + std::to_string(i) + "]";
+    if (s.name == nullptr) return Status(ErrorCode::kInvalidArgument, entry + ": name is NULL");
+    if (s.dims == nullptr && s.rank > 0) {
+      return Status(ErrorCode::kInvalidArgument,
+                    entry + " ('" + s.name + "'): dims is NULL, rank is " + std::to_string(s.rank));
+    }
+    if (!seen.insert(s.name).second) {
+      return Status(ErrorCode::kInvalidArgument, entry + ": '" + s.name + "' was given before");
+    }
+    given.emplace_back(s.name, std::vector<uint64_t>(s.dims, s.dims + s.rank));
+  }
+  return given;
+}
+
+Status open_published(df11_model& m, app::ModelFolder folder, const GivenShapes& given) {
   const std::string dir = folder.dir.string();
   const std::string where = (folder.dir / app::kConfigFile).string();
   std::optional<nlohmann::ordered_json> dict;
@@ -196,11 +224,14 @@ Status open_published(df11_model& m, app::ModelFolder folder) {
   }
   DF11_ASSIGN_OR_RETURN(app::MemberShapes shapes,
                         app::MemberShapes::from_config(folder.config_text));
-  DF11_ASSIGN_OR_RETURN(
-      app::PublishedFolder published,
-      app::read_published_folder(std::move(folder), shapes,
-                                 "df11_model_open takes shapes from config.json only: restore the "
-                                 "folder with `df11 decompress --like DIR` instead"));
+  for (const auto& [name, shape] : given) shapes.add(name, shape, "the shapes the caller gave");
+  const char* hint =
+      given.empty()
+          ? "df11_model_open takes shapes from config.json only: give them to "
+            "df11_model_open_with_shapes, or restore the folder with `df11 decompress --like DIR`"
+          : "the shapes the caller gave do not name them either";
+  DF11_ASSIGN_OR_RETURN(app::PublishedFolder published,
+                        app::read_published_folder(std::move(folder), shapes, hint));
   m.folder.emplace(std::move(published.folder));
   return build_published_index(m, published.shards);
 }
@@ -264,16 +295,25 @@ const char* df11_status_name(int status) {
 }
 
 df11_status df11_model_open(const char* dir, df11_model** out) {
+  return df11_model_open_with_shapes(dir, nullptr, 0, out);
+}
+
+df11_status df11_model_open_with_shapes(const char* dir, const df11_shape* shapes, size_t n_shapes,
+                                        df11_model** out) {
   if (out == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
   *out = nullptr;
   df11_model* m = new (std::nothrow) df11_model();
   if (m == nullptr) return DF11_ERROR_RESOURCE_LIMIT;
   *out = m;
   return df11::capi::guarded(m->err, [&]() -> Status {
-    if (dir == nullptr) return Status(ErrorCode::kInvalidArgument, "df11_model_open: dir is NULL");
+    const char* fn = n_shapes == 0 ? "df11_model_open" : "df11_model_open_with_shapes";
+    if (dir == nullptr)
+      return Status(ErrorCode::kInvalidArgument, std::string(fn) + ": dir is NULL");
+    DF11_ASSIGN_OR_RETURN(df11::capi::GivenShapes given,
+                          df11::capi::given_shapes(shapes, n_shapes));
     DF11_ASSIGN_OR_RETURN(df11::app::ModelFolder folder, df11::app::open_model_folder(dir));
     if (!df11::app::written_by_df11(folder))
-      return df11::capi::open_published(*m, std::move(folder));
+      return df11::capi::open_published(*m, std::move(folder), given);
     DF11_ASSIGN_OR_RETURN(df11::app::Df11Folder f, df11::app::open_df11_folder(std::move(folder)));
     // A shard whose header checksum fails cannot be trusted for anything (spec 5.2).
     DF11_RETURN_IF_ERROR(df11::app::first_header_failure(f));

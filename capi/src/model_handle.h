@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "df11/df11.h"
@@ -51,8 +52,15 @@ struct df11_model {
 
 namespace df11::capi {
 
-// Opens a folder published by the dfloat11 tools into `m` (df11_model_open's other half).
-Status open_published(df11_model& m, app::ModelFolder folder);
+// Weight shapes a caller gives (df11_model_open_with_shapes), checked and copied.
+using GivenShapes = std::vector<std::pair<std::string, std::vector<uint64_t>>>;
+
+// Checks the caller's df11_shape array (names non-NULL and unique, dims given) and copies it.
+Result<GivenShapes> given_shapes(const df11_shape* shapes, size_t n);
+
+// Opens a folder published by the dfloat11 tools into `m` (df11_model_open's other half);
+// `given` adds shapes config.json does not give (or overrides its).
+Status open_published(df11_model& m, app::ModelFolder folder, const GivenShapes& given);
 
 // The group's validate_group() result, computed once.
 Result<const GroupInfo*> validated_group(df11_model& m, size_t g);

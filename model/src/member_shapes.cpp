@@ -178,6 +178,8 @@ Result<MemberShapes> MemberShapes::from_config(const std::optional<std::string>&
   if (!config) {
     return Status(ErrorCode::kBadConfig, std::string(kConfigFile) + ": not a JSON object");
   }
+  shapes.config_is_bare_ = !config->contains("model_type") && !config->contains("architectures") &&
+                           !config->contains("_class_name");
   std::string type;
   if (const auto it = config->find("model_type"); it != config->end() && it->is_string()) {
     type = it->get<std::string>();
@@ -205,13 +207,31 @@ Result<MemberShapes> MemberShapes::from_config(const std::optional<std::string>&
   return shapes;
 }
 
+size_t MemberShapes::source_index(const std::string& source) {
+  const auto it = std::find(sources_.begin(), sources_.end(), source);
+  if (it != sources_.end()) return static_cast<size_t>(it - sources_.begin());
+  sources_.push_back(source);
+  return sources_.size() - 1;
+}
+
 void MemberShapes::add_like(const ModelFolder& like) {
-  for (const auto& [name, at] : like.tensors) like_[name] = like.tensor(at).shape;
+  const size_t source = source_index("--like");
+  for (const auto& [name, at] : like.tensors) given_[name] = Given{like.tensor(at).shape, source};
+}
+
+bool MemberShapes::add(const std::string& name, std::vector<uint64_t> shape,
+                       const std::string& source) {
+  return given_.emplace(name, Given{std::move(shape), source_index(source)}).second;
 }
 
 std::optional<std::vector<uint64_t>> MemberShapes::shape_of(const std::string& name) const {
-  if (const auto it = like_.find(name); it != like_.end()) return it->second;
+  if (const auto it = given_.find(name); it != given_.end()) return it->second.shape;
   return from_family(name);
+}
+
+std::string MemberShapes::source_of(const std::string& name) const {
+  if (const auto it = given_.find(name); it != given_.end()) return sources_[it->second.source];
+  return kConfigFile;
 }
 
 std::optional<std::vector<uint64_t>> MemberShapes::from_family(const std::string& name) const {

@@ -96,11 +96,11 @@ Result<PublishedFolder> read_published_folder(ModelFolder model, const MemberSha
         restored.source.byte_size = 2 * count;
         if (auto shape = shapes.shape_of(name)) {
           if (element_count(*shape) != count) {
-            return Status(ErrorCode::kBadShape,
-                          coded.what + ": member '" + name + "' holds " + std::to_string(count) +
-                              " weights, its shape " + shape_to_string(*shape) + " (from " +
-                              (shapes.family().empty() ? "--like" : "config.json or --like") +
-                              ") has " + std::to_string(element_count(*shape)));
+            return Status(ErrorCode::kBadShape, coded.what + ": member '" + name + "' holds " +
+                                                    std::to_string(count) + " weights, its shape " +
+                                                    shape_to_string(*shape) + " (from " +
+                                                    shapes.source_of(name) + ") has " +
+                                                    std::to_string(element_count(*shape)));
           }
           restored.shape = std::move(*shape);
         } else {
@@ -152,7 +152,8 @@ Result<PublishedFolder> read_published_folder(ModelFolder model, const MemberSha
   if (!unknown.empty()) {
     std::sort(unknown.begin(), unknown.end());
     const std::string family =
-        shapes.family().empty()
+        shapes.config_is_bare() ? "config.json holds no model config, only dfloat11_config"
+        : shapes.family().empty()
             ? "config.json names no architecture df11 knows"
             : "config.json's " + shapes.family() + " family does not cover them";
     return Status(ErrorCode::kUnsupported, folder.dir.string() + ": the shapes of " +

@@ -15,7 +15,7 @@ import ctypes
 import os
 from ctypes import (POINTER, Structure, c_char_p, c_int, c_size_t, c_uint, c_uint32, c_uint64,
                     c_void_p)
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Sequence, Tuple
 
 SIZE_MAX = (1 << (8 * ctypes.sizeof(c_size_t))) - 1
 
@@ -58,6 +58,11 @@ class ExecMatrix(Structure):
 class ExecGemm(Structure):
     """df11_exec_gemm: Y = X W^T from one blob."""
     _fields_ = [("w", ExecMatrix), ("d_x", c_void_p), ("d_y", c_void_p)]
+
+
+class Shape(Structure):
+    """df11_shape: one weight's name and dimensions, as the caller knows them."""
+    _fields_ = [("name", c_char_p), ("rank", c_size_t), ("dims", POINTER(c_uint64))]
 
 
 EXEC_STATUS_BYTES = 16  # DF11_EXEC_STATUS_BYTES
@@ -104,6 +109,8 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_version_string", c_char_p)
     f("df11_status_name", c_char_p, c_int)
     f("df11_model_open", c_int, c_char_p, POINTER(c_void_p))
+    f("df11_model_open_with_shapes", c_int, c_char_p, POINTER(Shape), c_size_t,
+      POINTER(c_void_p))
     f("df11_model_close", None, model_p)
     f("df11_model_errmsg", c_char_p, model_p)
     f("df11_model_errcode", c_int, model_p)
@@ -206,12 +213,23 @@ class Handle:
 
 class Model(Handle):
     """A df11_model: a DF11 folder opened by df11_model_open (every shard mapped, every header
-    and the metadata checked). Queries never touch the weights; decodes run on the CPU."""
+    and the metadata checked). Queries never touch the weights; decodes run on the CPU.
 
-    def __init__(self, path: str):
+    shapes: {weight name: shape} for a folder published by the dfloat11 tools whose
+    config.json does not give its coded weights' shapes (df11_model_open_with_shapes; names
+    that are no coded weight are ignored)."""
+
+    def __init__(self, path: str, shapes: Optional[Dict[str, Sequence[int]]] = None):
         self._h = c_void_p()
         L = lib()
-        rc = L.df11_model_open(os.fsencode(path), ctypes.byref(self._h))
+        if shapes:
+            names = [name.encode() for name in shapes]
+            dims = [(c_uint64 * len(shape))(*shape) for shape in shapes.values()]
+            given = (Shape * len(names))(*(Shape(n, len(d), d) for n, d in zip(names, dims)))
+            rc = L.df11_model_open_with_shapes(os.fsencode(path), given, len(names),
+                                               ctypes.byref(self._h))
+        else:
+            rc = L.df11_model_open(os.fsencode(path), ctypes.byref(self._h))
         if rc != 0:
             message = _text(L.df11_model_errmsg(self._h)) if self._h else "out of memory"
             self.close()

@@ -26,16 +26,28 @@ CuPy kernel cannot be captured), and the time df11 takes to decode every coded g
 (torch.cuda.set_per_process_memory_fraction): a GPU of that size. With a cap under the BF16
 model's size, bf16 does not fit (its row says so) while df11 may, and bf16-offload is how
 BF16 runs there: the seeds' scenario ("fits one GPU only in DF11").
+
+--device cpu (the default without a CUDA GPU) runs df11 and bf16 on the CPU: the same rows,
+timed with time.perf_counter, with the resident set instead of GPU memory (peak: getrusage's
+ru_maxrss; added: the resident set after the load and one forward pass less the one after the
+imports, from /proc/self/statm), the decode of every coded group timed on the CPU, and the
+CPU model and torch's thread count printed. The official loader (its decode kernel is CUDA,
+through CuPy), df11-exec, bf16-offload, glyd and --cuda-graphs need a GPU: each is skipped
+with a line that says so.
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import resource
 import subprocess
 import sys
 import tempfile
 import time
+
+# The variants measured on the CPU (--device cpu); the others need a CUDA GPU.
+CPU_VARIANTS = ("df11", "bf16")
 
 
 def _folder(variant: str, args) -> str:
@@ -73,12 +85,12 @@ def _load(variant: str, args):
     import torch
     if variant in ("df11", "df11-exec"):
         import df11
-        return df11.from_pretrained(args.model, device="cuda",
+        return df11.from_pretrained(args.model, device=args.device,
                                     mode="exec" if variant == "df11-exec" else "decode")
     if variant == "bf16":
         from transformers import AutoModelForCausalLM
         return AutoModelForCausalLM.from_pretrained(args.bf16, dtype=torch.bfloat16,
-                                                    device_map="cuda").eval()
+                                                    device_map=args.device).eval()
     if variant == "bf16-offload":
         from transformers import AutoModelForCausalLM
         gpu = f"{max(_gpu_budget(args) - OFFLOAD_HEADROOM_GB, 0.5):.2f}GB"
@@ -128,10 +140,50 @@ def _pkg_resources_shim():
         sys.modules["pkg_resources"] = shim
 
 
-def _prompt(vocab: int, batch: int, length: int):
+def _prompt(vocab: int, batch: int, length: int, device: str):
     import torch
     g = torch.Generator().manual_seed(1234)
-    return torch.randint(1, vocab, (batch, length), generator=g).cuda()
+    return torch.randint(1, vocab, (batch, length), generator=g).to(device)
+
+
+def _sync(device: str) -> None:
+    """Waits for the device's queued work (a no-op on the CPU, whose work is synchronous)."""
+    if device == "cuda":
+        import torch
+        torch.cuda.synchronize()
+
+
+def _rss_bytes() -> int:
+    """This process's resident set now (/proc/self/statm's second field, in pages)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def _peak_rss_bytes() -> int:
+    """This process's largest resident set so far (getrusage: kilobytes on Linux)."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo), else platform.processor()'s, else "unknown"."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    import platform
+    return platform.processor() or "unknown"
+
+
+def _hardware(device: str) -> str:
+    """What the variant ran on, as the report's first line names it."""
+    import torch
+    if device == "cuda":
+        return f"GPU: {torch.cuda.get_device_name(0)}"
+    return (f"CPU: {_cpu_name()}, {torch.get_num_threads()} torch threads, "
+            f"{os.cpu_count()} logical CPUs")
 
 
 def _generate(model, ids, tokens):
@@ -142,12 +194,19 @@ def _generate(model, ids, tokens):
                               eos_token_id=None, pad_token_id=0)[:, ids.shape[1]:]
 
 
-def _decode_ms(model, rounds=20):
-    """Median time of decoding every coded group once (df11 only), CUDA events."""
+def _decode_ms(model, device: str, rounds=20):
+    """Median time of decoding every coded group once (df11 only): CUDA events on the GPU,
+    time.perf_counter on the CPU (whose decodes return when done)."""
     import torch
     units = model.df11.units
     times = []
     for _ in range(rounds + 3):
+        if device != "cuda":
+            t0 = time.perf_counter()
+            for unit in units:
+                unit.mode.pre_forward()
+            times.append(1000 * (time.perf_counter() - t0))
+            continue
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for unit in units:
@@ -172,22 +231,35 @@ def _run_row(mode, batch, tokens, times, path, outs) -> dict:
             "repeats_equal": all(torch.equal(o, outs[0]) for o in outs)}
 
 
+def _memory(result, prefix="peak") -> None:
+    """The memory figures so far: GPU peaks (allocated, reserved) on CUDA; on the CPU the
+    peak resident set."""
+    import torch
+    if result["device"] == "cuda":
+        result[f"{prefix}_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
+        result[f"{prefix}_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
+    else:
+        result[f"{prefix}_rss_gb"] = _peak_rss_bytes() / 1e9
+
+
 def _partial(result) -> None:
     """The results so far, in case a later run fails (the parent takes the last line)."""
-    import torch
-    result["peak_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
-    result["peak_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
+    _memory(result)
     print("DF11BENCH " + json.dumps(result), flush=True)
 
 
 def worker(args) -> dict:
     import torch
     variant = args.worker
-    if args.gpu_memory:
-        total = torch.cuda.get_device_properties(0).total_memory
-        torch.cuda.set_per_process_memory_fraction(min(1.0, args.gpu_memory * 1e9 / total), 0)
-    torch.cuda.reset_peak_memory_stats()
+    device = args.device
+    if device == "cuda":
+        if args.gpu_memory:
+            total = torch.cuda.get_device_properties(0).total_memory
+            torch.cuda.set_per_process_memory_fraction(min(1.0, args.gpu_memory * 1e9 / total),
+                                                       0)
+        torch.cuda.reset_peak_memory_stats()
     before = _before_load(variant, args)
+    rss_after_imports = _rss_bytes()
     t0 = time.perf_counter()
     try:
         model = _load(variant, args)
@@ -195,41 +267,50 @@ def worker(args) -> dict:
         print(f"bench: {variant} does not fit in {_gpu_budget(args):.1f} GB of GPU memory: "
               f"{str(e).splitlines()[0]}", file=sys.stderr)
         raise
-    torch.cuda.synchronize()
+    _sync(device)
     result = {"variant": variant, "load_s": time.perf_counter() - t0, "before_load": before,
-              "gpu": torch.cuda.get_device_name(0), "runs": [],
-              "gpu_memory_gb": round(_gpu_budget(args), 2)}
+              "device": device, "hardware": _hardware(device), "runs": []}
+    if device == "cuda":
+        result["gpu"] = torch.cuda.get_device_name(0)
+        result["gpu_memory_gb"] = round(_gpu_budget(args), 2)
+    else:
+        result["torch_threads"] = torch.get_num_threads()
     vocab = model.config.vocab_size
     for batch in args.batches:  # one forward pass's logits, compared bit for bit
-        ids = _prompt(vocab, batch, args.prompt)
+        ids = _prompt(vocab, batch, args.prompt, device)
         with torch.no_grad():
             logits = model(input_ids=ids).logits[:, -1].float().cpu()
         path = os.path.join(args.out, f"{variant}-logits-b{batch}.pt")
         torch.save(logits, path)
         result.setdefault("logits", {})[str(batch)] = path
-    result["peak_after_forward_gb"] = torch.cuda.max_memory_allocated() / 1e9
+    if device == "cuda":
+        result["peak_after_forward_gb"] = torch.cuda.max_memory_allocated() / 1e9
+    else:  # the issue's CPU figure: what the model adds to a process that imported it all
+        result["rss_after_imports_gb"] = rss_after_imports / 1e9
+        result["rss_added_gb"] = (_rss_bytes() - rss_after_imports) / 1e9
+        result["peak_after_forward_rss_gb"] = _peak_rss_bytes() / 1e9
     eager_tokens = args.eager_tokens or args.tokens
     for batch in (args.batches if "eager" in args.modes else []):
-        ids = _prompt(vocab, batch, args.prompt)
+        ids = _prompt(vocab, batch, args.prompt, device)
         _generate(model, ids, 4)  # warm-up
         times, outs = [], []
         for _ in range(args.repeat):
-            torch.cuda.synchronize()
+            _sync(device)
             t0 = time.perf_counter()
             out = _generate(model, ids, eager_tokens)
-            torch.cuda.synchronize()
+            _sync(device)
             times.append(time.perf_counter() - t0)
             outs.append(out)
         path = os.path.join(args.out, f"{variant}-eager-b{batch}.pt")
         torch.save(out.cpu(), path)
         result["runs"].append(_run_row("eager", batch, eager_tokens, times, path, outs))
         _partial(result)
-    result["peak_eager_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
-    result["peak_eager_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
-    if args.cuda_graphs and "graph" in args.modes and variant in ("df11", "df11-exec", "bf16"):
+    _memory(result, "peak_eager")
+    if (device == "cuda" and args.cuda_graphs and "graph" in args.modes
+            and variant in ("df11", "df11-exec", "bf16")):
         from .generation import greedy_static
         for batch in (args.graph_batches or args.batches):
-            ids = _prompt(vocab, batch, args.prompt)
+            ids = _prompt(vocab, batch, args.prompt, device)
             greedy_static(model, ids, 4, cuda_graph=True)  # warm-up (its own cache, graph)
             times, outs = [], []
             for _ in range(args.repeat):
@@ -244,19 +325,25 @@ def worker(args) -> dict:
             result["runs"].append(_run_row("cuda-graph", batch, args.tokens, times, path, outs))
             _partial(result)
     if variant == "df11":
-        result["decode_all_ms"] = _decode_ms(model)
+        result["decode_all_ms"] = _decode_ms(model, device)
     if variant.startswith("df11"):
         result["df11_bytes"] = model.df11.memory_bytes()
         result["load_phases"] = model.df11.load_seconds
-    result["peak_allocated_gb"] = torch.cuda.max_memory_allocated() / 1e9
-    result["peak_reserved_gb"] = torch.cuda.max_memory_reserved() / 1e9
+    _memory(result)
     return result
+
+
+# The two memory columns of the table: GPU peaks on CUDA, the resident set on the CPU.
+MEMORY_COLUMNS = {"cuda": (("peak alloc GB", "peak_allocated_gb"),
+                           ("peak resv GB", "peak_reserved_gb")),
+                  "cpu": (("peak RSS GB", "peak_rss_gb"), ("RSS added GB", "rss_added_gb"))}
 
 
 def _table(results, args) -> str:
     import torch
+    (head_a, key_a), (head_b, key_b) = MEMORY_COLUMNS[args.device]
     lines = [f"{'variant':12} {'mode':10} {'batch':>5} {'new':>4} {'tok/s':>9} {'ms/token':>9} "
-             f"{'load s':>7} {'peak alloc GB':>13} {'peak resv GB':>12}  tokens"]
+             f"{'load s':>7} {head_a:>13} {head_b:>12}  tokens"]
     tokens = {}
     for r in results:
         for run in r["runs"]:
@@ -299,8 +386,8 @@ def _table(results, args) -> str:
                          else "; != ") + other
             lines.append(f"{r['variant']:12} {run['mode']:10} {run['batch']:>5} "
                          f"{run.get('new_tokens', args.tokens):>4} {run['tokens_per_s']:>9.1f} {run['ms_per_token']:>9.2f} "
-                         f"{r['load_s']:>7.2f} {r['peak_allocated_gb']:>13.2f} "
-                         f"{r['peak_reserved_gb']:>12.2f}  {same}")
+                         f"{r['load_s']:>7.2f} {r[key_a]:>13.2f} "
+                         f"{r[key_b]:>12.2f}  {same}")
     for r in results:
         b = r.get("before_load")
         if b:
@@ -313,9 +400,30 @@ def _table(results, args) -> str:
             lines.append(f"{r['variant']}: load {r['load_s']:.2f} s, of which (s) {phases}")
     for r in results:
         if "decode_all_ms" in r:
+            clock = "CUDA events" if args.device == "cuda" else "time.perf_counter"
             lines.append(f"df11: decoding every coded group once takes {r['decode_all_ms']:.2f} "
-                         f"ms (median of 20, CUDA events)")
+                         f"ms (median of 20, {clock})")
     return "\n".join(lines)
+
+
+def _measured(args) -> str:
+    """The report's second line: what the figures are and how they were taken."""
+    what = (f"{args.tokens} new tokens (eager: {args.eager_tokens or args.tokens}), prompt "
+            f"{args.prompt}, greedy; times: time.perf_counter, median of {args.repeat}")
+    if args.device == "cuda":
+        return what + "; memory: torch's peak GPU allocation and reservation"
+    return (what + "; memory: peak resident set (getrusage ru_maxrss) and the resident set "
+            "the load and one forward pass added to the process (/proc/self/statm)")
+
+
+def _skip_reason(variant: str, args) -> str:
+    """Why a variant is not run on this device; "" if it is."""
+    if args.device == "cuda" or variant in CPU_VARIANTS:
+        return ""
+    return {"dfloat11": "the official loader decodes with a CUDA kernel (CuPy)",
+            "df11-exec": "mode='exec' runs df11's CUDA GEMM",
+            "bf16-offload": "it offloads from a GPU's memory",
+            "glyd": "measured on the GPU only"}.get(variant, "needs a CUDA GPU")
 
 
 VARIANTS = ("bf16", "dfloat11", "df11-exec", "bf16-offload", "glyd")
@@ -346,12 +454,17 @@ def main(argv=None) -> int:
                         help="batch sizes of the CUDA-graph runs (default: --batch)")
     parser.add_argument("--gpu-memory", type=float, default=0.0,
                         help="GB of GPU memory each variant may allocate (default: all)")
+    parser.add_argument("--device", choices=("cuda", "cpu"),
+                        help="where every variant runs (default: cuda with a GPU, else cpu)")
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.batches = [int(b) for b in args.batch.split(",") if b]
     args.graph_batches = [int(b) for b in args.graph_batch.split(",") if b]
+    if args.device is None:
+        import torch
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
     if args.worker:
         print("DF11BENCH " + json.dumps(worker(args)), flush=True)
         return 0
@@ -365,19 +478,27 @@ def main(argv=None) -> int:
         if v in ("bf16", "bf16-offload", "glyd") and not args.bf16:
             print(f"bench: --compare {v} needs --bf16 DIR; skipped", file=sys.stderr)
             continue
+        if _skip_reason(v, args):
+            print(f"bench: --compare {v}: not on the CPU ({_skip_reason(v, args)}); skipped",
+                  file=sys.stderr)
+            continue
         if v in ("dfloat11", "glyd"):
             import importlib.util
             if importlib.util.find_spec(v) is None:
                 print(f"bench: the {v} package is not installed; skipped", file=sys.stderr)
                 continue
         variants.append(v)
+    if args.cuda_graphs and args.device != "cuda":
+        print("bench: --cuda-graphs: not on the CPU (CUDA graphs); skipped", file=sys.stderr)
+        args.cuda_graphs = False
     results = []
     with tempfile.TemporaryDirectory() as out:
         for v in variants:
             cmd = [sys.executable, "-m", "df11.bench", args.model, "--worker", v, "--out", out,
                    "--batch", args.batch, "--tokens", str(args.tokens), "--prompt",
                    str(args.prompt), "--repeat", str(args.repeat), "--eager-tokens",
-                   str(args.eager_tokens), "--graph-batch", args.graph_batch]
+                   str(args.eager_tokens), "--graph-batch", args.graph_batch,
+                   "--device", args.device]
             if args.bf16:
                 cmd += ["--bf16", args.bf16]
             if args.cuda_graphs:
@@ -397,7 +518,8 @@ def main(argv=None) -> int:
                   flush=True)
         if not results:
             return 1
-        print(f"GPU: {results[0]['gpu']}; {args.tokens} new tokens, prompt {args.prompt}, greedy")
+        print(results[0]["hardware"])
+        print(_measured(args))
         print(_table(results, args))
     if args.json:
         with open(args.json, "w") as f:

@@ -129,13 +129,26 @@ def _device_map_lookup(device_map: Dict[str, Union[str, int, torch.device]]):
     return device_of
 
 
+def _require_model_config(path: str, config_json: dict) -> None:
+    """Without bfloat16_model=, the model is built from config.json's model config."""
+    if "model_type" in config_json or "architectures" in config_json:
+        return
+    config_path = os.path.join(path, "config.json")
+    if not os.path.exists(config_path):
+        what = "missing"
+    elif set(config_json) <= {"dfloat11_config"}:
+        what = ("has no model config, only dfloat11_config (as the dfloat11 encoder writes "
+                "it)")
+    else:
+        what = "has no transformers model config (no model_type or architectures)"
+    raise ValueError(f"df11: {config_path}: {what}: pass bfloat16_model=, the model built "
+                     "from the original model's config (its weights are replaced)")
+
+
 def _build_model(path: str, config_json: dict, trust_remote_code: bool, kwargs):
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM
-    if "model_type" not in config_json and "architectures" not in config_json:
-        raise ValueError(f"df11: {os.path.join(path, 'config.json')}: no transformers model "
-                         "config (model_type); for a diffusers or other model, build it and "
-                         "pass it as bfloat16_model=")
+    _require_model_config(path, config_json)
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     with init_empty_weights(include_buffers=False):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16,
@@ -181,7 +194,9 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         accelerate device map {module: device}, or one device ("cpu", "cuda:1", 0).
     max_memory: per-device budget for device_map="auto", as accelerate takes it.
     bfloat16_model: a model to load the weights into (built from its config; its weights are
-        replaced). Needed for diffusers models; for transformers, default is
+        replaced). Needed for diffusers models and for folders whose config.json holds
+        dfloat11_config alone (the official encoder's default output: the coded weights'
+        shapes are its parameters'); for transformers, default is
         AutoModelForCausalLM.from_config(config.json) without allocating weights.
     cpu_offload: keep the coded blocks in (pinned, pin_memory=True) host memory; each is
         copied to the GPU just before its decode. cpu_offload_blocks: only the first N.
@@ -208,7 +223,7 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         target = None
     config_json = _read_config(path)
     t0 = time.perf_counter()
-    folder = _open_folder(path)
+    folder = _open_folder(path, config_json, bfloat16_model)
     t_open = time.perf_counter() - t0
     t0 = time.perf_counter()
     model = (bfloat16_model if bfloat16_model is not None else
@@ -249,8 +264,15 @@ def _is_transformers_model(model) -> bool:
     return isinstance(model, PreTrainedModel)
 
 
-def _open_folder(path: str) -> _capi.Model:
-    return _capi.Model(path)
+def _open_folder(path: str, config_json: dict, bfloat16_model) -> _capi.Model:
+    """The folder, with the shapes of bfloat16_model's parameters where one is given: the
+    dfloat11 encoder's own config.json records no shapes for the weights it coded."""
+    if bfloat16_model is None:
+        _require_model_config(path, config_json)
+        return _capi.Model(path)
+    return _capi.Model(path, shapes={
+        name: tuple(p.shape)
+        for name, p in bfloat16_model.named_parameters(remove_duplicate=False)})
 
 
 def _wrap_generate(model, eng) -> None:

@@ -51,6 +51,14 @@ def build_llm(family, seed=None):
     return model.eval()
 
 
+def llm_skeleton(config_dir):
+    """A model built from config_dir's config.json, with weights the loader must replace."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    torch.manual_seed(12345)
+    config = AutoConfig.from_pretrained(config_dir)
+    return AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16).eval()
+
+
 def half_budget(model) -> int:
     """A GPU memory budget (bytes) for device_map="auto" that holds about half of the tiny
     llama's coded weights: 0.6 of its BF16 size, as the coded model is ~0.68 of it."""

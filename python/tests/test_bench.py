@@ -1,4 +1,10 @@
-"""python -m df11.bench's argument checks (no GPU needed: they come before any variant runs)."""
+"""python -m df11.bench: its argument checks (before any variant runs) and a whole run on the
+CPU, checked for what it prints, never for a time."""
+import json
+import os
+import subprocess
+import sys
+
 import pytest
 
 from df11 import bench
@@ -36,3 +42,57 @@ def test_before_load_warms_the_page_cache_and_imports_the_model_class(tmp_path):
     assert before["page cache"] >= 0 and before["imports"] >= 0
     assert bench._folder("df11", args) == args.model
     assert bench._folder("glyd", args) == args.bf16
+
+
+def test_runs_on_the_cpu_and_says_what_it_measured(llama_folders, tmp_path):
+    """--device cpu (the default without a GPU): df11 and bf16 rows timed with
+    time.perf_counter, the resident set for memory, the CPU named; what needs a GPU skipped,
+    each with its reason."""
+    _, bf16_dir, df11_dir = llama_folders
+    results_json = tmp_path / "bench.json"
+    env = dict(os.environ)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(bench.__file__)))
+    env["PYTHONPATH"] = os.pathsep.join([package] + [p for p in [env.get("PYTHONPATH")] if p])
+    proc = subprocess.run(
+        [sys.executable, "-m", "df11.bench", df11_dir, "--bf16", bf16_dir, "--device", "cpu",
+         "--batch", "1,2", "--tokens", "4", "--prompt", "8", "--repeat", "1",
+         "--compare", "bf16,dfloat11,df11-exec,bf16-offload", "--cuda-graphs",
+         "--json", str(results_json)],
+        capture_output=True, text=True, env=env, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("CPU: ") and " torch threads, " in lines[0], lines[0]
+    assert lines[0].endswith(" logical CPUs"), lines[0]
+    assert lines[1] == ("4 new tokens (eager: 4), prompt 8, greedy; times: time.perf_counter, "
+                        "median of 1; memory: peak resident set (getrusage ru_maxrss) and the "
+                        "resident set the load and one forward pass added to the process "
+                        "(/proc/self/statm)")
+    assert lines[2].split() == ["variant", "mode", "batch", "new", "tok/s", "ms/token", "load",
+                                "s", "peak", "RSS", "GB", "RSS", "added", "GB", "tokens"]
+    rows = [line.split() for line in lines if line.split()[:2] in (["df11", "eager"],
+                                                                   ["bf16", "eager"])]
+    assert [(r[0], r[2], r[3]) for r in rows] == [("df11", "1", "4"), ("df11", "2", "4"),
+                                                  ("bf16", "1", "4"), ("bf16", "2", "4")]
+    for r in rows:
+        assert all(float(x) >= 0 for x in r[4:9]), r
+    assert [r[9] for r in rows] == ["equal", "equal", "reference", "reference"]
+    for batch in (1, 2):
+        assert f"df11: logits of one forward pass at batch {batch} torch.equal to bf16's" \
+            in lines
+    assert any(line.startswith("df11: decoding every coded group once takes ") and
+               line.endswith(" ms (median of 20, time.perf_counter)") for line in lines)
+    assert any(line.startswith("df11: load ") for line in lines)
+    err = proc.stderr
+    assert ("bench: --compare dfloat11: not on the CPU (the official loader decodes with a "
+            "CUDA kernel (CuPy)); skipped") in err
+    assert "bench: --compare df11-exec: not on the CPU" in err
+    assert "bench: --compare bf16-offload: not on the CPU" in err
+    assert "bench: --cuda-graphs: not on the CPU (CUDA graphs); skipped" in err
+    results = json.loads(results_json.read_text())
+    assert [r["variant"] for r in results] == ["df11", "bf16"]
+    for r in results:
+        assert r["device"] == "cpu" and r["hardware"] == lines[0]
+        assert r["torch_threads"] >= 1
+        assert r["peak_rss_gb"] >= r["peak_after_forward_rss_gb"] >= r["rss_after_imports_gb"] > 0
+        assert "rss_added_gb" in r
+        assert [run["mode"] for run in r["runs"]] == ["eager", "eager"]

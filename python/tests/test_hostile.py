@@ -39,6 +39,35 @@ def test_corrupt_official_group_is_refused_naming_it(tmp_path):
     assert "model.safetensors: group 'model.layers.1'" in str(e.value), str(e.value)
 
 
+def test_corrupt_single_file_group_is_refused_naming_it(tmp_path):
+    """The encoder's default output (config.json: dfloat11_config alone), shapes from
+    bfloat16_model=: a group that claims a weight no block decodes is refused at load."""
+    fixture = os.path.join(models.FIXTURES, "llama")
+    bad = models.corrupt_copy(os.path.join(fixture, "official-single"), str(tmp_path / "bad"),
+                              "model.layers.1.output_positions", models.bump_last_output_position)
+    with pytest.raises(df11.Df11Error) as e:
+        df11.from_pretrained(bad, device="cpu",
+                             bfloat16_model=models.llm_skeleton(os.path.join(fixture, "bf16")))
+    assert "model.safetensors: group 'model.layers.1'" in str(e.value), str(e.value)
+
+
+def test_single_file_folder_refuses_another_models_shapes(tmp_path):
+    """A bfloat16_model of another size: the first member whose shape holds another number of
+    weights is named, with its group and file."""
+    from transformers import AutoConfig
+    fixture = os.path.join(models.FIXTURES, "llama")
+    config = AutoConfig.from_pretrained(os.path.join(fixture, "bf16"))
+    config.intermediate_size = 128
+    config.save_pretrained(str(tmp_path))
+    with pytest.raises(df11.Df11Error) as e:
+        df11.from_pretrained(os.path.join(fixture, "official-single"), device="cpu",
+                             bfloat16_model=models.llm_skeleton(str(tmp_path)))
+    assert e.value.status == "bad_shape"
+    assert ("model.safetensors: group 'model.layers.0': member "
+            "'model.layers.0.mlp.gate_proj.weight' holds 10240 weights, its shape [128, 64] "
+            "(from the shapes the caller gave) has 8192") in str(e.value), str(e.value)
+
+
 def test_plain_bf16_folder_is_not_a_df11_folder(llama):
     _, bf16_dir, _ = llama
     with pytest.raises(df11.Df11Error) as e:

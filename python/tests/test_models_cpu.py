@@ -88,6 +88,32 @@ def test_official_folder_logits_equal(family):
     check_equal(logits(model, ids), logits(ref, ids))
 
 
+SINGLE_FILE_FAMILIES = ["llama", "qwen3"]
+
+
+@pytest.mark.parametrize("family", SINGLE_FILE_FAMILIES)
+def test_official_single_file_folder_logits_equal(family):
+    """The encoder's default output (official-single: config.json holds dfloat11_config
+    alone): the coded weights' shapes come from bfloat16_model="""
+    fixture = os.path.join(models.FIXTURES, family)
+    ref = bf16_reference(os.path.join(fixture, "bf16"))
+    model = df11.from_pretrained(os.path.join(fixture, "official-single"), device="cpu",
+                                 bfloat16_model=models.llm_skeleton(os.path.join(fixture, "bf16")))
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    check_equal(logits(model, ids), logits(ref, ids))
+
+
+@pytest.mark.parametrize("family", SINGLE_FILE_FAMILIES)
+def test_official_single_file_folder_needs_bfloat16_model(family):
+    folder = os.path.join(models.FIXTURES, family, "official-single")
+    with pytest.raises(ValueError) as e:
+        df11.from_pretrained(folder, device="cpu")
+    assert str(e.value) == (
+        f"df11: {os.path.join(folder, 'config.json')}: has no model config, only "
+        "dfloat11_config (as the dfloat11 encoder writes it): pass bfloat16_model=, the model "
+        "built from the original model's config (its weights are replaced)")
+
+
 @pytest.fixture(scope="module")
 def flux_bf16(work):
     pytest.importorskip("diffusers")

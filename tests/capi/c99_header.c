@@ -8,6 +8,8 @@ int main(void) {
   df11_cuda_group g = {0, 0, 0, 0, 0, 0};
   df11_group_part part = DF11_PART_GAPS;
   df11_gemv_matrix m = {0, 0, 0, 0};
+  df11_shape shape = {0, 0, 0};
+  (void)shape;
   (void)g;
   (void)part;
   (void)m;

@@ -18,6 +18,8 @@ under tests/interop/fixtures/ were made this way).
 Needs: torch with CUDA, transformers, the wheels dfloat11, dahuffman (and diffusers for flux).
 Usage: interop.py --df11 PATH_TO_DF11 --work DIR [--families a,b] [--batch8-study]
        interop.py --df11 PATH --work DIR --probe-load FOLDER [--probe-load FOLDER ...]
+       interop.py --single-file-fixtures tests/interop/fixtures [--families a,b]
+         (CPU, no GPU: the official encoder's default output, see single_file_fixtures)
 """
 import argparse
 import importlib.util
@@ -494,6 +496,76 @@ def note_repro(args):
            f"{'same tokens' if torch.equal(a, b) else 'tokens differ'}")
 
 
+class _NoKernel:
+    """Stands for CuPy's RawModule: the decode kernel exists only on a CUDA machine."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def get_function(self, name):
+        def missing(*args, **kwargs):
+            raise RuntimeError(f"the dfloat11 kernel '{name}' needs CuPy and a CUDA GPU")
+        return missing
+
+
+def install_cpu_shims():
+    """dfloat11 0.5.0 imports CuPy and loads its PTX at import; compress_model(...,
+    check_correctness=False) never runs the kernel. Without CUDA, a stand-in module lets the
+    encoder import (any use of the kernel raises)."""
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        shim = types.ModuleType("cupy")
+        shim.RawModule = _NoKernel
+        shim.cuda = types.SimpleNamespace(Device=_NoKernel)
+        sys.modules["cupy"] = shim
+
+
+SINGLE_FILE_FAMILIES = ("llama", "qwen3")
+
+
+def single_file_fixtures(fixtures, families):
+    """The official encoder's output as it writes it by default (save_single_file=True): one
+    model.safetensors holding model.state_dict() and a config.json holding dfloat11_config
+    alone, made on the CPU (check_correctness=False) from the committed BF16 model
+    FIXTURES/<family>/bf16 into FIXTURES/<family>/official-single. Checked before it is kept:
+    every coded tensor byte-identical to FIXTURES/<family>/official's (the same model, encoded
+    with check_correctness=True: the encoder's GPU decode gave the original weights there) and
+    every other tensor equal to the BF16 model's."""
+    install_cpu_shims()
+    import contextlib
+    import io
+    from dfloat11 import compress_model
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM
+    for family in families:
+        bf16_dir = os.path.join(fixtures, family, "bf16")
+        out = os.path.join(fixtures, family, "official-single")
+        shutil.rmtree(out, ignore_errors=True)
+        model = AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval()
+        _, pattern = llm_config(family)
+        quiet = io.StringIO()  # code tables and progress bars
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            compress_model(model, pattern_dict=official_patterns(pattern), save_path=out,
+                           save_single_file=True, check_correctness=False)
+        made = load_file(os.path.join(out, "model.safetensors"))
+        published = load_file(os.path.join(fixtures, family, "official", "model.safetensors"))
+        original = load_file(os.path.join(bf16_dir, "model.safetensors"))
+        record(sorted(made) == sorted(published), family, "single-file-tensor-names",
+               f"{len(made)} tensors, official/ has {len(published)}")
+        for name, t in sorted(made.items()):
+            want = published.get(name)
+            same = want is not None and t.dtype == want.dtype and torch.equal(t, want)
+            if same and t.dtype == torch.bfloat16:
+                same = torch.equal(t, original[name])
+            if not same:
+                record(False, family, "single-file-tensor", f"{name} differs")
+        config = json.load(open(os.path.join(out, "config.json")))
+        record(sorted(config) == ["dfloat11_config"], family, "single-file-config",
+               f"config.json keys {sorted(config)}")
+        record(True, family, "single-file-made", f"{out}: {sorted(os.listdir(out))}")
+
+
 def probe_load(folder):
     """The official loader on a folder written elsewhere (e.g. under another transformers
     version): prints whether it loads and runs, without judging (an INFO line)."""
@@ -509,17 +581,29 @@ def probe_load(folder):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--df11", required=True)
-    parser.add_argument("--work", required=True)
+    parser.add_argument("--df11")
+    parser.add_argument("--work")
     parser.add_argument("--families",
                         default="llama,qwen2,qwen3,mistral,gemma3,phi3,qwen3moe,flux")
     parser.add_argument("--batch8-study", action="store_true")
     parser.add_argument("--note-repro", action="store_true")
     parser.add_argument("--probe-load", action="append", default=[], metavar="DIR",
                         help="only try the official loader on DIR (repeatable)")
+    parser.add_argument("--single-file-fixtures", metavar="FIXTURES",
+                        help="only (re)make FIXTURES/<family>/official-single on the CPU "
+                             f"(families: --families, default {','.join(SINGLE_FILE_FAMILIES)})")
     args = parser.parse_args()
-    print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}", flush=True)
     import transformers
+    if args.single_file_fixtures:
+        print(f"CPU; torch {torch.__version__}; transformers {transformers.__version__}",
+              flush=True)
+        families = (args.families.split(",") if "--families" in sys.argv
+                    else SINGLE_FILE_FAMILIES)
+        single_file_fixtures(args.single_file_fixtures, families)
+        return report()
+    if not args.df11 or not args.work:
+        parser.error("--df11 and --work are required (but with --single-file-fixtures)")
+    print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}", flush=True)
     print(f"transformers {transformers.__version__}", flush=True)
     if args.probe_load:
         for folder in args.probe_load:
@@ -543,6 +627,10 @@ def main():
         except Exception as e:  # noqa: BLE001
             traceback.print_exc()
             record(False, "note", "setup", f"{type(e).__name__}: {e}")
+    return report()
+
+
+def report():
     passed = sum(1 for ok, _, _ in RESULTS if ok)
     print(f"{passed} passed, {len(RESULTS) - passed} failed")
     return 0 if passed == len(RESULTS) else 1

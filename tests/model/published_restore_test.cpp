@@ -17,9 +17,9 @@ const fs::path kFixtures = fs::path(DF11_SOURCE_DIR) / "tests" / "interop" / "fi
 
 class OfficialFolder : public PipelineFixture {
  protected:
-  // A copy of fixture `family`'s official/ (the test may edit it) as df11().
-  void use(const std::string& family) {
-    fs::copy(kFixtures / family / "official", df11(), fs::copy_options::recursive);
+  // A copy of fixture `family`'s official/ (or `variant`; the test may edit it) as df11().
+  void use(const std::string& family, const std::string& variant = "official") {
+    fs::copy(kFixtures / family / variant, df11(), fs::copy_options::recursive);
     original_ = kFixtures / family / "bf16";
   }
   Captured restore(const std::optional<fs::path>& like = std::nullopt) const {
@@ -98,18 +98,22 @@ TEST_F(OfficialFolder, FluxTransformerRestoresWithShapesFromConfig) {
   EXPECT_FALSE(read_json(restored() / "config.json").contains("dfloat11_config"));
 }
 
-// What the official encoder itself writes (save_single_file=True): a config.json holding
-// dfloat11_config alone. No architecture: the error names the weights and suggests --like;
-// --like the original restores them (the tied head takes the embedding's shape).
+// What the official encoder itself writes (save_single_file=True, the official-single
+// fixture): a config.json holding dfloat11_config alone. No architecture: the error names the
+// weights and suggests --like; --like the original restores them (the tied head takes the
+// embedding's shape). verify needs no shapes: it decodes every group and compares each
+// member with the original's tensor of the same name.
 TEST_F(OfficialFolder, BareConfigNeedsLike) {
-  use("qwen3");
-  nlohmann::ordered_json config = read_json(df11() / "config.json");
-  const nlohmann::ordered_json bare = {{"dfloat11_config", config["dfloat11_config"]}};
-  write_text(df11() / "config.json", bare.dump(2));
+  use("qwen3", "official-single");
+  ASSERT_EQ(read_json(df11() / "config.json").size(), 1u);
+  const Captured v = verify(original_);
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("25 tensors compared bit for bit"), std::string::npos) << v.out;
   const Captured d = restore();
   EXPECT_EQ(d.code, 3) << d.err;
-  EXPECT_NE(d.err.find("the shapes of 16 coded weights are unknown (config.json names no "
-                       "architecture df11 knows): 'lm_head.weight', 'model.embed_tokens.weight'"),
+  EXPECT_NE(d.err.find("the shapes of 16 coded weights are unknown (config.json holds no "
+                       "model config, only dfloat11_config): 'lm_head.weight', "
+                       "'model.embed_tokens.weight'"),
             std::string::npos)
       << d.err;
   EXPECT_NE(d.err.find("pass --like DIR"), std::string::npos) << d.err;

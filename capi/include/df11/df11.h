@@ -123,9 +123,36 @@ typedef struct df11_model df11_model; /* opaque */
  * DF11_ERROR_BAD_* naming the file and group). Such a folder recorded no checksums: decodes
  * check the streams' structure only. A tied head the dfloat11 encoder stored as a group of its
  * own is listed as an ordinary member ("lm_head.weight"). Shapes config.json does not give are
- * DF11_ERROR_UNSUPPORTED naming the weights; a plain BF16 checkpoint (no dfloat11_config) is
- * DF11_ERROR_BAD_CONFIG or DF11_ERROR_BAD_METADATA; no folder or no shard DF11_ERROR_NOT_FOUND. */
+ * DF11_ERROR_UNSUPPORTED naming the weights (df11_model_open_with_shapes takes them from the
+ * caller); a plain BF16 checkpoint (no dfloat11_config) is DF11_ERROR_BAD_CONFIG or
+ * DF11_ERROR_BAD_METADATA; no folder or no shard DF11_ERROR_NOT_FOUND. */
 DF11_API df11_status df11_model_open(const char* dir, df11_model** out);
+
+/* The shape of one weight, as the caller knows it (df11_model_open_with_shapes). */
+typedef struct df11_shape {
+  const char* name;     /* the weight's name in the original model ("lm_head.weight"), UTF-8 */
+  size_t rank;          /* entries in dims */
+  const uint64_t* dims; /* its dimensions, outermost first; may be NULL for rank 0 */
+} df11_shape;
+
+/* df11_model_open, with the shapes of a published folder's coded weights given by the caller:
+ * the dfloat11 encoder's own config.json (save_single_file=True, its default) holds
+ * dfloat11_config alone, so no file of the folder gives them. A member whose name is in
+ * `shapes` takes that shape (it wins over config.json's); others take config.json's as in
+ * df11_model_open. Names that are no coded member (raw tensors, weights of other models) are
+ * ignored, so a loader may pass every parameter of the model it fills. A folder written by df11
+ * records every shape: `shapes` is not read beyond the argument checks.
+ *
+ * Ownership: `shapes`, its names and dims are only read during the call (copied as needed);
+ * the caller keeps them. `shapes` may be NULL when n_shapes is 0 (then this is df11_model_open).
+ * Cost: df11_model_open's, plus one copy of the names and dims given (allocates). Any thread.
+ * Errors: as df11_model_open; DF11_ERROR_INVALID_ARGUMENT for a NULL `shapes` with n_shapes
+ * > 0, a NULL name, NULL dims with rank > 0, or a name given twice (the message names the
+ * entry); DF11_ERROR_BAD_SHAPE where a shape given has another element count than the member
+ * holds (naming the file, group and member); DF11_ERROR_UNSUPPORTED naming the weights whose
+ * shapes neither config.json nor `shapes` give. *out as in df11_model_open. */
+DF11_API df11_status df11_model_open_with_shapes(const char* dir, const df11_shape* shapes,
+                                                 size_t n_shapes, df11_model** out);
 
 /* Unmaps and frees everything. NULL is allowed. Pointers the handle gave out die with it. */
 DF11_API void df11_model_close(df11_model* model);
