@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU session for the CUDA decoder: tests, compute-sanitizer (memcheck, racecheck,
+# The CUDA decoder on one GPU machine: tests, compute-sanitizer (memcheck, racecheck,
 # initcheck), the benchmark and an Nsight Compute profile of the decode kernel, each step
 # logged to OUT_DIR and bounded in time. Binaries come prebuilt for the GPU's architecture:
 #
@@ -12,8 +12,8 @@
 # (`<name>.csv`), which bench/sass_attribution.py attributes to
 # source lines against `nvdisasm -g -c` of the same binary's cubin.
 #
-# `ab` times BIN_DIR against the baseline build in AB_BASE in the same session (interleaved
-# rounds, one log per run), the comparison every kernel change needs.
+# `ab` times BIN_DIR against the baseline build in AB_BASE on the same machine (interleaved
+# rounds, one log per benchmark process), the comparison every kernel change needs.
 #
 # BIN_DIR holds df11_cuda_tests and df11-cuda-bench (and lib/ with any shared library the
 # machine lacks). A short summary of every step is printed last.
@@ -83,7 +83,7 @@ for s in $steps; do
     # BENCH_EXTRA: more options, e.g. "--dump DIR".
     bench) step bench 400 "$bin/df11-cuda-bench" --runs 20 --warmup 5 --model-blocks 32 \
              ${BENCH_EXTRA:-} ;;
-    ab)  # same-session A/B against a baseline build (AB_BASE: a folder with its
+    ab)  # A/B on the same machine against a baseline build (AB_BASE: a folder with its
          # df11-cuda-bench): AB_ROUNDS interleaved rounds of the decode rows, then AB_FULL
          # interleaved full runs (fused rows, model line) of each
       if [ -z "${AB_BASE:-}" ] || [ ! -x "$AB_BASE/df11-cuda-bench" ]; then
