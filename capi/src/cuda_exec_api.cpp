@@ -131,8 +131,11 @@ df11_status df11_cuda_exec_measure(df11_model* model, size_t group, const df11_c
     for (size_t k = 0; k < n; ++k) {
       out[k] = df11_exec_matrix{nullptr, static_cast<size_t>(meas[k].bytes), shapes[k].rows,
                                 shapes[k].cols, meas[k].n_exceptions};
-      if (names != nullptr) {  // owned by the model handle, as gemv_members reads them
-        names[k] = model->folder->metadata[cg.shard].groups[cg.meta_index].members[k].name.c_str();
+      if (names != nullptr) {  // owned by the model handle, as model_members reads them
+        names[k] =
+            model->folder->metadata.empty()
+                ? model->tensors[model->groups[group].members[k]].name.c_str()
+                : model->folder->metadata[cg.shard].groups[cg.meta_index].members[k].name.c_str();
       }
     }
     return Status::ok();

@@ -337,6 +337,18 @@ def test_exec_mode_equals_the_reference_gemm(work, family):
     model.df11.check_status(wait=True)
 
 
+def test_exec_mode_official_folder():
+    """mode="exec" on a folder the dfloat11 tools published (no df11 metadata: the members come
+    from the folder's own listing): logits equal the reference GEMM's model's."""
+    fixture = os.path.join(models.FIXTURES, "llama")
+    model = df11.from_pretrained(os.path.join(fixture, "official"), device="cuda", mode="exec")
+    ref = df11.exec_reference(bf16_cuda(os.path.join(fixture, "bf16")))
+    for length in (4, 40):
+        ids = models.llm_inputs(ref.config.vocab_size, 1, length=length, seed=2).cuda()
+        with torch.no_grad():
+            assert_equal(model(input_ids=ids).logits, ref(input_ids=ids).logits)
+
+
 def test_exec_mode_reports_a_corrupt_blob(work):
     """A blob corrupted on the device after load (its tile offsets past its exceptions) is reported
     by the deferred check after generate, naming the matrices of the launch."""
