@@ -47,7 +47,7 @@ from vllm.platforms import current_platform
 from vllm.transformers_utils.config import HFConfigParser, register_config_parser
 
 from . import _capi, coded
-from .vllm import QUANT_METHOD, member_names, quantization_config
+from .vllm_config import QUANT_METHOD, member_names, quantization_config
 
 # Under "vllm." so that vLLM's logging configuration shows df11's lines with its own.
 logger = init_logger("vllm.df11")

@@ -1,0 +1,40 @@
+"""What df11's vLLM plugin decides without vLLM: which configs are DF11 folders, the
+quantization config vLLM should see for them, and which checkpoint tensors a vLLM Linear layer
+fuses. Imported by df11.vllm (the entry point) and df11.vllm_plugin; tested without vLLM."""
+from __future__ import annotations
+
+from typing import Any, List, Mapping, Optional, Sequence
+
+QUANT_METHOD = "df11"
+
+
+def is_df11_config(config: Mapping[str, Any]) -> bool:
+    """True for the config.json of a DF11 folder: df11's and the dfloat11 tools' both carry a
+    `dfloat11_config` object."""
+    return isinstance(config.get("dfloat11_config"), Mapping)
+
+
+def quantization_config(config: Mapping[str, Any]) -> Optional[dict]:
+    """The `quantization_config` vLLM should see for a model whose config.json is `config`:
+    {"quant_method": "df11"} for a DF11 folder that names no method itself, else None (the
+    config is left as it is). A DF11 config that names another method is refused: df11 cannot
+    serve weights that are also quantized another way."""
+    if not is_df11_config(config):
+        return None
+    given = config.get("quantization_config")
+    if given is None:
+        return {"quant_method": QUANT_METHOD}
+    method = str(given.get("quant_method", "")).lower() if isinstance(given, Mapping) else ""
+    if method != QUANT_METHOD:
+        raise ValueError(f"df11: config.json has dfloat11_config and a quantization_config "
+                         f"with quant_method {method!r}: a DF11 folder's weights are BF16")
+    return None
+
+
+def member_names(prefix: str, packed: Mapping[str, Sequence[str]]) -> List[str]:
+    """The checkpoint tensors, in order, that vLLM's Linear layer at `prefix` fuses into its
+    weight: `packed` is the model's packed_modules_mapping ({"qkv_proj": ["q_proj", "k_proj",
+    "v_proj"], ...}); a layer it does not name is one tensor of its own name."""
+    parent, _, leaf = prefix.rpartition(".")
+    return [f"{parent}.{part}.weight" if parent else f"{part}.weight"
+            for part in packed.get(leaf, [leaf])]
