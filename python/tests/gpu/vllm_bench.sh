@@ -25,7 +25,7 @@ rc=0
 for name in bf16 df11; do
   echo "=== $name" >> "$log"
   # shellcheck disable=SC2086
-  timeout "${BENCH_TIMEOUT:-400}" python3 -m vllm.entrypoints.cli.main bench latency \
+  timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_latency.py" \
     --model "$work/$name" --skip-tokenizer-init --disable-detokenize --max-model-len 4096 \
     --gpu-memory-utilization "$util" --output-json "$out/latency-$name.json" \
     ${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10} \

@@ -5,6 +5,7 @@
 #
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
+# CASES (default "graph eager official refusals"): which groups of cases run; `make` always.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
 # cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
@@ -56,16 +57,28 @@ gen() {
   VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
     || { fail_tail "$name"; rc=1; }
 }
+cases=" ${CASES:-graph eager official refusals} "
+want() { [[ $cases == *" $1 "* ]]; }
 # Each pair compared as soon as both ran.
-gen bf16-graph "$work/bf16"
-gen df11-graph "$work/df11"
-compare bf16-graph df11-graph
-gen bf16-eager "$work/bf16" --eager
-gen df11-eager "$work/df11" --eager --quantization df11
-compare bf16-eager df11-eager
-gen official-bf16-graph "$work/official-bf16"
-gen official-graph "$work/official"
-compare official-bf16-graph official-graph
+if want graph; then
+  gen bf16-graph "$work/bf16"
+  gen df11-graph "$work/df11"
+  compare bf16-graph df11-graph
+fi
+if want eager; then
+  gen bf16-eager "$work/bf16" --eager
+  gen df11-eager "$work/df11" --eager --quantization df11
+  compare bf16-eager df11-eager
+fi
+if want official; then
+  gen official-bf16-graph "$work/official-bf16"
+  gen official-graph "$work/official"
+  compare official-bf16-graph official-graph
+fi
+if ! want refusals; then
+  echo "vllm_check: exit $rc" >> "$log"
+  exit $rc
+fi
 
 # Refusals: a corrupt folder names its shard and group; without the plugin a DF11 folder fails.
 shard=$(python3 -c "import json; print(json.load(open('$work/corrupt.json'))['shard'])")
