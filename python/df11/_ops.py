@@ -1,15 +1,29 @@
 """The decode as a torch custom op (torch.library), so that torch can trace and capture it.
 
-`torch.ops.df11.decode_group(out, workspace, key)` decodes the coded group that `key` names
-(a slot of `_DECODERS`, filled at load time) into `out`:
-  - CUDA: df11_cuda_decode on torch's current stream, into `out` (the device's reused decode
-    buffer) with `workspace` (the group's slice of a workspace allocated through torch's
-    allocator at load), then df11_cuda_status_copy of the group's status into pinned host
-    memory on the same stream: two launches, no allocation, no host synchronisation. Inside a
-    CUDA graph capture both are recorded and the Python here never runs again on replay.
+`torch.ops.df11.decode_into(buffer, key)` decodes the coded group that `key` names (a slot of
+`_DECODERS`, filled at load time) into its place in `buffer`, the device's decode buffer (the
+group's slice starts at the decoder's `offset`):
+  - CUDA: df11_cuda_decode_and_copy_status on torch's current stream, into the buffer the plan
+    was made with and the group's workspace (allocated through torch's allocator at load),
+    with the copy of its status into pinned host memory: no allocation, no host
+    synchronisation. Inside a CUDA graph capture both are recorded and the Python here never
+    runs again on replay. With cpu_offload the coded bytes are first copied from pinned host
+    memory to the device's staging buffer, on the same stream.
   - CPU: df11_decode_group (df11's multi-threaded CPU decoder, with its checksums).
-The fake implementation does nothing (the op only mutates its arguments), which is what
-torch.compile needs to trace it.
+The op mutates `buffer` and nothing else it is given: the engine marks the buffer as a static
+address (torch._dynamo.mark_static_address), so under torch.compile the only mutated graph
+input is a static one, which Inductor's CUDA graph trees capture ("mutation on static inputs"),
+and the weights the module reads are views of that same tensor taken after the op, so the
+traced graph orders them after the decode. The workspace and the status slot are the
+decoder's own (hidden from the graph, used in stream order). The fake implementation does
+nothing, which is what torch.compile needs to trace it.
+
+`torch.ops.df11.reads_done(buffer, reads)` runs nothing. A unit's forward hook calls it, when
+traced, with the outputs of the unit's CodedLinear modules: it "mutates" the buffer after
+those matmuls, so the next unit's decode (which takes the buffer it returns) is ordered after
+every read of the previous contents. Without it, Inductor's passes that move nodes next to
+their users (reorder_for_locality) may hoist a decode above the previous unit's matmuls, and
+the reinplacing pass then keeps the buffer correct only by cloning it before each decode.
 
 `torch.ops.df11.embed_rows(ids, key)` is an input embedding's lookup served from its coded
 group (engine._RowsDecoder): a new (*ids.shape, hidden) BF16 tensor from torch's allocator,
@@ -18,11 +32,12 @@ ids name are decoded; no host synchronisation). Its fake returns an empty tensor
 """
 from __future__ import annotations
 
-from typing import Dict
+from typing import Dict, List
 
 import torch
 
-# key -> an object with decode(out, workspace) (engine._CudaDecoder / engine._CpuDecoder).
+# key -> an object with decode_into(buffer) (engine._CudaDecoder / engine._CpuDecoder), or
+# lookup(ids) (engine._RowsDecoder).
 _DECODERS: Dict[int, object] = {}
 _next_key = [0]
 
@@ -38,13 +53,23 @@ def unregister(key: int) -> None:
     _DECODERS.pop(key, None)
 
 
-@torch.library.custom_op("df11::decode_group", mutates_args=("out", "workspace"))
-def decode_group(out: torch.Tensor, workspace: torch.Tensor, key: int) -> None:
-    _DECODERS[key].decode(out, workspace)
+@torch.library.custom_op("df11::decode_into", mutates_args=("buffer",))
+def decode_into(buffer: torch.Tensor, key: int) -> None:
+    _DECODERS[key].decode_into(buffer)
 
 
-@decode_group.register_fake
-def _(out, workspace, key):
+@decode_into.register_fake
+def _(buffer, key):
+    return None
+
+
+@torch.library.custom_op("df11::reads_done", mutates_args=("buffer",))
+def reads_done(buffer: torch.Tensor, reads: List[torch.Tensor]) -> None:
+    """Runs nothing: in a traced graph it stands for the end of a unit's use of the buffer."""
+
+
+@reads_done.register_fake
+def _(buffer, reads):
     return None
 
 

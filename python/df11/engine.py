@@ -42,6 +42,7 @@ from ._tensors import _mapped, _set_view
 from ._cuda import current_device, on_device, raw_stream
 from ._capi import Df11Error
 from .device_lock import DeviceLock
+from .modules import CodedLinear, codes_as_linear, replace_module
 
 ALIGN_BYTES = 256  # cuBLASLt sees operand alignment up to 256 bytes (PyTorch passes it)
 
@@ -123,12 +124,17 @@ class _CpuDecoder:
     """df11_decode_group into a CPU tensor: df11's multi-threaded CPU decoder, every stream
     checked and (df11 folders) every member's checksum compared."""
 
-    def __init__(self, folder: _capi.Model, group: Group):
+    def __init__(self, folder: _capi.Model, group: Group, offset: int):
         self.folder = folder
         self.group = group
+        self.offset = offset  # elements: where the group starts in the device's buffer
 
-    def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
-        self.folder.decode_group(self.group.index, out.data_ptr(), 2 * self.group.elements)
+    def decode_into(self, buffer: torch.Tensor) -> None:
+        n = self.group.elements
+        if buffer.numel() < self.offset + n or not buffer.is_contiguous():
+            raise ValueError(f"df11: {self.group.what}: a decode buffer of {buffer.numel()} "
+                             f"weights cannot hold weights {self.offset}..{self.offset + n}")
+        self.folder.decode_group(self.group.index, buffer.data_ptr() + 2 * self.offset, 2 * n)
 
     def check(self) -> None:
         pass
@@ -157,6 +163,9 @@ class _CudaDecoder:
         self._args = ()  # set by set_buffers: the call's arguments but the stream
         self.copied = False  # a status copy was ever enqueued (graph replays repeat it)
         self.out: Optional[torch.Tensor] = None  # the planned output (set by _upload)
+        self.offset = 0  # elements: where the planned output starts in the device's buffer
+        self.staging: Optional[torch.Tensor] = None  # cpu_offload: the coded bytes' target
+        self.host_packed: Optional[torch.Tensor] = None  # cpu_offload: pinned coded bytes
 
     def set_buffers(self, ws_ptr: int, h_status: int) -> None:
         import ctypes
@@ -174,13 +183,17 @@ class _CudaDecoder:
             self.plan._check(rc)
         self.copied = True
 
-    def decode(self, out: torch.Tensor, workspace: torch.Tensor) -> None:
-        """The custom op's body. `out` is the planned buffer, except where torch.compile's
-        functionalization hands the op a copy to mutate: then the decode still goes to the
-        planned buffer and is copied."""
+    def decode_into(self, buffer: torch.Tensor) -> None:
+        """The custom op's body (staging the coded bytes first under cpu_offload). `buffer` is
+        the device's decode buffer, whose slice at `offset` the plan writes, except where
+        torch.compile's functionalization hands the op a copy to mutate: then the decode still
+        goes to the planned output and is copied into the copy."""
+        if self.staging is not None:
+            self.staging.copy_(self.host_packed, non_blocking=True)
         self.decode_now()
-        if out.data_ptr() != self.out_ptr:
-            out.copy_(self.out)
+        n = self.group.elements
+        if buffer.data_ptr() + 2 * self.offset != self.out_ptr:
+            buffer[self.offset:self.offset + n].copy_(self.out)
 
     def check(self) -> None:
         """Reads the latest copied status (the caller knows the copy has completed)."""
@@ -322,27 +335,35 @@ class DecodeMode:
             if isinstance(rt.decoder, _CudaDecoder):
                 steps.append(rt.decoder.decode_now)
             else:
-                steps.append(_caller(rt.decoder.decode, rt.out, rt.workspace))
+                steps.append(_caller(rt.decoder.decode_into, self.unit.buffer))
         steps.extend(self.unit.copies)
         return steps
 
     def pre_forward(self) -> None:
-        # Traced (torch.compile), the decode is the custom op; run eagerly or captured in a
-        # CUDA graph, the op's body is called directly, saving the dispatcher's overhead
-        # (tens of microseconds per call, at batch 1 on the CPU's critical path).
+        # Traced (torch.compile), the decode is the custom op on the device's buffer, and the
+        # unit's CodedLinear modules read views of that same tensor (modules.py); run eagerly
+        # or captured in a CUDA graph, the op's body is called directly, saving the
+        # dispatcher's overhead (tens of microseconds per call, at batch 1 on the CPU's
+        # critical path).
         if torch.compiler.is_compiling():
+            buffer = self.unit.buffer
             for rt in self.unit.groups:
-                if rt.staging is not None:
-                    rt.staging.copy_(rt.host_packed, non_blocking=True)
-                torch.ops.df11.decode_group(rt.out, rt.workspace, rt.key)
-            for copy in self.unit.copies:
-                copy()
+                torch.ops.df11.decode_into(buffer, rt.key)
+            for copy in self.unit.traced_copies:
+                copy(buffer)
             return
         steps = self._steps
         if steps is None:
             steps = self._steps = self._eager_steps()
         for step in steps:
             step()
+
+    def reads_done(self) -> None:
+        """Traced only (the unit's forward hook): the unit's matmuls have read the buffer
+        (torch.ops.df11.reads_done, _ops.py); the next decode into it comes after them."""
+        reads = list(self.unit.reads)
+        self.unit.reads.clear()
+        torch.ops.df11.reads_done(self.unit.buffer, reads)
 
 
 def _stager(staging, packed):
@@ -369,6 +390,7 @@ class GroupRuntime:
     device: torch.device
     key: int = -1
     out: Optional[torch.Tensor] = None  # the group's slice of the device's decode buffer
+    offset: int = 0  # elements: where `out` starts in the device's decode buffer
     workspace: Optional[torch.Tensor] = None
     staging: Optional[torch.Tensor] = None  # cpu_offload: device copy target
     host_packed: Optional[torch.Tensor] = None  # cpu_offload: pinned coded bytes
@@ -384,6 +406,12 @@ class Unit:
     device: torch.device
     groups: List[GroupRuntime] = field(default_factory=list)
     copies: List[Callable[[], None]] = field(default_factory=list)  # after the decodes
+    # What a traced forward runs after the decodes instead, given the device's buffer (the
+    # members that are not CodedLinear weights: aligned copies, fused experts).
+    traced_copies: List[Callable[[torch.Tensor], None]] = field(default_factory=list)
+    buffer: Optional[torch.Tensor] = None  # the device's decode buffer
+    # Traced only: the outputs of the unit's CodedLinear modules in the forward being traced.
+    reads: List[torch.Tensor] = field(default_factory=list)
     mode: object = None
 
 
@@ -623,9 +651,13 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
     for rt in engine.runtimes:
         rt.out = rt.workspace = rt.staging = rt.host_packed = None
         if isinstance(rt.decoder, _CudaDecoder):
-            rt.decoder.out = None
+            rt.decoder.out = rt.decoder.staging = rt.decoder.host_packed = None
+    for unit in engine.units:
+        unit.buffer = None
     engine.close()
     for module, attr in engine.views:
+        if isinstance(module, CodedLinear):
+            module._df11_buffer = torch.empty(0, dtype=torch.bfloat16, device="meta")
         view = module.__dict__.get(attr)
         if isinstance(view, torch.Tensor):
             object.__setattr__(module, attr, torch.empty(view.shape, dtype=view.dtype,
@@ -790,15 +822,18 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         slot = ALIGN_BYTES // 2  # elements
         sizes = [sum(_round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names]
         state.buffer = _aligned_empty(max(sizes, default=0), dev)
+        # Its address never changes: under torch.compile the decodes' mutation of it is one of
+        # a static input, which CUDA graph trees capture (engine docstring, "compiled").
+        torch._dynamo.mark_static_address(state.buffer, guard=False)
         fused_sizes = [_fused_elements(modules, units[u]) for u in unit_names]
         if max(fused_sizes, default=0) > 0:
             state.assembly = torch.empty(max(fused_sizes), dtype=torch.bfloat16, device=dev)
         dev_units = []
         for unit_name in unit_names:
-            unit = Unit(unit_name, dev)
+            unit = Unit(unit_name, dev, buffer=state.buffer)
             base = 0
             for group, _ in units[unit_name]:
-                rt = GroupRuntime(group, dev)
+                rt = GroupRuntime(group, dev, offset=base)
                 rt.out = state.buffer[base:base + group.elements]
                 base += _round_up(group.elements, slot)
                 unit.groups.append(rt)
@@ -826,7 +861,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             for u in dev_units:
                 for rt in u.groups:
                     rt.workspace = state.workspace
-                    rt.decoder = _CpuDecoder(folder, rt.group)
+                    rt.decoder = _CpuDecoder(folder, rt.group, rt.offset)
         for unit in dev_units:
             for rt in unit.groups:
                 rt.key = _ops.register(rt.decoder)
@@ -910,19 +945,29 @@ def _fused_elements(modules, items) -> int:
 def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items) -> None:
     """Points every member's weight at the unit's decoded output: a view where the member lies
     256-byte aligned, else an aligned tensor of its own refreshed after each decode; fused
-    experts get views of the device's assembly buffer, refreshed by one cat per parameter."""
+    experts get views of the device's assembly buffer, refreshed by one cat per parameter.
+    An nn.Linear whose weight is a member becomes a CodedLinear (modules.py) in its place."""
     dev = state.device
-    fused: Dict[Tuple[str, str], Dict[Tuple[int, str], torch.Tensor]] = {}
+    fused: Dict[Tuple[str, str], Dict[Tuple[int, str], Tuple[torch.Tensor, int]]] = {}
     for rt, (group, targets) in zip(unit.groups, items):
         for m, t in zip(group.members, targets):
             src = rt.out[m.offset:m.offset + m.numel].view(m.shape)
+            start = rt.offset + m.offset  # in the device's buffer
             if t.fused:
-                fused.setdefault((t.module, t.attr), {})[(t.expert, t.fused)] = src
+                fused.setdefault((t.module, t.attr), {})[(t.expert, t.fused)] = (src, start)
                 continue
             module = modules[t.module]
-            if (rt.out.data_ptr() + 2 * m.offset) % ALIGN_BYTES != 0:
+            aligned = (rt.out.data_ptr() + 2 * m.offset) % ALIGN_BYTES == 0
+            if codes_as_linear(module, t.attr):
+                coded = CodedLinear(module, state.buffer, start, aligned, unit.reads)
+                replace_module(model, module, coded)
+                modules[t.module] = module = coded
+            if not aligned:
                 slot = torch.empty(m.shape, dtype=torch.bfloat16, device=dev)
                 unit.copies.append(_copier(slot, src))
+                if not isinstance(module, CodedLinear):
+                    torch._dynamo.mark_static_address(slot, guard=False)
+                    unit.traced_copies.append(_traced_copier(slot, start))
                 src = slot
             _set_view(module, t.attr, src)
             engine.views.append((module, t.attr))
@@ -939,7 +984,9 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
         if absent:
             raise Df11Error(19, "not_found", f"{engine.folder.path}: no weights for "
                             f"{', '.join(absent[:5])} (fused into '{module_name}.{attr}')")
-        unit.copies.append(_concatenator(dst, [parts[key] for key in order], shape))
+        unit.copies.append(_concatenator(dst, [parts[key][0] for key in order], shape))
+        unit.traced_copies.append(_traced_concatenator(
+            dst, [(parts[key][1], parts[key][0].shape) for key in order], shape))
         _set_view(module, attr, dst)
         engine.views.append((module, attr))
 
@@ -950,11 +997,29 @@ def _copier(dst, src):
     return copy
 
 
+def _traced_copier(dst, start):
+    """dst <- the buffer's weights from `start` (traced: a view of the buffer the op mutated)."""
+    n = dst.numel()
+
+    def copy(buffer):
+        dst.copy_(buffer[start:start + n].view(dst.shape))
+    return copy
+
+
 def _concatenator(dst, sources, shape):
     flat = dst.view(-1, shape[-1])
 
     def copy():
         torch.cat(sources, dim=0, out=flat)
+    return copy
+
+
+def _traced_concatenator(dst, sources, shape):
+    """_concatenator's cat of [(start, shape)] slices of the buffer (traced)."""
+    flat = dst.view(-1, shape[-1])
+
+    def copy(buffer):
+        torch.cat([buffer[a:a + math.prod(s)].view(s) for a, s in sources], dim=0, out=flat)
     return copy
 
 
@@ -987,6 +1052,7 @@ def _make_hooks(mode, device: torch.device, lock: DeviceLock):
     them back; registered with always_call, so it runs after an exception too)."""
     def post(module, args, output):
         if torch.compiler.is_compiling():
+            mode.reads_done()
             return
         lock.exit()
         if torch.is_grad_enabled():
@@ -1248,7 +1314,8 @@ def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime
         for i, rt in enumerate(runtimes):
             d = rt.decoder
             rt.workspace = state.workspace[i * ws_slot:i * ws_slot + d.ws_bytes]
-            d.out = rt.out
+            d.out, d.offset = rt.out, rt.offset
+            d.staging, d.host_packed = rt.staging, rt.host_packed
             d.set_buffers(rt.workspace.data_ptr(), state.status.data_ptr() + i * st_slot)
             d.plan.workspace_init(d.ws_ptr, d.ws_bytes, stream)
     if times is not None:

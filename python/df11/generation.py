@@ -1,10 +1,10 @@
 """Greedy generation with a static KV cache, one decode step captured in a CUDA graph.
 
 Works for any transformers causal LM (BF16 or DF11): the DF11 model's decodes are kernel
-launches on torch's stream (torch.ops.df11.decode_group), so the capture records them with the
-matmuls, and each replay runs the whole step (decodes included) with no Python, no
-allocation and no host synchronisation. `cuda_graph=False` runs the same steps eagerly, the
-reference the graph's tokens must equal.
+launches on torch's stream (the body of torch.ops.df11.decode_into), so the capture records
+them with the matmuls, and each replay runs the whole step (decodes included) with no Python,
+no allocation and no host synchronisation. `cuda_graph=False` runs the same steps eagerly,
+the reference the graph's tokens must equal.
 """
 from __future__ import annotations
 

@@ -3,7 +3,8 @@
 Every family on CUDA, from df11 folders and the official encoder's fixtures: logits
 torch.equal to the BF16 model's on the same GPU, greedy tokens equal at batch 1 and 8; CUDA
 graph capture of a decode step (same tokens as the same steps run eagerly, and as BF16's);
-torch.compile(mode="reduce-overhead") through generate's static cache; cpu_offload; a hostile
+torch.compile(mode="reduce-overhead") through generate's static cache and of model.forward
+(fullgraph, no CUDA-graph skip, in both modes); cpu_offload; a hostile
 folder refused at load with no GPU memory left; corrupt streams refused at load, coded bytes
 corrupted on the device after load reported after generate, naming the group; threads
 sharing one model; device_map="auto" over every visible GPU."""
@@ -147,6 +148,101 @@ def test_torch_compile_reduce_overhead(work):
     assert torch.equal(eager, ref_eager)
     assert torch.equal(compiled, ref_compiled)
     assert torch.equal(again, compiled)
+
+
+def _compile_logs(fn):
+    """Runs fn() with torch.compile's graph breaks and Inductor's CUDA-graph skips recorded:
+    returns (fn's result, the skip messages, graph breaks)."""
+    import logging
+    from torch._dynamo.utils import counters
+    messages = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+    handler = Keep(level=logging.DEBUG)
+    loggers = [logging.getLogger(n) for n in ("torch._inductor", "torch._dynamo")]
+    levels = [lg.level for lg in loggers]
+    torch._logging.set_logs(perf_hints=True, graph_breaks=True)
+    for lg in loggers:
+        lg.addHandler(handler)
+    counters.clear()
+    try:
+        out = fn()
+    finally:
+        for lg, level in zip(loggers, levels):
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+        torch._logging.set_logs()
+    skips = [m for m in messages if "skipping cudagraphs" in m]
+    skips += [f"{k} x{v}" for k, v in counters["inductor"].items() if "cudagraph_skip" in k and v]
+    return out, skips, sum(counters["graph_break"].values())
+
+
+@pytest.mark.parametrize("mode", ["decode", "exec"])
+def test_compiled_forward_fullgraph_cudagraphs(work, mode):
+    """torch.compile(model.forward, mode="reduce-overhead", fullgraph=True): one graph, CUDA
+    graphs not skipped (the decode buffer is a static input, the only one mutated), logits
+    equal to BF16's compiled the same way (decode) and to the eager DF11 model's over several
+    replays (Inductor's fusions are BF16's own, so compiled-against-eager is not a df11 test
+    for mode="decode"; the tokens below are)."""
+    bf16_dir, df11_dir = make(work, "llama")
+    model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
+    ids = models.llm_inputs(model.config.vocab_size, 1, seed=3).cuda()
+    torch._dynamo.reset()
+    with torch.no_grad():
+        eager = model(input_ids=ids).logits
+        step = torch.compile(model.forward, mode="reduce-overhead", fullgraph=True)
+        (got, again, third), skips, breaks = _compile_logs(
+            lambda: [step(input_ids=ids).logits.clone() for _ in range(3)])
+    assert not skips, skips
+    assert breaks == 0
+    assert torch.equal(again, got) and torch.equal(third, got)
+    if mode == "decode":
+        ref = bf16_cuda(bf16_dir)
+        torch._dynamo.reset()
+        with torch.no_grad():
+            want = torch.compile(ref.forward, mode="reduce-overhead",
+                                 fullgraph=True)(input_ids=ids).logits.clone()
+        print(f"compiled forward: df11 == BF16 compiled {torch.equal(got, want)}; df11 "
+              f"compiled == eager {torch.equal(got, eager)}")
+        assert torch.equal(got, want)
+    model.df11.check_status(wait=True)
+
+
+@pytest.mark.parametrize("mode", ["decode", "exec"])
+def test_generate_static_cache_cudagraphs(work, mode):
+    """transformers' compiled generate (static cache, mode "reduce-overhead"; fullgraph=True
+    here): no graph break, no CUDA-graph skip, at batch 1 and 4; mode="decode": the tokens of
+    BF16 compiled the same way (and eager DF11 equals eager BF16); mode="exec": the eager
+    DF11 model's tokens."""
+    from transformers import CompileConfig
+    bf16_dir, df11_dir = make(work, "llama")
+    model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
+    ref = bf16_cuda(bf16_dir)
+    torch._dynamo.reset()
+    for batch in (1, 4):
+        ids = models.llm_inputs(model.config.vocab_size, batch, seed=5).cuda()
+        kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
+                  min_new_tokens=12, eos_token_id=None, pad_token_id=0,
+                  cache_implementation="static")
+        config = CompileConfig(fullgraph=True)
+        with torch.no_grad():
+            eager = model.generate(input_ids=ids, disable_compile=True, **kw)
+            (compiled, again), skips, breaks = _compile_logs(lambda: [
+                model.generate(input_ids=ids, compile_config=config, **kw) for _ in range(2)])
+            ref_eager = ref.generate(input_ids=ids, disable_compile=True, **kw)
+            ref_compiled = ref.generate(input_ids=ids, compile_config=config, **kw)
+        print(f"generate {mode} batch {batch}: compiled == eager {torch.equal(compiled, eager)}; "
+              f"BF16 compiled == BF16 eager {torch.equal(ref_compiled, ref_eager)}")
+        assert not skips, skips
+        assert breaks == 0
+        assert torch.equal(again, compiled), f"batch {batch}"
+        if mode == "decode":  # Inductor's fusions are BF16's own: compiled equals compiled
+            assert torch.equal(eager, ref_eager), f"batch {batch}"
+            assert torch.equal(compiled, ref_compiled), f"batch {batch}"
+        else:
+            assert torch.equal(compiled, eager), f"batch {batch}: compiled differs from eager"
 
 
 def test_cpu_offload(work):

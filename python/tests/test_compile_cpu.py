@@ -1,0 +1,104 @@
+"""A DF11 model under torch.compile on the CPU (the tiny Llama): one graph (fullgraph=True), the
+decode buffer the only input the graph mutates and a static one (what Inductor's CUDA graph
+trees capture), every decode done in place, and the logits equal to the eager model's
+(aot_eager) or to the BF16 model compiled the same way (Inductor, whose fusions round
+differently from eager for BF16 too); transformers' compiled generate gives eager's tokens."""
+import logging
+
+import pytest
+import torch
+
+import df11
+import models
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+def bf16_reference(path):
+    from transformers import AutoModelForCausalLM
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
+
+
+def check_equal(a, b):
+    assert a.shape == b.shape
+    assert torch.equal(a, b), f"max |diff| {(a.float() - b.float()).abs().max().item()}"
+
+
+def _aot_backend(seen):
+    """aot_eager that records, per graph, the inputs the graph mutates and its static ones."""
+    from functorch.compile import make_boxed_func
+    from torch._dynamo.backends.common import aot_autograd
+
+    def fw(gm, example_inputs):
+        meta = torch._guards.TracingContext.try_get().fw_metadata
+        seen.append(([i for i, info in enumerate(meta.input_info) if info.mutates_data],
+                     list(meta.static_input_indices),
+                     [n for n in gm.graph.nodes  # functionalized: auto_functionalized(op, ...)
+                      if "decode_into" in str(n.target) + str(n.args[:1])]))
+        return make_boxed_func(gm.forward)
+    return aot_autograd(fw_compiler=fw)
+
+
+@torch.no_grad()
+def test_fullgraph_logits_equal_eager_and_mutation_is_static(llama_folders):
+    _, bf16_dir, df11_dir = llama_folders
+    ref = bf16_reference(bf16_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    assert isinstance(model.model.layers[0].mlp.down_proj, df11.modules.CodedLinear)
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    eager = model(input_ids=ids).logits
+    check_equal(eager, ref(input_ids=ids).logits)
+    torch._dynamo.reset()
+    seen = []
+    compiled = torch.compile(model.forward, backend=_aot_backend(seen), fullgraph=True)
+    check_equal(compiled(input_ids=ids).logits, eager)
+    check_equal(compiled(input_ids=ids).logits, eager)  # again: the buffer is decoded again
+    assert len(seen) == 1  # one graph
+    mutated, static, decodes = seen[0]
+    assert len(decodes) == len(model.df11.units)  # one decode per unit, in the graph
+    assert mutated, "the decodes mutate the buffer"
+    assert set(mutated) <= set(static), f"mutated inputs {mutated} not static ({static})"
+    # Eager after compiled: the shared-buffer path is untouched.
+    check_equal(model(input_ids=ids).logits, eager)
+
+
+@torch.no_grad()
+def test_inductor_equals_bf16_compiled_and_decodes_in_place(llama_folders, caplog):
+    _, bf16_dir, df11_dir = llama_folders
+    ref = bf16_reference(bf16_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    torch._dynamo.reset()
+    from torch._inductor import config
+    with caplog.at_level(logging.INFO, logger="torch._inductor.fx_passes.reinplace"), \
+            config.patch(fx_graph_cache=False):
+        got = torch.compile(model.forward, fullgraph=True)(input_ids=ids).logits
+    want = torch.compile(ref.forward, fullgraph=True)(input_ids=ids).logits
+    check_equal(got, want)
+    # Every decode writes the buffer in place: a decode the reinplacing pass could not
+    # reinplace would clone the whole buffer first (the log names it with its argument).
+    lines = [r.getMessage() for r in caplog.records if "df11::decode_into" in r.getMessage()]
+    missed = [line for line in lines if "unable to reinplace []" not in line]
+    assert not missed, missed[0]
+
+
+@torch.no_grad()
+def test_generate_static_cache_compiled_equals_eager(llama_folders):
+    from transformers import CompileConfig
+    _, bf16_dir, df11_dir = llama_folders
+    ref = bf16_reference(bf16_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    ids = models.llm_inputs(ref.config.vocab_size, 2, length=8, seed=5)
+    config = CompileConfig(backend="aot_eager", fullgraph=True)
+    config._compile_all_devices = True  # transformers compiles on GPUs only, unless told
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=6,
+              min_new_tokens=6, eos_token_id=None, pad_token_id=0,
+              cache_implementation="static")
+    torch._dynamo.reset()
+    from torch._dynamo.utils import counters
+    counters.clear()
+    eager = model.generate(input_ids=ids, disable_compile=True, **kw)
+    compiled = model.generate(input_ids=ids, compile_config=config, **kw)
+    assert sum(counters["stats"].values()) > 0, "generate did not compile the step"
+    assert torch.equal(compiled, eager)
+    assert torch.equal(eager, ref.generate(input_ids=ids, disable_compile=True, **kw))
