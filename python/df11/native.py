@@ -63,6 +63,18 @@ def _open(path: str, model) -> _capi.Model:
         name: tuple(p.shape) for name, p in model.named_parameters(remove_duplicate=False)})
 
 
+def _check_head(path: str, model, folder: _capi.Model) -> None:
+    """A base model (AutoModel) has no head and its names lack the prefix the folder's carry:
+    df11 loads the class the folder was saved from."""
+    prefix = getattr(model, "base_model_prefix", "")
+    if not prefix or hasattr(model, prefix):
+        return
+    if any(folder.tensor_name(t).startswith(prefix + ".") for t in range(folder.tensor_count())):
+        raise ValueError(f"df11: {path}: the folder holds the weights of a model with a head "
+                         f"(names under '{prefix}.'); load it with the class it was saved "
+                         f"from (AutoModelForCausalLM), not {type(model).__name__}")
+
+
 def _device_of(model, folder: _capi.Model, device_map):
     """device_of(module_name) for transformers' device_map argument (None: the CPU, as
     transformers loads without one)."""
@@ -100,18 +112,16 @@ def _coded_out_of_state_dict(model, folder: _capi.Model) -> None:
     """The weights the groups code (a resident embedding, a tied head) become plain tensor
     attributes, as the per-forward ones already are: transformers loads only what the state
     dict names."""
-    coded_ptrs = set()
-    names = set()
-    for g in range(folder.group_count()):
-        for t in folder.group_members(g):
-            names.add(folder.tensor_name(t))
+    names = {folder.tensor_name(t) for g in range(folder.group_count())
+             for t in folder.group_members(g)}
+    plain = {}  # one tensor per parameter object, so that ties stay the same object
     for name, p in model.named_parameters(remove_duplicate=False):
         if name in names and p.device.type != "meta":
-            coded_ptrs.add(p.data_ptr())
+            plain[id(p)] = p.detach()
     for module in model.modules():
         for attr, p in list(module._parameters.items()):
-            if p is not None and p.device.type != "meta" and p.data_ptr() in coded_ptrs:
-                engine._set_view(module, attr, p.detach())
+            if p is not None and id(p) in plain:
+                engine._set_view(module, attr, plain[id(p)])
 
 
 def _mark_initialized(model) -> None:
@@ -142,6 +152,7 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
     path = folder_of(checkpoint_files)
     folder = _open(path, model)
     try:
+        _check_head(path, model, folder)
         device_of = _device_of(model, folder, device_map)
         # transformers builds the model under a meta-device default; df11's host buffers are
         # CPU tensors.
