@@ -2,7 +2,7 @@
 own `from_pretrained`, and a DF11 model saves through its `save_pretrained`.
 
 Loading. `import df11` registers the method. A folder written by `df11 compress` names it in
-config.json (`"quantization_config": {"quant_method": "df11"}`, spec 7.4), so that
+config.json (`"quantization_config": {"quant_method": "df11"}`, spec 7.2), so that
 `AutoModelForCausalLM.from_pretrained(folder)` and `pipeline(model=folder)` load it; a folder the
 dfloat11 tools published names no method and loads with `quantization_config=df11.Df11Config()`.
 The quantizer hands the meta-device model to df11's engine before transformers reads any

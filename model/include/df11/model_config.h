@@ -21,7 +21,7 @@ inline constexpr const char* kDfloat11Version = "0.5.0";
 // spec 7.2: df11's marker inside dfloat11_config, {"spec_version": "1.1"}: this folder was
 // written by df11, so every shard carries df11 metadata (the loader ignores the key).
 inline constexpr const char* kDf11MarkerKey = "df11";
-// spec 7.4: config.json's "quantization_config" of a folder df11 writes, {"quant_method":
+// spec 7.2: config.json's "quantization_config" of a folder df11 writes, {"quant_method":
 // "df11"}: transformers picks its quantizer by this name (the dfloat11 loader ignores the key).
 inline constexpr const char* kQuantizationConfigKey = "quantization_config";
 inline constexpr const char* kDf11QuantMethod = "df11";
