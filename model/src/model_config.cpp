@@ -24,8 +24,9 @@ Result<std::string> make_df11_config(const std::string& original_config, const J
                         method.dump().substr(0, 100) +
                         "): the input's weights are quantized; df11 codes BF16 weights");
     }
-    // spec 7.2: transformers loads the folder through the quantizer df11 registers.
-    config[kQuantizationConfigKey] = Json{{"quant_method", kDf11QuantMethod}};
+    // spec 7.2: transformers loads the folder through the quantizer df11 registers. A
+    // checkpoint without config.json keeps dfloat11_config alone (no model to build).
+    if (!config.empty()) config[kQuantizationConfigKey] = Json{{"quant_method", kDf11QuantMethod}};
     Json df11 = Json::object();
     df11["version"] = kDfloat11Version;
     df11["threads_per_block"] = Json::array({512});
