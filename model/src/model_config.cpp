@@ -16,6 +16,17 @@ Result<std::string> make_df11_config(const std::string& original_config, const J
       return Status(ErrorCode::kBadConfig,
                     "config.json: already has dfloat11_config (the input is a DF11 model)");
     }
+    const auto quant = config.find(kQuantizationConfigKey);
+    if (quant != config.end() && !quant->is_null()) {
+      const Json method = quant->is_object() ? quant->value("quant_method", Json()) : Json();
+      return Status(ErrorCode::kBadConfig,
+                    "config.json: has a quantization_config (quant_method " +
+                        method.dump().substr(0, 100) +
+                        "): the input's weights are quantized; df11 codes BF16 weights");
+    }
+    // spec 7.2: transformers loads the folder through the quantizer df11 registers. A
+    // checkpoint without config.json keeps dfloat11_config alone (no model to build).
+    if (!config.empty()) config[kQuantizationConfigKey] = Json{{"quant_method", kDf11QuantMethod}};
     Json df11 = Json::object();
     df11["version"] = kDfloat11Version;
     df11["threads_per_block"] = Json::array({512});

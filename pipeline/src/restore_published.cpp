@@ -83,14 +83,19 @@ Result<PublishedFolder> open_published_folder(ModelFolder model, const MemberSha
 
 namespace {
 
-// config.json without dfloat11_config (the restored folder is a plain BF16 checkpoint), or
-// nullopt if nothing else is left.
+// config.json without dfloat11_config and df11's quantization_config (the restored folder is
+// a plain BF16 checkpoint), or nullopt if nothing else is left.
 Result<std::optional<std::string>> restored_config(const std::string& text,
                                                    const std::string& where) {
   nlohmann::ordered_json config =
       nlohmann::ordered_json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!config.is_object()) return Status(ErrorCode::kBadConfig, where + ": not a JSON object");
   config.erase(kDfloat11ConfigKey);
+  const auto quant = config.find(kQuantizationConfigKey);
+  if (quant != config.end() && quant->is_object() &&
+      quant->value("quant_method", "") == kDf11QuantMethod) {
+    config.erase(quant);
+  }
   if (config.empty()) return std::optional<std::string>();
   return std::optional<std::string>(config.dump(2) + "\n");
 }

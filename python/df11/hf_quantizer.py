@@ -1,20 +1,24 @@
-"""A DF11 model as transformers sees a quantized one: `model.hf_quantizer`, so that
-transformers' own `save_pretrained` writes what the model really holds.
+"""The "df11" quantization method of transformers: a DF11 folder loads through transformers'
+own `from_pretrained`, and a DF11 model saves through its `save_pretrained`.
 
-A DF11 model's coded weights are not parameters (they are decoded into a shared buffer just
-before use), so `model.state_dict()` lists only the tensors stored raw. transformers asks a
-quantized model's quantizer for the state dict to save (`get_state_dict_and_metadata`); the
+Loading. `import df11` registers the method. A folder written by `df11 compress` names it in
+config.json (`"quantization_config": {"quant_method": "df11"}`, spec 7.2), so that
+`AutoModelForCausalLM.from_pretrained(folder)` and `pipeline(model=folder)` load it; a folder the
+dfloat11 tools published names no method and loads with `quantization_config=df11.Df11Config()`.
+The quantizer hands the meta-device model to df11's engine before transformers reads any
+weight (native.py says how transformers is kept from touching what df11 set).
+
+Saving. A DF11 model's coded weights are not parameters (they are decoded into a shared buffer
+just before use), so `model.state_dict()` lists only the tensors stored raw. transformers asks
+a quantized model's quantizer for the state dict to save (`get_state_dict_and_metadata`); the
 df11 quantizer answers with the folder's coded groups, each under its stored names
 (`<group>.luts`, `.encoded_exponent`, `.sign_mantissa`, `.output_positions`, `.gaps`,
 `.split_positions`, spec/DF11.md 3.2), plus the model's raw tensors. `save_pretrained(out)`
 then writes a DF11 folder in the layout the dfloat11 tools publish (config.json keeps its
-`dfloat11_config`): `df11.from_pretrained(out)` and the official loader load it, with the same
-logits as the folder it came from, and each coded tensor's bytes are those of that folder.
-df11's own metadata (checksums) is not written by transformers' shard writer; `df11 compress`
-on the BF16 model writes it.
-
-Loading a DF11 folder through `AutoModelForCausalLM.from_pretrained` is not served by this
-quantizer: it raises, saying to use `df11.from_pretrained`.
+`dfloat11_config` and names the df11 method): transformers, `df11.from_pretrained(out)` and the
+official loader load it, with the same logits as the folder it came from, and each coded
+tensor's bytes are those of that folder. df11's own metadata (checksums) is not written by
+transformers' shard writer; `df11 compress` on the BF16 model writes it.
 """
 from __future__ import annotations
 
@@ -22,7 +26,7 @@ from typing import Dict, Tuple
 
 import torch
 
-from . import _capi
+from . import _capi, native
 
 # The stored tensors of a group, with the part of the C API that holds each (spec 3.2).
 _PARTS = (("luts", _capi.PART_LUTS), ("encoded_exponent", _capi.PART_ENCODED_EXPONENT),
@@ -45,26 +49,47 @@ def _classes():
 
     class Df11Config(QuantizationConfigMixin):
         """quant_method "df11": weights stored DF11-coded (lossless), decoded just before use.
-        `mode`: "decode" (torch's matmuls on the decoded BF16) or "exec" (df11.from_pretrained's
-        execution layout)."""
+        `mode`: "decode" (torch's matmuls on the decoded BF16) or "exec" (CUDA: df11's fused
+        GEMM from the execution layout; docs/running/transformers.md, "Modes")."""
 
         def __init__(self, mode: str = "decode", **kwargs):
             self.quant_method = "df11"
             self.mode = mode
 
     class Df11Quantizer(HfQuantizer):
-        """The quantizer of a model df11.from_pretrained loaded (see the module docstring)."""
+        """Loads a DF11 folder in transformers' from_pretrained, and answers save_pretrained
+        for a DF11 model (see the module docstring)."""
 
         requires_calibration = False
 
         def __init__(self, quantization_config, engine=None, **kwargs):
             super().__init__(quantization_config, **kwargs)
             self.engine = engine
+            self.placed = None
 
-        def validate_environment(self, *args, **kwargs):
-            raise ValueError("df11: a DF11 folder loads with df11.from_pretrained(path) (same "
-                             "arguments as transformers'); AutoModel*.from_pretrained does not "
-                             "load DF11 folders yet")
+        def validate_environment(self, device_map=None, **kwargs):
+            native.check_device_map(device_map)
+
+        def update_dtype(self, dtype):
+            return native.check_dtype(dtype)
+
+        def update_device_map(self, device_map):
+            # transformers places the raw tensors by this dict; df11 fills it with its own
+            # placement once the model exists (before transformers reads it).
+            self.requested_device_map = device_map
+            self.placed = native.placed_map(device_map)
+            return self.placed
+
+        def _process_model_before_weight_loading(self, model, checkpoint_files=None, **kwargs):
+            self.engine = native.load(model, checkpoint_files, self.requested_device_map,
+                                      self.placed, mode=getattr(self.quantization_config,
+                                                                "mode", "decode"))
+            return model
+
+        def _process_model_after_weight_loading(self, model, **kwargs):
+            _without_marker(model)
+            native.finish(model, self.engine)
+            return model
 
         def is_serializable(self, *args, **kwargs) -> bool:
             return True
@@ -89,16 +114,27 @@ def _classes():
     return _CLASSES["config"], _CLASSES["quantizer"]
 
 
-def attach(model, engine) -> None:
-    """Gives a transformers model df11.from_pretrained loaded its quantizer (what transformers'
-    own from_pretrained leaves on a quantized model)."""
-    config_cls, quantizer_cls = _classes()
+def register() -> None:
+    """Registers the "df11" method with transformers (at `import df11`)."""
+    _classes()
+
+
+def _without_marker(model) -> None:
     # What save_pretrained writes carries no df11 metadata in its shards (transformers writes
     # them), so its config.json must not carry df11's marker either (spec 7.2).
     dfloat11_config = getattr(model.config, "dfloat11_config", None)
     if isinstance(dfloat11_config, dict) and "df11" in dfloat11_config:
         model.config.dfloat11_config = {k: v for k, v in dfloat11_config.items() if k != "df11"}
-    model.hf_quantizer = quantizer_cls(config_cls(mode=engine.mode), engine=engine)
+
+
+def attach(model, engine) -> None:
+    """Gives a transformers model df11.from_pretrained loaded its quantizer and quantization
+    config (what transformers' own from_pretrained leaves on a quantized model)."""
+    config_cls, quantizer_cls = _classes()
+    _without_marker(model)
+    quantizer = quantizer_cls(config_cls(mode=engine.mode), engine=engine)
+    model.hf_quantizer = quantizer
+    model.config.quantization_config = quantizer.quantization_config
     model.is_quantized = True
     model.quantization_method = "df11"
 

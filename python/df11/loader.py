@@ -176,6 +176,21 @@ def _auto_device_map(model, folder: _capi.Model, max_memory, no_split):
     return infer_auto_device_map(model, max_memory=scaled, no_split_module_classes=no_split)
 
 
+def _placement(model, folder: _capi.Model, target: Optional[torch.device], device_map,
+               max_memory):
+    """device_of(module_name): `target` if given, else the device map (a dict), else
+    accelerate's balanced map over several GPUs (sized by coded bytes), else the default
+    device."""
+    if target is None and isinstance(device_map, dict):
+        return _device_map_lookup(device_map)
+    if target is None and torch.cuda.device_count() > 1:
+        no_split = getattr(model, "_no_split_modules", None) or []
+        return _device_map_lookup(_auto_device_map(model, folder, max_memory, no_split))
+    if target is None:
+        target = _single_device(_default_device())
+    return lambda name: target
+
+
 def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = None,
                     device_map: Union[str, Dict, None] = "auto",
                     max_memory: Optional[Dict[Union[int, str], Union[int, str]]] = None,
@@ -229,15 +244,7 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     model = (bfloat16_model if bfloat16_model is not None else
              _build_model(path, config_json, trust_remote_code, kwargs))
     t_model = time.perf_counter() - t0
-    if target is None and isinstance(device_map, dict):
-        device_of = _device_map_lookup(device_map)
-    elif target is None and torch.cuda.device_count() > 1:
-        no_split = getattr(model, "_no_split_modules", None) or []
-        device_of = _device_map_lookup(_auto_device_map(model, folder, max_memory, no_split))
-    else:
-        if target is None:
-            target = _single_device(_default_device())
-        device_of = lambda name: target  # noqa: E731
+    device_of = _placement(model, folder, target, device_map, max_memory)
     t0 = time.perf_counter()
     eng = engine.attach(model, folder, device_of, cpu_offload=cpu_offload,
                         cpu_offload_blocks=cpu_offload_blocks, pin_memory=pin_memory, mode=mode)

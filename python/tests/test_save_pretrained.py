@@ -58,13 +58,14 @@ def test_official_folder_saves_too(tmp_path):
         assert torch.equal(again(input_ids=ids).logits, model(input_ids=ids).logits)
 
 
-def test_transformers_from_pretrained_says_to_use_df11(tmp_path, llama_folders):
-    """After df11 registered its quantizer, a folder whose config names it is refused by
-    transformers' from_pretrained with a message that says what to call."""
+def test_transformers_loads_what_save_pretrained_wrote(tmp_path, llama_folders):
+    """save_pretrained of a model df11.from_pretrained loaded names the df11 method in
+    config.json: transformers' own from_pretrained loads the folder, with the same logits."""
     _, _, df11_dir = llama_folders
     model = df11.from_pretrained(df11_dir, device="cpu")
-    model.config.quantization_config = model.hf_quantizer.quantization_config
     model.save_pretrained(str(tmp_path / "saved"))
     from transformers import AutoModelForCausalLM
-    with pytest.raises(ValueError, match="df11.from_pretrained"):
-        AutoModelForCausalLM.from_pretrained(str(tmp_path / "saved"))
+    again = AutoModelForCausalLM.from_pretrained(str(tmp_path / "saved"))
+    ids = models.llm_inputs(model.config.vocab_size, 2)
+    with torch.no_grad():
+        assert torch.equal(again(input_ids=ids).logits, model(input_ids=ids).logits)

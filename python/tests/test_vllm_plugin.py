@@ -40,7 +40,10 @@ def test_detects_df11_and_official_folders(llama):
     official = os.path.join(models.FIXTURES, "llama", "official")
     for folder in (df11_dir, official):
         assert df11_vllm.is_df11_config(config(folder))
-        assert df11_vllm.quantization_config(config(folder)) == {"quant_method": "df11"}
+    # df11's config.json names the method itself (left as it is); the official one does not.
+    assert config(df11_dir)["quantization_config"] == {"quant_method": "df11"}
+    assert df11_vllm.quantization_config(config(df11_dir)) is None
+    assert df11_vllm.quantization_config(config(official)) == {"quant_method": "df11"}
     assert not df11_vllm.is_df11_config(config(bf16_dir))
     assert df11_vllm.quantization_config(config(bf16_dir)) is None
 

@@ -342,6 +342,11 @@ AUDIT_ERROR_CODE(kInternal) {
 AUDIT_ERROR_CODE(kBadConfig) {
   expect_error(app::read_pattern_dict("{\"dfloat11_config\": ", "model/config.json").status(),
                ErrorCode::kBadConfig, app::kExitDataError, {"model/config.json"});
+  // spec 7.2: an original config with a quantization_config holds quantized weights.
+  expect_error(app::make_df11_config("{\"quantization_config\": {\"quant_method\": \"gptq\"}}",
+                                     nlohmann::ordered_json::object())
+                   .status(),
+               ErrorCode::kBadConfig, app::kExitDataError, {"config.json", "\"gptq\""});
 }
 
 // Every value the enum names (error_code_name() knows it; -Wswitch -Werror in status.cpp

@@ -180,6 +180,8 @@ TEST_F(Binary, QuietAndGlobalOptionsAfterTheSubcommand) {
   const auto config = nlohmann::json::parse(read_text(df11() / "config.json"));
   EXPECT_TRUE(config["dfloat11_config"]["pattern_dict"].contains(
       "model\\.layers\\.0\\.self_attn\\.q_proj"));
+  // spec 7.2: transformers loads the folder through the df11 quantization method.
+  EXPECT_EQ(config["quantization_config"], nlohmann::json({{"quant_method", "df11"}}));
   EXPECT_EQ(run({"verify", df11(), "--against", model(), "-q"}).exit_code, 0);
 }
 

@@ -21,13 +21,18 @@ inline constexpr const char* kDfloat11Version = "0.5.0";
 // spec 7.2: df11's marker inside dfloat11_config, {"spec_version": "1.1"}: this folder was
 // written by df11, so every shard carries df11 metadata (the loader ignores the key).
 inline constexpr const char* kDf11MarkerKey = "df11";
+// spec 7.2: config.json's "quantization_config" of a folder df11 writes, {"quant_method":
+// "df11"}: transformers picks its quantizer by this name (the dfloat11 loader ignores the key).
+inline constexpr const char* kQuantizationConfigKey = "quantization_config";
+inline constexpr const char* kDf11QuantMethod = "df11";
 // spec 7.3: Max_Pattern_Dict_Keys, checked before any key is compiled.
 inline constexpr size_t kMaxPatternDictKeys = 10'000;
 
-// The original config.json text with "dfloat11_config" appended (other keys keep their
-// order; the df11 marker is its last key), indented by 2 as Hugging Face writes it.
-// kBadConfig if the text is not a JSON object or already has dfloat11_config (the input is a
-// DF11 model already).
+// The original config.json text with "quantization_config" {"quant_method": "df11"} (not
+// for an empty original: no config.json) and "dfloat11_config" appended (other keys keep their order; the df11 marker is the last key of
+// dfloat11_config), indented by 2 as Hugging Face writes it. kBadConfig if the text is not a
+// JSON object, already has dfloat11_config (the input is a DF11 model already) or has a
+// quantization_config (the input's weights are quantized, not BF16).
 Result<std::string> make_df11_config(const std::string& original_config,
                                      const nlohmann::ordered_json& pattern_dict);
 

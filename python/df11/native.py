@@ -1,0 +1,184 @@
+"""A DF11 folder loaded by transformers' own from_pretrained, through the "df11" quantizer
+(hf_quantizer.py): `AutoModelForCausalLM.from_pretrained(folder)` after `import df11`.
+
+transformers builds the model on the meta device and calls the quantizer before it reads any
+weight. df11 then loads the whole folder into the model, as df11.from_pretrained does
+(engine.attach: raw tensors set, coded groups decoded just before use), and leaves transformers
+a model whose state dict holds the raw tensors alone:
+- the weights the groups code are plain tensor attributes, not parameters (those decoded at
+  load too), so transformers neither allocates them as missing keys nor initializes them;
+- every tensor df11 set is marked initialized (`_is_hf_initialized`), so `_init_weights` keeps
+  its values;
+- the ties are df11's (made on the loaded tensors), so transformers has none left to make;
+- the groups' stored tensors (`<group>.luts`, ...) are keys transformers expects to see unused.
+transformers then reads the raw tensors again (the same bytes, onto the same devices: the
+device map is df11's) and computes the buffers it always computes (rotary tables).
+"""
+from __future__ import annotations
+
+import os
+import re
+from typing import Dict, Optional
+
+import torch
+
+from . import _capi, engine, loader
+
+_PART_NAMES = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
+               "split_positions")
+_AUTO_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def check_dtype(dtype) -> torch.dtype:
+    """transformers' resolved dtype: DF11 weights decode to bfloat16 exactly."""
+    if dtype in (None, torch.bfloat16):
+        return torch.bfloat16
+    raise ValueError(f"df11: dtype={dtype}: DF11 weights decode to bfloat16 exactly; load with "
+                     "dtype=torch.bfloat16 (or leave it out)")
+
+
+def check_device_map(device_map) -> None:
+    values = device_map.values() if isinstance(device_map, dict) else [device_map]
+    if any(str(v) == "disk" for v in values):
+        raise ValueError("df11: device_map places modules on 'disk': DF11 weights decode on "
+                         "CUDA GPUs and the CPU")
+
+
+def folder_of(checkpoint_files) -> str:
+    if not checkpoint_files:
+        raise ValueError("df11: transformers found no checkpoint files for this model")
+    path = os.path.dirname(os.path.abspath(checkpoint_files[0]))
+    if not checkpoint_files[0].endswith(".safetensors"):
+        raise ValueError(f"df11: {checkpoint_files[0]}: a DF11 folder holds .safetensors shards")
+    return path
+
+
+def _open(path: str, model) -> _capi.Model:
+    """The folder; where its config.json holds dfloat11_config alone (the dfloat11 encoder's
+    default output, loaded with config= given), the coded weights' shapes are the model's."""
+    config_json = loader._read_config(path)
+    if "model_type" in config_json or "architectures" in config_json:
+        return _capi.Model(path)
+    return _capi.Model(path, shapes={
+        name: tuple(p.shape) for name, p in model.named_parameters(remove_duplicate=False)})
+
+
+def _check_head(path: str, model, folder: _capi.Model) -> None:
+    """A base model (AutoModel) has no head and its names lack the prefix the folder's carry:
+    df11 loads the class the folder was saved from."""
+    prefix = getattr(model, "base_model_prefix", "")
+    if not prefix or hasattr(model, prefix):
+        return
+    if any(folder.tensor_name(t).startswith(prefix + ".") for t in range(folder.tensor_count())):
+        raise ValueError(f"df11: {path}: the folder holds the weights of a model with a head "
+                         f"(names under '{prefix}.'); load it with the class it was saved "
+                         f"from (AutoModelForCausalLM), not {type(model).__name__}")
+
+
+def _device_of(model, folder: _capi.Model, device_map):
+    """device_of(module_name) for transformers' device_map argument (None: the CPU, as
+    transformers loads without one)."""
+    if device_map is None:
+        return lambda name: torch.device("cpu")
+    if isinstance(device_map, dict):
+        return loader._placement(model, folder, None, device_map, None)
+    if device_map in _AUTO_MAPS:
+        return loader._placement(model, folder, None, "auto", None)
+    target = loader._single_device(device_map)
+    return lambda name: target
+
+
+def _full_map(model, device_of) -> Dict[str, str]:
+    """The device map transformers places the raw tensors by: each top-level module's device
+    (all of the model where one device holds it)."""
+    devices = {str(device_of(n)) for n, _ in model.named_modules()}
+    if len(devices) == 1:
+        return {"": devices.pop()}
+    out = {}
+
+    def visit(name, module):
+        own = {str(device_of(n)) for n, _ in module.named_modules(prefix=name)}
+        if len(own) == 1:
+            out[name] = own.pop()
+            return
+        for child_name, child in module.named_children():
+            visit(f"{name}.{child_name}" if name else child_name, child)
+    for child_name, child in model.named_children():
+        visit(child_name, child)
+    return out
+
+
+def _coded_out_of_state_dict(model, folder: _capi.Model) -> None:
+    """The weights the groups code (a resident embedding, a tied head) become plain tensor
+    attributes, as the per-forward ones already are: transformers loads only what the state
+    dict names."""
+    names = {folder.tensor_name(t) for g in range(folder.group_count())
+             for t in folder.group_members(g)}
+    plain = {}  # one tensor per parameter object, so that ties stay the same object
+    for name, p in model.named_parameters(remove_duplicate=False):
+        if name in names and p.device.type != "meta":
+            plain[id(p)] = p.detach()
+    for module in model.modules():
+        for attr, p in list(module._parameters.items()):
+            if p is not None and id(p) in plain:
+                engine._set_view(module, attr, plain[id(p)])
+
+
+def _mark_initialized(model) -> None:
+    for module in model.modules():
+        for t in list(module._parameters.values()) + list(module._buffers.values()):
+            if t is not None and t.device.type != "meta":
+                t._is_hf_initialized = True
+        for value in list(vars(module).values()):
+            if isinstance(value, torch.Tensor) and value.device.type != "meta":
+                value._is_hf_initialized = True
+
+
+def _stored_keys_expected(model, folder: _capi.Model) -> None:
+    """The groups' stored tensors are read by df11, not by transformers: not unexpected."""
+    parts = "|".join(_PART_NAMES)
+    groups = "|".join(re.escape(folder.group_name(g)) for g in range(folder.group_count()))
+    if not groups:
+        return
+    ignored = set(getattr(model, "_keys_to_ignore_on_load_unexpected", None) or [])
+    ignored.add(rf"^(?:{groups})\.(?:{parts})$")
+    model._keys_to_ignore_on_load_unexpected = ignored
+
+
+def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"):
+    """Loads the folder of `checkpoint_files` into transformers' meta-device `model` (before
+    transformers reads any weight) and fills `placed`, the device map transformers will use,
+    with df11's placement. Returns the engine."""
+    path = folder_of(checkpoint_files)
+    folder = _open(path, model)
+    try:
+        _check_head(path, model, folder)
+        device_of = _device_of(model, folder, device_map)
+        # transformers builds the model under a meta-device default; df11's host buffers are
+        # CPU tensors.
+        with torch.device("cpu"):
+            eng = engine.attach(model, folder, device_of, mode=mode)
+    except BaseException:
+        folder.close()
+        raise
+    placed.clear()
+    placed.update(_full_map(model, device_of))
+    _coded_out_of_state_dict(model, folder)
+    if isinstance(getattr(model, "all_tied_weights_keys", None), dict):
+        model.all_tied_weights_keys = {}  # made by engine.attach on the loaded tensors
+    _mark_initialized(model)
+    _stored_keys_expected(model, folder)
+    object.__setattr__(model, "df11", eng)
+    return eng
+
+
+def finish(model, eng) -> None:
+    """After transformers' load: generate() checks the decode status at its end, as
+    df11.from_pretrained's models do."""
+    loader._wrap_generate(model, eng)
+
+
+def placed_map(device_map) -> Optional[dict]:
+    """The dict transformers is given as its device map, filled by load()."""
+    check_device_map(device_map)
+    return {}

@@ -1,0 +1,216 @@
+"""transformers' own from_pretrained loads DF11 folders after `import df11` (the "df11"
+quantization method): logits torch.equal to the BF16 model's for every family of the interop
+suite, from folders `df11 compress` writes (config.json names the method) and from the dfloat11
+tools' folders (quantization_config=df11.Df11Config()); pipeline(), transformers' arguments,
+save_pretrained; and what plain transformers, without df11, does with a df11 folder."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import df11
+import models
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory):
+    return tmp_path_factory.mktemp("native")
+
+
+def folders(work, family):
+    """(BF16 folder, df11 folder) of the family's tiny model, made once per module."""
+    bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
+    if not os.path.isdir(df11_dir):
+        models.build_llm(family).save_pretrained(bf16_dir)
+        models.df11_compress(bf16_dir, df11_dir)
+    return bf16_dir, df11_dir
+
+
+def bf16_reference(path):
+    from transformers import AutoModelForCausalLM
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
+
+
+def assert_logits_equal(model, ref):
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    with torch.no_grad():
+        a, b = model(input_ids=ids).logits, ref(input_ids=ids).logits
+    assert torch.equal(a, b), f"max |diff| {(a.float() - b.float()).abs().max().item()}"
+
+
+@pytest.mark.parametrize("family", models.FAMILIES)
+def test_auto_model_loads_df11_folders(work, family):
+    from transformers import AutoModelForCausalLM
+    bf16_dir, df11_dir = folders(work, family)
+    with open(os.path.join(df11_dir, "config.json")) as f:
+        config = json.load(f)
+    assert config["quantization_config"] == {"quant_method": "df11"}
+    assert "pattern_dict" in config["dfloat11_config"]  # what the dfloat11 loader reads
+    model = AutoModelForCausalLM.from_pretrained(df11_dir)
+    assert model.hf_quantizer.quantization_config.quant_method == "df11"
+    assert model.config.quantization_config.quant_method == "df11"
+    assert model.df11.runtimes  # coded weights decoded per block, not loaded as BF16
+    assert not any(p.device.type == "meta" for p in model.parameters())
+    assert_logits_equal(model, bf16_reference(bf16_dir))
+    if family in ("qwen3", "gemma3"):  # tied: the head is the embedding, as in BF16
+        assert model.lm_head.weight is model.get_input_embeddings().weight
+
+
+def official_folders():
+    out = []
+    for family in sorted(os.listdir(models.FIXTURES)):
+        fixture = os.path.join(models.FIXTURES, family)
+        if family == "flux" or not os.path.isdir(fixture):
+            continue
+        out += [(family, kind) for kind in ("official", "official-single")
+                if os.path.isdir(os.path.join(fixture, kind))]
+    return out
+
+
+@pytest.mark.parametrize("family,kind", official_folders())
+def test_auto_model_loads_official_folders_with_df11_config(family, kind):
+    """The dfloat11 tools' folders name no quantization method: Df11Config says it. The
+    encoder's single-file output has no model config: config= gives it."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    fixture = os.path.join(models.FIXTURES, family)
+    extra = {}
+    if kind == "official-single":
+        extra["config"] = AutoConfig.from_pretrained(os.path.join(fixture, "bf16"))
+    model = AutoModelForCausalLM.from_pretrained(os.path.join(fixture, kind),
+                                                 quantization_config=df11.Df11Config(), **extra)
+    assert_logits_equal(model, bf16_reference(os.path.join(fixture, "bf16")))
+
+
+def save_tokenizer(folder, vocab):
+    """A word-level tokenizer over the tiny vocabulary ("t0" .. "t<vocab-1>")."""
+    from tokenizers import Tokenizer, models as tmodels, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    tok = Tokenizer(tmodels.WordLevel({f"t{i}": i for i in range(vocab)}, unk_token="t0"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="t0", pad_token="t0",
+                            eos_token="t1").save_pretrained(folder)
+
+
+def test_pipeline_generates_as_bf16(work):
+    from transformers import pipeline
+    bf16_dir, df11_dir = folders(work, "llama")
+    for folder in (bf16_dir, df11_dir):
+        save_tokenizer(folder, 512)
+    prompt = " ".join(f"t{i}" for i in (5, 77, 300, 12))
+    kw = dict(max_new_tokens=6, do_sample=False)
+    want = pipeline("text-generation", model=bf16_dir, dtype=torch.bfloat16)(prompt, **kw)
+    got = pipeline("text-generation", model=df11_dir)(prompt, **kw)
+    assert got == want and len(got[0]["generated_text"]) > len(prompt)
+
+
+@pytest.mark.parametrize("kwargs", [
+    dict(dtype=torch.bfloat16), dict(dtype="auto"), dict(torch_dtype=torch.bfloat16),
+    dict(device_map="cpu"), dict(device_map={"": "cpu"}), dict(device_map="auto"),
+    dict(device_map="auto", max_memory={"cpu": "2GB"}), dict(local_files_only=True),
+    dict(revision="main", trust_remote_code=False),
+])
+def test_transformers_arguments(work, kwargs):
+    from transformers import AutoModelForCausalLM
+    bf16_dir, df11_dir = folders(work, "llama")
+    model = AutoModelForCausalLM.from_pretrained(df11_dir, **kwargs)
+    assert_logits_equal(model, bf16_reference(bf16_dir))
+
+
+def test_auto_model_for_the_base_model_says_which_class(work):
+    """A causal LM's folder holds the head and the prefixed names: the base class is refused,
+    naming the folder and the class to use."""
+    from transformers import AutoModel
+    _, df11_dir = folders(work, "llama")
+    with pytest.raises(ValueError) as e:
+        AutoModel.from_pretrained(df11_dir)
+    assert df11_dir in str(e.value) and "AutoModelForCausalLM" in str(e.value)
+
+
+def test_a_dtype_other_than_bfloat16_is_refused(work):
+    from transformers import AutoModelForCausalLM
+    _, df11_dir = folders(work, "llama")
+    with pytest.raises(ValueError, match="DF11 weights decode to bfloat16"):
+        AutoModelForCausalLM.from_pretrained(df11_dir, dtype=torch.float32)
+
+
+def test_disk_offload_is_refused(work):
+    from transformers import AutoModelForCausalLM
+    _, df11_dir = folders(work, "llama")
+    with pytest.raises(ValueError, match="'disk'"):
+        AutoModelForCausalLM.from_pretrained(df11_dir, device_map={"": "disk"})
+
+
+def test_unmatched_coded_weights_name_the_folder(work, tmp_path):
+    """A folder whose groups code weights the model does not have is refused, naming it."""
+    from transformers import AutoModelForCausalLM
+    _, df11_dir = folders(work, "llama")
+    bad = str(tmp_path / "bad")
+    shutil.copytree(df11_dir, bad)
+    path = os.path.join(bad, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    config["num_hidden_layers"] = 3  # a block the folder has no weights for
+    with open(path, "w") as f:
+        json.dump(config, f)
+    with pytest.raises(df11.Df11Error) as e:
+        AutoModelForCausalLM.from_pretrained(bad)
+    assert bad in str(e.value) and "model.layers.2" in str(e.value)
+
+
+def test_save_pretrained_round_trip(work, tmp_path):
+    """A natively loaded model saves a DF11 folder that loads natively again, equal."""
+    from transformers import AutoModelForCausalLM
+    bf16_dir, df11_dir = folders(work, "qwen3")
+    model = AutoModelForCausalLM.from_pretrained(df11_dir)
+    out = str(tmp_path / "saved")
+    model.save_pretrained(out)
+    with open(os.path.join(out, "config.json")) as f:
+        config = json.load(f)
+    assert config["quantization_config"]["quant_method"] == "df11"
+    assert "df11" not in config["dfloat11_config"]  # transformers' shards carry no df11 metadata
+    assert_logits_equal(AutoModelForCausalLM.from_pretrained(out), bf16_reference(bf16_dir))
+    assert_logits_equal(df11.from_pretrained(out, device="cpu"), bf16_reference(bf16_dir))
+
+
+def test_vllm_keeps_the_folders_method(work):
+    from df11 import vllm_config
+    _, df11_dir = folders(work, "llama")
+    with open(os.path.join(df11_dir, "config.json")) as f:
+        config = json.load(f)
+    assert vllm_config.is_df11_config(config)
+    assert vllm_config.quantization_config(config) is None  # the folder's own is df11's
+
+
+PLAIN = """
+import sys, torch, transformers
+from transformers import AutoModelForCausalLM
+transformers.logging.set_verbosity_warning()
+model = AutoModelForCausalLM.from_pretrained(sys.argv[1])
+ref = AutoModelForCausalLM.from_pretrained(sys.argv[2], dtype=torch.bfloat16)
+ids = torch.arange(1, 17).view(1, 16)
+with torch.no_grad():
+    print("EQUAL" if torch.equal(model(input_ids=ids).logits, ref(input_ids=ids).logits)
+          else "DIFFERENT")
+print("df11 imported" if "df11" in sys.modules else "df11 not imported")
+"""
+
+
+def test_plain_transformers_warns_and_loads_random_weights(work):
+    """What docs/running/transformers.md says plain transformers does with a df11 folder: it
+    warns that it does not know the method, reports the coded weights missing, and initializes
+    them at random (no config.json value makes it refuse while df11 loads)."""
+    bf16_dir, df11_dir = folders(work, "llama")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", PLAIN, df11_dir, bf16_dir], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert "df11 not imported" in proc.stdout
+    assert "Unknown quantization type, got df11" in proc.stderr
+    assert "MISSING" in proc.stderr and "q_proj.weight" in proc.stderr
+    assert "DIFFERENT" in proc.stdout
