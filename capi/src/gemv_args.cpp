@@ -13,6 +13,17 @@ std::string str(uint64_t v) { return std::to_string(v); }
 // The C API's limit, df11::cuda::kGemvMaxBatch (cuda_gemv.h, not visible in CUDA-less builds).
 constexpr uint32_t kMaxBatch = 16;
 
+// A member as a matrix: rows = the first dimension, cols = the product of the others.
+template <typename Shape>
+GemvMember member_of(const std::string& name, const Shape& shape) {
+  GemvMember m;
+  m.name = name;
+  m.rows = shape.empty() ? 1 : shape[0];
+  m.cols = 1;
+  for (size_t d = 1; d < shape.size(); ++d) m.cols *= shape[d];
+  return m;
+}
+
 }  // namespace
 
 std::vector<GemvMember> gemv_members(const app::Df11Folder& f, const size_t* groups,
@@ -21,12 +32,7 @@ std::vector<GemvMember> gemv_members(const app::Df11Folder& f, const size_t* gro
   for (size_t i = 0; i < n_groups; ++i) {
     const app::CodedGroup& cg = f.groups[groups[i]];
     for (const MemberMeta& mm : f.metadata[cg.shard].groups[cg.meta_index].members) {
-      GemvMember m;
-      m.name = mm.name;
-      m.rows = mm.shape.empty() ? 1 : mm.shape[0];
-      m.cols = 1;
-      for (size_t d = 1; d < mm.shape.size(); ++d) m.cols *= mm.shape[d];
-      out.push_back(std::move(m));
+      out.push_back(member_of(mm.name, mm.shape));
     }
   }
   return out;
@@ -38,13 +44,7 @@ std::vector<GemvMember> model_members(const df11_model& m, const size_t* groups,
   std::vector<GemvMember> out;
   for (size_t i = 0; i < n_groups; ++i) {
     for (size_t t : m.groups[groups[i]].members) {
-      const df11_model::Tensor& tensor = m.tensors[t];
-      GemvMember member;
-      member.name = tensor.name;
-      member.rows = tensor.shape.empty() ? 1 : tensor.shape[0];
-      member.cols = 1;
-      for (size_t d = 1; d < tensor.shape.size(); ++d) member.cols *= tensor.shape[d];
-      out.push_back(std::move(member));
+      out.push_back(member_of(m.tensors[t].name, m.tensors[t].shape));
     }
   }
   return out;

@@ -871,7 +871,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         if dev.type == "cuda" and rows_rt is not None:
             # The embedding's weight: the tied head's (valid during the head's forward), else
             # a (rows, hidden) zero-stride placeholder that only tells shape, dtype and device.
-            weight = (getattr(head, "weight") if tied else
+            # The head as the model holds it now: _place_members may have put a CodedLinear
+            # in the place of the nn.Linear found before.
+            weight = (_output_embedding(model).weight if tied else
                       torch.zeros((), dtype=torch.bfloat16, device=dev).expand(
                           *rows_group.members[0].shape))
             rows = _RowsDecoder(rows_rt.decoder.plan, rows_group.name,
@@ -910,7 +912,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         engine.hooks.append(module.register_forward_hook(post, always_call=True))
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         _status_hooks(engine, model)
-    _dtype_guard(engine, model)
+    _dtype_guard(engine, model, device_of)
 
 
 def _cuda_index(dev: torch.device) -> torch.device:
@@ -1169,25 +1171,43 @@ class StoredChecks:
         self._handles.clear()
 
 
-def _dtype_guard(engine: Df11Engine, model) -> None:
+def _dtype_guard(engine: Df11Engine, model, device_of) -> None:
     """A forward pass after model.to(dtype) / .float() / .half() raises, naming the cast: the
     coded weights decode to BF16 only, so the model would otherwise mix dtypes (or fail deep
-    in a matmul with a message that says nothing of DF11)."""
+    in a matmul with a message that says nothing of DF11). The same after model.to(device) /
+    .cuda() / .cpu() moved the raw tensors away from the device the coded weights decode on
+    (as a transformers pipeline does to a model loaded without a device map)."""
+    folder = engine.folder
+    coded = {folder.tensor_name(t) for t in range(folder.tensor_count())
+             if folder.tensor_group(t) is not None}
+    coded.update(a for a in (folder.group_alias_name(g) for g in range(folder.group_count()))
+                 if a is not None)
     probe = None
-    for module in model.modules():
+    for module_name, module in model.named_modules():
         for name, p in module._parameters.items():
-            if p is not None and p.dtype == torch.bfloat16 and p.device.type != "meta":
-                probe = (module, name)
+            # A raw tensor's parameter (on the meta device still where transformers loads the
+            # raw tensors after); a coded one may stop being a parameter.
+            full = f"{module_name}.{name}" if module_name else name
+            if p is not None and p.dtype == torch.bfloat16 and full not in coded:
+                probe = (module_name, module, name)
                 break
         if probe is not None:
             break
     if probe is None:
         return
-    module, name = probe
+    module_name, module, name = probe
     path = engine.folder.path
+    loaded_on = device_of(module_name)
+    if loaded_on.type == "cuda" and loaded_on.index is None:
+        loaded_on = torch.device("cuda", torch.cuda.current_device())
 
     def guard(root, args):
         p = module._parameters.get(name)
+        if p is not None and p.device != loaded_on:
+            raise RuntimeError(f"df11: {path}: the model was moved to {p.device} "
+                               "(model.to(device), .cuda() or .cpu()) after it was loaded on "
+                               f"{loaded_on}; its DF11 weights decode where they were loaded: "
+                               f"load it again with device_map='{p.device}' (or device=)")
         if p is not None and p.dtype != torch.bfloat16:
             raise TypeError(f"df11: {path}: the model was cast to {p.dtype} (model.to(dtype), "
                             ".float() or .half()); its DF11 weights decode to torch.bfloat16 "

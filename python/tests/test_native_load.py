@@ -38,7 +38,10 @@ def bf16_reference(path):
 
 
 def assert_logits_equal(model, ref):
-    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    """model's logits equal BF16's on the device the DF11 model was placed on (device_map
+    "auto" places it on a GPU where there is one)."""
+    ref = ref.to(model.device)
+    ids = models.llm_inputs(ref.config.vocab_size, 2).to(model.device)
     with torch.no_grad():
         a, b = model(input_ids=ids).logits, ref(input_ids=ids).logits
     assert torch.equal(a, b), f"max |diff| {(a.float() - b.float()).abs().max().item()}"
@@ -104,9 +107,24 @@ def test_pipeline_generates_as_bf16(work):
         save_tokenizer(folder, 512)
     prompt = " ".join(f"t{i}" for i in (5, 77, 300, 12))
     kw = dict(max_new_tokens=6, do_sample=False)
-    want = pipeline("text-generation", model=bf16_dir, dtype=torch.bfloat16)(prompt, **kw)
-    got = pipeline("text-generation", model=df11_dir)(prompt, **kw)
+    # device= as well: without it a pipeline moves a model loaded on the CPU to the first GPU
+    # (model.to), which a DF11 model refuses (test_moved_model_refuses_to_run).
+    want = pipeline("text-generation", model=bf16_dir, dtype=torch.bfloat16,
+                    device="cpu")(prompt, **kw)
+    got = pipeline("text-generation", model=df11_dir, device="cpu")(prompt, **kw)
     assert got == want and len(got[0]["generated_text"]) > len(prompt)
+
+
+def test_moved_model_refuses_to_run(work):
+    """model.to(device) moves the raw tensors only: the next forward raises, naming the move
+    and the folder."""
+    from transformers import AutoModelForCausalLM
+    _, df11_dir = folders(work, "llama")
+    model = AutoModelForCausalLM.from_pretrained(df11_dir, device_map="cpu")
+    model.to("meta")
+    with pytest.raises(RuntimeError) as e:
+        model(input_ids=models.llm_inputs(model.config.vocab_size, 1))
+    assert "moved to meta" in str(e.value) and df11_dir in str(e.value)
 
 
 @pytest.mark.parametrize("kwargs", [
