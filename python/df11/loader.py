@@ -6,7 +6,6 @@ The arguments are those of the official loader's DFloat11Model.from_pretrained (
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import threading
 import time
@@ -14,7 +13,7 @@ from typing import Dict, Optional, Union
 
 import torch
 
-from . import _capi, engine
+from . import _capi, engine, loading
 
 
 _ENV_LOCK = threading.Lock()
@@ -70,65 +69,6 @@ def _check_dtype(path: str, dtype) -> None:
                      "exactly; load with dtype=torch.bfloat16 (or leave it out)")
 
 
-def _single_device(device) -> torch.device:
-    """A device as transformers' device_map takes one ("cpu", "cuda:1", 1, torch.device),
-    checked against what torch sees."""
-    if isinstance(device, int):
-        device = torch.device("cuda", device)
-    try:
-        target = torch.device(device)
-    except (RuntimeError, TypeError) as e:
-        raise ValueError(f"df11: device {device!r} is not a device torch knows ({e})") from None
-    if target.type == "cuda":
-        if not torch.cuda.is_available():
-            raise RuntimeError(f"df11: device '{target}' was asked for, but torch sees no CUDA "
-                               "GPU (torch.cuda.is_available() is False); use device='cpu'")
-        if target.index is None:
-            target = torch.device("cuda", torch.cuda.current_device())
-        elif target.index >= torch.cuda.device_count():
-            raise ValueError(f"df11: device '{target}': torch sees "
-                             f"{torch.cuda.device_count()} GPU(s)")
-    elif target.type not in ("cpu",):
-        raise ValueError(f"df11: device '{target}': df11 decodes on CUDA GPUs and the CPU")
-    return target
-
-
-def _read_config(path: str) -> dict:
-    config_path = os.path.join(path, "config.json")
-    if not os.path.exists(config_path):
-        return {}
-    try:
-        with open(config_path, encoding="utf-8") as f:
-            config = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise ValueError(f"df11: {config_path}: not valid JSON ({e})") from None
-    if not isinstance(config, dict):
-        raise ValueError(f"df11: {config_path}: expected a JSON object, found "
-                         f"{type(config).__name__}")
-    return config
-
-
-def _default_device() -> str:
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _device_map_lookup(device_map: Dict[str, Union[str, int, torch.device]]):
-    """device_of(module_name) for an accelerate device map ({module prefix: device})."""
-    entries = sorted(((k, torch.device(f"cuda:{v}") if isinstance(v, int) else torch.device(v))
-                      for k, v in device_map.items()), key=lambda kv: -len(kv[0]))
-
-    def device_of(name: str) -> torch.device:
-        for prefix, dev in entries:
-            if prefix == "" or name == prefix or name.startswith(prefix + "."):
-                return dev
-        # A parent module (the root, a container of blocks) runs where its first child does.
-        for prefix, dev in sorted(entries, key=lambda kv: kv[0]):
-            if name == "" or prefix.startswith(name + "."):
-                return dev
-        raise ValueError(f"df11: device_map places no module for '{name}'")
-    return device_of
-
-
 def _require_model_config(path: str, config_json: dict) -> None:
     """Without bfloat16_model=, the model is built from config.json's model config."""
     if "model_type" in config_json or "architectures" in config_json:
@@ -154,41 +94,6 @@ def _build_model(path: str, config_json: dict, trust_remote_code: bool, kwargs):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16,
                                                  trust_remote_code=trust_remote_code, **kwargs)
     return model.eval()
-
-
-def _auto_device_map(model, folder: _capi.Model, max_memory, no_split):
-    """accelerate's balanced device map, with each module's size counted as DF11 stores it
-    (coded groups at their stored size): the coded model is what must fit."""
-    from accelerate import infer_auto_device_map
-    from accelerate.utils import get_balanced_memory
-    bf16 = sum(p.numel() * p.element_size() for p in model.parameters())
-    coded = 0
-    for g in range(folder.group_count()):
-        for part in _capi.DEVICE_PARTS:
-            coded += folder.group_part(g, part)[1]
-    raw = sum(folder.tensor_byte_size(t) for t in range(folder.tensor_count())
-              if folder.tensor_group(t) is None)
-    ratio = max((coded + raw) / max(bf16, 1), 0.05)
-    max_memory = get_balanced_memory(model, max_memory=max_memory, no_split_module_classes=no_split)
-    # The map is computed on BF16 sizes: scale the budget instead of the sizes.
-    scaled = {k: int(v / ratio) if isinstance(v, (int, float)) else v
-              for k, v in max_memory.items()}
-    return infer_auto_device_map(model, max_memory=scaled, no_split_module_classes=no_split)
-
-
-def _placement(model, folder: _capi.Model, target: Optional[torch.device], device_map,
-               max_memory):
-    """device_of(module_name): `target` if given, else the device map (a dict), else
-    accelerate's balanced map over several GPUs (sized by coded bytes), else the default
-    device."""
-    if target is None and isinstance(device_map, dict):
-        return _device_map_lookup(device_map)
-    if target is None and torch.cuda.device_count() > 1:
-        no_split = getattr(model, "_no_split_modules", None) or []
-        return _device_map_lookup(_auto_device_map(model, folder, max_memory, no_split))
-    if target is None:
-        target = _single_device(_default_device())
-    return lambda name: target
 
 
 def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = None,
@@ -231,12 +136,12 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     _check_dtype(path, torch_dtype if dtype is None else dtype)
     auto_maps = ("auto", "balanced", "balanced_low_0", "sequential", None)
     if device is not None:
-        target = _single_device(device)
+        target = loading.single_device(device)
     elif not isinstance(device_map, dict) and device_map not in auto_maps:
-        target = _single_device(device_map)
+        target = loading.single_device(device_map)
     else:
         target = None
-    config_json = _read_config(path)
+    config_json = loading.read_config(path)
     t0 = time.perf_counter()
     folder = _open_folder(path, config_json, bfloat16_model)
     t_open = time.perf_counter() - t0
@@ -244,7 +149,7 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     model = (bfloat16_model if bfloat16_model is not None else
              _build_model(path, config_json, trust_remote_code, kwargs))
     t_model = time.perf_counter() - t0
-    device_of = _placement(model, folder, target, device_map, max_memory)
+    device_of = loading.placement(model, folder, target, device_map, max_memory)
     t0 = time.perf_counter()
     eng = engine.attach(model, folder, device_of, cpu_offload=cpu_offload,
                         cpu_offload_blocks=cpu_offload_blocks, pin_memory=pin_memory, mode=mode)
@@ -254,7 +159,7 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     if _is_transformers_model(model):
         from . import hf_quantizer
         hf_quantizer.attach(model, eng)  # save_pretrained writes the coded groups
-    _wrap_generate(model, eng)
+    loading.wrap_generate(model, eng)
     _attach_accelerate_hooks(model, device_of)
     gen_path = os.path.join(path, "generation_config.json")
     if os.path.exists(gen_path) and hasattr(model, "generation_config"):
@@ -280,21 +185,6 @@ def _open_folder(path: str, config_json: dict, bfloat16_model) -> _capi.Model:
     return _capi.Model(path, shapes={
         name: tuple(p.shape)
         for name, p in bfloat16_model.named_parameters(remove_duplicate=False)})
-
-
-def _wrap_generate(model, eng) -> None:
-    """generate() reads the decode status once at its end (the deferred check: the copies were
-    enqueued after each decode; generate has waited for its last tokens by then)."""
-    original = getattr(model, "generate", None)
-    if original is None:
-        return
-
-    def generate(*args, **kwargs):
-        out = original(*args, **kwargs)
-        eng.check_status(wait=True)
-        return out
-    generate.__doc__ = original.__doc__
-    object.__setattr__(model, "generate", generate)
 
 
 def _attach_accelerate_hooks(model, device_of) -> None:

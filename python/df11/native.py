@@ -22,7 +22,7 @@ from typing import Dict, Optional
 
 import torch
 
-from . import _capi, engine, loader
+from . import _capi, engine, loading
 
 _PART_NAMES = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
                "split_positions")
@@ -56,7 +56,7 @@ def folder_of(checkpoint_files) -> str:
 def _open(path: str, model) -> _capi.Model:
     """The folder; where its config.json holds dfloat11_config alone (the dfloat11 encoder's
     default output, loaded with config= given), the coded weights' shapes are the model's."""
-    config_json = loader._read_config(path)
+    config_json = loading.read_config(path)
     if "model_type" in config_json or "architectures" in config_json:
         return _capi.Model(path)
     return _capi.Model(path, shapes={
@@ -81,10 +81,10 @@ def _device_of(model, folder: _capi.Model, device_map):
     if device_map is None:
         return lambda name: torch.device("cpu")
     if isinstance(device_map, dict):
-        return loader._placement(model, folder, None, device_map, None)
+        return loading.placement(model, folder, None, device_map, None)
     if device_map in _AUTO_MAPS:
-        return loader._placement(model, folder, None, "auto", None)
-    target = loader._single_device(device_map)
+        return loading.placement(model, folder, None, "auto", None)
+    target = loading.single_device(device_map)
     return lambda name: target
 
 
@@ -175,7 +175,7 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
 def finish(model, eng) -> None:
     """After transformers' load: generate() checks the decode status at its end, as
     df11.from_pretrained's models do."""
-    loader._wrap_generate(model, eng)
+    loading.wrap_generate(model, eng)
 
 
 def placed_map(device_map) -> Optional[dict]:

@@ -158,7 +158,7 @@ def test_auto_device_map_splits_blocks_over_two_gpus(work):
     import warnings
     from transformers import AutoConfig, AutoModelForCausalLM
     from accelerate import init_empty_weights
-    from df11 import _capi, loader
+    from df11 import _capi, loading
     bf16_dir, df11_dir = str(work / "llama" / "bf16"), str(work / "llama" / "df11")
     if not os.path.isdir(df11_dir):
         pytest.skip("made by test_df11_folder_logits_equal")
@@ -168,7 +168,7 @@ def test_auto_device_map_splits_blocks_over_two_gpus(work):
                                                     dtype=torch.bfloat16)
     with _capi.Model(df11_dir) as folder, warnings.catch_warnings():
         warnings.simplefilter("ignore")  # accelerate: "Device 0 is not available" (no GPU)
-        device_map = loader._auto_device_map(skeleton, folder,
+        device_map = loading.auto_device_map(skeleton, folder,
                                              {0: models.half_budget(ref), 1: "10GB"},
                                              skeleton._no_split_modules)
     assert device_map["model.embed_tokens"] == 0

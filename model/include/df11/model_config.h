@@ -29,10 +29,10 @@ inline constexpr const char* kDf11QuantMethod = "df11";
 inline constexpr size_t kMaxPatternDictKeys = 10'000;
 
 // The original config.json text with "quantization_config" {"quant_method": "df11"} (not
-// for an empty original: no config.json) and "dfloat11_config" appended (other keys keep their order; the df11 marker is the last key of
-// dfloat11_config), indented by 2 as Hugging Face writes it. kBadConfig if the text is not a
-// JSON object, already has dfloat11_config (the input is a DF11 model already) or has a
-// quantization_config (the input's weights are quantized, not BF16).
+// for an empty original: no config.json) and "dfloat11_config" appended (other keys keep their
+// order; the df11 marker is the last key of dfloat11_config), indented by 2 as Hugging Face writes
+// it. kBadConfig if the text is not a JSON object, already has dfloat11_config (the input is a DF11
+// model already) or has a quantization_config (the input's weights are quantized, not BF16).
 Result<std::string> make_df11_config(const std::string& original_config,
                                      const nlohmann::ordered_json& pattern_dict);
 

@@ -1,0 +1,122 @@
+"""What the two doors onto a DF11 transformers model share: df11.from_pretrained (loader.py)
+and transformers' own from_pretrained through the df11 quantizer (native.py). config.json as
+JSON, where each module runs (one device, a device map, accelerate's balanced map sized by the
+coded bytes), and generate()'s deferred decode-status check."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Dict, Optional, Union
+
+import torch
+
+from . import _capi
+
+
+def single_device(device) -> torch.device:
+    """A device as transformers' device_map takes one ("cpu", "cuda:1", 1, torch.device),
+    checked against what torch sees."""
+    if isinstance(device, int):
+        device = torch.device("cuda", device)
+    try:
+        target = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ValueError(f"df11: device {device!r} is not a device torch knows ({e})") from None
+    if target.type == "cuda":
+        if not torch.cuda.is_available():
+            raise RuntimeError(f"df11: device '{target}' was asked for, but torch sees no CUDA "
+                               "GPU (torch.cuda.is_available() is False); use device='cpu'")
+        if target.index is None:
+            target = torch.device("cuda", torch.cuda.current_device())
+        elif target.index >= torch.cuda.device_count():
+            raise ValueError(f"df11: device '{target}': torch sees "
+                             f"{torch.cuda.device_count()} GPU(s)")
+    elif target.type not in ("cpu",):
+        raise ValueError(f"df11: device '{target}': df11 decodes on CUDA GPUs and the CPU")
+    return target
+
+
+def read_config(path: str) -> dict:
+    config_path = os.path.join(path, "config.json")
+    if not os.path.exists(config_path):
+        return {}
+    try:
+        with open(config_path, encoding="utf-8") as f:
+            config = json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise ValueError(f"df11: {config_path}: not valid JSON ({e})") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"df11: {config_path}: expected a JSON object, found "
+                         f"{type(config).__name__}")
+    return config
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def device_map_lookup(device_map: Dict[str, Union[str, int, torch.device]]):
+    """device_of(module_name) for an accelerate device map ({module prefix: device})."""
+    entries = sorted(((k, torch.device(f"cuda:{v}") if isinstance(v, int) else torch.device(v))
+                      for k, v in device_map.items()), key=lambda kv: -len(kv[0]))
+
+    def device_of(name: str) -> torch.device:
+        for prefix, dev in entries:
+            if prefix == "" or name == prefix or name.startswith(prefix + "."):
+                return dev
+        # A parent module (the root, a container of blocks) runs where its first child does.
+        for prefix, dev in sorted(entries, key=lambda kv: kv[0]):
+            if name == "" or prefix.startswith(name + "."):
+                return dev
+        raise ValueError(f"df11: device_map places no module for '{name}'")
+    return device_of
+
+
+def auto_device_map(model, folder: _capi.Model, max_memory, no_split):
+    """accelerate's balanced device map, with each module's size counted as DF11 stores it
+    (coded groups at their stored size): the coded model is what must fit."""
+    from accelerate import infer_auto_device_map
+    from accelerate.utils import get_balanced_memory
+    bf16 = sum(p.numel() * p.element_size() for p in model.parameters())
+    coded = 0
+    for g in range(folder.group_count()):
+        for part in _capi.DEVICE_PARTS:
+            coded += folder.group_part(g, part)[1]
+    raw = sum(folder.tensor_byte_size(t) for t in range(folder.tensor_count())
+              if folder.tensor_group(t) is None)
+    ratio = max((coded + raw) / max(bf16, 1), 0.05)
+    max_memory = get_balanced_memory(model, max_memory=max_memory, no_split_module_classes=no_split)
+    # The map is computed on BF16 sizes: scale the budget instead of the sizes.
+    scaled = {k: int(v / ratio) if isinstance(v, (int, float)) else v
+              for k, v in max_memory.items()}
+    return infer_auto_device_map(model, max_memory=scaled, no_split_module_classes=no_split)
+
+
+def placement(model, folder: _capi.Model, target: Optional[torch.device], device_map,
+               max_memory):
+    """device_of(module_name): `target` if given, else the device map (a dict), else
+    accelerate's balanced map over several GPUs (sized by coded bytes), else the default
+    device."""
+    if target is None and isinstance(device_map, dict):
+        return device_map_lookup(device_map)
+    if target is None and torch.cuda.device_count() > 1:
+        no_split = getattr(model, "_no_split_modules", None) or []
+        return device_map_lookup(auto_device_map(model, folder, max_memory, no_split))
+    if target is None:
+        target = single_device(default_device())
+    return lambda name: target
+
+
+def wrap_generate(model, eng) -> None:
+    """generate() reads the decode status once at its end (the deferred check: the copies were
+    enqueued after each decode; generate has waited for its last tokens by then)."""
+    original = getattr(model, "generate", None)
+    if original is None:
+        return
+
+    def generate(*args, **kwargs):
+        out = original(*args, **kwargs)
+        eng.check_status(wait=True)
+        return out
+    generate.__doc__ = original.__doc__
+    object.__setattr__(model, "generate", generate)
