@@ -41,6 +41,11 @@ class Df11Error(RuntimeError):
         self.message = message
         super().__init__(f"{message} [{status}]" if message else f"[{status}]")
 
+    @classmethod
+    def named(cls, status: str, message: str) -> "Df11Error":
+        """The error df11's C library reports as `status` ("bad_shape"), with its code."""
+        return cls(status_code(status), status, message)
+
 
 class CudaGroup(Structure):
     """df11_cuda_group: device copies of one group's parts and its output."""
@@ -174,6 +179,23 @@ def _declare(L: ctypes.CDLL) -> None:
 
 def status_name(code: int) -> str:
     return lib().df11_status_name(code).decode()
+
+
+_STATUS_CODES: Dict[str, int] = {}
+
+
+def status_code(name: str) -> int:
+    """The code of a df11_status by its lower_snake name, as the C library names its codes
+    (df11_status_name), so that Python never writes the numbers again."""
+    if not _STATUS_CODES:
+        code = 1
+        while (found := status_name(code)) != "unknown":
+            _STATUS_CODES[found] = code
+            code += 1
+    if name not in _STATUS_CODES:
+        raise ValueError(f"df11: no status named '{name}' in libdf11 "
+                         f"({', '.join(sorted(_STATUS_CODES))})")
+    return _STATUS_CODES[name]
 
 
 def version() -> str:

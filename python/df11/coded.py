@@ -71,9 +71,9 @@ def decoded_tensors(folder: _capi.Model) -> Iterator[Tuple[str, torch.Tensor]]:
         if g is None:
             dtype = DTYPES.get(folder.tensor_dtype(t))
             if dtype is None:
-                raise Df11Error(23, "unsupported",
-                                f"tensor '{name}': dtype {folder.tensor_dtype(t)} has no torch "
-                                "dtype here")
+                raise Df11Error.named("unsupported",
+                                      f"tensor '{name}': dtype {folder.tensor_dtype(t)} has "
+                                      "no torch dtype here")
             out = torch.empty(shape, dtype=dtype)
             folder.decode_tensor(t, out.data_ptr(), folder.tensor_byte_size(t))
             yield name, out

@@ -564,11 +564,13 @@ def _resolve_member(model, modules, group: Group, m: Member) -> Target:
         module = modules[m.module]
         current = getattr(module, m.attr, None)
         if not isinstance(current, torch.Tensor):
-            raise Df11Error(12, "bad_group", f"{group.what}: member '{m.name}': module "
-                            f"'{m.module}' ({type(module).__name__}) has no tensor '{m.attr}'")
+            raise Df11Error.named("bad_group",
+                                  f"{group.what}: member '{m.name}': module '{m.module}' "
+                                  f"({type(module).__name__}) has no tensor '{m.attr}'")
         if tuple(current.shape) != tuple(m.shape):
-            raise Df11Error(7, "bad_shape", f"{group.what}: member '{m.name}' has shape "
-                            f"{list(m.shape)}, the model's is {list(current.shape)}")
+            raise Df11Error.named("bad_shape",
+                                  f"{group.what}: member '{m.name}' has shape "
+                                  f"{list(m.shape)}, the model's is {list(current.shape)}")
         return Target(m.module, m.attr)
     match = _EXPERT.match(m.module)
     if match and m.attr == "weight" and match["experts"] in modules:
@@ -581,10 +583,12 @@ def _resolve_member(model, modules, group: Group, m: Member) -> Target:
             rows = fused.shape[1] if kind == "down" else fused.shape[1] // 2
             if (rows, fused.shape[2]) == tuple(m.shape):
                 return Target(match["experts"], attr, kind, e)
-        raise Df11Error(7, "bad_shape", f"{group.what}: member '{m.name}' {list(m.shape)} does "
-                        f"not fit '{match['experts']}.{attr}' of the model")
-    raise Df11Error(12, "bad_group", f"{group.what}: member '{m.name}': the model has no module "
-                    f"'{m.module}'")
+        raise Df11Error.named("bad_shape",
+                              f"{group.what}: member '{m.name}' {list(m.shape)} does "
+                              f"not fit '{match['experts']}.{attr}' of the model")
+    raise Df11Error.named("bad_group",
+                          f"{group.what}: member '{m.name}': the model has no module "
+                          f"'{m.module}'")
 
 
 def _unit_module(modules, group: Group, targets: List[Target]) -> str:
@@ -719,8 +723,9 @@ def _load_raw(model, folder: _capi.Model, t: int, device_of, tensors_set) -> Non
     value = host.view(_DTYPES.get(folder.tensor_dtype(t), torch.uint8)).view(
         folder.tensor_shape(t))
     if tuple(current.shape) != tuple(value.shape):
-        raise Df11Error(7, "bad_shape", f"{folder.path}: tensor '{name}' has shape "
-                        f"{list(value.shape)}, the model's is {list(current.shape)}")
+        raise Df11Error.named("bad_shape",
+                              f"{folder.path}: tensor '{name}' has shape "
+                              f"{list(value.shape)}, the model's is {list(current.shape)}")
     # In the dtype the model gives it (as transformers loads a BF16 model's F32 side tensor).
     _set_tensor(model, name, value.to(dtype=current.dtype).to(device_of(name.rpartition(".")[0])),
                 as_param)
@@ -788,8 +793,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
                                           else "")
-        raise Df11Error(19, "not_found", f"{folder.path}: the folder has no weights for "
-                        f"{len(missing)} of the model's parameters: {shown}")
+        raise Df11Error.named("not_found",
+                              f"{folder.path}: the folder has no weights for "
+                              f"{len(missing)} of the model's parameters: {shown}")
 
     # mode="exec": units whose groups are all nn.Linear weights run from the execution layout.
     exec_items: Dict[torch.device, List[Tuple[Group, List[Target]]]] = {}
@@ -984,8 +990,9 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
         order = [(e, k) for e in range(shape[0]) for k in kinds]
         absent = [f"{module_name}.{e}.{k}" for e, k in order if (e, k) not in parts]
         if absent:
-            raise Df11Error(19, "not_found", f"{engine.folder.path}: no weights for "
-                            f"{', '.join(absent[:5])} (fused into '{module_name}.{attr}')")
+            raise Df11Error.named("not_found",
+                                  f"{engine.folder.path}: no weights for "
+                                  f"{', '.join(absent[:5])} (fused into '{module_name}.{attr}')")
         unit.copies.append(_concatenator(dst, [parts[key][0] for key in order], shape))
         unit.traced_copies.append(_traced_concatenator(
             dst, [(parts[key][1], parts[key][0].shape) for key in order], shape))

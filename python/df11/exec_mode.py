@@ -219,8 +219,9 @@ def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> 
             folder._check(L.df11_cuda_exec_workspace_bytes(folder.handle, group.index,
                                                            ctypes.byref(n), ctypes.byref(ws)))
             if n.value != len(group.members):
-                raise Df11Error(7, "bad_shape", f"{group.what}: {n.value} coded members, the "
-                                f"folder lists {len(group.members)}")
+                raise Df11Error.named("bad_shape",
+                                      f"{group.what}: {n.value} coded members, the "
+                                      f"folder lists {len(group.members)}")
             layout, size = {}, 0
             for part in _capi.DEVICE_PARTS:
                 addr, nbytes = folder.group_part(group.index, part)
@@ -254,9 +255,10 @@ def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> 
                 module = modules[target.module]
                 m = mats[k]
                 if (m.rows, m.cols) != (module.out_features, module.in_features):
-                    raise Df11Error(7, "bad_shape", f"{group.what}: '{member.name}' is "
-                                    f"{m.rows} x {m.cols}, the model's Linear is "
-                                    f"{module.out_features} x {module.in_features}")
+                    raise Df11Error.named("bad_shape",
+                                          f"{group.what}: '{member.name}' is "
+                                          f"{m.rows} x {m.cols}, the model's Linear is "
+                                          f"{module.out_features} x {module.in_features}")
                 matrix = _capi.ExecMatrix(m.d_blob, m.bytes, m.rows, m.cols, m.n_exceptions)
                 lin = ExecLinear(module, member.name, group.what, matrix, state)
                 state.linears.append(lin)
