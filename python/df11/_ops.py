@@ -26,7 +26,7 @@ their users (reorder_for_locality) may hoist a decode above the previous unit's 
 the reinplacing pass then keeps the buffer correct only by cloning it before each decode.
 
 `torch.ops.df11.embed_rows(ids, key)` is an input embedding's lookup served from its coded
-group (engine._RowsDecoder): a new (*ids.shape, hidden) BF16 tensor from torch's allocator,
+group (decoders.RowsDecoder): a new (*ids.shape, hidden) BF16 tensor from torch's allocator,
 filled by df11_cuda_decode_rows_and_copy_status on torch's current stream (only the rows the
 ids name are decoded; no host synchronisation). Its fake returns an empty tensor of that shape.
 """
@@ -36,8 +36,8 @@ from typing import Dict, List
 
 import torch
 
-# key -> an object with decode_into(buffer) (engine._CudaDecoder / engine._CpuDecoder), or
-# lookup(ids) (engine._RowsDecoder).
+# key -> an object with decode_into(buffer) (decoders.CudaDecoder / decoders.CpuDecoder), or
+# lookup(ids) (decoders.RowsDecoder).
 _DECODERS: Dict[int, object] = {}
 _next_key = [0]
 

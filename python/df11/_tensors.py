@@ -3,6 +3,19 @@ the engine (engine.py) and the execution mode (exec_mode.py)."""
 
 import torch
 
+# safetensors dtype names -> torch dtypes (the ones this torch has), and back.
+TORCH_DTYPES = {
+    "BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64,
+    "I8": torch.int8, "U8": torch.uint8, "I16": torch.int16, "I32": torch.int32,
+    "I64": torch.int64, "BOOL": torch.bool, "C64": torch.complex64,
+}
+for _name, _attr in (("U16", "uint16"), ("U32", "uint32"), ("U64", "uint64"),
+                     ("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2"),
+                     ("F8_E8M0", "float8_e8m0fnu")):
+    if hasattr(torch, _attr):
+        TORCH_DTYPES[_name] = getattr(torch, _attr)
+SAFETENSORS_DTYPES = {dtype: name for name, dtype in TORCH_DTYPES.items()}
+
 
 def _mapped(addr: int, nbytes: int) -> torch.Tensor:
     """A uint8 CPU tensor over `nbytes` bytes at `addr` (the C API's read-only mapping of a

@@ -29,18 +29,7 @@ from typing import Callable, Dict, List, Mapping, Optional, Tuple, Union
 import torch
 
 from . import _tools
-
-# torch dtype -> safetensors dtype name (the ones torch has).
-_DTYPES = {
-    torch.bfloat16: "BF16", torch.float16: "F16", torch.float32: "F32", torch.float64: "F64",
-    torch.int8: "I8", torch.int16: "I16", torch.int32: "I32", torch.int64: "I64",
-    torch.uint8: "U8", torch.bool: "BOOL", torch.complex64: "C64",
-}
-for _attr, _name in (("uint16", "U16"), ("uint32", "U32"), ("uint64", "U64"),
-                     ("float8_e4m3fn", "F8_E4M3"), ("float8_e5m2", "F8_E5M2"),
-                     ("float8_e8m0fnu", "F8_E8M0")):
-    if hasattr(torch, _attr):
-        _DTYPES[getattr(torch, _attr)] = _name
+from ._tensors import SAFETENSORS_DTYPES
 
 
 @dataclasses.dataclass
@@ -169,7 +158,7 @@ def _add(ck: _tools.Checkpoint, file: Optional[str], name: str, t: torch.Tensor,
     if t.device.type == "meta":
         raise ValueError(f"df11.compress: tensor '{name}' is on the meta device (its weights "
                          "are not loaded)")
-    dtype = _DTYPES.get(t.dtype)
+    dtype = SAFETENSORS_DTYPES.get(t.dtype)
     if dtype is None:
         raise ValueError(f"df11.compress: tensor '{name}': dtype {t.dtype} has no safetensors "
                          "name")

@@ -35,16 +35,8 @@ import torch
 from . import _capi
 from ._capi import Df11Error
 from ._cuda import raw_stream
+from ._tensors import TORCH_DTYPES
 
-# safetensors dtype names -> torch dtypes (raw tensors keep theirs).
-DTYPES = {
-    "BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64,
-    "I8": torch.int8, "U8": torch.uint8, "I16": torch.int16, "I32": torch.int32,
-    "I64": torch.int64, "BOOL": torch.bool,
-}
-for _name, _attr in (("F8_E4M3", "float8_e4m3fn"), ("F8_E5M2", "float8_e5m2")):
-    if hasattr(torch, _attr):
-        DTYPES[_name] = getattr(torch, _attr)
 
 ALIGN_BYTES = 256  # part offsets in a group's device buffer (the decoder reads them faster)
 MAX_ROW_ELEMENTS = 1 << 16  # rows of at most 64k weights: ~1.2 stream blocks decoded per block
@@ -69,7 +61,7 @@ def decoded_tensors(folder: _capi.Model) -> Iterator[Tuple[str, torch.Tensor]]:
         shape = folder.tensor_shape(t)
         g = folder.tensor_group(t)
         if g is None:
-            dtype = DTYPES.get(folder.tensor_dtype(t))
+            dtype = TORCH_DTYPES.get(folder.tensor_dtype(t))
             if dtype is None:
                 raise Df11Error.named("unsupported",
                                       f"tensor '{name}': dtype {folder.tensor_dtype(t)} has "
@@ -165,7 +157,7 @@ class GpuGroup:
     workspace from torch's allocator. `decode_rows` enqueues on torch's current stream."""
 
     def __init__(self, folder: _capi.Model, g: int, device: torch.device):
-        from .engine import _Uploader  # the pinned double-buffered copy of mapped bytes
+        from .decoders import Uploader  # the pinned double-buffered copy of mapped bytes
         self.what = f"{folder.group_file(g)}: group '{folder.group_name(g)}'"
         self.device = device
         self.device_index = device.index if device.index is not None else 0
@@ -176,7 +168,7 @@ class GpuGroup:
             size = _round_up(size + nbytes, ALIGN_BYTES)
         with torch.cuda.device(device):
             self.coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=device)
-            uploader = _Uploader(device)
+            uploader = Uploader(device)
             for offset, addr, nbytes in layout.values():
                 uploader.copy(self.coded[offset:offset + nbytes], addr, nbytes)
             uploader.finish()

@@ -22,360 +22,35 @@ alignment; a member that would land misaligned is copied into an aligned tensor 
 after each decode. The decoded values are the original BF16 bits, so the logits equal the
 BF16 model's bit for bit (torch.equal), which the tests check.
 
-The layer "mode" is a strategy object per coded group (`DecodeMode` here); another execution
+The modules beside it: groups.py (the folder's groups and members), targets.py (where each
+tensor goes in the model), decoders.py (CPU, CUDA and rows decoders; the upload and the checks
+at load), hooks.py (the forward hooks), modules.py (CodedLinear), exec_mode.py (the execution
+layout).
+
+The layer "mode" is a strategy object per coded group (`hooks.DecodeMode`); another execution
 layout (a fused decode+GEMV per Linear, an execution layout of the C API's experimental
 section) plugs in as another class with the same two methods.
 """
 from __future__ import annotations
 
 import math
-import re
 import time
-import weakref
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
 
 import torch
 
 from . import _capi, _ops, exec_mode
-from ._tensors import _mapped, _set_view
-from ._cuda import current_device, on_device, raw_stream
+from ._tensors import _set_view
 from ._capi import Df11Error
+from .decoders import (CpuDecoder, CudaDecoder, RowsDecoder, StoredChecks, decode_at_load,
+                       rows_class, rows_eligible, upload)
 from .device_lock import DeviceLock
+from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
+from .hooks import DecodeMode, dtype_guard, make_hooks, status_hooks
 from .modules import CodedLinear, codes_as_linear, replace_module
-
-ALIGN_BYTES = 256  # cuBLASLt sees operand alignment up to 256 bytes (PyTorch passes it)
-
-_DTYPES = {
-    "BF16": torch.bfloat16, "F16": torch.float16, "F32": torch.float32, "F64": torch.float64,
-    "I8": torch.int8, "U8": torch.uint8, "I16": torch.int16, "I32": torch.int32,
-    "I64": torch.int64, "BOOL": torch.bool,
-}
-
-
-def _round_up(n: int, a: int) -> int:
-    return (n + a - 1) // a * a
-
-
-def _aligned_empty(elements: int, device: torch.device) -> torch.Tensor:
-    """A BF16 tensor whose first element is ALIGN_BYTES-aligned, as a fresh CUDA allocation is.
-    The CPU allocator aligns to 64 bytes only: without this, every member view that must be
-    aligned would need a copy of its own (a second BF16 copy of each block's weights)."""
-    if device.type == "cuda":
-        return torch.empty(elements, dtype=torch.bfloat16, device=device)
-    raw = torch.empty(elements + ALIGN_BYTES // 2, dtype=torch.bfloat16, device=device)
-    shift = (-raw.data_ptr() % ALIGN_BYTES) // 2
-    return raw[shift:shift + elements]
-
-
-@dataclass
-class Member:
-    tensor: int  # C API tensor index
-    name: str  # "model.layers.0.mlp.up_proj.weight"
-    shape: Tuple[int, ...]
-    offset: int  # first weight within the group's decoded output
-    module: str = ""  # "model.layers.0.mlp.up_proj"
-    attr: str = ""  # "weight"
-
-    @property
-    def numel(self) -> int:
-        return math.prod(self.shape)
-
-
-@dataclass
-class Group:
-    index: int
-    name: str
-    file: str
-    elements: int
-    members: List[Member] = field(default_factory=list)
-
-    @property
-    def what(self) -> str:
-        return f"{self.file}: group '{self.name}'"
-
-
-def read_groups(folder: _capi.Model) -> Tuple[List[Group], List[int]]:
-    """The folder's coded groups (with their listed members) and its raw tensor indices."""
-    groups = []
-    for g in range(folder.group_count()):
-        group = Group(g, folder.group_name(g), folder.group_file(g), folder.group_element_count(g))
-        for t in folder.group_members(g):
-            name = folder.tensor_name(t)
-            module, _, attr = name.rpartition(".")
-            group.members.append(Member(t, name, folder.tensor_shape(t),
-                                        folder.tensor_group_offset(t), module, attr))
-        groups.append(group)
-    raws = [t for t in range(folder.tensor_count()) if folder.tensor_group(t) is None]
-    return groups, raws
-
-
-def _set_tensor(model: torch.nn.Module, name: str, value: torch.Tensor, as_param: bool) -> None:
-    module_name, _, attr = name.rpartition(".")
-    module = model.get_submodule(module_name) if module_name else model
-    if attr in module._parameters or as_param:
-        module._parameters.pop(attr, None)
-        module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
-    else:
-        module._buffers[attr] = value
-
-
-class _CpuDecoder:
-    """df11_decode_group into a CPU tensor: df11's multi-threaded CPU decoder, every stream
-    checked and (df11 folders) every member's checksum compared."""
-
-    def __init__(self, folder: _capi.Model, group: Group, offset: int):
-        self.folder = folder
-        self.group = group
-        self.offset = offset  # elements: where the group starts in the device's buffer
-
-    def decode_into(self, buffer: torch.Tensor) -> None:
-        n = self.group.elements
-        if buffer.numel() < self.offset + n or not buffer.is_contiguous():
-            raise ValueError(f"df11: {self.group.what}: a decode buffer of {buffer.numel()} "
-                             f"weights cannot hold weights {self.offset}..{self.offset + n}")
-        self.folder.decode_group(self.group.index, buffer.data_ptr() + 2 * self.offset, 2 * n)
-
-    def check(self) -> None:
-        pass
-
-
-class _CudaDecoder:
-    """One df11_cuda_plan over one group whose coded parts stay on the GPU (or in pinned host
-    memory, copied to a staging buffer by the hook before the decode)."""
-
-    def __init__(self, folder: _capi.Model, group: Group, parts: Dict[int, int], out_ptr: int,
-                 device: torch.device):
-        dev = _capi.CudaGroup(parts[_capi.PART_LUTS], parts[_capi.PART_ENCODED_EXPONENT],
-                              parts[_capi.PART_SIGN_MANTISSA], parts[_capi.PART_OUTPUT_POSITIONS],
-                              parts[_capi.PART_GAPS], out_ptr)
-        self.group = group
-        self.out_ptr = out_ptr
-        self.device_index = device.index if device.index is not None else 0
-        self.plan = _capi.CudaPlan(folder, [group.index], [dev])  # validates on the host
-        self._fn = _capi.lib().df11_cuda_decode_and_copy_status
-        self._plan = self.plan.handle
-        self.ws_ptr = 0
-        self.ws_bytes = self.plan.workspace_bytes
-        self.h_status = 0
-        self.status_bytes = self.plan.status_bytes
-        self.parts = parts
-        self._args = ()  # set by set_buffers: the call's arguments but the stream
-        self.copied = False  # a status copy was ever enqueued (graph replays repeat it)
-        self.out: Optional[torch.Tensor] = None  # the planned output (set by _upload)
-        self.offset = 0  # elements: where the planned output starts in the device's buffer
-        self.staging: Optional[torch.Tensor] = None  # cpu_offload: the coded bytes' target
-        self.host_packed: Optional[torch.Tensor] = None  # cpu_offload: pinned coded bytes
-
-    def set_buffers(self, ws_ptr: int, h_status: int) -> None:
-        import ctypes
-        self.ws_ptr, self.h_status = ws_ptr, h_status
-        self._args = (self._plan, ctypes.c_void_p(ws_ptr), ctypes.c_size_t(self.ws_bytes),
-                      ctypes.c_void_p(h_status), ctypes.c_size_t(self.status_bytes))
-
-    def decode_now(self) -> None:
-        """Enqueues the decode into the buffer the plan was made with, and the copy of its
-        status into pinned memory, on torch's current stream: one foreign call
-        (df11_cuda_decode_and_copy_status), no wait, no allocation, no Python object made. A
-        captured decode replays safely (each launch leaves its tail-pool counter at 0)."""
-        rc = self._fn(*self._args, raw_stream(self.device_index))
-        if rc != 0:
-            self.plan._check(rc)
-        self.copied = True
-
-    def decode_into(self, buffer: torch.Tensor) -> None:
-        """The custom op's body (staging the coded bytes first under cpu_offload). `buffer` is
-        the device's decode buffer, whose slice at `offset` the plan writes, except where
-        torch.compile's functionalization hands the op a copy to mutate: then the decode still
-        goes to the planned output and is copied into the copy."""
-        if self.staging is not None:
-            self.staging.copy_(self.host_packed, non_blocking=True)
-        self.decode_now()
-        n = self.group.elements
-        if buffer.data_ptr() + 2 * self.offset != self.out_ptr:
-            buffer[self.offset:self.offset + n].copy_(self.out)
-
-    def check(self) -> None:
-        """Reads the latest copied status (the caller knows the copy has completed)."""
-        if self.copied:
-            self.plan.group_status(self.h_status, self.status_bytes, 0)
-
-
-class _RowsDecoder:
-    """An input embedding served from its coded group: each lookup decodes only the rows the
-    ids name (df11_cuda_decode_rows_and_copy_status) into a fresh (*ids.shape, hidden) BF16
-    tensor from torch's allocator, on torch's current stream: one foreign call, no wait. It
-    uses the group's plan (that of the tied head's unit, or one of its own without an output)
-    with a workspace and a status slot of its own, so that the head's decode of the same group
-    does not overwrite the lookup's status before check_status reads it."""
-
-    def __init__(self, plan: _capi.CudaPlan, group_name: str, row_elements: int,
-                 device: torch.device, lock: DeviceLock):
-        import ctypes
-        self.plan = plan
-        self.lock = lock  # the workspace and status slot serve one lookup at a time
-        self.group_name = group_name
-        self.row_elements = row_elements
-        self.device = device
-        self.device_index = device.index if device.index is not None else 0
-        self.workspace = torch.empty(_round_up(plan.workspace_bytes, ALIGN_BYTES),
-                                     dtype=torch.uint8, device=device)
-        self.status = torch.zeros(plan.status_bytes, dtype=torch.uint8, pin_memory=True)
-        self._fn = _capi.lib().df11_cuda_decode_rows_and_copy_status
-        self._args = (ctypes.c_void_p(self.workspace.data_ptr()),
-                      ctypes.c_size_t(plan.workspace_bytes),
-                      ctypes.c_void_p(self.status.data_ptr()), ctypes.c_size_t(plan.status_bytes))
-        self._void_p = ctypes.c_void_p
-        self.copied = False
-        with torch.cuda.device(device):
-            plan.workspace_init(self.workspace.data_ptr(), plan.workspace_bytes,
-                                torch.cuda.current_stream(device).cuda_stream)
-
-    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
-        flat = ids.reshape(-1)
-        if flat.dtype != torch.int64 or flat.device != self.device:
-            flat = flat.to(device=self.device, dtype=torch.int64)
-        flat = flat.contiguous()
-        n = flat.numel()
-        out = torch.empty((n, self.row_elements), dtype=torch.bfloat16, device=self.device)
-        if n:
-            with on_device(self.device_index), self.lock:
-                rc = self._fn(self.plan.handle, 0, self._void_p(flat.data_ptr()), n,
-                              self.row_elements, self._void_p(out.data_ptr()), *self._args,
-                              raw_stream(self.device_index))
-            if rc != 0:
-                self.plan._check(rc)
-            self.copied = True
-        return out.view(*ids.shape, self.row_elements)
-
-    def check(self) -> None:
-        """Reads the latest lookup's copied status. An error (an id outside the vocabulary) is
-        raised once: the next forward pass, with good ids, runs."""
-        if self.copied:
-            try:
-                self.plan.group_status(self.status.data_ptr(), self.plan.status_bytes, 0)
-            except Df11Error:
-                self.copied = False
-                raise
-
-    def check_all(self, rows: int, chunk_rows: int = 8192) -> None:
-        """Decodes every row once (in chunks, into transient tensors) and reads each chunk's
-        status: the load-time check of a group no unit decodes whole."""
-        for start in range(0, rows, chunk_rows):
-            ids = torch.arange(start, min(rows, start + chunk_rows), device=self.device)
-            self.lookup(ids)
-            torch.cuda.current_stream(self.device).synchronize()
-            self.check()
-
-
-class _RowsLookup(torch.nn.Embedding):
-    """Placed after an embedding's own class in its MRO (see _serve_rows): nn.Embedding's
-    forward, which the class's forward reaches through super(), becomes the rows decode; what
-    the class adds after the lookup (Gemma 3's embed_scale) runs as written."""
-
-    def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Embedding's name)
-        key = self.__dict__["_df11_rows_key"]
-        if torch.compiler.is_compiling():
-            return torch.ops.df11.embed_rows(input, key)
-        return _ops._DECODERS[key].lookup(input)
-
-
-_ROWS_CLASSES: Dict[type, type] = {}
-
-
-def _rows_class(cls: type) -> Optional[type]:
-    """The class that serves `cls`'s lookups by rows, or None if `cls`'s forward does not
-    reach nn.Embedding.forward through super() (it may read the weight itself)."""
-    if cls is torch.nn.Embedding:
-        return _RowsLookup
-    if not issubclass(cls, torch.nn.Embedding):
-        return None
-    for klass in cls.__mro__:
-        if klass is torch.nn.Embedding:
-            break
-        fwd = klass.__dict__.get("forward")
-        if fwd is not None:
-            code = fwd.__code__
-            if "__class__" not in code.co_freevars or "embedding" in code.co_names:
-                return None
-    if cls not in _ROWS_CLASSES:
-        _ROWS_CLASSES[cls] = type(cls.__name__, (cls, _RowsLookup),
-                                  {"__module__": cls.__module__, "__qualname__": cls.__qualname__})
-    return _ROWS_CLASSES[cls]
-
-
-def _rows_eligible(emb, group: "Group", device: torch.device, cpu_offload: bool, mode: str,
-                   resident_groups) -> bool:
-    """The embedding can be served by rows decodes: a CUDA device, one 2-D member at the
-    group's start, a class that reaches nn.Embedding's forward, no max_norm (which rewrites
-    the weight)."""
-    if device.type != "cuda" or cpu_offload or mode != "decode" or group.name in resident_groups:
-        return False
-    if len(group.members) != 1 or group.members[0].offset != 0 or len(group.members[0].shape) != 2:
-        return False
-    return _rows_class(type(emb)) is not None and getattr(emb, "max_norm", None) is None
-
-
-class DecodeMode:
-    """Default layer mode: decode the unit's groups into the device's buffer, then the module's
-    own forward runs on BF16 views (torch's matmuls: bit-identical to the BF16 model)."""
-
-    name = "decode"
-
-    def __init__(self, unit: "Unit"):
-        self.unit = unit
-        self._steps: Optional[List[Callable[[], None]]] = None
-
-    def _eager_steps(self) -> List[Callable[[], None]]:
-        """What a forward pass runs before the module, as bound callables made once."""
-        steps: List[Callable[[], None]] = []
-        for rt in self.unit.groups:
-            if rt.staging is not None:  # cpu_offload: coded bytes from pinned host memory
-                steps.append(_stager(rt.staging, rt.host_packed))
-            if isinstance(rt.decoder, _CudaDecoder):
-                steps.append(rt.decoder.decode_now)
-            else:
-                steps.append(_caller(rt.decoder.decode_into, self.unit.buffer))
-        steps.extend(self.unit.copies)
-        return steps
-
-    def pre_forward(self) -> None:
-        # Traced (torch.compile), the decode is the custom op on the device's buffer, and the
-        # unit's CodedLinear modules read views of that same tensor (modules.py); run eagerly
-        # or captured in a CUDA graph, the op's body is called directly, saving the
-        # dispatcher's overhead (tens of microseconds per call, at batch 1 on the CPU's
-        # critical path).
-        if torch.compiler.is_compiling():
-            buffer = self.unit.buffer
-            for rt in self.unit.groups:
-                torch.ops.df11.decode_into(buffer, rt.key)
-            for copy in self.unit.traced_copies:
-                copy(buffer)
-            return
-        steps = self._steps
-        if steps is None:
-            steps = self._steps = self._eager_steps()
-        for step in steps:
-            step()
-
-    def reads_done(self) -> None:
-        """Traced only (the unit's forward hook): the unit's matmuls have read the buffer
-        (torch.ops.df11.reads_done, _ops.py); the next decode into it comes after them."""
-        reads = list(self.unit.reads)
-        self.unit.reads.clear()
-        torch.ops.df11.reads_done(self.unit.buffer, reads)
-
-
-def _stager(staging, packed):
-    def stage():
-        staging.copy_(packed, non_blocking=True)
-    return stage
-
-
-def _caller(fn, *args):
-    def call():
-        fn(*args)
-    return call
+from .targets import (Target, input_embedding, load_raw, output_embedding, place_remaining,
+                      resolve_member, set_tensor, ties_embeddings, unit_module)
 
 
 LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
@@ -443,8 +118,8 @@ class Df11Engine:
         self.mode = "decode"
         self.exec_states: Dict[torch.device, exec_mode.ExecState] = {}  # mode="exec"
         self.exec_keys: List[int] = []
-        # Input embeddings served by rows decodes: (module, its own class, _RowsDecoder, key).
-        self.rows: List[Tuple[torch.nn.Module, type, "_RowsDecoder", int]] = []
+        # Input embeddings served by rows decodes: (module, its own class, RowsDecoder, key).
+        self.rows: List[Tuple[torch.nn.Module, type, "RowsDecoder", int]] = []
         # Host seconds of each phase of the load (from_pretrained adds "open" and "model"),
         # which python -m df11.bench prints: where a load's time goes.
         self.load_seconds: Dict[str, float] = {}
@@ -497,7 +172,7 @@ class Df11Engine:
         self.hooks.clear()
         for rt in self.runtimes:
             _ops.unregister(rt.key)
-            if isinstance(rt.decoder, _CudaDecoder):
+            if isinstance(rt.decoder, CudaDecoder):
                 rt.decoder.plan.close()
         exec_mode.unregister(self.exec_keys)
         self.exec_keys.clear()
@@ -531,81 +206,6 @@ class Df11Engine:
 
 
 # ---- where a member's weights go -------------------------------------------------------
-
-_EXPERT = re.compile(
-    r"^(?P<experts>.+)\.(?P<e>\d+)\.(?P<proj>gate_proj|up_proj|down_proj|w1|w2|w3)$")
-_FUSED_KIND = {"gate_proj": "gate", "w1": "gate", "up_proj": "up", "w3": "up",
-               "down_proj": "down", "w2": "down"}
-
-
-def _existing_module(modules: Dict[str, torch.nn.Module], path: str) -> Optional[str]:
-    while True:
-        if path in modules:
-            return path
-        if not path:
-            return None
-        path = path.rpartition(".")[0]
-
-
-@dataclass
-class Target:
-    """Where a decoded member goes: `module.attr` (a view of the buffer), or expert `e`'s
-    gate/up/down matrix of a fused-experts module (transformers 5 holds a MoE layer's experts
-    as 3-D parameters gate_up_proj [E, 2I, H] and down_proj [E, H, I], while checkpoints and
-    DF11 folders hold one matrix per expert)."""
-    module: str
-    attr: str
-    fused: Optional[str] = None  # "gate" | "up" | "down"
-    expert: int = 0
-
-
-def _resolve_member(model, modules, group: Group, m: Member) -> Target:
-    if m.module in modules:
-        module = modules[m.module]
-        current = getattr(module, m.attr, None)
-        if not isinstance(current, torch.Tensor):
-            raise Df11Error.named("bad_group",
-                                  f"{group.what}: member '{m.name}': module '{m.module}' "
-                                  f"({type(module).__name__}) has no tensor '{m.attr}'")
-        if tuple(current.shape) != tuple(m.shape):
-            raise Df11Error.named("bad_shape",
-                                  f"{group.what}: member '{m.name}' has shape "
-                                  f"{list(m.shape)}, the model's is {list(current.shape)}")
-        return Target(m.module, m.attr)
-    match = _EXPERT.match(m.module)
-    if match and m.attr == "weight" and match["experts"] in modules:
-        experts = modules[match["experts"]]
-        kind = _FUSED_KIND[match["proj"]]
-        attr = "down_proj" if kind == "down" else "gate_up_proj"
-        fused = getattr(experts, attr, None)
-        e = int(match["e"])
-        if isinstance(fused, torch.Tensor) and fused.dim() == 3 and e < fused.shape[0]:
-            rows = fused.shape[1] if kind == "down" else fused.shape[1] // 2
-            if (rows, fused.shape[2]) == tuple(m.shape):
-                return Target(match["experts"], attr, kind, e)
-        raise Df11Error.named("bad_shape",
-                              f"{group.what}: member '{m.name}' {list(m.shape)} does "
-                              f"not fit '{match['experts']}.{attr}' of the model")
-    raise Df11Error.named("bad_group",
-                          f"{group.what}: member '{m.name}': the model has no module "
-                          f"'{m.module}'")
-
-
-def _unit_module(modules, group: Group, targets: List[Target]) -> str:
-    """The module whose forward uses every member: the group's own module when it holds them
-    all (a block, lm_head), else the deepest existing module above all of them."""
-    paths = [t.module for t in targets]
-    if group.name in modules and all(p == group.name or p.startswith(group.name + ".")
-                                     for p in paths):
-        return group.name
-    parts = [p.split(".") for p in paths]
-    common = []
-    for level in zip(*parts):
-        if all(x == level[0] for x in level):
-            common.append(level[0])
-        else:
-            break
-    return _existing_module(modules, ".".join(common)) or ""
 
 
 def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str], torch.device],
@@ -654,7 +254,7 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
         state.blobs, state.scratch, state.status, state.sites, state.linears = [], None, None, [], []
     for rt in engine.runtimes:
         rt.out = rt.workspace = rt.staging = rt.host_packed = None
-        if isinstance(rt.decoder, _CudaDecoder):
+        if isinstance(rt.decoder, CudaDecoder):
             rt.decoder.out = rt.decoder.staging = rt.decoder.host_packed = None
     for unit in engine.units:
         unit.buffer = None
@@ -678,75 +278,21 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
         torch.cuda.empty_cache()
 
 
-def _input_embedding(model: torch.nn.Module) -> Optional[torch.nn.Module]:
-    try:
-        return model.get_input_embeddings()
-    except (NotImplementedError, AttributeError):
-        return None
-
-
-def _output_embedding(model: torch.nn.Module) -> Optional[torch.nn.Module]:
-    try:
-        return model.get_output_embeddings()
-    except (NotImplementedError, AttributeError):
-        return None
-
-
-def _ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
-    if emb is None or head is None:
-        return False
-    if getattr(head, "weight", None) is not None and head.weight is emb.weight:
-        return True
-    config = getattr(model, "config", None)
-    if config is None:
-        return False
-    try:
-        text = config.get_text_config()
-    except AttributeError:
-        text = config
-    return bool(getattr(text, "tie_word_embeddings", getattr(config, "tie_word_embeddings",
-                                                             False)))
-
-
-def _load_raw(model, folder: _capi.Model, t: int, device_of, tensors_set) -> None:
-    name = folder.tensor_name(t)
-    try:
-        current, as_param = model.get_parameter(name), True
-    except AttributeError:
-        try:
-            current, as_param = model.get_buffer(name), False
-        except AttributeError:
-            return  # a tensor the model does not have (transformers ignores it too)
-    nbytes = folder.tensor_byte_size(t)
-    host = torch.empty(nbytes, dtype=torch.uint8)
-    folder.decode_tensor(t, host.data_ptr(), nbytes)
-    value = host.view(_DTYPES.get(folder.tensor_dtype(t), torch.uint8)).view(
-        folder.tensor_shape(t))
-    if tuple(current.shape) != tuple(value.shape):
-        raise Df11Error.named("bad_shape",
-                              f"{folder.path}: tensor '{name}' has shape "
-                              f"{list(value.shape)}, the model's is {list(current.shape)}")
-    # In the dtype the model gives it (as transformers loads a BF16 model's F32 side tensor).
-    _set_tensor(model, name, value.to(dtype=current.dtype).to(device_of(name.rpartition(".")[0])),
-                as_param)
-    tensors_set.add(name)
-
-
 def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, device_of,
             cpu_offload, cpu_offload_blocks, pin_memory, mode, resident_groups):
     groups, raws = read_groups(folder)
     modules = dict(model.named_modules())
     module_names = {m: n for n, m in modules.items()}
-    emb, head = _input_embedding(model), _output_embedding(model)
+    emb, head = input_embedding(model), output_embedding(model)
     emb_name = module_names.get(emb) if emb is not None else None
     head_name = module_names.get(head) if head is not None else None
-    tied = _ties_embeddings(model, emb, head)
+    tied = ties_embeddings(model, emb, head)
     emb_dev = _cuda_index(torch.device(device_of(emb_name))) if emb_name is not None else None
     rows_group: Optional[Group] = None  # the embedding's group, served by rows decodes
     tensors_set = set()
     t0 = time.perf_counter()
     for t in raws:
-        _load_raw(model, folder, t, device_of, tensors_set)
+        load_raw(model, folder, t, device_of, tensors_set)
     engine.add_time("raw tensors", t0)
 
     # Coded groups: resident (decoded once), skipped (a tied head), or decoded per forward.
@@ -755,7 +301,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         if not group.members:
             engine.skipped.append(group.name)  # an alias group (a tied head df11 recorded)
             continue
-        targets = [_resolve_member(model, modules, group, m) for m in group.members]
+        targets = [resolve_member(model, modules, group, m) for m in group.members]
         member_modules = {t.module for t in targets}
         if tied and member_modules == {head_name}:
             # The official encoder stores a tied head as a group of its own; the tie keeps the
@@ -763,7 +309,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             engine.skipped.append(group.name)
             continue
         if (member_modules == {emb_name} and rows_group is None and
-                _rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups)):
+                rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups)):
             rows_group = group
             if tied:  # the head decodes the whole group before its forward, as any unit does
                 units.setdefault(head_name, []).append((group, [Target(head_name, "weight")]))
@@ -775,12 +321,12 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                 host = torch.empty(nbytes, dtype=torch.uint8)
                 folder.decode_tensor(m.tensor, host.data_ptr(), nbytes)
                 value = host.view(torch.bfloat16).view(m.shape)
-                _set_tensor(model, m.name, value.to(device_of(m.module)), True)
+                set_tensor(model, m.name, value.to(device_of(m.module)), True)
                 tensors_set.add(m.name)
             engine.resident.append(group.name)
             engine.add_time("resident groups", t0)
             continue
-        units.setdefault(_unit_module(modules, group, targets), []).append((group, targets))
+        units.setdefault(unit_module(modules, group, targets), []).append((group, targets))
     if tied and rows_group is None:
         head.weight = emb.weight  # the tie, onto the loaded embedding
 
@@ -826,8 +372,8 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         state = DeviceState(dev)
         engine.devices[dev] = state
         slot = ALIGN_BYTES // 2  # elements
-        sizes = [sum(_round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names]
-        state.buffer = _aligned_empty(max(sizes, default=0), dev)
+        sizes = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names]
+        state.buffer = aligned_empty(max(sizes, default=0), dev)
         # Its address never changes: under torch.compile the decodes' mutation of it is one of
         # a static input, which CUDA graph trees capture (engine docstring, "compiled").
         torch._dynamo.mark_static_address(state.buffer, guard=False)
@@ -841,7 +387,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             for group, _ in units[unit_name]:
                 rt = GroupRuntime(group, dev, offset=base)
                 rt.out = state.buffer[base:base + group.elements]
-                base += _round_up(group.elements, slot)
+                base += round_up(group.elements, slot)
                 unit.groups.append(rt)
             dev_units.append(unit)
         if dev.type == "cuda":
@@ -859,7 +405,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                     flat.append(rows_rt)
                     offloaded.append(False)
             times: Dict[str, float] = {}
-            _upload(state, folder, flat, offloaded, pin_memory, times)
+            upload(state, folder, flat, offloaded, pin_memory, times)
             for phase, seconds in times.items():
                 engine.load_seconds[phase] = engine.load_seconds.get(phase, 0.0) + seconds
         else:
@@ -867,7 +413,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             for u in dev_units:
                 for rt in u.groups:
                     rt.workspace = state.workspace
-                    rt.decoder = _CpuDecoder(folder, rt.group, rt.offset)
+                    rt.decoder = CpuDecoder(folder, rt.group, rt.offset)
         for unit in dev_units:
             for rt in unit.groups:
                 rt.key = _ops.register(rt.decoder)
@@ -879,16 +425,16 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             # a (rows, hidden) zero-stride placeholder that only tells shape, dtype and device.
             # The head as the model holds it now: _place_members may have put a CodedLinear
             # in the place of the nn.Linear found before.
-            weight = (_output_embedding(model).weight if tied else
+            weight = (output_embedding(model).weight if tied else
                       torch.zeros((), dtype=torch.bfloat16, device=dev).expand(
                           *rows_group.members[0].shape))
-            rows = _RowsDecoder(rows_rt.decoder.plan, rows_group.name,
+            rows = RowsDecoder(rows_rt.decoder.plan, rows_group.name,
                                 rows_group.members[0].shape[1], dev, state.lock)
             _serve_rows(engine, emb, rows, weight)
         if dev.type == "cuda":
             t0 = time.perf_counter()
             whole = rows is not None and rows_rt.decoder.out is None  # no unit decodes it
-            _decode_at_load(state, [rt for u in dev_units for rt in u.groups],
+            decode_at_load(state, [rt for u in dev_units for rt in u.groups],
                             rows if whole else None,
                             rows_group.members[0].shape[0] if whole else 0)
             engine.add_time("load check", t0)
@@ -909,16 +455,16 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         t0 = time.perf_counter()
         engine.stored_checks.join()
         engine.add_time("load check (waiting for the stored checksums)", t0)
-    _place_remaining(model, device_of, tensors_set, folder)
+    place_remaining(model, device_of, tensors_set, folder)
     for unit in engine.units:
         module = model.get_submodule(unit.module) if unit.module else model
         lock = engine.devices[unit.device].lock
-        pre, post = _make_hooks(unit.mode, unit.device, lock)
+        pre, post = make_hooks(unit.mode, unit.device, lock)
         engine.hooks.append(module.register_forward_pre_hook(pre))
         engine.hooks.append(module.register_forward_hook(post, always_call=True))
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
-        _status_hooks(engine, model)
-    _dtype_guard(engine, model, device_of)
+        status_hooks(engine, model)
+    dtype_guard(engine, model, device_of)
 
 
 def _cuda_index(dev: torch.device) -> torch.device:
@@ -927,16 +473,16 @@ def _cuda_index(dev: torch.device) -> torch.device:
     return dev
 
 
-def _serve_rows(engine: Df11Engine, emb: torch.nn.Module, rows: _RowsDecoder,
+def _serve_rows(engine: Df11Engine, emb: torch.nn.Module, rows: RowsDecoder,
                 weight: torch.Tensor) -> None:
-    """The embedding's lookups become rows decodes (_RowsLookup placed in its class's MRO);
+    """The embedding's lookups become rows decodes (RowsLookup placed in its class's MRO);
     its weight becomes `weight`, no longer a parameter."""
     key = _ops.register(rows)
     object.__setattr__(emb, "_df11_rows_key", key)
     _set_view(emb, "weight", weight)
     engine.views.append((emb, "weight"))
     engine.rows.append((emb, type(emb), rows, key))
-    emb.__class__ = _rows_class(type(emb))
+    emb.__class__ = rows_class(type(emb))
 
 
 def _fused_elements(modules, items) -> int:
@@ -946,7 +492,7 @@ def _fused_elements(modules, items) -> int:
         for t in targets:
             if t.fused and (t.module, t.attr) not in seen:
                 seen.add((t.module, t.attr))
-                total += _round_up(getattr(modules[t.module], t.attr).numel(), ALIGN_BYTES // 2)
+                total += round_up(getattr(modules[t.module], t.attr).numel(), ALIGN_BYTES // 2)
     return total
 
 
@@ -985,7 +531,7 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
         shape = getattr(module, attr).shape
         n = math.prod(shape)
         dst = state.assembly[base:base + n].view(shape)
-        base += _round_up(n, ALIGN_BYTES // 2)
+        base += round_up(n, ALIGN_BYTES // 2)
         kinds = ("down",) if attr == "down_proj" else ("gate", "up")
         order = [(e, k) for e in range(shape[0]) for k in kinds]
         absent = [f"{module_name}.{e}.{k}" for e, k in order if (e, k) not in parts]
@@ -1032,318 +578,3 @@ def _traced_concatenator(dst, sources, shape):
     return copy
 
 
-def _place_remaining(model, device_of, tensors_set, folder) -> None:
-    """Whatever else the model holds (buffers it computed, weights of a given bfloat16_model
-    the folder does not hold) goes where its module runs."""
-    stale = []
-    for module_name, module in model.named_modules():
-        dev = torch.device(device_of(module_name))
-        for table in (module._parameters, module._buffers):
-            for name, t in list(table.items()):
-                if t is None or t.device.type == "meta" or t.device == dev or (
-                        dev.type == "cuda" and dev.index is None and t.device.type == "cuda"):
-                    continue
-                full = f"{module_name}.{name}" if module_name else name
-                if table is module._parameters and full not in tensors_set:
-                    stale.append(full)
-                moved = t.to(dev)
-                table[name] = (torch.nn.Parameter(moved, requires_grad=False)
-                               if table is module._parameters else moved)
-    if stale:
-        import warnings
-        warnings.warn(f"df11: {folder.path} holds no weights for {len(stale)} parameters of the "
-                      f"given model, which keep their values: {', '.join(stale[:5])}",
-                      stacklevel=4)
-
-
-def _make_hooks(mode, device: torch.device, lock: DeviceLock):
-    """The unit's forward pre-hook (take the device's buffers, decode) and forward hook (give
-    them back; registered with always_call, so it runs after an exception too)."""
-    def post(module, args, output):
-        if torch.compiler.is_compiling():
-            mode.reads_done()
-            return
-        lock.exit()
-        if torch.is_grad_enabled():
-            _decode_before_backward(output, mode, device)
-
-    if device.type != "cuda":
-        def hook(module, args):
-            if not torch.compiler.is_compiling():
-                lock.enter()
-            mode.pre_forward()
-        return hook, post
-    index = device.index if device.index is not None else 0
-
-    def cuda_hook(module, args):
-        if torch.compiler.is_compiling():
-            mode.pre_forward()
-            return
-        lock.enter()
-        if current_device() == index:  # the usual case: no context manager per block
-            mode.pre_forward()
-            return
-        with torch.cuda.device(index):  # device_map="auto": the block's GPU
-            mode.pre_forward()
-    return cuda_hook, post
-
-
-def _decode_before_backward(output, mode, device: torch.device) -> None:
-    """A unit's backward reads its weights again (the gradient of its input is the output's
-    gradient times W), after later units decoded theirs into the same buffer: when the first
-    gradient reaches the unit's output, the unit decodes again (a hook on that output tensor),
-    before any of its own backward runs."""
-    tensor = _first_requiring_grad(output)
-    if tensor is None:
-        return
-    index = device.index if device.index is not None else 0
-
-    def again(grad):
-        if device.type == "cuda" and current_device() != index:
-            with torch.cuda.device(index):
-                mode.pre_forward()
-        else:
-            mode.pre_forward()
-    tensor.register_hook(again)
-
-
-def _first_requiring_grad(output) -> Optional[torch.Tensor]:
-    if isinstance(output, torch.Tensor):
-        return output if output.requires_grad else None
-    values = output.values() if isinstance(output, dict) else (
-        output if isinstance(output, (tuple, list)) else ())
-    for value in values:
-        found = _first_requiring_grad(value)
-        if found is not None:
-            return found
-    return None
-
-
-def _decode_at_load(state: DeviceState, runtimes: List[GroupRuntime], rows: "_RowsDecoder",
-                    rows_count: int) -> None:
-    """Decodes every group of the device once and waits for the statuses, so that a corrupt
-    stream is refused at load (naming the file, group and block), never met by a forward pass
-    first. A group that only serves an embedding's lookups is decoded row by row."""
-    with torch.cuda.device(state.device):
-        for rt in runtimes:
-            if rt.staging is not None:
-                rt.staging.copy_(rt.host_packed, non_blocking=True)
-            rt.decoder.decode_now()
-        torch.cuda.current_stream(state.device).synchronize()
-        for rt in runtimes:
-            rt.decoder.check()
-        if rows is not None:
-            rows.check_all(rows_count)
-
-
-class StoredChecks:
-    """df11_group_check_stored over the groups on a few threads (ctypes releases the GIL), from
-    construction to join(), which waits for all of them and raises the first failure in group
-    order. Each thread checks through a model handle of its own: a handle's error message is
-    valid until its next failure, so a failing check must not share a handle with the load's
-    own calls (or another check) that may fail at the same time."""
-
-    def __init__(self, folder: _capi.Model, groups: List[Group]):
-        import os
-        import threading
-        from concurrent.futures import ThreadPoolExecutor
-        workers = max(1, min(8, (os.cpu_count() or 2) // 2, len(groups)))
-        self._path = folder.path
-        self._local = threading.local()
-        self._handles: List[_capi.Model] = []
-        self._handles_lock = threading.Lock()
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="df11-check")
-        self._futures = [self._pool.submit(self._check, g.index) for g in groups]
-
-    def _check(self, group: int) -> None:
-        handle = getattr(self._local, "handle", None)
-        if handle is None:
-            handle = self._local.handle = _capi.Model(self._path)
-            with self._handles_lock:
-                self._handles.append(handle)
-        handle.check_stored(group)
-
-    def join(self) -> None:
-        try:
-            for future in self._futures:
-                future.result()
-        finally:
-            self.wait()
-
-    def wait(self) -> None:
-        """Waits without raising (after another failure), then closes the handles."""
-        self._pool.shutdown(wait=True, cancel_futures=True)
-        for handle in self._handles:
-            handle.close()
-        self._handles.clear()
-
-
-def _dtype_guard(engine: Df11Engine, model, device_of) -> None:
-    """A forward pass after model.to(dtype) / .float() / .half() raises, naming the cast: the
-    coded weights decode to BF16 only, so the model would otherwise mix dtypes (or fail deep
-    in a matmul with a message that says nothing of DF11). The same after model.to(device) /
-    .cuda() / .cpu() moved the raw tensors away from the device the coded weights decode on
-    (as a transformers pipeline does to a model loaded without a device map)."""
-    folder = engine.folder
-    coded = {folder.tensor_name(t) for t in range(folder.tensor_count())
-             if folder.tensor_group(t) is not None}
-    coded.update(a for a in (folder.group_alias_name(g) for g in range(folder.group_count()))
-                 if a is not None)
-    probe = None
-    for module_name, module in model.named_modules():
-        for name, p in module._parameters.items():
-            # A raw tensor's parameter (on the meta device still where transformers loads the
-            # raw tensors after); a coded one may stop being a parameter.
-            full = f"{module_name}.{name}" if module_name else name
-            if p is not None and p.dtype == torch.bfloat16 and full not in coded:
-                probe = (module_name, module, name)
-                break
-        if probe is not None:
-            break
-    if probe is None:
-        return
-    module_name, module, name = probe
-    path = engine.folder.path
-    loaded_on = device_of(module_name)
-    if loaded_on.type == "cuda" and loaded_on.index is None:
-        loaded_on = torch.device("cuda", torch.cuda.current_device())
-
-    def guard(root, args):
-        p = module._parameters.get(name)
-        if p is not None and p.device != loaded_on:
-            raise RuntimeError(f"df11: {path}: the model was moved to {p.device} "
-                               "(model.to(device), .cuda() or .cpu()) after it was loaded on "
-                               f"{loaded_on}; its DF11 weights decode where they were loaded: "
-                               f"load it again with device_map='{p.device}' (or device=)")
-        if p is not None and p.dtype != torch.bfloat16:
-            raise TypeError(f"df11: {path}: the model was cast to {p.dtype} (model.to(dtype), "
-                            ".float() or .half()); its DF11 weights decode to torch.bfloat16 "
-                            "only: load it again and keep it in bfloat16")
-    engine.hooks.append(model.register_forward_pre_hook(guard))
-
-
-def _status_hooks(engine: Df11Engine, model) -> None:
-    """Each top-level forward first reads the previous one's decode statuses if its work has
-    completed (no wait), and records an event at its end."""
-    ref = weakref.ref(engine)
-
-    def root_pre(module, args):
-        e = ref()
-        if e is None or torch.compiler.is_compiling() or torch.cuda.is_current_stream_capturing():
-            return
-        e.check_status(wait=False)
-
-    def root_post(module, args, output):
-        e = ref()
-        if e is not None and not torch.compiler.is_compiling():
-            e._mark_forward_end()
-
-    engine.hooks.append(model.register_forward_pre_hook(root_pre))
-    engine.hooks.append(model.register_forward_hook(root_post))
-
-
-class _Uploader:
-    """Copies mapped (pageable) bytes to the GPU through two pinned buffers: torch's
-    multi-threaded CPU copy fills one while the other's DMA runs, on the current stream. A
-    pageable cudaMemcpy stages through the driver's own small buffers on one thread and waits
-    for each copy (~6 GB/s from the page cache on the H100 hosts)."""
-
-    CHUNK = 64 << 20
-
-    def __init__(self, device: torch.device):
-        self.device = device
-        self.buffers: List[torch.Tensor] = []
-        self.events: List[Optional[torch.cuda.Event]] = [None, None]
-        self.turn = 0
-
-    def copy(self, dst: torch.Tensor, addr: int, nbytes: int) -> None:
-        """dst (uint8 on the GPU, nbytes long) <- the nbytes at addr. Returns once the bytes
-        are read from addr (the DMA may still run: finish() waits for it)."""
-        if nbytes == 0:
-            return
-        if not self.buffers:
-            self.buffers = [torch.empty(self.CHUNK, dtype=torch.uint8, pin_memory=True)
-                            for _ in range(2)]
-        src = _mapped(addr, nbytes)
-        stream = torch.cuda.current_stream(self.device)
-        for at in range(0, nbytes, self.CHUNK):
-            n = min(self.CHUNK, nbytes - at)
-            i = self.turn
-            self.turn ^= 1
-            if self.events[i] is not None:
-                self.events[i].synchronize()  # its previous DMA has read the buffer
-            buf = self.buffers[i][:n]
-            buf.copy_(src[at:at + n])
-            dst[at:at + n].copy_(buf, non_blocking=True)
-            event = torch.cuda.Event()
-            event.record(stream)
-            self.events[i] = event
-
-    def finish(self) -> None:
-        """Waits for the last copies (the pinned buffers are then free)."""
-        for event in self.events:
-            if event is not None:
-                event.synchronize()
-        self.buffers = []
-
-
-def _upload(state: DeviceState, folder: _capi.Model, runtimes: List[GroupRuntime], offloaded,
-            pin_memory: bool, times: Optional[Dict[str, float]] = None) -> None:
-    """Copies the coded parts of each group to the GPU once (or to pinned host memory when
-    offloaded; _Uploader), then makes one plan per group (the host validation of every group),
-    and sizes the workspaces and status records, all through torch's allocator. `times`, if
-    given, gets the seconds of the copies and of the rest."""
-    t0 = time.perf_counter()
-    dev = state.device
-    layouts = []  # per group: ({part: (offset, address, bytes)}, packed size)
-    for rt in runtimes:
-        offset, layout = 0, {}
-        for part in _capi.DEVICE_PARTS:
-            addr, nbytes = folder.group_part(rt.group.index, part)
-            layout[part] = (offset, addr, nbytes)
-            offset = _round_up(offset + nbytes, ALIGN_BYTES)
-        layouts.append((layout, max(offset, ALIGN_BYTES)))
-    resident = sum(size for (_, size), off in zip(layouts, offloaded) if not off)
-    staging = max([size for (_, size), off in zip(layouts, offloaded) if off], default=0)
-    with torch.cuda.device(dev):
-        state.coded = torch.empty(resident, dtype=torch.uint8, device=dev)
-        if staging:
-            state.staging = torch.empty(staging, dtype=torch.uint8, device=dev)
-        base = 0
-        targets = []
-        uploader = _Uploader(dev)
-        for rt, (layout, size), off in zip(runtimes, layouts, offloaded):
-            if off:
-                packed = torch.empty(size, dtype=torch.uint8, pin_memory=pin_memory)
-                for o, addr, nbytes in layout.values():
-                    packed[o:o + nbytes].copy_(_mapped(addr, nbytes))
-                rt.host_packed = packed
-                rt.staging = target = state.staging[:size]
-            else:
-                target = state.coded[base:base + size]
-                base += size
-                for o, addr, nbytes in layout.values():
-                    uploader.copy(target[o:o + nbytes], addr, nbytes)
-            targets.append(target)
-        uploader.finish()
-        if times is not None:
-            times["coded groups to the GPU"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-        for rt, (layout, _), target in zip(runtimes, layouts, targets):
-            parts = {part: target.data_ptr() + o for part, (o, _, _) in layout.items()}
-            rt.decoder = _CudaDecoder(folder, rt.group, parts,
-                                      rt.out.data_ptr() if rt.out is not None else 0, dev)
-        ws_slot = _round_up(max(rt.decoder.ws_bytes for rt in runtimes), ALIGN_BYTES)
-        st_slot = _round_up(max(rt.decoder.status_bytes for rt in runtimes), 64)
-        state.workspace = torch.empty(ws_slot * len(runtimes), dtype=torch.uint8, device=dev)
-        state.status = torch.zeros(st_slot * len(runtimes), dtype=torch.uint8, pin_memory=True)
-        stream = torch.cuda.current_stream(dev).cuda_stream
-        for i, rt in enumerate(runtimes):
-            d = rt.decoder
-            rt.workspace = state.workspace[i * ws_slot:i * ws_slot + d.ws_bytes]
-            d.out, d.offset = rt.out, rt.offset
-            d.staging, d.host_packed = rt.staging, rt.host_packed
-            d.set_buffers(rt.workspace.data_ptr(), state.status.data_ptr() + i * st_slot)
-            d.plan.workspace_init(d.ws_ptr, d.ws_bytes, stream)
-    if times is not None:
-        times["plans, workspaces"] = time.perf_counter() - t0

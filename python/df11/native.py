@@ -23,6 +23,7 @@ from typing import Dict, Optional
 import torch
 
 from . import _capi, engine, loading
+from ._tensors import _set_view
 
 _PART_NAMES = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
                "split_positions")
@@ -121,7 +122,7 @@ def _coded_out_of_state_dict(model, folder: _capi.Model) -> None:
     for module in model.modules():
         for attr, p in list(module._parameters.items()):
             if p is not None and id(p) in plain:
-                engine._set_view(module, attr, plain[id(p)])
+                _set_view(module, attr, plain[id(p)])
 
 
 def _mark_initialized(model) -> None:

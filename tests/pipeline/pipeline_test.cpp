@@ -65,7 +65,8 @@ TEST_F(Pipeline, OutputFolderLayout) {
   EXPECT_EQ(read_text(df11() / "tokenizer.json"), read_text(model() / "tokenizer.json"));
   EXPECT_EQ(read_text(df11() / "extra" / "README.md"), read_text(model() / "extra" / "README.md"));
 
-  // config.json: the original keys in order, then dfloat11_config.
+  // config.json: the original keys in order, then quantization_config {"quant_method": "df11"}
+  // (spec 7.2), then dfloat11_config.
   const auto config = read_json(df11() / "config.json");
   const auto original = read_json(model() / "config.json");
   auto it = config.begin();
@@ -74,6 +75,9 @@ TEST_F(Pipeline, OutputFolderLayout) {
     EXPECT_EQ(it.value(), value);
     ++it;
   }
+  ASSERT_EQ(it.key(), "quantization_config");
+  EXPECT_EQ(it.value(), nlohmann::ordered_json({{"quant_method", "df11"}}));
+  ++it;
   ASSERT_EQ(it.key(), "dfloat11_config");
   const auto& d = it.value();
   EXPECT_EQ(d["version"], "0.5.0");

@@ -72,11 +72,11 @@ def test_df11_folder_cuda(work, family):
 
 
 def test_upload_in_small_odd_chunks(work, monkeypatch):
-    """The coded groups reach the GPU through two pinned buffers in turn (engine._Uploader):
+    """The coded groups reach the GPU through two pinned buffers in turn (decoders.Uploader):
     with chunks of 1000 bytes every part spans many chunks and ends mid-chunk, and the model
     still equals BF16; the load reports the copies and the plans as phases of their own."""
-    from df11 import engine
-    monkeypatch.setattr(engine._Uploader, "CHUNK", 1000)
+    from df11 import decoders
+    monkeypatch.setattr(decoders.Uploader, "CHUNK", 1000)
     bf16_dir, df11_dir = make(work, "llama")
     model = df11.from_pretrained(df11_dir, device="cuda")
     phases = model.df11.load_seconds

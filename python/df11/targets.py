@@ -1,0 +1,182 @@
+"""Where a folder's tensors go in a torch model: each coded member's module and attribute
+(`resolve_member`, fused experts included), the module whose forward decodes a group
+(`unit_module`), the input and output embeddings and their tie, and the raw tensors set as
+the model's parameters and buffers (`load_raw`, `place_remaining`)."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Dict, List, Optional
+
+import torch
+
+from . import _capi
+from ._capi import Df11Error
+from ._tensors import TORCH_DTYPES
+from .groups import Group, Member
+
+
+def set_tensor(model: torch.nn.Module, name: str, value: torch.Tensor, as_param: bool) -> None:
+    module_name, _, attr = name.rpartition(".")
+    module = model.get_submodule(module_name) if module_name else model
+    if attr in module._parameters or as_param:
+        module._parameters.pop(attr, None)
+        module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
+    else:
+        module._buffers[attr] = value
+
+
+_EXPERT = re.compile(
+    r"^(?P<experts>.+)\.(?P<e>\d+)\.(?P<proj>gate_proj|up_proj|down_proj|w1|w2|w3)$")
+
+
+_FUSED_KIND = {"gate_proj": "gate", "w1": "gate", "up_proj": "up", "w3": "up",
+               "down_proj": "down", "w2": "down"}
+
+
+def existing_module(modules: Dict[str, torch.nn.Module], path: str) -> Optional[str]:
+    while True:
+        if path in modules:
+            return path
+        if not path:
+            return None
+        path = path.rpartition(".")[0]
+
+
+@dataclass
+class Target:
+    """Where a decoded member goes: `module.attr` (a view of the buffer), or expert `e`'s
+    gate/up/down matrix of a fused-experts module (transformers 5 holds a MoE layer's experts
+    as 3-D parameters gate_up_proj [E, 2I, H] and down_proj [E, H, I], while checkpoints and
+    DF11 folders hold one matrix per expert)."""
+    module: str
+    attr: str
+    fused: Optional[str] = None  # "gate" | "up" | "down"
+    expert: int = 0
+
+
+def resolve_member(model, modules, group: Group, m: Member) -> Target:
+    if m.module in modules:
+        module = modules[m.module]
+        current = getattr(module, m.attr, None)
+        if not isinstance(current, torch.Tensor):
+            raise Df11Error.named("bad_group",
+                                  f"{group.what}: member '{m.name}': module '{m.module}' "
+                                  f"({type(module).__name__}) has no tensor '{m.attr}'")
+        if tuple(current.shape) != tuple(m.shape):
+            raise Df11Error.named("bad_shape",
+                                  f"{group.what}: member '{m.name}' has shape "
+                                  f"{list(m.shape)}, the model's is {list(current.shape)}")
+        return Target(m.module, m.attr)
+    match = _EXPERT.match(m.module)
+    if match and m.attr == "weight" and match["experts"] in modules:
+        experts = modules[match["experts"]]
+        kind = _FUSED_KIND[match["proj"]]
+        attr = "down_proj" if kind == "down" else "gate_up_proj"
+        fused = getattr(experts, attr, None)
+        e = int(match["e"])
+        if isinstance(fused, torch.Tensor) and fused.dim() == 3 and e < fused.shape[0]:
+            rows = fused.shape[1] if kind == "down" else fused.shape[1] // 2
+            if (rows, fused.shape[2]) == tuple(m.shape):
+                return Target(match["experts"], attr, kind, e)
+        raise Df11Error.named("bad_shape",
+                              f"{group.what}: member '{m.name}' {list(m.shape)} does "
+                              f"not fit '{match['experts']}.{attr}' of the model")
+    raise Df11Error.named("bad_group",
+                          f"{group.what}: member '{m.name}': the model has no module "
+                          f"'{m.module}'")
+
+
+def unit_module(modules, group: Group, targets: List[Target]) -> str:
+    """The module whose forward uses every member: the group's own module when it holds them
+    all (a block, lm_head), else the deepest existing module above all of them."""
+    paths = [t.module for t in targets]
+    if group.name in modules and all(p == group.name or p.startswith(group.name + ".")
+                                     for p in paths):
+        return group.name
+    parts = [p.split(".") for p in paths]
+    common = []
+    for level in zip(*parts):
+        if all(x == level[0] for x in level):
+            common.append(level[0])
+        else:
+            break
+    return existing_module(modules, ".".join(common)) or ""
+
+
+def input_embedding(model: torch.nn.Module) -> Optional[torch.nn.Module]:
+    try:
+        return model.get_input_embeddings()
+    except (NotImplementedError, AttributeError):
+        return None
+
+
+def output_embedding(model: torch.nn.Module) -> Optional[torch.nn.Module]:
+    try:
+        return model.get_output_embeddings()
+    except (NotImplementedError, AttributeError):
+        return None
+
+
+def ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
+    if emb is None or head is None:
+        return False
+    if getattr(head, "weight", None) is not None and head.weight is emb.weight:
+        return True
+    config = getattr(model, "config", None)
+    if config is None:
+        return False
+    try:
+        text = config.get_text_config()
+    except AttributeError:
+        text = config
+    return bool(getattr(text, "tie_word_embeddings", getattr(config, "tie_word_embeddings",
+                                                             False)))
+
+
+def load_raw(model, folder: _capi.Model, t: int, device_of, tensors_set) -> None:
+    name = folder.tensor_name(t)
+    try:
+        current, as_param = model.get_parameter(name), True
+    except AttributeError:
+        try:
+            current, as_param = model.get_buffer(name), False
+        except AttributeError:
+            return  # a tensor the model does not have (transformers ignores it too)
+    nbytes = folder.tensor_byte_size(t)
+    host = torch.empty(nbytes, dtype=torch.uint8)
+    folder.decode_tensor(t, host.data_ptr(), nbytes)
+    value = host.view(TORCH_DTYPES.get(folder.tensor_dtype(t), torch.uint8)).view(
+        folder.tensor_shape(t))
+    if tuple(current.shape) != tuple(value.shape):
+        raise Df11Error.named("bad_shape",
+                              f"{folder.path}: tensor '{name}' has shape "
+                              f"{list(value.shape)}, the model's is {list(current.shape)}")
+    # In the dtype the model gives it (as transformers loads a BF16 model's F32 side tensor).
+    set_tensor(model, name, value.to(dtype=current.dtype).to(device_of(name.rpartition(".")[0])),
+                as_param)
+    tensors_set.add(name)
+
+
+def place_remaining(model, device_of, tensors_set, folder) -> None:
+    """Whatever else the model holds (buffers it computed, weights of a given bfloat16_model
+    the folder does not hold) goes where its module runs."""
+    stale = []
+    for module_name, module in model.named_modules():
+        dev = torch.device(device_of(module_name))
+        for table in (module._parameters, module._buffers):
+            for name, t in list(table.items()):
+                if t is None or t.device.type == "meta" or t.device == dev or (
+                        dev.type == "cuda" and dev.index is None and t.device.type == "cuda"):
+                    continue
+                full = f"{module_name}.{name}" if module_name else name
+                if table is module._parameters and full not in tensors_set:
+                    stale.append(full)
+                moved = t.to(dev)
+                table[name] = (torch.nn.Parameter(moved, requires_grad=False)
+                               if table is module._parameters else moved)
+    if stale:
+        import warnings
+        warnings.warn(f"df11: {folder.path} holds no weights for {len(stale)} parameters of the "
+                      f"given model, which keep their values: {', '.join(stale[:5])}",
+                      stacklevel=4)
