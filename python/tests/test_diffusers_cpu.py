@@ -185,3 +185,32 @@ def test_fuse_lora_output_equal(df11_dir):
         m.load_lora_adapter(lora_state_dict(), adapter_name="style")
         m.fuse_lora(lora_scale=1.0)
     check_equal(output(model), output(ref))
+
+
+def test_keep_in_fp32_modules_as_diffusers_loads_them(tmp_path):
+    """A class with _keep_in_fp32_modules (Wan): those parameters are float32 in the BF16
+    model diffusers loads (and in its folder, stored raw), and in the model df11 builds."""
+    from diffusers import WanTransformer3DModel
+    torch.manual_seed(0)
+    WanTransformer3DModel(
+        patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=16, in_channels=4,
+        out_channels=4, text_dim=32, freq_dim=16, ffn_dim=64, num_layers=2,
+        rope_max_seq_len=32).save_pretrained(str(tmp_path / "f32"))
+    ref = WanTransformer3DModel.from_pretrained(str(tmp_path / "f32"),
+                                                torch_dtype=torch.bfloat16).eval()
+    ref.save_pretrained(str(tmp_path / "bf16"))
+    model = df11.from_pretrained(
+        models.df11_compress(str(tmp_path / "bf16"), str(tmp_path / "df11")), device="cpu")
+    float32 = {n for n, p in ref.named_parameters() if p.dtype == torch.float32}
+    # The coded weights (BF16) are no parameters of the DF11 model; the rest are.
+    dtypes = {n: p.dtype for n, p in model.named_parameters()}
+    assert float32 and {n for n, d in dtypes.items() if d == torch.float32} == float32
+    assert set(dtypes.values()) == {torch.float32, torch.bfloat16}
+    assert ({n: b.dtype for n, b in model.named_buffers()} ==
+            {n: b.dtype for n, b in ref.named_buffers()})
+    g = torch.Generator().manual_seed(1)
+    inputs = dict(hidden_states=torch.randn(1, 4, 2, 8, 8, generator=g).to(torch.bfloat16),
+                  timestep=torch.tensor([500]),
+                  encoder_hidden_states=torch.randn(1, 6, 32, generator=g).to(torch.bfloat16))
+    with torch.no_grad():
+        check_equal(model(**inputs, return_dict=False)[0], ref(**inputs, return_dict=False)[0])
