@@ -152,11 +152,9 @@ def test_pipeline_lora_loader_into_transformer_output_equal(df11_dir):
     from diffusers import FluxPipeline
     ref, model = bf16_model(), df11.from_pretrained(df11_dir, device="cpu")
     for m in (ref, model):
-        state_dict = FluxPipeline.lora_state_dict(lora_state_dict())
-        if isinstance(state_dict, tuple):
-            state_dict = state_dict[0]
-        FluxPipeline.load_lora_into_transformer(state_dict, network_alphas=None, transformer=m,
-                                                adapter_name="style")
+        state_dict, alphas = FluxPipeline.lora_state_dict(lora_state_dict(), return_alphas=True)
+        FluxPipeline.load_lora_into_transformer(state_dict, network_alphas=alphas,
+                                                transformer=m, adapter_name="style")
     check_equal(output(model), output(ref))
 
 
