@@ -2,7 +2,8 @@
 
     import df11
     model = df11.from_pretrained("path/to/df11-folder")        # transformers model, GPU or CPU
-    model = df11.from_pretrained(path, bfloat16_model=flux)     # diffusers (or any) model
+    flux = df11.from_pretrained("path/to/flux-df11")            # diffusers model, likewise
+    model = df11.from_pretrained(path, bfloat16_model=model)    # a model built by hand
     df11.compress(bf16_model, "out-df11")                       # what `df11 compress` writes
     AutoModelForCausalLM.from_pretrained("path/to/df11-folder")  # transformers' own, after import
 

@@ -69,9 +69,30 @@ def _check_dtype(path: str, dtype) -> None:
                      "exactly; load with dtype=torch.bfloat16 (or leave it out)")
 
 
+def _is_diffusers_config(config_json: dict) -> bool:
+    """config.json as diffusers' save_pretrained writes it for a model (not a pipeline)."""
+    return "_class_name" in config_json and "_diffusers_version" in config_json
+
+
+# What the error says to pass for a diffusers folder whose config.json cannot name its class.
+_DIFFUSERS_SKELETON = (
+    "with accelerate.init_empty_weights(): bfloat16_model = "
+    "FluxTransformer2DModel.from_config(FluxTransformer2DModel.load_config("
+    "\"black-forest-labs/FLUX.1-dev\", subfolder=\"transformer\")).to(torch.bfloat16) "
+    "(the model's diffusers class and its BF16 repo)")
+
+
+def _has_diffusers_weights(path: str) -> bool:
+    """diffusers' save_pretrained names its weight files diffusion_pytorch_model*.safetensors
+    (and the dfloat11 tools keep the name)."""
+    return any(f.startswith("diffusion_pytorch_model") and f.endswith(".safetensors")
+               for f in os.listdir(path))
+
+
 def _require_model_config(path: str, config_json: dict) -> None:
     """Without bfloat16_model=, the model is built from config.json's model config."""
-    if "model_type" in config_json or "architectures" in config_json:
+    if ("model_type" in config_json or "architectures" in config_json or
+            _is_diffusers_config(config_json)):
         return
     config_path = os.path.join(path, "config.json")
     if not os.path.exists(config_path):
@@ -80,19 +101,79 @@ def _require_model_config(path: str, config_json: dict) -> None:
         what = ("has no model config, only dfloat11_config (as the dfloat11 encoder writes "
                 "it)")
     else:
-        what = "has no transformers model config (no model_type or architectures)"
+        what = ("has no transformers model config (no model_type or architectures) nor a "
+                "diffusers one (no _class_name and _diffusers_version)")
+    if _has_diffusers_weights(path):
+        raise ValueError(f"df11: {config_path}: {what}, so the diffusers model's class is "
+                         "unknown: pass bfloat16_model=, the model built from the original "
+                         f"model's config without its weights: {_DIFFUSERS_SKELETON}")
     raise ValueError(f"df11: {config_path}: {what}: pass bfloat16_model=, the model built "
                      "from the original model's config (its weights are replaced)")
 
 
 def _build_model(path: str, config_json: dict, trust_remote_code: bool, kwargs):
+    _require_model_config(path, config_json)
     from accelerate import init_empty_weights
     from transformers import AutoConfig, AutoModelForCausalLM
-    _require_model_config(path, config_json)
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
     with init_empty_weights(include_buffers=False):
         model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16,
                                                  trust_remote_code=trust_remote_code, **kwargs)
+    return model.eval()
+
+
+_DTYPE_LOCK = threading.Lock()
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype):
+    """torch's default dtype for the model's construction, as diffusers' from_pretrained sets
+    it: the buffers a model computes in __init__ (not in the folder) take the dtype they have
+    in a model diffusers loads."""
+    with _DTYPE_LOCK:
+        saved = torch.get_default_dtype()
+        torch.set_default_dtype(dtype)
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(saved)
+
+
+def _diffusers_class(path: str, config_json: dict):
+    config_path = os.path.join(path, "config.json")
+    name = config_json["_class_name"]
+    try:
+        import diffusers
+    except ImportError:
+        raise ImportError(f"df11: {config_path}: a diffusers model ({name}): install diffusers "
+                          "(pip install df11[diffusers])") from None
+    cls = getattr(diffusers, name, None) if isinstance(name, str) else None
+    if not (isinstance(cls, type) and issubclass(cls, diffusers.ModelMixin)):
+        raise ValueError(f"df11: {config_path}: _class_name {name!r} is not a model class of "
+                         f"diffusers {diffusers.__version__}: pass bfloat16_model=, the model "
+                         "built from the original model's config without its weights")
+    return cls
+
+
+def _build_diffusers_model(path: str, config_json: dict, kwargs):
+    """The model of config.json's _class_name, its parameters on the meta device (the folder's
+    tensors replace them), built as diffusers' from_pretrained(torch_dtype=torch.bfloat16)
+    builds it: BF16, but the parameters of the class's _keep_in_fp32_modules in float32."""
+    from accelerate import init_empty_weights
+    cls = _diffusers_class(path, config_json)
+    config = {k: v for k, v in config_json.items()
+              if k not in ("quantization_config", "dfloat11_config", "df11")}
+    with _default_dtype(torch.bfloat16), init_empty_weights(include_buffers=False):
+        model = cls.from_config(config, **kwargs)
+    keep = getattr(cls, "_keep_in_fp32_modules", None) or []
+    for name, p in list(model.named_parameters()):
+        # diffusers' test (model_loading_utils.load_model_dict_into_meta): a name part.
+        if any(k in name.split(".") for k in keep):
+            module_name, _, attr = name.rpartition(".")
+            model.get_submodule(module_name)._parameters[attr] = torch.nn.Parameter(
+                torch.empty(p.shape, dtype=torch.float32, device="meta"),
+                requires_grad=p.requires_grad)
+    model.register_to_config(_name_or_path=path)  # as diffusers' from_pretrained records it
     return model.eval()
 
 
@@ -114,10 +195,11 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         accelerate device map {module: device}, or one device ("cpu", "cuda:1", 0).
     max_memory: per-device budget for device_map="auto", as accelerate takes it.
     bfloat16_model: a model to load the weights into (built from its config; its weights are
-        replaced). Needed for diffusers models and for folders whose config.json holds
-        dfloat11_config alone (the official encoder's default output: the coded weights'
-        shapes are its parameters'); for transformers, default is
-        AutoModelForCausalLM.from_config(config.json) without allocating weights.
+        replaced). Needed for folders whose config.json holds dfloat11_config alone (the
+        official encoder's default output: the coded weights' shapes are its parameters');
+        default: the model config.json describes, built without allocating weights, in
+        bfloat16: AutoModelForCausalLM.from_config for transformers, the diffusers class
+        config.json's _class_name names (its from_config) for diffusers.
     cpu_offload: keep the coded blocks in (pinned, pin_memory=True) host memory; each is
         copied to the GPU just before its decode. cpu_offload_blocks: only the first N.
     mode: "decode" (default: decode + torch's matmuls, logits bit-identical to BF16's), or
@@ -129,7 +211,8 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     revision, cache_dir, token, local_files_only: for a Hub id, as transformers takes them
         (df11's Hub client pulls "org/name@revision" into cache_dir, default the shared HF
         cache). trust_remote_code: as transformers takes it, for the model's code.
-    **kwargs: passed to AutoModelForCausalLM.from_config.
+    **kwargs: passed to AutoModelForCausalLM.from_config (diffusers: to the class's
+        from_config, as config values).
     """
     path = _resolve(dfloat11_model_name_or_path, revision=revision, cache_dir=cache_dir,
                     token=token, local_files_only=local_files_only)
@@ -143,12 +226,19 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         target = None
     config_json = loading.read_config(path)
     t0 = time.perf_counter()
-    folder = _open_folder(path, config_json, bfloat16_model)
-    t_open = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    model = (bfloat16_model if bfloat16_model is not None else
-             _build_model(path, config_json, trust_remote_code, kwargs))
+    model = bfloat16_model
+    if model is None and _is_diffusers_config(config_json):
+        # Built before the folder is opened: its parameters give the coded weights' shapes,
+        # which the C library derives from config.json for the architectures it knows only.
+        model = _build_diffusers_model(path, config_json, kwargs)
     t_model = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    folder = _open_folder(path, config_json, model)
+    t_open = time.perf_counter() - t0
+    if model is None:
+        t0 = time.perf_counter()
+        model = _build_model(path, config_json, trust_remote_code, kwargs)
+        t_model = time.perf_counter() - t0
     device_of = loading.placement(model, folder, target, device_map, max_memory)
     t0 = time.perf_counter()
     eng = engine.attach(model, folder, device_of, cpu_offload=cpu_offload,
@@ -180,7 +270,7 @@ def _open_folder(path: str, config_json: dict, bfloat16_model) -> _capi.Model:
     """The folder, with the shapes of bfloat16_model's parameters where one is given: the
     dfloat11 encoder's own config.json records no shapes for the weights it coded."""
     if bfloat16_model is None:
-        _require_model_config(path, config_json)
+        _require_model_config(path, config_json)  # before any shard is read
         return _capi.Model(path)
     return _capi.Model(path, shapes={
         name: tuple(p.shape)
