@@ -249,6 +249,10 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     if _is_transformers_model(model):
         from . import hf_quantizer
         hf_quantizer.attach(model, eng)  # save_pretrained writes the coded groups
+    else:
+        from . import diffusers_quantizer
+        if diffusers_quantizer.is_diffusers_model(model):
+            diffusers_quantizer.attach(model, eng, config_json)  # the same for diffusers
     loading.wrap_generate(model, eng)
     _attach_accelerate_hooks(model, device_of)
     gen_path = os.path.join(path, "generation_config.json")

@@ -87,7 +87,9 @@ def test_model_built_from_config_output_equal(df11_dir, bf16_output, folder):
     assert not [n for n, p in model.named_parameters() if p.device.type != "cpu"]
     assert {p.dtype for p in model.parameters()} == {torch.bfloat16}
     assert model.config.num_single_layers == 2 and model.config._name_or_path == path
-    assert "dfloat11_config" not in model.config and "quantization_config" not in model.config
+    # As a DF11 folder's config.json has them (save_pretrained writes them again).
+    assert model.config.quantization_config == {"quant_method": "df11"}
+    assert "df11" not in model.config.dfloat11_config
     check_equal(output(model), bf16_output)
 
 
@@ -212,3 +214,40 @@ def test_keep_in_fp32_modules_as_diffusers_loads_them(tmp_path):
                   encoder_hidden_states=torch.randn(1, 6, 32, generator=g).to(torch.bfloat16))
     with torch.no_grad():
         check_equal(model(**inputs, return_dict=False)[0], ref(**inputs, return_dict=False)[0])
+
+
+def stored_groups(folder):
+    """Every coded group's stored tensors of a folder, by name (raw bytes)."""
+    from safetensors import safe_open
+    out = {}
+    for f in sorted(os.listdir(folder)):
+        if f.endswith(".safetensors"):
+            with safe_open(os.path.join(folder, f), "pt") as st:
+                for name in st.keys():
+                    if name.rsplit(".", 1)[-1] in ("luts", "encoded_exponent", "sign_mantissa",
+                                                   "output_positions", "gaps",
+                                                   "split_positions"):
+                        out[name] = st.get_tensor(name)
+    return out
+
+
+@pytest.mark.parametrize("folder", ["df11", "official"])
+def test_save_pretrained_writes_a_df11_folder(df11_dir, bf16_output, tmp_path, folder):
+    """diffusers' own save_pretrained on a DF11 model writes the coded groups as stored (not
+    only the raw tensors) and config.json's DF11 keys; the folder loads again with the BF16
+    model's outputs."""
+    src = df11_dir if folder == "df11" else OFFICIAL_DIR
+    kwargs = {} if folder == "df11" else dict(bfloat16_model=models.flux_skeleton())
+    model = df11.from_pretrained(src, device="cpu", **kwargs)
+    out = str(tmp_path / "saved")
+    model.save_pretrained(out)
+    with open(os.path.join(out, "config.json"), encoding="utf-8") as f:
+        config = json.load(f)
+    assert config["_class_name"] == "FluxTransformer2DModel"
+    assert config["quantization_config"] == {"quant_method": "df11"}
+    assert "pattern_dict" in config["dfloat11_config"] and "df11" not in config["dfloat11_config"]
+    want, got = stored_groups(src), stored_groups(out)
+    assert want and sorted(got) == sorted(want)
+    for name, t in want.items():
+        assert torch.equal(got[name], t), name
+    check_equal(output(df11.from_pretrained(out, device="cpu")), bf16_output)
