@@ -165,3 +165,15 @@ def safetensors_names(path):
 def bump_last_output_position(data):
     """The last output position one more than the group's weight count (spec 3.2)."""
     data[-4] = (data[-4] + 1) % 256
+
+
+def saved_tensors(folder):
+    """Every tensor of a folder's .safetensors files, by name."""
+    from safetensors import safe_open
+    out = {}
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".safetensors"):
+            with safe_open(os.path.join(folder, name), "pt") as f:
+                for key in f.keys():
+                    out[key] = f.get_tensor(key)
+    return out

@@ -217,18 +217,11 @@ def test_keep_in_fp32_modules_as_diffusers_loads_them(tmp_path):
 
 
 def stored_groups(folder):
-    """Every coded group's stored tensors of a folder, by name (raw bytes)."""
-    from safetensors import safe_open
-    out = {}
-    for f in sorted(os.listdir(folder)):
-        if f.endswith(".safetensors"):
-            with safe_open(os.path.join(folder, f), "pt") as st:
-                for name in st.keys():
-                    if name.rsplit(".", 1)[-1] in ("luts", "encoded_exponent", "sign_mantissa",
-                                                   "output_positions", "gaps",
-                                                   "split_positions"):
-                        out[name] = st.get_tensor(name)
-    return out
+    """Every coded group's stored tensors of a folder, by name."""
+    parts = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
+             "split_positions")
+    return {name: t for name, t in models.saved_tensors(folder).items()
+            if name.rsplit(".", 1)[-1] in parts}
 
 
 @pytest.mark.parametrize("folder", ["df11", "official"])

@@ -5,22 +5,11 @@ import os
 
 import pytest
 import torch
-from safetensors import safe_open
 
 import df11
 import models
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
-
-
-def saved_tensors(folder):
-    out = {}
-    for name in sorted(os.listdir(folder)):
-        if name.endswith(".safetensors"):
-            with safe_open(os.path.join(folder, name), "pt") as f:
-                for key in f.keys():
-                    out[key] = f.get_tensor(key)
-    return out
 
 
 @pytest.mark.parametrize("family", models.FAMILIES)
@@ -35,7 +24,7 @@ def test_save_pretrained_round_trip(tmp_path, family):
     ids = models.llm_inputs(model.config.vocab_size, 2)
     with torch.no_grad():
         assert torch.equal(again(input_ids=ids).logits, model(input_ids=ids).logits)
-    source, saved = saved_tensors(df11_dir), saved_tensors(out)
+    source, saved = models.saved_tensors(df11_dir), models.saved_tensors(out)
     coded = {k for k in source if k.endswith(".encoded_exponent")}
     assert coded and coded <= set(saved)
     for key, value in source.items():  # every stored tensor of the source, byte for byte
