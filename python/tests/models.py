@@ -177,3 +177,19 @@ def saved_tensors(folder):
                 for key in f.keys():
                     out[key] = f.get_tensor(key)
     return out
+
+
+def llm_folders(work, family):
+    """(BF16 folder, df11 folder) of the family's tiny model under `work` (a pathlib.Path),
+    made by the first caller: save_pretrained, then `df11 compress`."""
+    bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
+    if not os.path.isdir(df11_dir):
+        build_llm(family).save_pretrained(bf16_dir)
+        df11_compress(bf16_dir, df11_dir)
+    return bf16_dir, df11_dir
+
+
+def bf16_llm(path, device="cpu"):
+    """The BF16 model of a folder as transformers loads it, on `device`, in eval mode."""
+    from transformers import AutoModelForCausalLM
+    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).to(device).eval()

@@ -14,11 +14,6 @@ import models
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
-def bf16_reference(path):
-    from transformers import AutoModelForCausalLM
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
-
-
 def check_equal(a, b):
     assert a.shape == b.shape
     assert torch.equal(a, b), f"max |diff| {(a.float() - b.float()).abs().max().item()}"
@@ -42,7 +37,7 @@ def _aot_backend(seen):
 @torch.no_grad()
 def test_fullgraph_logits_equal_eager_and_mutation_is_static(llama_folders):
     _, bf16_dir, df11_dir = llama_folders
-    ref = bf16_reference(bf16_dir)
+    ref = models.bf16_llm(bf16_dir)
     model = df11.from_pretrained(df11_dir, device="cpu")
     assert isinstance(model.model.layers[0].mlp.down_proj, df11.modules.CodedLinear)
     ids = models.llm_inputs(ref.config.vocab_size, 2)
@@ -65,7 +60,7 @@ def test_fullgraph_logits_equal_eager_and_mutation_is_static(llama_folders):
 @torch.no_grad()
 def test_inductor_equals_bf16_compiled_and_decodes_in_place(llama_folders, caplog):
     _, bf16_dir, df11_dir = llama_folders
-    ref = bf16_reference(bf16_dir)
+    ref = models.bf16_llm(bf16_dir)
     model = df11.from_pretrained(df11_dir, device="cpu")
     ids = models.llm_inputs(ref.config.vocab_size, 2)
     torch._dynamo.reset()
@@ -86,7 +81,7 @@ def test_inductor_equals_bf16_compiled_and_decodes_in_place(llama_folders, caplo
 def test_generate_static_cache_compiled_equals_eager(llama_folders):
     from transformers import CompileConfig
     _, bf16_dir, df11_dir = llama_folders
-    ref = bf16_reference(bf16_dir)
+    ref = models.bf16_llm(bf16_dir)
     model = df11.from_pretrained(df11_dir, device="cpu")
     ids = models.llm_inputs(ref.config.vocab_size, 2, length=8, seed=5)
     config = CompileConfig(backend="aot_eager", fullgraph=True)

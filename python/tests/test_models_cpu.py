@@ -19,11 +19,6 @@ def work(tmp_path_factory):
     return tmp_path_factory.mktemp("models")
 
 
-def bf16_reference(path):
-    from transformers import AutoModelForCausalLM
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
-
-
 @torch.no_grad()
 def logits(model, ids):
     return model(input_ids=ids).logits
@@ -39,7 +34,7 @@ def test_df11_folder_logits_equal(work, family):
     bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
     models.build_llm(family).save_pretrained(bf16_dir)
     models.df11_compress(bf16_dir, df11_dir)
-    ref = bf16_reference(bf16_dir)
+    ref = models.bf16_llm(bf16_dir)
     model = df11.from_pretrained(df11_dir, device="cpu")
     ids = models.llm_inputs(ref.config.vocab_size, 2)
     check_equal(logits(model, ids), logits(ref, ids))
@@ -60,7 +55,7 @@ def test_df11_folder_greedy_equal(work, family):
     bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
     if not os.path.isdir(df11_dir):
         pytest.skip("made by test_df11_folder_logits_equal")
-    ref = bf16_reference(bf16_dir)
+    ref = models.bf16_llm(bf16_dir)
     model = df11.from_pretrained(df11_dir, device="cpu")
     ids = models.llm_inputs(ref.config.vocab_size, 3, length=8, seed=11)
     kw = dict(do_sample=False, max_new_tokens=8, min_new_tokens=8, eos_token_id=None,
@@ -77,7 +72,7 @@ def official_families():
 @pytest.mark.parametrize("family", official_families())
 def test_official_folder_logits_equal(family):
     fixture = os.path.join(models.FIXTURES, family)
-    ref = bf16_reference(os.path.join(fixture, "bf16"))
+    ref = models.bf16_llm(os.path.join(fixture, "bf16"))
     try:
         model = df11.from_pretrained(os.path.join(fixture, "official"), device="cpu")
     except df11.Df11Error as e:
@@ -96,7 +91,7 @@ def test_official_single_file_folder_logits_equal(family):
     """The encoder's default output (official-single: config.json holds dfloat11_config
     alone): the coded weights' shapes come from bfloat16_model="""
     fixture = os.path.join(models.FIXTURES, family)
-    ref = bf16_reference(os.path.join(fixture, "bf16"))
+    ref = models.bf16_llm(os.path.join(fixture, "bf16"))
     model = df11.from_pretrained(os.path.join(fixture, "official-single"), device="cpu",
                                  bfloat16_model=models.llm_skeleton(os.path.join(fixture, "bf16")))
     ids = models.llm_inputs(ref.config.vocab_size, 2)
@@ -162,7 +157,7 @@ def test_auto_device_map_splits_blocks_over_two_gpus(work):
     bf16_dir, df11_dir = str(work / "llama" / "bf16"), str(work / "llama" / "df11")
     if not os.path.isdir(df11_dir):
         pytest.skip("made by test_df11_folder_logits_equal")
-    ref = bf16_reference(bf16_dir)
+    ref = models.bf16_llm(bf16_dir)
     with init_empty_weights():
         skeleton = AutoModelForCausalLM.from_config(AutoConfig.from_pretrained(df11_dir),
                                                     dtype=torch.bfloat16)

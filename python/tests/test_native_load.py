@@ -23,20 +23,6 @@ def work(tmp_path_factory):
     return tmp_path_factory.mktemp("native")
 
 
-def folders(work, family):
-    """(BF16 folder, df11 folder) of the family's tiny model, made once per module."""
-    bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
-    if not os.path.isdir(df11_dir):
-        models.build_llm(family).save_pretrained(bf16_dir)
-        models.df11_compress(bf16_dir, df11_dir)
-    return bf16_dir, df11_dir
-
-
-def bf16_reference(path):
-    from transformers import AutoModelForCausalLM
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).eval()
-
-
 def assert_logits_equal(model, ref):
     """model's logits equal BF16's on the device the DF11 model was placed on (device_map
     "auto" places it on a GPU where there is one)."""
@@ -50,7 +36,7 @@ def assert_logits_equal(model, ref):
 @pytest.mark.parametrize("family", models.FAMILIES)
 def test_auto_model_loads_df11_folders(work, family):
     from transformers import AutoModelForCausalLM
-    bf16_dir, df11_dir = folders(work, family)
+    bf16_dir, df11_dir = models.llm_folders(work, family)
     with open(os.path.join(df11_dir, "config.json")) as f:
         config = json.load(f)
     assert config["quantization_config"] == {"quant_method": "df11"}
@@ -60,7 +46,7 @@ def test_auto_model_loads_df11_folders(work, family):
     assert model.config.quantization_config.quant_method == "df11"
     assert model.df11.runtimes  # coded weights decoded per block, not loaded as BF16
     assert not any(p.device.type == "meta" for p in model.parameters())
-    assert_logits_equal(model, bf16_reference(bf16_dir))
+    assert_logits_equal(model, models.bf16_llm(bf16_dir))
     if family in ("qwen3", "gemma3"):  # tied: the head is the embedding, as in BF16
         assert model.lm_head.weight is model.get_input_embeddings().weight
 
@@ -87,7 +73,7 @@ def test_auto_model_loads_official_folders_with_df11_config(family, kind):
         extra["config"] = AutoConfig.from_pretrained(os.path.join(fixture, "bf16"))
     model = AutoModelForCausalLM.from_pretrained(os.path.join(fixture, kind),
                                                  quantization_config=df11.Df11Config(), **extra)
-    assert_logits_equal(model, bf16_reference(os.path.join(fixture, "bf16")))
+    assert_logits_equal(model, models.bf16_llm(os.path.join(fixture, "bf16")))
 
 
 def save_tokenizer(folder, vocab):
@@ -102,7 +88,7 @@ def save_tokenizer(folder, vocab):
 
 def test_pipeline_generates_as_bf16(work):
     from transformers import pipeline
-    bf16_dir, df11_dir = folders(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     for folder in (bf16_dir, df11_dir):
         save_tokenizer(folder, 512)
     prompt = " ".join(f"t{i}" for i in (5, 77, 300, 12))
@@ -119,7 +105,7 @@ def test_moved_model_refuses_to_run(work):
     """model.to(device) moves the raw tensors only: the next forward raises, naming the move
     and the folder."""
     from transformers import AutoModelForCausalLM
-    _, df11_dir = folders(work, "llama")
+    _, df11_dir = models.llm_folders(work, "llama")
     model = AutoModelForCausalLM.from_pretrained(df11_dir, device_map="cpu")
     model.to("meta")
     with pytest.raises(RuntimeError) as e:
@@ -135,16 +121,16 @@ def test_moved_model_refuses_to_run(work):
 ])
 def test_transformers_arguments(work, kwargs):
     from transformers import AutoModelForCausalLM
-    bf16_dir, df11_dir = folders(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     model = AutoModelForCausalLM.from_pretrained(df11_dir, **kwargs)
-    assert_logits_equal(model, bf16_reference(bf16_dir))
+    assert_logits_equal(model, models.bf16_llm(bf16_dir))
 
 
 def test_auto_model_for_the_base_model_says_which_class(work):
     """A causal LM's folder holds the head and the prefixed names: the base class is refused,
     naming the folder and the class to use."""
     from transformers import AutoModel
-    _, df11_dir = folders(work, "llama")
+    _, df11_dir = models.llm_folders(work, "llama")
     with pytest.raises(ValueError) as e:
         AutoModel.from_pretrained(df11_dir)
     assert df11_dir in str(e.value) and "AutoModelForCausalLM" in str(e.value)
@@ -152,14 +138,14 @@ def test_auto_model_for_the_base_model_says_which_class(work):
 
 def test_a_dtype_other_than_bfloat16_is_refused(work):
     from transformers import AutoModelForCausalLM
-    _, df11_dir = folders(work, "llama")
+    _, df11_dir = models.llm_folders(work, "llama")
     with pytest.raises(ValueError, match="DF11 weights decode to bfloat16"):
         AutoModelForCausalLM.from_pretrained(df11_dir, dtype=torch.float32)
 
 
 def test_disk_offload_is_refused(work):
     from transformers import AutoModelForCausalLM
-    _, df11_dir = folders(work, "llama")
+    _, df11_dir = models.llm_folders(work, "llama")
     with pytest.raises(ValueError, match="'disk'"):
         AutoModelForCausalLM.from_pretrained(df11_dir, device_map={"": "disk"})
 
@@ -167,7 +153,7 @@ def test_disk_offload_is_refused(work):
 def test_unmatched_coded_weights_name_the_folder(work, tmp_path):
     """A folder whose groups code weights the model does not have is refused, naming it."""
     from transformers import AutoModelForCausalLM
-    _, df11_dir = folders(work, "llama")
+    _, df11_dir = models.llm_folders(work, "llama")
     bad = str(tmp_path / "bad")
     shutil.copytree(df11_dir, bad)
     path = os.path.join(bad, "config.json")
@@ -184,7 +170,7 @@ def test_unmatched_coded_weights_name_the_folder(work, tmp_path):
 def test_save_pretrained_round_trip(work, tmp_path):
     """A natively loaded model saves a DF11 folder that loads natively again, equal."""
     from transformers import AutoModelForCausalLM
-    bf16_dir, df11_dir = folders(work, "qwen3")
+    bf16_dir, df11_dir = models.llm_folders(work, "qwen3")
     model = AutoModelForCausalLM.from_pretrained(df11_dir)
     out = str(tmp_path / "saved")
     model.save_pretrained(out)
@@ -192,13 +178,13 @@ def test_save_pretrained_round_trip(work, tmp_path):
         config = json.load(f)
     assert config["quantization_config"]["quant_method"] == "df11"
     assert "df11" not in config["dfloat11_config"]  # transformers' shards carry no df11 metadata
-    assert_logits_equal(AutoModelForCausalLM.from_pretrained(out), bf16_reference(bf16_dir))
-    assert_logits_equal(df11.from_pretrained(out, device="cpu"), bf16_reference(bf16_dir))
+    assert_logits_equal(AutoModelForCausalLM.from_pretrained(out), models.bf16_llm(bf16_dir))
+    assert_logits_equal(df11.from_pretrained(out, device="cpu"), models.bf16_llm(bf16_dir))
 
 
 def test_vllm_keeps_the_folders_method(work):
     from df11 import vllm_config
-    _, df11_dir = folders(work, "llama")
+    _, df11_dir = models.llm_folders(work, "llama")
     with open(os.path.join(df11_dir, "config.json")) as f:
         config = json.load(f)
     assert vllm_config.is_df11_config(config)
@@ -223,7 +209,7 @@ def test_plain_transformers_warns_and_loads_random_weights(work):
     """What docs/running/transformers.md says plain transformers does with a df11 folder: it
     warns that it does not know the method, reports the coded weights missing, and initializes
     them at random (no config.json value makes it refuse while df11 loads)."""
-    bf16_dir, df11_dir = folders(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     proc = subprocess.run([sys.executable, "-c", PLAIN, df11_dir, bf16_dir], env=env,
                           capture_output=True, text=True, timeout=300)

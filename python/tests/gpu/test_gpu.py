@@ -28,19 +28,6 @@ def work(tmp_path_factory):
     return tmp_path_factory.mktemp("gpu")
 
 
-def make(work, family):
-    bf16_dir, df11_dir = str(work / family / "bf16"), str(work / family / "df11")
-    if not os.path.isdir(df11_dir):
-        models.build_llm(family).save_pretrained(bf16_dir)
-        models.df11_compress(bf16_dir, df11_dir)
-    return bf16_dir, df11_dir
-
-
-def bf16_cuda(path):
-    from transformers import AutoModelForCausalLM
-    return AutoModelForCausalLM.from_pretrained(path, dtype=torch.bfloat16).cuda().eval()
-
-
 def greedy(model, ids, steps=16):
     with torch.no_grad():
         return model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
@@ -65,10 +52,10 @@ def check_model(model, ref):
 
 @pytest.mark.parametrize("family", FAMILIES)
 def test_df11_folder_cuda(work, family):
-    bf16_dir, df11_dir = make(work, family)
+    bf16_dir, df11_dir = models.llm_folders(work, family)
     model = df11.from_pretrained(df11_dir, device="cuda")
     assert all(rt.device.type == "cuda" for rt in model.df11.runtimes)
-    check_model(model, bf16_cuda(bf16_dir))
+    check_model(model, models.bf16_llm(bf16_dir, "cuda"))
 
 
 def test_upload_in_small_odd_chunks(work, monkeypatch):
@@ -77,11 +64,11 @@ def test_upload_in_small_odd_chunks(work, monkeypatch):
     still equals BF16; the load reports the copies and the plans as phases of their own."""
     from df11 import decoders
     monkeypatch.setattr(decoders.Uploader, "CHUNK", 1000)
-    bf16_dir, df11_dir = make(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     model = df11.from_pretrained(df11_dir, device="cuda")
     phases = model.df11.load_seconds
     assert {"coded groups to the GPU", "plans, workspaces"} <= set(phases)
-    check_model(model, bf16_cuda(bf16_dir))
+    check_model(model, models.bf16_llm(bf16_dir, "cuda"))
 
 
 def official_families():
@@ -93,7 +80,7 @@ def official_families():
 def test_official_folder_cuda(family):
     fixture = os.path.join(models.FIXTURES, family)
     model = df11.from_pretrained(os.path.join(fixture, "official"), device="cuda")
-    check_model(model, bf16_cuda(os.path.join(fixture, "bf16")))
+    check_model(model, models.bf16_llm(os.path.join(fixture, "bf16"), "cuda"))
 
 
 @pytest.mark.parametrize("folder", ["df11", "official"])
@@ -112,9 +99,9 @@ def test_flux_cuda(work, folder):
 
 def test_cuda_graph_tokens(work):
     from df11.generation import greedy_static
-    bf16_dir, df11_dir = make(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     model = df11.from_pretrained(df11_dir, device="cuda")
-    ref = bf16_cuda(bf16_dir)
+    ref = models.bf16_llm(bf16_dir, "cuda")
     for batch in (1, 8):
         ids = models.llm_inputs(ref.config.vocab_size, batch, seed=5).cuda()
         eager, _ = greedy_static(model, ids, 24, cuda_graph=False)
@@ -129,9 +116,9 @@ def test_torch_compile_reduce_overhead(work):
     "reduce-overhead": CUDA graphs) when the model is on a GPU. df11's decodes trace as the
     custom op; the tokens must equal the BF16 model's compiled the same way (inductor's fusions
     may change numerics against eager, for BF16 as for DF11, which the log shows)."""
-    bf16_dir, df11_dir = make(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     model = df11.from_pretrained(df11_dir, device="cuda")
-    ref = bf16_cuda(bf16_dir)
+    ref = models.bf16_llm(bf16_dir, "cuda")
     ids = models.llm_inputs(model.config.vocab_size, 2, seed=5).cuda()
     kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=12,
               min_new_tokens=12, eos_token_id=None, pad_token_id=0,
@@ -191,7 +178,7 @@ def test_compiled_forward_fullgraph_cudagraphs(work, mode):
     equal to BF16's compiled the same way (decode) and to the eager DF11 model's over several
     replays (Inductor's fusions are BF16's own, so compiled-against-eager is not a df11 test
     for mode="decode"; the tokens below are)."""
-    bf16_dir, df11_dir = make(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
     ids = models.llm_inputs(model.config.vocab_size, 1, seed=3).cuda()
     torch._dynamo.reset()
@@ -204,7 +191,7 @@ def test_compiled_forward_fullgraph_cudagraphs(work, mode):
     assert breaks == 0
     assert torch.equal(again, got) and torch.equal(third, got)
     if mode == "decode":
-        ref = bf16_cuda(bf16_dir)
+        ref = models.bf16_llm(bf16_dir, "cuda")
         torch._dynamo.reset()
         with torch.no_grad():
             want = torch.compile(ref.forward, mode="reduce-overhead",
@@ -222,9 +209,9 @@ def test_generate_static_cache_cudagraphs(work, mode):
     BF16 compiled the same way (and eager DF11 equals eager BF16); mode="exec": the eager
     DF11 model's tokens."""
     from transformers import CompileConfig
-    bf16_dir, df11_dir = make(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
-    ref = bf16_cuda(bf16_dir)
+    ref = models.bf16_llm(bf16_dir, "cuda")
     torch._dynamo.reset()
     for batch in (1, 4):
         ids = models.llm_inputs(model.config.vocab_size, batch, seed=5).cuda()
@@ -251,8 +238,8 @@ def test_generate_static_cache_cudagraphs(work, mode):
 
 
 def test_cpu_offload(work):
-    bf16_dir, df11_dir = make(work, "qwen2")
-    ref = bf16_cuda(bf16_dir)
+    bf16_dir, df11_dir = models.llm_folders(work, "qwen2")
+    ref = models.bf16_llm(bf16_dir, "cuda")
     for blocks in (None, 1):
         model = df11.from_pretrained(df11_dir, device="cuda", cpu_offload=True,
                                      cpu_offload_blocks=blocks)
@@ -264,7 +251,7 @@ def test_cpu_offload(work):
 
 
 def test_hostile_folder_refused_nothing_left_on_gpu(work):
-    _, df11_dir = make(work, "llama")
+    _, df11_dir = models.llm_folders(work, "llama")
     official = os.path.join(models.FIXTURES, "phi3", "official")
 
     bump_last_position = models.bump_last_output_position
@@ -305,7 +292,7 @@ def test_corrupt_streams_refused_at_load(work, mode):
     """Every group is checked at load on the GPU: the stored bytes against df11's recorded
     checksums, and one decode of each group with its status read. A corrupt folder is refused
     at load naming the file and group, before any forward pass, with no GPU memory left."""
-    _, df11_dir = make(work, "mistral")
+    _, df11_dir = models.llm_folders(work, "mistral")
     official = os.path.join(models.FIXTURES, "phi3", "official")
     cases = [(df11_dir, "model.layers.1.encoded_exponent", scramble),
              (df11_dir, "model.layers.1.sign_mantissa", flip_one_byte),
@@ -329,7 +316,7 @@ def test_corrupt_streams_refused_at_load(work, mode):
 def test_corrupt_device_bytes_reported_after_generate(work):
     """Coded bytes corrupted in GPU memory after the load's checks are reported by the
     deferred status check after generate, naming the group."""
-    _, df11_dir = make(work, "mistral")
+    _, df11_dir = models.llm_folders(work, "mistral")
     model = df11.from_pretrained(df11_dir, device="cuda")
     rt = next(rt for rt in model.df11.runtimes if rt.group.name == "model.layers.1")
     state = model.df11.devices[rt.device]
@@ -351,9 +338,9 @@ def test_threads_share_one_model(work, mode, streams):
     requests), on the default stream or each on a stream of its own: every forward pass
     returns its correct logits, as the BF16 model's (mode="exec": as the reference model's)."""
     import threading
-    bf16_dir, df11_dir = make(work, "llama")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
     model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
-    ref = bf16_cuda(bf16_dir)
+    ref = models.bf16_llm(bf16_dir, "cuda")
     if mode == "exec":
         ref = df11.exec_reference(ref)
     inputs = [models.llm_inputs(ref.config.vocab_size, 1, length=24, seed=s).cuda()
@@ -391,8 +378,8 @@ def test_threads_share_one_model(work, mode, streams):
 
 @pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two GPUs")
 def test_device_map_auto_two_gpus(work):
-    bf16_dir, df11_dir = make(work, "llama")
-    ref = bf16_cuda(bf16_dir)
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
+    ref = models.bf16_llm(bf16_dir, "cuda")
     # GPU 0 gets a budget for about half the model (test_models_cpu.py checks the map this
     # budget gives: the embedding and the first block on GPU 0, the rest on GPU 1).
     model = df11.from_pretrained(df11_dir, device_map="auto",
@@ -410,15 +397,15 @@ def test_exec_mode_equals_the_reference_gemm(work, family):
     the BF16 model's with df11.exec_reference put in, at both sizes, and its greedy tokens
     (eager and under a CUDA graph) equal that model's."""
     from df11.generation import greedy_static
-    bf16_dir, df11_dir = make(work, family)
+    bf16_dir, df11_dir = models.llm_folders(work, family)
     model = df11.from_pretrained(df11_dir, device="cuda", mode="exec")
     state = next(iter(model.df11.exec_states.values()))
     n_layers = model.config.num_hidden_layers
     assert len(state.linears) >= 7 * n_layers  # every block's Linears (and a coded lm_head)
     assert not model.df11.units  # nothing left in the decode mode: no DF11 bytes kept
     assert 11.9 < __import__("df11.exec_mode").exec_mode.bits_per_weight(state) < 12.6
-    ref = df11.exec_reference(bf16_cuda(bf16_dir))
-    plain = bf16_cuda(bf16_dir)
+    ref = df11.exec_reference(models.bf16_llm(bf16_dir, "cuda"))
+    plain = models.bf16_llm(bf16_dir, "cuda")
     vocab = ref.config.vocab_size
     for batch, length in ((1, 1), (1, 16), (2, 8), (1, 40), (4, 16)):
         ids = models.llm_inputs(vocab, batch, length=length, seed=3).cuda()
@@ -443,7 +430,7 @@ def test_exec_mode_official_folder():
     from the folder's own listing): logits equal the reference GEMM's model's."""
     fixture = os.path.join(models.FIXTURES, "llama")
     model = df11.from_pretrained(os.path.join(fixture, "official"), device="cuda", mode="exec")
-    ref = df11.exec_reference(bf16_cuda(os.path.join(fixture, "bf16")))
+    ref = df11.exec_reference(models.bf16_llm(os.path.join(fixture, "bf16"), "cuda"))
     for length in (4, 40):
         ids = models.llm_inputs(ref.config.vocab_size, 1, length=length, seed=2).cuda()
         with torch.no_grad():
@@ -453,7 +440,7 @@ def test_exec_mode_official_folder():
 def test_exec_mode_reports_a_corrupt_blob(work):
     """A blob corrupted on the device after load (its tile offsets past its exceptions) is reported
     by the deferred check after generate, naming the matrices of the launch."""
-    _, df11_dir = make(work, "mistral")
+    _, df11_dir = models.llm_folders(work, "mistral")
     model = df11.from_pretrained(df11_dir, device="cuda", mode="exec")
     state = next(iter(model.df11.exec_states.values()))
     lin = next(x for x in state.linears if x.name.endswith("layers.1.mlp.down_proj.weight"))
@@ -476,12 +463,12 @@ def test_embedding_rows(work, family):
     CUDA graph replayed with new ids, and an id outside the vocabulary reported by
     check_status. No (vocab x hidden) BF16 tensor is held for it (llama: untied; gemma3: tied,
     the head decodes the group into the shared buffer)."""
-    bf16_dir, df11_dir = make(work, family)
+    bf16_dir, df11_dir = models.llm_folders(work, family)
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
     model = df11.from_pretrained(df11_dir, device="cuda")
     held = torch.cuda.memory_allocated() - before
-    ref = bf16_cuda(bf16_dir)
+    ref = models.bf16_llm(bf16_dir, "cuda")
     emb, ref_emb = model.get_input_embeddings(), ref.get_input_embeddings()
     vocab, hidden = ref_emb.weight.shape
     assert len(model.df11.rows) == 1 and isinstance(emb, type(ref_emb))
