@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ctypes
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -191,6 +192,127 @@ def _(x, key):
     return x.new_empty(*x.shape[:-1], _LINEARS[key].rows)
 
 
+class ExecWeight:
+    """A weight matrix made of consecutive members' blobs (rows concatenated: one member, or
+    the q/k/v or gate/up members a serving engine fuses into one layer), served through
+    torch.ops.df11.exec_weight_linear: at most EXEC_MAX_BATCH tokens, the fused GEMM from the
+    blobs (one launch for all members); above, the blobs decoded into a new BF16 tensor and
+    torch's F.linear on it, the matmul a BF16 layer makes. `blob` keeps the blobs alive; the
+    status record (reset here, kept across calls) is read by check()."""
+
+    def __init__(self, blob: torch.Tensor, mats: List[_capi.ExecMatrix], what: str):
+        cols = {m.cols for m in mats}
+        if len(cols) != 1:
+            raise Df11Error.named("bad_shape", f"{what}: members of {sorted(cols)} columns "
+                                  "cannot form one matrix")
+        self.blob = blob
+        self.what = what
+        self.device = blob.device
+        self.device_index = blob.device.index or 0
+        self.n = len(mats)
+        self.cols = mats[0].cols
+        self.row_counts = [m.rows for m in mats]
+        self.rows = sum(self.row_counts)
+        self.shape = (self.rows, self.cols)
+        self.mats = (_capi.ExecMatrix * self.n)(*mats)
+        self.gemms = (_capi.ExecGemm * self.n)()
+        for i, m in enumerate(mats):
+            self.gemms[i].w = m
+        self._outs = (ctypes.c_void_p * self.n)()
+        self._lib = _capi.lib()
+        self.status = torch.empty(_capi.EXEC_STATUS_BYTES, dtype=torch.uint8, device=self.device)
+        with torch.cuda.device(self.device):
+            self._raise(self._lib.df11_cuda_exec_status_reset(
+                self.status.data_ptr(), _capi.EXEC_STATUS_BYTES, raw_stream(self.device_index)))
+        # The ctypes argument arrays serve one call at a time; the outputs are fresh tensors, so
+        # nothing on the device is shared between calls.
+        self.lock = threading.Lock()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(m.bytes for m in self.mats)
+
+    def decode(self) -> torch.Tensor:
+        """The weight as a new BF16 [rows, cols] tensor (torch's current stream)."""
+        w = torch.empty(self.shape, dtype=torch.bfloat16, device=self.device)
+        with self.lock:
+            at = w.data_ptr()
+            for i, r in enumerate(self.row_counts):
+                self._outs[i] = at
+                at += 2 * r * self.cols
+            self._raise(self._lib.df11_cuda_exec_to_bf16_ex(
+                None, self.mats, self._outs, self.n, self.status.data_ptr(),
+                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index)))
+        return w
+
+    def linear(self, x: torch.Tensor, bias: Optional[torch.Tensor]) -> torch.Tensor:
+        if x.dtype != torch.bfloat16 or x.shape[-1] != self.cols:
+            raise ValueError(f"df11 (exec): {self.what}: input {tuple(x.shape)} {x.dtype}, "
+                             f"expected [..., {self.cols}] bfloat16")
+        tokens = x.numel() // self.cols
+        if tokens > _capi.EXEC_MAX_BATCH or tokens == 0:
+            return torch.nn.functional.linear(x, self.decode(), bias)
+        x2 = x.reshape(tokens, self.cols)
+        if not x2.is_contiguous():
+            x2 = x2.contiguous()
+        if self.n == 1 or tokens == 1:  # the members' outputs side by side in one row
+            y = x.new_empty((tokens, self.rows))
+            parts = None
+        else:
+            parts = [x.new_empty((tokens, r)) for r in self.row_counts]
+        with self.lock:
+            at = 0
+            for i, r in enumerate(self.row_counts):
+                g = self.gemms[i]
+                g.d_x = x2.data_ptr()
+                g.d_y = parts[i].data_ptr() if parts is not None else y.data_ptr() + 2 * at
+                at += r
+            self._raise(self._lib.df11_cuda_exec_gemm_ex(
+                None, self.gemms, self.n, tokens, self.status.data_ptr(),
+                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index)))
+        if parts is not None:
+            y = torch.cat(parts, dim=1)
+        if bias is not None:
+            y.add_(bias)
+        return y.view(*x.shape[:-1], self.rows)
+
+    def check(self) -> None:
+        """Waits for torch's current stream; Df11Error if any call since the reset found a
+        blob whose codes disagree with its exception offsets."""
+        rc = self._lib.df11_cuda_exec_status_sync(None, self.status.data_ptr(),
+                                                  raw_stream(self.device_index))
+        if rc != 0:
+            raise Df11Error(rc, _capi.status_name(rc), f"{self.what} (execution layout): "
+                            "a blob does not decode")
+
+    def _raise(self, rc: int) -> None:
+        if rc != 0:
+            raise Df11Error(rc, _capi.status_name(rc), f"{self.what} (execution layout): "
+                            "the launch failed")
+
+
+_WEIGHTS: Dict[int, ExecWeight] = {}
+
+
+def register_weight(key: int, weight: ExecWeight) -> None:
+    _WEIGHTS[key] = weight
+
+
+def unregister_weight(key: int) -> None:
+    _WEIGHTS.pop(key, None)
+
+
+@torch.library.custom_op("df11::exec_weight_linear", mutates_args=())
+def exec_weight_linear(x: torch.Tensor, bias: Optional[torch.Tensor], key: int) -> torch.Tensor:
+    """F.linear(x, W, bias) for the ExecWeight registered under `key` (ExecWeight.linear)."""
+    return _WEIGHTS[key].linear(x, bias)
+
+
+@exec_weight_linear.register_fake
+def _(x, bias, key):
+    return x.new_empty(*x.shape[:-1], _WEIGHTS[key].rows)
+
+
 def supported(device: torch.device) -> bool:
     """Where the execution layout runs: CUDA GPUs (libdf11's kernels)."""
     return device.type == "cuda"
@@ -205,62 +327,77 @@ def eligible(modules: Dict[str, torch.nn.Module], targets) -> bool:
     return True
 
 
+def transcode_group(folder: _capi.Model, g: int, dev: torch.device
+                    ) -> Tuple[torch.Tensor, List[_capi.ExecMatrix], List[str]]:
+    """Coded group `g` of `folder` transcoded on `dev` (torch's current device and stream):
+    one resident uint8 tensor holding every member's blob (each 256-byte aligned), the
+    members' matrices pointing into it, and their tensor names, in the group's concatenation
+    order. The coded parts and the group's BF16 workspace are transient. The measure decodes
+    and checks the group (Df11Error naming the file and group if a stream does not decode)."""
+    L = _capi.lib()
+    stream = torch.cuda.current_stream(dev).cuda_stream
+    what = f"{folder.group_file(g)}: group '{folder.group_name(g)}'"
+    n, ws = ctypes.c_size_t(), ctypes.c_size_t()
+    folder._check(L.df11_cuda_exec_workspace_bytes(folder.handle, g, ctypes.byref(n),
+                                                   ctypes.byref(ws)))
+    layout, size = {}, 0
+    for part in _capi.DEVICE_PARTS:
+        addr, nbytes = folder.group_part(g, part)
+        layout[part] = (size, addr, nbytes)
+        size = _round_up(size + nbytes, ALIGN_BYTES)
+    coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev)
+    for o, addr, nbytes in layout.values():
+        coded[o:o + nbytes].copy_(_mapped(addr, nbytes))
+    p = {part: coded.data_ptr() + o for part, (o, _, _) in layout.items()}
+    dgroup = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
+                             p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
+                             p[_capi.PART_GAPS], None)
+    work = torch.empty(max(ws.value, 16), dtype=torch.uint8, device=dev)
+    mats = (_capi.ExecMatrix * n.value)()
+    names = (ctypes.c_char_p * n.value)()
+    folder._check(L.df11_cuda_exec_measure(folder.handle, g, ctypes.byref(dgroup),
+                                           work.data_ptr(), ws.value, stream, mats, names,
+                                           n.value))  # synchronises
+    del coded
+    sizes = [_round_up(m.bytes, ALIGN_BYTES) for m in mats]
+    blob = torch.empty(max(sum(sizes), ALIGN_BYTES), dtype=torch.uint8, device=dev)
+    at = 0
+    for m, sz in zip(mats, sizes):
+        m.d_blob = blob.data_ptr() + at
+        at += sz
+    folder._check(L.df11_cuda_exec_pack(folder.handle, g, work.data_ptr(), ws.value, mats,
+                                        n.value, stream))
+    del work  # the allocator reuses it only after the pack, in stream order
+    out = [_capi.ExecMatrix(m.d_blob, m.bytes, m.rows, m.cols, m.n_exceptions) for m in mats]
+    if not out:
+        raise Df11Error.named("bad_shape", f"{what}: no coded members to transcode")
+    return blob, out, [nm.decode() for nm in names]
+
+
 def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> None:
     """Transcodes the groups of `items` ([(group, targets)]) on state.device into resident
-    blobs, one group at a time (its coded parts and its BF16 workspace are transient), and
-    points each member's Linear at its blob."""
+    blobs, one group at a time (transcode_group), and points each member's Linear at its
+    blob."""
     L = _capi.lib()
     dev = state.device
     stream = torch.cuda.current_stream(dev).cuda_stream
     largest = 0
     with torch.cuda.device(dev):
         for group, targets in items:
-            n, ws = ctypes.c_size_t(), ctypes.c_size_t()
-            folder._check(L.df11_cuda_exec_workspace_bytes(folder.handle, group.index,
-                                                           ctypes.byref(n), ctypes.byref(ws)))
-            if n.value != len(group.members):
+            blob, mats, _ = transcode_group(folder, group.index, dev)
+            if len(mats) != len(group.members):
                 raise Df11Error.named("bad_shape",
-                                      f"{group.what}: {n.value} coded members, the "
+                                      f"{group.what}: {len(mats)} coded members, the "
                                       f"folder lists {len(group.members)}")
-            layout, size = {}, 0
-            for part in _capi.DEVICE_PARTS:
-                addr, nbytes = folder.group_part(group.index, part)
-                layout[part] = (size, addr, nbytes)
-                size = _round_up(size + nbytes, ALIGN_BYTES)
-            coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev)
-            for o, addr, nbytes in layout.values():
-                coded[o:o + nbytes].copy_(_mapped(addr, nbytes))
-            p = {part: coded.data_ptr() + o for part, (o, _, _) in layout.items()}
-            dgroup = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
-                                     p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
-                                     p[_capi.PART_GAPS], None)
-            work = torch.empty(max(ws.value, 16), dtype=torch.uint8, device=dev)
-            mats = (_capi.ExecMatrix * n.value)()
-            names = (ctypes.c_char_p * n.value)()
-            folder._check(L.df11_cuda_exec_measure(
-                folder.handle, group.index, ctypes.byref(dgroup), work.data_ptr(), ws.value,
-                stream, mats, names, n.value))  # synchronises
-            del coded
-            sizes = [_round_up(m.bytes, ALIGN_BYTES) for m in mats]
-            blob = torch.empty(max(sum(sizes), ALIGN_BYTES), dtype=torch.uint8, device=dev)
-            at = 0
-            for m, sz in zip(mats, sizes):
-                m.d_blob = blob.data_ptr() + at
-                at += sz
-            folder._check(L.df11_cuda_exec_pack(folder.handle, group.index, work.data_ptr(),
-                                                ws.value, mats, n.value, stream))
-            del work  # the allocator reuses it only after the pack, in stream order
             state.blobs.append(blob)
-            for k, (member, target) in enumerate(zip(group.members, targets)):
+            for member, target, m in zip(group.members, targets, mats):
                 module = modules[target.module]
-                m = mats[k]
                 if (m.rows, m.cols) != (module.out_features, module.in_features):
                     raise Df11Error.named("bad_shape",
                                           f"{group.what}: '{member.name}' is "
                                           f"{m.rows} x {m.cols}, the model's Linear is "
                                           f"{module.out_features} x {module.in_features}")
-                matrix = _capi.ExecMatrix(m.d_blob, m.bytes, m.rows, m.cols, m.n_exceptions)
-                lin = ExecLinear(module, member.name, group.what, matrix, state)
+                lin = ExecLinear(module, member.name, group.what, m, state)
                 state.linears.append(lin)
                 largest = max(largest, m.rows * m.cols)
                 _install(engine, module, lin)
@@ -345,35 +482,54 @@ def reference(model: torch.nn.Module) -> torch.nn.Module:
     mode="exec" computes: at most 16 tokens through the reference, above through F.linear, bias
     added after. A BF16 model so patched gives logits torch.equal to its DF11 model's in
     mode="exec" on the same GPU. Returns the model."""
-    L = _capi.lib()
     for module in model.modules():
         if not isinstance(module, torch.nn.Linear) or module.weight.dtype != torch.bfloat16:
             continue
         if module.weight.device.type != "cuda":
             continue
-        module.forward = _reference_forward(module, L)
+        module.forward = _reference_forward(module)
     return model
 
 
-def _reference_forward(module: torch.nn.Linear, L):
+def _reference_forward(module: torch.nn.Linear):
 
     def forward(x: torch.Tensor) -> torch.Tensor:
-        w = module.weight
-        rows, cols = w.shape
-        tokens = x.numel() // cols
-        if tokens == 0 or tokens > _capi.EXEC_MAX_BATCH:
-            return torch.nn.functional.linear(x, w, module.bias)
-        x2 = x.reshape(tokens, cols).contiguous()
-        y = torch.empty(*x.shape[:-1], rows, dtype=torch.bfloat16, device=x.device)
-        rc = L.df11_cuda_exec_reference_gemm(None, w.contiguous().data_ptr(), rows, cols,
-                                             x2.data_ptr(), y.data_ptr(), tokens,
-                                             raw_stream(x.device.index or 0))
-        if rc != 0:
-            raise Df11Error(rc, _capi.status_name(rc), "df11_cuda_exec_reference_gemm failed")
-        if module.bias is not None:
-            y.add_(module.bias)
-        return y
+        if torch.compiler.is_compiling():
+            return torch.ops.df11.exec_reference_linear(x, module.weight, module.bias)
+        return reference_linear(x, module.weight, module.bias)
     return forward
+
+
+def reference_linear(x: torch.Tensor, weight: torch.Tensor,
+                     bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+    """What the execution layout computes, on a BF16 CUDA weight: at most EXEC_MAX_BATCH
+    tokens, df11_cuda_exec_reference_gemm (the layout's products and order) with the bias added
+    after; above, F.linear. torch.ops.df11.exec_reference_linear is the same, for traced code."""
+    rows, cols = weight.shape
+    tokens = x.numel() // cols
+    if tokens == 0 or tokens > _capi.EXEC_MAX_BATCH:
+        return torch.nn.functional.linear(x, weight, bias)
+    x2 = x.reshape(tokens, cols).contiguous()
+    y = torch.empty(*x.shape[:-1], rows, dtype=torch.bfloat16, device=x.device)
+    rc = _capi.lib().df11_cuda_exec_reference_gemm(None, weight.contiguous().data_ptr(), rows,
+                                                   cols, x2.data_ptr(), y.data_ptr(), tokens,
+                                                   raw_stream(x.device.index or 0))
+    if rc != 0:
+        raise Df11Error(rc, _capi.status_name(rc), "df11_cuda_exec_reference_gemm failed")
+    if bias is not None:
+        y.add_(bias)
+    return y
+
+
+@torch.library.custom_op("df11::exec_reference_linear", mutates_args=())
+def exec_reference_linear(x: torch.Tensor, weight: torch.Tensor,
+                          bias: Optional[torch.Tensor]) -> torch.Tensor:
+    return reference_linear(x, weight, bias)
+
+
+@exec_reference_linear.register_fake
+def _(x, weight, bias):
+    return x.new_empty(*x.shape[:-1], weight.shape[0])
 
 
 def bits_per_weight(state: ExecState) -> float:

@@ -38,3 +38,32 @@ def member_names(prefix: str, packed: Mapping[str, Sequence[str]]) -> List[str]:
     parent, _, leaf = prefix.rpartition(".")
     return [f"{parent}.{part}.weight" if parent else f"{part}.weight"
             for part in packed.get(leaf, [leaf])]
+
+
+MODE_KEY = "df11_mode"
+MODES = ("decode", "exec")
+
+
+def serving_mode(additional_config: Any) -> str:
+    """The mode vLLM serves DF11 Linear layers in, from vLLM's `additional_config`
+    ({"df11_mode": "exec"}; `--additional-config` on the command line): "decode" (the
+    default: outputs equal BF16's) or "exec" (the execution layout's GEMM at up to 16 tokens
+    per step). ValueError naming the key for any other value."""
+    mode = additional_config.get(MODE_KEY, "decode") if isinstance(additional_config,
+                                                                   Mapping) else "decode"
+    if mode not in MODES:
+        raise ValueError(f"df11: additional_config {MODE_KEY}={mode!r}: expected one of "
+                         f"{', '.join(repr(m) for m in MODES)}")
+    return mode
+
+
+def member_spans(sizes: Sequence[int], spans: Sequence[Sequence[int]]) -> Optional[List[int]]:
+    """The members of a group, by index, that a layer's `spans` ((offset, numel) in the group's
+    elements, in the layer's order) are, where each span is exactly one member of the group
+    whose members have `sizes` elements each, in concatenation order; None where one is not."""
+    starts, at = {}, 0
+    for k, n in enumerate(sizes):
+        starts[(at, n)] = k
+        at += n
+    picked = [starts.get((int(o), int(n))) for o, n in spans]
+    return None if not picked or None in picked else picked

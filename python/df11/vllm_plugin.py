@@ -5,6 +5,13 @@ BF16 tensor just before its matmul, which is the call vLLM's own BF16 layers mak
 (dispatch_unquantized_gemm) on the same bits: the outputs are meant to equal vLLM serving the
 BF16 model bit for bit, which python/tests/gpu/vllm_check.sh checks.
 
+Execution mode (vLLM's additional_config {"df11_mode": "exec"}): each Linear layer's members
+are served from the execution layout (df11.exec_mode.ExecWeight, 12.01 bits per weight,
+transcoded from the folder's groups at load), through torch.ops.df11.exec_weight_linear: at up
+to 16 tokens per step the layout's fused GEMM (equal bit for bit to df11's reference GEMM, not
+to cuBLAS), above that the weight decoded into a new BF16 tensor and F.linear, as in decode
+mode. A layer the layout cannot serve is served in decode mode.
+
 Loading (DF11ModelLoader.load_weights):
   1. Every tensor of the folder is decoded on the CPU by its original name (coded.decoded_tensors:
      every stream checked, df11 folders' checksums compared) and handed to the model's own
@@ -14,7 +21,9 @@ Loading (DF11ModelLoader.load_weights):
   2. Each Linear weight is then matched to rows of one coded group (the members its
      packed_modules_mapping names, in that order), the group is uploaded once, and the weight
      decoded on the GPU is compared with the host tensor vLLM's loader built: equal, the host
-     tensor is dropped and the layer decodes from the group from then on. A layer the folder's
+     tensor is dropped and the layer decodes from the group from then on (in the execution
+     mode: the group is transcoded once, and the layer's members' blobs are decoded and
+     compared the same way). A layer the folder's
      groups cannot give as it is (a tensor-parallel rank's slice, a weight the model's loader
      transforms, members in several groups) is coded again from that host tensor
      (coded.encode) and checked the same way; one that cannot be coded either way keeps the
@@ -46,8 +55,9 @@ from vllm.model_executor.utils import set_weight_attrs
 from vllm.platforms import current_platform
 from vllm.transformers_utils.config import HFConfigParser, register_config_parser
 
-from . import _capi, coded
-from .vllm_config import QUANT_METHOD, member_names, quantization_config
+from . import _capi, coded, exec_mode
+from .vllm_config import (QUANT_METHOD, member_names, member_spans, quantization_config,
+                          serving_mode)
 
 # Under "vllm." so that vLLM's logging configuration shows df11's lines with its own.
 logger = init_logger("vllm.df11")
@@ -107,6 +117,7 @@ class DF11LinearMethod(LinearMethodBase):
         layer.register_parameter("weight", weight)
         set_weight_attrs(weight, extra_weight_attrs)
         layer.df11_key = None
+        layer.df11_exec_key = None
         layer.df11_loaded = False
 
     def process_weights_after_loading(self, layer) -> None:
@@ -116,6 +127,8 @@ class DF11LinearMethod(LinearMethodBase):
                 "loader: serve a DF11 folder with --load-format auto (the default) or df11")
 
     def apply(self, layer, x: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+        if layer.df11_exec_key is not None:
+            return torch.ops.df11.exec_weight_linear(x, bias, layer.df11_exec_key)
         key = layer.df11_key
         weight = layer.weight if key is None else torch.ops.df11.decode_weight(x, key)
         # What UnquantizedLinearMethod.apply does with its weight.
@@ -135,6 +148,10 @@ class DF11ModelLoader(DefaultModelLoader):
             load_config.load_format = "auto"
         super().__init__(load_config)
 
+    def load_model(self, vllm_config, model_config, prefix: str = ""):
+        self.mode = serving_mode(vllm_config.additional_config)
+        return super().load_model(vllm_config, model_config, prefix)
+
     def load_weights(self, model: torch.nn.Module, model_config) -> None:
         if model_config.quantization != QUANT_METHOD:
             return super().load_weights(model, model_config)
@@ -148,7 +165,7 @@ class DF11ModelLoader(DefaultModelLoader):
             if missing:
                 raise ValueError(f"df11: {path}: the folder has no weights for "
                                  f"{sorted(missing)[:8]} ({len(missing)} in all)")
-        attach(model, folder, os.path.realpath(path))
+        attach(model, folder, os.path.realpath(path), getattr(self, "mode", "decode"))
 
 
 @dataclass
@@ -190,11 +207,28 @@ def plan_layers(model: torch.nn.Module, folder: _capi.Model) -> List[LayerPlan]:
 class _Attach:
     """What attach() does to each layer, and its counts for the log line."""
 
-    def __init__(self, folder_id: str):
+    def __init__(self, folder_id: str, mode: str):
         self.folder_id = folder_id
+        self.mode = mode
         self.device = torch.device("cuda", torch.cuda.current_device())
         self.groups: Dict[int, coded.GpuGroup] = {}  # id -> a group some layer decodes from
-        self.n_coded = self.n_plain = self.bf16_bytes = 0
+        self.exec_groups: Dict[Tuple[int, int], Tuple[torch.Tensor, list, List[int]]] = {}
+        self.exec_bytes = 0
+        self.n_coded = self.n_exec = self.n_plain = self.bf16_bytes = 0
+
+    def code(self, plan: LayerPlan, folder: _capi.Model, g: int, r: int,
+             spans: List[Tuple[int, int]], by_group: Dict[int, coded.GpuGroup]) -> bool:
+        """Serves the layer from group `g` of `folder` in the loader's mode, if its members
+        decode to exactly its weight."""
+        if self.mode == "exec" and self.try_exec(plan, folder, g, spans):
+            return True
+        if (id(folder), g) not in by_group:
+            by_group[(id(folder), g)] = coded.GpuGroup(folder, g, self.device)
+        return self.try_rows(plan, by_group[(id(folder), g)], r, spans)
+
+    def _accept(self, plan: LayerPlan) -> None:
+        plan.layer._parameters.pop("weight")
+        plan.layer.df11_loaded = True
 
     def try_rows(self, plan: LayerPlan, group: coded.GpuGroup, r: int,
                  spans: List[Tuple[int, int]]) -> bool:
@@ -209,12 +243,43 @@ class _Attach:
             return False
         key = coded.weight_key(self.folder_id, plan.prefix)
         coded.register_weight(key, cw)
-        plan.layer._parameters.pop("weight")
         plan.layer.df11_key = key
-        plan.layer.df11_loaded = True
+        self._accept(plan)
         self.groups[id(group)] = group
         self.n_coded += 1
         self.bf16_bytes += 2 * shape[0] * shape[1]
+        return True
+
+    def try_exec(self, plan: LayerPlan, folder: _capi.Model, g: int,
+                 spans: List[Tuple[int, int]]) -> bool:
+        """Serves the layer from the execution layout of group `g`'s members that its spans
+        name (the group transcoded once), if those decode to exactly its weight."""
+        at = (id(folder), g)
+        if at not in self.exec_groups:
+            blob, mats, _ = exec_mode.transcode_group(folder, g, self.device)
+            self.exec_groups[at] = (blob, mats, [m.rows * m.cols for m in mats])
+            self.exec_bytes += blob.numel()
+        blob, mats, sizes = self.exec_groups[at]
+        picked = member_spans(sizes, spans)
+        if picked is None:
+            logger.warning("df11: layer '%s' is not whole members of its group: decode mode",
+                           plan.prefix)
+            return False
+        what = f"{folder.group_file(g)}: group '{folder.group_name(g)}': '{plan.prefix}'"
+        ew = exec_mode.ExecWeight(blob, [mats[k] for k in picked], what)
+        weight = plan.layer.weight
+        if ew.shape != tuple(weight.shape):
+            return False
+        got = ew.decode()
+        ew.check()
+        if not torch.equal(got, weight.data.to(self.device)):
+            return False
+        key = coded.weight_key(self.folder_id, plan.prefix, "exec")
+        exec_mode.register_weight(key, ew)
+        plan.layer.df11_exec_key = key
+        self._accept(plan)
+        self.n_exec += 1
+        self.bf16_bytes += 2 * ew.rows * ew.cols
         return True
 
     def keep_bf16(self, plan: LayerPlan, why: str) -> None:
@@ -225,33 +290,36 @@ class _Attach:
         self.n_plain += 1
 
 
-def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str) -> None:
-    """Step 2 of the module's docstring, on torch's current CUDA device. A layer the folder's
-    groups cannot give as it is (a tensor-parallel rank's slice, a weight vLLM's loader
-    transformed, members spread over groups) is coded again from the tensor vLLM built, all
-    such layers in one df11.compress into a temporary folder (coded.encode)."""
-    state = _Attach(folder_id)
-    by_group: Dict[int, coded.GpuGroup] = {}
+def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
+           mode: str = "decode") -> None:
+    """Step 2 of the module's docstring, on torch's current CUDA device, in `mode` ("decode":
+    rows of the coded groups, decoded per call; "exec": the execution layout, transcoded from
+    the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
+    rank's slice, a weight vLLM's loader transformed, members spread over groups) is coded
+    again from the tensor vLLM built, all such layers in one df11.compress into a temporary
+    folder (coded.encode)."""
+    state = _Attach(folder_id, mode)
+    by_group: Dict[Tuple[int, int], coded.GpuGroup] = {}
     again: List[Tuple[LayerPlan, str]] = []
     for plan in plan_layers(model, folder):
         if plan.group is None:
             again.append((plan, plan.why))
-            continue
-        if plan.group not in by_group:
-            by_group[plan.group] = coded.GpuGroup(folder, plan.group, state.device)
-        if state.try_rows(plan, by_group[plan.group], plan.r, plan.spans):
-            continue
-        again.append((plan, "its members decode to other values than vLLM's loader made"))
+        elif not state.code(plan, folder, plan.group, plan.r, plan.spans, by_group):
+            again.append((plan, "its members decode to other values than vLLM's loader made"))
     if again:
-        _attach_encoded(state, again)
+        _attach_encoded(state, again, by_group)
+    del by_group  # groups no layer decodes from are freed
     coded_bytes = sum(g.nbytes for g in state.groups.values())
+    state.exec_groups.clear()  # the blobs stay alive through the layers' ExecWeights
     torch.cuda.empty_cache()
-    logger.info("df11: %d Linear layers decode from %d coded groups (%.3f GiB on the GPU for "
-                "%.3f GiB of BF16), %d run from BF16", state.n_coded, len(state.groups),
-                coded_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
+    logger.info("df11: %d Linear layers decode from %d coded groups (%.3f GiB on the GPU), "
+                "%d run from the execution layout (%.3f GiB); %.3f GiB of BF16 in all; %d run "
+                "from BF16", state.n_coded, len(state.groups), coded_bytes / 2**30,
+                state.n_exec, state.exec_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
 
 
-def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]]) -> None:
+def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
+                    by_group: Dict[Tuple[int, int], coded.GpuGroup]) -> None:
     import tempfile
     from . import _tools
     if not _tools.available():
@@ -274,8 +342,7 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]]) -> None
                 rows = None if t is None else coded.tensor_rows(folder, t)
                 if rows is None:
                     state.keep_bf16(plan, why + "; df11's encoder stores it raw")
-                elif not state.try_rows(plan, coded.GpuGroup(folder, rows[0], state.device),
-                                        rows[1], rows[2]):
+                elif not state.code(plan, folder, rows[0], rows[1], rows[2], by_group):
                     state.keep_bf16(plan, why + "; coded again, it decodes to other values")
 
 

@@ -223,3 +223,23 @@ def test_fused_layers_decode_from_rows_of_the_folders_groups(llama, folder_kind)
                    df11_vllm.member_names("model.layers.1.self_attn.qkv_proj", LLAMA_PACKED)]
         shape = tuple(torch.cat([want[folder.tensor_name(t)] for t in members]).shape)
         assert coded.members_rows(folder, members, (shape[0] // 2, shape[1]))[0] is None
+
+
+def test_serving_mode_from_additional_config():
+    from df11.vllm_config import serving_mode
+    assert serving_mode({}) == "decode"
+    assert serving_mode(None) == "decode"
+    assert serving_mode({"df11_mode": "exec"}) == "exec"
+    assert serving_mode({"df11_mode": "decode", "other": 1}) == "decode"
+    with pytest.raises(ValueError, match="df11_mode='fast'.*'decode', 'exec'"):
+        serving_mode({"df11_mode": "fast"})
+
+
+def test_member_spans_picks_whole_members_only():
+    from df11.vllm_config import member_spans
+    sizes = [8, 4, 4, 16]  # members at offsets 0, 8, 12, 16
+    assert member_spans(sizes, [(0, 8), (8, 4), (12, 4)]) == [0, 1, 2]
+    assert member_spans(sizes, [(16, 16), (0, 8)]) == [3, 0]  # any order the layer has
+    assert member_spans(sizes, [(0, 12)]) is None  # two members as one span
+    assert member_spans(sizes, [(8, 2)]) is None  # part of a member (a tensor-parallel slice)
+    assert member_spans(sizes, []) is None

@@ -5,6 +5,7 @@
 #
 #   python/tests/gpu/vllm_bench.sh OUT [WORK]      (WORK default /dev/shm/df11-bench)
 #
+# RUNS (default "bf16 df11 df11-exec"; df11-exec: the DF11 folder in df11_mode "exec").
 # BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
 # for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations).
 # OUT/vllm_bench.log gets vLLM's lines about memory and the KV cache and each benchmark's
@@ -22,11 +23,14 @@ python3 "$here/bench_llama8b.py" --work "$work" --make-only >> "$log" 2>&1 || ex
 util=$(python3 -c "import torch; print(round(${BUDGET_GB:-24} * 2**30 / torch.cuda.get_device_properties(0).total_memory, 4))")
 echo "budget ${BUDGET_GB:-24} GiB: gpu_memory_utilization $util" >> "$log"
 rc=0
-for name in bf16 df11; do
+for name in ${RUNS:-bf16 df11 df11-exec}; do
   echo "=== $name" >> "$log"
+  extra=()
+  model=$name
+  if [ "$name" = df11-exec ]; then model=df11; extra=(--additional-config '{"df11_mode": "exec"}'); fi
   # shellcheck disable=SC2086
-  timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_latency.py" \
-    --model "$work/$name" --skip-tokenizer-init --disable-detokenize --max-model-len 4096 \
+  timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_latency.py" "${extra[@]}" \
+    --model "$work/$model" --skip-tokenizer-init --disable-detokenize --max-model-len 4096 \
     --gpu-memory-utilization "$util" --output-json "$out/latency-$name.json" \
     ${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10} \
     > "$work/latency-$name.log" 2>&1

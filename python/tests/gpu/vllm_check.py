@@ -1,11 +1,16 @@
 """DF11 folders served by vLLM against the BF16 model served by the same vLLM, on one GPU.
 
     vllm_check.py make WORK                      the models (below) under WORK
-    vllm_check.py generate MODEL OUT.json [--eager] [--quantization Q]
+    vllm_check.py generate MODEL OUT.json [--eager] [--quantization Q] [--df11-mode M]
+                  [--reference]
                                                  one engine in this process: greedy tokens,
                                                  their logprobs and prompt logprobs, of each
                                                  request alone (twice) and of all in one
-                                                 batch, and a timed batch-1 request
+                                                 batch, and a timed batch-1 request.
+                                                 --df11-mode: additional_config's df11_mode;
+                                                 --reference: vLLM's BF16 Linear layers
+                                                 compute as the execution layout does
+                                                 (df11's reference GEMM at <= 16 tokens)
     vllm_check.py compare A.json B.json          exit 1 unless tokens and logprobs are equal,
                                                  alone and batched
     vllm_check.py expect-failure LOG PATTERN...  exit 1 unless LOG holds every PATTERN
@@ -100,14 +105,30 @@ def prompts(vocab):
     return [[rng.randrange(1, vocab) for _ in range(n)] for n in (7, 16, 33, 64, 100, 5)]
 
 
-def generate(model, out, eager, quantization):
+def use_reference_gemm():
+    """vLLM's unquantized Linear layers (every Linear of a BF16 model) compute as df11's
+    execution layout does: torch.ops.df11.exec_reference_linear (df11's reference GEMM at up
+    to 16 tokens, F.linear above), which the DF11 model in mode "exec" must equal."""
+    from vllm.model_executor.layers.linear import UnquantizedLinearMethod
+    from df11.exec_mode import exec_reference_linear  # torch.ops.df11.exec_reference_linear
+
+    def apply(self, layer, x, bias=None):
+        return exec_reference_linear(x, layer.weight, bias)
+    UnquantizedLinearMethod.apply = apply
+
+
+def generate(model, out, eager, quantization, df11_mode=None, reference=False):
     from vllm import LLM, SamplingParams
+    if reference:
+        use_reference_gemm()
     config = json.load(open(os.path.join(model, "config.json")))
     vocab = config["vocab_size"]
     max_len = min(512, config.get("max_position_embeddings", 512))
     t0 = time.perf_counter()
+    extra = {"additional_config": {"df11_mode": df11_mode}} if df11_mode else {}
     llm = LLM(model=model, enforce_eager=eager, quantization=quantization, max_model_len=max_len,
-              max_num_seqs=16, skip_tokenizer_init=True, seed=0, gpu_memory_utilization=0.8)
+              max_num_seqs=16, skip_tokenizer_init=True, seed=0, gpu_memory_utilization=0.8,
+              **extra)
     start_s = time.perf_counter() - t0
     params = SamplingParams(temperature=0.0, max_tokens=48, logprobs=4, prompt_logprobs=2,
                             ignore_eos=True, detokenize=False)
@@ -140,6 +161,7 @@ def generate(model, out, eager, quantization):
         llm.generate(ids, one, use_tqdm=False)
         times.append(time.perf_counter() - t)
     result = {"model": model, "eager": eager, "quantization": quantization,
+              "df11_mode": df11_mode, "reference_gemm": reference,
               "engine_start_s": start_s, "batch1_new_tokens": new, "batch1_s": times[-1],
               "single_repeats": single == again, "outputs": {"single": single, "batch": batch}}
     with open(out, "w") as f:
@@ -195,6 +217,8 @@ def main():
     s.add_argument("out")
     s.add_argument("--eager", action="store_true")
     s.add_argument("--quantization")
+    s.add_argument("--df11-mode")
+    s.add_argument("--reference", action="store_true")
     s = sub.add_parser("compare")
     s.add_argument("a")
     s.add_argument("b")
@@ -205,7 +229,7 @@ def main():
     if a.cmd == "make":
         make(a.work)
     elif a.cmd == "generate":
-        generate(a.model, a.out, a.eager, a.quantization)
+        generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference)
     elif a.cmd == "compare":
         return compare(a.a, a.b)
     else:

@@ -5,7 +5,9 @@
 #
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
-# CASES (default "graph eager official refusals"): which groups of cases run; `make` always.
+# CASES (default "graph eager official exec refusals"): which groups of cases run; `make`
+# always. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers compute
+# as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
 # cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
@@ -57,7 +59,7 @@ gen() {
   VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
     || { fail_tail "$name"; rc=1; }
 }
-cases=" ${CASES:-graph eager official refusals} "
+cases=" ${CASES:-graph eager official exec refusals} "
 want() { [[ $cases == *" $1 "* ]]; }
 # Each pair compared as soon as both ran.
 if want graph; then
@@ -74,6 +76,11 @@ if want official; then
   gen official-bf16-graph "$work/official-bf16"
   gen official-graph "$work/official"
   compare official-bf16-graph official-graph
+fi
+if want exec; then
+  gen bf16-reference-graph "$work/bf16" --reference
+  gen df11-exec-graph "$work/df11" --df11-mode exec
+  compare bf16-reference-graph df11-exec-graph
 fi
 if ! want refusals; then
   echo "vllm_check: exit $rc" >> "$log"

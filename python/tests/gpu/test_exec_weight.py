@@ -1,0 +1,94 @@
+"""The execution layout as a serving engine uses it (df11.exec_mode.ExecWeight, the vLLM
+plugin's mode "exec"), on CUDA (skipped without): a group transcoded once, layers made of its
+members as the engine fuses them (q/k/v, gate/up) or alone, each checked against the BF16
+weights: decoded bit for bit, and Y = X W^T (+ bias) torch.equal to df11's reference GEMM at
+1-16 tokens and to F.linear above, in 2-D and 3-D inputs, eagerly and traced."""
+import pytest
+import torch
+
+import models
+from df11 import _capi, coded, exec_mode
+from df11.vllm_config import member_spans
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+
+FUSED = {"qkv": ["q_proj", "k_proj", "v_proj"], "gate_up": ["gate_proj", "up_proj"],
+         "down": ["down_proj"], "o": ["o_proj"]}
+
+
+@pytest.fixture(scope="module")
+def qwen2(tmp_path_factory):  # qwen2: biases on q, k, v
+    bf16_dir, df11_dir = models.llm_folders(tmp_path_factory.mktemp("exec"), "qwen2")
+    ref = models.bf16_llm(bf16_dir, "cuda")
+    return _capi.Model(df11_dir), ref
+
+
+def layer_weight(folder, ref, parts, block=1):
+    """The ExecWeight of `parts` of block `block`, found as the vLLM plugin finds a layer's
+    members (coded.members_rows, member_spans), with the BF16 weight and bias it must equal."""
+    mod = ref.model.layers[block]
+    names, weights, biases = [], [], []
+    for p in parts:
+        sub = "self_attn" if p in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
+        lin = getattr(getattr(mod, sub), p)
+        names.append(f"model.layers.{block}.{sub}.{p}.weight")
+        weights.append(lin.weight)
+        biases.append(lin.bias)
+    w = torch.cat(weights)
+    bias = None if biases[0] is None else torch.cat(biases)
+    members = [folder.find_tensor(n) for n in names]
+    g, _, spans, why = coded.members_rows(folder, members, tuple(w.shape))
+    assert g is not None, why
+    blob, mats, mat_names = exec_mode.transcode_group(folder, g, torch.device("cuda", 0))
+    picked = member_spans([m.rows * m.cols for m in mats], spans)
+    assert [mat_names[k] for k in picked] == names
+    return exec_mode.ExecWeight(blob, [mats[k] for k in picked], "test"), w, bias
+
+
+@pytest.mark.parametrize("fused", list(FUSED))
+def test_exec_weight_equals_reference(qwen2, fused):
+    folder, ref = qwen2
+    ew, w, bias = layer_weight(folder, ref, FUSED[fused])
+    assert ew.shape == tuple(w.shape)
+    assert torch.equal(ew.decode().view(torch.int16), w.view(torch.int16))
+    ew.check()
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    for tokens in list(range(1, 21)) + [33, 64]:
+        for lead in ((tokens,), (1, tokens)) + (((2, tokens // 2),) if tokens % 2 == 0 else ()):
+            x = torch.randn(*lead, w.shape[1], device="cuda", generator=gen).to(torch.bfloat16)
+            got = ew.linear(x, bias)
+            want = exec_mode.reference_linear(x, w, bias)
+            assert got.shape == (*lead, w.shape[0])
+            assert torch.equal(got.view(torch.int16), want.view(torch.int16)), (fused, lead)
+            if tokens > _capi.EXEC_MAX_BATCH:
+                assert torch.equal(got, torch.nn.functional.linear(x, w, bias))
+    ew.check()
+
+
+def test_exec_weight_traced_and_captured(qwen2):
+    """Through the custom op under torch.compile (fullgraph) and replayed in a CUDA graph."""
+    folder, ref = qwen2
+    ew, w, bias = layer_weight(folder, ref, FUSED["qkv"])
+    key = coded.weight_key("test", "qkv", "exec")
+    exec_mode.register_weight(key, ew)
+    try:
+        f = torch.compile(lambda x: torch.ops.df11.exec_weight_linear(x, bias, key) * 2,
+                          fullgraph=True, dynamic=True)
+        for tokens in (1, 5, 16, 40):
+            x = torch.randn(tokens, w.shape[1], device="cuda").to(torch.bfloat16)
+            want = exec_mode.reference_linear(x, w, bias) * 2
+            assert torch.equal(f(x), want), tokens
+        x = torch.randn(3, w.shape[1], device="cuda").to(torch.bfloat16)
+        graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            torch.ops.df11.exec_weight_linear(x, bias, key)  # warm-up off the capture
+            with torch.cuda.graph(graph, stream=stream):
+                y = torch.ops.df11.exec_weight_linear(x, bias, key)
+        torch.cuda.current_stream().wait_stream(stream)
+        x.copy_(torch.randn(3, w.shape[1], device="cuda").to(torch.bfloat16))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(y, exec_mode.reference_linear(x, w, bias))
+    finally:
+        exec_mode.unregister_weight(key)
