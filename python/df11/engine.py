@@ -262,6 +262,7 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
     for module, attr in engine.views:
         if isinstance(module, CodedLinear):
             module._df11_buffer = torch.empty(0, dtype=torch.bfloat16, device="meta")
+            module._df11_weight = None
         view = module.__dict__.get(attr)
         if isinstance(view, torch.Tensor):
             object.__setattr__(module, attr, torch.empty(view.shape, dtype=view.dtype,
@@ -523,7 +524,10 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
                     torch._dynamo.mark_static_address(slot, guard=False)
                     unit.traced_copies.append(_traced_copier(slot, start))
                 src = slot
-            _set_view(module, t.attr, src)
+            if isinstance(module, CodedLinear):
+                module.set_weight(src, m.name)
+            else:
+                _set_view(module, t.attr, src)
             engine.views.append((module, t.attr))
     base = 0
     for (module_name, attr), parts in fused.items():

@@ -24,6 +24,7 @@ import torch
 
 from . import _capi, engine, loading
 from ._tensors import _set_view
+from .modules import list_weights
 
 _PART_NAMES = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
                "split_positions")
@@ -165,6 +166,7 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
     placed.clear()
     placed.update(_full_map(model, device_of))
     _coded_out_of_state_dict(model, folder)
+    list_weights(model, False)  # until finish(): transformers would take them for missing
     if isinstance(getattr(model, "all_tied_weights_keys", None), dict):
         model.all_tied_weights_keys = {}  # made by engine.attach on the loaded tensors
     _mark_initialized(model)
@@ -175,7 +177,8 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
 
 def finish(model, eng) -> None:
     """After transformers' load: generate() checks the decode status at its end, as
-    df11.from_pretrained's models do."""
+    df11.from_pretrained's models do; state_dict() lists the coded Linear weights again."""
+    list_weights(model, True)
     loading.wrap_generate(model, eng)
 
 
