@@ -170,6 +170,12 @@ def state_dict(model, engine) -> Dict[str, torch.Tensor]:
     """What save_pretrained writes for a DF11 model: the coded groups as stored, and every
     other tensor of the model's state dict (those stored raw) but the ones the groups code and
     their ties."""
+    if engine.prefix:
+        raise ValueError(f"df11: {engine.folder.path}: this base model ({type(model).__name__}) "
+                         f"was loaded from the folder of a model with a head (names under "
+                         f"'{engine.prefix}'), whose coded groups hold the head too: save the "
+                         "model it was saved from (AutoModelForCausalLM.from_pretrained, then "
+                         "save_pretrained)")
     coded_parts, coded = coded_tensors(engine.folder)
     own = model.state_dict()
     # The coded Linear weights are listed as CodedWeight, which has no storage to tie.
