@@ -49,7 +49,7 @@ from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
 from .hooks import DecodeMode, dtype_guard, make_hooks, status_hooks
 from .modules import CodedLinear, codes_as_linear, replace_module
-from .targets import (Target, input_embedding, load_raw, output_embedding, place_remaining,
+from .targets import (Target, base_prefix, input_embedding, load_raw, output_embedding, place_remaining,
                       resolve_member, set_tensor, ties_embeddings, unit_module)
 
 
@@ -124,6 +124,16 @@ class Df11Engine:
         # which python -m df11.bench prints: where a load's time goes.
         self.load_seconds: Dict[str, float] = {}
         self.stored_checks: Optional["StoredChecks"] = None  # while a load runs
+        # What the folder's names carry before the model's: "model." for a base model
+        # (AutoModel) loaded from the folder of a model with a head (base_prefix).
+        self.prefix = ""
+
+    def model_name(self, folder_name: str) -> Optional[str]:
+        """The model's name of a folder tensor, or None where the model has no such part (the
+        head of a folder loaded into its base model)."""
+        if not self.prefix:
+            return folder_name
+        return folder_name[len(self.prefix):] if folder_name.startswith(self.prefix) else None
 
     def add_time(self, phase: str, since: float) -> None:
         """Adds the seconds from `since` (a time.perf_counter()) to now to `phase`."""
@@ -262,6 +272,7 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
     for module, attr in engine.views:
         if isinstance(module, CodedLinear):
             module._df11_buffer = torch.empty(0, dtype=torch.bfloat16, device="meta")
+            module._df11_weight = None
         view = module.__dict__.get(attr)
         if isinstance(view, torch.Tensor):
             object.__setattr__(module, attr, torch.empty(view.shape, dtype=view.dtype,
@@ -280,7 +291,8 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
 
 def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, device_of,
             cpu_offload, cpu_offload_blocks, pin_memory, mode, resident_groups):
-    groups, raws = read_groups(folder)
+    engine.prefix = base_prefix(model, folder)
+    groups, raws = read_groups(folder, engine.model_name)
     modules = dict(model.named_modules())
     module_names = {m: n for n, m in modules.items()}
     emb, head = input_embedding(model), output_embedding(model)
@@ -292,14 +304,18 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     tensors_set = set()
     t0 = time.perf_counter()
     for t in raws:
-        load_raw(model, folder, t, device_of, tensors_set)
+        name = engine.model_name(folder.tensor_name(t))
+        if name is not None:
+            load_raw(model, folder, t, name, device_of, tensors_set)
     engine.add_time("raw tensors", t0)
 
     # Coded groups: resident (decoded once), skipped (a tied head), or decoded per forward.
     units: Dict[str, List[Tuple[Group, List[Target]]]] = {}
     for group in groups:
         if not group.members:
-            engine.skipped.append(group.name)  # an alias group (a tied head df11 recorded)
+            # An alias group (a tied head df11 recorded), or the head of a folder loaded into
+            # its base model.
+            engine.skipped.append(group.name)
             continue
         targets = [resolve_member(model, modules, group, m) for m in group.members]
         member_modules = {t.module for t in targets}
@@ -523,7 +539,10 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
                     torch._dynamo.mark_static_address(slot, guard=False)
                     unit.traced_copies.append(_traced_copier(slot, start))
                 src = slot
-            _set_view(module, t.attr, src)
+            if isinstance(module, CodedLinear):
+                module.set_weight(src, m.name)
+            else:
+                _set_view(module, t.attr, src)
             engine.views.append((module, t.attr))
     base = 0
     for (module_name, attr), parts in fused.items():

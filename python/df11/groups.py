@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import List, Tuple
+from typing import Callable, List, Optional, Tuple
 
 import torch
 
@@ -60,13 +60,18 @@ class Group:
         return f"{self.file}: group '{self.name}'"
 
 
-def read_groups(folder: _capi.Model) -> Tuple[List[Group], List[int]]:
-    """The folder's coded groups (with their listed members) and its raw tensor indices."""
+def read_groups(folder: _capi.Model, model_name: Callable[[str], Optional[str]]
+                ) -> Tuple[List[Group], List[int]]:
+    """The folder's coded groups (with their listed members) and its raw tensor indices.
+    `model_name` gives a member's name in the model, or None where the model has no such part
+    (the member is left out)."""
     groups = []
     for g in range(folder.group_count()):
         group = Group(g, folder.group_name(g), folder.group_file(g), folder.group_element_count(g))
         for t in folder.group_members(g):
-            name = folder.tensor_name(t)
+            name = model_name(folder.tensor_name(t))
+            if name is None:
+                continue
             module, _, attr = name.rpartition(".")
             group.members.append(Member(t, name, folder.tensor_shape(t),
                                         folder.tensor_group_offset(t), module, attr))

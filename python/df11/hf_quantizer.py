@@ -27,6 +27,7 @@ from typing import Dict, Tuple
 import torch
 
 from . import _capi, native
+from .modules import CodedWeight
 
 # The stored tensors of a group, with the part of the C API that holds each (spec 3.2).
 _PARTS = (("luts", _capi.PART_LUTS), ("encoded_exponent", _capi.PART_ENCODED_EXPONENT),
@@ -169,9 +170,17 @@ def state_dict(model, engine) -> Dict[str, torch.Tensor]:
     """What save_pretrained writes for a DF11 model: the coded groups as stored, and every
     other tensor of the model's state dict (those stored raw) but the ones the groups code and
     their ties."""
+    if engine.prefix:
+        raise ValueError(f"df11: {engine.folder.path}: this base model ({type(model).__name__}) "
+                         f"was loaded from the folder of a model with a head (names under "
+                         f"'{engine.prefix}'), whose coded groups hold the head too: save the "
+                         "model it was saved from (AutoModelForCausalLM.from_pretrained, then "
+                         "save_pretrained)")
     coded_parts, coded = coded_tensors(engine.folder)
     own = model.state_dict()
-    tied_to_coded = {t.data_ptr() for name, t in own.items() if name in coded}
+    # The coded Linear weights are listed as CodedWeight, which has no storage to tie.
+    tied_to_coded = {t.data_ptr() for name, t in own.items()
+                     if name in coded and not isinstance(t, CodedWeight)}
     out = {name: t for name, t in own.items()
            if name not in coded and t.data_ptr() not in tied_to_coded and t.device.type != "meta"}
     clash = sorted(set(out) & set(coded_parts))

@@ -147,9 +147,10 @@ def dtype_guard(engine, model, device_of) -> None:
     .cuda() / .cpu() moved the raw tensors away from the device the coded weights decode on
     (as a transformers pipeline does to a model loaded without a device map)."""
     folder = engine.folder
-    coded = {folder.tensor_name(t) for t in range(folder.tensor_count())
+    coded = {engine.model_name(folder.tensor_name(t)) for t in range(folder.tensor_count())
              if folder.tensor_group(t) is not None}
-    coded.update(a for a in (folder.group_alias_name(g) for g in range(folder.group_count()))
+    coded.update(engine.model_name(a) for a in (folder.group_alias_name(g)
+                                                 for g in range(folder.group_count()))
                  if a is not None)
     probe = None
     for module_name, module in model.named_modules():

@@ -5,9 +5,9 @@ quantizer's module replaces one) whose weight a unit decodes before its forward.
 nn.Linear (PEFT, generate and the model's own code see one) and computes F.linear as
 nn.Linear does, on a weight that depends on how the forward runs:
 
-  - eagerly (or captured in a CUDA graph): `self.weight`, a view of the device's decode buffer
-    (or, for a member that would land misaligned, an aligned tensor the unit refreshes after
-    each decode), set once at load;
+  - eagerly (or captured in a CUDA graph): `self._df11_weight`, a view of the device's decode
+    buffer (or, for a member that would land misaligned, an aligned tensor the unit refreshes
+    after each decode), set once at load;
   - traced by torch.compile: a view of the same decode buffer tensor that the unit's pre-hook
     passed to torch.ops.df11.decode_into, taken in the graph after that op. The graph then has
     one input for the whole buffer, mutated by the decodes (a static address, which CUDA graph
@@ -16,6 +16,13 @@ nn.Linear does, on a weight that depends on how the forward runs:
     so that the next decode is ordered after this matmul (_ops.py). Reading
     `self.weight` there would make it a second graph input aliasing the mutated buffer, which
     Inductor can neither order after the decode nor capture in a CUDA graph.
+
+`self.weight` is a `CodedWeight`: the weight's shape, dtype and device, with no values. Outside
+the unit's forward the decode buffer holds whatever unit ran last, so reading the weight there
+would give another layer's values, and writing to it (PEFT's merge, diffusers' fuse_lora) would
+be overwritten by the next decode: both raise instead, naming the layer and what to do, before
+anything is changed. The weight also appears in `state_dict()` (as that placeholder), so that
+code that looks a layer's weight up by name there (diffusers' LoRA loader) finds it.
 """
 from __future__ import annotations
 
@@ -24,12 +31,55 @@ from typing import List, Tuple
 
 import torch
 
+from ._tensors import _set_view
+
+
+# What the error for a coded weight's values says to do instead.
+_INSTEAD = ("keep a LoRA adapter unmerged (PEFT: no merge_adapter / merge_and_unload; diffusers: "
+            "no fuse_lora); its outputs equal the BF16 model's with the same adapter. To merge, "
+            "restore the BF16 model (df11 decompress FOLDER -o BF16_DIR, or the BF16 original), "
+            "merge there, and compress the result again (df11 compress) if wanted")
+
+
+class CodedWeight(torch.Tensor):
+    """A coded Linear's weight outside its forward: shape, dtype and device (what PEFT, diffusers
+    and transformers read of a base layer's weight), and any operation on its values raises."""
+
+    @staticmethod
+    def __new__(cls, shape, device: torch.device, name: str):
+        t = torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.bfloat16, device=device)
+        t.df11_name = name
+        return t
+
+    def __init__(self, shape, device: torch.device, name: str):
+        super().__init__()
+
+    @classmethod
+    def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
+        if func is torch.ops.aten.detach.default:  # `.data`, `.detach()`: still no values
+            (w,) = args
+            return CodedWeight(w.shape, w.device, w.df11_name)
+        names = sorted({a.df11_name for a in args if isinstance(a, CodedWeight)} |
+                       {a.df11_name for a in (kwargs or {}).values()
+                        if isinstance(a, CodedWeight)})
+        raise RuntimeError(
+            f"df11: {', '.join(names)} is a DF11-coded weight ({func.__name__} on it): it is "
+            "decoded into a buffer shared by the model's layers just before the layer's "
+            "forward, so its values can be neither read nor changed outside that forward. "
+            f"Merging an adapter into it is refused: {_INSTEAD}")
+
+    def __repr__(self, *, tensor_contents=None):  # noqa: ARG002 (torch's signature)
+        return (f"CodedWeight({self.df11_name}, shape={tuple(self.shape)}, dtype={self.dtype}, "
+                f"device={self.device})")
+
 
 class CodedLinear(torch.nn.Linear):
     """nn.Linear over a coded member: `buffer[start : start + out * in]` is its weight once the
     unit's decode has run (`aligned`: that slice starts 256-byte aligned, as a fresh
     allocation does; otherwise the traced weight is a copy, so that the matmul sees the
     operand alignment it sees in the BF16 model)."""
+
+    _df11_listed = True  # state_dict() lists the weight (list_weights)
 
     def __init__(self, linear: torch.nn.Linear, buffer: torch.Tensor, start: int,
                  aligned: bool, reads: List[torch.Tensor]):
@@ -42,6 +92,18 @@ class CodedLinear(torch.nn.Linear):
         self._df11_shape = shape
         self._df11_aligned = aligned
         self._df11_reads = reads  # the unit's: traced outputs, read by its forward hook
+        self._df11_weight: torch.Tensor = None  # the eager weight: set_weight
+
+    def set_weight(self, weight: torch.Tensor, name: str) -> None:
+        """The weight the eager forward reads (the view, or the aligned copy); `self.weight`
+        becomes its CodedWeight (`name`: the folder's name of the weight)."""
+        object.__setattr__(self, "_df11_weight", weight)
+        _set_view(self, "weight", CodedWeight(weight.shape, weight.device, name))
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        if self._df11_listed:
+            destination[prefix + "weight"] = self.weight  # the CodedWeight, never detached
+        super()._save_to_state_dict(destination, prefix, keep_vars)
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
         if torch.compiler.is_compiling():
@@ -51,7 +113,15 @@ class CodedLinear(torch.nn.Linear):
             out = torch.nn.functional.linear(input, weight, self.bias)
             self._df11_reads.append(out)
             return out
-        return torch.nn.functional.linear(input, self.weight, self.bias)
+        return torch.nn.functional.linear(input, self._df11_weight, self.bias)
+
+
+def list_weights(model: torch.nn.Module, listed: bool) -> None:
+    """Whether state_dict() lists the coded Linear weights of `model` (as CodedWeight): not
+    while transformers loads the model (it would take them for weights the checkpoint lacks)."""
+    for module in model.modules():
+        if isinstance(module, CodedLinear):
+            module._df11_listed = listed
 
 
 def codes_as_linear(module: torch.nn.Module, attr: str) -> bool:

@@ -11,7 +11,9 @@ a model whose state dict holds the raw tensors alone:
   its values;
 - the ties are df11's (made on the loaded tensors), so transformers has none left to make;
 - the groups' stored tensors (`<group>.luts`, ...) are keys transformers expects to see unused.
-transformers then reads the raw tensors again (the same bytes, onto the same devices: the
+A base model (AutoModel) loads from the folder of a model with a head as transformers loads it
+from the BF16 checkpoint: the folder's names lose the base model's prefix and the head is left
+out (engine.attach). transformers then reads the raw tensors again (the same bytes, onto the same devices: the
 device map is df11's) and computes the buffers it always computes (rotary tables).
 """
 from __future__ import annotations
@@ -24,6 +26,7 @@ import torch
 
 from . import _capi, engine, loading
 from ._tensors import _set_view
+from .modules import list_weights
 
 _PART_NAMES = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
                "split_positions")
@@ -64,18 +67,6 @@ def _open(path: str, model) -> _capi.Model:
         name: tuple(p.shape) for name, p in model.named_parameters(remove_duplicate=False)})
 
 
-def _check_head(path: str, model, folder: _capi.Model) -> None:
-    """A base model (AutoModel) has no head and its names lack the prefix the folder's carry:
-    df11 loads the class the folder was saved from."""
-    prefix = getattr(model, "base_model_prefix", "")
-    if not prefix or hasattr(model, prefix):
-        return
-    if any(folder.tensor_name(t).startswith(prefix + ".") for t in range(folder.tensor_count())):
-        raise ValueError(f"df11: {path}: the folder holds the weights of a model with a head "
-                         f"(names under '{prefix}.'); load it with the class it was saved "
-                         f"from (AutoModelForCausalLM), not {type(model).__name__}")
-
-
 def _device_of(model, folder: _capi.Model, device_map):
     """device_of(module_name) for transformers' device_map argument (None: the CPU, as
     transformers loads without one)."""
@@ -109,11 +100,12 @@ def _full_map(model, device_of) -> Dict[str, str]:
     return out
 
 
-def _coded_out_of_state_dict(model, folder: _capi.Model) -> None:
+def _coded_out_of_state_dict(model, eng) -> None:
     """The weights the groups code (a resident embedding, a tied head) become plain tensor
     attributes, as the per-forward ones already are: transformers loads only what the state
     dict names."""
-    names = {folder.tensor_name(t) for g in range(folder.group_count())
+    folder = eng.folder
+    names = {eng.model_name(folder.tensor_name(t)) for g in range(folder.group_count())
              for t in folder.group_members(g)}
     plain = {}  # one tensor per parameter object, so that ties stay the same object
     for name, p in model.named_parameters(remove_duplicate=False):
@@ -135,10 +127,14 @@ def _mark_initialized(model) -> None:
                 value._is_hf_initialized = True
 
 
-def _stored_keys_expected(model, folder: _capi.Model) -> None:
-    """The groups' stored tensors are read by df11, not by transformers: not unexpected."""
+def _stored_keys_expected(model, eng) -> None:
+    """The groups' stored tensors are read by df11, not by transformers: not unexpected (under
+    the names transformers gives them: a base model's without its prefix)."""
+    folder = eng.folder
     parts = "|".join(_PART_NAMES)
-    groups = "|".join(re.escape(folder.group_name(g)) for g in range(folder.group_count()))
+    names = [folder.group_name(g) for g in range(folder.group_count())]
+    groups = "|".join(re.escape(n) for n in names + [eng.model_name(n) for n in names]
+                      if n is not None)
     if not groups:
         return
     ignored = set(getattr(model, "_keys_to_ignore_on_load_unexpected", None) or [])
@@ -153,7 +149,6 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
     path = folder_of(checkpoint_files)
     folder = _open(path, model)
     try:
-        _check_head(path, model, folder)
         device_of = _device_of(model, folder, device_map)
         # transformers builds the model under a meta-device default; df11's host buffers are
         # CPU tensors.
@@ -164,18 +159,20 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
         raise
     placed.clear()
     placed.update(_full_map(model, device_of))
-    _coded_out_of_state_dict(model, folder)
+    _coded_out_of_state_dict(model, eng)
+    list_weights(model, False)  # until finish(): transformers would take them for missing
     if isinstance(getattr(model, "all_tied_weights_keys", None), dict):
         model.all_tied_weights_keys = {}  # made by engine.attach on the loaded tensors
     _mark_initialized(model)
-    _stored_keys_expected(model, folder)
+    _stored_keys_expected(model, eng)
     object.__setattr__(model, "df11", eng)
     return eng
 
 
 def finish(model, eng) -> None:
     """After transformers' load: generate() checks the decode status at its end, as
-    df11.from_pretrained's models do."""
+    df11.from_pretrained's models do; state_dict() lists the coded Linear weights again."""
+    list_weights(model, True)
     loading.wrap_generate(model, eng)
 
 

@@ -134,8 +134,19 @@ def ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
                                                              False)))
 
 
-def load_raw(model, folder: _capi.Model, t: int, device_of, tensors_set) -> None:
-    name = folder.tensor_name(t)
+def base_prefix(model, folder: _capi.Model) -> str:
+    """"model." where `model` is a base model (AutoModel: no head, no `model` attribute) and
+    the folder holds the model with a head its names carry under that prefix, as transformers
+    loads a base model from such a checkpoint; else ""."""
+    prefix = getattr(model, "base_model_prefix", "")
+    if not prefix or hasattr(model, prefix):
+        return ""
+    names = [folder.tensor_name(t) for t in range(folder.tensor_count())]
+    return prefix + "." if any(n.startswith(prefix + ".") for n in names) else ""
+
+
+def load_raw(model, folder: _capi.Model, t: int, name: str, device_of, tensors_set) -> None:
+    """Sets the folder's raw tensor `t` as the model's tensor `name`."""
     try:
         current, as_param = model.get_parameter(name), True
     except AttributeError:

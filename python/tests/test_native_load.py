@@ -126,14 +126,25 @@ def test_transformers_arguments(work, kwargs):
     assert_logits_equal(model, models.bf16_llm(bf16_dir))
 
 
-def test_auto_model_for_the_base_model_says_which_class(work):
-    """A causal LM's folder holds the head and the prefixed names: the base class is refused,
-    naming the folder and the class to use."""
+@pytest.mark.parametrize("family", ["llama", "qwen3"])
+def test_auto_model_loads_the_base_model(work, tmp_path, family):
+    """AutoModel (the base class) on a causal LM's folder: the names under the base model's
+    prefix, as transformers loads the BF16 folder; hidden states torch.equal to BF16's. Saving
+    it is refused (the folder's groups hold the head too)."""
     from transformers import AutoModel
-    _, df11_dir = models.llm_folders(work, "llama")
-    with pytest.raises(ValueError) as e:
+    bf16_dir, df11_dir = models.llm_folders(work, family)
+    ref, model = AutoModel.from_pretrained(bf16_dir, dtype=torch.bfloat16), \
         AutoModel.from_pretrained(df11_dir)
-    assert df11_dir in str(e.value) and "AutoModelForCausalLM" in str(e.value)
+    assert type(model) is type(ref) and model.df11.runtimes
+    assert not any(p.device.type == "meta" for p in model.parameters())
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    with torch.no_grad():
+        a = model(input_ids=ids).last_hidden_state
+        b = ref(input_ids=ids).last_hidden_state
+    assert torch.equal(a, b), f"max |diff| {(a.float() - b.float()).abs().max().item()}"
+    with pytest.raises(ValueError, match=r"base model .* was loaded from the folder of a model "
+                       r"with a head .*AutoModelForCausalLM"):
+        model.save_pretrained(str(tmp_path / "out"))
 
 
 def test_a_dtype_other_than_bfloat16_is_refused(work):

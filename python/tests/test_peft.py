@@ -58,3 +58,40 @@ def test_saved_adapter_loads_onto_the_df11_model(tmp_path, llama_folders):
     ids = models.llm_inputs(ref.config.vocab_size, 2)
     with torch.no_grad():
         assert torch.equal(got(input_ids=ids).logits, ref(input_ids=ids).logits)
+
+
+def logits(model, ids):
+    with torch.no_grad():
+        return model(input_ids=ids).logits
+
+
+@pytest.mark.parametrize("merge", ["merge_adapter", "merge_and_unload"])
+@pytest.mark.parametrize("safe_merge", [False, True])
+def test_merging_is_refused_and_changes_nothing(llama_folders, merge, safe_merge):
+    """Merging would add the LoRA delta to the shared decode buffer, which the next decode
+    overwrites: PEFT's merges raise before any weight is changed, saying what to do instead,
+    and the model keeps the BF16 model's logits with the adapter unmerged."""
+    _, bf16_dir, df11_dir = llama_folders
+    from transformers import AutoModelForCausalLM
+    ref = lora(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16), 3)
+    got = lora(df11.from_pretrained(df11_dir, device="cpu"), 3)
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    want = logits(ref, ids)
+    with pytest.raises(RuntimeError, match=r"df11: model\.layers\.0\.self_attn\.q_proj\.weight "
+                       r"is a DF11-coded weight .* keep a LoRA adapter unmerged .*df11 "
+                       r"decompress"):
+        getattr(got, merge)(safe_merge=safe_merge)
+    assert not any(getattr(m, "merged", False) for m in got.modules())
+    assert torch.equal(logits(got, ids), want)
+    with pytest.warns(UserWarning, match="Already unmerged"):  # nothing to undo
+        got.unmerge_adapter()
+    assert torch.equal(logits(got, ids), want)
+
+
+def test_unload_gives_the_base_model(llama_folders):
+    """unload() (no merge) takes the adapter out: the BF16 model's logits without it."""
+    _, bf16_dir, df11_dir = llama_folders
+    ref = models.bf16_llm(bf16_dir)
+    got = lora(df11.from_pretrained(df11_dir, device="cpu"), 3).unload()
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    assert torch.equal(logits(got, ids), logits(ref, ids))
