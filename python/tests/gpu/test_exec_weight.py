@@ -69,6 +69,7 @@ def test_exec_weight_traced_and_captured(qwen2):
     """Through the custom op under torch.compile (fullgraph) and replayed in a CUDA graph."""
     folder, ref = qwen2
     ew, w, bias = layer_weight(folder, ref, FUSED["qkv"])
+    bias = bias.detach()  # inference, as in a serving engine: no autograd through the op
     key = coded.weight_key("test", "qkv", "exec")
     exec_mode.register_weight(key, ew)
     try:
