@@ -43,12 +43,13 @@ import torch
 from . import _capi, _ops, exec_mode
 from ._tensors import _set_view
 from ._capi import Df11Error
-from .decoders import (CpuDecoder, CudaDecoder, RowsDecoder, StoredChecks, decode_at_load,
-                       rows_class, rows_eligible, upload)
+from .decoders import (CpuDecoder, CpuRowsDecoder, CudaDecoder, PartsDecoder, RowsDecoder,
+                       StoredChecks, decode_at_load, release_pages, rows_class, rows_eligible,
+                       upload)
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
-from .hooks import DecodeMode, dtype_guard, make_hooks, status_hooks
-from .modules import CodedLinear, codes_as_linear, replace_module
+from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
+from .modules import CodedLinear, PartsLinear, codes_as_linear, replace_module
 from .targets import (Target, input_embedding, load_raw, output_embedding, place_remaining,
                       resolve_member, set_tensor, ties_embeddings, unit_module)
 
@@ -178,7 +179,8 @@ class Df11Engine:
         self.exec_keys.clear()
         for emb, cls, rows, key in self.rows:
             _ops.unregister(key)
-            rows.plan.close()
+            if isinstance(rows, RowsDecoder):
+                rows.plan.close()
             emb.__class__ = cls
         self.rows.clear()
         self.units.clear()
@@ -372,7 +374,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         state = DeviceState(dev)
         engine.devices[dev] = state
         slot = ALIGN_BYTES // 2  # elements
-        sizes = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names]
+        parted = _parted_units(modules, units, unit_names, slot) if dev.type == "cpu" else {}
+        sizes = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names
+                 if u not in parted]
         state.buffer = aligned_empty(max(sizes, default=0), dev)
         # Its address never changes: under torch.compile the decodes' mutation of it is one of
         # a static input, which CUDA graph trees capture (engine docstring, "compiled").
@@ -383,6 +387,15 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         dev_units = []
         for unit_name in unit_names:
             unit = Unit(unit_name, dev, buffer=state.buffer)
+            if unit_name in parted:
+                group, target = units[unit_name][0][0], units[unit_name][0][1][0]
+                rt = GroupRuntime(group, dev, workspace=state.workspace)
+                rt.decoder = PartsDecoder(folder, group, group.members[0].offset,
+                                          group.members[0].shape, state.buffer,
+                                          getattr(modules[target.module], "bias", None))
+                unit.groups.append(rt)
+                dev_units.append(unit)
+                continue
             base = 0
             for group, _ in units[unit_name]:
                 rt = GroupRuntime(group, dev, offset=base)
@@ -413,12 +426,17 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             for u in dev_units:
                 for rt in u.groups:
                     rt.workspace = state.workspace
-                    rt.decoder = CpuDecoder(folder, rt.group, rt.offset)
+                    if rt.decoder is None:
+                        rt.decoder = CpuDecoder(folder, rt.group, rt.offset)
         for unit in dev_units:
             for rt in unit.groups:
                 rt.key = _ops.register(rt.decoder)
-            unit.mode = DecodeMode(unit)
-            _place_members(engine, model, modules, state, unit, units[unit.module])
+            if unit.module in parted:
+                unit.mode = PartsMode(unit)
+                _place_parts(engine, model, modules, unit, units[unit.module][0][1][0])
+            else:
+                unit.mode = DecodeMode(unit)
+                _place_members(engine, model, modules, state, unit, units[unit.module])
             engine.units.append(unit)
         if dev.type == "cuda" and rows_rt is not None:
             # The embedding's weight: the tied head's (valid during the head's forward), else
@@ -426,8 +444,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             # The head as the model holds it now: _place_members may have put a CodedLinear
             # in the place of the nn.Linear found before.
             weight = (output_embedding(model).weight if tied else
-                      torch.zeros((), dtype=torch.bfloat16, device=dev).expand(
-                          *rows_group.members[0].shape))
+                      _placeholder(rows_group.members[0].shape, dev))
             rows = RowsDecoder(rows_rt.decoder.plan, rows_group.name,
                                 rows_group.members[0].shape[1], dev, state.lock)
             _serve_rows(engine, emb, rows, weight)
@@ -438,11 +455,25 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                             rows if whole else None,
                             rows_group.members[0].shape[0] if whole else 0)
             engine.add_time("load check", t0)
+        if dev.type == "cpu" and rows_group is not None and dev == emb_dev:
+            member = rows_group.members[0]
+            rows = CpuRowsDecoder(folder, rows_group, *member.shape)
+            _serve_rows(engine, emb, rows, output_embedding(model).weight if tied else
+                        _placeholder(member.shape, dev))
+            if not tied:  # no unit decodes it: checked here, its pages then left to the OS
+                t0 = time.perf_counter()
+                rows.check_all(state.buffer if state.buffer.numel() else
+                               aligned_empty(min(rows_group.elements, 1 << 20), dev))
+                release_pages(folder, rows_group)
+                engine.add_time("load check", t0)
         if dev.type == "cpu":
             # Every group is checked once at load (as the GPU path's plans do on the host): a
-            # CPU decode validates the group and compares each member's recorded checksum.
+            # CPU decode validates the group and compares each member's recorded checksum (a
+            # group used in parts: its stored bytes' checksums, and every part decoded).
+            t0 = time.perf_counter()
             for unit in dev_units:
-                unit.mode.pre_forward()
+                unit.mode.load_check()
+            engine.add_time("load check", t0)
 
     for dev, items in exec_items.items():
         state = exec_mode.ExecState(dev)
@@ -483,6 +514,37 @@ def _serve_rows(engine: Df11Engine, emb: torch.nn.Module, rows: RowsDecoder,
     engine.views.append((emb, "weight"))
     engine.rows.append((emb, type(emb), rows, key))
     emb.__class__ = rows_class(type(emb))
+
+
+def _placeholder(shape, device: torch.device) -> torch.Tensor:
+    """A zero-stride BF16 tensor of `shape`: a weight that tells shape, dtype and device only."""
+    return torch.zeros((), dtype=torch.bfloat16, device=device).expand(*shape)
+
+
+def _parted_units(modules, units, unit_names, slot) -> Dict[str, int]:
+    """The CPU units used in parts: one nn.Linear weight (an output head) larger than every
+    other unit, whose size then bounds the decode buffer. {unit: its elements}."""
+    def linear_only(items) -> bool:
+        if len(items) != 1 or len(items[0][0].members) != 1:
+            return False
+        (group, (target,)) = items[0]
+        return (not target.fused and len(group.members[0].shape) == 2 and
+                codes_as_linear(modules[target.module], target.attr))
+    sizes = {u: sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names}
+    candidates = {u for u in unit_names if linear_only(units[u])}
+    block = max((n for u, n in sizes.items() if u not in candidates), default=0)
+    in_features = {u: units[u][0][0].members[0].shape[1] for u in candidates}
+    return {u: sizes[u] for u in candidates if sizes[u] > block >= in_features[u]}
+
+
+def _place_parts(engine, model, modules, unit: Unit, target: Target) -> None:
+    """The unit's Linear becomes a PartsLinear over its decoder; its weight a placeholder."""
+    module = modules[target.module]
+    parts = PartsLinear(module, unit.groups[0].key)
+    replace_module(model, module, parts)
+    modules[target.module] = parts
+    _set_view(parts, "weight", _placeholder(unit.groups[0].decoder.shape, unit.device))
+    engine.views.append((parts, "weight"))
 
 
 def _fused_elements(modules, items) -> int:

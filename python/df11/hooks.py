@@ -64,6 +64,31 @@ class DecodeMode:
         self.unit.reads.clear()
         torch.ops.df11.reads_done(self.unit.buffer, reads)
 
+    def load_check(self) -> None:
+        """At load on the CPU: one decode, which validates every stream and compares each
+        member's checksum."""
+        self.pre_forward()
+
+
+class PartsMode:
+    """A unit whose one Linear decodes and uses its weight in parts within its own forward
+    (modules.PartsLinear, decoders.PartsDecoder): the hooks only hold the device's lock (the
+    parts go through the device's decode buffer) around that forward."""
+
+    name = "parts"
+
+    def __init__(self, unit):
+        self.unit = unit
+
+    def pre_forward(self) -> None:
+        pass
+
+    def reads_done(self) -> None:
+        pass
+
+    def load_check(self) -> None:
+        self.unit.groups[0].decoder.check_all()
+
 
 def stager(staging, packed):
     def stage():

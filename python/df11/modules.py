@@ -54,6 +54,25 @@ class CodedLinear(torch.nn.Linear):
         return torch.nn.functional.linear(input, self.weight, self.bias)
 
 
+class PartsLinear(torch.nn.Linear):
+    """nn.Linear over a coded member larger than the decode buffer (an output head on the
+    CPU): its forward decodes and multiplies the weight in parts of whole rows
+    (decoders.PartsDecoder; traced, through torch.ops.df11.linear_parts). `self.weight` is a
+    zero-stride placeholder that tells only the shape, dtype and device: no tensor of the
+    whole weight exists."""
+
+    def __init__(self, linear: torch.nn.Linear, key: int):
+        torch.nn.Module.__init__(self)
+        self.__dict__.update(linear.__dict__)  # its bias, features, flags and hooks
+        self._df11_parts_key = key
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
+        if torch.compiler.is_compiling():
+            return torch.ops.df11.linear_parts(input, self._df11_parts_key)
+        from . import _ops
+        return _ops._DECODERS[self._df11_parts_key].linear(input)
+
+
 def codes_as_linear(module: torch.nn.Module, attr: str) -> bool:
     """The member `module.attr` can be served by a CodedLinear: the weight of an nn.Linear
     whose forward is nn.Linear's own."""
