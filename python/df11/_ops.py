@@ -31,9 +31,9 @@ filled by df11_cuda_decode_rows_and_copy_status on torch's current stream (only 
 ids name are decoded; no host synchronisation). Its fake returns an empty tensor of that shape.
 On the CPU the same op is served by df11_decode_group_range, one call per distinct id.
 
-`torch.ops.df11.linear_parts(x, key)` is a Linear whose weight is decoded and used in parts
-of whole rows (decoders.PartsDecoder, modules.PartsLinear): F.linear(x, W) computed part by
-part, with no tensor of the whole W. Its fake returns an empty (*x.shape[:-1], out_features).
+`torch.ops.df11.linear_parts(x, key)` is a Linear whose weight is decoded within the op, in
+parts of whole rows where it is larger than the decode buffer (decoders.PartsDecoder,
+modules.PartsLinear): F.linear(x, W), with no tensor of the whole W. Its fake returns an empty (*x.shape[:-1], out_features).
 """
 from __future__ import annotations
 

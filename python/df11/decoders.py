@@ -110,10 +110,11 @@ def release_pages(folder: _capi.Model, group: Group) -> None:
 
 
 class PartsDecoder:
-    """A Linear whose weight (a coded member, larger than the decode buffer) is decoded and
-    used in parts of whole output rows: part after part, its rows are decoded into the start of
-    the device's decode buffer and multiplied (F.linear on those rows), the parts' outputs
-    concatenated along the last dimension. Each output feature is the dot product of one
+    """A Linear whose weight is a coded member (df11_decode_group_range), decoded within its
+    forward into the start of the device's decode buffer (256-byte aligned, as a fresh
+    allocation is): whole if it fits (a block's matrices on the CPU), else in parts of whole
+    output rows, each decoded and multiplied (F.linear on those rows) in turn, the parts'
+    outputs concatenated along the last dimension. Each output feature is the dot product of one
     weight row with the input, so computing it with fewer rows at a time does not change its
     reduction over the input features: the output equals F.linear on the whole weight, bit for
     bit (the tests compare them at several token counts)."""
@@ -154,12 +155,6 @@ class PartsDecoder:
         outs = [linear(x, self.decode(r0, n), None if bias is None else bias[r0:r0 + n])
                 for r0, n in self.parts()]
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-1)
-
-    def check_all(self) -> None:
-        """At load: the stored bytes against their checksums and every part decoded once."""
-        self.folder.check_stored(self.group.index)
-        for r0, n in self.parts():
-            self.decode(r0, n)
 
     def check(self) -> None:
         pass

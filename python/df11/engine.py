@@ -4,11 +4,17 @@
 and the C API's view of a DF11 folder, and:
   - sets every tensor stored raw (norms, biases, side tensors) as the model's parameter or
     buffer, in the dtype the model gives it;
-  - on a GPU, keeps the input embedding's group coded like the others, and serves each
-    lookup by decoding only the rows the ids name (torch.ops.df11.embed_rows, through
-    df11_cuda_decode_rows); a tied output head decodes the whole group before its forward as
-    any other unit. On the CPU (and with cpu_offload or mode="exec") the embedding is decoded
-    once into an ordinary parameter, tied to the head if the model ties them;
+  - keeps the input embedding's group coded like the others, and serves each lookup by
+    decoding only the rows the ids name (on a GPU torch.ops.df11.embed_rows, through
+    df11_cuda_decode_rows; on the CPU df11_decode_group_range per id); a tied output head
+    decodes the whole group before its forward as any other unit. With cpu_offload or
+    mode="exec" the embedding is decoded once into an ordinary parameter, tied to the head if
+    the model ties them;
+  - on the CPU, a unit of nn.Linear weights only (a block) is not decoded whole: each Linear
+    becomes a PartsLinear (modules.py) that decodes its own weight into the decode buffer
+    within its forward, in parts of whole rows where it is larger (lm_head), so that the
+    buffer holds one matrix; torch runs on one thread during a forward pass
+    (hooks.thread_hooks);
   - keeps every other coded group's bytes resident on its device (or in pinned host memory
     with cpu_offload), and registers a forward pre-hook on the group's module (a transformer
     block, lm_head, ...) that decodes the group into ONE reused buffer per device. The group's
@@ -24,7 +30,7 @@ BF16 model's bit for bit (torch.equal), which the tests check.
 
 The modules beside it: groups.py (the folder's groups and members), targets.py (where each
 tensor goes in the model), decoders.py (CPU, CUDA and rows decoders; the upload and the checks
-at load), hooks.py (the forward hooks), modules.py (CodedLinear), exec_mode.py (the execution
+at load), hooks.py (the forward hooks), modules.py (CodedLinear, PartsLinear), exec_mode.py (the execution
 layout).
 
 The layer "mode" is a strategy object per coded group (`hooks.DecodeMode`); another execution
@@ -48,13 +54,17 @@ from .decoders import (CpuDecoder, CpuRowsDecoder, CudaDecoder, PartsDecoder, Ro
                        upload)
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
-from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
+from .hooks import (DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks,
+                    thread_hooks)
 from .modules import CodedLinear, PartsLinear, codes_as_linear, replace_module
 from .targets import (Target, input_embedding, load_raw, output_embedding, place_remaining,
                       resolve_member, set_tensor, ties_embeddings, unit_module)
 
 
 LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
+# On the CPU, units of nn.Linear weights only are decoded one Linear at a time (_cpu_parts); the
+# tests of the block layout under torch.compile on the CPU turn it off.
+CPU_PARTS = True
 # Modes from_pretrained takes: "exec" runs coded nn.Linear groups from the execution layout
 # (exec_mode.py) and every other coded group in DecodeMode.
 MODES = ("decode", "exec")
@@ -125,6 +135,9 @@ class Df11Engine:
         # which python -m df11.bench prints: where a load's time goes.
         self.load_seconds: Dict[str, float] = {}
         self.stored_checks: Optional["StoredChecks"] = None  # while a load runs
+        # torch's intra-op threads during a forward pass whose groups decode on the CPU
+        # (hooks.thread_hooks); None leaves torch's setting alone.
+        self.cpu_torch_threads: Optional[int] = None
 
     def add_time(self, phase: str, since: float) -> None:
         """Adds the seconds from `since` (a time.perf_counter()) to now to `phase`."""
@@ -374,10 +387,11 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         state = DeviceState(dev)
         engine.devices[dev] = state
         slot = ALIGN_BYTES // 2  # elements
-        parted = _parted_units(modules, units, unit_names, slot) if dev.type == "cpu" else {}
+        parted, part_size = (_cpu_parts(modules, units, unit_names, slot)
+                             if dev.type == "cpu" and CPU_PARTS else (set(), 0))
         sizes = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names
                  if u not in parted]
-        state.buffer = aligned_empty(max(sizes, default=0), dev)
+        state.buffer = aligned_empty(max(sizes + [part_size]), dev)
         # Its address never changes: under torch.compile the decodes' mutation of it is one of
         # a static input, which CUDA graph trees capture (engine docstring, "compiled").
         torch._dynamo.mark_static_address(state.buffer, guard=False)
@@ -387,13 +401,13 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         dev_units = []
         for unit_name in unit_names:
             unit = Unit(unit_name, dev, buffer=state.buffer)
-            if unit_name in parted:
-                group, target = units[unit_name][0][0], units[unit_name][0][1][0]
-                rt = GroupRuntime(group, dev, workspace=state.workspace)
-                rt.decoder = PartsDecoder(folder, group, group.members[0].offset,
-                                          group.members[0].shape, state.buffer,
-                                          getattr(modules[target.module], "bias", None))
-                unit.groups.append(rt)
+            if unit_name in parted:  # one runtime per member: its Linear's decoder
+                for group, targets in units[unit_name]:
+                    for m, t in zip(group.members, targets):
+                        rt = GroupRuntime(group, dev)
+                        rt.decoder = PartsDecoder(folder, group, m.offset, m.shape, state.buffer,
+                                                  getattr(modules[t.module], "bias", None))
+                        unit.groups.append(rt)
                 dev_units.append(unit)
                 continue
             base = 0
@@ -433,7 +447,8 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                 rt.key = _ops.register(rt.decoder)
             if unit.module in parted:
                 unit.mode = PartsMode(unit)
-                _place_parts(engine, model, modules, unit, units[unit.module][0][1][0])
+                _place_parts(engine, model, modules, unit,
+                             [t for _, targets in units[unit.module] for t in targets])
             else:
                 unit.mode = DecodeMode(unit)
                 _place_members(engine, model, modules, state, unit, units[unit.module])
@@ -495,6 +510,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         engine.hooks.append(module.register_forward_hook(post, always_call=True))
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         status_hooks(engine, model)
+    if any(u.device.type == "cpu" for u in engine.units):
+        engine.cpu_torch_threads = 1
+        thread_hooks(engine, model)
     dtype_guard(engine, model, device_of)
 
 
@@ -521,30 +539,37 @@ def _placeholder(shape, device: torch.device) -> torch.Tensor:
     return torch.zeros((), dtype=torch.bfloat16, device=device).expand(*shape)
 
 
-def _parted_units(modules, units, unit_names, slot) -> Dict[str, int]:
-    """The CPU units used in parts: one nn.Linear weight (an output head) larger than every
-    other unit, whose size then bounds the decode buffer. {unit: its elements}."""
+def _cpu_parts(modules, units, unit_names, slot) -> Tuple[set, int]:
+    """The CPU units whose members are all nn.Linear weights: each Linear then decodes its own
+    weight just before its forward, in parts if it is larger than the decode buffer
+    (modules.PartsLinear), so that the buffer holds one matrix, not a block. The buffer's size
+    (elements): the largest unit decoded whole (other members: fused experts, a weight a
+    module reads itself) or else the largest Linear of a unit with several (a block's; a
+    larger lone one, an output head, is used in parts). Returns (those units, that size)."""
     def linear_only(items) -> bool:
-        if len(items) != 1 or len(items[0][0].members) != 1:
-            return False
-        (group, (target,)) = items[0]
-        return (not target.fused and len(group.members[0].shape) == 2 and
-                codes_as_linear(modules[target.module], target.attr))
-    sizes = {u: sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names}
-    candidates = {u for u in unit_names if linear_only(units[u])}
-    block = max((n for u, n in sizes.items() if u not in candidates), default=0)
-    in_features = {u: units[u][0][0].members[0].shape[1] for u in candidates}
-    return {u: sizes[u] for u in candidates if sizes[u] > block >= in_features[u]}
+        return all(not t.fused and len(m.shape) == 2 and codes_as_linear(modules[t.module], t.attr)
+                   for group, targets in items for m, t in zip(group.members, targets))
+    parted = {u for u in unit_names if linear_only(units[u])}
+    whole = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names
+             if u not in parted]
+    members = [(sum(len(g.members) for g, _ in units[u]), m.numel)
+               for u in parted for g, _ in units[u] for m in g.members]
+    size = max(whole + [n for count, n in members if count > 1], default=0)
+    if size == 0:  # no block: lone matrices only, each decoded whole
+        size = max((n for _, n in members), default=0)
+    return parted, round_up(size, slot)
 
 
-def _place_parts(engine, model, modules, unit: Unit, target: Target) -> None:
-    """The unit's Linear becomes a PartsLinear over its decoder; its weight a placeholder."""
-    module = modules[target.module]
-    parts = PartsLinear(module, unit.groups[0].key)
-    replace_module(model, module, parts)
-    modules[target.module] = parts
-    _set_view(parts, "weight", _placeholder(unit.groups[0].decoder.shape, unit.device))
-    engine.views.append((parts, "weight"))
+def _place_parts(engine, model, modules, unit: Unit, targets: List[Target]) -> None:
+    """Each Linear of the unit becomes a PartsLinear over its decoder; its weight a
+    placeholder."""
+    for rt, target in zip(unit.groups, targets):
+        module = modules[target.module]
+        parts = PartsLinear(module, rt.key)
+        replace_module(model, module, parts)
+        modules[target.module] = parts
+        _set_view(parts, "weight", _placeholder(rt.decoder.shape, unit.device))
+        engine.views.append((parts, "weight"))
 
 
 def _fused_elements(modules, items) -> int:

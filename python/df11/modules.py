@@ -55,11 +55,11 @@ class CodedLinear(torch.nn.Linear):
 
 
 class PartsLinear(torch.nn.Linear):
-    """nn.Linear over a coded member larger than the decode buffer (an output head on the
-    CPU): its forward decodes and multiplies the weight in parts of whole rows
-    (decoders.PartsDecoder; traced, through torch.ops.df11.linear_parts). `self.weight` is a
-    zero-stride placeholder that tells only the shape, dtype and device: no tensor of the
-    whole weight exists."""
+    """nn.Linear over a coded member on the CPU: its forward decodes the weight into the
+    device's decode buffer and multiplies it, in parts of whole rows where it is larger than
+    the buffer (an output head) (decoders.PartsDecoder; traced, through
+    torch.ops.df11.linear_parts). `self.weight` is a zero-stride placeholder that tells only
+    the shape, dtype and device: no tensor of the whole weight exists."""
 
     def __init__(self, linear: torch.nn.Linear, key: int):
         torch.nn.Module.__init__(self)

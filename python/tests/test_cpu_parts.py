@@ -1,7 +1,8 @@
-"""The CPU's default mode holds the coded bytes and one block's decode buffer: the input
-embedding's lookups decode only the rows they name (decoders.CpuRowsDecoder), and an output
-head larger than a block is decoded and multiplied in parts of whole rows
-(decoders.PartsDecoder, modules.PartsLinear). The logits equal the BF16 model's bit for bit
+"""The CPU's default mode holds the coded bytes and a decode buffer for one matrix: the input
+embedding's lookups decode only the rows they name (decoders.CpuRowsDecoder), each Linear
+decodes its own weight into the buffer just before its forward, and an output head larger
+than the buffer is decoded and multiplied in parts of whole rows (decoders.PartsDecoder,
+modules.PartsLinear). The logits equal the BF16 model's bit for bit
 (raw 16-bit patterns) at every token count tried, and no BF16 tensor larger than the decode
 buffer stays in the model or the engine."""
 import pytest
@@ -12,8 +13,8 @@ import models
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-# A vocabulary large enough that the head (vocab x 64) outgrows a block of the tiny models
-# (43008 weights): several parts, the last one shorter (4001 is odd).
+# A vocabulary large enough that the head (vocab x 64) outgrows the largest matrix of a block
+# of the tiny models (160 x 64): several parts, the last one shorter (4001 is odd).
 FAMILIES = {"llama": 4001, "qwen3": 3000}  # untied, tied
 
 
@@ -42,10 +43,13 @@ def test_head_in_parts_and_no_whole_matrix(folders):
     assert isinstance(head, df11.modules.PartsLinear)
     parts = df11._ops._DECODERS[head._df11_parts_key]
     assert len(list(parts.parts())) > 2
+    # Every Linear decodes its own weight: the buffer holds a block's largest matrix.
     state = model.df11.devices[torch.device("cpu")]
-    block = max(rt.group.elements for u in model.df11.units for rt in u.groups
-                if u.mode.name == "decode")
-    assert block <= state.buffer.numel() < head.weight.numel()
+    linears = [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    assert all(isinstance(m, df11.modules.PartsLinear) for m in linears)
+    assert all(u.mode.name == "parts" for u in model.df11.units)
+    largest = max(m.weight.numel() for m in linears if m is not head)
+    assert largest <= state.buffer.numel() < largest + 128 < head.weight.numel()
     # Neither the head nor the embedding is a tensor of its own: zero-stride placeholders.
     emb = model.get_input_embeddings()
     assert head.weight.stride() == (0, 0) and emb.weight.stride() == (0, 0)
