@@ -33,7 +33,8 @@ On the CPU the same op is served by df11_decode_group_range, one call per distin
 
 `torch.ops.df11.linear_parts(x, key)` is a Linear whose weight is decoded within the op, in
 parts of whole rows where it is larger than the decode buffer (decoders.PartsDecoder,
-modules.PartsLinear): F.linear(x, W), with no tensor of the whole W. Its fake returns an empty (*x.shape[:-1], out_features).
+modules.PartsLinear): F.linear(x, W), with no tensor of the whole W. Its fake returns an empty
+(*x.shape[:-1], out_features).
 """
 from __future__ import annotations
 

@@ -29,9 +29,9 @@ after each decode. The decoded values are the original BF16 bits, so the logits 
 BF16 model's bit for bit (torch.equal), which the tests check.
 
 The modules beside it: groups.py (the folder's groups and members), targets.py (where each
-tensor goes in the model), decoders.py (CPU, CUDA and rows decoders; the upload and the checks
-at load), hooks.py (the forward hooks), modules.py (CodedLinear, PartsLinear), exec_mode.py (the execution
-layout).
+tensor goes in the model), decoders.py (CPU, CUDA, rows and parts decoders; the upload and the
+checks at load), hooks.py (the forward hooks), modules.py (CodedLinear, PartsLinear),
+exec_mode.py (the execution layout).
 
 The layer "mode" is a strategy object per coded group (`hooks.DecodeMode`); another execution
 layout (a fused decode+GEMV per Linear, an execution layout of the C API's experimental
