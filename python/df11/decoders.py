@@ -29,9 +29,12 @@ class CpuDecoder:
         self.folder = folder
         self.group = group
         self.offset = offset  # elements: where the group starts in the device's buffer
+        self.use: Optional["BufferUse"] = None  # the CPU parts layout's record of the buffer
 
     def decode_into(self, buffer: torch.Tensor) -> None:
         n = self.group.elements
+        if self.use is not None:
+            self.use.holding = None
         if buffer.numel() < self.offset + n or not buffer.is_contiguous():
             raise ValueError(f"df11: {self.group.what}: a decode buffer of {buffer.numel()} "
                              f"weights cannot hold weights {self.offset}..{self.offset + n}")
@@ -109,6 +112,32 @@ def release_pages(folder: _capi.Model, group: Group) -> None:
             madvise(start, end - start, 4)  # MADV_DONTNEED
 
 
+class BufferUse:
+    """What a CPU device's decode buffer holds: `holding` is the Segment decoded there last,
+    None after any other write (a part, a unit's whole decode, a check)."""
+
+    def __init__(self):
+        self.holding: Optional["Segment"] = None
+
+
+class Segment:
+    """Members of one group stored side by side (each 256-byte aligned from the first) that fit
+    the decode buffer together, a block's attention matrices say: one df11_decode_group_range
+    when the first of their Linears runs, the others then reading the buffer as it is. Any
+    other write to the buffer clears `use.holding`, so a Linear never reads another's weights."""
+
+    def __init__(self, folder: _capi.Model, group: Group, first: int, count: int,
+                 use: BufferUse):
+        self.folder, self.group, self.first, self.count, self.use = folder, group, first, count, use
+
+    def load(self, buffer: torch.Tensor) -> None:
+        if self.use.holding is not self:
+            self.use.holding = None
+            self.folder.decode_group_range(self.group.index, self.first, buffer.data_ptr(),
+                                           2 * self.count)
+            self.use.holding = self
+
+
 class PartsDecoder:
     """A Linear whose weight is a coded member (df11_decode_group_range), decoded within its
     forward into the start of the device's decode buffer (256-byte aligned, as a fresh
@@ -130,6 +159,9 @@ class PartsDecoder:
         self.buffer = buffer  # the device's decode buffer (256-byte aligned)
         self.rows = max(1, buffer.numel() // in_features)  # output rows per part
         self.bias = bias
+        self.use: Optional[BufferUse] = None
+        self.segment: Optional[Segment] = None  # a weight of one part: the one it belongs to
+        self.at = 0  # elements: where the weight starts in its segment
 
     def parts(self):
         for r0 in range(0, self.out_features, self.rows):
@@ -137,6 +169,8 @@ class PartsDecoder:
 
     def decode(self, r0: int, n: int) -> torch.Tensor:
         k = self.in_features
+        if self.use is not None:
+            self.use.holding = None
         w = self.buffer[:n * k].view(n, k)
         self.folder.decode_group_range(self.group.index, self.first + r0 * k, w.data_ptr(),
                                        2 * n * k)
@@ -152,6 +186,10 @@ class PartsDecoder:
             self.folder.decode_group_range(self.group.index, self.first, whole.data_ptr(),
                                            2 * whole.numel())
             return linear(x, whole, bias)
+        if self.segment is not None:
+            self.segment.load(self.buffer)
+            return linear(x, self.buffer[self.at:self.at + self.out_features *
+                                         self.in_features].view(self.shape), bias)
         outs = [linear(x, self.decode(r0, n), None if bias is None else bias[r0:r0 + n])
                 for r0, n in self.parts()]
         return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-1)

@@ -12,7 +12,8 @@ and the C API's view of a DF11 folder, and:
     the model ties them;
   - on the CPU, a unit of nn.Linear weights only (a block) is not decoded whole: each Linear
     becomes a PartsLinear (modules.py) that decodes its own weight into the decode buffer
-    within its forward, in parts of whole rows where it is larger (lm_head), so that the
+    within its forward (with the matrices stored beside it that fit the buffer too:
+    decoders.Segment), in parts of whole rows where it is larger (lm_head), so that the
     buffer holds one matrix; torch runs on one thread during a forward pass
     (hooks.thread_hooks);
   - keeps every other coded group's bytes resident on its device (or in pinned host memory
@@ -49,9 +50,9 @@ import torch
 from . import _capi, _ops, exec_mode
 from ._tensors import _set_view
 from ._capi import Df11Error
-from .decoders import (CpuDecoder, CpuRowsDecoder, CudaDecoder, PartsDecoder, RowsDecoder,
-                       StoredChecks, decode_at_load, release_pages, rows_class, rows_eligible,
-                       upload)
+from .decoders import (BufferUse, CpuDecoder, CpuRowsDecoder, CudaDecoder, PartsDecoder,
+                       RowsDecoder, Segment, StoredChecks, decode_at_load, release_pages,
+                       rows_class, rows_eligible, upload)
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
 from .hooks import (DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks,
@@ -106,6 +107,7 @@ class DeviceState:
         self.device = device
         self.buffer: Optional[torch.Tensor] = None  # BF16, the reused decode buffer
         self.assembly: Optional[torch.Tensor] = None  # BF16, fused weights rebuilt per unit
+        self.use = BufferUse()  # the CPU: which segment the buffer holds
         self.coded: Optional[torch.Tensor] = None  # uint8, every resident coded part
         self.staging: Optional[torch.Tensor] = None
         self.workspace: Optional[torch.Tensor] = None
@@ -407,7 +409,10 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                         rt = GroupRuntime(group, dev)
                         rt.decoder = PartsDecoder(folder, group, m.offset, m.shape, state.buffer,
                                                   getattr(modules[t.module], "bias", None))
+                        rt.decoder.use = state.use
                         unit.groups.append(rt)
+                    _segments(folder, group, [rt.decoder for rt in unit.groups
+                                              if rt.group is group], state)
                 dev_units.append(unit)
                 continue
             base = 0
@@ -442,6 +447,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                     rt.workspace = state.workspace
                     if rt.decoder is None:
                         rt.decoder = CpuDecoder(folder, rt.group, rt.offset)
+                        rt.decoder.use = state.use
         for unit in dev_units:
             for rt in unit.groups:
                 rt.key = _ops.register(rt.decoder)
@@ -479,6 +485,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                 t0 = time.perf_counter()
                 rows.check_all(state.buffer if state.buffer.numel() else
                                aligned_empty(min(rows_group.elements, 1 << 20), dev))
+                state.use.holding = None  # the check wrote the buffer
                 release_pages(folder, rows_group)
                 engine.add_time("load check", t0)
         if dev.type == "cpu":
@@ -558,6 +565,33 @@ def _cpu_parts(modules, units, unit_names, slot) -> Tuple[set, int]:
     if size == 0:  # no block: lone matrices only, each decoded whole
         size = max((n for _, n in members), default=0)
     return parted, round_up(size, slot)
+
+
+def _segments(folder, group: Group, decoders: List[PartsDecoder], state: DeviceState) -> None:
+    """Sorts a group's Linears of one part into Segments (decoders.Segment): runs of members
+    stored side by side whose views stay 256-byte aligned and which fit the buffer together."""
+    size = state.buffer.numel()
+    run: List[PartsDecoder] = []
+
+    def close():
+        if run:
+            first = run[0].first
+            end = run[-1].first + run[-1].out_features * run[-1].in_features
+            segment = Segment(folder, group, first, end - first, state.use)
+            for d in run:
+                d.segment, d.at = segment, d.first - first
+            run.clear()
+    for d in sorted(decoders, key=lambda d: d.first):
+        n = d.out_features * d.in_features
+        if n > size:  # used in parts
+            close()
+            continue
+        if run and ((d.first - run[0].first) * 2 % ALIGN_BYTES or
+                    d.first + n - run[0].first > size or
+                    d.first != run[-1].first + run[-1].out_features * run[-1].in_features):
+            close()
+        run.append(d)
+    close()
 
 
 def _place_parts(engine, model, modules, unit: Unit, targets: List[Target]) -> None:

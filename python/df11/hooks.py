@@ -98,10 +98,15 @@ class PartsMode:
         self.decode_all()
 
     def decode_all(self) -> None:
-        """Every part decoded once, as one forward pass does (python -m df11.bench)."""
+        """What one forward pass decodes (python -m df11.bench): each segment once, each part
+        of a larger weight."""
         for rt in self.unit.groups:
-            for r0, n in rt.decoder.parts():
-                rt.decoder.decode(r0, n)
+            d = rt.decoder
+            if d.segment is not None:
+                d.segment.load(d.buffer)
+                continue
+            for r0, n in d.parts():
+                d.decode(r0, n)
 
 
 def stager(staging, packed):

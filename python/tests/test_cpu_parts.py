@@ -142,3 +142,25 @@ def test_decode_group_range(folders):
         folder.decode_group_range(g, n - 3, part.data_ptr(), 8)
     with pytest.raises(df11.Df11Error):
         folder.decode_group_range(g, 0, part.data_ptr(), 3)
+
+
+@torch.no_grad()
+def test_segments_in_any_order(folders):
+    """Linears stored side by side share one decode (a Segment); called in any order, with
+    other writes to the buffer between them (a head in parts, another block's segment), each
+    reads its own weight: every output equals BF16's Linear's."""
+    _, ref, model = folders
+    parts = df11._ops._DECODERS
+    attn = model.model.layers[0].self_attn
+    segments = [parts[m._df11_parts_key].segment for m in
+                (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj)]
+    assert any(segments.count(s) > 1 for s in segments if s is not None)
+    names = ["model.layers.0.self_attn.v_proj", "model.layers.0.self_attn.q_proj",
+             "lm_head", "model.layers.0.self_attn.k_proj", "model.layers.1.self_attn.q_proj",
+             "model.layers.0.self_attn.o_proj", "model.layers.0.self_attn.q_proj",
+             "model.layers.0.mlp.down_proj", "model.layers.0.self_attn.k_proj"]
+    g = torch.Generator().manual_seed(2)
+    for name in names:
+        mine, theirs = model.get_submodule(name), ref.get_submodule(name)
+        x = torch.randn((1, 3, theirs.in_features), generator=g).to(torch.bfloat16)
+        check_bits(mine(x), theirs(x))
