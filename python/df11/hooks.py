@@ -236,9 +236,11 @@ def thread_hooks(engine, model) -> None:
     more thread than cores on the 2-core development machine: 160 ms per token against 100
     with torch on one thread, BENCHMARKS.md "CPU time"). torch's kernels give the same bits
     on any thread count (the tests compare with BF16 run on torch's default threads)."""
-    saved: List[Optional[int]] = []
+    import threading
+    local = threading.local()  # torch's thread count is the calling thread's (OpenMP)
 
     def pre(module, args):
+        saved = local.__dict__.setdefault("saved", [])
         n = engine.cpu_torch_threads
         if n is None or torch.compiler.is_compiling():
             saved.append(None)
@@ -249,6 +251,7 @@ def thread_hooks(engine, model) -> None:
             torch.set_num_threads(n)
 
     def post(module, args, output):
+        saved = local.__dict__.get("saved")
         before = saved.pop() if saved else None
         if before is not None and torch.get_num_threads() != before:
             torch.set_num_threads(before)

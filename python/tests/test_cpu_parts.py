@@ -164,3 +164,29 @@ def test_segments_in_any_order(folders):
         mine, theirs = model.get_submodule(name), ref.get_submodule(name)
         x = torch.randn((1, 3, theirs.in_features), generator=g).to(torch.bfloat16)
         check_bits(mine(x), theirs(x))
+
+
+@torch.no_grad()
+def test_torch_threads_during_forward(folders):
+    """torch runs on model.df11.cpu_torch_threads (1) during a forward pass, and on the
+    caller's count again after it, an exception included; None leaves torch's alone."""
+    _, ref, model = folders
+    seen = []
+    hook = model.model.layers[0].register_forward_pre_hook(
+        lambda m, a: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        ids = models.llm_inputs(ref.config.vocab_size, 1, length=4)
+        model(input_ids=ids)
+        assert seen[-1] == 1 and torch.get_num_threads() == 2
+        with pytest.raises(IndexError):
+            model(input_ids=torch.tensor([[ref.config.vocab_size]]))
+        assert torch.get_num_threads() == 2
+        model.df11.cpu_torch_threads = None
+        model(input_ids=ids)
+        assert seen[-1] == 2
+    finally:
+        model.df11.cpu_torch_threads = 1
+        hook.remove()
+        torch.set_num_threads(before)
