@@ -500,6 +500,29 @@ df11_status df11_decode_group(df11_model* model, size_t group, void* out, size_t
   });
 }
 
+df11_status df11_decode_group_range(df11_model* model, size_t group, uint64_t first, void* out,
+                                    size_t out_bytes) {
+  return on_model(model, [&](const df11::app::Df11Folder& f) -> Status {
+    if (group >= model->groups.size()) {
+      return df11::capi::out_of_range("group", group, model->groups.size());
+    }
+    const df11::app::CodedGroup& cg = f.groups[group];
+    const uint64_t n = cg.view.n_elements();
+    const uint64_t count = out_bytes / 2;
+    if (out == nullptr || out_bytes % 2 != 0 || first > n || count > n - first) {
+      return Status(ErrorCode::kInvalidArgument,
+                    cg.what + ": weights " + std::to_string(first) + " .. " +
+                        std::to_string(first + count) + (out == nullptr ? " into NULL" : "") +
+                        (out_bytes % 2 != 0 ? " (an odd byte count)" : "") + " of " +
+                        std::to_string(n));
+    }
+    DF11_RETURN_IF_ERROR(check_output(cg.what, out, out_bytes, out_bytes, true));
+    DF11_ASSIGN_OR_RETURN(const df11::GroupInfo* info, df11::capi::validated_group(*model, group));
+    return df11::decode_group(cg.view, std::span<uint16_t>(static_cast<uint16_t*>(out), count),
+                              cg.what, first, info);
+  });
+}
+
 df11_status df11_group_check_stored(df11_model* model, size_t group) {
   return on_model(model, [&](const df11::app::Df11Folder& f) -> Status {
     if (group >= model->groups.size()) {

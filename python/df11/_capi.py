@@ -29,6 +29,7 @@ PART_SPLIT_POSITIONS = 5
 # The parts a CUDA decode reads (split positions are host-only).
 DEVICE_PARTS = (PART_LUTS, PART_ENCODED_EXPONENT, PART_SIGN_MANTISSA, PART_OUTPUT_POSITIONS,
                 PART_GAPS)
+ALL_PARTS = DEVICE_PARTS + (PART_SPLIT_POSITIONS,)
 
 
 class Df11Error(RuntimeError):
@@ -140,6 +141,7 @@ def _declare(L: ctypes.CDLL) -> None:
       POINTER(c_size_t))
     f("df11_decode_tensor", c_int, model_p, c_size_t, c_void_p, c_size_t)
     f("df11_decode_group", c_int, model_p, c_size_t, c_void_p, c_size_t)
+    f("df11_decode_group_range", c_int, model_p, c_size_t, c_uint64, c_void_p, c_size_t)
     f("df11_group_check_stored", c_int, model_p, c_size_t)
     f("df11_has_cuda", c_int)
     f("df11_cuda_plan_create", c_int, model_p, POINTER(c_size_t), c_size_t, POINTER(CudaGroup),
@@ -339,6 +341,12 @@ class Model(Handle):
 
     def decode_group(self, g: int, out_ptr: int, out_bytes: int) -> None:
         self._check(lib().df11_decode_group(self._h, g, c_void_p(out_ptr), out_bytes))
+
+    def decode_group_range(self, g: int, first: int, out_ptr: int, out_bytes: int) -> None:
+        """Weights [first, first + out_bytes / 2) of group g (df11_decode_group_range: only the
+        blocks holding them decoded and checked, no member checksums)."""
+        self._check(lib().df11_decode_group_range(self._h, g, first, c_void_p(out_ptr),
+                                                  out_bytes))
 
     def check_stored(self, g: int) -> None:
         """Group g's stored bytes against the checksums df11's metadata records for them

@@ -29,6 +29,12 @@ the reinplacing pass then keeps the buffer correct only by cloning it before eac
 group (decoders.RowsDecoder): a new (*ids.shape, hidden) BF16 tensor from torch's allocator,
 filled by df11_cuda_decode_rows_and_copy_status on torch's current stream (only the rows the
 ids name are decoded; no host synchronisation). Its fake returns an empty tensor of that shape.
+On the CPU the same op is served by df11_decode_group_range, one call per distinct id.
+
+`torch.ops.df11.linear_parts(x, key)` is a Linear whose weight is decoded within the op, in
+parts of whole rows where it is larger than the decode buffer (decoders.PartsDecoder,
+modules.PartsLinear): F.linear(x, W), with no tensor of the whole W. Its fake returns an empty
+(*x.shape[:-1], out_features).
 """
 from __future__ import annotations
 
@@ -36,8 +42,9 @@ from typing import Dict, List
 
 import torch
 
-# key -> an object with decode_into(buffer) (decoders.CudaDecoder / decoders.CpuDecoder), or
-# lookup(ids) (decoders.RowsDecoder).
+# key -> an object with decode_into(buffer) (decoders.CudaDecoder / decoders.CpuDecoder),
+# lookup(ids) (decoders.RowsDecoder / decoders.CpuRowsDecoder) or linear(x)
+# (decoders.PartsDecoder).
 _DECODERS: Dict[int, object] = {}
 _next_key = [0]
 
@@ -81,3 +88,13 @@ def embed_rows(ids: torch.Tensor, key: int) -> torch.Tensor:
 @embed_rows.register_fake
 def _(ids, key):
     return ids.new_empty((*ids.shape, _DECODERS[key].row_elements), dtype=torch.bfloat16)
+
+
+@torch.library.custom_op("df11::linear_parts", mutates_args=())
+def linear_parts(x: torch.Tensor, key: int) -> torch.Tensor:
+    return _DECODERS[key].linear(x)
+
+
+@linear_parts.register_fake
+def _(x, key):
+    return x.new_empty((*x.shape[:-1], _DECODERS[key].out_features), dtype=torch.bfloat16)

@@ -29,13 +29,170 @@ class CpuDecoder:
         self.folder = folder
         self.group = group
         self.offset = offset  # elements: where the group starts in the device's buffer
+        self.use: Optional["BufferUse"] = None  # the CPU parts layout's record of the buffer
 
     def decode_into(self, buffer: torch.Tensor) -> None:
         n = self.group.elements
+        if self.use is not None:
+            self.use.holding = None
         if buffer.numel() < self.offset + n or not buffer.is_contiguous():
             raise ValueError(f"df11: {self.group.what}: a decode buffer of {buffer.numel()} "
                              f"weights cannot hold weights {self.offset}..{self.offset + n}")
         self.folder.decode_group(self.group.index, buffer.data_ptr() + 2 * self.offset, 2 * n)
+
+    def check(self) -> None:
+        pass
+
+
+class CpuRowsDecoder:
+    """An input embedding on the CPU served from its coded group: each lookup decodes only the
+    rows the ids name (df11_decode_group_range, one call per distinct id: the blocks holding
+    that row) into a fresh (*ids.shape, hidden) BF16 tensor. Its stored bytes are checked at
+    load (check_all)."""
+
+    def __init__(self, folder: _capi.Model, group: Group, rows: int, row_elements: int):
+        self.folder = folder
+        self.group = group
+        self.group_index = group.index
+        self.rows = rows
+        self.row_elements = row_elements
+        self.device = torch.device("cpu")
+        self.workspace = torch.empty(0, dtype=torch.uint8)  # none: memory_bytes counts it
+
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        flat = ids.reshape(-1)
+        n = flat.numel()
+        width = self.row_elements
+        if n and (int(flat.min()) < 0 or int(flat.max()) >= self.rows):
+            raise IndexError(f"df11: {self.group.what}: an id outside [0, {self.rows}) "
+                             "(index out of range in self)")
+        unique, inverse = torch.unique(flat, return_inverse=True)
+        rows = torch.empty((unique.numel(), width), dtype=torch.bfloat16)
+        decode, g, base = self.folder.decode_group_range, self.group_index, rows.data_ptr()
+        for k, i in enumerate(unique.tolist()):
+            decode(g, i * width, base + 2 * k * width, 2 * width)
+        return rows.index_select(0, inverse).view(*ids.shape, width)
+
+    def check_all(self, buffer: torch.Tensor) -> None:
+        """The load-time check of a group no unit decodes whole: its stored bytes against
+        their checksums, and every block decoded once (in parts of `buffer`'s size)."""
+        self.folder.check_stored(self.group_index)
+        decode_in_parts(self.folder, self.group, buffer)
+
+    def check(self) -> None:
+        pass
+
+
+def decode_in_parts(folder: _capi.Model, group: Group, buffer: torch.Tensor) -> None:
+    """Decodes the whole group once, `buffer.numel()` weights at a time (df11_decode_group_range):
+    every block's stream checked without a buffer the group's size."""
+    step = buffer.numel()
+    for first in range(0, group.elements, step):
+        n = min(step, group.elements - first)
+        folder.decode_group_range(group.index, first, buffer.data_ptr(), 2 * n)
+
+
+def release_pages(folder: _capi.Model, group: Group) -> None:
+    """Hands the pages of the group's stored bytes back to the OS (madvise MADV_DONTNEED on the
+    whole pages inside each part): they leave the process's resident set and are read again
+    from the file, as they were first, if a decode needs them. The shards are mapped read-only
+    (never written), so nothing is lost. A no-op where madvise is not found."""
+    import ctypes
+    import mmap
+    try:
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return
+    madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    page = mmap.PAGESIZE
+    for part in _capi.ALL_PARTS:
+        addr, nbytes = folder.group_part(group.index, part)
+        start, end = round_up(addr, page), (addr + nbytes) // page * page
+        if addr and end > start:
+            madvise(start, end - start, 4)  # MADV_DONTNEED
+
+
+class BufferUse:
+    """What a CPU device's decode buffer holds: `holding` is the Segment decoded there last,
+    None after any other write (a part, a unit's whole decode, a check)."""
+
+    def __init__(self):
+        self.holding: Optional["Segment"] = None
+
+
+class Segment:
+    """Members of one group stored side by side (each 256-byte aligned from the first) that fit
+    the decode buffer together, a block's attention matrices say: one df11_decode_group_range
+    when the first of their Linears runs, the others then reading the buffer as it is. Any
+    other write to the buffer clears `use.holding`, so a Linear never reads another's weights."""
+
+    def __init__(self, folder: _capi.Model, group: Group, first: int, count: int,
+                 use: BufferUse):
+        self.folder, self.group, self.first, self.count, self.use = folder, group, first, count, use
+
+    def load(self, buffer: torch.Tensor) -> None:
+        if self.use.holding is not self:
+            self.use.holding = None
+            self.folder.decode_group_range(self.group.index, self.first, buffer.data_ptr(),
+                                           2 * self.count)
+            self.use.holding = self
+
+
+class PartsDecoder:
+    """A Linear whose weight is a coded member (df11_decode_group_range), decoded within its
+    forward into the start of the device's decode buffer (256-byte aligned, as a fresh
+    allocation is): whole if it fits (a block's matrices on the CPU), else in parts of whole
+    output rows, each decoded and multiplied (F.linear on those rows) in turn, the parts'
+    outputs concatenated along the last dimension. Each output feature is the dot product of one
+    weight row with the input, so computing it with fewer rows at a time does not change its
+    reduction over the input features: the output equals F.linear on the whole weight, bit for
+    bit (the tests compare them at several token counts)."""
+
+    def __init__(self, folder: _capi.Model, group: Group, first: int, shape, buffer: torch.Tensor,
+                 bias: Optional[torch.Tensor]):
+        out_features, in_features = shape
+        self.folder = folder
+        self.group = group
+        self.first = first  # elements: the member's first weight in its group
+        self.out_features, self.in_features = out_features, in_features
+        self.shape = (out_features, in_features)
+        self.buffer = buffer  # the device's decode buffer (256-byte aligned)
+        self.rows = max(1, buffer.numel() // in_features)  # output rows per part
+        self.bias = bias
+        self.use: Optional[BufferUse] = None
+        self.segment: Optional[Segment] = None  # a weight of one part: the one it belongs to
+        self.at = 0  # elements: where the weight starts in its segment
+
+    def parts(self):
+        for r0 in range(0, self.out_features, self.rows):
+            yield r0, min(self.rows, self.out_features - r0)
+
+    def decode(self, r0: int, n: int) -> torch.Tensor:
+        k = self.in_features
+        if self.use is not None:
+            self.use.holding = None
+        w = self.buffer[:n * k].view(n, k)
+        self.folder.decode_group_range(self.group.index, self.first + r0 * k, w.data_ptr(),
+                                       2 * n * k)
+        return w
+
+    def linear(self, x: torch.Tensor) -> torch.Tensor:
+        linear, bias = torch.nn.functional.linear, self.bias
+        if torch.is_grad_enabled() and x.requires_grad:
+            # A backward pass reduces over the output features (x's gradient is the output's
+            # times W): summing parts would round differently, so training gets the whole
+            # weight, decoded into a tensor of its own that autograd keeps.
+            whole = torch.empty(self.shape, dtype=torch.bfloat16)
+            self.folder.decode_group_range(self.group.index, self.first, whole.data_ptr(),
+                                           2 * whole.numel())
+            return linear(x, whole, bias)
+        if self.segment is not None:
+            self.segment.load(self.buffer)
+            return linear(x, self.buffer[self.at:self.at + self.out_features *
+                                         self.in_features].view(self.shape), bias)
+        outs = [linear(x, self.decode(r0, n), None if bias is None else bias[r0:r0 + n])
+                for r0, n in self.parts()]
+        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-1)
 
     def check(self) -> None:
         pass
@@ -204,10 +361,11 @@ def rows_class(cls: type) -> Optional[type]:
 
 def rows_eligible(emb, group: "Group", device: torch.device, cpu_offload: bool, mode: str,
                    resident_groups) -> bool:
-    """The embedding can be served by rows decodes: a CUDA device, one 2-D member at the
+    """The embedding can be served by rows decodes: a CUDA device or the CPU, one 2-D member at the
     group's start, a class that reaches nn.Embedding's forward, no max_norm (which rewrites
     the weight)."""
-    if device.type != "cuda" or cpu_offload or mode != "decode" or group.name in resident_groups:
+    if (device.type not in ("cuda", "cpu") or cpu_offload or mode != "decode" or
+            group.name in resident_groups):
         return False
     if len(group.members) != 1 or group.members[0].offset != 0 or len(group.members[0].shape) != 2:
         return False

@@ -4,11 +4,18 @@
 and the C API's view of a DF11 folder, and:
   - sets every tensor stored raw (norms, biases, side tensors) as the model's parameter or
     buffer, in the dtype the model gives it;
-  - on a GPU, keeps the input embedding's group coded like the others, and serves each
-    lookup by decoding only the rows the ids name (torch.ops.df11.embed_rows, through
-    df11_cuda_decode_rows); a tied output head decodes the whole group before its forward as
-    any other unit. On the CPU (and with cpu_offload or mode="exec") the embedding is decoded
-    once into an ordinary parameter, tied to the head if the model ties them;
+  - keeps the input embedding's group coded like the others, and serves each lookup by
+    decoding only the rows the ids name (on a GPU torch.ops.df11.embed_rows, through
+    df11_cuda_decode_rows; on the CPU df11_decode_group_range per id); a tied output head
+    decodes the whole group before its forward as any other unit. With cpu_offload or
+    mode="exec" the embedding is decoded once into an ordinary parameter, tied to the head if
+    the model ties them;
+  - on the CPU, a unit of nn.Linear weights only (a block) is not decoded whole: each Linear
+    becomes a PartsLinear (modules.py) that decodes its own weight into the decode buffer
+    within its forward (with the matrices stored beside it that fit the buffer too:
+    decoders.Segment), in parts of whole rows where it is larger (lm_head), so that the
+    buffer holds one matrix; torch runs on one thread during a forward pass
+    (hooks.thread_hooks);
   - keeps every other coded group's bytes resident on its device (or in pinned host memory
     with cpu_offload), and registers a forward pre-hook on the group's module (a transformer
     block, lm_head, ...) that decodes the group into ONE reused buffer per device. The group's
@@ -23,9 +30,9 @@ after each decode. The decoded values are the original BF16 bits, so the logits 
 BF16 model's bit for bit (torch.equal), which the tests check.
 
 The modules beside it: groups.py (the folder's groups and members), targets.py (where each
-tensor goes in the model), decoders.py (CPU, CUDA and rows decoders; the upload and the checks
-at load), hooks.py (the forward hooks), modules.py (CodedLinear), exec_mode.py (the execution
-layout).
+tensor goes in the model), decoders.py (CPU, CUDA, rows and parts decoders; the upload and the
+checks at load), hooks.py (the forward hooks), modules.py (CodedLinear, PartsLinear),
+exec_mode.py (the execution layout).
 
 The layer "mode" is a strategy object per coded group (`hooks.DecodeMode`); another execution
 layout (a fused decode+GEMV per Linear, an execution layout of the C API's experimental
@@ -43,17 +50,22 @@ import torch
 from . import _capi, _ops, exec_mode
 from ._tensors import _set_view
 from ._capi import Df11Error
-from .decoders import (CpuDecoder, CudaDecoder, RowsDecoder, StoredChecks, decode_at_load,
+from .decoders import (BufferUse, CpuDecoder, CpuRowsDecoder, CudaDecoder, PartsDecoder,
+                       RowsDecoder, Segment, StoredChecks, decode_at_load, release_pages,
                        rows_class, rows_eligible, upload)
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
-from .hooks import DecodeMode, dtype_guard, make_hooks, status_hooks
-from .modules import CodedLinear, codes_as_linear, replace_module
-from .targets import (Target, base_prefix, input_embedding, load_raw, output_embedding, place_remaining,
-                      resolve_member, set_tensor, ties_embeddings, unit_module)
+from .hooks import (DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks,
+                    thread_hooks)
+from .modules import CodedLinear, PartsLinear, codes_as_linear, replace_module
+from .targets import (Target, base_prefix, input_embedding, load_raw, output_embedding,
+                      place_remaining, resolve_member, set_tensor, ties_embeddings, unit_module)
 
 
 LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
+# On the CPU, units of nn.Linear weights only are decoded one Linear at a time (_cpu_parts); the
+# tests of the block layout under torch.compile on the CPU turn it off.
+CPU_PARTS = True
 # Modes from_pretrained takes: "exec" runs coded nn.Linear groups from the execution layout
 # (exec_mode.py) and every other coded group in DecodeMode.
 MODES = ("decode", "exec")
@@ -95,6 +107,7 @@ class DeviceState:
         self.device = device
         self.buffer: Optional[torch.Tensor] = None  # BF16, the reused decode buffer
         self.assembly: Optional[torch.Tensor] = None  # BF16, fused weights rebuilt per unit
+        self.use = BufferUse()  # the CPU: which segment the buffer holds
         self.coded: Optional[torch.Tensor] = None  # uint8, every resident coded part
         self.staging: Optional[torch.Tensor] = None
         self.workspace: Optional[torch.Tensor] = None
@@ -127,6 +140,9 @@ class Df11Engine:
         # What the folder's names carry before the model's: "model." for a base model
         # (AutoModel) loaded from the folder of a model with a head (base_prefix).
         self.prefix = ""
+        # torch's intra-op threads during a forward pass whose groups decode on the CPU
+        # (hooks.thread_hooks); None leaves torch's setting alone.
+        self.cpu_torch_threads: Optional[int] = None
 
     def model_name(self, folder_name: str) -> Optional[str]:
         """The model's name of a folder tensor, or None where the model has no such part (the
@@ -188,7 +204,8 @@ class Df11Engine:
         self.exec_keys.clear()
         for emb, cls, rows, key in self.rows:
             _ops.unregister(key)
-            rows.plan.close()
+            if isinstance(rows, RowsDecoder):
+                rows.plan.close()
             emb.__class__ = cls
         self.rows.clear()
         self.units.clear()
@@ -388,8 +405,11 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         state = DeviceState(dev)
         engine.devices[dev] = state
         slot = ALIGN_BYTES // 2  # elements
-        sizes = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names]
-        state.buffer = aligned_empty(max(sizes, default=0), dev)
+        parted, part_size = (_cpu_parts(modules, units, unit_names, slot)
+                             if dev.type == "cpu" and CPU_PARTS else (set(), 0))
+        sizes = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names
+                 if u not in parted]
+        state.buffer = aligned_empty(max(sizes + [part_size]), dev)
         # Its address never changes: under torch.compile the decodes' mutation of it is one of
         # a static input, which CUDA graph trees capture (engine docstring, "compiled").
         torch._dynamo.mark_static_address(state.buffer, guard=False)
@@ -399,6 +419,18 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         dev_units = []
         for unit_name in unit_names:
             unit = Unit(unit_name, dev, buffer=state.buffer)
+            if unit_name in parted:  # one runtime per member: its Linear's decoder
+                for group, targets in units[unit_name]:
+                    for m, t in zip(group.members, targets):
+                        rt = GroupRuntime(group, dev)
+                        rt.decoder = PartsDecoder(folder, group, m.offset, m.shape, state.buffer,
+                                                  getattr(modules[t.module], "bias", None))
+                        rt.decoder.use = state.use
+                        unit.groups.append(rt)
+                    _segments(folder, group, [rt.decoder for rt in unit.groups
+                                              if rt.group is group], state)
+                dev_units.append(unit)
+                continue
             base = 0
             for group, _ in units[unit_name]:
                 rt = GroupRuntime(group, dev, offset=base)
@@ -429,12 +461,19 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             for u in dev_units:
                 for rt in u.groups:
                     rt.workspace = state.workspace
-                    rt.decoder = CpuDecoder(folder, rt.group, rt.offset)
+                    if rt.decoder is None:
+                        rt.decoder = CpuDecoder(folder, rt.group, rt.offset)
+                        rt.decoder.use = state.use
         for unit in dev_units:
             for rt in unit.groups:
                 rt.key = _ops.register(rt.decoder)
-            unit.mode = DecodeMode(unit)
-            _place_members(engine, model, modules, state, unit, units[unit.module])
+            if unit.module in parted:
+                unit.mode = PartsMode(unit)
+                _place_parts(engine, model, modules, unit,
+                             [t for _, targets in units[unit.module] for t in targets])
+            else:
+                unit.mode = DecodeMode(unit)
+                _place_members(engine, model, modules, state, unit, units[unit.module])
             engine.units.append(unit)
         if dev.type == "cuda" and rows_rt is not None:
             # The embedding's weight: the tied head's (valid during the head's forward), else
@@ -442,8 +481,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             # The head as the model holds it now: _place_members may have put a CodedLinear
             # in the place of the nn.Linear found before.
             weight = (output_embedding(model).weight if tied else
-                      torch.zeros((), dtype=torch.bfloat16, device=dev).expand(
-                          *rows_group.members[0].shape))
+                      _placeholder(rows_group.members[0].shape, dev))
             rows = RowsDecoder(rows_rt.decoder.plan, rows_group.name,
                                 rows_group.members[0].shape[1], dev, state.lock)
             _serve_rows(engine, emb, rows, weight)
@@ -454,11 +492,26 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                             rows if whole else None,
                             rows_group.members[0].shape[0] if whole else 0)
             engine.add_time("load check", t0)
+        if dev.type == "cpu" and rows_group is not None and dev == emb_dev:
+            member = rows_group.members[0]
+            rows = CpuRowsDecoder(folder, rows_group, *member.shape)
+            _serve_rows(engine, emb, rows, output_embedding(model).weight if tied else
+                        _placeholder(member.shape, dev))
+            if not tied:  # no unit decodes it: checked here, its pages then left to the OS
+                t0 = time.perf_counter()
+                rows.check_all(state.buffer if state.buffer.numel() else
+                               aligned_empty(min(rows_group.elements, 1 << 20), dev))
+                state.use.holding = None  # the check wrote the buffer
+                release_pages(folder, rows_group)
+                engine.add_time("load check", t0)
         if dev.type == "cpu":
             # Every group is checked once at load (as the GPU path's plans do on the host): a
-            # CPU decode validates the group and compares each member's recorded checksum.
+            # CPU decode validates the group and compares each member's recorded checksum (a
+            # group used in parts: its stored bytes' checksums, and every part decoded).
+            t0 = time.perf_counter()
             for unit in dev_units:
-                unit.mode.pre_forward()
+                unit.mode.load_check()
+            engine.add_time("load check", t0)
 
     for dev, items in exec_items.items():
         state = exec_mode.ExecState(dev)
@@ -480,6 +533,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         engine.hooks.append(module.register_forward_hook(post, always_call=True))
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         status_hooks(engine, model)
+    if any(u.device.type == "cpu" for u in engine.units):
+        engine.cpu_torch_threads = 1
+        thread_hooks(engine, model)
     dtype_guard(engine, model, device_of)
 
 
@@ -499,6 +555,70 @@ def _serve_rows(engine: Df11Engine, emb: torch.nn.Module, rows: RowsDecoder,
     engine.views.append((emb, "weight"))
     engine.rows.append((emb, type(emb), rows, key))
     emb.__class__ = rows_class(type(emb))
+
+
+def _placeholder(shape, device: torch.device) -> torch.Tensor:
+    """A zero-stride BF16 tensor of `shape`: a weight that tells shape, dtype and device only."""
+    return torch.zeros((), dtype=torch.bfloat16, device=device).expand(*shape)
+
+
+def _cpu_parts(modules, units, unit_names, slot) -> Tuple[set, int]:
+    """The CPU units whose members are all nn.Linear weights: each Linear then decodes its own
+    weight just before its forward, in parts if it is larger than the decode buffer
+    (modules.PartsLinear), so that the buffer holds one matrix, not a block. The buffer's size
+    (elements): the largest unit decoded whole (other members: fused experts, a weight a
+    module reads itself) or else the largest Linear of a unit with several (a block's; a
+    larger lone one, an output head, is used in parts). Returns (those units, that size)."""
+    def linear_only(items) -> bool:
+        return all(not t.fused and len(m.shape) == 2 and codes_as_linear(modules[t.module], t.attr)
+                   for group, targets in items for m, t in zip(group.members, targets))
+    parted = {u for u in unit_names if linear_only(units[u])}
+    whole = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names
+             if u not in parted]
+    members = [(sum(len(g.members) for g, _ in units[u]), m.numel)
+               for u in parted for g, _ in units[u] for m in g.members]
+    size = max(whole + [n for count, n in members if count > 1], default=0)
+    if size == 0:  # no block: lone matrices only, each decoded whole
+        size = max((n for _, n in members), default=0)
+    return parted, round_up(size, slot)
+
+
+def _segments(folder, group: Group, decoders: List[PartsDecoder], state: DeviceState) -> None:
+    """Sorts a group's Linears of one part into Segments (decoders.Segment): runs of members
+    stored side by side whose views stay 256-byte aligned and which fit the buffer together."""
+    size = state.buffer.numel()
+    run: List[PartsDecoder] = []
+
+    def close():
+        if run:
+            first = run[0].first
+            end = run[-1].first + run[-1].out_features * run[-1].in_features
+            segment = Segment(folder, group, first, end - first, state.use)
+            for d in run:
+                d.segment, d.at = segment, d.first - first
+            run.clear()
+    for d in sorted(decoders, key=lambda d: d.first):
+        n = d.out_features * d.in_features
+        if n > size:  # used in parts
+            close()
+            continue
+        if run and ((d.first - run[0].first) * 2 % ALIGN_BYTES or
+                    d.first + n - run[0].first > size or
+                    d.first != run[-1].first + run[-1].out_features * run[-1].in_features):
+            close()
+        run.append(d)
+    close()
+
+
+def _place_parts(engine, model, modules, unit: Unit, targets: List[Target]) -> None:
+    """Each Linear of the unit becomes a PartsLinear over its decoder; its weight a
+    CodedWeight."""
+    for rt, target in zip(unit.groups, targets):
+        module = modules[target.module]
+        parts = PartsLinear(module, rt.key, f"{target.module}.{target.attr}", unit.device)
+        replace_module(model, module, parts)
+        modules[target.module] = parts
+        engine.views.append((parts, "weight"))
 
 
 def _fused_elements(modules, items) -> int:

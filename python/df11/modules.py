@@ -73,13 +73,23 @@ class CodedWeight(torch.Tensor):
                 f"device={self.device})")
 
 
-class CodedLinear(torch.nn.Linear):
+class _Coded:
+    """What CodedLinear and PartsLinear share: `weight` is a CodedWeight, which state_dict()
+    lists (list_weights)."""
+
+    _df11_listed = True
+
+    def _save_to_state_dict(self, destination, prefix, keep_vars):
+        if self._df11_listed:
+            destination[prefix + "weight"] = self.weight  # the CodedWeight, never detached
+        super()._save_to_state_dict(destination, prefix, keep_vars)
+
+
+class CodedLinear(_Coded, torch.nn.Linear):
     """nn.Linear over a coded member: `buffer[start : start + out * in]` is its weight once the
     unit's decode has run (`aligned`: that slice starts 256-byte aligned, as a fresh
     allocation does; otherwise the traced weight is a copy, so that the matmul sees the
     operand alignment it sees in the BF16 model)."""
-
-    _df11_listed = True  # state_dict() lists the weight (list_weights)
 
     def __init__(self, linear: torch.nn.Linear, buffer: torch.Tensor, start: int,
                  aligned: bool, reads: List[torch.Tensor]):
@@ -100,11 +110,6 @@ class CodedLinear(torch.nn.Linear):
         object.__setattr__(self, "_df11_weight", weight)
         _set_view(self, "weight", CodedWeight(weight.shape, weight.device, name))
 
-    def _save_to_state_dict(self, destination, prefix, keep_vars):
-        if self._df11_listed:
-            destination[prefix + "weight"] = self.weight  # the CodedWeight, never detached
-        super()._save_to_state_dict(destination, prefix, keep_vars)
-
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
         if torch.compiler.is_compiling():
             weight = self._df11_buffer[self._df11_start:self._df11_end].view(self._df11_shape)
@@ -120,8 +125,28 @@ def list_weights(model: torch.nn.Module, listed: bool) -> None:
     """Whether state_dict() lists the coded Linear weights of `model` (as CodedWeight): not
     while transformers loads the model (it would take them for weights the checkpoint lacks)."""
     for module in model.modules():
-        if isinstance(module, CodedLinear):
+        if isinstance(module, _Coded):
             module._df11_listed = listed
+
+
+class PartsLinear(_Coded, torch.nn.Linear):
+    """nn.Linear over a coded member on the CPU: its forward decodes the weight into the
+    device's decode buffer and multiplies it, in parts of whole rows where it is larger than
+    the buffer (an output head) (decoders.PartsDecoder; traced, through
+    torch.ops.df11.linear_parts). `self.weight` is a CodedWeight, as a CodedLinear's: no
+    tensor of the whole weight exists."""
+
+    def __init__(self, linear: torch.nn.Linear, key: int, name: str, device: torch.device):
+        torch.nn.Module.__init__(self)
+        self.__dict__.update(linear.__dict__)  # its bias, features, flags and hooks
+        self._df11_parts_key = key
+        _set_view(self, "weight", CodedWeight(linear.weight.shape, device, name))
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
+        if torch.compiler.is_compiling():
+            return torch.ops.df11.linear_parts(input, self._df11_parts_key)
+        from . import _ops
+        return _ops._DECODERS[self._df11_parts_key].linear(input)
 
 
 def codes_as_linear(module: torch.nn.Module, attr: str) -> bool:

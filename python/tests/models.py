@@ -16,7 +16,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(REPO, "tests", "interop", "fixtures")
 
 
-def llm_config(family):
+def llm_config(family, **overrides):
     from transformers import AutoConfig
     kind, extra = {
         "llama": ("llama", dict(tie_word_embeddings=False)),
@@ -30,7 +30,7 @@ def llm_config(family):
                                        num_experts_per_tok=2, moe_intermediate_size=48,
                                        decoder_sparse_step=1)),
     }[family]
-    return AutoConfig.for_model(kind, **SMALL, **extra)
+    return AutoConfig.for_model(kind, **{**SMALL, **extra, **overrides})
 
 
 def randomize_small_params(model, seed):
@@ -42,11 +42,13 @@ def randomize_small_params(model, seed):
                 p.add_((torch.randn(p.shape, generator=g) * 0.05).to(p.dtype))
 
 
-def build_llm(family, seed=None):
+def build_llm(family, seed=None, **overrides):
+    """The family's tiny model (SMALL, with `overrides` of its config), random weights."""
     from transformers import AutoModelForCausalLM
     seed = sum(map(ord, family)) if seed is None else seed
     torch.manual_seed(seed)
-    model = AutoModelForCausalLM.from_config(llm_config(family), dtype=torch.bfloat16)
+    model = AutoModelForCausalLM.from_config(llm_config(family, **overrides),
+                                             dtype=torch.bfloat16)
     randomize_small_params(model, seed)
     return model.eval()
 

@@ -150,6 +150,18 @@ TEST_P(CApi, EveryTensorDecodesToTheOriginalBytes) {
           std::memcmp(out.data() + df11_tensor_group_offset(model.m, t), want.data(), want.size()),
           0);
     }
+    // Any range decodes to the same weights as the whole group; one outside it is refused.
+    std::vector<uint16_t> part(elements + 1);
+    const uint64_t ranges[][2] = {
+        {0, elements}, {0, 1}, {elements / 3, elements / 3 + 1}, {elements - 1, 1}, {elements, 0}};
+    for (const auto& [first, count] : ranges) {
+      ASSERT_EQ(df11_decode_group_range(model.m, g, first, part.data(), 2 * count), DF11_OK)
+          << df11_model_errmsg(model.m);
+      EXPECT_EQ(std::memcmp(part.data(), out.data() + first, 2 * count), 0) << first;
+    }
+    EXPECT_EQ(df11_decode_group_range(model.m, g, elements - 1, part.data(), 4),
+              DF11_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(df11_decode_group_range(model.m, g, 0, part.data(), 3), DF11_ERROR_INVALID_ARGUMENT);
   }
 }
 

@@ -246,6 +246,16 @@ DF11_API df11_status df11_decode_tensor(df11_model* model, size_t tensor, void* 
 DF11_API df11_status df11_decode_group(df11_model* model, size_t group, void* out,
                                        size_t out_bytes);
 
+/* Decodes weights [first, first + out_bytes / 2) of group `group` (in the group's order, as
+ * df11_decode_group writes them) into out: only the blocks holding them are decoded, so that a
+ * large group (an embedding, an output head) can be used in bounded-memory parts, or a few of
+ * its rows read. Each decoded block's stream is checked as df11_decode_group checks it; the
+ * members' checksums are not (a range rarely holds a member whole): an engine checks the
+ * stored bytes once with df11_group_check_stored. DF11_ERROR_INVALID_ARGUMENT for a range
+ * outside the group, an odd out_bytes or an output that is not 2-byte aligned. */
+DF11_API df11_status df11_decode_group_range(df11_model* model, size_t group, uint64_t first,
+                                             void* out, size_t out_bytes);
+
 /* Checks the bytes group `group` stores against the checksums df11's metadata records for them
  * (spec 5.2: the xxh3 of each of the group's six stored tensors), without decoding: DF11_OK, or
  * DF11_ERROR_CORRUPT_DATA naming the file, the stored tensor and the group. An engine that

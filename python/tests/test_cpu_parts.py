@@ -1,0 +1,194 @@
+"""The CPU's default mode holds the coded bytes and a decode buffer for one matrix: the input
+embedding's lookups decode only the rows they name (decoders.CpuRowsDecoder), each Linear
+decodes its own weight into the buffer just before its forward, and an output head larger
+than the buffer is decoded and multiplied in parts of whole rows (decoders.PartsDecoder,
+modules.PartsLinear). The logits equal the BF16 model's bit for bit
+(raw 16-bit patterns) at every token count tried, and no BF16 tensor larger than the decode
+buffer stays in the model or the engine."""
+import pytest
+import torch
+
+import df11
+import models
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+# A vocabulary large enough that the head (vocab x 64) outgrows the largest matrix of a block
+# of the tiny models (160 x 64): several parts, the last one shorter (4001 is odd).
+FAMILIES = {"llama": 4001, "qwen3": 3000}  # untied, tied
+
+
+@pytest.fixture(scope="module", params=sorted(FAMILIES))
+def folders(request, tmp_path_factory):
+    family = request.param
+    work = tmp_path_factory.mktemp(family)
+    bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
+    models.build_llm(family, vocab_size=FAMILIES[family]).save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, df11_dir)
+    return family, models.bf16_llm(bf16_dir), df11.from_pretrained(df11_dir, device="cpu")
+
+
+def bits(t):
+    return t.contiguous().view(torch.int16)
+
+
+def check_bits(a, b):
+    assert a.shape == b.shape and a.dtype == b.dtype == torch.bfloat16
+    assert torch.equal(bits(a), bits(b)), f"max |diff| {(a.float() - b.float()).abs().max()}"
+
+
+def test_head_in_parts_and_no_whole_matrix(folders):
+    family, ref, model = folders
+    head = model.get_output_embeddings()
+    assert isinstance(head, df11.modules.PartsLinear)
+    parts = df11._ops._DECODERS[head._df11_parts_key]
+    assert len(list(parts.parts())) > 2
+    # Every Linear decodes its own weight: the buffer holds a block's largest matrix.
+    state = model.df11.devices[torch.device("cpu")]
+    linears = [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
+    assert all(isinstance(m, df11.modules.PartsLinear) for m in linears)
+    assert all(u.mode.name == "parts" for u in model.df11.units)
+    largest = max(m.weight.numel() for m in linears if m is not head)
+    assert largest <= state.buffer.numel() < largest + 128 < head.weight.numel()
+    # Neither the head nor the embedding is a tensor of its own: the head's weight is a
+    # CodedWeight (no values), an untied embedding's a zero-stride placeholder.
+    emb = model.get_input_embeddings()
+    assert all(isinstance(m.weight, df11.modules.CodedWeight) for m in linears)
+    assert emb.weight is head.weight or emb.weight.stride() == (0, 0)
+    assert not model.df11.resident and len(model.df11.rows) == 1
+    if family == "qwen3":
+        assert head.weight is emb.weight
+    for name, t in list(model.named_parameters()) + list(model.named_buffers()):
+        if t.dtype == torch.bfloat16 and t.stride() != (0, 0):
+            assert t.numel() <= state.buffer.numel(), name
+            assert t.untyped_storage().nbytes() <= 2 * state.buffer.numel() + 256 or \
+                t.untyped_storage().data_ptr() <= state.buffer.data_ptr() < \
+                t.untyped_storage().data_ptr() + t.untyped_storage().nbytes(), name
+    assert model.df11.memory_bytes()["cpu"] < 2 * head.weight.numel()
+
+
+@pytest.mark.parametrize("batch", [1, 2])
+@torch.no_grad()
+def test_logits_equal_at_token_counts(folders, batch):
+    _, ref, model = folders
+    for length in (1, 2, 3, 5, 7, 8, 13, 16, 31, 33, 47, 64):
+        ids = models.llm_inputs(ref.config.vocab_size, batch, length=length, seed=length)
+        check_bits(model(input_ids=ids).logits, ref(input_ids=ids).logits)
+
+
+@torch.no_grad()
+def test_parts_equal_whole_linear(folders):
+    """The head's parts against F.linear on the whole decoded weight, for inputs of 1 to 64
+    rows, 2-D and 3-D, contiguous or a slice (as generate's last position is)."""
+    _, ref, model = folders
+    head = model.get_output_embeddings()
+    parts = df11._ops._DECODERS[head._df11_parts_key]
+    whole = ref.get_output_embeddings().weight
+    g = torch.Generator().manual_seed(0)
+    for m in list(range(1, 18)) + [31, 32, 33, 63, 64]:
+        x = torch.randn((2, m + 1, whole.shape[1]), generator=g).to(torch.bfloat16)
+        for arg in (x[0, :m], x[:, :m], x[:, -1:]):
+            check_bits(head(arg), torch.nn.functional.linear(arg, whole))
+            check_bits(parts.linear(arg), torch.nn.functional.linear(arg, whole))
+
+
+@torch.no_grad()
+def test_greedy_equal(folders):
+    _, ref, model = folders
+    ids = models.llm_inputs(ref.config.vocab_size, 2, length=9, seed=3)
+    kw = dict(do_sample=False, max_new_tokens=8, min_new_tokens=8, eos_token_id=None,
+              pad_token_id=0, attention_mask=torch.ones_like(ids))
+    assert torch.equal(model.generate(input_ids=ids, **kw), ref.generate(input_ids=ids, **kw))
+
+
+def test_backward_through_parts(folders):
+    """A backward pass through the head (the whole weight, decoded for it): the input's
+    gradient equals BF16's."""
+    _, ref, model = folders
+    head, whole = model.get_output_embeddings(), ref.get_output_embeddings().weight
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn((3, whole.shape[1]), generator=g).to(torch.bfloat16)
+    grad_out = torch.randn((3, whole.shape[0]), generator=g).to(torch.bfloat16)
+    a, b = x.clone().requires_grad_(), x.clone().requires_grad_()
+    head(a).backward(grad_out)
+    torch.nn.functional.linear(b, whole).backward(grad_out)
+    check_bits(a.grad, b.grad)
+
+
+def test_rows_lookup(folders):
+    _, ref, model = folders
+    emb, want = model.get_input_embeddings(), ref.get_input_embeddings()
+    ids = torch.tensor([[0, 5, 5, ref.config.vocab_size - 1], [7, 0, 3, 5]])
+    with torch.no_grad():
+        check_bits(emb(ids), want(ids))
+    with pytest.raises(IndexError):
+        emb(torch.tensor([ref.config.vocab_size]))
+    with pytest.raises(IndexError):
+        emb(torch.tensor([-1]))
+
+
+def test_decode_group_range(folders):
+    """df11_decode_group_range gives the slices of df11_decode_group's output, and refuses a
+    range outside the group."""
+    _, _, model = folders
+    folder = model.df11.folder
+    g = max(range(folder.group_count()), key=folder.group_element_count)
+    n = folder.group_element_count(g)
+    whole = torch.empty(n, dtype=torch.bfloat16)
+    folder.decode_group(g, whole.data_ptr(), 2 * n)
+    for first, count in ((0, 1), (0, n), (1, 4097), (n // 3, n // 3 + 1), (n - 7, 7), (n, 0)):
+        part = torch.empty(count + 1, dtype=torch.bfloat16)
+        folder.decode_group_range(g, first, part.data_ptr(), 2 * count)
+        check_bits(part[:count], whole[first:first + count])
+    with pytest.raises(df11.Df11Error):
+        folder.decode_group_range(g, n - 3, part.data_ptr(), 8)
+    with pytest.raises(df11.Df11Error):
+        folder.decode_group_range(g, 0, part.data_ptr(), 3)
+
+
+@torch.no_grad()
+def test_segments_in_any_order(folders):
+    """Linears stored side by side share one decode (a Segment); called in any order, with
+    other writes to the buffer between them (a head in parts, another block's segment), each
+    reads its own weight: every output equals BF16's Linear's."""
+    _, ref, model = folders
+    parts = df11._ops._DECODERS
+    attn = model.model.layers[0].self_attn
+    segments = [parts[m._df11_parts_key].segment for m in
+                (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj)]
+    assert any(segments.count(s) > 1 for s in segments if s is not None)
+    names = ["model.layers.0.self_attn.v_proj", "model.layers.0.self_attn.q_proj",
+             "lm_head", "model.layers.0.self_attn.k_proj", "model.layers.1.self_attn.q_proj",
+             "model.layers.0.self_attn.o_proj", "model.layers.0.self_attn.q_proj",
+             "model.layers.0.mlp.down_proj", "model.layers.0.self_attn.k_proj"]
+    g = torch.Generator().manual_seed(2)
+    for name in names:
+        mine, theirs = model.get_submodule(name), ref.get_submodule(name)
+        x = torch.randn((1, 3, theirs.in_features), generator=g).to(torch.bfloat16)
+        check_bits(mine(x), theirs(x))
+
+
+@torch.no_grad()
+def test_torch_threads_during_forward(folders):
+    """torch runs on model.df11.cpu_torch_threads (1) during a forward pass, and on the
+    caller's count again after it, an exception included; None leaves torch's alone."""
+    _, ref, model = folders
+    seen = []
+    hook = model.model.layers[0].register_forward_pre_hook(
+        lambda m, a: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        ids = models.llm_inputs(ref.config.vocab_size, 1, length=4)
+        model(input_ids=ids)
+        assert seen[-1] == 1 and torch.get_num_threads() == 2
+        with pytest.raises(IndexError):
+            model(input_ids=torch.tensor([[ref.config.vocab_size]]))
+        assert torch.get_num_threads() == 2
+        model.df11.cpu_torch_threads = None
+        model(input_ids=ids)
+        assert seen[-1] == 2
+    finally:
+        model.df11.cpu_torch_threads = 1
+        hook.remove()
+        torch.set_num_threads(before)
