@@ -7,7 +7,7 @@
   - `GpuGroup` is one coded group whose parts were uploaded once to a GPU, with a plan that
     decodes rows of it into memory the caller gives (df11_cuda_decode_rows: the plan has no
     fixed output, so nothing BF16 stays resident).
-  - `CodedWeight` is one weight matrix of an engine's layer made of members of one group (a
+  - `RowsWeight` is one weight matrix of an engine's layer made of members of one group (a
     fused q/k/v weight is three members, in the engine's order): `decode()` returns it as a
     fresh BF16 tensor.
   - `torch.ops.df11.decode_weight(like, key)` is that decode as a torch custom op: functional
@@ -207,7 +207,7 @@ class GpuGroup:
 
 
 @dataclass
-class CodedWeight:
+class RowsWeight:
     """A weight matrix (rows, cols) made of rows `ids` of a GpuGroup seen as rows of `r`."""
     group: GpuGroup
     ids: torch.Tensor  # int64 on the group's device
@@ -220,18 +220,18 @@ class CodedWeight:
         return out
 
 
-_WEIGHTS: Dict[int, CodedWeight] = {}
+_WEIGHTS: Dict[int, RowsWeight] = {}
 
 
 def weight_key(*parts: str) -> int:
-    """A key for a CodedWeight that is the same in every process and every load of the same
+    """A key for a RowsWeight that is the same in every process and every load of the same
     layer of the same folder: a compiled graph caches the key as a constant, and a graph
     compiled once (vLLM's compile cache) must find the layer again under it."""
     digest = hashlib.blake2b("\0".join(parts).encode(), digest_size=7).digest()
     return int.from_bytes(digest, "little")
 
 
-def register_weight(key: int, weight: CodedWeight) -> None:
+def register_weight(key: int, weight: RowsWeight) -> None:
     _WEIGHTS[key] = weight
 
 

@@ -105,7 +105,7 @@ class DF11Config(QuantizationConfig):
 
 class DF11LinearMethod(LinearMethodBase):
     """A Linear layer in decode mode. Its `weight` is created in host memory (the loader moves
-    or replaces it); once coded, the layer has no `weight` and `df11_key` names its CodedWeight."""
+    or replaces it); once coded, the layer has no `weight` and `df11_key` names its RowsWeight."""
 
     def create_weights(self, layer, input_size_per_partition, output_partition_sizes, input_size,
                        output_size, params_dtype, **extra_weight_attrs):
@@ -236,7 +236,7 @@ class _Attach:
         weight = plan.layer.weight
         shape = tuple(weight.shape)
         ids = torch.tensor(coded.span_rows(spans, r), dtype=torch.int64, device=self.device)
-        cw = coded.CodedWeight(group, ids, r, shape)
+        cw = coded.RowsWeight(group, ids, r, shape)
         got = cw.decode()
         group.check()  # Df11Error naming the file, group and block
         if not torch.equal(got, weight.data.to(self.device)):

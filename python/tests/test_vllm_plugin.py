@@ -138,7 +138,7 @@ def test_weight_key_is_stable_and_distinct():
 def test_decode_weight_op_is_registered_with_a_fake():
     from torch._subclasses.fake_tensor import FakeTensorMode
     key = coded.weight_key("test", "fake")
-    coded.register_weight(key, coded.CodedWeight(None, torch.empty(0), 8, (3, 5)))
+    coded.register_weight(key, coded.RowsWeight(None, torch.empty(0), 8, (3, 5)))
     try:
         with FakeTensorMode() as mode:
             x = mode.from_tensor(torch.empty(2, 5, dtype=torch.bfloat16))
