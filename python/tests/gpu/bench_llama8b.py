@@ -1,7 +1,9 @@
 """The issue's benchmark model: Llama-3.1-8B shapes, random weights (from_config, seeded),
 saved as BF16 in --work (a RAM disk: /dev/shm), compressed with the df11 tool ($DF11_CLI; without
 it, with df11.compress on the model in memory), then
-python -m df11.bench on it against BF16 and the official loader."""
+python -m df11.bench on it against BF16 and the official loader. Both folders get a word-level
+tokenizer over the vocabulary ("t<id>" words; write_tokenizer), so that benchmarks which sample
+prompts as text (vLLM's random dataset) run on them."""
 import argparse
 import os
 import subprocess
@@ -17,6 +19,24 @@ LLAMA_31_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=
                                  "high_freq_factor": 4.0,
                                  "original_max_position_embeddings": 8192},
                    tie_word_embeddings=False, bos_token_id=128000, eos_token_id=128001)
+
+
+def write_tokenizer(folder: str, vocab_size: int) -> None:
+    """tokenizer.json and tokenizer_config.json in `folder`: id i is the word "t<i>" (ids 0-2:
+    <unk>, <s>, </s>), words split at whitespace, so that decoding ids and encoding the text
+    gives the ids back."""
+    if os.path.exists(os.path.join(folder, "tokenizer.json")):
+        return
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+    specials = ["<unk>", "<s>", "</s>"]
+    vocab = {w: i for i, w in enumerate(specials)}
+    vocab.update({f"t{i}": i for i in range(len(specials), vocab_size)})
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=False)  # joins words with spaces
+    PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="<unk>", bos_token="<s>",
+                            eos_token="</s>").save_pretrained(folder)
 
 
 def main():
@@ -55,6 +75,8 @@ def main():
         torch.cuda.empty_cache()
         print(f"{'df11 compress' if cli else 'df11.compress'} in {time.time() - t:.1f} s",
               flush=True)
+    for folder in (bf16, dfl):
+        write_tokenizer(folder, LLAMA_31_8B["vocab_size"])
     if args.make_only:
         return 0
     cmd = [sys.executable, "-m", "df11.bench", dfl, "--bf16", bf16, "--batch", args.batch,

@@ -1,15 +1,17 @@
 #!/bin/bash
-# vLLM's own latency benchmark and KV cache, BF16 against DF11 in one run on one GPU, at one
-# memory budget: Llama-3.1-8B shapes with random weights (bench_llama8b.py --make-only makes the
-# BF16 folder and its DF11 folder in WORK), each served by a `vllm bench latency` of its own.
+# vLLM's own benchmarks and KV cache, BF16 against DF11 in one run on one GPU, at one memory
+# budget: Llama-3.1-8B shapes with random weights (bench_llama8b.py --make-only makes the BF16
+# folder and its DF11 folder in WORK, with a word-level tokenizer), each run by a `vllm bench
+# latency` (KIND=latency, the default) or `vllm bench throughput` (KIND=throughput) of its own.
 #
 #   python/tests/gpu/vllm_bench.sh OUT [WORK]      (WORK default /dev/shm/df11-bench)
 #
 # RUNS (default "bf16 df11 df11-exec"; df11-exec: the DF11 folder in df11_mode "exec").
 # BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
-# for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations).
+# for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations);
+# THROUGHPUT_ARGS (default: the random dataset, 512 prompts of 512 tokens, 256 new each).
 # OUT/vllm_bench.log gets vLLM's lines about memory and the KV cache and each benchmark's
-# result; OUT/latency-*.json the benchmarks' JSON. Needs what vllm_check.sh needs.
+# result; OUT/KIND-*.json the benchmarks' JSON. Needs what vllm_check.sh needs.
 set -u
 out=$1
 work=${2:-/dev/shm/df11-bench}
@@ -28,16 +30,23 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
   extra=()
   model=$name
   if [ "$name" = df11-exec ]; then model=df11; extra=(--additional-config '{"df11_mode": "exec"}'); fi
-  # shellcheck disable=SC2086
-  timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_latency.py" "${extra[@]}" \
-    --model "$work/$model" --skip-tokenizer-init --disable-detokenize --max-model-len 4096 \
-    --gpu-memory-utilization "$util" --output-json "$out/latency-$name.json" \
-    ${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10} \
-    > "$work/latency-$name.log" 2>&1
+  kind=${KIND:-latency}
+  if [ "$kind" = throughput ]; then
+    args=(--dataset-name random --disable-detokenize)
+    # shellcheck disable=SC2206
+    args+=(${THROUGHPUT_ARGS:---input-len 512 --output-len 256 --num-prompts 512})
+  else
+    args=(--skip-tokenizer-init --disable-detokenize)
+    # shellcheck disable=SC2206
+    args+=(${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10})
+  fi
+  timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_benchmark.py" "$kind" "${extra[@]}" \
+    --model "$work/$model" --max-model-len 4096 --gpu-memory-utilization "$util" \
+    --output-json "$out/$kind-$name.json" "${args[@]}" > "$work/$kind-$name.log" 2>&1
   status=$?
-  grep -E "GPU KV cache size|Model loading took|Available KV cache memory|df11|Avg latency|percentile" \
-    "$work/latency-$name.log" | cut -c1-300 >> "$log"
-  [ $status -eq 0 ] || { tail -n 30 "$work/latency-$name.log" | cut -c1-300 >> "$log"; rc=1; }
+  grep -E "GPU KV cache size|Model loading took|Available KV cache memory|df11|Avg latency|percentile|Throughput|Total num" \
+    "$work/$kind-$name.log" | cut -c1-300 >> "$log"
+  [ $status -eq 0 ] || { tail -n 30 "$work/$kind-$name.log" | cut -c1-300 >> "$log"; rc=1; }
   echo "--- $name: exit $status" >> "$log"
 done
 exit $rc

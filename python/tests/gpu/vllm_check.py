@@ -11,8 +11,14 @@
                                                  --reference: vLLM's BF16 Linear layers
                                                  compute as the execution layout does
                                                  (df11's reference GEMM at <= 16 tokens)
+    vllm_check.py upload FOLDER REPO             FOLDER as the Hub repo REPO at $HF_ENDPOINT
+    vllm_check.py client URL MODEL OUT.json      the requests of `generate`, each alone (twice),
+                                                 to a `vllm serve` at URL through the OpenAI
+                                                 client's completions API (greedy, token ids
+                                                 in and out, logprobs and prompt logprobs)
     vllm_check.py compare A.json B.json          exit 1 unless tokens and logprobs are equal,
-                                                 alone and batched
+                                                 alone and batched (alone only where one of
+                                                 them comes from `client`)
     vllm_check.py expect-failure LOG PATTERN...  exit 1 unless LOG holds every PATTERN
 
 `make` writes WORK/bf16 (a Llama-shaped model with random weights: hidden 2048, 8 layers, GQA
@@ -117,11 +123,28 @@ def use_reference_gemm():
     UnquantizedLinearMethod.apply = apply
 
 
+def read_config(model):
+    """config.json of a folder, or of a Hub id (through huggingface_hub, as vLLM reads it)."""
+    if os.path.isdir(model):
+        return json.load(open(os.path.join(model, "config.json")))
+    from huggingface_hub import hf_hub_download
+    return json.load(open(hf_hub_download(model, "config.json")))
+
+
+def upload(folder, repo):
+    """`folder` as the Hub repo `repo` at $HF_ENDPOINT (a local Hub), with huggingface_hub."""
+    from huggingface_hub import HfApi
+    api = HfApi(endpoint=os.environ["HF_ENDPOINT"], token=os.environ["HF_TOKEN"])
+    api.create_repo(repo)
+    api.upload_folder(repo_id=repo, folder_path=folder)
+    print(f"uploaded {folder} as {repo} to {os.environ['HF_ENDPOINT']}")
+
+
 def generate(model, out, eager, quantization, df11_mode=None, reference=False):
     from vllm import LLM, SamplingParams
     if reference:
         use_reference_gemm()
-    config = json.load(open(os.path.join(model, "config.json")))
+    config = read_config(model)
     vocab = config["vocab_size"]
     max_len = min(512, config.get("max_position_embeddings", 512))
     t0 = time.perf_counter()
@@ -170,6 +193,51 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=False):
           f"single requests {'repeat' if single == again else 'DO NOT repeat'} exactly")
 
 
+def client(url, model, out, wait_s=600):
+    """The single requests of `generate`, sent to a server one at a time: the same record per
+    request (the server's top logprobs keyed "token_id:N")."""
+    import urllib.request
+    from openai import OpenAI
+    t0 = time.time()
+    while True:  # the server compiles and captures its graphs before it answers
+        try:
+            with urllib.request.urlopen(url + "/health", timeout=5) as r:
+                if r.status == 200:
+                    break
+        except OSError:
+            pass
+        if time.time() - t0 > wait_s:
+            raise SystemExit(f"{url}: no answer to /health after {wait_s} s")
+        time.sleep(2)
+    api = OpenAI(base_url=url + "/v1", api_key="unused")
+    served = [m.id for m in api.models.list().data]
+    vocab = read_config(model)["vocab_size"]
+
+    def ids(key):
+        return int(key.split(":", 1)[1]) if isinstance(key, str) and ":" in key else int(key)
+
+    def one(p):
+        r = api.completions.create(
+            model=served[0], prompt=p, max_tokens=48, temperature=0.0, logprobs=4,
+            extra_body={"prompt_logprobs": 2, "ignore_eos": True, "return_token_ids": True,
+                        "return_tokens_as_token_ids": True})
+        c = r.choices[0].model_dump()
+        return {"prompt": c["prompt_token_ids"], "tokens": c["token_ids"],
+                "logprobs": [sorted((ids(k), v) for k, v in d.items())
+                             for d in c["logprobs"]["top_logprobs"]],
+                "prompt_logprobs": [None if d is None else
+                                    sorted((int(k), v["logprob"]) for k, v in d.items())
+                                    for d in c["prompt_logprobs"]]}
+    ps = prompts(vocab)
+    single = [one(p) for p in ps]
+    again = [one(p) for p in ps]
+    with open(out, "w") as f:
+        json.dump({"model": model, "served": served[0], "url": url,
+                   "single_repeats": single == again, "outputs": {"single": single}}, f)
+    print(f"{out}: {len(single)} requests served as {served[0]} at {url}, "
+          f"{'repeat' if single == again else 'DO NOT repeat'} exactly")
+
+
 def first_difference(x, y):
     """Where two requests' records first differ: (key, step), or None."""
     for key in ("prompt", "tokens", "prompt_logprobs", "logprobs"):
@@ -188,6 +256,8 @@ def compare(a_path, b_path):
         if not side["single_repeats"]:
             print(f"{side['model']}: single requests did not repeat exactly in one engine")
     for kind in ("single", "batch"):
+        if kind not in a["outputs"] or kind not in b["outputs"]:
+            continue
         xs, ys = a["outputs"][kind], b["outputs"][kind]
         diffs = [(i, first_difference(x, y)) for i, (x, y) in enumerate(zip(xs, ys))]
         diffs = [(i, d) for i, d in diffs if d is not None]
@@ -219,6 +289,13 @@ def main():
     s.add_argument("--quantization")
     s.add_argument("--df11-mode")
     s.add_argument("--reference", action="store_true")
+    s = sub.add_parser("upload")
+    s.add_argument("folder")
+    s.add_argument("repo")
+    s = sub.add_parser("client")
+    s.add_argument("url")
+    s.add_argument("model")
+    s.add_argument("out")
     s = sub.add_parser("compare")
     s.add_argument("a")
     s.add_argument("b")
@@ -230,6 +307,10 @@ def main():
         make(a.work)
     elif a.cmd == "generate":
         generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference)
+    elif a.cmd == "upload":
+        upload(a.folder, a.repo)
+    elif a.cmd == "client":
+        client(a.url, a.model, a.out)
     elif a.cmd == "compare":
         return compare(a.a, a.b)
     else:

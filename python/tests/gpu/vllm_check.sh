@@ -5,8 +5,9 @@
 #
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
-# CASES (default "graph eager official exec refusals"): which groups of cases run; `make`
-# always. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers compute
+# CASES (default "graph eager official exec serve hub refusals"): which groups of cases run;
+# `make` always. serve: `vllm serve` of the DF11 folder through the OpenAI client (needs
+# vLLM's server packages); hub: the DF11 folder as a Hub id on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers compute
 # as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
@@ -59,7 +60,7 @@ gen() {
   VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
     || { fail_tail "$name"; rc=1; }
 }
-cases=" ${CASES:-graph eager official exec refusals} "
+cases=" ${CASES:-graph eager official exec serve hub refusals} "
 want() { [[ $cases == *" $1 "* ]]; }
 # Each pair compared as soon as both ran.
 if want graph; then
@@ -81,6 +82,49 @@ if want exec; then
   gen bf16-reference-graph "$work/bf16" --reference
   gen df11-exec-graph "$work/df11" --df11-mode exec
   compare bf16-reference-graph df11-exec-graph
+fi
+if want serve; then
+  # `vllm serve` of the DF11 folder with the engine settings of `generate`, queried through the
+  # OpenAI client; its answers against the offline engines' (the graph case's JSON).
+  port=${SERVE_PORT:-8011}
+  echo "=== serve: vllm serve $work/df11 on port $port" >> "$log"
+  python3 -m vllm.entrypoints.cli.main serve "$work/df11" --port "$port" --host 127.0.0.1 \
+    --max-model-len 512 --max-num-seqs 16 --skip-tokenizer-init --seed 0 \
+    --gpu-memory-utilization 0.8 > "$work/serve.log" 2>&1 &
+  server=$!
+  case_ df11-serve client "http://127.0.0.1:$port" "$work/df11" "$work/df11-serve.json" \
+    || { fail_tail df11-serve; tail -n 40 "$work/serve.log" | cut -c1-400 >> "$log"; rc=1; }
+  kill "$server" 2>/dev/null
+  wait "$server" 2>/dev/null
+  grep -E "GPU KV cache size|Model loading took|df11|Uvicorn running|POST /v1/completions" \
+    "$work/serve.log" | cut -c1-300 | tail -n 8 >> "$log"
+  if [ -f "$work/df11-serve.json" ]; then
+    [ -f "$work/bf16-graph.json" ] && compare bf16-graph df11-serve
+    [ -f "$work/df11-graph.json" ] && compare df11-graph df11-serve
+  fi
+fi
+if want hub; then
+  # A Hub id: the DF11 folder uploaded with huggingface_hub to a local Hub (tests/hub/hub_server.py,
+  # 127.0.0.1), then LLM(model="org/df11-check") fetches it as vLLM fetches any Hub model.
+  repo_root=$(cd "$here/../../.." && pwd)
+  echo "=== hub: $repo_root/tests/hub/hub_server.py" >> "$log"
+  python3 "$repo_root/tests/hub/hub_server.py" --data "$work/hub-data" --token hf_df11check \
+    > "$work/hub.urls" 2> "$work/hub-server.log" &
+  hub=$!
+  for _ in $(seq 50); do [ -s "$work/hub.urls" ] && break; sleep 0.2; done
+  hub_url=$(cut -d' ' -f1 "$work/hub.urls")
+  rm -rf "$work/hf-home"
+  if HF_ENDPOINT=$hub_url HF_TOKEN=hf_df11check HF_HUB_DISABLE_XET=1 \
+      $check upload "$work/df11" org/df11-check >> "$log" 2>&1; then
+    HF_HUB_OFFLINE=0 HF_ENDPOINT=$hub_url HF_TOKEN=hf_df11check HF_HUB_DISABLE_XET=1 \
+      HF_HOME=$work/hf-home gen df11-hub org/df11-check
+    [ -f "$work/df11-hub.json" ] && [ -f "$work/df11-graph.json" ] && compare df11-graph df11-hub
+    [ -f "$work/df11-hub.json" ] && [ -f "$work/bf16-graph.json" ] && compare bf16-graph df11-hub
+    ls -R "$work/hf-home/hub" 2>/dev/null | grep -E "safetensors|json" | head -n 12 >> "$log"
+  else
+    echo "hub: upload failed" >> "$log"; rc=1
+  fi
+  kill "$hub" 2>/dev/null
 fi
 if ! want refusals; then
   echo "vllm_check: exit $rc" >> "$log"
