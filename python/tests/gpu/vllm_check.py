@@ -193,7 +193,7 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=False):
           f"single requests {'repeat' if single == again else 'DO NOT repeat'} exactly")
 
 
-def client(url, model, out, wait_s=600):
+def client(url, model, out, pid=None, wait_s=600):
     """The single requests of `generate`, sent to a server one at a time: the same record per
     request (the server's top logprobs keyed "token_id:N")."""
     import urllib.request
@@ -206,6 +206,14 @@ def client(url, model, out, wait_s=600):
                     break
         except OSError:
             pass
+        if pid is not None:
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    gone = f.read().rsplit(")", 1)[1].split()[0] == "Z"
+            except OSError:
+                gone = True
+            if gone:
+                raise SystemExit(f"{url}: the server (process {pid}) exited before it answered")
         if time.time() - t0 > wait_s:
             raise SystemExit(f"{url}: no answer to /health after {wait_s} s")
         time.sleep(2)
@@ -296,6 +304,7 @@ def main():
     s.add_argument("url")
     s.add_argument("model")
     s.add_argument("out")
+    s.add_argument("--pid", type=int, help="the server's process: stop waiting if it exits")
     s = sub.add_parser("compare")
     s.add_argument("a")
     s.add_argument("b")
@@ -310,7 +319,7 @@ def main():
     elif a.cmd == "upload":
         upload(a.folder, a.repo)
     elif a.cmd == "client":
-        client(a.url, a.model, a.out)
+        client(a.url, a.model, a.out, a.pid)
     elif a.cmd == "compare":
         return compare(a.a, a.b)
     else:

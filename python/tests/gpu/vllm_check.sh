@@ -88,11 +88,13 @@ if want serve; then
   # OpenAI client; its answers against the offline engines' (the graph case's JSON).
   port=${SERVE_PORT:-8011}
   echo "=== serve: vllm serve $work/df11 on port $port" >> "$log"
+  python3 -c "import vllm.entrypoints.openai.api_server" >> "$log" 2>&1 || rc=1
   python3 -m vllm.entrypoints.cli.main serve "$work/df11" --port "$port" --host 127.0.0.1 \
     --max-model-len 512 --max-num-seqs 16 --skip-tokenizer-init --seed 0 \
     --gpu-memory-utilization 0.8 > "$work/serve.log" 2>&1 &
   server=$!
   case_ df11-serve client "http://127.0.0.1:$port" "$work/df11" "$work/df11-serve.json" \
+    --pid "$server" \
     || { fail_tail df11-serve; tail -n 40 "$work/serve.log" | cut -c1-400 >> "$log"; rc=1; }
   kill "$server" 2>/dev/null
   wait "$server" 2>/dev/null
@@ -114,7 +116,7 @@ if want hub; then
   for _ in $(seq 50); do [ -s "$work/hub.urls" ] && break; sleep 0.2; done
   hub_url=$(cut -d' ' -f1 "$work/hub.urls")
   rm -rf "$work/hf-home"
-  if HF_ENDPOINT=$hub_url HF_TOKEN=hf_df11check HF_HUB_DISABLE_XET=1 \
+  if HF_HUB_OFFLINE=0 HF_ENDPOINT=$hub_url HF_TOKEN=hf_df11check HF_HUB_DISABLE_XET=1 \
       $check upload "$work/df11" org/df11-check >> "$log" 2>&1; then
     HF_HUB_OFFLINE=0 HF_ENDPOINT=$hub_url HF_TOKEN=hf_df11check HF_HUB_DISABLE_XET=1 \
       HF_HOME=$work/hf-home gen df11-hub org/df11-check
