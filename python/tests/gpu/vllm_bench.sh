@@ -33,8 +33,9 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
   kind=${KIND:-latency}
   if [ "$kind" = throughput ]; then
     args=(--dataset-name random --disable-detokenize)
+    # The random dataset's own lengths (--input-len and --output-len lose to their defaults).
     # shellcheck disable=SC2206
-    args+=(${THROUGHPUT_ARGS:---input-len 512 --output-len 256 --num-prompts 512})
+    args+=(${THROUGHPUT_ARGS:---random-input-len 512 --random-output-len 256 --num-prompts 512})
   else
     args=(--skip-tokenizer-init --disable-detokenize)
     # shellcheck disable=SC2206
