@@ -26,10 +26,15 @@ their users (reorder_for_locality) may hoist a decode above the previous unit's 
 the reinplacing pass then keeps the buffer correct only by cloning it before each decode.
 
 `torch.ops.df11.embed_rows(ids, key)` is an input embedding's lookup served from its coded
-group (decoders.RowsDecoder): a new (*ids.shape, hidden) BF16 tensor from torch's allocator,
-filled by df11_cuda_decode_rows_and_copy_status on torch's current stream (only the rows the
-ids name are decoded; no host synchronisation). Its fake returns an empty tensor of that shape.
-On the CPU the same op is served by df11_decode_group_range, one call per distinct id.
+group (decoders.RowsDecoder), as two new tensors: the rows, one per id in order ((ids.numel(),
+hidden) BF16 from torch's allocator, filled by df11_cuda_decode_rows_and_copy_status on
+torch's current stream: only the rows the ids name are decoded; no host synchronisation), and
+their positions (arange(ids.numel()) shaped as ids). Its fakes are empty tensors of those
+shapes. On the CPU the same op is served by df11_decode_group_range, one call per distinct id.
+A traced lookup is F.embedding(positions, rows) (decoders.RowsLookup): the graph then gathers
+the embedding's output where the BF16 model's graph gathers it from its weight, so that
+Inductor fuses and rounds the first block's work as it does for the BF16 model (an opaque op
+that returned the output itself made it round the residual stream differently).
 
 `torch.ops.df11.linear_parts(x, key)` is a Linear whose weight is decoded within the op, in
 parts of whole rows where it is larger than the decode buffer (decoders.PartsDecoder,
@@ -38,7 +43,7 @@ modules.PartsLinear): F.linear(x, W), with no tensor of the whole W. Its fake re
 """
 from __future__ import annotations
 
-from typing import Dict, List
+from typing import Dict, List, Tuple
 
 import torch
 
@@ -81,13 +86,16 @@ def _(buffer, reads):
 
 
 @torch.library.custom_op("df11::embed_rows", mutates_args=())
-def embed_rows(ids: torch.Tensor, key: int) -> torch.Tensor:
-    return _DECODERS[key].lookup(ids)
+def embed_rows(ids: torch.Tensor, key: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    n = ids.numel()
+    rows = _DECODERS[key].lookup(ids.reshape(n))
+    return rows, torch.arange(n, device=ids.device).view(ids.shape)
 
 
 @embed_rows.register_fake
 def _(ids, key):
-    return ids.new_empty((*ids.shape, _DECODERS[key].row_elements), dtype=torch.bfloat16)
+    return (ids.new_empty((ids.numel(), _DECODERS[key].row_elements), dtype=torch.bfloat16),
+            ids.new_empty(ids.shape, dtype=torch.int64))
 
 
 @torch.library.custom_op("df11::linear_parts", mutates_args=())

@@ -334,7 +334,8 @@ class RowsLookup(torch.nn.Embedding):
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Embedding's name)
         key = self.__dict__["_df11_rows_key"]
         if torch.compiler.is_compiling():
-            return torch.ops.df11.embed_rows(input, key)
+            rows, positions = torch.ops.df11.embed_rows(input, key)
+            return torch.nn.functional.embedding(positions, rows)
         return _ops._DECODERS[key].lookup(input)
 
 

@@ -166,12 +166,7 @@ def _compile_logs(fn):
     return out, skips, sum(counters["graph_break"].values())
 
 
-@pytest.mark.parametrize("mode", [
-    pytest.param("decode", marks=pytest.mark.xfail(
-        strict=True, reason="on an H200 (torch 2.11) the compiled df11 logits differ from "
-        "compiled BF16's by rounding-sized amounts; equal on the CPU (test_compile_cpu.py); "
-        "bench/results/gpu-tests/h200-pytest-compile-native.log")),
-    "exec"])
+@pytest.mark.parametrize("mode", ["decode", "exec"])
 def test_compiled_forward_fullgraph_cudagraphs(work, mode):
     """torch.compile(model.forward, mode="reduce-overhead", fullgraph=True): one graph, CUDA
     graphs not skipped (the decode buffer is a static input, the only one mutated), logits
