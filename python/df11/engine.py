@@ -685,7 +685,16 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
         engine.views.append((module, attr))
 
 
+# The eager refreshes below write through `.data` (the same memory, a version counter of its
+# own): they rewrite the weights a unit's decode gives, as the decode itself does (through the C
+# API, which no version counter sees), so that autograd's record of a tensor saved for a
+# backward pass is not invalidated by a later unit's refresh of the shared buffer; the unit
+# decodes and refreshes again before its backward reads it (hooks.decode_before_backward).
+
+
 def _copier(dst, src):
+    dst = dst.data
+
     def copy():
         dst.copy_(src)
     return copy
@@ -701,7 +710,7 @@ def _traced_copier(dst, start):
 
 
 def _concatenator(dst, sources, shape):
-    flat = dst.view(-1, shape[-1])
+    flat = dst.data.view(-1, shape[-1])
 
     def copy():
         torch.cat(sources, dim=0, out=flat)

@@ -1,5 +1,6 @@
 """LoRA (PEFT) over a DF11 model's frozen coded weights, on the CPU: with the same adapter, the
-logits and the LoRA parameters' gradients are torch.equal to those of the BF16 model. A block's
+logits and the LoRA parameters' gradients are torch.equal to those of the BF16 model, for every
+family of the interop suite (the MoE family's fused experts included). A block's
 backward needs its weights again after later blocks decoded into the shared buffer, so each unit
 decodes again before its backward."""
 
@@ -14,7 +15,12 @@ peft = pytest.importorskip("peft")
 
 
 def lora(model, seed):
-    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"],
+    """A LoRA adapter on the attention's q and v (Phi-3's fused qkv_proj) and the output
+    projection, and on the MLP's down_proj where it is an nn.Linear (not fused experts)."""
+    names = {n.rsplit(".", 1)[-1] for n, m in model.named_modules()
+             if isinstance(m, torch.nn.Linear) or type(m).__name__.endswith("Linear")}
+    targets = sorted(names & {"q_proj", "v_proj", "qkv_proj", "o_proj", "down_proj"})
+    config = peft.LoraConfig(r=4, lora_alpha=8, target_modules=targets,
                              lora_dropout=0.0, init_lora_weights=False)
     torch.manual_seed(seed)
     return peft.get_peft_model(model, config)
@@ -29,7 +35,7 @@ def loss_and_grads(model, ids):
     return out.logits.detach(), grads
 
 
-@pytest.mark.parametrize("family", ["llama", "qwen3"])
+@pytest.mark.parametrize("family", models.FAMILIES)
 def test_lora_logits_and_gradients_equal_bf16(tmp_path, family):
     bf16_dir, df11_dir = str(tmp_path / "bf16"), str(tmp_path / "df11")
     models.build_llm(family).save_pretrained(bf16_dir)
