@@ -35,6 +35,17 @@ def loss_and_grads(model, ids):
     return out.logits.detach(), grads
 
 
+def assert_same_step(ref, got):
+    """One training step's logits and LoRA gradients: torch.equal between the two models."""
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    want_logits, want_grads = loss_and_grads(ref, ids)
+    logits, grads = loss_and_grads(got, ids)
+    assert torch.equal(logits, want_logits)
+    assert grads.keys() == want_grads.keys() and grads
+    for name in grads:
+        assert torch.equal(grads[name], want_grads[name]), name
+
+
 @pytest.mark.parametrize("family", models.FAMILIES)
 def test_lora_logits_and_gradients_equal_bf16(tmp_path, family):
     bf16_dir, df11_dir = str(tmp_path / "bf16"), str(tmp_path / "df11")
@@ -43,13 +54,27 @@ def test_lora_logits_and_gradients_equal_bf16(tmp_path, family):
     from transformers import AutoModelForCausalLM
     ref = lora(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16), 5)
     got = lora(df11.from_pretrained(df11_dir, device="cpu"), 5)
-    ids = models.llm_inputs(ref.config.vocab_size, 2)
-    want_logits, want_grads = loss_and_grads(ref, ids)
-    logits, grads = loss_and_grads(got, ids)
-    assert torch.equal(logits, want_logits)
-    assert grads.keys() == want_grads.keys() and grads
-    for name in grads:
-        assert torch.equal(grads[name], want_grads[name]), name
+    assert_same_step(ref, got)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen3moe"])
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_lora_with_gradient_checkpointing(tmp_path, family, reentrant):
+    """LoRA training as it is usually run, with transformers' gradient checkpointing: each
+    block runs its forward again inside the backward pass (its weights decoded again by its
+    pre-hook); logits and gradients torch.equal to BF16's, checkpointed the same way."""
+    bf16_dir, df11_dir = str(tmp_path / "bf16"), str(tmp_path / "df11")
+    models.build_llm(family).save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, df11_dir)
+    from transformers import AutoModelForCausalLM
+    bases = [AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16),
+             df11.from_pretrained(df11_dir, device="cpu")]
+    for base in bases:
+        base.gradient_checkpointing_enable(
+            gradient_checkpointing_kwargs={"use_reentrant": reentrant})
+        base.train()
+    ref, got = (lora(base, 5) for base in bases)
+    assert_same_step(ref, got)
 
 
 def test_saved_adapter_loads_onto_the_df11_model(tmp_path, llama_folders):
