@@ -59,7 +59,21 @@ def run_threads(model, inputs):
 
 
 def test_threads_share_one_model_on_the_cpu(llama):
-    ref, df11_dir = llama
+    check_threads(*llama)
+
+
+def test_threads_share_one_moe_model_on_the_cpu(tmp_path):
+    """The MoE family: its blocks decode whole (fused experts, rebuilt in the device's
+    assembly buffer before each block's forward), not Linear by Linear."""
+    from transformers import AutoModelForCausalLM
+    bf16_dir, df11_dir = str(tmp_path / "bf16"), str(tmp_path / "df11")
+    models.build_llm("qwen3moe").save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, df11_dir)
+    check_threads(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval(),
+                  df11_dir)
+
+
+def check_threads(ref, df11_dir):
     model = df11.from_pretrained(df11_dir, device="cpu")
     # Different lengths and contents per thread (24 tokens, as a server's prompts).
     inputs = [models.llm_inputs(ref.config.vocab_size, 1, length=24, seed=s)
