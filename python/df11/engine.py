@@ -57,7 +57,8 @@ from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
 from .hooks import (DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks,
                     thread_hooks)
-from .modules import CodedLinear, PartsLinear, codes_as_linear, replace_module
+from .modules import (EMBEDDING, CodedLinear, CodedWeight, PartsLinear, codes_as_linear,
+                      replace_module)
 from .targets import (Target, base_prefix, input_embedding, load_raw, output_embedding,
                       place_remaining, resolve_member, set_tensor, ties_embeddings, unit_module)
 
@@ -477,11 +478,11 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             engine.units.append(unit)
         if dev.type == "cuda" and rows_rt is not None:
             # The embedding's weight: the tied head's (valid during the head's forward), else
-            # a (rows, hidden) zero-stride placeholder that only tells shape, dtype and device.
+            # a CodedWeight that tells shape, dtype and device and refuses any use of values.
             # The head as the model holds it now: _place_members may have put a CodedLinear
             # in the place of the nn.Linear found before.
             weight = (output_embedding(model).weight if tied else
-                      _placeholder(rows_group.members[0].shape, dev))
+                      _rows_weight(emb_name, rows_group.members[0].shape, dev))
             rows = RowsDecoder(rows_rt.decoder.plan, rows_group.name,
                                 rows_group.members[0].shape[1], dev, state.lock)
             _serve_rows(engine, emb, rows, weight)
@@ -496,7 +497,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             member = rows_group.members[0]
             rows = CpuRowsDecoder(folder, rows_group, *member.shape)
             _serve_rows(engine, emb, rows, output_embedding(model).weight if tied else
-                        _placeholder(member.shape, dev))
+                        _rows_weight(emb_name, member.shape, dev))
             if not tied:  # no unit decodes it: checked here, its pages then left to the OS
                 t0 = time.perf_counter()
                 rows.check_all(state.buffer if state.buffer.numel() else
@@ -557,9 +558,10 @@ def _serve_rows(engine: Df11Engine, emb: torch.nn.Module, rows: RowsDecoder,
     emb.__class__ = rows_class(type(emb))
 
 
-def _placeholder(shape, device: torch.device) -> torch.Tensor:
-    """A zero-stride BF16 tensor of `shape`: a weight that tells shape, dtype and device only."""
-    return torch.zeros((), dtype=torch.bfloat16, device=device).expand(*shape)
+def _rows_weight(emb_name: str, shape, device: torch.device) -> torch.Tensor:
+    """An untied embedding's weight when rows decodes serve its lookups: shape, dtype and
+    device only; reading or changing its values raises (modules.CodedWeight)."""
+    return CodedWeight(shape, device, f"{emb_name}.weight", EMBEDDING)
 
 
 def _cpu_parts(modules, units, unit_names, slot) -> Tuple[set, int]:

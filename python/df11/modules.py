@@ -41,32 +41,45 @@ _INSTEAD = ("keep a LoRA adapter unmerged (PEFT: no merge_adapter / merge_and_un
             "merge there, and compress the result again (df11 compress) if wanted")
 
 
+# What the error says of an input embedding served by rows decodes.
+EMBEDDING = ("each lookup (the embedding module's forward) decodes only the rows its ids name, "
+             "and no tensor of the whole matrix exists. Use the module (model."
+             "get_input_embeddings()(ids)) for rows; for the whole matrix (resizing the "
+             "vocabulary, reading or changing it), restore the BF16 model (df11 decompress "
+             "FOLDER -o BF16_DIR, or the BF16 original)")
+
+
 class CodedWeight(torch.Tensor):
-    """A coded Linear's weight outside its forward: shape, dtype and device (what PEFT, diffusers
-    and transformers read of a base layer's weight), and any operation on its values raises."""
+    """A coded Linear's weight outside its forward, or an input embedding's weight when its
+    lookups are rows decodes: shape, dtype and device (what PEFT, diffusers and transformers
+    read of a base layer's weight), and any operation on its values raises, saying why and what
+    to do instead (`what`: the default, a Linear's; EMBEDDING, an embedding's)."""
 
     @staticmethod
-    def __new__(cls, shape, device: torch.device, name: str):
+    def __new__(cls, shape, device: torch.device, name: str, what: str = ""):
         t = torch.Tensor._make_wrapper_subclass(cls, shape, dtype=torch.bfloat16, device=device)
         t.df11_name = name
+        t.df11_what = what
         return t
 
-    def __init__(self, shape, device: torch.device, name: str):
+    def __init__(self, shape, device: torch.device, name: str, what: str = ""):
         super().__init__()
 
     @classmethod
     def __torch_dispatch__(cls, func, types, args=(), kwargs=None):
         if func is torch.ops.aten.detach.default:  # `.data`, `.detach()`: still no values
             (w,) = args
-            return CodedWeight(w.shape, w.device, w.df11_name)
-        names = sorted({a.df11_name for a in args if isinstance(a, CodedWeight)} |
-                       {a.df11_name for a in (kwargs or {}).values()
-                        if isinstance(a, CodedWeight)})
+            return CodedWeight(w.shape, w.device, w.df11_name, w.df11_what)
+        coded = ([a for a in args if isinstance(a, CodedWeight)] +
+                 [a for a in (kwargs or {}).values() if isinstance(a, CodedWeight)])
+        names = sorted({a.df11_name for a in coded})
+        why = next((a.df11_what for a in coded if a.df11_what), "")
         raise RuntimeError(
-            f"df11: {', '.join(names)} is a DF11-coded weight ({func.__name__} on it): it is "
-            "decoded into a buffer shared by the model's layers just before the layer's "
-            "forward, so its values can be neither read nor changed outside that forward. "
-            f"Merging an adapter into it is refused: {_INSTEAD}")
+            f"df11: {', '.join(names)} is a DF11-coded weight ({func.__name__} on it): " +
+            (why + "." if why else
+             "it is decoded into a buffer shared by the model's layers just before the "
+             "layer's forward, so its values can be neither read nor changed outside that "
+             f"forward. Merging an adapter into it is refused: {_INSTEAD}"))
 
     def __repr__(self, *, tensor_contents=None):  # noqa: ARG002 (torch's signature)
         return (f"CodedWeight({self.df11_name}, shape={tuple(self.shape)}, dtype={self.dtype}, "

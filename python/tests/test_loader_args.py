@@ -87,6 +87,26 @@ def test_a_cast_model_says_what_was_cast(llama):
     assert "cast to torch.float32" in str(e.value) and df11_dir in str(e.value)
 
 
+def test_the_embedding_matrix_is_refused_and_lookups_work(llama):
+    """An untied embedding served by rows decodes holds no whole matrix: reading or changing
+    its weight (a sum, resize_token_embeddings) raises, naming it and what to do, instead of
+    giving values that are not the weights; its lookups give BF16's rows."""
+    _, ref, df11_dir = llama
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    emb = model.get_input_embeddings()
+    assert emb.weight.shape == ref.get_input_embeddings().weight.shape
+    assert emb.weight.dtype == torch.bfloat16 and emb.weight.device.type == "cpu"
+    for use in (lambda: emb.weight.sum(), lambda: emb.weight[3].clone(),
+                lambda: model.resize_token_embeddings(ref.config.vocab_size + 8)):
+        with pytest.raises(RuntimeError) as e:
+            use()
+        assert "weight is a DF11-coded weight" in str(e.value) and "lookup" in str(e.value)
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    with torch.no_grad():
+        assert torch.equal(emb(ids), ref.get_input_embeddings()(ids))
+    assert logits_equal(model, ref)
+
+
 def test_hub_arguments_reach_the_pull(monkeypatch, tmp_path):
     """A Hub id's revision becomes "org/name@revision"; cache_dir, token and local_files_only
     are the environment df11's Hub client reads (HF_HUB_CACHE, HF_TOKEN, HF_HUB_OFFLINE), set

@@ -483,7 +483,7 @@ def test_embedding_rows(work, family):
     assert coded < 2 * vocab * hidden
     assert sum(s.coded.numel() for s in model.df11.devices.values()) >= coded
     if family == "llama":
-        assert emb.weight.untyped_storage().nbytes() == 2  # a zero-stride placeholder
+        assert isinstance(emb.weight, df11.modules.CodedWeight)  # no values at all
     with torch.no_grad():
         for shape in ((1,), (2, 7), (1, 1), (3, 33)):
             ids = torch.randint(0, vocab, shape, device="cuda")
