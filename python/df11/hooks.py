@@ -13,6 +13,28 @@ import weakref
 from ._cuda import current_device
 from .decoders import CudaDecoder
 from .device_lock import DeviceLock
+from .modules import NO_DEEPCOPY, NO_PICKLE
+
+
+class RootHook:
+    """A hook df11 puts on the model's root module: calls `fn`. A DF11 model can be neither
+    pickled (torch.save(model)) nor deep-copied: both reach the root's hooks before its layers,
+    and this one refuses, saying why and what to do (instead of an error about a local
+    function, or a copy whose hooks still serve the original)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn):
+        self.fn = fn
+
+    def __call__(self, *args, **kwargs):
+        return self.fn(*args, **kwargs)
+
+    def __deepcopy__(self, memo):
+        raise RuntimeError(f"df11: {NO_DEEPCOPY}")
+
+    def __reduce_ex__(self, protocol):
+        raise RuntimeError(f"df11: {NO_PICKLE}")
 
 
 class DecodeMode:
@@ -226,7 +248,7 @@ def dtype_guard(engine, model, device_of) -> None:
             raise TypeError(f"df11: {path}: the model was cast to {p.dtype} (model.to(dtype), "
                             ".float() or .half()); its DF11 weights decode to torch.bfloat16 "
                             "only: load it again and keep it in bfloat16")
-    engine.hooks.append(model.register_forward_pre_hook(guard))
+    engine.hooks.append(model.register_forward_pre_hook(RootHook(guard)))
 
 
 def thread_hooks(engine, model) -> None:
@@ -257,8 +279,8 @@ def thread_hooks(engine, model) -> None:
         if before is not None and torch.get_num_threads() != before:
             torch.set_num_threads(before)
 
-    engine.hooks.append(model.register_forward_pre_hook(pre))
-    engine.hooks.append(model.register_forward_hook(post, always_call=True))
+    engine.hooks.append(model.register_forward_pre_hook(RootHook(pre)))
+    engine.hooks.append(model.register_forward_hook(RootHook(post), always_call=True))
 
 
 def status_hooks(engine, model) -> None:
@@ -277,5 +299,5 @@ def status_hooks(engine, model) -> None:
         if e is not None and not torch.compiler.is_compiling():
             e._mark_forward_end()
 
-    engine.hooks.append(model.register_forward_pre_hook(root_pre))
-    engine.hooks.append(model.register_forward_hook(root_post))
+    engine.hooks.append(model.register_forward_pre_hook(RootHook(root_pre)))
+    engine.hooks.append(model.register_forward_hook(RootHook(root_post)))

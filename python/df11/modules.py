@@ -49,6 +49,17 @@ EMBEDDING = ("each lookup (the embedding module's forward) decodes only the rows
              "FOLDER -o BF16_DIR, or the BF16 original)")
 
 
+# What copying or pickling a DF11 model (or a module or weight of it) says.
+NO_DEEPCOPY = ("a DF11 model (or a module of it) cannot be deep-copied: its layers decode into "
+               "buffers and through C handles that the model's engine owns, which a copy would "
+               "share or lose. For a second model (a reference model, say), load the folder "
+               "again (df11.from_pretrained or from_pretrained): the two then share nothing")
+NO_PICKLE = ("a DF11 model cannot be pickled (torch.save of the model, pickle, "
+             "multiprocessing): its layers decode through C handles and buffers its engine "
+             "owns. Save it with save_pretrained, which writes a DF11 folder, and load that "
+             "folder where it is needed")
+
+
 class CodedWeight(torch.Tensor):
     """A coded Linear's weight outside its forward, or an input embedding's weight when its
     lookups are rows decodes: shape, dtype and device (what PEFT, diffusers and transformers
@@ -80,6 +91,12 @@ class CodedWeight(torch.Tensor):
              "it is decoded into a buffer shared by the model's layers just before the "
              "layer's forward, so its values can be neither read nor changed outside that "
              f"forward. Merging an adapter into it is refused: {_INSTEAD}"))
+
+    def __deepcopy__(self, memo):
+        raise RuntimeError(f"df11: {self.df11_name} is a DF11-coded weight: {NO_DEEPCOPY}")
+
+    def __reduce_ex__(self, protocol):
+        raise RuntimeError(f"df11: {self.df11_name} is a DF11-coded weight: {NO_PICKLE}")
 
     def __repr__(self, *, tensor_contents=None):  # noqa: ARG002 (torch's signature)
         return (f"CodedWeight({self.df11_name}, shape={tuple(self.shape)}, dtype={self.dtype}, "

@@ -107,6 +107,22 @@ def test_the_embedding_matrix_is_refused_and_lookups_work(llama):
     assert logits_equal(model, ref)
 
 
+def test_copying_or_pickling_says_what_to_do_instead(llama, tmp_path):
+    """A DF11 model's layers decode through its engine's handles and buffers: a deep copy (a
+    reference model made with copy.deepcopy) or a pickle (torch.save of the model) would share
+    or lose them, so both refuse, saying to load the folder again or to save_pretrained."""
+    import copy
+    _, ref, df11_dir = llama
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    for what, use in (("deep-copied", lambda: copy.deepcopy(model)),
+                      ("deep-copied", lambda: copy.deepcopy(model.model.layers[0])),
+                      ("pickled", lambda: torch.save(model, str(tmp_path / "m.pt")))):
+        with pytest.raises(RuntimeError) as e:
+            use()
+        assert f"cannot be {what}" in str(e.value), str(e.value)
+    assert logits_equal(model, ref)  # the model is untouched
+
+
 def test_hub_arguments_reach_the_pull(monkeypatch, tmp_path):
     """A Hub id's revision becomes "org/name@revision"; cache_dir, token and local_files_only
     are the environment df11's Hub client reads (HF_HUB_CACHE, HF_TOKEN, HF_HUB_OFFLINE), set
