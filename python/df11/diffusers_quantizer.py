@@ -59,7 +59,9 @@ def _quantizer_class():
             return True
 
         def get_state_dict_and_metadata(self, state_dict, safe_serialization=False):
-            return hf_quantizer.state_dict(self._model(), self.engine), {}
+            out = hf_quantizer.state_dict(self._model(), self.engine)
+            hf_quantizer.check_shards(out, self.engine, hf_quantizer.caller_max_shard_size())
+            return out, {}
 
     _CLASS["quantizer"] = Df11DiffusersQuantizer
     return Df11DiffusersQuantizer

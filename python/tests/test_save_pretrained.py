@@ -58,3 +58,27 @@ def test_transformers_loads_what_save_pretrained_wrote(tmp_path, llama_folders):
     ids = models.llm_inputs(model.config.vocab_size, 2)
     with torch.no_grad():
         assert torch.equal(again(input_ids=ids).logits, model(input_ids=ids).logits)
+
+
+def test_a_save_that_would_split_a_group_is_refused(tmp_path, llama_folders):
+    """save_pretrained(max_shard_size=...) shards as transformers does; a size at which a coded
+    group's stored tensors would land in two shards (which no DF11 reader takes) is refused
+    before anything is written, saying the size that works (one shard), which then loads with
+    the same logits."""
+    import re
+    _, _, df11_dir = llama_folders
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    small = str(tmp_path / "small")
+    with pytest.raises(ValueError) as e:
+        model.save_pretrained(small, max_shard_size="20KB")
+    assert "would split the stored tensors of group" in str(e.value)
+    assert not os.path.exists(small) or not any(
+        f.endswith(".safetensors") for f in os.listdir(small))
+    enough = int(re.search(r"at least (\d+) bytes", str(e.value)).group(1))
+    out = str(tmp_path / "one")
+    model.save_pretrained(out, max_shard_size=enough)
+    assert [f for f in os.listdir(out) if f.endswith(".safetensors")] == ["model.safetensors"]
+    again = df11.from_pretrained(out, device="cpu")
+    ids = models.llm_inputs(model.config.vocab_size, 2)
+    with torch.no_grad():
+        assert torch.equal(again(input_ids=ids).logits, model(input_ids=ids).logits)
