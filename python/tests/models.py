@@ -181,6 +181,18 @@ def saved_tensors(folder):
     return out
 
 
+def refused_save(model, out, max_shard_size) -> str:
+    """model.save_pretrained(out, max_shard_size=...) must refuse a size that splits a coded
+    group between shards, before writing any shard; returns the error's message."""
+    import pytest
+    with pytest.raises(ValueError) as e:
+        model.save_pretrained(out, max_shard_size=max_shard_size)
+    assert "would split the stored tensors of group" in str(e.value)
+    assert not os.path.exists(out) or not any(
+        f.endswith(".safetensors") for f in os.listdir(out))
+    return str(e.value)
+
+
 def llm_folders(work, family):
     """(BF16 folder, df11 folder) of the family's tiny model under `work` (a pathlib.Path),
     made by the first caller: save_pretrained, then `df11 compress`."""
