@@ -91,6 +91,25 @@ def test_saved_adapter_loads_onto_the_df11_model(tmp_path, llama_folders):
         assert torch.equal(got(input_ids=ids).logits, ref(input_ids=ids).logits)
 
 
+def test_transformers_load_adapter_equals_bf16(tmp_path, llama_folders):
+    """transformers' own PEFT integration: model.load_adapter(path) on a DF11 model loaded by
+    transformers' from_pretrained gives the BF16 model's logits with the same load_adapter."""
+    _, bf16_dir, df11_dir = llama_folders
+    from transformers import AutoModelForCausalLM
+    lora(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16), 9).save_pretrained(
+        str(tmp_path / "adapter"))
+    ref = AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16)
+    got = AutoModelForCausalLM.from_pretrained(df11_dir)
+    for model in (ref, got):
+        model.load_adapter(str(tmp_path / "adapter"))
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    base = AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16)
+    with torch.no_grad():
+        want = ref(input_ids=ids).logits
+        assert not torch.equal(want, base(input_ids=ids).logits)  # the adapter is in use
+        assert torch.equal(got(input_ids=ids).logits, want)
+
+
 def logits(model, ids):
     with torch.no_grad():
         return model(input_ids=ids).logits
