@@ -1,9 +1,7 @@
 """DF11 models through df11.from_pretrained on the CPU: logits bit-identical (torch.equal) to
 the BF16 model's, for a tiny model of each family, from folders written by `df11 compress`
 and by the official dfloat11 encoder (the committed fixtures, tests/interop/fixtures/)."""
-import json
 import os
-import shutil
 
 import pytest
 import torch
