@@ -49,7 +49,8 @@ Result<PublishedGroups> find_published_groups(const ModelFolder& model);
 GroupView published_group_view(const FolderGroup& group,
                                const std::vector<SafetensorsFile>& shards);
 
-// Reads `model`'s groups with config.json's pattern_dict, validates every group
+// Reads `model`'s groups (find_published_groups: a group's stored tensors may lie in any of
+// its shards) with config.json's pattern_dict, validates every group
 // (validate_group: tables, gaps, output positions, split positions) and gives every member a
 // shape from `shapes`. kBadConfig without a usable pattern_dict; kUnsupported naming the
 // weights whose shapes are unknown (`unknown_hint` says what the caller can do about it);
