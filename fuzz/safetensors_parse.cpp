@@ -71,6 +71,17 @@ void check_df11_helpers(const df11::SafetensorsHeader& h, std::span<const uint8_
   } else {
     FUZZ_CHECK(!groups.status().message().empty());
   }
+  // A folder of this one shard has the same groups, each wholly in it (spec 7.8).
+  const df11::SafetensorsHeader* headers[] = {&h};
+  df11::Result<std::vector<df11::FolderGroup>> folder = df11::enumerate_folder_groups(headers, "");
+  FUZZ_CHECK(folder.is_ok() == groups.is_ok());
+  if (folder.is_ok()) {
+    FUZZ_CHECK(folder->size() == groups->size());
+    for (size_t i = 0; i < folder->size(); ++i) {
+      FUZZ_CHECK((*folder)[i].tensors.all() == (*groups)[i].all());
+      for (size_t f : (*folder)[i].file_of) FUZZ_CHECK(f == 0);
+    }
+  }
   df11::Result<std::optional<df11::Df11Metadata>> meta = df11::read_df11_metadata(h);
   if (meta.is_ok() && meta->has_value()) {
     df11::Result<std::vector<df11::GroupTensors>> checked =

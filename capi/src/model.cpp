@@ -24,6 +24,17 @@ namespace df11::capi {
 
 namespace {
 
+// Where group cg's stored tensors begin in its shard (the one holding encoded_exponent; a
+// published folder's group may have others in other shards), to list it in storage order.
+uint64_t group_data_begin(const app::CodedGroup& cg) {
+  const auto tensors = cg.tensors.all();
+  uint64_t first = UINT64_MAX;
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    if (cg.tensor_shard[i] == cg.shard) first = std::min(first, tensors[i]->data_offset_begin);
+  }
+  return first;
+}
+
 Status build_index(df11_model& m) {
   const app::Df11Folder& f = *m.folder;
   // Storage order: shard by shard, each tensor where it lies; a group's members in
@@ -32,9 +43,7 @@ Status build_index(df11_model& m) {
   std::vector<std::vector<std::pair<uint64_t, size_t>>> group_at(f.folder.shards.size());
   for (size_t g = 0; g < f.groups.size(); ++g) {
     const app::CodedGroup& cg = f.groups[g];
-    uint64_t first = UINT64_MAX;
-    for (const TensorInfo* t : cg.tensors.all()) first = std::min(first, t->data_offset_begin);
-    group_at[cg.shard].push_back({first, g});
+    group_at[cg.shard].push_back({group_data_begin(cg), g});
   }
   std::vector<std::vector<std::pair<uint64_t, std::string>>> raw_at(f.folder.shards.size());
   for (const auto& [name, t] : f.originals) {
@@ -128,9 +137,7 @@ Status build_published_index(df11_model& m,
                 [](const app::RestoredTensor* a, const app::RestoredTensor* b) {
                   return a->source.member < b->source.member;
                 });
-      uint64_t first = UINT64_MAX;
-      for (const TensorInfo* t : f.groups[g].tensors.all())
-        first = std::min(first, t->data_offset_begin);
+      const uint64_t first = group_data_begin(f.groups[g]);
       for (const app::RestoredTensor* t : members[g]) order.push_back({first, t});
     }
     std::stable_sort(order.begin(), order.end(),

@@ -138,6 +138,7 @@ Result<Df11Folder> open_df11_folder(ModelFolder model) {
       const GroupMeta& gm = meta->groups[g];
       CodedGroup coded;
       coded.shard = s;
+      coded.tensor_shard.fill(s);
       coded.meta_index = g;
       coded.tensors = tensors[g];
       coded.view = group_view(coded.tensors, folder.shards[s].bytes());

@@ -1,7 +1,9 @@
 #include "df11/published_folder.h"
 
 #include <algorithm>
+#include <array>
 #include <nlohmann/json.hpp>
+#include <span>
 #include <unordered_set>
 
 #include "df11/group_tensors.h"
@@ -33,6 +35,29 @@ std::string name_list(const std::vector<std::string>& names) {
 
 }  // namespace
 
+Result<PublishedGroups> find_published_groups(const std::vector<const SafetensorsHeader*>& headers,
+                                              const std::string& where) {
+  PublishedGroups result;
+  DF11_ASSIGN_OR_RETURN(result.groups, enumerate_folder_groups(headers, where));
+  for (const FolderGroup& found : result.groups) {
+    for (const TensorInfo* t : found.tensors.all()) result.stored.insert(t);
+  }
+  return result;
+}
+
+Result<PublishedGroups> find_published_groups(const ModelFolder& model) {
+  std::vector<const SafetensorsHeader*> headers;
+  for (const SafetensorsFile& shard : model.shards) headers.push_back(&shard.header());
+  return find_published_groups(headers, model.dir.string());
+}
+
+GroupView published_group_view(const FolderGroup& group,
+                               const std::vector<SafetensorsFile>& shards) {
+  std::array<std::span<const uint8_t>, kGroupTensorCount> bytes;
+  for (size_t i = 0; i < kGroupTensorCount; ++i) bytes[i] = shards[group.file_of[i]].bytes();
+  return group_view(group.tensors, bytes);
+}
+
 Result<PublishedFolder> read_published_folder(ModelFolder model, const MemberShapes& shapes,
                                               const std::string& unknown_hint) {
   PublishedFolder result;
@@ -54,17 +79,24 @@ Result<PublishedFolder> read_published_folder(ModelFolder model, const MemberSha
   }
   DF11_ASSIGN_OR_RETURN(LoaderPatterns patterns, LoaderPatterns::compile(*dict, where));
 
+  // Spec 7.8: a group's six stored tensors may lie in different shards of the folder.
+  DF11_ASSIGN_OR_RETURN(PublishedGroups published, find_published_groups(folder));
+  std::vector<FolderGroup>& groups = published.groups;
+  const std::unordered_set<const TensorInfo*>& stored = published.stored;
+
   std::vector<std::string> unknown;
   result.shards.resize(folder.shards.size());
+  size_t next = 0;  // groups come shard by shard, as their encoded_exponent tensors lie
   for (size_t s = 0; s < folder.shards.size(); ++s) {
     const SafetensorsFile& shard = folder.shards[s];
-    DF11_ASSIGN_OR_RETURN(std::vector<GroupTensors> groups, enumerate_groups(shard.header()));
-    std::unordered_set<std::string> stored;
-    for (GroupTensors& group : groups) {
+    for (; next < groups.size() && groups[next].file() == s; ++next) {
+      FolderGroup& found = groups[next];
+      GroupTensors& group = found.tensors;
       CodedGroup coded;
       coded.shard = s;
+      coded.tensor_shard = found.file_of;
       coded.what = folder.shard_names[s] + ": group '" + group.name + "'";
-      coded.view = group_view(group, shard.bytes());
+      coded.view = published_group_view(found, folder.shards);
       DF11_ASSIGN_OR_RETURN(GroupInfo info, validate_group(coded.view, coded.what));
       auto names = patterns.member_names(group.name);
       if (!names) {
@@ -84,7 +116,6 @@ Result<PublishedFolder> read_published_folder(ModelFolder model, const MemberSha
         coded.member_start.push_back(load_le64(coded.view.split_positions.data() + 8 * k));
       }
       coded.member_start.push_back(info.n_elements);
-      for (const TensorInfo* t : group.all()) stored.insert(t->name);
       for (size_t k = 0; k < names->size(); ++k) {
         const std::string& name = (*names)[k];
         const uint64_t count = coded.member_start[k + 1] - coded.member_start[k];
@@ -117,7 +148,7 @@ Result<PublishedFolder> read_published_folder(ModelFolder model, const MemberSha
     }
     const auto& tensors = shard.header().tensors;
     for (size_t i = 0; i < tensors.size(); ++i) {
-      if (stored.count(tensors[i].name) != 0) continue;
+      if (stored.count(&tensors[i]) != 0) continue;
       RestoredTensor restored;
       restored.name = tensors[i].name;
       restored.shape = tensors[i].shape;

@@ -10,6 +10,7 @@
 #include "df11/group_tensors.h"
 #include "df11/metadata.h"
 #include "df11/model_config.h"
+#include "df11/published_folder.h"
 #include "df11/safe_regex.h"
 
 namespace df11::app {
@@ -67,18 +68,45 @@ std::vector<std::string> names_from_pattern_dict(const std::optional<nlohmann::o
   return {};
 }
 
-// The groups of one shard from its header alone: names, members and stored sizes (spec 3.2:
-// n is the sign_mantissa byte count), counts unknown. Without df11 metadata, member names
-// come from pattern_dict and member sizes from split_positions, which needs the bytes: they
-// stay 0 here. Fills `groups` with the groups' tensors, in report order.
-Status describe_shard(const SafetensorsHeader& header, const std::string& file,
+// The groups of a checkpoint without df11 metadata in any shard, found across its shards
+// (spec 7.8: a group's stored tensors may lie in different shards); nothing where a shard has
+// df11 metadata (df11's folders keep each group in its shard: spec 5.4).
+Result<std::optional<PublishedGroups>> published_groups(
+    const std::vector<const SafetensorsHeader*>& headers, const std::string& where) {
+  for (const SafetensorsHeader* header : headers) {
+    if (header->metadata_value(kDf11MetadataKey) != nullptr)
+      return std::optional<PublishedGroups>();
+  }
+  DF11_ASSIGN_OR_RETURN(PublishedGroups groups, find_published_groups(headers, where));
+  return std::optional<PublishedGroups>(std::move(groups));
+}
+
+// Appends groups whose six tensors shard `s` holds.
+void in_this_shard(std::vector<GroupTensors> found, size_t s, std::vector<FolderGroup>& groups) {
+  for (GroupTensors& g : found) {
+    FolderGroup in_shard{std::move(g), {}};
+    in_shard.file_of.fill(s);
+    groups.push_back(std::move(in_shard));
+  }
+}
+
+// The groups of shard `s` from its header alone: names, members and stored sizes (spec 3.2:
+// n is the sign_mantissa byte count), counts unknown. Without df11 metadata, the groups are
+// `published`'s whose encoded_exponent the shard holds, member names come from pattern_dict
+// and member sizes from split_positions, which needs the bytes: they stay 0 here. Fills
+// `groups` with the groups' tensors, in report order.
+Status describe_shard(const SafetensorsHeader& header, size_t s, const std::string& file,
                       const std::optional<nlohmann::ordered_json>& pattern_dict,
-                      InspectReport& report, bool& all_sources_known,
-                      std::vector<GroupTensors>& groups, bool& has_metadata) {
+                      const std::optional<PublishedGroups>& published, InspectReport& report,
+                      bool& all_sources_known, std::vector<FolderGroup>& groups,
+                      bool& has_metadata) {
   DF11_ASSIGN_OR_RETURN(std::optional<Df11Metadata> metadata, read_df11_metadata(header));
   has_metadata = metadata.has_value();
+  groups.clear();
   if (metadata) {
-    DF11_ASSIGN_OR_RETURN(groups, check_metadata_against_header(*metadata, header));
+    DF11_ASSIGN_OR_RETURN(std::vector<GroupTensors> found,
+                          check_metadata_against_header(*metadata, header));
+    in_this_shard(std::move(found), s, groups);
     report.kind = CheckpointKind::kDf11;
     bool listed = false;
     for (const SourceFile& source : metadata->sources) {
@@ -89,13 +117,20 @@ Status describe_shard(const SafetensorsHeader& header, const std::string& file,
     }
     all_sources_known = all_sources_known && listed;
   } else {
-    DF11_ASSIGN_OR_RETURN(groups, enumerate_groups(header));
+    if (published) {
+      for (const FolderGroup& g : published->groups) {
+        if (g.file() == s) groups.push_back(g);
+      }
+    } else {  // another shard has df11 metadata: this one's groups lie in it
+      DF11_ASSIGN_OR_RETURN(std::vector<GroupTensors> found, enumerate_groups(header));
+      in_this_shard(std::move(found), s, groups);
+    }
     all_sources_known = false;
   }
 
   std::unordered_set<const TensorInfo*> stored;
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const GroupTensors& gt = groups[gi];
+    const GroupTensors& gt = groups[gi].tensors;
     for (const TensorInfo* t : gt.all()) stored.insert(t);
     GroupReport g;
     g.name = gt.name;
@@ -125,7 +160,7 @@ Status describe_shard(const SafetensorsHeader& header, const std::string& file,
   }
   // spec 5.4: with metadata, every other tensor is listed as raw; without, it is by default.
   for (const TensorInfo& t : header.tensors) {
-    if (!stored.contains(&t))
+    if (!stored.contains(&t) && !(published && published->stored.contains(&t)))
       report.raw.push_back(RawTensorReport{t.name, file, t.dtype, t.byte_size()});
   }
   return Status::ok();
@@ -134,21 +169,25 @@ Status describe_shard(const SafetensorsHeader& header, const std::string& file,
 // describe_shard, then every group validated and decoded once to count its exponents.
 Status analyze_shard(const ModelFolder& folder, size_t s,
                      const std::optional<nlohmann::ordered_json>& pattern_dict,
-                     InspectReport& report, bool& all_sources_known, const CancelToken& cancel) {
+                     const std::optional<PublishedGroups>& published, InspectReport& report,
+                     bool& all_sources_known, const CancelToken& cancel) {
   const SafetensorsFile& shard = folder.shards[s];
   const std::string& file = folder.shard_names[s];
   const size_t first = report.groups.size();
-  std::vector<GroupTensors> groups;
+  std::vector<FolderGroup> groups;
   bool has_metadata = false;
-  DF11_RETURN_IF_ERROR(describe_shard(shard.header(), file, pattern_dict, report, all_sources_known,
-                                      groups, has_metadata));
+  DF11_RETURN_IF_ERROR(describe_shard(shard.header(), s, file, pattern_dict, published, report,
+                                      all_sources_known, groups, has_metadata));
   for (size_t gi = 0; gi < groups.size(); ++gi) {
-    const GroupTensors& gt = groups[gi];
+    const GroupTensors& gt = groups[gi].tensors;
     const std::string what = file + ": group '" + gt.name + "'";
-    const GroupView view = group_view(gt, shard.bytes());
+    const GroupView view = published_group_view(groups[gi], folder.shards);
     DF11_ASSIGN_OR_RETURN(const GroupInfo info, validate_group(view, what));
     DF11_ASSIGN_OR_RETURN(const Histogram counts, count_exponents(view, info, what, cancel));
-    for (const TensorInfo* t : gt.all()) shard.release(*t);
+    const auto tensors = gt.all();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      folder.shards[groups[gi].file_of[i]].release(*tensors[i]);
+    }
 
     GroupReport& g = report.groups[first + gi];
     g.n_elements = info.n_elements;
@@ -195,14 +234,15 @@ Result<std::optional<nlohmann::ordered_json>> df11_pattern_dict(
 Status describe_df11_checkpoint(const std::vector<const SafetensorsHeader*>& headers,
                                 const std::vector<std::string>& names,
                                 const std::optional<std::string>& config_text,
-                                InspectReport& report) {
+                                const std::string& where, InspectReport& report) {
   report.kind = CheckpointKind::kDf11NoMetadata;
   DF11_ASSIGN_OR_RETURN(const auto pattern_dict, df11_pattern_dict(config_text));
+  DF11_ASSIGN_OR_RETURN(const auto published, published_groups(headers, where));
   bool all_sources_known = true;
   for (size_t s = 0; s < headers.size(); ++s) {
-    std::vector<GroupTensors> groups;
+    std::vector<FolderGroup> groups;
     bool has_metadata = false;
-    DF11_RETURN_IF_ERROR(describe_shard(*headers[s], names[s], pattern_dict, report,
+    DF11_RETURN_IF_ERROR(describe_shard(*headers[s], s, names[s], pattern_dict, published, report,
                                         all_sources_known, groups, has_metadata));
   }
   if (!all_sources_known) report.original_file_bytes = 0;
@@ -213,9 +253,13 @@ Status analyze_df11_checkpoint(const ModelFolder& folder, InspectReport& report,
                                const CancelToken& cancel) {
   report.kind = CheckpointKind::kDf11NoMetadata;
   DF11_ASSIGN_OR_RETURN(const auto pattern_dict, df11_pattern_dict(folder.config_text));
+  std::vector<const SafetensorsHeader*> headers;
+  for (const SafetensorsFile& shard : folder.shards) headers.push_back(&shard.header());
+  DF11_ASSIGN_OR_RETURN(const auto published, published_groups(headers, folder.dir.string()));
   bool all_sources_known = true;
   for (size_t s = 0; s < folder.shards.size(); ++s) {
-    DF11_RETURN_IF_ERROR(analyze_shard(folder, s, pattern_dict, report, all_sources_known, cancel));
+    DF11_RETURN_IF_ERROR(
+        analyze_shard(folder, s, pattern_dict, published, report, all_sources_known, cancel));
   }
   if (!all_sources_known) report.original_file_bytes = 0;
   return Status::ok();

@@ -17,12 +17,13 @@ bool is_df11_checkpoint(const ModelFolder& folder);
 bool is_df11_header(const SafetensorsHeader& header);
 
 // Fills report.kind, groups, raw and original_file_bytes from the shards' headers alone
-// (`names[i]` is headers[i]'s file): stored sizes and members, exponent counts unknown
-// (GroupReport::counts_known false). For a checkpoint whose weights are not at hand.
+// (`names[i]` is headers[i]'s file; `where`, the folder or repository, names the checkpoint
+// in messages): stored sizes and members, exponent counts unknown (GroupReport::counts_known
+// false). For a checkpoint whose weights are not at hand.
 Status describe_df11_checkpoint(const std::vector<const SafetensorsHeader*>& headers,
                                 const std::vector<std::string>& names,
                                 const std::optional<std::string>& config_text,
-                                InspectReport& report);
+                                const std::string& where, InspectReport& report);
 
 // Fills report.kind, files, groups, raw and original_file_bytes. Every group is validated
 // (validate_group) and decoded once, in slices, to count its exponents (the code-length table

@@ -31,8 +31,8 @@ Result<InspectReport> inspect_limited(const InspectOptions& options, Reporter& r
     if (options.headers_only) {
       std::vector<const SafetensorsHeader*> headers;
       for (const SafetensorsFile& shard : folder.shards) headers.push_back(&shard.header());
-      DF11_RETURN_IF_ERROR(
-          describe_df11_checkpoint(headers, folder.shard_names, folder.config_text, report));
+      DF11_RETURN_IF_ERROR(describe_df11_checkpoint(headers, folder.shard_names, folder.config_text,
+                                                    folder.dir.string(), report));
     } else {
       DF11_RETURN_IF_ERROR(analyze_df11_checkpoint(folder, report, cancel));
     }

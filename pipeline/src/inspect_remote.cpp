@@ -310,7 +310,7 @@ Result<InspectReport> inspect_remote(const RemoteInspectOptions& options, Report
     const bool df11 = std::any_of(headers.begin(), headers.end(),
                                   [](const SafetensorsHeader& h) { return is_df11_header(h); });
     if (df11) {
-      s = describe_df11_checkpoint(pointers, shards, config_text, report);
+      s = describe_df11_checkpoint(pointers, shards, config_text, options.repo, report);
     } else {
       report.kind = CheckpointKind::kBf16;
       s = predict_bf16_remote(repo, shards, headers, config_text, options.sample_bytes_per_group,

@@ -133,24 +133,36 @@ void TensorProducer::release_all(const OriginalTensor& tensor) const {
     return;
   }
   const CodedGroup& g = folder_.groups[tensor.group];
-  for (const TensorInfo* t : g.tensors.all()) folder_.folder.shards[g.shard].release(*t);
+  const auto tensors = g.tensors.all();
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    folder_.folder.shards[g.tensor_shard[i]].release(*tensors[i]);
+  }
 }
 
 void TensorProducer::release_member_pages(const CodedGroup& g, const GroupInfo& info,
                                           uint64_t first, uint64_t end) const {
   // The stored bytes of elements [first, end) are done with: keep the resident set flat.
-  const MappedFile& file = folder_.folder.shards[g.shard].mapped();
-  file.advise_dontneed(g.tensors.sign_mantissa->file_offset + first, end - first);
+  // Each stored tensor in its own shard: a published folder's group may span shards.
+  const auto file_of = [&](GroupTensor t) -> const MappedFile& {
+    return folder_.folder.shards[g.tensor_shard[static_cast<size_t>(t)]].mapped();
+  };
+  file_of(GroupTensor::kSignMantissa)
+      .advise_dontneed(g.tensors.sign_mantissa->file_offset + first, end - first);
   const auto [b0, b1] = blocks_of(g.view, info, first, end);
   // Blocks [b0, b1): their stream bytes, gap fields (spec 3.5: 512 windows x 5 bits = 320
   // bytes per block) and output positions.
   const uint64_t lo = b0 * kBytesPerBlock,
                  hi = std::min<uint64_t>(b1 * kBytesPerBlock, info.n_bytes);
-  if (hi > lo) file.advise_dontneed(g.tensors.encoded_exponent->file_offset + lo, hi - lo);
+  if (hi > lo) {
+    file_of(GroupTensor::kEncodedExponent)
+        .advise_dontneed(g.tensors.encoded_exponent->file_offset + lo, hi - lo);
+  }
   constexpr uint64_t kGapBytesPerBlock = kWindowsPerBlock * kGapBits / 8;
-  file.advise_dontneed(g.tensors.gaps->file_offset + b0 * kGapBytesPerBlock,
+  file_of(GroupTensor::kGaps)
+      .advise_dontneed(g.tensors.gaps->file_offset + b0 * kGapBytesPerBlock,
                        (b1 - b0) * kGapBytesPerBlock);
-  file.advise_dontneed(g.tensors.output_positions->file_offset + 4 * b0, 4 * (b1 - b0));
+  file_of(GroupTensor::kOutputPositions)
+      .advise_dontneed(g.tensors.output_positions->file_offset + 4 * b0, 4 * (b1 - b0));
 }
 
 Result<SourceLayout> parse_source_layout(const SourceFile& source) {

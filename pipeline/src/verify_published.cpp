@@ -13,6 +13,7 @@
 #include "df11/member_shapes.h"
 #include "df11/member_spans.h"
 #include "df11/model_config.h"
+#include "df11/published_folder.h"
 #include "file_stream.h"
 #include "tensor_compare.h"
 #include "verify_modes.h"
@@ -113,23 +114,28 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
     std::sort(against_names.begin(), against_names.end());
   }
 
+  // Spec 7.8: a group's six stored tensors may lie in different shards of the folder.
+  auto published = find_published_groups(model);
+  if (!published) {
+    // Which tensors are stored, and which raw, is unknown: nothing more can be checked.
+    context.fail(published.status());
+    return Status::ok();
+  }
+  const std::vector<FolderGroup>& groups = published->groups;
+
   uint64_t total = 0;
   for (const SafetensorsFile& shard : model.shards) total += shard.header().data_size;
   context.reporter.progress_start("verifying  ", total);
   std::vector<uint16_t> decoded;
+  size_t next = 0;  // groups come shard by shard, as their encoded_exponent tensors lie
   for (size_t s = 0; s < model.shards.size(); ++s) {
     const SafetensorsFile& shard = model.shards[s];
-    auto groups = enumerate_groups(shard.header());
-    if (!groups) {
-      context.fail(groups.status());
-      continue;
-    }
-    std::unordered_set<std::string> stored;
-    for (const GroupTensors& group : *groups) {
+    for (; next < groups.size() && groups[next].file() == s; ++next) {
       DF11_RETURN_IF_ERROR(context.cancel.check());
-      for (const TensorInfo* t : group.all()) stored.insert(t->name);
+      const FolderGroup& found = groups[next];
+      const GroupTensors& group = found.tensors;
       const std::string what = model.shard_names[s] + ": group '" + group.name + "'";
-      const GroupView view = group_view(group, shard.bytes());
+      const GroupView view = published_group_view(found, model.shards);
       auto info = validate_group(view, what);
       if (!info) {
         context.fail(info.status());
@@ -164,13 +170,15 @@ Status verify_published_folder(const ModelFolder& model, VerifyContext& context)
       if (comparer)
         compare_group(group, view, decoded, patterns ? &*patterns : nullptr, *comparer, what, model,
                       against_names, context);
-      for (const TensorInfo* t : group.all()) {
-        shard.mapped().advise_dontneed(t->file_offset, t->byte_size());
-        context.reporter.progress_advance(t->byte_size());
+      const auto tensors = group.all();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        model.shards[found.file_of[i]].mapped().advise_dontneed(tensors[i]->file_offset,
+                                                                tensors[i]->byte_size());
+        context.reporter.progress_advance(tensors[i]->byte_size());
       }
     }
     for (const TensorInfo& t : shard.header().tensors) {
-      if (stored.count(t.name) != 0) continue;
+      if (published->stored.count(&t) != 0) continue;
       ++context.report.tensors;
       if (comparer) {
         Status status = comparer->begin(t.name, t.dtype, t.shape);

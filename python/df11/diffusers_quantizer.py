@@ -59,9 +59,7 @@ def _quantizer_class():
             return True
 
         def get_state_dict_and_metadata(self, state_dict, safe_serialization=False):
-            out = hf_quantizer.state_dict(self._model(), self.engine)
-            hf_quantizer.check_shards(out, self.engine, hf_quantizer.caller_max_shard_size())
-            return out, {}
+            return hf_quantizer.state_dict(self._model(), self.engine), {}
 
     _CLASS["quantizer"] = Df11DiffusersQuantizer
     return Df11DiffusersQuantizer

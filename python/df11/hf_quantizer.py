@@ -17,7 +17,9 @@ df11 quantizer answers with the folder's coded groups, each under its stored nam
 then writes a DF11 folder in the layout the dfloat11 tools publish (config.json keeps its
 `dfloat11_config` and names the df11 method): transformers, `df11.from_pretrained(out)` and the
 official loader load it, with the same logits as the folder it came from, and each coded
-tensor's bytes are those of that folder. df11's own metadata (checksums) is not written by
+tensor's bytes are those of that folder. At any `max_shard_size`: transformers fills shards
+tensor by tensor, so a group's stored tensors may land in two shards, which DF11 readers accept
+in a folder of this layout (spec/DF11.md 7.8). df11's own metadata (checksums) is not written by
 transformers' shard writer; `df11 compress` on the BF16 model writes it.
 """
 from __future__ import annotations
@@ -104,9 +106,7 @@ def _classes():
             return True
 
         def get_state_dict_and_metadata(self, model):
-            out = state_dict(model, self.engine)
-            check_shards(out, self.engine, caller_max_shard_size())
-            return out, {}
+            return state_dict(model, self.engine), {}
 
     if "df11" not in AUTO_QUANTIZATION_CONFIG_MAPPING:
         register_quantization_config("df11")(Df11Config)
@@ -166,46 +166,6 @@ def coded_tensors(folder: _capi.Model) -> Tuple[Dict[str, torch.Tensor], set]:
         for name, part in _PARTS:
             out[f"{group}.{name}"] = _stored(folder, g, part, name)
     return out, coded
-
-
-def caller_max_shard_size():
-    """The max_shard_size the calling save_pretrained shards with (a local of its frame: the
-    quantizer is not told it), or None where the caller is not save_pretrained."""
-    import inspect
-    frame = inspect.currentframe()
-    try:
-        caller = frame.f_back.f_back if frame is not None and frame.f_back is not None else None
-        if caller is None or caller.f_code.co_name != "save_pretrained":
-            return None
-        return caller.f_locals.get("max_shard_size")
-    finally:
-        del frame
-
-
-def check_shards(tensors: Dict[str, torch.Tensor], engine, max_shard_size) -> None:
-    """Refuses a max_shard_size at which transformers would split a coded group's stored tensors
-    between shards (huggingface_hub's split, the one save_pretrained calls): a DF11 reader takes
-    a group's tensors from one shard, so that folder would not load. transformers fills each
-    shard tensor by tensor, so a folder of several shards almost always splits a group."""
-    if max_shard_size is None:
-        return
-    from huggingface_hub import split_torch_state_dict_into_shards
-    split = split_torch_state_dict_into_shards(tensors, max_shard_size=max_shard_size)
-    if not split.is_sharded:
-        return
-    folder = engine.folder
-    for g in range(folder.group_count()):
-        group = folder.group_name(g)
-        files = {split.tensor_to_filename.get(f"{group}.{name}") for name, _ in _PARTS}
-        if len(files) > 1:
-            total = sum(t.numel() * t.element_size() for t in tensors.values())
-            raise ValueError(
-                f"df11: save_pretrained(max_shard_size={max_shard_size!r}) would split the "
-                f"stored tensors of group '{group}' between shards ({', '.join(sorted(files))}),"
-                " and a DF11 reader takes a group's tensors from one shard. Save in one shard "
-                f"(max_shard_size of at least {total} bytes), or write a sharded folder with "
-                "df11 compress (or df11.compress) from the BF16 model, which cuts shards "
-                "between groups. Nothing was written")
 
 
 def state_dict(model, engine) -> Dict[str, torch.Tensor]:

@@ -1,6 +1,7 @@
 """Tiny random-weight models of each family, made locally (no network), as
 tests/interop/interop.py makes them (the official-encoder fixtures under
 tests/interop/fixtures/ were made by that script from the same configs)."""
+import json
 import os
 import shutil
 import subprocess
@@ -181,16 +182,17 @@ def saved_tensors(folder):
     return out
 
 
-def refused_save(model, out, max_shard_size) -> str:
-    """model.save_pretrained(out, max_shard_size=...) must refuse a size that splits a coded
-    group between shards, before writing any shard; returns the error's message."""
-    import pytest
-    with pytest.raises(ValueError) as e:
-        model.save_pretrained(out, max_shard_size=max_shard_size)
-    assert "would split the stored tensors of group" in str(e.value)
-    assert not os.path.exists(out) or not any(
-        f.endswith(".safetensors") for f in os.listdir(out))
-    return str(e.value)
+def split_groups(folder):
+    """The coded groups of a saved folder whose stored tensors its index maps to more than one
+    shard (spec/DF11.md 3.2: found by their `.encoded_exponent`)."""
+    with open(os.path.join(folder, next(f for f in os.listdir(folder)
+                                        if f.endswith(".safetensors.index.json")))) as f:
+        weight_map = json.load(f)["weight_map"]
+    parts = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
+             "split_positions")
+    groups = [name[:-len(".encoded_exponent")] for name in weight_map
+              if name.endswith(".encoded_exponent")]
+    return [g for g in groups if len({weight_map[f"{g}.{p}"] for p in parts}) > 1]
 
 
 def llm_folders(work, family):

@@ -1,7 +1,9 @@
 // Finding a group's stored tensors and checking df11 metadata against a header (spec 3.2, 5.4).
 #include <gtest/gtest.h>
 
+#include <array>
 #include <map>
+#include <span>
 
 #include "df11/metadata.h"
 #include "format_test_util.h"
@@ -29,7 +31,7 @@ class GroupFile {
   }
   std::map<std::string, Fake>& tensors() { return tensors_; }
 
-  Result<SafetensorsHeader> parse() {
+  Result<SafetensorsHeader> parse(const std::string& file_name = kFile) {
     storage_.clear();
     std::vector<TensorData> data;
     for (const auto& [name, f] : tensors_) {
@@ -42,7 +44,7 @@ class GroupFile {
     Result<std::vector<uint8_t>> file = serialize_safetensors(data, nullptr);
     EXPECT_TRUE(file.is_ok()) << file.status().to_string();
     file_ = std::move(*file);
-    return parse_safetensors(file_, kFile);
+    return parse_safetensors(file_, file_name);
   }
   const std::vector<uint8_t>& bytes() const { return file_; }
 
@@ -79,17 +81,8 @@ Df11Metadata metadata() {
   return m;
 }
 
-TEST(GroupTensors, FindAndView) {
-  GroupFile f;
-  Result<SafetensorsHeader> h = f.parse();
-  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
-  Result<GroupTensors> g = find_group_tensors(*h, "g");
-  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
-  EXPECT_EQ(g->name, "g");
-  EXPECT_EQ(g->luts->name, "g.luts");
-  EXPECT_EQ(g->n_elements(), 10u);
-  EXPECT_EQ(g->n_members(), 3u);
-  const GroupView v = group_view(*g, f.bytes());
+// The view of GroupFile's group "g": each span over its tensor's bytes (sizes and fills).
+void expect_view_of_g(const GroupView& v) {
   EXPECT_EQ(v.luts.size(), 768u);
   EXPECT_EQ(v.luts.front(), 0x10);
   EXPECT_EQ(v.encoded_exponent.size(), 5u);
@@ -102,6 +95,19 @@ TEST(GroupTensors, FindAndView) {
   EXPECT_EQ(v.split_positions.size(), 16u);
   EXPECT_EQ(v.split_positions.front(), 0x15);
   EXPECT_EQ(v.n_luts(), 3u);
+}
+
+TEST(GroupTensors, FindAndView) {
+  GroupFile f;
+  Result<SafetensorsHeader> h = f.parse();
+  ASSERT_TRUE(h.is_ok()) << h.status().to_string();
+  Result<GroupTensors> g = find_group_tensors(*h, "g");
+  ASSERT_TRUE(g.is_ok()) << g.status().to_string();
+  EXPECT_EQ(g->name, "g");
+  EXPECT_EQ(g->luts->name, "g.luts");
+  EXPECT_EQ(g->n_elements(), 10u);
+  EXPECT_EQ(g->n_members(), 3u);
+  expect_view_of_g(group_view(*g, f.bytes()));
 }
 
 TEST(GroupTensors, EnumerateFindsEveryGroupInFileOrder) {
@@ -121,6 +127,55 @@ TEST(GroupTensors, EnumerateFindsEveryGroupInFileOrder) {
   ASSERT_TRUE(h.is_ok());
   EXPECT_STATUS(enumerate_groups(*h).status(), ErrorCode::kBadGroup, kFile.c_str(), "group 'x'",
                 "'x.luts' is missing");
+}
+
+// Spec 7.8: a published folder's group may keep its stored tensors in several shards.
+TEST(GroupTensors, FolderGroupsSpanShards) {
+  GroupFile a, b;
+  b.tensors().clear();
+  for (const char* moved : {"g.sign_mantissa", "g.gaps"}) {
+    b.tensors()[moved] = a.tensors()[moved];
+    a.tensors().erase(moved);
+  }
+  b.tensors()["other"] = {Dtype::kF32, {1}, 0x40};
+  Result<SafetensorsHeader> ha = a.parse("a.safetensors");
+  Result<SafetensorsHeader> hb = b.parse("b.safetensors");
+  ASSERT_TRUE(ha.is_ok() && hb.is_ok());
+  std::vector<const SafetensorsHeader*> headers{&*ha, &*hb};
+  Result<std::vector<FolderGroup>> groups = enumerate_folder_groups(headers, "folder");
+  ASSERT_TRUE(groups.is_ok()) << groups.status().to_string();
+  ASSERT_EQ(groups->size(), 2u);
+  const FolderGroup& g = (*groups)[0];
+  EXPECT_EQ(g.tensors.name, "g");
+  EXPECT_EQ(g.file(), 0u);
+  EXPECT_EQ(g.file_of, (std::array<size_t, kGroupTensorCount>{0, 0, 1, 0, 1, 0}));
+  EXPECT_EQ((*groups)[1].tensors.name, "h");
+  std::array<std::span<const uint8_t>, kGroupTensorCount> bytes;
+  for (size_t i = 0; i < kGroupTensorCount; ++i) {
+    bytes[i] = g.file_of[i] == 0 ? std::span(a.bytes()) : std::span(b.bytes());
+  }
+  expect_view_of_g(group_view(g.tensors, bytes));
+
+  // One shard alone holds half the group.
+  EXPECT_STATUS(enumerate_groups(*ha).status(), ErrorCode::kBadGroup, "a.safetensors: group 'g'",
+                "'g.sign_mantissa' is missing");
+  headers.pop_back();
+  EXPECT_STATUS(enumerate_folder_groups(headers, "folder").status(), ErrorCode::kBadGroup,
+                "folder: group 'g'", "'g.sign_mantissa' is missing");
+  // The dtype and shape checks name the shard holding the tensor.
+  b.tensors()["g.gaps"].dtype = Dtype::kI8;
+  hb = b.parse("b.safetensors");
+  ASSERT_TRUE(hb.is_ok());
+  headers = {&*ha, &*hb};
+  EXPECT_STATUS(enumerate_folder_groups(headers, "folder").status(), ErrorCode::kBadDtype,
+                "b.safetensors: tensor 'g.gaps'", "dtype I8");
+  // A stored tensor in two shards is refused: which one would the group use?
+  b.tensors()["g.gaps"].dtype = Dtype::kU8;
+  b.tensors()["g.luts"] = a.tensors()["g.luts"];
+  hb = b.parse("b.safetensors");
+  ASSERT_TRUE(hb.is_ok());
+  EXPECT_STATUS(enumerate_folder_groups(headers, "folder").status(), ErrorCode::kDuplicateName,
+                "folder: group 'g'", "'g.luts' is in both 'a.safetensors' and 'b.safetensors'");
 }
 
 TEST(GroupTensors, WrongDtypesAndShapes) {

@@ -2,6 +2,7 @@
 // df11 metadata (as the dfloat11 tools publish them) are validated and fully decoded.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include "cli_fixture.h"
+#include "tools_checkpoint.h"
+#include "tools_inspect_run.h"
 
 namespace df11::clitest {
 namespace {
@@ -515,6 +518,42 @@ void strip_metadata(const fs::path& from, const fs::path& to) {
   }
 }
 
+// Tensor `name` of the published folder `dir` taken out of shard `from` (`keep`: left there
+// too) and added to shard `to` (none: dropped), the index following, as transformers'
+// save_pretrained may split a group's stored tensors across shards.
+void move_tensor(const fs::path& dir, const std::string& name, const std::string& from,
+                 const std::string& to, bool keep = false) {
+  const auto read = [](const fs::path& file) {
+    auto opened = SafetensorsFile::open(file.string());
+    EXPECT_TRUE(opened.is_ok()) << opened.status().to_string();
+    std::vector<test::ToolsTensor> tensors;
+    for (const TensorInfo& t : opened->header().tensors) {
+      const auto bytes = opened->tensor_bytes(t);
+      tensors.push_back({t.name, t.dtype, t.shape, {bytes.begin(), bytes.end()}});
+    }
+    return tensors;
+  };
+  std::vector<test::ToolsTensor> source = read(dir / from);
+  const auto it = std::find_if(source.begin(), source.end(),
+                               [&](const test::ToolsTensor& t) { return t.name == name; });
+  ASSERT_NE(it, source.end()) << name;
+  const test::ToolsTensor moved = *it;
+  if (!keep) {
+    source.erase(it);
+    test::write_tools_safetensors((dir / from).string(), source);
+  }
+  nlohmann::ordered_json index = read_json(dir / app::kIndexFile);
+  if (to.empty()) {
+    index["weight_map"].erase(name);
+  } else {
+    std::vector<test::ToolsTensor> target = read(dir / to);
+    target.push_back(moved);
+    test::write_tools_safetensors((dir / to).string(), target);
+    if (!keep) index["weight_map"][name] = to;
+  }
+  write_text(dir / app::kIndexFile, index.dump(2));
+}
+
 class Published : public Corruption {
  protected:
   void SetUp() override {
@@ -522,6 +561,16 @@ class Published : public Corruption {
     strip_metadata(df11(), published());
   }
   fs::path published() const { return tmp_ / "published"; }
+  // decompress --like the original: the shapes come from its tensors.
+  Captured restore_like_model() const {
+    DecompressOptions o;
+    o.df11_dir = published();
+    o.out_dir = restored();
+    o.like = model();
+    std::ostringstream out, err;
+    const int code = app::run_decompress_command(o, {}, out, err);
+    return {code, out.str(), err.str()};
+  }
 };
 
 TEST_F(Published, ValidatedAndDecodedWithoutChecksums) {
@@ -571,6 +620,53 @@ TEST_F(Published, TiedHeadIsComparedWithTheEmbeddingItCopies) {
   EXPECT_NE(bad.out.find("group 'lm_head'"), std::string::npos) << bad.out;
 }
 
+// spec 7.8: a group's stored tensors in different shards (as transformers' save_pretrained
+// may write them) verify, inspect and restore as when the group is in one shard.
+TEST_F(Published, GroupSplitAcrossShardsReadsAsTheUnsplitFolder) {
+  const nlohmann::json unsplit = test::inspect_json(published().string());
+  move_tensor(published(), "model.layers.0.sign_mantissa", kShard1, kShard2);
+  move_tensor(published(), "model.layers.0.gaps", kShard1, kShard2);
+  move_tensor(published(), "lm_head.luts", kShard2, kShard1);
+  const Captured v = verify(std::nullopt, published());
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("5 groups decoded"), std::string::npos) << v.out;
+  const Captured va = verify(model(), published());
+  EXPECT_EQ(va.code, 0) << va.out << va.err;
+  EXPECT_NE(va.out.find("compared bit for bit"), std::string::npos) << va.out;
+
+  const nlohmann::json split = test::inspect_json(published().string());
+  EXPECT_EQ(split.at("groups"), unsplit.at("groups"));
+  EXPECT_EQ(split.at("raw_tensors"), unsplit.at("raw_tensors"));
+
+  const Captured d = restore_like_model();
+  ASSERT_EQ(d.code, 0) << d.err;
+  expect_same_tensors(restored(), model());
+}
+
+// A group's stored tensor in no shard, or in two, is refused naming it and the folder.
+TEST_F(Published, GroupTensorInNoShardOrInTwoIsRefused) {
+  const auto refused = [&](const std::string& what) {
+    const Captured v = verify(std::nullopt, published());
+    EXPECT_EQ(v.code, 1) << v.out << v.err;
+    EXPECT_NE((v.out + v.err).find(what), std::string::npos) << v.out << v.err;
+    const test::InspectRun i = test::run_inspect_cmd(published().string(), false);
+    EXPECT_NE(i.code, 0);
+    EXPECT_NE(i.err.find(what), std::string::npos) << i.err;
+    const Captured d = restore_like_model();
+    EXPECT_NE(d.code, 0);
+    EXPECT_NE(d.err.find(what), std::string::npos) << d.err;
+    EXPECT_FALSE(fs::exists(restored()));
+  };
+  move_tensor(published(), "model.layers.0.gaps", kShard1, "");
+  refused(published().string() +
+          ": group 'model.layers.0': stored tensor 'model.layers.0.gaps' is missing");
+  // Tensor names are unique across a folder's shards: opening it refuses the second copy.
+  fs::remove_all(published());
+  strip_metadata(df11(), published());
+  move_tensor(published(), "model.layers.0.gaps", kShard1, kShard2, /*keep=*/true);
+  refused(std::string(kShard2) + ": tensor 'model.layers.0.gaps' also appears in " + kShard1);
+}
+
 // spec 7.8: the tiny model's config.json lacks num_attention_heads, so no shape can be derived
 // from it: decompress names the weights and asks for --like, and writes nothing.
 TEST_F(Published, DecompressNamesUnknownShapesAndSuggestsLike) {
@@ -591,13 +687,9 @@ TEST_F(Published, DecompressNamesUnknownShapesAndSuggestsLike) {
 // With --like the original, every tensor comes back with its name, dtype, shape and bytes
 // (a new checkpoint: the same tensors, not the same files); the index maps both shards.
 TEST_F(Published, DecompressLikeTheOriginalRestoresEveryTensor) {
-  DecompressOptions o;
-  o.df11_dir = published();
-  o.out_dir = restored();
-  o.like = model();
-  std::ostringstream out, err;
-  ASSERT_EQ(app::run_decompress_command(o, {}, out, err), 0) << err.str();
-  EXPECT_NE(err.str().find("no df11 metadata"), std::string::npos) << err.str();
+  const Captured d = restore_like_model();
+  ASSERT_EQ(d.code, 0) << d.err;
+  EXPECT_NE(d.err.find("no df11 metadata"), std::string::npos) << d.err;
   expect_same_tensors(restored(), model());
   const nlohmann::json config = read_json(restored() / "config.json");
   EXPECT_FALSE(config.contains("dfloat11_config"));

@@ -122,7 +122,10 @@ typedef struct df11_model df11_model; /* opaque */
  * and every group is validated at open (tables, gaps, output positions, split positions:
  * DF11_ERROR_BAD_* naming the file and group). Such a folder recorded no checksums: decodes
  * check the streams' structure only. A tied head the dfloat11 encoder stored as a group of its
- * own is listed as an ordinary member ("lm_head.weight"). Shapes config.json does not give are
+ * own is listed as an ordinary member ("lm_head.weight"). A group's stored tensors may lie in
+ * different shards of such a folder (as save_pretrained writes them); each is read from its
+ * own shard, and one missing from every shard is DF11_ERROR_BAD_GROUP naming the folder and
+ * the group. Shapes config.json does not give are
  * DF11_ERROR_UNSUPPORTED naming the weights (df11_model_open_with_shapes takes them from the
  * caller); a plain BF16 checkpoint (no dfloat11_config) is DF11_ERROR_BAD_CONFIG or
  * DF11_ERROR_BAD_METADATA; no folder or no shard DF11_ERROR_NOT_FOUND. */
@@ -195,7 +198,8 @@ DF11_API uint64_t df11_tensor_group_offset(const df11_model* model, size_t tenso
 
 /* The group's module path ("model.layers.3"); NULL if out of range. */
 DF11_API const char* df11_group_name(const df11_model* model, size_t group);
-/* The shard file holding it ("model-00001-of-00002.safetensors"). */
+/* The shard file holding it ("model-00001-of-00002.safetensors"); in a published folder whose
+ * group spans shards, the one holding its encoded_exponent. */
 DF11_API const char* df11_group_file(const df11_model* model, size_t group);
 /* BF16 weights it decodes to (its decoded size is twice this, in bytes). */
 DF11_API uint64_t df11_group_element_count(const df11_model* model, size_t group);
@@ -221,7 +225,7 @@ typedef enum df11_group_part {
   DF11_PART_SPLIT_POSITIONS = 5   /* I64 [n_members - 1] (the CUDA decode does not need it) */
 } df11_group_part;
 
-/* Where part `part` of group `group` lies in the mapped shard: *data (read-only, valid until
+/* Where part `part` of group `group` lies in its mapped shard: *data (read-only, valid until
  * close) and *bytes. An engine uploads these to the GPU once (see df11_cuda_plan_create).
  * Sum over the parts = the group's stored bytes. DF11_ERROR_INVALID_ARGUMENT out of range. */
 DF11_API df11_status df11_group_part_bytes(df11_model* model, size_t group, df11_group_part part,

@@ -3,6 +3,7 @@
 // original tensor come from (a member of a group, or a raw tensor).
 #pragma once
 
+#include <array>
 #include <cstddef>
 #include <filesystem>
 #include <string>
@@ -17,10 +18,13 @@
 namespace df11::app {
 
 struct CodedGroup {
-  size_t shard = 0;
-  size_t meta_index = 0;               // into Df11Folder::metadata[shard].groups
-  GroupTensors tensors;                // pointers into the shard's header
-  GroupView view;                      // spans over the shard's mapping
+  size_t shard = 0;       // the shard holding "<P>.encoded_exponent"
+  size_t meta_index = 0;  // into Df11Folder::metadata[shard].groups
+  // The shard holding each stored tensor, in GroupTensors::all() order: `shard` for all six in
+  // a df11 folder; a published folder's group may span shards (spec 7.8).
+  std::array<size_t, kGroupTensorCount> tensor_shard{};
+  GroupTensors tensors;                // pointers into the headers of tensor_shard's shards
+  GroupView view;                      // spans over those shards' mappings
   std::vector<uint64_t> member_start;  // element offset of each member; back() = n_elements
   std::string what;                    // "model.safetensors: group 'model.layers.0'"
 };

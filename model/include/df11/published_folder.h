@@ -6,9 +6,11 @@
 #pragma once
 
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "df11/df11_folder.h"
+#include "df11/group_tensors.h"
 #include "df11/member_shapes.h"
 #include "df11/model_folder.h"
 #include "df11/status.h"
@@ -31,7 +33,24 @@ struct PublishedFolder {
   std::string tie_note;                     // (decompress) what was done about a tied head
 };
 
-// Reads `model`'s groups with config.json's pattern_dict, validates every group
+// The groups of a published folder whose shards have `headers`, each group's six stored tensors
+// found across all the shards (spec 7.8: enumerate_folder_groups; messages name `where`), and
+// every stored tensor of them, whichever shard holds it (the others are raw tensors).
+struct PublishedGroups {
+  std::vector<FolderGroup> groups;  // shard by shard, as their encoded_exponent tensors lie
+  std::unordered_set<const TensorInfo*> stored;
+};
+Result<PublishedGroups> find_published_groups(const std::vector<const SafetensorsHeader*>& headers,
+                                              const std::string& where);
+Result<PublishedGroups> find_published_groups(const ModelFolder& model);
+
+// Spans over a published group's stored tensors, each inside the mapping of the shard (of
+// `shards`, the folder's) that holds it. Not validated: call validate_group().
+GroupView published_group_view(const FolderGroup& group,
+                               const std::vector<SafetensorsFile>& shards);
+
+// Reads `model`'s groups (find_published_groups: a group's stored tensors may lie in any of
+// its shards) with config.json's pattern_dict, validates every group
 // (validate_group: tables, gaps, output positions, split positions) and gives every member a
 // shape from `shapes`. kBadConfig without a usable pattern_dict; kUnsupported naming the
 // weights whose shapes are unknown (`unknown_hint` says what the caller can do about it);
