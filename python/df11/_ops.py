@@ -36,9 +36,9 @@ the embedding's output where the BF16 model's graph gathers it from its weight, 
 Inductor fuses and rounds the first block's work as it does for the BF16 model (an opaque op
 that returned the output itself made it round the residual stream differently).
 
-`torch.ops.df11.linear_parts(x, key)` is a Linear whose weight is decoded within the op, in
-parts of whole rows where it is larger than the decode buffer (decoders.PartsDecoder,
-modules.PartsLinear): F.linear(x, W), with no tensor of the whole W. Its fake returns an empty
+`torch.ops.df11.linear_parts(x, key)` is a Linear whose weight is decoded within the op into
+the device's decode buffer (decoders.PartsDecoder, modules.PartsLinear: a block decoded in
+parts, Linear by Linear): F.linear(x, W), with no tensor of the whole block. Its fake returns an empty
 (*x.shape[:-1], out_features).
 """
 from __future__ import annotations

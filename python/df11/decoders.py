@@ -141,12 +141,11 @@ class Segment:
 class PartsDecoder:
     """A Linear whose weight is a coded member (df11_decode_group_range), decoded within its
     forward into the start of the device's decode buffer (256-byte aligned, as a fresh
-    allocation is): whole if it fits (a block's matrices on the CPU), else in parts of whole
-    output rows, each decoded and multiplied (F.linear on those rows) in turn, the parts'
-    outputs concatenated along the last dimension. Each output feature is the dot product of one
-    weight row with the input, so computing it with fewer rows at a time does not change its
-    reduction over the input features: the output equals F.linear on the whole weight, bit for
-    bit (the tests compare them at several token counts)."""
+    allocation is; the buffer holds the largest such weight: engine._cpu_parts) and multiplied
+    whole, as the BF16 model multiplies it: a block is decoded in parts, one Linear (or a run
+    of Linears stored side by side: Segment) at a time, never a matrix in parts of its rows
+    (torch's CPU GEMM on some of an output head's rows does not always round as on all of
+    them)."""
 
     def __init__(self, folder: _capi.Model, group: Group, first: int, shape, buffer: torch.Tensor,
                  bias: Optional[torch.Tensor]):
@@ -156,32 +155,29 @@ class PartsDecoder:
         self.first = first  # elements: the member's first weight in its group
         self.out_features, self.in_features = out_features, in_features
         self.shape = (out_features, in_features)
+        if buffer.numel() < out_features * in_features:
+            raise ValueError(f"df11: {group.name}: a {out_features} x {in_features} weight "
+                             f"does not fit the decode buffer ({buffer.numel()} weights)")
         self.buffer = buffer  # the device's decode buffer (256-byte aligned)
-        self.rows = max(1, buffer.numel() // in_features)  # output rows per part
         self.bias = bias
         self.use: Optional[BufferUse] = None
-        self.segment: Optional[Segment] = None  # a weight of one part: the one it belongs to
+        self.segment: Optional[Segment] = None  # a weight stored beside others: their run
         self.at = 0  # elements: where the weight starts in its segment
 
-    def parts(self):
-        for r0 in range(0, self.out_features, self.rows):
-            yield r0, min(self.rows, self.out_features - r0)
-
-    def decode(self, r0: int, n: int) -> torch.Tensor:
-        k = self.in_features
+    def decode(self) -> torch.Tensor:
+        """The whole weight, decoded into the buffer (a view of it)."""
         if self.use is not None:
             self.use.holding = None
-        w = self.buffer[:n * k].view(n, k)
-        self.folder.decode_group_range(self.group.index, self.first + r0 * k, w.data_ptr(),
-                                       2 * n * k)
+        w = self.buffer[:self.out_features * self.in_features].view(self.shape)
+        self.folder.decode_group_range(self.group.index, self.first, w.data_ptr(),
+                                       2 * w.numel())
         return w
 
     def linear(self, x: torch.Tensor) -> torch.Tensor:
         linear, bias = torch.nn.functional.linear, self.bias
         if torch.is_grad_enabled() and x.requires_grad:
-            # A backward pass reduces over the output features (x's gradient is the output's
-            # times W): summing parts would round differently, so training gets the whole
-            # weight, decoded into a tensor of its own that autograd keeps.
+            # Training: the weight in a tensor of its own, which autograd keeps for the
+            # backward pass (the buffer is overwritten by the next Linear's decode).
             whole = torch.empty(self.shape, dtype=torch.bfloat16)
             self.folder.decode_group_range(self.group.index, self.first, whole.data_ptr(),
                                            2 * whole.numel())
@@ -190,9 +186,7 @@ class PartsDecoder:
             self.segment.load(self.buffer)
             return linear(x, self.buffer[self.at:self.at + self.out_features *
                                          self.in_features].view(self.shape), bias)
-        outs = [linear(x, self.decode(r0, n), None if bias is None else bias[r0:r0 + n])
-                for r0, n in self.parts()]
-        return outs[0] if len(outs) == 1 else torch.cat(outs, dim=-1)
+        return linear(x, self.decode(), bias)
 
     def check(self) -> None:
         pass

@@ -13,9 +13,10 @@ and the C API's view of a DF11 folder, and:
   - on the CPU, a unit of nn.Linear weights only (a block) is not decoded whole: each Linear
     becomes a PartsLinear (modules.py) that decodes its own weight into the decode buffer
     within its forward (with the matrices stored beside it that fit the buffer too:
-    decoders.Segment), in parts of whole rows where it is larger (lm_head), so that the
-    buffer holds one matrix; torch runs on one thread during a forward pass
-    (hooks.thread_hooks);
+    decoders.Segment), so that the buffer holds one matrix (the largest: an output head's),
+    not a block; a matrix is never multiplied in parts of its rows. torch's own thread count is left alone: its CPU kernels' bits
+    depend on it (on a 16-core Xeon, BF16 logits at 1 thread differ from those at 16), so
+    the logits equal BF16's at the caller's count;
   - keeps every other coded group's bytes resident on its device (or in pinned host memory
     with cpu_offload), and registers a forward pre-hook on the group's module (a transformer
     block, lm_head, ...) that decodes the group into ONE reused buffer per device. The group's
@@ -55,8 +56,7 @@ from .decoders import (BufferUse, CpuDecoder, CpuRowsDecoder, CudaDecoder, Parts
                        rows_class, rows_eligible, upload)
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
-from .hooks import (DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks,
-                    thread_hooks)
+from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
 from .modules import (EMBEDDING, CodedLinear, CodedWeight, PartsLinear, codes_as_linear,
                       replace_module)
 from .targets import (Target, base_prefix, input_embedding, load_raw, output_embedding,
@@ -141,9 +141,6 @@ class Df11Engine:
         # What the folder's names carry before the model's: "model." for a base model
         # (AutoModel) loaded from the folder of a model with a head (base_prefix).
         self.prefix = ""
-        # torch's intra-op threads during a forward pass whose groups decode on the CPU
-        # (hooks.thread_hooks); None leaves torch's setting alone.
-        self.cpu_torch_threads: Optional[int] = None
 
     def model_name(self, folder_name: str) -> Optional[str]:
         """The model's name of a folder tensor, or None where the model has no such part (the
@@ -534,9 +531,6 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         engine.hooks.append(module.register_forward_hook(post, always_call=True))
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         status_hooks(engine, model)
-    if any(u.device.type == "cpu" for u in engine.units):
-        engine.cpu_torch_threads = 1
-        thread_hooks(engine, model)
     dtype_guard(engine, model, device_of)
 
 
@@ -566,23 +560,21 @@ def _rows_weight(emb_name: str, shape, device: torch.device) -> torch.Tensor:
 
 def _cpu_parts(modules, units, unit_names, slot) -> Tuple[set, int]:
     """The CPU units whose members are all nn.Linear weights: each Linear then decodes its own
-    weight just before its forward, in parts if it is larger than the decode buffer
-    (modules.PartsLinear), so that the buffer holds one matrix, not a block. The buffer's size
-    (elements): the largest unit decoded whole (other members: fused experts, a weight a
-    module reads itself) or else the largest Linear of a unit with several (a block's; a
-    larger lone one, an output head, is used in parts). Returns (those units, that size)."""
+    weight just before its forward (modules.PartsLinear), so that the buffer holds one matrix,
+    not a block. The buffer's size (elements): the largest unit decoded whole (other members:
+    fused experts, a weight a module reads itself) or the largest such Linear, an output head
+    included. A matrix is multiplied whole: torch's CPU GEMM on a part of an output head's rows
+    does not always round as on the whole (a 16-core Xeon, 4 or 16 threads, 200 tokens:
+    hundreds of logits differ), so parts would break the logits' equality with BF16's.
+    Returns (those units, that size)."""
     def linear_only(items) -> bool:
         return all(not t.fused and len(m.shape) == 2 and codes_as_linear(modules[t.module], t.attr)
                    for group, targets in items for m, t in zip(group.members, targets))
     parted = {u for u in unit_names if linear_only(units[u])}
     whole = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names
              if u not in parted]
-    members = [(sum(len(g.members) for g, _ in units[u]), m.numel)
-               for u in parted for g, _ in units[u] for m in g.members]
-    size = max(whole + [n for count, n in members if count > 1], default=0)
-    if size == 0:  # no block: lone matrices only, each decoded whole
-        size = max((n for _, n in members), default=0)
-    return parted, round_up(size, slot)
+    members = [m.numel for u in parted for g, _ in units[u] for m in g.members]
+    return parted, round_up(max(whole + members, default=0), slot)
 
 
 def _segments(folder, group: Group, decoders: List[PartsDecoder], state: DeviceState) -> None:
@@ -601,9 +593,6 @@ def _segments(folder, group: Group, decoders: List[PartsDecoder], state: DeviceS
             run.clear()
     for d in sorted(decoders, key=lambda d: d.first):
         n = d.out_features * d.in_features
-        if n > size:  # used in parts
-            close()
-            continue
         if run and ((d.first - run[0].first) * 2 % ALIGN_BYTES or
                     d.first + n - run[0].first > size or
                     d.first != run[-1].first + run[-1].out_features * run[-1].in_features):

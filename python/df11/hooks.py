@@ -98,8 +98,9 @@ class DecodeMode:
 
 class PartsMode:
     """A unit whose Linears decode their own weights within their forwards, each into the start
-    of the device's decode buffer, in parts if larger (modules.PartsLinear,
-    decoders.PartsDecoder): the hooks only hold the device's lock around the unit's forward."""
+    of the device's decode buffer (modules.PartsLinear, decoders.PartsDecoder): the unit is
+    decoded in parts, Linear by Linear. The hooks only hold the device's lock around the
+    unit's forward."""
 
     name = "parts"
 
@@ -113,22 +114,21 @@ class PartsMode:
         pass
 
     def load_check(self) -> None:
-        """At load: each group's stored bytes against their checksums (a part holds no member
-        whole), and every part decoded once (the streams checked)."""
+        """At load: each group's stored bytes against their checksums (a range decode compares
+        no member's), and every Linear decoded once (the streams checked)."""
         for index in dict.fromkeys(rt.group.index for rt in self.unit.groups):
             self.unit.groups[0].decoder.folder.check_stored(index)
         self.decode_all()
 
     def decode_all(self) -> None:
-        """What one forward pass decodes (python -m df11.bench): each segment once, each part
-        of a larger weight."""
+        """What one forward pass decodes (python -m df11.bench): each segment once, each other
+        Linear's weight."""
         for rt in self.unit.groups:
             d = rt.decoder
             if d.segment is not None:
                 d.segment.load(d.buffer)
                 continue
-            for r0, n in d.parts():
-                d.decode(r0, n)
+            d.decode()
 
 
 def stager(staging, packed):
@@ -249,38 +249,6 @@ def dtype_guard(engine, model, device_of) -> None:
                             ".float() or .half()); its DF11 weights decode to torch.bfloat16 "
                             "only: load it again and keep it in bfloat16")
     engine.hooks.append(model.register_forward_pre_hook(RootHook(guard)))
-
-
-def thread_hooks(engine, model) -> None:
-    """During each top-level forward pass torch runs on `engine.cpu_torch_threads` intra-op
-    threads (restored after it, an exception included). On the CPU the decodes (df11's oneTBB
-    threads, every core) are most of a step, and torch's OpenMP threads spin for milliseconds
-    after each parallel region: a decode that follows a matmul ran with a core taken (one
-    more thread than cores on the 2-core development machine: 160 ms per token against 100
-    with torch on one thread, BENCHMARKS.md "CPU time"). torch's kernels give the same bits
-    on any thread count (the tests compare with BF16 run on torch's default threads)."""
-    import threading
-    local = threading.local()  # torch's thread count is the calling thread's (OpenMP)
-
-    def pre(module, args):
-        saved = local.__dict__.setdefault("saved", [])
-        n = engine.cpu_torch_threads
-        if n is None or torch.compiler.is_compiling():
-            saved.append(None)
-            return
-        before = torch.get_num_threads()
-        saved.append(before)
-        if before > n:
-            torch.set_num_threads(n)
-
-    def post(module, args, output):
-        saved = local.__dict__.get("saved")
-        before = saved.pop() if saved else None
-        if before is not None and torch.get_num_threads() != before:
-            torch.set_num_threads(before)
-
-    engine.hooks.append(model.register_forward_pre_hook(RootHook(pre)))
-    engine.hooks.append(model.register_forward_hook(RootHook(post), always_call=True))
 
 
 def status_hooks(engine, model) -> None:

@@ -161,10 +161,9 @@ def list_weights(model: torch.nn.Module, listed: bool) -> None:
 
 class PartsLinear(_Coded, torch.nn.Linear):
     """nn.Linear over a coded member on the CPU: its forward decodes the weight into the
-    device's decode buffer and multiplies it, in parts of whole rows where it is larger than
-    the buffer (an output head) (decoders.PartsDecoder; traced, through
-    torch.ops.df11.linear_parts). `self.weight` is a CodedWeight, as a CodedLinear's: no
-    tensor of the whole weight exists."""
+    device's decode buffer and multiplies it (decoders.PartsDecoder; traced, through
+    torch.ops.df11.linear_parts). `self.weight` is a CodedWeight, as a CodedLinear's: the
+    weight exists only in the shared buffer, during its forward."""
 
     def __init__(self, linear: torch.nn.Linear, key: int, name: str, device: torch.device):
         torch.nn.Module.__init__(self)

@@ -1,10 +1,9 @@
 """The CPU's default mode holds the coded bytes and a decode buffer for one matrix: the input
-embedding's lookups decode only the rows they name (decoders.CpuRowsDecoder), each Linear
-decodes its own weight into the buffer just before its forward, and an output head larger
-than the buffer is decoded and multiplied in parts of whole rows (decoders.PartsDecoder,
-modules.PartsLinear). The logits equal the BF16 model's bit for bit
-(raw 16-bit patterns) at every token count tried, and no BF16 tensor larger than the decode
-buffer stays in the model or the engine."""
+embedding's lookups decode only the rows they name (decoders.CpuRowsDecoder), and each Linear,
+the output head included, decodes its own weight whole into the buffer just before its forward
+and multiplies it whole (decoders.PartsDecoder, modules.PartsLinear). The logits equal the BF16
+model's bit for bit (raw 16-bit patterns) at every token count tried, and no BF16 tensor larger
+than the decode buffer stays in the model or the engine."""
 import pytest
 import torch
 
@@ -14,7 +13,7 @@ import models
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 # A vocabulary large enough that the head (vocab x 64) outgrows the largest matrix of a block
-# of the tiny models (160 x 64): several parts, the last one shorter (4001 is odd).
+# of the tiny models (160 x 64): the buffer is the head's size, not a block matrix's.
 FAMILIES = {"llama": 4001, "qwen3": 3000}  # untied, tied
 
 
@@ -37,19 +36,17 @@ def check_bits(a, b):
     assert torch.equal(bits(a), bits(b)), f"max |diff| {(a.float() - b.float()).abs().max()}"
 
 
-def test_head_in_parts_and_no_whole_matrix(folders):
+def test_one_matrix_buffer_and_no_whole_block(folders):
     family, ref, model = folders
     head = model.get_output_embeddings()
     assert isinstance(head, df11.modules.PartsLinear)
-    parts = df11._ops._DECODERS[head._df11_parts_key]
-    assert len(list(parts.parts())) > 2
-    # Every Linear decodes its own weight: the buffer holds a block's largest matrix.
+    # Every Linear decodes its own weight: the buffer holds the largest matrix, the head.
     state = model.df11.devices[torch.device("cpu")]
     linears = [m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear)]
     assert all(isinstance(m, df11.modules.PartsLinear) for m in linears)
     assert all(u.mode.name == "parts" for u in model.df11.units)
     largest = max(m.weight.numel() for m in linears if m is not head)
-    assert largest <= state.buffer.numel() < largest + 128 < head.weight.numel()
+    assert largest < head.weight.numel() <= state.buffer.numel() < head.weight.numel() + 128
     # Neither the head nor the embedding is a tensor of its own: the head's weight is a
     # CodedWeight (no values), and so is an untied embedding's.
     emb = model.get_input_embeddings()
@@ -64,7 +61,7 @@ def test_head_in_parts_and_no_whole_matrix(folders):
             assert t.untyped_storage().nbytes() <= 2 * state.buffer.numel() + 256 or \
                 t.untyped_storage().data_ptr() <= state.buffer.data_ptr() < \
                 t.untyped_storage().data_ptr() + t.untyped_storage().nbytes(), name
-    assert model.df11.memory_bytes()["cpu"] < 2 * head.weight.numel()
+    assert model.df11.memory_bytes()["cpu"] < 3 * head.weight.numel()
 
 
 @pytest.mark.parametrize("batch", [1, 2])
@@ -77,9 +74,9 @@ def test_logits_equal_at_token_counts(folders, batch):
 
 
 @torch.no_grad()
-def test_parts_equal_whole_linear(folders):
-    """The head's parts against F.linear on the whole decoded weight, for inputs of 1 to 64
-    rows, 2-D and 3-D, contiguous or a slice (as generate's last position is)."""
+def test_head_equals_whole_linear(folders):
+    """The head against F.linear on the whole BF16 weight, for inputs of 1 to 64 rows, 2-D
+    and 3-D, contiguous or a slice (as generate's last position is)."""
     _, ref, model = folders
     head = model.get_output_embeddings()
     parts = df11._ops._DECODERS[head._df11_parts_key]
@@ -101,7 +98,7 @@ def test_greedy_equal(folders):
     assert torch.equal(model.generate(input_ids=ids, **kw), ref.generate(input_ids=ids, **kw))
 
 
-def test_backward_through_parts(folders):
+def test_backward_through_the_head(folders):
     """A backward pass through the head (the whole weight, decoded for it): the input's
     gradient equals BF16's."""
     _, ref, model = folders
@@ -149,7 +146,7 @@ def test_decode_group_range(folders):
 @torch.no_grad()
 def test_segments_in_any_order(folders):
     """Linears stored side by side share one decode (a Segment); called in any order, with
-    other writes to the buffer between them (a head in parts, another block's segment), each
+    other writes to the buffer between them (the head, another block's segment), each
     reads its own weight: every output equals BF16's Linear's."""
     _, ref, model = folders
     parts = df11._ops._DECODERS
@@ -169,26 +166,21 @@ def test_segments_in_any_order(folders):
 
 
 @torch.no_grad()
-def test_torch_threads_during_forward(folders):
-    """torch runs on model.df11.cpu_torch_threads (1) during a forward pass, and on the
-    caller's count again after it, an exception included; None leaves torch's alone."""
+def test_torch_threads_left_alone(folders):
+    """torch's CPU kernels give different bits on different thread counts on some CPUs (a
+    16-core Xeon: BF16 logits at 1 thread differ from those at 16), so a forward pass runs on
+    the caller's count, and the logits equal BF16's at that count."""
     _, ref, model = folders
     seen = []
     hook = model.model.layers[0].register_forward_pre_hook(
         lambda m, a: seen.append(torch.get_num_threads()))
     before = torch.get_num_threads()
-    torch.set_num_threads(2)
     try:
         ids = models.llm_inputs(ref.config.vocab_size, 1, length=4)
-        model(input_ids=ids)
-        assert seen[-1] == 1 and torch.get_num_threads() == 2
-        with pytest.raises(IndexError):
-            model(input_ids=torch.tensor([[ref.config.vocab_size]]))
-        assert torch.get_num_threads() == 2
-        model.df11.cpu_torch_threads = None
-        model(input_ids=ids)
-        assert seen[-1] == 2
+        for n in (2, 1):
+            torch.set_num_threads(n)
+            check_bits(model(input_ids=ids).logits, ref(input_ids=ids).logits)
+            assert seen[-1] == n and torch.get_num_threads() == n
     finally:
-        model.df11.cpu_torch_threads = 1
         hook.remove()
         torch.set_num_threads(before)
