@@ -391,7 +391,7 @@ class StoredChecks:
     valid until its next failure, so a failing check must not share a handle with the load's
     own calls (or another check) that may fail at the same time."""
 
-    def __init__(self, folder: _capi.Model, groups: List[Group]):
+    def __init__(self, folder: _capi.Model, groups: List[int]):
         import os
         import threading
         from concurrent.futures import ThreadPoolExecutor
@@ -401,7 +401,7 @@ class StoredChecks:
         self._handles: List[_capi.Model] = []
         self._handles_lock = threading.Lock()
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="df11-check")
-        self._futures = [self._pool.submit(self._check, g.index) for g in groups]
+        self._futures = [self._pool.submit(self._check, g) for g in groups]
 
     def _check(self, group: int) -> None:
         handle = getattr(self._local, "handle", None)

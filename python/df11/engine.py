@@ -236,10 +236,13 @@ class Df11Engine:
 def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str], torch.device],
            cpu_offload: bool = False, cpu_offload_blocks: Optional[int] = None,
            pin_memory: bool = True, mode: str = "decode",
-           resident_groups: Optional[List[str]] = None) -> Df11Engine:
+           resident_groups: Optional[List[str]] = None,
+           stored_checks: Optional[StoredChecks] = None) -> Df11Engine:
     """Loads the folder into `model` (see the module docstring). `device_of(module_name)` says
     where a module runs. Raises Df11Error (naming the file and group) on any mismatch or a
-    group that fails validation; then nothing the load made stays allocated on the GPU."""
+    group that fails validation; then nothing the load made stays allocated on the GPU.
+    stored_checks: the folder's stored checksums, already being checked (started_checks),
+    for a load on a GPU; attach waits for them (or stops them, if nothing runs on a GPU)."""
     if mode not in MODES:
         raise ValueError(f"df11: unknown mode {mode!r} (known: {', '.join(MODES)})")
     if mode == "exec" and cpu_offload:
@@ -247,6 +250,7 @@ def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str
                          "combine with cpu_offload")
     engine = Df11Engine(folder)
     engine.mode = mode
+    engine.stored_checks = stored_checks  # waited for (or stopped) on every path
     try:
         _attach(engine, model, folder, device_of, cpu_offload, cpu_offload_blocks, pin_memory,
                 mode, resident_groups or [])
@@ -397,7 +401,11 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if any(d.type == "cuda" for d in by_device) or exec_items:
         # The GPU decoder checks the streams' structure, not the members' checksums: the
         # stored bytes are checked against theirs while the load goes on.
-        engine.stored_checks = StoredChecks(folder, [g for g in groups if g.members])
+        if engine.stored_checks is None:
+            engine.stored_checks = StoredChecks(folder, [g.index for g in groups if g.members])
+    elif engine.stored_checks is not None:  # the CPU's decodes compare the checksums
+        engine.stored_checks.wait()
+        engine.stored_checks = None
     for dev, unit_names in by_device.items():
         rows_rt = rows = None
         state = DeviceState(dev)
@@ -532,6 +540,16 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if any(d.type == "cuda" for d in engine.devices) or engine.exec_states:
         status_hooks(engine, model)
     dtype_guard(engine, model, device_of)
+
+
+def started_checks(folder: _capi.Model, target: Optional[torch.device]) -> Optional[StoredChecks]:
+    """The stored checksums of every group of the folder, checked on threads from now on, for
+    a load that will put groups on a GPU (`target`, or None: the GPUs if there are any): they
+    then run beside the model's construction too. None for a load on the CPU."""
+    on_gpu = target.type == "cuda" if target is not None else torch.cuda.is_available()
+    if not on_gpu:
+        return None
+    return StoredChecks(folder, list(range(folder.group_count())))
 
 
 def _cuda_index(dev: torch.device) -> torch.device:

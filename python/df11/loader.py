@@ -235,14 +235,22 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     t0 = time.perf_counter()
     folder = _open_folder(path, config_json, model)
     t_open = time.perf_counter() - t0
-    if model is None:
-        t0 = time.perf_counter()
-        model = _build_model(path, config_json, trust_remote_code, kwargs)
-        t_model = time.perf_counter() - t0
-    device_of = loading.placement(model, folder, target, device_map, max_memory)
+    # The stored checksums are checked on threads from here, beside the model's construction.
+    checks = engine.started_checks(folder, target)
+    try:
+        if model is None:
+            t0 = time.perf_counter()
+            model = _build_model(path, config_json, trust_remote_code, kwargs)
+            t_model = time.perf_counter() - t0
+        device_of = loading.placement(model, folder, target, device_map, max_memory)
+    except BaseException:
+        if checks is not None:
+            checks.wait()
+        raise
     t0 = time.perf_counter()
     eng = engine.attach(model, folder, device_of, cpu_offload=cpu_offload,
-                        cpu_offload_blocks=cpu_offload_blocks, pin_memory=pin_memory, mode=mode)
+                        cpu_offload_blocks=cpu_offload_blocks, pin_memory=pin_memory, mode=mode,
+                        stored_checks=checks)
     eng.load_seconds = {"open": t_open, "model": t_model,
                         "attach": time.perf_counter() - t0, **eng.load_seconds}
     object.__setattr__(model, "df11", eng)
