@@ -38,8 +38,8 @@ that returned the output itself made it round the residual stream differently).
 
 `torch.ops.df11.linear_parts(x, key)` is a Linear whose weight is decoded within the op into
 the device's decode buffer (decoders.PartsDecoder, modules.PartsLinear: a block decoded in
-parts, Linear by Linear): F.linear(x, W), with no tensor of the whole block. Its fake returns an empty
-(*x.shape[:-1], out_features).
+parts, Linear by Linear): F.linear(x, W), with no tensor of the whole block. Its fake returns
+an empty (*x.shape[:-1], out_features).
 """
 from __future__ import annotations
 

@@ -14,9 +14,9 @@ and the C API's view of a DF11 folder, and:
     becomes a PartsLinear (modules.py) that decodes its own weight into the decode buffer
     within its forward (with the matrices stored beside it that fit the buffer too:
     decoders.Segment), so that the buffer holds one matrix (the largest: an output head's),
-    not a block; a matrix is never multiplied in parts of its rows. torch's own thread count is left alone: its CPU kernels' bits
-    depend on it (on a 16-core Xeon, BF16 logits at 1 thread differ from those at 16), so
-    the logits equal BF16's at the caller's count;
+    not a block; a matrix is never multiplied in parts of its rows. torch's own thread count
+    is left alone: its CPU kernels' bits depend on it (on a 16-core Xeon, BF16 logits at 1
+    thread differ from those at 16), so the logits equal BF16's at the caller's count;
   - keeps every other coded group's bytes resident on its device (or in pinned host memory
     with cpu_offload), and registers a forward pre-hook on the group's module (a transformer
     block, lm_head, ...) that decodes the group into ONE reused buffer per device. The group's
