@@ -546,10 +546,11 @@ df11_status df11_group_check_stored(df11_model* model, size_t group) {
       return Status::ok();
     }
     const df11::GroupMeta& meta = f.metadata[cg.shard].groups[cg.meta_index];
-    const df11::SafetensorsFile& shard = f.folder.shards[cg.shard];
     const auto tensors = cg.tensors.all();  // kGroupTensors order
     for (size_t k = 0; k < tensors.size(); ++k) {
       const std::string& want = meta.stored.of(df11::kGroupTensors[k].id);
+      // Each stored tensor from the shard whose header describes it.
+      const df11::SafetensorsFile& shard = f.folder.shards[cg.tensor_shard[k]];
       const std::string got = df11::xxh3_hex(shard.tensor_bytes(*tensors[k]));
       if (got != want) {
         return Status(ErrorCode::kCorruptData, cg.what + ": stored tensor '" + tensors[k]->name +
