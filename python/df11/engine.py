@@ -329,6 +329,14 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     engine.add_time("raw tensors", t0)
 
     # Coded groups: resident (decoded once), skipped (a tied head), or decoded per forward.
+    # On the CPU the output head's group is resident: multiplied in parts of its rows, torch's
+    # CPU GEMM does not always round as on the whole (_cpu_parts), so a forward needs a BF16
+    # matrix of the head's size anyway; held decoded, the head's coded pages go and no step
+    # decodes it again.
+    head_group_module = None
+    if head_name is not None and mode == "decode" and not cpu_offload and \
+            torch.device(device_of(head_name)).type == "cpu":
+        head_group_module = emb_name if tied else head_name
     units: Dict[str, List[Tuple[Group, List[Target]]]] = {}
     for group in groups:
         if not group.members:
@@ -343,21 +351,25 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             # model's head on the embedding (decoded once below), as the BF16 model is.
             engine.skipped.append(group.name)
             continue
-        if (member_modules == {emb_name} and rows_group is None and
+        head_resident = head_group_module is not None and member_modules == {head_group_module}
+        if (member_modules == {emb_name} and rows_group is None and not head_resident and
                 rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups)):
             rows_group = group
             if tied:  # the head decodes the whole group before its forward, as any unit does
                 units.setdefault(head_name, []).append((group, [Target(head_name, "weight")]))
             continue
-        if member_modules == {emb_name} or group.name in resident_groups:
+        if member_modules == {emb_name} or group.name in resident_groups or head_resident:
             t0 = time.perf_counter()
             for m in group.members:
                 nbytes = 2 * m.numel
                 host = torch.empty(nbytes, dtype=torch.uint8)
+                # Checked as it decodes: the streams, and (df11 folders) the member's checksum.
                 folder.decode_tensor(m.tensor, host.data_ptr(), nbytes)
                 value = host.view(torch.bfloat16).view(m.shape)
                 set_tensor(model, m.name, value.to(device_of(m.module)), True)
                 tensors_set.add(m.name)
+            if head_resident:  # never decoded again: its coded pages leave the resident set
+                release_pages(folder, group)
             engine.resident.append(group.name)
             engine.add_time("resident groups", t0)
             continue
