@@ -13,10 +13,13 @@ and the C API's view of a DF11 folder, and:
   - on the CPU, a unit of nn.Linear weights only (a block) is not decoded whole: each Linear
     becomes a PartsLinear (modules.py) that decodes its own weight into the decode buffer
     within its forward (with the matrices stored beside it that fit the buffer too:
-    decoders.Segment), so that the buffer holds one matrix (the largest: an output head's),
-    not a block; a matrix is never multiplied in parts of its rows. torch's own thread count
-    is left alone: its CPU kernels' bits depend on it (on a 16-core Xeon, BF16 logits at 1
-    thread differ from those at 16), so the logits equal BF16's at the caller's count;
+    decoders.Segment), so that the buffer holds one matrix, not a block. The output head's
+    group (an untied lm_head, or the embedding a tied head shares) is decoded once at load into
+    an ordinary parameter: a matrix is never multiplied in parts of its rows (torch's CPU GEMM
+    does not always round a part as the whole), so the head needs a BF16 matrix of its size
+    anyway. torch's own thread count is left alone: its CPU kernels' bits depend on it (on a
+    16-core Xeon, BF16 logits at 1 thread differ from those at 16), so the logits equal
+    BF16's at the caller's count;
   - keeps every other coded group's bytes resident on its device (or in pinned host memory
     with cpu_offload), and registers a forward pre-hook on the group's module (a transformer
     block, lm_head, ...) that decodes the group into ONE reused buffer per device. The group's
@@ -592,11 +595,11 @@ def _cpu_parts(modules, units, unit_names, slot) -> Tuple[set, int]:
     """The CPU units whose members are all nn.Linear weights: each Linear then decodes its own
     weight just before its forward (modules.PartsLinear), so that the buffer holds one matrix,
     not a block. The buffer's size (elements): the largest unit decoded whole (other members:
-    fused experts, a weight a module reads itself) or the largest such Linear, an output head
-    included. A matrix is multiplied whole: torch's CPU GEMM on a part of an output head's rows
-    does not always round as on the whole (a 16-core Xeon, 4 or 16 threads, 200 tokens:
-    hundreds of logits differ), so parts would break the logits' equality with BF16's.
-    Returns (those units, that size)."""
+    fused experts, a weight a module reads itself) or the largest such Linear (the output head
+    is resident on the CPU: _attach). A matrix is multiplied whole: torch's CPU GEMM on a part
+    of a matrix's rows does not always round as on the whole (an output head on a 16-core
+    Xeon, 4 or 16 threads, 200 tokens: hundreds of logits differ), so parts would break the
+    logits' equality with BF16's. Returns (those units, that size)."""
     def linear_only(items) -> bool:
         return all(not t.fused and len(m.shape) == 2 and codes_as_linear(modules[t.module], t.attr)
                    for group, targets in items for m, t in zip(group.members, targets))
