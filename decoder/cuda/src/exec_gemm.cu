@@ -11,9 +11,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <numeric>
 #include <span>
 #include <string>
@@ -48,9 +46,6 @@ constexpr uint32_t kGemmStepsInFlight = 4;
 #define DF11_EXEC_GEMM_MIN_BLOCKS 1
 #endif
 constexpr uint32_t kDecodeStepsInFlight = kExecTileSteps;
-#ifndef DF11_EXEC_ONE_VOTE  // 1: one vote per 4 steps at batch 1-8 (A/B builds; slower: v5)
-#define DF11_EXEC_ONE_VOTE 0
-#endif
 
 // One matrix of a launch, everything the kernels need (offsets from spec 2.2).
 struct MatrixDesc {
@@ -134,38 +129,6 @@ __device__ __forceinline__ LaneWeights decode_lane(const MatrixDesc& m, const La
   return exec_build(lc.bytes, e);
 }
 
-// The lane's weights of the first `valid` of kN consecutive steps (warp-uniform call): one
-// vote for all of them, so that the steps' integer work interleaves and no branch sits between
-// two steps; when one of them has an exception, the steps are patched one by one, in order
-// (decode_lane's order: *cursor advances past each step's exceptions).
-template <uint32_t kN>
-__device__ __forceinline__ void decode_lanes(const MatrixDesc& m, const LaneCodes (&lc)[kN],
-                                             uint32_t valid, uint32_t base4, uint64_t* cursor,
-                                             uint64_t end, uint32_t lane, bool& overrun,
-                                             LaneWeights (&lw)[kN]) {
-  LaneCodeBytes k[kN];
-  uint32_t e[kN][4];
-  uint32_t flags = 0;
-#pragma unroll
-  for (uint32_t i = 0; i < kN; ++i) {
-    k[i] = exec_split_codes(lc[i].codes);
-#pragma unroll
-    for (uint32_t w = 0; w < 4; ++w) e[i][w] = exec_exponents(k[i].c[w], base4);
-    if (i < valid) flags |= exec_exception_flags(k[i]);
-  }
-  if (__any_sync(kExecFullMask, flags != 0)) {
-#pragma unroll
-    for (uint32_t i = 0; i < kN; ++i) {
-      if (i < valid && __any_sync(kExecFullMask, exec_exception_flags(k[i]) != 0)) {
-        *cursor +=
-            exec_patch_exceptions(k[i], e[i], m.blob + m.exceptions, *cursor, end, lane, overrun);
-      }
-    }
-  }
-#pragma unroll
-  for (uint32_t i = 0; i < kN; ++i) lw[i] = exec_build(lc[i].bytes, e[i]);
-}
-
 // This lane's 8 x values of row j of X at columns c..c+7 (zero past cols).
 __device__ __forceinline__ uint4 load_x(const uint16_t* xrow, uint64_t c, uint32_t cols, bool vec) {
   if (vec && c + 8 <= cols) return __ldg(reinterpret_cast<const uint4*>(xrow + c));
@@ -227,19 +190,6 @@ __global__ void __launch_bounds__(kGemmThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLO
 #pragma unroll
         for (uint32_t n = 0; n < NB; ++n) xv[i][n] = load_x(xrow[n], c, m.cols, m.x_vec);
       }
-      if constexpr (kExec && NB == 1 && DF11_EXEC_ONE_VOTE) {
-        LaneWeights lws[kGemmStepsInFlight];
-        decode_lanes<kGemmStepsInFlight>(m, lc, min(kGemmStepsInFlight, q1 - q), base4, &cursor,
-                                         end, lane, overrun, lws);
-#pragma unroll
-        for (uint32_t i = 0; i < kGemmStepsInFlight; ++i) {
-          if (q + i >= q1) break;
-          const uint64_t c = uint64_t{q + i} * kExecStepCols + 8 * t;
-          if (c + 8 > m.cols) mask_columns(lws[i], c, m.cols);  // the ragged last step
-          step_products<NB>(lws[i], xv[i], acc);
-        }
-        continue;
-      }
 #pragma unroll
       for (uint32_t i = 0; i < kGemmStepsInFlight; ++i) {
         if (q + i >= q1) break;
@@ -286,268 +236,6 @@ __global__ void __launch_bounds__(kGemmThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLO
       }
     }
   }
-}
-
-// ---- The pipelined fused GEMM (EXEC_KERNEL.md, v4) ----
-//
-// The same products in the same order as gemm_kernel<true, NB> (spec 6: 8 warps per strip,
-// warp w the strip's tiles w, w + 8, ..., step by step; the warp sums added in warp order),
-// with the blob's bytes brought in by cp.async into a ring of kPipeStages stages per warp,
-// kPipeSteps steps each, so that loads stay in flight without registers; and a persistent
-// grid: each block takes strips blockIdx.x, blockIdx.x + gridDim.x, ..., and a warp's ring
-// runs on across strips, so one strip's first loads are in flight while the last one's
-// products run. The tile offsets come with a tile's first stage, the bases once per block.
-// Built only for A/B measurements (DF11_EXEC_GEMM_PIPE=1): on an H200 it was slower than
-// gemm_kernel at every batch (EXEC_KERNEL.md, v4 and v5).
-#ifndef DF11_EXEC_GEMM_PIPE  // 1: the pipelined kernel where it fits (A/B builds; slower: v4)
-#define DF11_EXEC_GEMM_PIPE 0
-#endif
-#ifndef DF11_EXEC_PIPE_STEPS
-#define DF11_EXEC_PIPE_STEPS 4
-#endif
-#ifndef DF11_EXEC_PIPE_STAGES
-#define DF11_EXEC_PIPE_STAGES 4
-#endif
-#ifndef DF11_EXEC_PIPE_MIN_BLOCKS
-#define DF11_EXEC_PIPE_MIN_BLOCKS 2
-#endif
-constexpr uint32_t kPipeSteps = DF11_EXEC_PIPE_STEPS;
-constexpr uint32_t kPipeStages = DF11_EXEC_PIPE_STAGES;
-static_assert(kGemmWarps == 8, "the pipelined GEMM keeps spec 6's 8 warps per strip");
-static_assert(kExecTileSteps % kPipeSteps == 0, "a stage never spans two tiles");
-static_assert(kPipeStages >= 2, "a ring of at least two stages");
-
-// Dynamic shared memory of the pipelined GEMM (bytes), laid out by PipeSmem.
-template <uint32_t NB>
-struct PipeSmem {
-  uint4 bytes[kGemmWarps][kPipeStages][kPipeSteps][kExecLanes];
-  uint2 codes[kGemmWarps][kPipeStages][kPipeSteps][kExecLanes];
-  uint32_t offsets[kGemmWarps][kPipeStages][2];  // a tile's exception range, first stage only
-  // Warps 1..7's sums of a strip (warp 0 keeps its own), two strips in turn.
-  float red[2][kGemmWarps - 1][kExecLanes][NB * 4];
-  uint32_t base[kMaxMatrices];
-};
-
-__device__ __forceinline__ uint32_t smem_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-__device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_address(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async8(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(smem_address(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async4(void* dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(smem_address(dst)), "l"(src)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <uint32_t N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
-}
-
-// A warp's place in its sequence of stages: strip `item` of the launch (matrix mi), tile u of
-// the strip, first step qs of the stage. item >= total: the sequence has ended.
-struct PipePos {
-  uint32_t item, mi, u, qs;
-};
-
-// Moves pos to the first stage at or after (pos.item, tile pos.u) that this warp has: the
-// strips in which the warp has no tile (tiles_per_strip <= warp) are passed over.
-__device__ __forceinline__ void pipe_settle(const LaunchParams& p, uint32_t total, uint32_t warp,
-                                            PipePos& pos) {
-  while (pos.item < total) {
-    pos.mi = find_matrix(p, pos.item);
-    if (pos.u < p.m[pos.mi].tiles_per_strip) return;
-    pos.item += gridDim.x;
-    pos.u = warp;
-    pos.qs = warp * kExecTileSteps;
-  }
-}
-
-__device__ __forceinline__ void pipe_next(const LaunchParams& p, uint32_t total, uint32_t warp,
-                                          PipePos& pos) {
-  const MatrixDesc& m = p.m[pos.mi];
-  pos.qs += kPipeSteps;
-  if (pos.qs < min(pos.u * kExecTileSteps + kExecTileSteps, m.steps)) return;
-  pos.u += kGemmWarps;
-  pos.qs = pos.u * kExecTileSteps;
-  if (pos.u >= m.tiles_per_strip) {
-    pos.item += gridDim.x;
-    pos.u = warp;
-    pos.qs = warp * kExecTileSteps;
-  }
-  pipe_settle(p, total, warp, pos);
-}
-
-// Issues the lane's copies of the stage at pos into ring slot `slot` (nothing past the end),
-// then commits the group (always: the waits count groups).
-template <uint32_t NB>
-__device__ __forceinline__ void pipe_issue(const LaunchParams& p, uint32_t total, PipeSmem<NB>& s,
-                                           uint32_t warp, uint32_t lane, uint32_t slot,
-                                           const PipePos& pos) {
-  if (pos.item < total) {
-    const MatrixDesc& m = p.m[pos.mi];
-    const uint64_t strip = pos.item - p.begin[pos.mi];
-    const uint32_t q1 = min(pos.u * kExecTileSteps + kExecTileSteps, m.steps);
-    const auto* bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane);
-    const auto* codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane);
-#pragma unroll
-    for (uint32_t i = 0; i < kPipeSteps; ++i) {
-      if (pos.qs + i >= q1) break;
-      const uint64_t li = (strip * m.steps + pos.qs + i) * kExecLanes + lane;
-      cp_async16(&s.bytes[warp][slot][i][lane], bytes + li);
-      cp_async8(&s.codes[warp][slot][i][lane], codes + li);
-    }
-    if (lane == 0 && pos.qs == pos.u * kExecTileSteps) {
-      const auto* offs = reinterpret_cast<const uint32_t*>(m.blob + m.tile_offsets);
-      const uint64_t tile = strip * m.tiles_per_strip + pos.u;
-      cp_async4(&s.offsets[warp][slot][0], offs + tile);
-      cp_async4(&s.offsets[warp][slot][1], offs + tile + 1);
-    }
-  }
-  cp_async_commit();
-}
-
-template <uint32_t NB>
-__global__ void __launch_bounds__(kGemmThreads, DF11_EXEC_PIPE_MIN_BLOCKS)
-    pipe_gemm_kernel(const __grid_constant__ LaunchParams p) {
-  extern __shared__ __align__(16) uint8_t smem_raw[];
-  PipeSmem<NB>& s = *reinterpret_cast<PipeSmem<NB>*>(smem_raw);
-  const uint32_t total = p.begin[p.n];
-  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const uint32_t g = lane / 4, t = lane % 4;
-
-  // The warp's ring starts before anything else: its first stages' loads are the latency
-  // every block pays once.
-  PipePos issue{blockIdx.x, 0, warp, warp * kExecTileSteps};
-  pipe_settle(p, total, warp, issue);
-#pragma unroll
-  for (uint32_t k = 0; k + 1 < kPipeStages; ++k) {
-    pipe_issue<NB>(p, total, s, warp, lane, k, issue);
-    if (issue.item < total) pipe_next(p, total, warp, issue);
-  }
-  if (threadIdx.x < p.n) {  // every matrix's base, checked (read_base's report: its tile 0)
-    uint32_t base = __ldg(p.m[threadIdx.x].blob + kExecBaseOffset);
-    if (base > kExecMaxBase) {
-      exec_report(p.status, p.m[threadIdx.x].index, 0, kExecBadBase);
-      base = kExecMaxBase;
-    }
-    s.base[threadIdx.x] = base * 0x01010101u;
-  }
-  __syncthreads();
-
-  uint32_t k = 0, red = 0;  // stages consumed; the reduction buffer in turn
-  for (uint32_t item = blockIdx.x; item < total; item += gridDim.x, red ^= 1) {
-    const uint32_t mi = find_matrix(p, item);
-    const MatrixDesc& m = p.m[mi];
-    const uint64_t strip = item - p.begin[mi];
-    const uint32_t base4 = s.base[mi];
-    const uint16_t* xrow[NB];
-#pragma unroll
-    for (uint32_t n = 0; n < NB; ++n) {
-      xrow[n] = m.x + uint64_t{min(8 * n + g, p.batch - 1)} * m.cols;
-    }
-    float acc[NB][4];
-#pragma unroll
-    for (uint32_t n = 0; n < NB; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-    for (uint32_t u = warp; u < m.tiles_per_strip; u += kGemmWarps) {
-      const uint64_t tile = strip * m.tiles_per_strip + u;
-      const uint32_t q0 = u * kExecTileSteps;
-      const uint32_t q1 = min(q0 + kExecTileSteps, m.steps);
-      uint64_t cursor = 0, end = 0;
-      bool overrun = false;
-      for (uint32_t qs = q0; qs < q1; qs += kPipeSteps, ++k) {
-        cp_async_wait<kPipeStages - 2>();
-        __syncwarp();  // lane 0's tile offsets to every lane; the slot below read by all
-        pipe_issue<NB>(p, total, s, warp, lane, (k + kPipeStages - 1) % kPipeStages, issue);
-        if (issue.item < total) pipe_next(p, total, warp, issue);
-        const uint32_t slot = k % kPipeStages;
-        if (qs == q0) {
-          uint64_t a = s.offsets[warp][slot][0], b = s.offsets[warp][slot][1];
-          if (b < a || b > m.n_exc) {
-            if (lane == 0) exec_report(p.status, m.index, tile, kExecBadTileOffsets);
-            a = min(a, uint64_t{m.n_exc});
-            b = a;
-          }
-          cursor = a;
-          end = b;
-        }
-        uint4 xv[kPipeSteps][NB];
-#pragma unroll
-        for (uint32_t i = 0; i < kPipeSteps; ++i) {
-          if (qs + i >= q1) break;
-          const uint64_t c = uint64_t{qs + i} * kExecStepCols + 8 * t;
-#pragma unroll
-          for (uint32_t n = 0; n < NB; ++n) xv[i][n] = load_x(xrow[n], c, m.cols, m.x_vec);
-        }
-        LaneCodes lc[kPipeSteps];
-#pragma unroll
-        for (uint32_t i = 0; i < kPipeSteps; ++i) {
-          lc[i].bytes = s.bytes[warp][slot][i][lane];
-          lc[i].codes = s.codes[warp][slot][i][lane];
-        }
-        if constexpr (NB == 1 && DF11_EXEC_ONE_VOTE) {
-          LaneWeights lws[kPipeSteps];
-          decode_lanes<kPipeSteps>(m, lc, min(kPipeSteps, q1 - qs), base4, &cursor, end, lane,
-                                   overrun, lws);
-#pragma unroll
-          for (uint32_t i = 0; i < kPipeSteps; ++i) {
-            if (qs + i >= q1) break;
-            const uint64_t c = uint64_t{qs + i} * kExecStepCols + 8 * t;
-            if (c + 8 > m.cols) mask_columns(lws[i], c, m.cols);  // the ragged last step
-            step_products<NB>(lws[i], xv[i], acc);
-          }
-        } else {
-#pragma unroll
-          for (uint32_t i = 0; i < kPipeSteps; ++i) {
-            if (qs + i >= q1) break;
-            LaneWeights lw = decode_lane(m, lc[i], base4, &cursor, end, lane, overrun);
-            const uint64_t c = uint64_t{qs + i} * kExecStepCols + 8 * t;
-            if (c + 8 > m.cols) mask_columns(lw, c, m.cols);  // the ragged last step
-            step_products<NB>(lw, xv[i], acc);
-          }
-        }
-      }
-      if (lane == 0 && (overrun || cursor != end)) {
-        exec_report(p.status, m.index, tile, kExecBadTileCount);
-      }
-    }
-    if (warp != 0) {
-#pragma unroll
-      for (uint32_t n = 0; n < NB; ++n) {
-#pragma unroll
-        for (uint32_t q = 0; q < 4; ++q) s.red[red][warp - 1][lane][4 * n + q] = acc[n][q];
-      }
-    }
-    // One barrier per strip: warp 0 adds this strip's sums while the others go on to the
-    // next strip, whose sums go to the other buffer; the next barrier waits for warp 0.
-    __syncthreads();
-    if (warp != 0) continue;
-#pragma unroll
-    for (uint32_t n = 0; n < NB; ++n) {
-#pragma unroll
-      for (uint32_t q = 0; q < 4; ++q) {
-        float v = acc[n][q];
-#pragma unroll
-        for (uint32_t w = 1; w < kGemmWarps; ++w) {
-          v = __fadd_rn(v, s.red[red][w - 1][lane][4 * n + q]);
-        }
-        const uint64_t r = strip * kExecStripRows + g + 8 * (q / 2);
-        const uint32_t j = 8 * n + 2 * t + q % 2;
-        if (r < m.rows && j < p.batch) {
-          const __nv_bfloat16 b = __float2bfloat16_rn(v);
-          m.y[uint64_t{j} * m.rows + r] = *reinterpret_cast<const uint16_t*>(&b);
-        }
-      }
-    }
-  }
-  cp_async_wait<0>();  // nothing left in flight into shared memory at exit
 }
 
 // Layout -> BF16: one warp per tile.
@@ -647,44 +335,6 @@ Status reset_status(void* d_ws, cudaStream_t stream) {
   return Status::ok();
 }
 
-// Thread blocks of pipe_gemm_kernel<NB> resident at once on the current device, 0 where its
-// shared memory does not fit (the GPU then runs gemm_kernel). Found once per device: the
-// attribute and occupancy calls are not stream work, and cost more than a launch.
-template <uint32_t NB>
-Status pipe_resident(uint32_t* out) {
-  *out = 0;
-#if DF11_EXEC_GEMM_PIPE
-  static std::mutex mu;
-  static std::map<int, uint32_t> known;
-  int dev = 0;
-  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&dev), "exec GEMM: cudaGetDevice");
-  const std::lock_guard<std::mutex> lock(mu);
-  if (const auto it = known.find(dev); it != known.end()) {
-    *out = it->second;
-    return Status::ok();
-  }
-  int optin = 0, sms = 0, per_sm = 0;
-  DF11_CUDA_RETURN_IF_ERROR(
-      cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev),
-      "exec GEMM: shared memory per block");
-  DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev),
-                            "exec GEMM: multiprocessors");
-  constexpr size_t kBytes = sizeof(PipeSmem<NB>);
-  if (kBytes <= static_cast<size_t>(optin)) {
-    DF11_CUDA_RETURN_IF_ERROR(
-        cudaFuncSetAttribute(pipe_gemm_kernel<NB>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             static_cast<int>(kBytes)),
-        "exec GEMM: shared memory attribute");
-    DF11_CUDA_RETURN_IF_ERROR(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                                  &per_sm, pipe_gemm_kernel<NB>, kGemmThreads, kBytes),
-                              "exec GEMM: occupancy");
-  }
-  *out = static_cast<uint32_t>(std::max(per_sm, 0) * sms);
-  known[dev] = *out;
-#endif
-  return Status::ok();
-}
-
 // GEMM launches over descriptors (any count), blocks ordered by decreasing columns.
 template <bool kExec>
 Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord* status,
@@ -707,20 +357,6 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
       return Status(ErrorCode::kResourceLimit, "exec GEMM: too many rows in one launch");
     }
     p->begin[n] = static_cast<uint32_t>(blocks);
-    if constexpr (kExec) {
-      uint32_t resident = 0;
-      DF11_RETURN_IF_ERROR(batch <= 8 ? pipe_resident<1>(&resident) : pipe_resident<2>(&resident));
-      if (resident > 0) {
-        const auto grid = static_cast<uint32_t>(std::min<uint64_t>(blocks, resident));
-        if (batch <= 8) {
-          pipe_gemm_kernel<1><<<grid, kGemmThreads, sizeof(PipeSmem<1>), stream>>>(*p);
-        } else {
-          pipe_gemm_kernel<2><<<grid, kGemmThreads, sizeof(PipeSmem<2>), stream>>>(*p);
-        }
-        DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "exec GEMM kernel launch");
-        continue;
-      }
-    }
     const auto kernel = batch <= 8 ? gemm_kernel<kExec, 1> : gemm_kernel<kExec, 2>;
     kernel<<<static_cast<uint32_t>(blocks), kGemmThreads, 0, stream>>>(*p);
     DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "exec GEMM kernel launch");
