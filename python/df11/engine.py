@@ -4,25 +4,26 @@
 and the C API's view of a DF11 folder, and:
   - sets every tensor stored raw (norms, biases, side tensors) as the model's parameter or
     buffer, in the dtype the model gives it;
-  - keeps the input embedding's group coded like the others, and serves each lookup by
+  - keeps an untied input embedding's group coded like the others, and serves each lookup by
     decoding only the rows the ids name (on a GPU torch.ops.df11.embed_rows, through
-    df11_cuda_decode_rows; on the CPU df11_decode_group_range per id); a tied output head
-    decodes the whole group before its forward as any other unit. With cpu_offload or
+    df11_cuda_decode_rows; on the CPU df11_decode_group_range per id). With cpu_offload or
     mode="exec" the embedding is decoded once into an ordinary parameter, tied to the head if
     the model ties them;
+  - decodes the output head's group (an untied lm_head, or the embedding a tied head shares)
+    once at load into an ordinary parameter, on the GPU (_resident_on_gpu) as on the CPU: a
+    matrix is never multiplied in parts of its rows (neither torch's CPU GEMM nor cuBLAS
+    promises to round a part as the whole), so the head needs a BF16 matrix of its size
+    anyway; held decoded, its coded bytes go, no step decodes it, and the decode buffer is
+    sized for a block;
   - on the CPU, a unit of nn.Linear weights only (a block) is not decoded whole: each Linear
     becomes a PartsLinear (modules.py) that decodes its own weight into the decode buffer
     within its forward (with the matrices stored beside it that fit the buffer too:
-    decoders.Segment), so that the buffer holds one matrix, not a block. The output head's
-    group (an untied lm_head, or the embedding a tied head shares) is decoded once at load into
-    an ordinary parameter: a matrix is never multiplied in parts of its rows (torch's CPU GEMM
-    does not always round a part as the whole), so the head needs a BF16 matrix of its size
-    anyway. torch's own thread count is left alone: its CPU kernels' bits depend on it (on a
-    16-core Xeon, BF16 logits at 1 thread differ from those at 16), so the logits equal
-    BF16's at the caller's count;
+    decoders.Segment), so that the buffer holds one matrix, not a block. torch's own thread
+    count is left alone: its CPU kernels' bits depend on it (on a 16-core Xeon, BF16 logits at
+    1 thread differ from those at 16), so the logits equal BF16's at the caller's count;
   - keeps every other coded group's bytes resident on its device (or in pinned host memory
     with cpu_offload), and registers a forward pre-hook on the group's module (a transformer
-    block, lm_head, ...) that decodes the group into ONE reused buffer per device. The group's
+    block, ...) that decodes the group into ONE reused buffer per device. The group's
     weights are views into that buffer, set once at load: the hook only enqueues the decode
     (torch.ops.df11.decode_group) on torch's current stream. The module tree stays as it was
     built, so accelerate's hooks, PEFT and generate() see an ordinary model.
@@ -332,13 +333,13 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     engine.add_time("raw tensors", t0)
 
     # Coded groups: resident (decoded once), skipped (a tied head), or decoded per forward.
-    # On the CPU the output head's group is resident: multiplied in parts of its rows, torch's
-    # CPU GEMM does not always round as on the whole (_cpu_parts), so a forward needs a BF16
-    # matrix of the head's size anyway; held decoded, the head's coded pages go and no step
-    # decodes it again.
+    # The output head's group is resident: multiplied in parts of its rows, neither torch's
+    # CPU GEMM (_cpu_parts) nor cuBLAS, whose kernel choice depends on the rows, promise to
+    # round as on the whole matrix, so a forward needs a BF16 matrix of the head's size anyway.
+    # Held decoded, the head's coded bytes go, no step decodes it again, and the decode buffer
+    # is sized for a block, not for the head (_resident_on_gpu).
     head_group_module = None
-    if head_name is not None and mode == "decode" and not cpu_offload and \
-            torch.device(device_of(head_name)).type == "cpu":
+    if head_name is not None and mode == "decode" and not cpu_offload:
         head_group_module = emb_name if tied else head_name
     units: Dict[str, List[Tuple[Group, List[Target]]]] = {}
     for group in groups:
@@ -360,6 +361,14 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             rows_group = group
             if tied:  # the head decodes the whole group before its forward, as any unit does
                 units.setdefault(head_name, []).append((group, [Target(head_name, "weight")]))
+            continue
+        if head_resident and torch.device(device_of(head_group_module)).type == "cuda":
+            t0 = time.perf_counter()
+            _resident_on_gpu(model, folder, group,
+                             _cuda_index(torch.device(device_of(head_group_module))), pin_memory)
+            tensors_set.update(m.name for m in group.members)
+            engine.resident.append(group.name)
+            engine.add_time("resident groups", t0)
             continue
         if member_modules == {emb_name} or group.name in resident_groups or head_resident:
             t0 = time.perf_counter()
@@ -565,6 +574,19 @@ def started_checks(folder: _capi.Model, target: Optional[torch.device]) -> Optio
     if not on_gpu:
         return None
     return StoredChecks(folder, list(range(folder.group_count())))
+
+
+def _resident_on_gpu(model, folder, group: Group, dev: torch.device, pin_memory: bool) -> None:
+    """Decodes a group once on its GPU into a tensor of its own, through the path every
+    decoded group takes (upload, plan, decode_at_load's status check), and sets its members as
+    views of it; the coded bytes, workspace and status go with the throwaway device state."""
+    state = DeviceState(dev)
+    rt = GroupRuntime(group, dev)
+    rt.out = torch.empty(group.elements, dtype=torch.bfloat16, device=dev)
+    upload(state, folder, [rt], [False], pin_memory)
+    decode_at_load(state, [rt], None, 0)
+    for m in group.members:
+        set_tensor(model, m.name, rt.out[m.offset:m.offset + m.numel].view(m.shape), True)
 
 
 def _cuda_index(dev: torch.device) -> torch.device:

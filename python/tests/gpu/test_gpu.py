@@ -58,6 +58,28 @@ def test_df11_folder_cuda(work, family):
     check_model(model, models.bf16_llm(bf16_dir, "cuda"))
 
 
+@pytest.mark.parametrize("family", FAMILIES)
+def test_head_held_decoded_buffer_sized_without_it(work, family):
+    """The output head's group (an untied lm_head, or the embedding a tied head shares) is
+    decoded once at load on the GPU into a tensor of its own: no unit decodes it per forward,
+    the decode buffer is sized for the largest other unit, and the head equals BF16's."""
+    bf16_dir, df11_dir = models.llm_folders(work, family)
+    model = df11.from_pretrained(df11_dir, device="cuda")
+    ref = models.bf16_llm(bf16_dir, "cuda")
+    assert len(model.df11.resident) == 1
+    assert all(rt.group.name not in model.df11.resident for rt in model.df11.runtimes)
+    head = model.get_output_embeddings().weight
+    assert head.device.type == "cuda" and type(head) is torch.nn.Parameter
+    assert_equal(head, ref.get_output_embeddings().weight)
+    if family in ("qwen3", "gemma3"):  # tied: the head is the loaded embedding, as in BF16
+        assert head is model.get_input_embeddings().weight and not model.df11.rows
+    state = model.df11.devices[torch.device("cuda", torch.cuda.current_device())]
+    largest = max(sum(rt.group.elements for rt in u.groups) for u in model.df11.units)
+    assert largest <= state.buffer.numel() <= largest + 128 * max(len(u.groups)
+                                                                  for u in model.df11.units)
+    check_model(model, ref)
+
+
 def test_upload_in_small_odd_chunks(work, monkeypatch):
     """The coded groups reach the GPU through two pinned buffers in turn (decoders.Uploader):
     with chunks of 1000 bytes every part spans many chunks and ends mid-chunk, and the model
@@ -451,13 +473,13 @@ def test_exec_mode_reports_a_corrupt_blob(work):
     assert "execution layout" in str(e.value) and "model.layers.1" in str(e.value), str(e.value)
 
 
-@pytest.mark.parametrize("family", ["llama", "gemma3"])
+@pytest.mark.parametrize("family", ["llama"])
 def test_embedding_rows(work, family):
-    """The input embedding stays coded on the GPU and each lookup decodes only its rows:
-    equal to the BF16 model's lookup (Gemma 3's embed_scale included) for any ids shape, in a
-    CUDA graph replayed with new ids, and an id outside the vocabulary reported by
-    check_status. No (vocab x hidden) BF16 tensor is held for it (llama: untied; gemma3: tied,
-    the head decodes the group into the shared buffer)."""
+    """An untied input embedding stays coded on the GPU and each lookup decodes only its rows:
+    equal to the BF16 model's lookup for any ids shape, in a CUDA graph replayed with new ids,
+    and an id outside the vocabulary reported by check_status. No (vocab x hidden) BF16 tensor
+    is held for it. (A tied one is the output head, held decoded:
+    test_head_held_decoded_buffer_sized_without_it.)"""
     bf16_dir, df11_dir = models.llm_folders(work, family)
     torch.cuda.synchronize()
     before = torch.cuda.memory_allocated()
