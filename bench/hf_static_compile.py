@@ -9,7 +9,8 @@ generate twice to compile and warm up, then times generate with --short and --lo
 also reports what torch counted while compiling: CUDA-graph skips (Inductor's
 "skipping cudagraphs due to ...") and graph breaks, the device memory in use after the load
 and the first generate (cudaMemGetInfo: memory held outside torch's allocator counts too), and
-whether the tokens equal BF16's compiled ones.
+whether the tokens equal BF16's compiled ones; and where each model's compiled tokens first
+part from its own eager ones (the dynamic cache, nothing compiled), if they do.
 
     python bench/hf_static_compile.py --bf16 BF16_DIR --df11 DF11_DIR [--modes decode,exec]
         [--batch 1] [--short 16] [--long 144] [--repeat 5] [--json OUT.json]
@@ -45,6 +46,14 @@ def timed_generate(model, ids, tokens, repeat):
     return statistics.median(times), out
 
 
+def first_diff(a, b):
+    """The first position of the sequences (the prompt's included) where two generations
+    differ, in any row, or None."""
+    if torch.equal(a, b):
+        return None
+    return int((a != b).any(dim=0).nonzero()[0].item())
+
+
 def measure(name, load, ids, args, baseline_used):
     from torch._dynamo.utils import counters
     torch._dynamo.reset()
@@ -61,12 +70,16 @@ def measure(name, load, ids, args, baseline_used):
     short_ms, _ = timed_generate(model, ids, args.short, args.repeat)
     long_ms, tokens = timed_generate(model, ids, args.long, args.repeat)
     step_ms = (long_ms - short_ms) / (args.long - args.short)
+    with torch.no_grad():  # the same tokens eagerly: the dynamic cache, nothing compiled
+        eager = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                               do_sample=False, max_new_tokens=args.long,
+                               min_new_tokens=args.long, eos_token_id=None, pad_token_id=0)
     skips = sum(counters["inductor"][k] for k in counters["inductor"] if "cudagraph_skip" in k)
     breaks = sum(counters["graph_break"].values())
     row = dict(model=name, load_s=round(load_s, 3), compile_s=round(compile_s, 1),
                step_ms=round(step_ms, 3), short_ms=round(short_ms, 2), long_ms=round(long_ms, 2),
                device_gb=round(used / 1e9, 3), cudagraph_skips=int(skips),
-               graph_breaks=int(breaks))
+               graph_breaks=int(breaks), compiled_first_diff_eager=first_diff(tokens, eager))
     print(json.dumps(row), flush=True)
     del model
     return row, tokens.cpu()
@@ -102,9 +115,11 @@ def main():
         row, tokens = measure(f"df11 {mode}", lambda: df11.from_pretrained(
             args.df11, device="cuda", mode=mode), ids, args, baseline)
         row["tokens_equal_bf16"] = bool(torch.equal(tokens, ref_tokens))
+        row["first_diff_bf16"] = first_diff(tokens, ref_tokens)
         row["vs_bf16"] = round(row["step_ms"] / ref_row["step_ms"], 3)
         rows.append(row)
-        print(json.dumps({k: row[k] for k in ("model", "tokens_equal_bf16", "vs_bf16")}),
+        print(json.dumps({k: row[k] for k in ("model", "tokens_equal_bf16", "first_diff_bf16",
+                                              "vs_bf16")}),
               flush=True)
     result = dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__,
                   transformers=__import__("transformers").__version__, batch=args.batch,

@@ -587,6 +587,10 @@ def _resident_on_gpu(model, folder, group: Group, dev: torch.device, pin_memory:
     decode_at_load(state, [rt], None, 0)
     for m in group.members:
         set_tensor(model, m.name, rt.out[m.offset:m.offset + m.numel].view(m.shape), True)
+    # The coded bytes go back to the device, not to torch's cache, where no later allocation
+    # of the load (the decode buffer, the blocks' coded bytes) may fit them.
+    del state, rt
+    torch.cuda.empty_cache()
 
 
 def _cuda_index(dev: torch.device) -> torch.device:
