@@ -342,6 +342,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if head_name is not None and mode == "decode" and not cpu_offload:
         head_group_module = emb_name if tied else head_name
     units: Dict[str, List[Tuple[Group, List[Target]]]] = {}
+    decoded_on_gpu = False  # a group decoded once on a GPU (_resident_on_gpu)
     for group in groups:
         if not group.members:
             # An alias group (a tied head df11 recorded), or the head of a folder loaded into
@@ -369,6 +370,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             tensors_set.update(m.name for m in group.members)
             engine.resident.append(group.name)
             engine.add_time("resident groups", t0)
+            decoded_on_gpu = True
             continue
         if member_modules == {emb_name} or group.name in resident_groups or head_resident:
             t0 = time.perf_counter()
@@ -422,7 +424,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if rows_group is not None:
         by_device.setdefault(emb_dev, [])
     offload_left = cpu_offload_blocks
-    if any(d.type == "cuda" for d in by_device) or exec_items:
+    if any(d.type == "cuda" for d in by_device) or exec_items or decoded_on_gpu:
         # The GPU decoder checks the streams' structure, not the members' checksums: the
         # stored bytes are checked against theirs while the load goes on.
         if engine.stored_checks is None:
