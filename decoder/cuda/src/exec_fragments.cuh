@@ -135,10 +135,13 @@ __device__ __forceinline__ LaneWeights exec_build(const uint4& bytes, const uint
 // code 15): each lane replaces the exponent bytes of its code-15 slots by the next exceptions
 // in storage order (lane order, then slot order), read from exc[cursor ..) and never at or
 // past `end` (a corrupt blob: those read as 0 and `overrun` is set). Returns the warp's count.
+// `win` may hold exc[win_at .. win_at + win_n) read ahead (byte i in bits 8i..8i+7, win_n <=
+// 4, where win_at + i < end): those exceptions are taken from it instead of memory.
 __device__ __forceinline__ uint32_t exec_patch_exceptions(const LaneCodeBytes& k, uint32_t (&e)[4],
                                                           const uint8_t* exc, uint64_t cursor,
                                                           uint64_t end, uint32_t lane,
-                                                          bool& overrun) {
+                                                          bool& overrun, uint64_t win_at = 0,
+                                                          uint32_t win = 0, uint32_t win_n = 0) {
   const uint32_t mask = exec_exception_mask(k);
   const uint32_t mine = __popc(mask);
   uint32_t before = mine;  // inclusive scan over lanes
@@ -154,7 +157,7 @@ __device__ __forceinline__ uint32_t exec_patch_exceptions(const LaneCodeBytes& k
     if (mask & (1u << j)) {
       uint32_t v = 0;
       if (at < end) {
-        v = __ldg(exc + at);
+        v = at - win_at < win_n ? (win >> (8 * (at - win_at))) & 0xFFu : __ldg(exc + at);
       } else {
         overrun = true;
       }

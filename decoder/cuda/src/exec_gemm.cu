@@ -118,13 +118,16 @@ __device__ __forceinline__ LaneCodes load_lane(const MatrixDesc& m, uint64_t str
 // call). *cursor advances past the step's exceptions; `overrun` is set if they pass `end`.
 __device__ __forceinline__ LaneWeights decode_lane(const MatrixDesc& m, const LaneCodes& lc,
                                                    uint32_t base4, uint64_t* cursor, uint64_t end,
-                                                   uint32_t lane, bool& overrun) {
+                                                   uint32_t lane, bool& overrun,
+                                                   uint64_t win_at = 0, uint32_t win = 0,
+                                                   uint32_t win_n = 0) {
   const LaneCodeBytes k = exec_split_codes(lc.codes);
   uint32_t e[4];
 #pragma unroll
   for (uint32_t w = 0; w < 4; ++w) e[w] = exec_exponents(k.c[w], base4);
   if (__any_sync(kExecFullMask, exec_exception_flags(k) != 0)) {
-    *cursor += exec_patch_exceptions(k, e, m.blob + m.exceptions, *cursor, end, lane, overrun);
+    *cursor += exec_patch_exceptions(k, e, m.blob + m.exceptions, *cursor, end, lane, overrun,
+                                     win_at, win, win_n);
   }
   return exec_build(lc.bytes, e);
 }
@@ -164,14 +167,27 @@ __global__ void __launch_bounds__(kGemmThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLO
   float acc[NB][4];
 #pragma unroll
   for (uint32_t n = 0; n < NB; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  // The strip's constants, once: the lane's first byte-plane and code-plane entries (a step
+  // is 32 entries further), and the steps whose 32 columns all exist (only a later one, the
+  // last, can be ragged; X's wide load needs no end test before it).
+  const uint32_t cols = m.cols;
+  const uint32_t full_steps = cols / kExecStepCols;
+  const bool x_vec = m.x_vec;
+  const uint4* lane_bytes = nullptr;
+  const uint2* lane_codes = nullptr;
+  if constexpr (kExec) {
+    const uint64_t first = strip * m.steps * kExecLanes + lane;
+    lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first;
+    lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first;
+  }
 
   for (uint32_t u = warp; u < m.tiles_per_strip; u += kGemmWarps) {
     const uint64_t tile = strip * m.tiles_per_strip + u;
     const uint32_t q0 = u * kExecTileSteps;
     const uint32_t q1 = min(q0 + kExecTileSteps, m.steps);
-    uint64_t cursor = 0, end = 0;
+    uint64_t cursor = 0, end = 0, win_at = 0;
+    uint32_t win = 0;
     bool overrun = false;
-    if constexpr (kExec) tile_range(p, m, tile, lane, &cursor, &end);
     for (uint32_t q = q0; q < q1; q += kGemmStepsInFlight) {
       LaneCodes lc[kGemmStepsInFlight];
       uint32_t wa[kGemmStepsInFlight][4], wb[kGemmStepsInFlight][4];  // reference: BF16 pairs
@@ -179,25 +195,45 @@ __global__ void __launch_bounds__(kGemmThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLO
 #pragma unroll
       for (uint32_t i = 0; i < kGemmStepsInFlight; ++i) {
         if (q + i >= q1) break;
-        const uint64_t c = uint64_t{q + i} * kExecStepCols + 8 * t;
+        const uint32_t c = (q + i) * kExecStepCols + 8 * t;  // < cols + 32 <= 2^28 + 32
         if constexpr (kExec) {
-          lc[i] = load_lane<false>(m, strip, q + i, lane);
+          lc[i].bytes = __ldg(lane_bytes + (q + i) * kExecLanes);
+          lc[i].codes = __ldg(lane_codes + (q + i) * kExecLanes);
         } else {
           const auto* w = reinterpret_cast<const uint16_t*>(m.blob);
-          bf16_row8(w, m.rows, m.cols, strip * kExecStripRows + g, c, m.w_vec, wa[i]);
-          bf16_row8(w, m.rows, m.cols, strip * kExecStripRows + 8 + g, c, m.w_vec, wb[i]);
+          bf16_row8(w, m.rows, cols, strip * kExecStripRows + g, c, m.w_vec, wa[i]);
+          bf16_row8(w, m.rows, cols, strip * kExecStripRows + 8 + g, c, m.w_vec, wb[i]);
         }
 #pragma unroll
-        for (uint32_t n = 0; n < NB; ++n) xv[i][n] = load_x(xrow[n], c, m.cols, m.x_vec);
+        for (uint32_t n = 0; n < NB; ++n) {
+          xv[i][n] = x_vec && q + i < full_steps
+                         ? __ldg(reinterpret_cast<const uint4*>(xrow[n] + c))
+                         : load_x(xrow[n], c, cols, x_vec);
+        }
+      }
+      if constexpr (kExec) {
+        if (q == q0) {
+          // The tile's exception range, read after its first steps' loads are in flight (its
+          // check waits for it), and its first four exception bytes, read ahead for the
+          // steps that have one (0.73 per tile on average).
+          tile_range(p, m, tile, lane, &cursor, &end);
+          const uint8_t* exc = m.blob + m.exceptions;
+          win_at = cursor;
+#pragma unroll
+          for (uint32_t k = 0; k < 4; ++k) {
+            if (cursor + k < end) win |= uint32_t{__ldg(exc + cursor + k)} << (8 * k);
+          }
+        }
       }
 #pragma unroll
       for (uint32_t i = 0; i < kGemmStepsInFlight; ++i) {
         if (q + i >= q1) break;
         LaneWeights lw;
         if constexpr (kExec) {
-          lw = decode_lane(m, lc[i], base4, &cursor, end, lane, overrun);
-          const uint64_t c = uint64_t{q + i} * kExecStepCols + 8 * t;
-          if (c + 8 > m.cols) mask_columns(lw, c, m.cols);  // the ragged last step
+          lw = decode_lane(m, lc[i], base4, &cursor, end, lane, overrun, win_at, win, 4);
+          if (q + i >= full_steps) {  // the ragged last step
+            mask_columns(lw, (q + i) * kExecStepCols + 8 * t, cols);
+          }
         } else {
 #pragma unroll
           for (uint32_t k = 0; k < 4; ++k) {
