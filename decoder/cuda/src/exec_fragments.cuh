@@ -105,14 +105,14 @@ __device__ __forceinline__ uint32_t exec_exception_flags(const LaneCodeBytes& k)
          0x10101010u;
 }
 
-// Bit j set iff slot j has code 15.
+// Bit j set iff slot j has code 15. Per word, the flags sit at bits 4, 12, 20, 28; one
+// multiply gathers them into bits 21..24 (the cross products land elsewhere, without carries).
 __device__ __forceinline__ uint32_t exec_exception_mask(const LaneCodeBytes& k) {
   uint32_t m = 0;
 #pragma unroll
   for (uint32_t w = 0; w < 4; ++w) {
-    const uint32_t f = (k.c[w] + 0x01010101u) & 0x10101010u;
-#pragma unroll
-    for (uint32_t b = 0; b < 4; ++b) m |= ((f >> (8 * b + 4)) & 1u) << (4 * w + b);
+    const uint32_t f = ((k.c[w] + 0x01010101u) & 0x10101010u) >> 4;
+    m |= ((f * 0x00204081u) >> 21 & 0xFu) << (4 * w);
   }
   return m;
 }
@@ -136,7 +136,9 @@ __device__ __forceinline__ LaneWeights exec_build(const uint4& bytes, const uint
 // in storage order (lane order, then slot order), read from exc[cursor ..) and never at or
 // past `end` (a corrupt blob: those read as 0 and `overrun` is set). Returns the warp's count.
 // `win` may hold exc[win_at .. win_at + win_n) read ahead (byte i in bits 8i..8i+7, win_n <=
-// 4, where win_at + i < end): those exceptions are taken from it instead of memory.
+// 4, win_at <= cursor, where win_at + i < end): those exceptions are taken from it instead of
+// memory. A lane visits only its code-15 slots; where no lane has more than one (nearly every
+// step), the lanes' offsets come from one ballot instead of a scan.
 __device__ __forceinline__ uint32_t exec_patch_exceptions(const LaneCodeBytes& k, uint32_t (&e)[4],
                                                           const uint8_t* exc, uint64_t cursor,
                                                           uint64_t end, uint32_t lane,
@@ -144,26 +146,45 @@ __device__ __forceinline__ uint32_t exec_patch_exceptions(const LaneCodeBytes& k
                                                           uint32_t win = 0, uint32_t win_n = 0) {
   const uint32_t mask = exec_exception_mask(k);
   const uint32_t mine = __popc(mask);
-  uint32_t before = mine;  // inclusive scan over lanes
+  const uint32_t some = __ballot_sync(kExecFullMask, mine != 0);
+  uint32_t first, total;  // this lane's first exception, relative to cursor; the warp's count
+  if (__ballot_sync(kExecFullMask, mine > 1) == 0) {
+    first = __popc(some & ((1u << lane) - 1u));
+    total = __popc(some);
+  } else {
+    uint32_t before = mine;  // inclusive scan over lanes
 #pragma unroll
-  for (uint32_t d = 1; d < 32; d *= 2) {
-    const uint32_t v = __shfl_up_sync(kExecFullMask, before, d);
-    if (lane >= d) before += v;
+    for (uint32_t d = 1; d < 32; d *= 2) {
+      const uint32_t v = __shfl_up_sync(kExecFullMask, before, d);
+      if (lane >= d) before += v;
+    }
+    total = __shfl_sync(kExecFullMask, before, 31);
+    first = before - mine;
   }
-  const uint32_t total = __shfl_sync(kExecFullMask, before, 31);
-  uint64_t at = cursor + before - mine;
-#pragma unroll
-  for (uint32_t j = 0; j < 16; ++j) {
-    if (mask & (1u << j)) {
+  if (mask != 0) {
+    // Exceptions left in the list, and those the window holds, from cursor on.
+    const uint32_t avail =
+        cursor < end ? static_cast<uint32_t>(min(end - cursor, uint64_t{0xFFFFFFFFu})) : 0u;
+    const uint64_t skip = cursor - win_at;
+    const uint32_t in_win = skip < win_n ? win_n - static_cast<uint32_t>(skip) : 0u;
+    const uint32_t win_bytes = skip < win_n ? win >> (8 * static_cast<uint32_t>(skip)) : 0u;
+    uint32_t left = mask, rel = first;
+    do {
+      const uint32_t j = __ffs(left) - 1;
+      left &= left - 1;
       uint32_t v = 0;
-      if (at < end) {
-        v = at - win_at < win_n ? (win >> (8 * (at - win_at))) & 0xFFu : __ldg(exc + at);
+      if (rel < avail) {
+        v = rel < in_win ? win_bytes >> (8 * rel) & 0xFFu : uint32_t{__ldg(exc + cursor + rel)};
       } else {
         overrun = true;
       }
-      ++at;
-      e[j / 4] = (e[j / 4] & ~(0xFFu << (8 * (j % 4)))) | (v << (8 * (j % 4)));
-    }
+      ++rel;
+      const uint32_t shift = 8 * (j % 4), keep = ~(0xFFu << shift);
+#pragma unroll
+      for (uint32_t w = 0; w < 4; ++w) {
+        if (j / 4 == w) e[w] = (e[w] & keep) | v << shift;
+      }
+    } while (left != 0);
   }
   return total;
 }
