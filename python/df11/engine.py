@@ -551,6 +551,10 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         t0 = time.perf_counter()
         exec_mode.transcode(engine, folder, state, modules, items)
         engine.add_time("exec transcode", t0)
+    if exec_items:
+        # The transcode's coded bytes and workspaces go back to the device, not to torch's
+        # cache (4 GB of an 8B model's load, which nothing later reuses).
+        torch.cuda.empty_cache()
 
     if engine.stored_checks is not None:
         t0 = time.perf_counter()

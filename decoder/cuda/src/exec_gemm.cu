@@ -3,7 +3,7 @@
 // the order of the products live in exec_fragments.cuh, shared by all three.
 //
 // GEMM: one thread block of 8 warps per strip (16 rows); warp w takes the strip's tiles w,
-// w + 8, ..., four steps' loads in flight at a time, two products per step and n8 tile; the 8
+// w + 8, ..., a few steps' loads in flight at a time, two products per step and n8 tile; the 8
 // warp sums meet in shared memory and are added in warp order (spec 6). Blocks are ordered by
 // decreasing columns, so that the long strips start first.
 #include <cuda_bf16.h>
@@ -27,8 +27,8 @@ namespace {
 
 constexpr uint32_t kWarps = kExecWarps;  // the decode: one tile per warp
 constexpr uint32_t kThreads = kExecThreads;
-// The GEMM: warps per strip (spec 6: warp w takes tiles w, w + kGemmWarps, ...). This and
-// DF11_EXEC_GEMM_MIN_BLOCKS below are overridable only for A/B builds of variants
+// The GEMM: warps per strip (spec 6: warp w takes tiles w, w + kGemmWarps, ...). This and the
+// DF11_EXEC_GEMM_* settings below are overridable only for A/B builds of variants
 // (EXEC_KERNEL.md); the defaults are what BENCHMARKS.md measured.
 #ifndef DF11_EXEC_GEMM_WARPS
 #define DF11_EXEC_GEMM_WARPS 8
@@ -36,15 +36,29 @@ constexpr uint32_t kThreads = kExecThreads;
 constexpr uint32_t kGemmWarps = DF11_EXEC_GEMM_WARPS;
 constexpr uint32_t kGemmThreads = 32 * kGemmWarps;
 constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
-// Steps whose loads are issued together (the products' order does not depend on it). The GEMM
-// loads 4 steps of weights and X at once: a whole tile in flight needs X loaded step by step
-// to fit the registers, which puts an L1 round trip before every step's products, and was
-// 1.8x slower at batch 1-8 (EXEC_KERNEL.md). The decode has no X, so it loads a whole tile
-// (6 KB per warp) with streaming loads and stores, which keeps more bytes in flight.
-constexpr uint32_t kGemmStepsInFlight = 4;
-#ifndef DF11_EXEC_GEMM_MIN_BLOCKS  // thread blocks per multiprocessor the GEMM is built for
-#define DF11_EXEC_GEMM_MIN_BLOCKS 1
+// Steps whose loads are issued together (the products' order does not depend on it), at batch
+// 1-8 (one n8 tile) and 9-16 (two), and the thread blocks per multiprocessor each kernel is
+// built for. Latency bounds the GEMM, so warps per multiprocessor count most: 3 blocks (24
+// warps, 80 registers) with 4 steps of weights and X in flight at 1-8, with 2 steps at 9-16
+// (with 4 they spill), measured faster than 2 blocks with 4 steps (EXEC_KERNEL.md, v6). A whole
+// tile in flight needs X loaded step by step to fit the registers, which puts an L1 round trip
+// before every step's products, and was 1.8x slower at batch 1-8 (v2). The decode has no X,
+// so it loads a whole tile (6 KB per warp) with streaming loads and stores, which keeps more
+// bytes in flight.
+#ifndef DF11_EXEC_GEMM_STEPS1
+#define DF11_EXEC_GEMM_STEPS1 4
 #endif
+#ifndef DF11_EXEC_GEMM_STEPS2
+#define DF11_EXEC_GEMM_STEPS2 2
+#endif
+#ifndef DF11_EXEC_GEMM_MIN_BLOCKS
+#define DF11_EXEC_GEMM_MIN_BLOCKS 3
+#endif
+#ifndef DF11_EXEC_GEMM_MIN_BLOCKS2
+#define DF11_EXEC_GEMM_MIN_BLOCKS2 3
+#endif
+template <uint32_t NB>
+constexpr uint32_t kGemmStepsInFlight = NB == 1 ? DF11_EXEC_GEMM_STEPS1 : DF11_EXEC_GEMM_STEPS2;
 constexpr uint32_t kDecodeStepsInFlight = kExecTileSteps;
 
 // One matrix of a launch, everything the kernels need (offsets from spec 2.2).
@@ -145,8 +159,15 @@ __device__ __forceinline__ uint4 load_x(const uint16_t* xrow, uint64_t c, uint32
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// Thread blocks per multiprocessor a GEMM kernel is built for (the reference: its registers
+// unbounded, for tests, not speed).
 template <bool kExec, uint32_t NB>
-__global__ void __launch_bounds__(kGemmThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLOCKS : 1)
+constexpr uint32_t kGemmMinBlocks = !kExec    ? 1
+                                    : NB == 1 ? DF11_EXEC_GEMM_MIN_BLOCKS
+                                              : DF11_EXEC_GEMM_MIN_BLOCKS2;
+
+template <bool kExec, uint32_t NB>
+__global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
     gemm_kernel(const __grid_constant__ LaunchParams p) {
   __shared__ float red[kGemmWarps][32][NB * 4];
   const uint32_t mi = find_matrix(p, blockIdx.x);
@@ -188,12 +209,13 @@ __global__ void __launch_bounds__(kGemmThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLO
     uint64_t cursor = 0, end = 0, win_at = 0;
     uint32_t win = 0;
     bool overrun = false;
-    for (uint32_t q = q0; q < q1; q += kGemmStepsInFlight) {
-      LaneCodes lc[kGemmStepsInFlight];
-      uint32_t wa[kGemmStepsInFlight][4], wb[kGemmStepsInFlight][4];  // reference: BF16 pairs
-      uint4 xv[kGemmStepsInFlight][NB];
+    for (uint32_t q = q0; q < q1; q += kGemmStepsInFlight<NB>) {
+      LaneCodes lc[kGemmStepsInFlight<NB>];
+      uint32_t wa[kGemmStepsInFlight<NB>][4],
+          wb[kGemmStepsInFlight<NB>][4];  // reference: BF16 pairs
+      uint4 xv[kGemmStepsInFlight<NB>][NB];
 #pragma unroll
-      for (uint32_t i = 0; i < kGemmStepsInFlight; ++i) {
+      for (uint32_t i = 0; i < kGemmStepsInFlight<NB>; ++i) {
         if (q + i >= q1) break;
         const uint32_t c = (q + i) * kExecStepCols + 8 * t;  // < cols + 32 <= 2^28 + 32
         if constexpr (kExec) {
@@ -226,7 +248,7 @@ __global__ void __launch_bounds__(kGemmThreads, NB == 1 ? DF11_EXEC_GEMM_MIN_BLO
         }
       }
 #pragma unroll
-      for (uint32_t i = 0; i < kGemmStepsInFlight; ++i) {
+      for (uint32_t i = 0; i < kGemmStepsInFlight<NB>; ++i) {
         if (q + i >= q1) break;
         LaneWeights lw;
         if constexpr (kExec) {
