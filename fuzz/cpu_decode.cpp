@@ -1,6 +1,7 @@
 // Fuzz target: arbitrary bytes as a DF11 group, through validate_group and both CPU
 // decoders. Neither may crash or read out of bounds; they must agree (same error, or the
-// same weights), and a ranged decode of a good group must equal the full decode.
+// same weights), and a ranged decode of a good group must equal the full decode. The fast
+// decoder runs on oneTBB's threads and on a caller's team (CpuTeam): same error or weights.
 //
 // Input layout: a group as in group_input.h, then two uint16 choosing the range of a ranged
 // decode.
@@ -18,6 +19,12 @@
 namespace {
 
 [[noreturn]] void fail() { std::abort(); }
+
+// A team as GOMP_parallel's contract allows: fn(arg) once per member, here one after another
+// on this thread (the first call takes every piece; the others find none left).
+void serial_team(void (*fn)(void*), void* arg, unsigned threads, unsigned /*flags*/) {
+  for (unsigned i = 0; i < threads; ++i) fn(arg);
+}
 
 }  // namespace
 
@@ -37,6 +44,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!info.is_ok() && (r.to_string() != info.status().to_string())) fail();
   if (r.to_string() != f.to_string()) fail();
   if (r.is_ok() && ref != fast) fail();
+  const CpuTeam team{serial_team, 3};
+  std::vector<uint16_t> teamed(n_elements);
+  const Status t = decode_group(view, teamed, "fuzz", 0, nullptr, &team);
+  if (t.to_string() != f.to_string()) fail();
+  if (t.is_ok() && teamed != fast) fail();
 
   if (info.is_ok()) {
     const uint64_t first = range_first % n_elements;

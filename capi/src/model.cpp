@@ -484,7 +484,10 @@ df11_status df11_decode_tensor(df11_model* model, size_t tensor, void* out, size
   });
 }
 
-df11_status df11_decode_group(df11_model* model, size_t group, void* out, size_t out_bytes) {
+namespace {
+
+df11_status decode_whole_group(df11_model* model, size_t group, void* out, size_t out_bytes,
+                               const df11::CpuTeam* team) {
   return on_model(model, [&](const df11::app::Df11Folder& f) -> Status {
     if (group >= model->groups.size()) {
       return df11::capi::out_of_range("group", group, model->groups.size());
@@ -494,7 +497,7 @@ df11_status df11_decode_group(df11_model* model, size_t group, void* out, size_t
     DF11_RETURN_IF_ERROR(check_output(cg.what, out, out_bytes, 2 * n, true));
     DF11_ASSIGN_OR_RETURN(const df11::GroupInfo* info, df11::capi::validated_group(*model, group));
     DF11_RETURN_IF_ERROR(df11::decode_group(
-        cg.view, std::span<uint16_t>(static_cast<uint16_t*>(out), n), cg.what, 0, info));
+        cg.view, std::span<uint16_t>(static_cast<uint16_t*>(out), n), cg.what, 0, info, team));
     for (size_t tensor : model->groups[group].members) {
       const df11_model::Tensor& t = model->tensors[tensor];
       if (t.xxh3 == nullptr) continue;
@@ -507,8 +510,8 @@ df11_status df11_decode_group(df11_model* model, size_t group, void* out, size_t
   });
 }
 
-df11_status df11_decode_group_range(df11_model* model, size_t group, uint64_t first, void* out,
-                                    size_t out_bytes) {
+df11_status decode_range(df11_model* model, size_t group, uint64_t first, void* out,
+                         size_t out_bytes, const df11::CpuTeam* team) {
   return on_model(model, [&](const df11::app::Df11Folder& f) -> Status {
     if (group >= model->groups.size()) {
       return df11::capi::out_of_range("group", group, model->groups.size());
@@ -526,8 +529,38 @@ df11_status df11_decode_group_range(df11_model* model, size_t group, uint64_t fi
     DF11_RETURN_IF_ERROR(check_output(cg.what, out, out_bytes, out_bytes, true));
     DF11_ASSIGN_OR_RETURN(const df11::GroupInfo* info, df11::capi::validated_group(*model, group));
     return df11::decode_group(cg.view, std::span<uint16_t>(static_cast<uint16_t*>(out), count),
-                              cg.what, first, info);
+                              cg.what, first, info, team);
   });
+}
+
+df11::CpuTeam team_of(df11_team_run run, unsigned threads) {
+  df11::CpuTeam team;
+  team.run = run;
+  team.threads = run == nullptr ? 1 : threads;
+  return team;
+}
+
+}  // namespace
+
+df11_status df11_decode_group(df11_model* model, size_t group, void* out, size_t out_bytes) {
+  return decode_whole_group(model, group, out, out_bytes, nullptr);
+}
+
+df11_status df11_decode_group_range(df11_model* model, size_t group, uint64_t first, void* out,
+                                    size_t out_bytes) {
+  return decode_range(model, group, first, out, out_bytes, nullptr);
+}
+
+df11_status df11_decode_group_on(df11_model* model, size_t group, void* out, size_t out_bytes,
+                                 df11_team_run run, unsigned threads) {
+  const df11::CpuTeam team = team_of(run, threads);
+  return decode_whole_group(model, group, out, out_bytes, &team);
+}
+
+df11_status df11_decode_group_range_on(df11_model* model, size_t group, uint64_t first, void* out,
+                                       size_t out_bytes, df11_team_run run, unsigned threads) {
+  const df11::CpuTeam team = team_of(run, threads);
+  return decode_range(model, group, first, out, out_bytes, &team);
 }
 
 df11_status df11_group_check_stored(df11_model* model, size_t group) {

@@ -297,7 +297,7 @@ uint64_t block_of(const GroupView& g, uint64_t n_blocks, uint64_t index) {
 }  // namespace
 
 Status decode_group(const GroupView& group, std::span<uint16_t> out, const std::string& what,
-                    uint64_t first, const GroupInfo* validated) {
+                    uint64_t first, const GroupInfo* validated, const CpuTeam* team) {
   try {
     GroupInfo local;
     if (validated == nullptr) {
@@ -322,7 +322,11 @@ Status decode_group(const GroupView& group, std::span<uint16_t> out, const std::
     // Tasks read only the decoder, written before publish(), whose release each task
     // acquires first (run()).
     decoder.publish(first_block, end_block);
-    detail::parallel_ranges(n_pairs, kPairsPerTask, &decoder);
+    if (team != nullptr) {
+      detail::team_ranges(*team, n_pairs, kPairsPerTask, &decoder);
+    } else {
+      detail::parallel_ranges(n_pairs, kPairsPerTask, &decoder);
+    }
     if (decoder.blocks_done() != last_block + 1 - first_block) {
       return Status(ErrorCode::kInternal, what + ": not every block was decoded");
     }

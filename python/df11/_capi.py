@@ -142,6 +142,9 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_decode_tensor", c_int, model_p, c_size_t, c_void_p, c_size_t)
     f("df11_decode_group", c_int, model_p, c_size_t, c_void_p, c_size_t)
     f("df11_decode_group_range", c_int, model_p, c_size_t, c_uint64, c_void_p, c_size_t)
+    f("df11_decode_group_on", c_int, model_p, c_size_t, c_void_p, c_size_t, c_void_p, c_uint)
+    f("df11_decode_group_range_on", c_int, model_p, c_size_t, c_uint64, c_void_p, c_size_t,
+      c_void_p, c_uint)
     f("df11_group_check_stored", c_int, model_p, c_size_t)
     f("df11_has_cuda", c_int)
     f("df11_cuda_plan_create", c_int, model_p, POINTER(c_size_t), c_size_t, POINTER(CudaGroup),
@@ -335,18 +338,30 @@ class Model(Handle):
                                                 ctypes.byref(size)))
         return (data.value or 0), size.value
 
-    # ---- CPU decodes (oneTBB threads; the GIL is released by ctypes during the call)
+    # ---- CPU decodes (the GIL is released by ctypes during the call). On oneTBB's threads, or
+    # with `team` = (run, threads) on a team of the caller's (df11_team_run: the address of an
+    # OpenMP runtime's GOMP_parallel and a thread count; df11.cpu_team finds torch's).
     def decode_tensor(self, i: int, out_ptr: int, out_bytes: int) -> None:
         self._check(lib().df11_decode_tensor(self._h, i, c_void_p(out_ptr), out_bytes))
 
-    def decode_group(self, g: int, out_ptr: int, out_bytes: int) -> None:
-        self._check(lib().df11_decode_group(self._h, g, c_void_p(out_ptr), out_bytes))
+    def decode_group(self, g: int, out_ptr: int, out_bytes: int,
+                     team: Optional[Tuple[int, int]] = None) -> None:
+        if team is None:
+            self._check(lib().df11_decode_group(self._h, g, c_void_p(out_ptr), out_bytes))
+        else:
+            self._check(lib().df11_decode_group_on(self._h, g, c_void_p(out_ptr), out_bytes,
+                                                   c_void_p(team[0]), team[1]))
 
-    def decode_group_range(self, g: int, first: int, out_ptr: int, out_bytes: int) -> None:
+    def decode_group_range(self, g: int, first: int, out_ptr: int, out_bytes: int,
+                           team: Optional[Tuple[int, int]] = None) -> None:
         """Weights [first, first + out_bytes / 2) of group g (df11_decode_group_range: only the
         blocks holding them decoded and checked, no member checksums)."""
-        self._check(lib().df11_decode_group_range(self._h, g, first, c_void_p(out_ptr),
-                                                  out_bytes))
+        if team is None:
+            self._check(lib().df11_decode_group_range(self._h, g, first, c_void_p(out_ptr),
+                                                      out_bytes))
+        else:
+            self._check(lib().df11_decode_group_range_on(self._h, g, first, c_void_p(out_ptr),
+                                                         out_bytes, c_void_p(team[0]), team[1]))
 
     def check_stored(self, g: int) -> None:
         """Group g's stored bytes against the checksums df11's metadata records for them

@@ -11,7 +11,7 @@ from typing import Dict, List, Optional
 
 import torch
 
-from . import _capi, _ops
+from . import _capi, _ops, cpu_team
 from ._capi import Df11Error
 from ._cuda import on_device, raw_stream
 from ._tensors import _mapped
@@ -38,7 +38,8 @@ class CpuDecoder:
         if buffer.numel() < self.offset + n or not buffer.is_contiguous():
             raise ValueError(f"df11: {self.group.what}: a decode buffer of {buffer.numel()} "
                              f"weights cannot hold weights {self.offset}..{self.offset + n}")
-        self.folder.decode_group(self.group.index, buffer.data_ptr() + 2 * self.offset, 2 * n)
+        self.folder.decode_group(self.group.index, buffer.data_ptr() + 2 * self.offset, 2 * n,
+                                 cpu_team.team())
 
     def check(self) -> None:
         pass
@@ -69,8 +70,9 @@ class CpuRowsDecoder:
         unique, inverse = torch.unique(flat, return_inverse=True)
         rows = torch.empty((unique.numel(), width), dtype=torch.bfloat16)
         decode, g, base = self.folder.decode_group_range, self.group_index, rows.data_ptr()
+        team = cpu_team.team()
         for k, i in enumerate(unique.tolist()):
-            decode(g, i * width, base + 2 * k * width, 2 * width)
+            decode(g, i * width, base + 2 * k * width, 2 * width, team)
         return rows.index_select(0, inverse).view(*ids.shape, width)
 
     def check_all(self, buffer: torch.Tensor) -> None:
@@ -86,10 +88,10 @@ class CpuRowsDecoder:
 def decode_in_parts(folder: _capi.Model, group: Group, buffer: torch.Tensor) -> None:
     """Decodes the whole group once, `buffer.numel()` weights at a time (df11_decode_group_range):
     every block's stream checked without a buffer the group's size."""
-    step = buffer.numel()
+    step, team = buffer.numel(), cpu_team.team()
     for first in range(0, group.elements, step):
         n = min(step, group.elements - first)
-        folder.decode_group_range(group.index, first, buffer.data_ptr(), 2 * n)
+        folder.decode_group_range(group.index, first, buffer.data_ptr(), 2 * n, team)
 
 
 def release_pages(folder: _capi.Model, group: Group) -> None:
@@ -134,7 +136,7 @@ class Segment:
         if self.use.holding is not self:
             self.use.holding = None
             self.folder.decode_group_range(self.group.index, self.first, buffer.data_ptr(),
-                                           2 * self.count)
+                                           2 * self.count, cpu_team.team())
             self.use.holding = self
 
 
@@ -170,7 +172,7 @@ class PartsDecoder:
             self.use.holding = None
         w = self.buffer[:self.out_features * self.in_features].view(self.shape)
         self.folder.decode_group_range(self.group.index, self.first, w.data_ptr(),
-                                       2 * w.numel())
+                                       2 * w.numel(), cpu_team.team())
         return w
 
     def linear(self, x: torch.Tensor) -> torch.Tensor:
@@ -180,7 +182,7 @@ class PartsDecoder:
             # backward pass (the buffer is overwritten by the next Linear's decode).
             whole = torch.empty(self.shape, dtype=torch.bfloat16)
             self.folder.decode_group_range(self.group.index, self.first, whole.data_ptr(),
-                                           2 * whole.numel())
+                                           2 * whole.numel(), cpu_team.team())
             return linear(x, whole, bias)
         if self.segment is not None:
             self.segment.load(self.buffer)

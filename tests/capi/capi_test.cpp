@@ -4,6 +4,8 @@
 // data, wrong sizes), each naming the file and the tensor or group.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -190,6 +192,59 @@ TEST_P(CApi, ConcurrentDecodesOnOneHandle) {
   }
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(mismatches, std::vector<int>(4, 0));
+}
+
+// A team of the caller's threads, as GOMP_parallel runs one: fn(arg) on `threads` threads,
+// this one among them. Counts its calls, so that a test sees the decode went through it.
+std::atomic<int> team_calls{0};
+void thread_team(void (*fn)(void*), void* arg, unsigned threads, unsigned flags) {
+  EXPECT_EQ(flags, 0u);
+  ++team_calls;
+  std::vector<std::thread> others;
+  for (unsigned i = 1; i < threads; ++i) others.emplace_back(fn, arg);
+  fn(arg);
+  for (std::thread& t : others) t.join();
+}
+
+// The _on decodes: the same bits and errors on a caller's team as on oneTBB's threads.
+TEST_P(CApi, DecodesOnACallersTeam) {
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  for (size_t g = 0; g < df11_model_group_count(model.m); ++g) {
+    const uint64_t n = df11_group_element_count(model.m, g);
+    std::vector<uint16_t> want(n), got(n, 0xDEAD);
+    ASSERT_EQ(df11_decode_group(model.m, g, want.data(), 2 * n), DF11_OK);
+    for (unsigned threads : {0u, 1u, 3u, 8u}) {
+      const int calls = team_calls;
+      ASSERT_EQ(df11_decode_group_on(model.m, g, got.data(), 2 * n, thread_team, threads), DF11_OK)
+          << df11_model_errmsg(model.m);
+      EXPECT_EQ(got, want) << g << " " << threads;
+      EXPECT_EQ(team_calls - calls, threads >= 2 ? 1 : 0) << threads;
+      std::fill(got.begin(), got.end(), 0xDEAD);
+      const uint64_t first = n / 3, count = n - n / 3 - 1;
+      ASSERT_EQ(df11_decode_group_range_on(model.m, g, first, got.data(), 2 * count, thread_team,
+                                           threads),
+                DF11_OK)
+          << df11_model_errmsg(model.m);
+      EXPECT_EQ(std::memcmp(got.data(), want.data() + first, 2 * count), 0) << g;
+    }
+    ASSERT_EQ(df11_decode_group_on(model.m, g, got.data(), 2 * n, nullptr, 8), DF11_OK);
+    EXPECT_EQ(got, want);
+    EXPECT_EQ(df11_decode_group_range_on(model.m, g, n - 1, got.data(), 4, thread_team, 2),
+              DF11_ERROR_INVALID_ARGUMENT);
+  }
+  const auto [file, group, offset] = group0_spot(df11_dir(), "encoded_exponent");
+  Model tbb_m, team_m;
+  flip_byte(df11_dir() / file, offset + 100, 0x10);
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &tbb_m.m), DF11_OK);
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &team_m.m), DF11_OK);
+  std::vector<uint16_t> out(df11_group_element_count(tbb_m.m, 0));
+  const df11_status s = df11_decode_group(tbb_m.m, 0, out.data(), 2 * out.size());
+  EXPECT_NE(s, DF11_OK);
+  EXPECT_EQ(df11_decode_group_on(team_m.m, 0, out.data(), 2 * out.size(), thread_team, 4), s);
+  EXPECT_STREQ(df11_model_errmsg(team_m.m), df11_model_errmsg(tbb_m.m));
+  EXPECT_NE(std::string(df11_model_errmsg(team_m.m)).find(file + ": group '" + group + "'"),
+            std::string::npos);
 }
 
 TEST_P(CApi, OpenErrorsNameTheFolder) {

@@ -260,6 +260,26 @@ DF11_API df11_status df11_decode_group(df11_model* model, size_t group, void* ou
 DF11_API df11_status df11_decode_group_range(df11_model* model, size_t group, uint64_t first,
                                              void* out, size_t out_bytes);
 
+/* A team of the caller's threads for the CPU decodes, such as the one its framework runs its
+ * own CPU kernels on: run(fn, arg, threads, 0) must call fn(arg) once on each of `threads`
+ * threads, the calling thread among them, and return when all have returned. That is the
+ * contract of GNU OpenMP's GOMP_parallel (LLVM's and Intel's OpenMP runtimes export it too),
+ * so an engine whose framework computes on OpenMP threads (PyTorch's CPU kernels) can pass
+ * that runtime's GOMP_parallel and its thread count. fn never lets an exception out. */
+typedef void (*df11_team_run)(void (*fn)(void*), void* arg, unsigned threads, unsigned flags);
+
+/* df11_decode_group and df11_decode_group_range with the blocks shared out among a caller's
+ * team (df11_team_run) instead of oneTBB's threads: `threads` threads through run(), or the
+ * calling thread alone if run is NULL or threads < 2. Same checks, output and errors. Where the
+ * framework's threads keep the cores busy between its kernels (OpenMP threads spin for a
+ * while after each parallel region), a decode on oneTBB's threads competes with them for the
+ * cores; on their team it uses them. */
+DF11_API df11_status df11_decode_group_on(df11_model* model, size_t group, void* out,
+                                          size_t out_bytes, df11_team_run run, unsigned threads);
+DF11_API df11_status df11_decode_group_range_on(df11_model* model, size_t group, uint64_t first,
+                                                void* out, size_t out_bytes, df11_team_run run,
+                                                unsigned threads);
+
 /* Checks the bytes group `group` stores against the checksums df11's metadata records for them
  * (spec 5.2: the xxh3 of each of the group's six stored tensors), without decoding: DF11_OK, or
  * DF11_ERROR_CORRUPT_DATA naming the file, the stored tensor and the group. An engine that
