@@ -30,3 +30,11 @@ def test_named_error_carries_the_library_code():
     assert str(e) == "model.safetensors: tensor 'w' [bad_shape]"
     with pytest.raises(ValueError, match="no status named 'bad_shapes'"):
         _capi.Df11Error.named("bad_shapes", "x")
+
+
+def test_exec_constants_are_the_headers():
+    with open(os.path.join(models.REPO, "capi", "include", "df11", "df11.h")) as f:
+        defines = dict(re.findall(r"#define DF11_(EXEC_[A-Z_]+) (\d+)u?\b", f.read()))
+    assert {"EXEC_STATUS_BYTES", "EXEC_MAX_BATCH", "EXEC_KEEP_STATUS"} <= set(defines)
+    for name, value in defines.items():
+        assert getattr(_capi, name) == int(value), name
