@@ -362,10 +362,11 @@ TEST_F(CudaExec, CorruptBlobsReportedNothingWrittenOutside) {
       std::memcpy(b.data() + d.at, &d.value, 4);
     }
     ASSERT_EQ(cudaMemcpy(t.blob.p, b.data(), b.size(), cudaMemcpyHostToDevice), cudaSuccess);
-    DeviceArena arena(2 * DeviceArena::footprint(2ull * 16 * 64) +
+    constexpr uint64_t kB = cuda::kExecMaxBatch;
+    DeviceArena arena(2 * DeviceArena::footprint(2ull * kB * 64) +
                       DeviceArena::footprint(2 * w.size()));
-    Dev x(std::vector<uint16_t>(16 * 600, to_bf16(0.5f)));
-    auto* y = reinterpret_cast<uint16_t*>(arena.reserve(2ull * 16 * 64, 0));
+    Dev x(std::vector<uint16_t>(kB * 600, to_bf16(0.5f)));
+    auto* y = reinterpret_cast<uint16_t*>(arena.reserve(2ull * kB * 64, 0));
     auto* out = reinterpret_cast<uint16_t*>(arena.reserve(2 * w.size(), 0));
     Dev ws(cuda::kExecStatusBytes);
     const std::string names[] = {"model.layers.3.mlp.down_proj"};
@@ -381,7 +382,7 @@ TEST_F(CudaExec, CorruptBlobsReportedNothingWrittenOutside) {
     ASSERT_TRUE(cuda::launch_exec_to_bf16({&it, 1}, ws.p, ws.n, stream_).is_ok());
     EXPECT_EQ(cuda::read_exec_status(ws.p, stream_).code(), ErrorCode::kCorruptData) << d.what;
     for (uint8_t* p : {reinterpret_cast<uint8_t*>(y), reinterpret_cast<uint8_t*>(out)}) {
-      const uint64_t n = p == reinterpret_cast<uint8_t*>(y) ? 2ull * 16 * 64 : 2 * w.size();
+      const uint64_t n = p == reinterpret_cast<uint8_t*>(y) ? 2ull * kB * 64 : 2 * w.size();
       std::vector<uint8_t> g1(kGuardBytes), g2(kGuardBytes);
       ASSERT_EQ(cudaMemcpy(g1.data(), p - kGuardBytes, kGuardBytes, cudaMemcpyDeviceToHost),
                 cudaSuccess);
