@@ -4,17 +4,17 @@ At load, on the GPU, each coded group whose members are all nn.Linear weights is
 from DF11 into one execution-layout blob per member (df11_cuda_exec_measure / _pack: the
 group's BF16 exists only in a transient workspace); the blobs stay resident and the DF11
 bytes are not kept. In a forward pass each such Linear computes
-  - at most 16 tokens: Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
+  - at most 32 tokens: Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
     cores, FP32 accumulation). Linears that share their input (q/k/v, gate/up) run in one
     launch when the model calls them on the same tensor;
-  - above 16 tokens: the blob decoded to BF16 into a scratch buffer (df11_cuda_exec_to_bf16_ex),
+  - above 32 tokens: the blob decoded to BF16 into a scratch buffer (df11_cuda_exec_to_bf16_ex),
     then torch's F.linear.
 
 What it costs: 12.01 bits per weight resident against DF11's ~10.8 (about 1.11x DF11's
 bytes, 0.75x BF16), plus a BF16 scratch as large as the largest such matrix.
 
-What it guarantees: every weight decodes to the original BF16 bits. Above 16 tokens the
-product is torch's on those bits, so it equals the BF16 model's. At 16 tokens or fewer the
+What it guarantees: every weight decodes to the original BF16 bits. Above 32 tokens the
+product is torch's on those bits, so it equals the BF16 model's. At 32 tokens or fewer the
 product is the execution layout's fixed sequence of tensor-core products: equal bit for bit
 to df11's reference GEMM on the BF16 weights (df11_cuda_exec_reference_gemm; `reference()`
 below puts it into a BF16 model), NOT to cuBLAS's, so logits are not torch.equal to the BF16
@@ -479,7 +479,7 @@ def check(folder: _capi.Model, state: ExecState) -> None:
 def reference(model: torch.nn.Module) -> torch.nn.Module:
     """Puts df11's reference GEMM (df11_cuda_exec_reference_gemm: the execution layout's
     products and order, on BF16 weights) into every CUDA BF16 nn.Linear of a model, the way
-    mode="exec" computes: at most 16 tokens through the reference, above through F.linear, bias
+    mode="exec" computes: at most 32 tokens through the reference, above through F.linear, bias
     added after. A BF16 model so patched gives logits torch.equal to its DF11 model's in
     mode="exec" on the same GPU. Returns the model."""
     for module in model.modules():

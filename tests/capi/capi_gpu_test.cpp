@@ -382,8 +382,8 @@ TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
                   download(refs[k], uint64_t{batch} * m[k].rows))
             << names[k] << ", batch " << batch;
       }
-      EXPECT_EQ(df11_cuda_exec_gemm(nullptr, gemms.data(), n, 17, d_status, DF11_EXEC_STATUS_BYTES,
-                                    stream),
+      EXPECT_EQ(df11_cuda_exec_gemm(nullptr, gemms.data(), n, DF11_EXEC_MAX_BATCH + 1, d_status,
+                                    DF11_EXEC_STATUS_BYTES, stream),
                 DF11_ERROR_INVALID_ARGUMENT);
     }
   }

@@ -2,7 +2,7 @@
 // writes the CPU reference encoder's bytes (from BF16 and from DF11 groups), the layout decodes
 // back to the weights bit for bit, and the fused GEMM equals its BF16 reference bit for bit and
 // an FP64 host product within BF16 rounding, for the member shapes of a Llama-3.1-8B block
-// (rows cut, columns kept; q_proj whole), ragged shapes, batch 1..16, unaligned X,
+// (rows cut, columns kept; q_proj whole), ragged shapes, batch 1..32, unaligned X,
 // exception-heavy and every-pattern matrices; corrupt blobs and groups are reported and nothing
 // is written outside the outputs. Skipped where no CUDA device is usable.
 #include <cuda_runtime_api.h>
@@ -244,7 +244,7 @@ TEST_F(CudaExec, LlamaMemberShapes) {
     const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.02f, seed++);
     const Transcoded t = transcode(w, sh[0], sh[1], stream_);
     check_to_bf16(t, w, 0, stream_);
-    for (const uint32_t batch : {1u, 2u, 4u, 8u, 16u}) {
+    for (const uint32_t batch : {1u, 2u, 4u, 8u, 16u, 17u, 32u}) {
       check_gemm(t, w, batch, 0, sh[0] <= 40, stream_,
                  std::to_string(sh[0]) + " x " + std::to_string(sh[1]));
     }
@@ -259,7 +259,7 @@ TEST_F(CudaExec, RaggedShapesEveryBatchUnalignedX) {
     const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.05f, seed++);
     const Transcoded t = transcode(w, sh[0], sh[1], stream_);
     check_to_bf16(t, w, 1, stream_);
-    for (uint32_t batch = 1; batch <= 16; ++batch) {
+    for (uint32_t batch = 1; batch <= cuda::kExecMaxBatch; ++batch) {
       check_gemm(t, w, batch, batch % 3, true, stream_,
                  std::to_string(sh[0]) + " x " + std::to_string(sh[1]));
     }
@@ -272,7 +272,8 @@ TEST_F(CudaExec, ExceptionHeavyMatrices) {
   Transcoded t = transcode(w, 96, 700, stream_);
   EXPECT_GT(t.m.n_exceptions, w.size() / 2);
   check_to_bf16(t, w, 0, stream_);
-  for (const uint32_t batch : {1u, 5u, 16u}) check_gemm(t, w, batch, 0, true, stream_, "heavy");
+  for (const uint32_t batch : {1u, 5u, 16u, 29u})
+    check_gemm(t, w, batch, 0, true, stream_, "heavy");
   // Every BF16 pattern (NaN payloads, +-0, +-Inf, subnormals): round trip, and the GEMM still
   // equals its reference (NaNs and all).
   std::vector<uint16_t> all(65536);
@@ -361,14 +362,15 @@ TEST_F(CudaExec, CorruptBlobsReportedNothingWrittenOutside) {
       std::memcpy(b.data() + d.at, &d.value, 4);
     }
     ASSERT_EQ(cudaMemcpy(t.blob.p, b.data(), b.size(), cudaMemcpyHostToDevice), cudaSuccess);
-    DeviceArena arena(2 * DeviceArena::footprint(2ull * 16 * 64) +
+    constexpr uint64_t kB = cuda::kExecMaxBatch;
+    DeviceArena arena(2 * DeviceArena::footprint(2ull * kB * 64) +
                       DeviceArena::footprint(2 * w.size()));
-    Dev x(std::vector<uint16_t>(16 * 600, to_bf16(0.5f)));
-    auto* y = reinterpret_cast<uint16_t*>(arena.reserve(2ull * 16 * 64, 0));
+    Dev x(std::vector<uint16_t>(kB * 600, to_bf16(0.5f)));
+    auto* y = reinterpret_cast<uint16_t*>(arena.reserve(2ull * kB * 64, 0));
     auto* out = reinterpret_cast<uint16_t*>(arena.reserve(2 * w.size(), 0));
     Dev ws(cuda::kExecStatusBytes);
     const std::string names[] = {"model.layers.3.mlp.down_proj"};
-    for (const uint32_t batch : {1u, 16u}) {
+    for (const uint32_t batch : {1u, 16u, 32u}) {
       const cuda::ExecGemm g{t.m, x.as<uint16_t>(), y};
       ASSERT_TRUE(cuda::launch_exec_gemm({&g, 1}, batch, ws.p, ws.n, stream_).is_ok());
       const Status s = cuda::read_exec_status(ws.p, stream_, names);
@@ -380,7 +382,7 @@ TEST_F(CudaExec, CorruptBlobsReportedNothingWrittenOutside) {
     ASSERT_TRUE(cuda::launch_exec_to_bf16({&it, 1}, ws.p, ws.n, stream_).is_ok());
     EXPECT_EQ(cuda::read_exec_status(ws.p, stream_).code(), ErrorCode::kCorruptData) << d.what;
     for (uint8_t* p : {reinterpret_cast<uint8_t*>(y), reinterpret_cast<uint8_t*>(out)}) {
-      const uint64_t n = p == reinterpret_cast<uint8_t*>(y) ? 2ull * 16 * 64 : 2 * w.size();
+      const uint64_t n = p == reinterpret_cast<uint8_t*>(y) ? 2ull * kB * 64 : 2 * w.size();
       std::vector<uint8_t> g1(kGuardBytes), g2(kGuardBytes);
       ASSERT_EQ(cudaMemcpy(g1.data(), p - kGuardBytes, kGuardBytes, cudaMemcpyDeviceToHost),
                 cudaSuccess);
@@ -400,7 +402,7 @@ TEST_F(CudaExec, BadArgumentsAreRefused) {
   cuda::ExecGemm g{t.m, x.as<uint16_t>(), y.as<uint16_t>()};
   EXPECT_EQ(cuda::launch_exec_gemm({&g, 1}, 0, ws.p, ws.n, stream_).code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(cuda::launch_exec_gemm({&g, 1}, 17, ws.p, ws.n, stream_).code(),
+  EXPECT_EQ(cuda::launch_exec_gemm({&g, 1}, cuda::kExecMaxBatch + 1, ws.p, ws.n, stream_).code(),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(cuda::launch_exec_gemm({&g, 1}, 1, ws.p, 8, stream_).code(),
             ErrorCode::kInvalidArgument);

@@ -530,11 +530,11 @@ DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* 
 /* ---- Execution layout on a CUDA GPU (spec/EXEC_LAYOUT.md) ------------------------------
  * Lossless and faster than BF16 at small batch: each coded member of a group is transcoded at
  * load time into a blob of 12.01 bits per weight (BF16 is 16, DF11 about 10.8), kept resident,
- * and multiplied from directly: Y = X W^T for 1 to 16 rows of X (BF16 in and out, FP32
- * accumulation, BF16 tensor cores). On an H100 it is faster than cuBLAS's BF16 GEMM on the
- * original weights at every batch 1..16 (BENCHMARKS.md, "Execution layout"). Above 16 tokens,
- * decode the blobs to BF16 (df11_cuda_exec_to_bf16) and use a BF16 GEMM. Memory: about 1.11x the
- * DF11 bytes (12.01 against 10.8 bits), 0.75x BF16.
+ * and multiplied from directly: Y = X W^T for 1 to 32 rows of X (BF16 in and out, FP32
+ * accumulation, BF16 tensor cores). Against torch's BF16 GEMM on the original weights it takes
+ * 0.89x the time at 1 row and 0.95x at 2-8 on an H200 (BENCHMARKS.md, "Execution layout"). Above
+ * 32 rows, decode the blobs to BF16 (df11_cuda_exec_to_bf16) and use a BF16 GEMM. Memory:
+ * about 1.11x the DF11 bytes (12.01 against 10.8 bits), 0.75x BF16.
  *
  *   df11_cuda_exec_workspace_bytes(model, g, &n, &ws);          host: members, scratch size
  *   cudaMalloc(&d_ws, ws);                                       scratch: the group's BF16
@@ -556,7 +556,7 @@ DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* 
  * DF11_ERROR_UNSUPPORTED. `stream` is a cudaStream_t as void*. */
 
 #define DF11_EXEC_STATUS_BYTES 16 /* the status record of a gemm / to_bf16 call */
-#define DF11_EXEC_MAX_BATCH 16
+#define DF11_EXEC_MAX_BATCH 32
 
 /* One member's blob in device memory (the caller's; 16-byte aligned, `bytes` long) and its
  * shape: W is [rows, cols] row-major as the member is stored (rows = shape[0]). */
@@ -609,10 +609,11 @@ typedef struct df11_exec_gemm {
   void* d_y;
 } df11_exec_gemm;
 
-/* Enqueues the n products at `batch` (1..16) rows: one kernel launch per 64 products after a
- * 16-byte memset of d_status. No allocation, no sync. A blob whose exception offsets disagree
- * with its codes is reported by df11_cuda_exec_status_sync (DF11_ERROR_CORRUPT_DATA); Y is
- * then unspecified, and nothing outside the described buffers is read or written. */
+/* Enqueues the n products at `batch` (1..DF11_EXEC_MAX_BATCH) rows: one kernel launch per 64
+ * products after a 16-byte memset of d_status. No allocation, no sync. A blob whose exception
+ * offsets disagree with its codes is reported by df11_cuda_exec_status_sync
+ * (DF11_ERROR_CORRUPT_DATA); Y is then unspecified, and nothing outside the described buffers is
+ * read or written. */
 DF11_API df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm* gemms, size_t n,
                                          uint32_t batch, void* d_status, size_t status_bytes,
                                          void* stream);

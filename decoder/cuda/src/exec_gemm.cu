@@ -57,8 +57,17 @@ constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 #ifndef DF11_EXEC_GEMM_MIN_BLOCKS2
 #define DF11_EXEC_GEMM_MIN_BLOCKS2 3
 #endif
+// Batch 17-32 (four n8 tiles): 2 steps in flight, 2 blocks per multiprocessor.
+#ifndef DF11_EXEC_GEMM_STEPS4
+#define DF11_EXEC_GEMM_STEPS4 2
+#endif
+#ifndef DF11_EXEC_GEMM_MIN_BLOCKS4
+#define DF11_EXEC_GEMM_MIN_BLOCKS4 2
+#endif
 template <uint32_t NB>
-constexpr uint32_t kGemmStepsInFlight = NB == 1 ? DF11_EXEC_GEMM_STEPS1 : DF11_EXEC_GEMM_STEPS2;
+constexpr uint32_t kGemmStepsInFlight = NB == 1   ? DF11_EXEC_GEMM_STEPS1
+                                        : NB == 2 ? DF11_EXEC_GEMM_STEPS2
+                                                  : DF11_EXEC_GEMM_STEPS4;
 constexpr uint32_t kDecodeStepsInFlight = kExecTileSteps;
 
 // One matrix of a launch, everything the kernels need (offsets from spec 2.2).
@@ -164,7 +173,8 @@ __device__ __forceinline__ uint4 load_x(const uint16_t* xrow, uint64_t c, uint32
 template <bool kExec, uint32_t NB>
 constexpr uint32_t kGemmMinBlocks = !kExec    ? 1
                                     : NB == 1 ? DF11_EXEC_GEMM_MIN_BLOCKS
-                                              : DF11_EXEC_GEMM_MIN_BLOCKS2;
+                                    : NB == 2 ? DF11_EXEC_GEMM_MIN_BLOCKS2
+                                              : DF11_EXEC_GEMM_MIN_BLOCKS4;
 
 template <bool kExec, uint32_t NB>
 __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
@@ -415,7 +425,9 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
       return Status(ErrorCode::kResourceLimit, "exec GEMM: too many rows in one launch");
     }
     p->begin[n] = static_cast<uint32_t>(blocks);
-    const auto kernel = batch <= 8 ? gemm_kernel<kExec, 1> : gemm_kernel<kExec, 2>;
+    const auto kernel = batch <= 8    ? gemm_kernel<kExec, 1>
+                        : batch <= 16 ? gemm_kernel<kExec, 2>
+                                      : gemm_kernel<kExec, 4>;
     kernel<<<static_cast<uint32_t>(blocks), kGemmThreads, 0, stream>>>(*p);
     DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "exec GEMM kernel launch");
   }
@@ -424,8 +436,9 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
 
 Status check_batch(uint32_t batch, const char* what) {
   if (batch < 1 || batch > kExecMaxBatch) {
-    return Status(ErrorCode::kInvalidArgument,
-                  std::string(what) + ": batch " + std::to_string(batch) + " is not within 1..16");
+    return Status(ErrorCode::kInvalidArgument, std::string(what) + ": batch " +
+                                                   std::to_string(batch) + " is not within 1.." +
+                                                   std::to_string(kExecMaxBatch));
   }
   return Status::ok();
 }

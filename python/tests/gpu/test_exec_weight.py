@@ -2,7 +2,7 @@
 plugin's mode "exec"), on CUDA (skipped without): a group transcoded once, layers made of its
 members as the engine fuses them (q/k/v, gate/up) or alone, each checked against the BF16
 weights: decoded bit for bit, and Y = X W^T (+ bias) torch.equal to df11's reference GEMM at
-1-16 tokens and to F.linear above, in 2-D and 3-D inputs, eagerly and traced."""
+1-32 tokens and to F.linear above, in 2-D and 3-D inputs, eagerly and traced."""
 import pytest
 import torch
 
@@ -53,7 +53,7 @@ def test_exec_weight_equals_reference(qwen2, fused):
     assert torch.equal(ew.decode().view(torch.int16), w.view(torch.int16))
     ew.check()
     gen = torch.Generator(device="cuda").manual_seed(3)
-    for tokens in list(range(1, 21)) + [33, 64]:
+    for tokens in list(range(1, 21)) + [24, 31, 32, 33, 64]:
         for lead in ((tokens,), (1, tokens)) + (((2, tokens // 2),) if tokens % 2 == 0 else ()):
             x = torch.randn(*lead, w.shape[1], device="cuda", generator=gen).to(torch.bfloat16)
             got = ew.linear(x, bias)

@@ -10,7 +10,7 @@
                                                  --df11-mode: additional_config's df11_mode;
                                                  --reference: vLLM's BF16 Linear layers
                                                  compute as the execution layout does
-                                                 (df11's reference GEMM at <= 16 tokens)
+                                                 (df11's reference GEMM at <= 32 tokens)
     vllm_check.py upload FOLDER REPO             FOLDER as the Hub repo REPO at $HF_ENDPOINT
     vllm_check.py client URL MODEL OUT.json      the requests of `generate`, each alone (twice),
                                                  to a `vllm serve` at URL through the OpenAI
@@ -114,7 +114,7 @@ def prompts(vocab):
 def use_reference_gemm():
     """vLLM's unquantized Linear layers (every Linear of a BF16 model) compute as df11's
     execution layout does: torch.ops.df11.exec_reference_linear (df11's reference GEMM at up
-    to 16 tokens, F.linear above), which the DF11 model in mode "exec" must equal."""
+    to 32 tokens, F.linear above), which the DF11 model in mode "exec" must equal."""
     from vllm.model_executor.layers.linear import UnquantizedLinearMethod
     from df11.exec_mode import exec_reference_linear  # torch.ops.df11.exec_reference_linear
 

@@ -37,7 +37,7 @@ struct CUstream_st;
 
 namespace df11::cuda {
 
-inline constexpr uint32_t kExecMaxBatch = 16;           // rows of X
+inline constexpr uint32_t kExecMaxBatch = 32;           // rows of X
 inline constexpr uint32_t kExecMaxLaunchMatrices = 64;  // matrices per kernel launch (more: loops)
 inline constexpr size_t kExecStatusBytes = 16;          // the status record of a launch
 
