@@ -3,6 +3,7 @@
 // into df11::cuda sit in generic lambdas that the helpers below then never call, so nothing
 // of df11_cuda is linked.
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -274,6 +275,33 @@ df11_status df11_cuda_decode_rows(df11_cuda_plan* plan, size_t i, const int64_t*
     return df11::cuda::launch_decode_rows(p, i, d_ids, n_ids, row_elements,
                                           static_cast<uint16_t*>(d_out), d_workspace,
                                           workspace_bytes, as_stream(stream));
+  });
+}
+
+static_assert(DF11_CUDA_MAX_DECODE_SPANS == df11::cuda::kMaxDecodeSpans);
+
+df11_status df11_cuda_decode_spans(df11_cuda_plan* plan, size_t i, const uint64_t* offsets,
+                                   const uint64_t* counts, size_t n_spans, void* d_out,
+                                   void* d_workspace, size_t workspace_bytes, void* stream) {
+  if (plan == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
+  const char* bad =
+      n_spans != 0 && (offsets == nullptr || counts == nullptr) ? "offsets or counts is NULL"
+      : n_spans > df11::cuda::kMaxDecodeSpans ? "more than DF11_CUDA_MAX_DECODE_SPANS spans"
+                                              : nullptr;
+  uint64_t total = 0;
+  for (size_t s = 0; bad == nullptr && s < n_spans; ++s) total += counts[s];
+  if (bad == nullptr && total != 0 && d_out == nullptr) bad = "d_out is NULL";
+  if (bad != nullptr) {
+    return df11::capi::guarded(plan->err, [&] {
+      return Status(ErrorCode::kInvalidArgument, std::string("df11_cuda_decode_spans: ") + bad);
+    });
+  }
+  return on_plan(plan, [&](auto& p) {
+    df11::cuda::DecodeSpan spans[df11::cuda::kMaxDecodeSpans];
+    for (size_t s = 0; s < n_spans; ++s) spans[s] = {offsets[s], counts[s]};
+    return df11::cuda::launch_decode_spans(
+        p, i, std::span<const df11::cuda::DecodeSpan>(spans, n_spans),
+        static_cast<uint16_t*>(d_out), d_workspace, workspace_bytes, as_stream(stream));
   });
 }
 

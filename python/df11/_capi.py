@@ -73,6 +73,7 @@ class Shape(Structure):
 
 EXEC_STATUS_BYTES = 16  # DF11_EXEC_STATUS_BYTES
 EXEC_MAX_BATCH = 32  # DF11_EXEC_MAX_BATCH
+CUDA_MAX_DECODE_SPANS = 8  # DF11_CUDA_MAX_DECODE_SPANS
 EXEC_KEEP_STATUS = 1  # DF11_EXEC_KEEP_STATUS
 
 
@@ -160,6 +161,8 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_cuda_status_copy", c_int, plan_p, c_void_p, c_void_p, c_size_t, c_void_p)
     f("df11_cuda_group_status", c_int, plan_p, c_void_p, c_size_t, c_size_t)
     f("df11_cuda_decode_rows", c_int, plan_p, c_size_t, c_void_p, c_size_t, c_size_t, c_void_p,
+      c_void_p, c_size_t, c_void_p)
+    f("df11_cuda_decode_spans", c_int, plan_p, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p,
       c_void_p, c_size_t, c_void_p)
     # Experimental section (DF11_EXPERIMENTAL).
     f("df11_cuda_decode_and_copy_status", c_int, plan_p, c_void_p, c_size_t, c_void_p, c_size_t,

@@ -5,29 +5,26 @@
     member's checksum). An engine's own loader takes them as it takes a BF16 checkpoint's, so
     that its name mapping, fusing and slicing stay its own.
   - `GpuGroup` is one coded group whose parts were uploaded once to a GPU, with a plan that
-    decodes rows of it into memory the caller gives (df11_cuda_decode_rows: the plan has no
+    decodes spans of it into memory the caller gives (df11_cuda_decode_spans: the plan has no
     fixed output, so nothing BF16 stays resident).
-  - `RowsWeight` is one weight matrix of an engine's layer made of members of one group (a
-    fused q/k/v weight is three members, in the engine's order): `decode()` returns it as a
-    fresh BF16 tensor.
+  - `SpansWeight` is one weight matrix of an engine's layer made of members of one group (a
+    fused q/k/v weight is three members, in the engine's order, whatever order the group
+    stores them in): `decode()` returns it as a fresh BF16 tensor.
   - `torch.ops.df11.decode_weight(like, key)` is that decode as a torch custom op: functional
     (a new tensor from torch's allocator, no input mutated), launched on torch's current stream,
     no host synchronisation. Inductor sees an ordinary producer, so torch.compile and CUDA
     graphs take it as they take a matmul: the capture records the launch, a replay repeats it.
 
-Why rows: a group usually codes a whole transformer block while an engine's layer needs a few
-of its members. Seen as a matrix of rows of `row_elements` weights (a divisor of every member's
-offset and size), a member is a range of rows, and decoding exactly those rows into the layer's
-output is one launch with no copy. Each row's thread block decodes the one or few ~12k-weight
-stream blocks holding it (decoder/cuda/NOTES.md, "Rows decode"), so rows of 16k-64k weights keep
-the redundant work small.
+Why spans: a group usually codes a whole transformer block while an engine's layer needs a few
+of its members. Each member is a span of the group's weights; one launch decodes the layer's
+spans, one after the other, into its output, each stream block covering them once, spread over
+the whole GPU (decoder/cuda/NOTES.md, "Spans decode").
 """
 from __future__ import annotations
 
 import ctypes
 import hashlib
 import math
-from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
@@ -39,8 +36,7 @@ from ._tensors import TORCH_DTYPES
 
 
 ALIGN_BYTES = 256  # part offsets in a group's device buffer (the decoder reads them faster)
-MAX_ROW_ELEMENTS = 1 << 16  # rows of at most 64k weights: ~1.2 stream blocks decoded per block
-MIN_ROW_ELEMENTS = 1 << 9  # below this the rows decode costs several times a full decode
+
 
 
 def _round_up(n: int, a: int) -> int:
@@ -88,45 +84,22 @@ def _decode_group(folder: _capi.Model, g: int) -> torch.Tensor:
     return out
 
 
-def row_elements(group_elements: int, spans: Sequence[Tuple[int, int]]) -> int:
-    """The row width (weights) under which every (offset, numel) span of a group is a whole
-    number of rows: the largest power of two that divides the group's element count and every
-    offset and size, capped at MAX_ROW_ELEMENTS. 0 if that is below MIN_ROW_ELEMENTS (the
-    spans are then not worth decoding as rows)."""
-    g = group_elements
-    for offset, numel in spans:
-        g = math.gcd(g, math.gcd(offset, numel))
-    if g == 0:
-        return 0
-    r = min(g & -g, MAX_ROW_ELEMENTS)
-    return r if r >= MIN_ROW_ELEMENTS else 0
-
-
-def span_rows(spans: Sequence[Tuple[int, int]], r: int) -> List[int]:
-    """The row ids of the spans, in order (row k holds weights [k * r, (k + 1) * r))."""
-    ids: List[int] = []
-    for offset, numel in spans:
-        ids.extend(range(offset // r, (offset + numel) // r))
-    return ids
-
-
-def members_rows(folder: _capi.Model, members: Sequence[int], shape: Tuple[int, int]
-                 ) -> Tuple[Optional[int], int, List[Tuple[int, int]], str]:
-    """(group, row width, spans) under which tensors `members` of `folder`, concatenated in
+def layer_spans(folder: _capi.Model, members: Sequence[int], shape: Tuple[int, int]
+                ) -> Tuple[Optional[int], List[Tuple[int, int]], str]:
+    """(group, (offset, numel) spans) under which tensors `members` of `folder`, concatenated in
     that order, decode to a weight of `shape` (an engine's fused layer: q, k, v); group None
     and the reason where they cannot."""
     groups = {folder.tensor_group(t) for t in members}
     if len(groups) != 1 or None in groups:
-        return None, 0, [], "its members are not in one coded group"
+        return None, [], "its members are not in one coded group"
+    if len(members) > _capi.CUDA_MAX_DECODE_SPANS:
+        return None, [], f"it has more than {_capi.CUDA_MAX_DECODE_SPANS} members"
     g = groups.pop()
     spans = [(folder.tensor_group_offset(t), math.prod(folder.tensor_shape(t)))
              for t in members]
     if sum(n for _, n in spans) != shape[0] * shape[1]:
-        return None, 0, [], "its members' sizes differ from the layer's"
-    r = row_elements(folder.group_element_count(g), spans)
-    if r == 0:
-        return None, 0, [], "its members' offsets share no row width worth decoding"
-    return g, r, spans, ""
+        return None, [], "its members' sizes differ from the layer's"
+    return g, spans, ""
 
 
 def encode(weights: Dict[str, torch.Tensor], out_dir: str) -> _capi.Model:
@@ -140,21 +113,19 @@ def encode(weights: Dict[str, torch.Tensor], out_dir: str) -> _capi.Model:
     return _capi.Model(out_dir)
 
 
-def tensor_rows(folder: _capi.Model, t: int) -> Optional[Tuple[int, int, List[Tuple[int, int]]]]:
-    """(group, row width, spans) under which tensor `t` alone decodes from its group, or None
-    (stored raw, or no row width worth decoding)."""
+def tensor_spans(folder: _capi.Model, t: int) -> Optional[Tuple[int, List[Tuple[int, int]]]]:
+    """(group, spans) under which tensor `t` alone decodes from its group, or None (stored
+    raw)."""
     g = folder.tensor_group(t)
     if g is None:
         return None
-    spans = [(folder.tensor_group_offset(t), math.prod(folder.tensor_shape(t)))]
-    r = row_elements(folder.group_element_count(g), spans)
-    return (g, r, spans) if r else None
+    return g, [(folder.tensor_group_offset(t), math.prod(folder.tensor_shape(t)))]
 
 
 class GpuGroup:
     """One coded group's parts on `device` (one uint8 tensor, uploaded once) and a plan over it
     without an output (df11_cuda_plan_create validates the group on the host), with a
-    workspace from torch's allocator. `decode_rows` enqueues on torch's current stream."""
+    workspace from torch's allocator. `decode_spans` enqueues on torch's current stream."""
 
     def __init__(self, folder: _capi.Model, g: int, device: torch.device):
         from .decoders import Uploader  # the pinned double-buffered copy of mapped bytes
@@ -183,19 +154,19 @@ class GpuGroup:
                                          device=device)
             self.plan.workspace_init(self.workspace.data_ptr(), self.ws_bytes,
                                      torch.cuda.current_stream(device).cuda_stream)
-        self._fn = _capi.lib().df11_cuda_decode_rows
+        self._fn = _capi.lib().df11_cuda_decode_spans
         self._ws = ctypes.c_void_p(self.workspace.data_ptr())
 
     @property
     def nbytes(self) -> int:
         return self.coded.numel()
 
-    def decode_rows(self, ids: torch.Tensor, r: int, out: torch.Tensor) -> None:
-        """out (ids.numel() * r BF16 weights on this device) <- rows `ids` (int64, on this
-        device). One launch on torch's current stream; no wait."""
-        rc = self._fn(self.plan.handle, 0, ctypes.c_void_p(ids.data_ptr()), ids.numel(), r,
-                      ctypes.c_void_p(out.data_ptr()), self._ws, self.ws_bytes,
-                      ctypes.c_void_p(raw_stream(self.device_index)))
+    def decode_spans(self, offsets, counts, n: int, out: torch.Tensor) -> None:
+        """out (the spans' weights, BF16, on this device) <- the group's spans, one after the
+        other (offsets, counts: ctypes arrays of n uint64). One launch on torch's current
+        stream; no wait."""
+        rc = self._fn(self.plan.handle, 0, offsets, counts, n, ctypes.c_void_p(out.data_ptr()),
+                      self._ws, self.ws_bytes, ctypes.c_void_p(raw_stream(self.device_index)))
         if rc != 0:
             self.plan._check(rc)
 
@@ -206,32 +177,36 @@ class GpuGroup:
                               torch.cuda.current_stream(self.device).cuda_stream)
 
 
-@dataclass
-class RowsWeight:
-    """A weight matrix (rows, cols) made of rows `ids` of a GpuGroup seen as rows of `r`."""
-    group: GpuGroup
-    ids: torch.Tensor  # int64 on the group's device
-    r: int
-    shape: Tuple[int, int]
+class SpansWeight:
+    """A weight matrix `shape` made of (offset, numel) spans of a GpuGroup, in order."""
+
+    def __init__(self, group: GpuGroup, spans: Sequence[Tuple[int, int]],
+                 shape: Tuple[int, int]):
+        self.group = group
+        self.spans = list(spans)
+        self.shape = tuple(shape)
+        n = len(self.spans)
+        self._offsets = (ctypes.c_uint64 * n)(*[o for o, _ in self.spans])
+        self._counts = (ctypes.c_uint64 * n)(*[c for _, c in self.spans])
 
     def decode(self) -> torch.Tensor:
         out = torch.empty(self.shape, dtype=torch.bfloat16, device=self.group.device)
-        self.group.decode_rows(self.ids, self.r, out)
+        self.group.decode_spans(self._offsets, self._counts, len(self.spans), out)
         return out
 
 
-_WEIGHTS: Dict[int, RowsWeight] = {}
+_WEIGHTS: Dict[int, SpansWeight] = {}
 
 
 def weight_key(*parts: str) -> int:
-    """A key for a RowsWeight that is the same in every process and every load of the same
+    """A key for a SpansWeight that is the same in every process and every load of the same
     layer of the same folder: a compiled graph caches the key as a constant, and a graph
     compiled once (vLLM's compile cache) must find the layer again under it."""
     digest = hashlib.blake2b("\0".join(parts).encode(), digest_size=7).digest()
     return int.from_bytes(digest, "little")
 
 
-def register_weight(key: int, weight: RowsWeight) -> None:
+def register_weight(key: int, weight: SpansWeight) -> None:
     _WEIGHTS[key] = weight
 
 

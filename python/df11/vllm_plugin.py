@@ -1,7 +1,8 @@
 """The vLLM side of df11 (imported by df11.vllm.register, only where vLLM is installed).
 
 Decode mode: each Linear layer's weight stays DF11-coded on the GPU and is decoded into a fresh
-BF16 tensor just before its matmul, which is the call vLLM's own BF16 layers make
+BF16 tensor just before its matmul (its members' spans of the block's group, one launch:
+coded.SpansWeight), which is the call vLLM's own BF16 layers make
 (dispatch_unquantized_gemm) on the same bits: the outputs are meant to equal vLLM serving the
 BF16 model bit for bit, which python/tests/gpu/vllm_check.sh checks.
 
@@ -18,7 +19,7 @@ Loading (DF11ModelLoader.load_weights):
      `load_weights`, as a BF16 checkpoint's tensors would be: vLLM's name mapping, q/k/v and
      gate/up fusing stay vLLM's. DF11LinearMethod allocated the Linear weights in host memory,
      so they never take GPU memory as BF16.
-  2. Each Linear weight is then matched to rows of one coded group (the members its
+  2. Each Linear weight is then matched to spans of one coded group (the members its
      packed_modules_mapping names, in that order), the group is uploaded once, and the weight
      decoded on the GPU is compared with the host tensor vLLM's loader built: equal, the host
      tensor is dropped and the layer decodes from the group from then on (in the execution
@@ -105,7 +106,7 @@ class DF11Config(QuantizationConfig):
 
 class DF11LinearMethod(LinearMethodBase):
     """A Linear layer in decode mode. Its `weight` is created in host memory (the loader moves
-    or replaces it); once coded, the layer has no `weight` and `df11_key` names its RowsWeight."""
+    or replaces it); once coded, the layer has no `weight` and `df11_key` names its SpansWeight."""
 
     def create_weights(self, layer, input_size_per_partition, output_partition_sizes, input_size,
                        output_size, params_dtype, **extra_weight_attrs):
@@ -168,15 +169,20 @@ class DF11ModelLoader(DefaultModelLoader):
         attach(model, folder, os.path.realpath(path), getattr(self, "mode", "decode"))
 
 
+def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal bit for bit (torch.equal on BF16 takes -0 for +0 and no NaN for itself)."""
+    return a.shape == b.shape and a.dtype == b.dtype and torch.equal(
+        a.view(torch.int16), b.view(torch.int16))
+
+
 @dataclass
 class LayerPlan:
-    """How one DF11 Linear layer gets its weight: from rows of the folder's coded group `group`
-    (row width `r`, the members' (offset, numel) spans in the layer's order), or, where `group`
-    is None, not from the folder's groups, for the reason `why`."""
+    """How one DF11 Linear layer gets its weight: from spans of the folder's coded group `group`
+    (the members' (offset, numel) spans in the layer's order), or, where `group` is None, not
+    from the folder's groups, for the reason `why`."""
     prefix: str
     layer: torch.nn.Module
     group: Optional[int]
-    r: int
     spans: List[Tuple[int, int]]
     why: str
 
@@ -197,10 +203,10 @@ def plan_layers(model: torch.nn.Module, folder: _capi.Model) -> List[LayerPlan]:
             continue
         members = [names.get(n) for n in member_names(prefix, packed)]
         if None in members:
-            g, r, spans, why = None, 0, [], "the folder has no tensor for some of its members"
+            g, spans, why = None, [], "the folder has no tensor for some of its members"
         else:
-            g, r, spans, why = coded.members_rows(folder, members, tuple(layer.weight.shape))
-        plans.append(LayerPlan(prefix, layer, g, r, spans, why))
+            g, spans, why = coded.layer_spans(folder, members, tuple(layer.weight.shape))
+        plans.append(LayerPlan(prefix, layer, g, spans, why))
     return plans
 
 
@@ -216,30 +222,29 @@ class _Attach:
         self.exec_bytes = 0
         self.n_coded = self.n_exec = self.n_plain = self.bf16_bytes = 0
 
-    def code(self, plan: LayerPlan, folder: _capi.Model, g: int, r: int,
-             spans: List[Tuple[int, int]], by_group: Dict[int, coded.GpuGroup]) -> bool:
+    def code(self, plan: LayerPlan, folder: _capi.Model, g: int, spans: List[Tuple[int, int]],
+             by_group: Dict[int, coded.GpuGroup]) -> bool:
         """Serves the layer from group `g` of `folder` in the loader's mode, if its members
         decode to exactly its weight."""
         if self.mode == "exec" and self.try_exec(plan, folder, g, spans):
             return True
         if (id(folder), g) not in by_group:
             by_group[(id(folder), g)] = coded.GpuGroup(folder, g, self.device)
-        return self.try_rows(plan, by_group[(id(folder), g)], r, spans)
+        return self.try_spans(plan, by_group[(id(folder), g)], spans)
 
     def _accept(self, plan: LayerPlan) -> None:
         plan.layer._parameters.pop("weight")
         plan.layer.df11_loaded = True
 
-    def try_rows(self, plan: LayerPlan, group: coded.GpuGroup, r: int,
-                 spans: List[Tuple[int, int]]) -> bool:
-        """Codes the layer from rows of `group` if they decode to exactly its weight."""
+    def try_spans(self, plan: LayerPlan, group: coded.GpuGroup,
+                  spans: List[Tuple[int, int]]) -> bool:
+        """Codes the layer from spans of `group` if they decode to exactly its weight."""
         weight = plan.layer.weight
         shape = tuple(weight.shape)
-        ids = torch.tensor(coded.span_rows(spans, r), dtype=torch.int64, device=self.device)
-        cw = coded.RowsWeight(group, ids, r, shape)
+        cw = coded.SpansWeight(group, spans, shape)
         got = cw.decode()
         group.check()  # Df11Error naming the file, group and block
-        if not torch.equal(got, weight.data.to(self.device)):
+        if not _same_bits(got, weight.data.to(self.device)):
             return False
         key = coded.weight_key(self.folder_id, plan.prefix)
         coded.register_weight(key, cw)
@@ -272,7 +277,7 @@ class _Attach:
             return False
         got = ew.decode()
         ew.check()
-        if not torch.equal(got, weight.data.to(self.device)):
+        if not _same_bits(got, weight.data.to(self.device)):
             return False
         key = coded.weight_key(self.folder_id, plan.prefix, "exec")
         exec_mode.register_weight(key, ew)
@@ -293,7 +298,7 @@ class _Attach:
 def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
            mode: str = "decode") -> None:
     """Step 2 of the module's docstring, on torch's current CUDA device, in `mode` ("decode":
-    rows of the coded groups, decoded per call; "exec": the execution layout, transcoded from
+    spans of the coded groups, decoded per call; "exec": the execution layout, transcoded from
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
     rank's slice, a weight vLLM's loader transformed, members spread over groups) is coded
     again from the tensor vLLM built, all such layers in one df11.compress into a temporary
@@ -304,7 +309,7 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     for plan in plan_layers(model, folder):
         if plan.group is None:
             again.append((plan, plan.why))
-        elif not state.code(plan, folder, plan.group, plan.r, plan.spans, by_group):
+        elif not state.code(plan, folder, plan.group, plan.spans, by_group):
             again.append((plan, "its members decode to other values than vLLM's loader made"))
     if again:
         _attach_encoded(state, again, by_group)
@@ -339,10 +344,10 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
                           os.path.join(tmp, "layers")) as folder:
             for name, (plan, why) in names.items():
                 t = folder.find_tensor(name)
-                rows = None if t is None else coded.tensor_rows(folder, t)
-                if rows is None:
+                found = None if t is None else coded.tensor_spans(folder, t)
+                if found is None:
                     state.keep_bf16(plan, why + "; df11's encoder stores it raw")
-                elif not state.code(plan, folder, rows[0], rows[1], rows[2], by_group):
+                elif not state.code(plan, folder, found[0], found[1], by_group):
                     state.keep_bf16(plan, why + "; coded again, it decodes to other values")
 
 

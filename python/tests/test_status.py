@@ -34,7 +34,9 @@ def test_named_error_carries_the_library_code():
 
 def test_exec_constants_are_the_headers():
     with open(os.path.join(models.REPO, "capi", "include", "df11", "df11.h")) as f:
-        defines = dict(re.findall(r"#define DF11_(EXEC_[A-Z_]+) (\d+)u?\b", f.read()))
-    assert {"EXEC_STATUS_BYTES", "EXEC_MAX_BATCH", "EXEC_KEEP_STATUS"} <= set(defines)
+        defines = dict(re.findall(r"#define DF11_((?:EXEC|CUDA_MAX)_[A-Z_]+) (\d+)u?\b",
+                                  f.read()))
+    assert {"EXEC_STATUS_BYTES", "EXEC_MAX_BATCH", "EXEC_KEEP_STATUS",
+            "CUDA_MAX_DECODE_SPANS"} <= set(defines)
     for name, value in defines.items():
         assert getattr(_capi, name) == int(value), name

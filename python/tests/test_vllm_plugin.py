@@ -69,23 +69,8 @@ def test_package_imports_without_vllm():
     assert "vLLM is not installed" in out.stdout
 
 
-@pytest.mark.parametrize("spans, group, want", [
-    ([(0, 4096 * 4096), (4096 * 4096, 1024 * 4096)], 10 * 4096 * 4096, 1 << 16),
-    ([(0, 64 * 64), (64 * 64, 32 * 64)], 64 * 64 * 3, 2048),
-    ([(4096, 2048)], 3 * 4096, 2048),
-    ([(6, 10)], 30, 0),  # row width 2: not worth it
-    ([(0, 0)], 0, 0),
-])
-def test_row_elements(spans, group, want):
-    r = coded.row_elements(group, spans)
-    assert r == want
-    if r:
-        assert group % r == 0 and all(o % r == 0 and n % r == 0 for o, n in spans)
-
-
-def test_span_rows_are_the_members_rows_in_order():
-    assert coded.span_rows([(8, 4), (0, 8)], 4) == [2, 0, 1]
-    assert coded.span_rows([], 4) == []
+def _spans_of(whole, spans):
+    return torch.cat([whole[o:o + n] for o, n in spans])
 
 
 def test_decoded_tensors_equal_the_bf16_checkpoint(llama):
@@ -138,7 +123,7 @@ def test_weight_key_is_stable_and_distinct():
 def test_decode_weight_op_is_registered_with_a_fake():
     from torch._subclasses.fake_tensor import FakeTensorMode
     key = coded.weight_key("test", "fake")
-    coded.register_weight(key, coded.RowsWeight(None, torch.empty(0), 8, (3, 5)))
+    coded.register_weight(key, coded.SpansWeight(None, [(0, 15)], (3, 5)))
     try:
         with FakeTensorMode() as mode:
             x = mode.from_tensor(torch.empty(2, 5, dtype=torch.bfloat16))
@@ -166,7 +151,7 @@ def test_vllm_detects_folders_without_flags(llama):
 
 def test_encode_codes_an_engines_own_tensors(tmp_path):
     """coded.encode: a tensor-parallel rank's slices (or any weights an engine built) as a DF11
-    folder of one group per tensor, each decoding by rows to exactly the tensor."""
+    folder of one group per tensor, each decoding from its span to exactly the tensor."""
     g = torch.Generator().manual_seed(3)
     shapes = {"model.layers.0.self_attn.qkv_proj.weight": (96, 64),
               "model.layers.0.mlp.down_proj.weight": (64, 80)}
@@ -176,11 +161,10 @@ def test_encode_codes_an_engines_own_tensors(tmp_path):
         got = dict(coded.decoded_tensors(folder))
         for name, want in weights.items():
             assert torch.equal(got[name], want), name
-            group, r, spans = coded.tensor_rows(folder, folder.find_tensor(name))
+            group, spans = coded.tensor_spans(folder, folder.find_tensor(name))
             assert folder.group_members(group) == [folder.find_tensor(name)]
-            whole = coded._decode_group(folder, group)
-            rows = torch.cat([whole[i * r:(i + 1) * r] for i in coded.span_rows(spans, r)])
-            assert torch.equal(rows.view(want.shape), want), name
+            mine = _spans_of(coded._decode_group(folder, group), spans)
+            assert torch.equal(mine.view(want.shape), want), name
 
 
 LLAMA_PACKED = {"qkv_proj": ["q_proj", "k_proj", "v_proj"],
@@ -197,9 +181,9 @@ def test_member_names_follow_the_packed_modules_mapping():
 
 
 @pytest.mark.parametrize("folder_kind", ["df11", "official"])
-def test_fused_layers_decode_from_rows_of_the_folders_groups(llama, folder_kind):
+def test_fused_layers_decode_from_spans_of_the_folders_groups(llama, folder_kind):
     """What vLLM's Llama fuses (q, k, v; gate, up) and keeps (o, down) at tensor parallel 1 is
-    rows of one block group, in the layer's order, whatever order the folder stores the
+    spans of one block group, in the layer's order, whatever order the folder stores the
     members in (df11: by name; the official encoder: q, k, v, o, gate, up, down)."""
     from safetensors.torch import load_file
     bf16_dir, df11_dir = llama
@@ -213,16 +197,22 @@ def test_fused_layers_decode_from_rows_of_the_folders_groups(llama, folder_kind)
             names = df11_vllm.member_names(f"model.layers.1.{layer}", LLAMA_PACKED)
             weight = torch.cat([want[n] for n in names])
             members = [folder.find_tensor(n) for n in names]
-            g, r, spans, why = coded.members_rows(folder, members, tuple(weight.shape))
+            g, spans, why = coded.layer_spans(folder, members, tuple(weight.shape))
             assert g is not None, why
-            whole = coded._decode_group(folder, g)
-            rows = torch.cat([whole[i * r:(i + 1) * r] for i in coded.span_rows(spans, r)])
-            assert torch.equal(rows.view(weight.shape), weight), layer
+            got = _spans_of(coded._decode_group(folder, g), spans)
+            assert torch.equal(got.view(weight.shape), weight), layer
         # A tensor-parallel rank's half of q/k/v is not the members as they are.
         members = [folder.find_tensor(n) for n in
                    df11_vllm.member_names("model.layers.1.self_attn.qkv_proj", LLAMA_PACKED)]
         shape = tuple(torch.cat([want[folder.tensor_name(t)] for t in members]).shape)
-        assert coded.members_rows(folder, members, (shape[0] // 2, shape[1]))[0] is None
+        assert coded.layer_spans(folder, members, (shape[0] // 2, shape[1]))[0] is None
+        # Members in several groups, or more than one launch takes, are refused with a reason.
+        other = folder.find_tensor("model.layers.0.mlp.down_proj.weight")
+        g, _, why = coded.layer_spans(folder, members + [other], shape)
+        assert g is None and "one coded group" in why
+        many = members * 3
+        g, _, why = coded.layer_spans(folder, many, (shape[0] * 3, shape[1]))
+        assert g is None and "more than 8 members" in why
 
 
 def test_serving_mode_from_additional_config():

@@ -395,6 +395,37 @@ TEST_P(CApi, RowsDecodeMisuseIsReportedOnThePlan) {
   EXPECT_EQ(s, df11_has_cuda() ? DF11_ERROR_INVALID_ARGUMENT : DF11_ERROR_UNSUPPORTED);
 }
 
+// The spans decode's argument checks, likewise first, with or without CUDA.
+TEST_P(CApi, SpansDecodeMisuseIsReportedOnThePlan) {
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  const NullDevicePlan made(model.m);
+  df11_cuda_plan* const plan = made.plan;
+  ASSERT_NE(plan, nullptr);
+  static uint16_t fake_out[16];  // a device pointer the host never dereferences
+  const uint64_t offsets[DF11_CUDA_MAX_DECODE_SPANS + 1] = {};
+  const uint64_t counts[DF11_CUDA_MAX_DECODE_SPANS + 1] = {8};
+  const auto message = [&] { return std::string(df11_cuda_plan_errmsg(plan)); };
+  const auto spans = [&](const uint64_t* o, const uint64_t* c, size_t n, void* out) {
+    return df11_cuda_decode_spans(plan, 0, o, c, n, out, nullptr, 0, nullptr);
+  };
+  EXPECT_EQ(df11_cuda_decode_spans(nullptr, 0, offsets, counts, 1, fake_out, nullptr, 0, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(spans(nullptr, counts, 1, fake_out), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("df11_cuda_decode_spans: offsets or counts is NULL"), std::string::npos)
+      << message();
+  EXPECT_EQ(spans(offsets, nullptr, 1, fake_out), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(spans(offsets, counts, DF11_CUDA_MAX_DECODE_SPANS + 1, fake_out),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("more than DF11_CUDA_MAX_DECODE_SPANS spans"), std::string::npos)
+      << message();
+  EXPECT_EQ(spans(offsets, counts, 1, nullptr), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("d_out is NULL"), std::string::npos) << message();
+  // Well-formed arguments on a plan that does not exist: unsupported or invalid, never OK.
+  EXPECT_EQ(spans(offsets, counts, 1, fake_out),
+            df11_has_cuda() ? DF11_ERROR_INVALID_ARGUMENT : DF11_ERROR_UNSUPPORTED);
+}
+
 // The fused GEMV's entry points on the host: misuse is DF11_ERROR_INVALID_ARGUMENT with a
 // message on the plan whatever the plan's state (no GPU here: the plan cannot be sized), and
 // with a GPU the matrices are checked against the plan's members. capi_gpu_test.cpp runs it.

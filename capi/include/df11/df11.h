@@ -393,6 +393,26 @@ DF11_API df11_status df11_cuda_decode_rows(df11_cuda_plan* plan, size_t i, const
                                            size_t n_ids, size_t row_elements, void* d_out,
                                            void* d_workspace, size_t workspace_bytes, void* stream);
 
+/* Decodes spans of group i of the plan into d_out, one after the other: span s, the group's
+ * weights [offsets[s], offsets[s] + counts[s]), lands after the weights of spans 0 .. s-1.
+ * For an engine's layer made of members of a group (q, k and v of a block, in the engine's
+ * order): each 4096-byte stream block covering a span is decoded once (one at a span's edge by
+ * at most two thread blocks), spread over the GPU in one kernel launch. offsets, counts: n_spans
+ * (at most DF11_CUDA_MAX_DECODE_SPANS) host values, read before the call returns. d_out:
+ * 2 * (sum of counts) bytes of device memory, the caller's (16-byte aligned, with offsets and
+ * counts multiples of 8, is faster). No allocation, no copy, no synchronisation; nothing outside
+ * d_out is written; a corrupt stream is reported as by df11_cuda_decode. The workspace rules
+ * are df11_cuda_decode's, and this counts as a decode of the plan into it.
+ * CUDA graphs: capturable like df11_cuda_decode (the spans are fixed by the capture).
+ * DF11_ERROR_INVALID_ARGUMENT for NULL offsets or counts with n_spans > 0, too many spans, a
+ * NULL d_out with weights to write (these checked first, also without CUDA), a span outside
+ * the group, a bad group index or a small workspace. */
+#define DF11_CUDA_MAX_DECODE_SPANS 8
+DF11_API df11_status df11_cuda_decode_spans(df11_cuda_plan* plan, size_t i, const uint64_t* offsets,
+                                            const uint64_t* counts, size_t n_spans, void* d_out,
+                                            void* d_workspace, size_t workspace_bytes,
+                                            void* stream);
+
 /* Waits for `stream` (cudaStreamSynchronize) and reports the latest decode into
  * `d_workspace`: DF11_OK, or DF11_ERROR_CORRUPT_DATA (BAD_GAP, BAD_OUTPUT_POSITIONS) naming
  * the first corrupt group and block in the plan's message. */

@@ -6,7 +6,9 @@
 // position are stored, spec 3.1), so a row costs one or two blocks for typical widths.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include "cuda_error.h"
@@ -97,14 +99,95 @@ __global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlo
       p.batch, sink, [&p, &sink] { return covering_blocks(p.batch.groups[0], sink.lo, sink.hi); });
 }
 
+// The spans kernel: spans[s] = weights [lo, hi) of the group, stored at out + at. The
+// thread blocks (blockIdx.x, s), blockIdx.x < ctas, share the stream blocks that cover the span
+// (each decoded once, the span's first and last possibly by two thread blocks); the others
+// of row s return at once.
+struct Span {
+  uint32_t lo, hi;
+  uint64_t at;
+  uint32_t ctas;
+};
+
+struct SpansParams {
+  KernelBatch<1> batch;  // the group (first_block 0) and its status record
+  uint16_t* out;
+  Span spans[kMaxDecodeSpans];
+  bool vector;  // 16-byte stores: out 16-byte aligned, every lo and at a multiple of 8
+};
+
+template <bool kCompact>
+__global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlocksPerSmFast)
+    spans_kernel(const __grid_constant__ SpansParams p) {
+  const Span& span = p.spans[blockIdx.y];
+  const uint32_t k = blockIdx.x;
+  if (k >= span.ctas) return;
+  RowSink sink{p.out + span.at, span.lo, span.hi, p.vector};
+  decode_range<1, kCompact, RowSink, false>(p.batch, sink, [&p, &span, k] {
+    const uint2 c = covering_blocks(p.batch.groups[0], span.lo, span.hi);
+    const uint32_t n = c.y - c.x;
+    return make_uint2(c.x + static_cast<uint32_t>(uint64_t{k} * n / span.ctas),
+                      c.x + static_cast<uint32_t>(uint64_t{k + 1} * n / span.ctas));
+  });
+}
+
+// The one-group launchers' (rows, spans) shared checks: the group index, the workspace and
+// the current device.
+Status check_one_group(const DecodePlan& plan, size_t group, const void* d_workspace,
+                       size_t workspace_bytes, const std::string& what) {
+  const DecodePlan::Impl& p = PlanAccess::impl(plan);
+  const auto invalid = [&what](const std::string& m) {
+    return Status(ErrorCode::kInvalidArgument, what + ": " + m);
+  };
+  if (group >= p.groups.size()) {
+    return invalid("group " + std::to_string(group) + " of a plan of " +
+                   std::to_string(p.groups.size()));
+  }
+  if (workspace_bytes < plan.workspace_bytes() || d_workspace == nullptr) {
+    return invalid("workspace of " + std::to_string(workspace_bytes) + " bytes, the plan needs " +
+                   std::to_string(plan.workspace_bytes()));
+  }
+  int device = -1;
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), what + ": cudaGetDevice");
+  if (device != p.device) {
+    return invalid("the plan was made for device " + std::to_string(p.device) +
+                   ", the current device is " + std::to_string(device));
+  }
+  return Status::ok();
+}
+
+// A launch of group `group` alone into the workspace (its epoch begun): the batch whose sink
+// writes its own outputs, never the group's.
+Result<KernelBatch<1>> one_group_batch(DecodePlan& plan, size_t group, void* d_workspace,
+                                       CUstream_st* stream, const char* what) {
+  DecodePlan::Impl& p = PlanAccess::impl(plan);
+  const KernelGroup& g = p.groups[group];
+  DF11_ASSIGN_OR_RETURN(const uint32_t epoch, begin_launch(p, d_workspace, stream, what));
+  KernelBatch<1> batch{};
+  batch.status = static_cast<GroupStatusRecord*>(d_workspace) + group;
+  batch.n_groups = 1;
+  batch.total_blocks = g.n_blocks;
+  batch.epoch = epoch;
+  batch.pool = nullptr;
+  batch.pool_start = g.n_blocks;
+  batch.layout = p.layout;
+  batch.groups[0] = g;
+  batch.groups[0].first_block = 0;
+  batch.groups[0].out = nullptr;
+  return batch;
+}
+
 }  // namespace
 
 Status prepare_rows_kernel(const KernelConfig& config) {
   // The same shared layout as the decode kernel's (StoreSink's staging buffers).
   static_assert(RowSink::kExponentBuffers == 1, "RowSink stages like StoreSink");
   const auto kernel = config.compact ? rows_kernel<true> : rows_kernel<false>;
-  return raise_shared_limit(reinterpret_cast<const void*>(kernel), config.shared_bytes,
-                            "rows kernel");
+  DF11_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(kernel),
+                                          config.shared_bytes, "rows kernel"));
+  const auto spans = config.compact ? spans_kernel<true> : spans_kernel<false>;
+  return raise_shared_limit(reinterpret_cast<const void*>(spans), config.shared_bytes,
+                            "spans kernel");
 }
 
 }  // namespace detail
@@ -112,14 +195,12 @@ Status prepare_rows_kernel(const KernelConfig& config) {
 Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, size_t n_ids,
                           uint64_t row_elements, uint16_t* d_out, void* d_workspace,
                           size_t workspace_bytes, CUstream_st* stream) {
+  DF11_RETURN_IF_ERROR(
+      detail::check_one_group(plan, group, d_workspace, workspace_bytes, "launch_decode_rows"));
   DecodePlan::Impl& p = *plan.impl_;
   const auto invalid = [](const std::string& m) {
     return Status(ErrorCode::kInvalidArgument, "launch_decode_rows: " + m);
   };
-  if (group >= p.groups.size()) {
-    return invalid("group " + std::to_string(group) + " of a plan of " +
-                   std::to_string(p.groups.size()));
-  }
   const detail::KernelGroup& g = p.groups[group];
   if (row_elements == 0 || g.n_elements % row_elements != 0) {
     return invalid(p.names[group] + ": rows of " + std::to_string(row_elements) +
@@ -131,30 +212,10 @@ Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, 
   if (n_ids != 0 && (d_ids == nullptr || d_out == nullptr)) {
     return invalid(d_ids == nullptr ? "ids is null" : "out is null");
   }
-  if (workspace_bytes < plan.workspace_bytes() || d_workspace == nullptr) {
-    return invalid("workspace of " + std::to_string(workspace_bytes) + " bytes, the plan needs " +
-                   std::to_string(plan.workspace_bytes()));
-  }
-  int device = -1;
-  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "launch_decode_rows: cudaGetDevice");
-  if (device != p.device) {
-    return invalid("the plan was made for device " + std::to_string(p.device) +
-                   ", the current device is " + std::to_string(device));
-  }
   if (n_ids == 0) return Status::ok();
-  DF11_ASSIGN_OR_RETURN(const uint32_t epoch,
-                        detail::begin_launch(p, d_workspace, stream, "launch_decode_rows"));
   detail::RowsParams params{};
-  params.batch.status = static_cast<detail::GroupStatusRecord*>(d_workspace) + group;
-  params.batch.n_groups = 1;
-  params.batch.total_blocks = g.n_blocks;
-  params.batch.epoch = epoch;
-  params.batch.pool = nullptr;
-  params.batch.pool_start = g.n_blocks;
-  params.batch.layout = p.layout;
-  params.batch.groups[0] = g;
-  params.batch.groups[0].first_block = 0;
-  params.batch.groups[0].out = nullptr;  // the sink writes rows, never the group's output
+  DF11_ASSIGN_OR_RETURN(params.batch, detail::one_group_batch(plan, group, d_workspace, stream,
+                                                              "launch_decode_rows"));
   params.ids = d_ids;
   params.out = d_out;
   params.row_elements = static_cast<uint32_t>(row_elements);
@@ -167,6 +228,65 @@ Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, 
     detail::rows_kernel<false><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
   }
   DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "rows kernel launch");
+  return Status::ok();
+}
+
+Status launch_decode_spans(DecodePlan& plan, size_t group, std::span<const DecodeSpan> spans,
+                           uint16_t* d_out, void* d_workspace, size_t workspace_bytes,
+                           CUstream_st* stream) {
+  DF11_RETURN_IF_ERROR(
+      detail::check_one_group(plan, group, d_workspace, workspace_bytes, "launch_decode_spans"));
+  DecodePlan::Impl& p = *plan.impl_;
+  const auto invalid = [](const std::string& m) {
+    return Status(ErrorCode::kInvalidArgument, "launch_decode_spans: " + m);
+  };
+  const detail::KernelGroup& g = p.groups[group];
+  if (spans.size() > kMaxDecodeSpans) {
+    return invalid(std::to_string(spans.size()) + " spans, more than " +
+                   std::to_string(kMaxDecodeSpans));
+  }
+  uint64_t total = 0;
+  for (size_t s = 0; s < spans.size(); ++s) {
+    const DecodeSpan& sp = spans[s];
+    if (sp.offset > g.n_elements || sp.count > g.n_elements - sp.offset) {
+      return invalid(p.names[group] + ": span " + std::to_string(s) + " (weights " +
+                     std::to_string(sp.offset) + " + " + std::to_string(sp.count) +
+                     ") is outside its " + std::to_string(g.n_elements));
+    }
+    total += sp.count;
+  }
+  if (total != 0 && d_out == nullptr) return invalid("out is null");
+  if (total == 0) return Status::ok();
+  detail::SpansParams params{};
+  DF11_ASSIGN_OR_RETURN(params.batch, detail::one_group_batch(plan, group, d_workspace, stream,
+                                                              "launch_decode_spans"));
+  params.out = d_out;
+  params.vector = reinterpret_cast<uintptr_t>(d_out) % 16 == 0;
+  // The resident thread blocks shared among the spans by their expected stream blocks (the
+  // group's mean weights per block), at least one each and none beyond a span's blocks.
+  const double per_block = static_cast<double>(g.n_elements) / std::max<uint32_t>(g.n_blocks, 1);
+  const double resident = p.grid();
+  uint32_t n = 0, ctas = 1;
+  uint64_t at = 0;
+  for (const DecodeSpan& sp : spans) {
+    if (sp.count == 0) continue;
+    detail::Span& d = params.spans[n++];
+    d.lo = static_cast<uint32_t>(sp.offset);  // n_elements < 2^32 (validated when planning)
+    d.hi = static_cast<uint32_t>(sp.offset + sp.count);
+    d.at = at;
+    const double blocks = static_cast<double>(sp.count) / per_block + 2;
+    d.ctas = static_cast<uint32_t>(std::clamp(resident * sp.count / total, 1.0, blocks));
+    ctas = std::max(ctas, d.ctas);
+    params.vector = params.vector && d.lo % 8 == 0 && at % 8 == 0;
+    at += sp.count;
+  }
+  const dim3 grid(ctas, n);
+  if (p.compact) {
+    detail::spans_kernel<true><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
+  } else {
+    detail::spans_kernel<false><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
+  }
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "spans kernel launch");
   return Status::ok();
 }
 

@@ -25,7 +25,7 @@ def qwen2(tmp_path_factory):  # qwen2: biases on q, k, v
 
 def layer_weight(folder, ref, parts, block=1):
     """The ExecWeight of `parts` of block `block`, found as the vLLM plugin finds a layer's
-    members (coded.members_rows, member_spans), with the BF16 weight and bias it must equal."""
+    members (coded.layer_spans, member_spans), with the BF16 weight and bias it must equal."""
     mod = ref.model.layers[block]
     names, weights, biases = [], [], []
     for p in parts:
@@ -37,7 +37,7 @@ def layer_weight(folder, ref, parts, block=1):
     w = torch.cat(weights)
     bias = None if biases[0] is None else torch.cat(biases)
     members = [folder.find_tensor(n) for n in names]
-    g, _, spans, why = coded.members_rows(folder, members, tuple(w.shape))
+    g, spans, why = coded.layer_spans(folder, members, tuple(w.shape))
     assert g is not None, why
     blob, mats, mat_names = exec_mode.transcode_group(folder, g, torch.device("cuda", 0))
     picked = member_spans([m.rows * m.cols for m in mats], spans)
@@ -95,3 +95,43 @@ def test_exec_weight_traced_and_captured(qwen2):
         assert torch.equal(y, exec_mode.reference_linear(x, w, bias))
     finally:
         exec_mode.unregister_weight(key)
+
+
+def test_spans_weight_decodes_each_layer_and_captures(qwen2):
+    """Decode mode's weights (coded.SpansWeight, the vLLM plugin's mode "decode"): each layer's
+    members, in the layer's order, decode from the block's group bit for bit, eagerly and
+    through torch.ops.df11.decode_weight replayed in a CUDA graph."""
+    folder, ref = qwen2
+    device = torch.device("cuda", 0)
+    groups = {}
+    for fused, parts in FUSED.items():
+        _, w, _ = layer_weight(folder, ref, parts)
+        members = []
+        for p in parts:
+            sub = "self_attn" if p in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
+            members.append(folder.find_tensor(f"model.layers.1.{sub}.{p}.weight"))
+        g, spans, why = coded.layer_spans(folder, members, tuple(w.shape))
+        assert g is not None, why
+        if g not in groups:
+            groups[g] = coded.GpuGroup(folder, g, device)
+        sw = coded.SpansWeight(groups[g], spans, tuple(w.shape))
+        got = sw.decode()
+        groups[g].check()
+        assert torch.equal(got.view(torch.int16), w.view(torch.int16)), fused
+        key = coded.weight_key("test", fused, "spans")
+        coded.register_weight(key, sw)
+        try:
+            x = torch.zeros(2, w.shape[1], dtype=torch.bfloat16, device=device)
+            graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                torch.ops.df11.decode_weight(x, key)
+                with torch.cuda.graph(graph, stream=stream):
+                    y = torch.ops.df11.decode_weight(x, key)
+            torch.cuda.current_stream().wait_stream(stream)
+            y.zero_()
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(y.view(torch.int16), w.view(torch.int16)), fused
+        finally:
+            coded.unregister_weight(key)

@@ -83,6 +83,13 @@ struct DeviceGroup {
 // slower. kAuto takes whichever fits more thread blocks per multiprocessor, kFast on a tie.
 enum class KernelChoice { kAuto, kFast, kCompact };
 
+// Weights [offset, offset + count) of a group (launch_decode_spans).
+struct DecodeSpan {
+  uint64_t offset = 0;
+  uint64_t count = 0;
+};
+inline constexpr size_t kMaxDecodeSpans = 8;
+
 struct DecodePlanOptions {
   KernelChoice kernel = KernelChoice::kAuto;
   // Thread blocks per launch at most (0: as many as the GPU holds at once, a few per
@@ -128,6 +135,8 @@ class DecodePlan {
   friend Status launch_decode(DecodePlan&, void*, size_t, CUstream_st*);
   friend Status launch_decode_rows(DecodePlan&, size_t, const int64_t*, size_t, uint64_t, uint16_t*,
                                    void*, size_t, CUstream_st*);
+  friend Status launch_decode_spans(DecodePlan&, size_t, std::span<const DecodeSpan>, uint16_t*,
+                                    void*, size_t, CUstream_st*);
   friend Status read_decode_status(const DecodePlan&, const void*, CUstream_st*);
   friend struct detail::PlanAccess;
   friend Status copy_decode_status(const DecodePlan&, const void*, void*, size_t, CUstream_st*);
@@ -176,6 +185,20 @@ Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes
 Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, size_t n_ids,
                           uint64_t row_elements, uint16_t* d_out, void* d_workspace,
                           size_t workspace_bytes, CUstream_st* stream);
+
+// Enqueues on `stream` the decode of `spans` (at most kMaxDecodeSpans) of group `group` of the
+// plan into d_out, one after the other: span s's weights [offset, offset + count) of the group
+// land at d_out[count_0 + ... + count_{s-1} ...]. For an engine's layer made of members of a
+// group (q, k and v of a block): each stream block covering a span is decoded once (one at
+// a span's edge by at most two thread blocks), over the resident thread blocks, in one launch
+// (16-byte stores where d_out is 16-byte aligned and every offset and position a multiple of
+// 8). No allocation, no copy, no synchronisation; nothing outside the spans' outputs is
+// written. Workspace, epochs, status reads and CUDA graphs as launch_decode_rows(); works on
+// plans whose groups have no d_out. kInvalidArgument for a span outside the group, too many
+// spans, a null d_out (with weights to write), a bad group index or a small workspace.
+Status launch_decode_spans(DecodePlan& plan, size_t group, std::span<const DecodeSpan> spans,
+                           uint16_t* d_out, void* d_workspace, size_t workspace_bytes,
+                           CUstream_st* stream);
 
 // Copies the status records of the plan's latest launch into `d_workspace` to the host
 // (synchronises `stream`) and returns OK, or kCorruptData (kBadGap, kBadOutputPositions)
