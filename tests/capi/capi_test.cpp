@@ -361,9 +361,10 @@ TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   EXPECT_NE(df11_cuda_decode(plan, nullptr, 0, nullptr), DF11_OK);
 }
 
-// The rows decode's argument checks come first, with or without CUDA: DF11_ERROR_INVALID_ARGUMENT
-// and a message naming the argument on the plan (here a plan that failed to be created).
-TEST_P(CApi, RowsDecodeMisuseIsReportedOnThePlan) {
+// The rows and spans decodes' argument checks come first, with or without CUDA:
+// DF11_ERROR_INVALID_ARGUMENT and a message naming the argument on the plan (here a plan that
+// failed to be created).
+TEST_P(CApi, RowsAndSpansDecodeMisuseIsReportedOnThePlan) {
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
   const NullDevicePlan made(model.m);
@@ -393,19 +394,10 @@ TEST_P(CApi, RowsDecodeMisuseIsReportedOnThePlan) {
   const df11_status s =
       df11_cuda_decode_rows(plan, 0, fake_ids, 1, 8, fake_out, nullptr, 0, nullptr);
   EXPECT_EQ(s, df11_has_cuda() ? DF11_ERROR_INVALID_ARGUMENT : DF11_ERROR_UNSUPPORTED);
-}
 
-// The spans decode's argument checks, likewise first, with or without CUDA.
-TEST_P(CApi, SpansDecodeMisuseIsReportedOnThePlan) {
-  Model model;
-  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
-  const NullDevicePlan made(model.m);
-  df11_cuda_plan* const plan = made.plan;
-  ASSERT_NE(plan, nullptr);
-  static uint16_t fake_out[16];  // a device pointer the host never dereferences
+  // The spans decode's, likewise.
   const uint64_t offsets[DF11_CUDA_MAX_DECODE_SPANS + 1] = {};
   const uint64_t counts[DF11_CUDA_MAX_DECODE_SPANS + 1] = {8};
-  const auto message = [&] { return std::string(df11_cuda_plan_errmsg(plan)); };
   const auto spans = [&](const uint64_t* o, const uint64_t* c, size_t n, void* out) {
     return df11_cuda_decode_spans(plan, 0, o, c, n, out, nullptr, 0, nullptr);
   };

@@ -126,6 +126,49 @@ class DeviceWorkspace {
   size_t bytes_ = 0;
 };
 
+// A non-blocking stream of its own and a launch captured on it in a CUDA graph, as an engine's
+// captured step: capture(enqueue) records enqueue(stream()) (a Status) and instantiates the
+// graph; replay() launches it and waits.
+class CapturedLaunch {
+ public:
+  CapturedLaunch() { cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking); }
+  CapturedLaunch(const CapturedLaunch&) = delete;
+  CapturedLaunch& operator=(const CapturedLaunch&) = delete;
+  ~CapturedLaunch() {
+    if (exec_ != nullptr) cudaGraphExecDestroy(exec_);
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  cudaStream_t stream() const { return stream_; }
+
+  template <class Enqueue>
+  Status capture(Enqueue&& enqueue) {
+    if (stream_ == nullptr) return Status(ErrorCode::kCuda, "no stream");
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeGlobal) != cudaSuccess) {
+      return Status(ErrorCode::kCuda, "cudaStreamBeginCapture failed");
+    }
+    const Status launched = enqueue(stream_);
+    cudaGraph_t graph = nullptr;
+    const bool ended = cudaStreamEndCapture(stream_, &graph) == cudaSuccess;
+    DF11_RETURN_IF_ERROR(launched);
+    if (!ended) return Status(ErrorCode::kCuda, "cudaStreamEndCapture failed");
+    const bool made = cudaGraphInstantiate(&exec_, graph, 0) == cudaSuccess;
+    cudaGraphDestroy(graph);
+    return made ? Status::ok() : Status(ErrorCode::kCuda, "cudaGraphInstantiate failed");
+  }
+
+  Status replay() {
+    if (exec_ == nullptr || cudaGraphLaunch(exec_, stream_) != cudaSuccess ||
+        cudaStreamSynchronize(stream_) != cudaSuccess) {
+      return Status(ErrorCode::kCuda, "graph replay failed");
+    }
+    return Status::ok();
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // Plans, initialises, launches on `stream` and reads the status of `groups`.
 inline Status decode_batch(std::span<const cuda::DeviceGroup> groups, cudaStream_t stream,
                            uint32_t* launches = nullptr,

@@ -216,36 +216,27 @@ TEST_F(CudaRows, GraphReplaysReadTheCurrentIds) {
   Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t");
   ASSERT_TRUE(plan.is_ok());
   cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
-  cudaStream_t stream;
-  DF11_CUDA_ASSERT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), stream).is_ok());
+  cuda_test::CapturedLaunch captured;
+  ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), captured.stream()).is_ok());
   RowsBuffers b = place_rows(arena, std::vector<int64_t>(n, 0), m.cols, 0);
+  const auto launch = [&](cudaStream_t on) {
+    return cuda::launch_decode_rows(*plan, 0, b.d_ids, n, m.cols, b.d_out, ws.get(), ws.size(), on);
+  };
   // One launch outside the graph first (its epoch zeroing is then not captured).
-  ASSERT_TRUE(
-      cuda::launch_decode_rows(*plan, 0, b.d_ids, n, m.cols, b.d_out, ws.get(), ws.size(), stream)
-          .is_ok());
-  cudaGraph_t graph;
-  DF11_CUDA_ASSERT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ASSERT_TRUE(
-      cuda::launch_decode_rows(*plan, 0, b.d_ids, n, m.cols, b.d_out, ws.get(), ws.size(), stream)
-          .is_ok());
-  DF11_CUDA_ASSERT(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  DF11_CUDA_ASSERT(cudaGraphInstantiate(&exec, graph, 0));
+  ASSERT_TRUE(launch(captured.stream()).is_ok());
+  const Status made = captured.capture(launch);
+  ASSERT_TRUE(made.is_ok()) << made.to_string();
   testing::TestRng rng(8);
   for (int replay = 0; replay < 4; ++replay) {
     std::vector<int64_t> ids(n);
     for (int64_t& id : ids) id = static_cast<int64_t>(rng.below(m.rows));
-    DF11_CUDA_ASSERT(cudaMemcpyAsync(b.d_ids, ids.data(), 8 * n, cudaMemcpyHostToDevice, stream));
-    DF11_CUDA_ASSERT(cudaGraphLaunch(exec, stream));
-    DF11_CUDA_ASSERT(cudaStreamSynchronize(stream));
+    DF11_CUDA_ASSERT(
+        cudaMemcpyAsync(b.d_ids, ids.data(), 8 * n, cudaMemcpyHostToDevice, captured.stream()));
+    ASSERT_TRUE(captured.replay().is_ok());
     bool guards = false;
     EXPECT_TRUE(fetch_rows(b, &guards) == gather(m.c.weights, ids, m.cols)) << replay;
     EXPECT_TRUE(guards);
   }
-  DF11_CUDA_ASSERT(cudaGraphExecDestroy(exec));
-  DF11_CUDA_ASSERT(cudaGraphDestroy(graph));
-  DF11_CUDA_ASSERT(cudaStreamDestroy(stream));
 }
 
 }  // namespace

@@ -198,27 +198,23 @@ TEST_F(CudaSpans, GraphReplaysDecodeAgain) {
   ASSERT_TRUE(plan.is_ok());
   cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
   auto* out = reinterpret_cast<uint16_t*>(arena.reserve(2 * total(sp), 0));
-  cudaStream_t stream;
-  DF11_CUDA_ASSERT(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cuda_test::CapturedLaunch captured;
+  const cudaStream_t stream = captured.stream();
   ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), stream).is_ok());
-  ASSERT_TRUE(cuda::launch_decode_spans(*plan, 0, sp, out, ws.get(), ws.size(), stream).is_ok());
-  cudaGraph_t graph;
-  DF11_CUDA_ASSERT(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
-  ASSERT_TRUE(cuda::launch_decode_spans(*plan, 0, sp, out, ws.get(), ws.size(), stream).is_ok());
-  DF11_CUDA_ASSERT(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec;
-  DF11_CUDA_ASSERT(cudaGraphInstantiate(&exec, graph, 0));
+  const auto launch = [&](cudaStream_t on) {
+    return cuda::launch_decode_spans(*plan, 0, sp, out, ws.get(), ws.size(), on);
+  };
+  ASSERT_TRUE(launch(stream).is_ok());  // outside the graph first
+  const Status made = captured.capture(launch);
+  ASSERT_TRUE(made.is_ok()) << made.to_string();
   for (int replay = 0; replay < 3; ++replay) {
     DF11_CUDA_ASSERT(cudaMemsetAsync(out, 0, 2 * total(sp), stream));
-    DF11_CUDA_ASSERT(cudaGraphLaunch(exec, stream));
+    ASSERT_TRUE(captured.replay().is_ok());
     ASSERT_TRUE(cuda::read_decode_status(*plan, ws.get(), stream).is_ok());
     bool guards = false;
     EXPECT_TRUE(fetch(out, total(sp), &guards) == gather(s.c.weights, sp)) << replay;
     EXPECT_TRUE(guards);
   }
-  DF11_CUDA_ASSERT(cudaGraphExecDestroy(exec));
-  DF11_CUDA_ASSERT(cudaGraphDestroy(graph));
-  DF11_CUDA_ASSERT(cudaStreamDestroy(stream));
 }
 
 }  // namespace

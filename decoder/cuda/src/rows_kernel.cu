@@ -131,14 +131,16 @@ __global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlo
   });
 }
 
+Status invalid_argument(const std::string& what, const std::string& m) {
+  return Status(ErrorCode::kInvalidArgument, what + ": " + m);
+}
+
 // The one-group launchers' (rows, spans) shared checks: the group index, the workspace and
 // the current device.
 Status check_one_group(const DecodePlan& plan, size_t group, const void* d_workspace,
                        size_t workspace_bytes, const std::string& what) {
   const DecodePlan::Impl& p = PlanAccess::impl(plan);
-  const auto invalid = [&what](const std::string& m) {
-    return Status(ErrorCode::kInvalidArgument, what + ": " + m);
-  };
+  const auto invalid = [&what](const std::string& m) { return invalid_argument(what, m); };
   if (group >= p.groups.size()) {
     return invalid("group " + std::to_string(group) + " of a plan of " +
                    std::to_string(p.groups.size()));
@@ -199,7 +201,7 @@ Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, 
       detail::check_one_group(plan, group, d_workspace, workspace_bytes, "launch_decode_rows"));
   DecodePlan::Impl& p = *plan.impl_;
   const auto invalid = [](const std::string& m) {
-    return Status(ErrorCode::kInvalidArgument, "launch_decode_rows: " + m);
+    return detail::invalid_argument("launch_decode_rows", m);
   };
   const detail::KernelGroup& g = p.groups[group];
   if (row_elements == 0 || g.n_elements % row_elements != 0) {
@@ -238,7 +240,7 @@ Status launch_decode_spans(DecodePlan& plan, size_t group, std::span<const Decod
       detail::check_one_group(plan, group, d_workspace, workspace_bytes, "launch_decode_spans"));
   DecodePlan::Impl& p = *plan.impl_;
   const auto invalid = [](const std::string& m) {
-    return Status(ErrorCode::kInvalidArgument, "launch_decode_spans: " + m);
+    return detail::invalid_argument("launch_decode_spans", m);
   };
   const detail::KernelGroup& g = p.groups[group];
   if (spans.size() > kMaxDecodeSpans) {
