@@ -1,4 +1,5 @@
-"""The issue's benchmark model: Llama-3.1-8B shapes, random weights (from_config, seeded),
+"""The benchmark model: Llama-3.1-8B shapes (--shape 14b: Qwen2.5-14B's dimensions in a Llama,
+14.8B weights, 29.5 GB of BF16), random weights (from_config, seeded),
 saved as BF16 in --work (a RAM disk: /dev/shm), compressed with the df11 tool ($DF11_CLI; without
 it, with df11.compress on the model in memory), then
 python -m df11.bench on it against BF16 and the official loader. Both folders get a word-level
@@ -19,6 +20,13 @@ LLAMA_31_8B = dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=
                                  "high_freq_factor": 4.0,
                                  "original_max_position_embeddings": 8192},
                    tie_word_embeddings=False, bos_token_id=128000, eos_token_id=128001)
+# A model whose BF16 weights exceed a 24 GiB budget while its DF11 weights fit: Qwen2.5-14B's
+# dimensions (48 layers, hidden 5120, MLP 13824, 40 query and 8 KV heads, vocabulary 152064).
+SHAPES = {"8b": LLAMA_31_8B,
+          "14b": dict(LLAMA_31_8B, hidden_size=5120, intermediate_size=13824,
+                      num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8,
+                      vocab_size=152064, max_position_embeddings=32768, rope_theta=1000000.0,
+                      rope_scaling=None, bos_token_id=1, eos_token_id=2)}
 
 
 def write_tokenizer(folder: str, vocab_size: int) -> None:
@@ -45,7 +53,8 @@ def main():
     p.add_argument("--json", default="")
     p.add_argument("--batch", default="1,8")
     p.add_argument("--tokens", default="256")
-    p.add_argument("--layers", type=int, default=32)
+    p.add_argument("--shape", choices=sorted(SHAPES), default="8b")
+    p.add_argument("--layers", type=int, default=0, help="layers (default: the shape's)")
     p.add_argument("--compare", default="bf16,dfloat11")
     p.add_argument("--modes", default="eager,graph")
     p.add_argument("--make-only", action="store_true", help="make the folders, run nothing")
@@ -55,8 +64,10 @@ def main():
     from transformers import AutoConfig, AutoModelForCausalLM
     bf16, dfl = os.path.join(args.work, "bf16"), os.path.join(args.work, "df11")
     if not os.path.isdir(dfl):
-        config = AutoConfig.for_model("llama", **dict(LLAMA_31_8B,
-                                                      num_hidden_layers=args.layers))
+        shape = dict(SHAPES[args.shape])
+        if args.layers:
+            shape["num_hidden_layers"] = args.layers
+        config = AutoConfig.for_model("llama", **shape)
         torch.manual_seed(0)
         t = time.time()
         with torch.device("cuda"):
@@ -76,7 +87,7 @@ def main():
         print(f"{'df11 compress' if cli else 'df11.compress'} in {time.time() - t:.1f} s",
               flush=True)
     for folder in (bf16, dfl):
-        write_tokenizer(folder, LLAMA_31_8B["vocab_size"])
+        write_tokenizer(folder, SHAPES[args.shape]["vocab_size"])
     if args.make_only:
         return 0
     cmd = [sys.executable, "-m", "df11.bench", dfl, "--bf16", bf16, "--batch", args.batch,

@@ -12,16 +12,22 @@
 # THROUGHPUT_ARGS (default: the random dataset, 512 prompts of 512 tokens, 256 new each).
 # OUT/vllm_bench.log gets vLLM's lines about memory and the KV cache and each benchmark's
 # result; OUT/KIND-*.json the benchmarks' JSON. Needs what vllm_check.sh needs.
+# SHAPE=14b: the 14B shape instead (bench_llama8b.py --shape; WORK default /dev/shm/df11-bench-14b),
+# whose BF16 weights (27.5 GiB) exceed the default budget: BF16_ARGS (default none) are added to
+# the BF16 run only, e.g. BF16_ARGS="--cpu-offload-gb 8" to serve it with CPU offload.
 set -u
 out=$1
-work=${2:-/dev/shm/df11-bench}
+shape=${SHAPE:-8b}
+suffix=""
+[ "$shape" = 8b ] || suffix=-$shape
+work=${2:-/dev/shm/df11-bench$suffix}
 here=$(cd "$(dirname "$0")" && pwd)
 log=$out/vllm_bench.log
 mkdir -p "$out" "$work"
 # shellcheck source=vllm_env.sh
 source "$here/vllm_env.sh" "$work"
 
-python3 "$here/bench_llama8b.py" --work "$work" --make-only >> "$log" 2>&1 || exit 1
+python3 "$here/bench_llama8b.py" --work "$work" --shape "$shape" --make-only >> "$log" 2>&1 || exit 1
 util=$(python3 -c "import torch; print(round(${BUDGET_GB:-24} * 2**30 / torch.cuda.get_device_properties(0).total_memory, 4))")
 echo "budget ${BUDGET_GB:-24} GiB: gpu_memory_utilization $util" >> "$log"
 rc=0
@@ -30,6 +36,8 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
   extra=()
   model=$name
   if [ "$name" = df11-exec ]; then model=df11; extra=(--additional-config '{"df11_mode": "exec"}'); fi
+  # shellcheck disable=SC2206
+  if [ "$name" = bf16 ]; then extra=(${BF16_ARGS:-}); fi
   kind=${KIND:-latency}
   if [ "$kind" = throughput ]; then
     args=(--dataset-name random --disable-detokenize)
@@ -45,7 +53,7 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
     --model "$work/$model" --max-model-len 4096 --gpu-memory-utilization "$util" \
     --output-json "$out/$kind-$name.json" "${args[@]}" > "$work/$kind-$name.log" 2>&1
   status=$?
-  grep -E "GPU KV cache size|Model loading took|Available KV cache memory|df11|Avg latency|percentile|Throughput|Total num" \
+  grep -E "GPU KV cache size|Model loading took|offload|Available KV cache memory|df11|Avg latency|percentile|Throughput|Total num" \
     "$work/$kind-$name.log" | cut -c1-300 >> "$log"
   [ $status -eq 0 ] || { tail -n 30 "$work/$kind-$name.log" | cut -c1-300 >> "$log"; rc=1; }
   echo "--- $name: exit $status" >> "$log"
