@@ -5,8 +5,9 @@
 #
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
-# CASES (default "graph eager official exec serve hub refusals"): which groups of cases run;
-# `make` always. serve: `vllm serve` of the DF11 folder through the OpenAI client (needs
+# CASES (default "graph eager official exec serve hub refusals"; also "control": the official
+# case's two folders again, each in a second engine, compared with the first): which groups of
+# cases run; `make` always. serve: `vllm serve` of the DF11 folder through the OpenAI client (needs
 # vLLM's server packages); hub: the DF11 folder as a Hub id on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers compute
 # as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
@@ -77,6 +78,15 @@ if want official; then
   gen official-bf16-graph "$work/official-bf16"
   gen official-graph "$work/official"
   compare official-bf16-graph official-graph
+fi
+if want control; then
+  # The official fixture again, BF16 and DF11 each in a second engine: whether two engines of
+  # the same folder agree tells a difference of df11's from vLLM's own run-to-run variation.
+  gen official-bf16-graph-2 "$work/official-bf16"
+  gen official-graph-2 "$work/official"
+  [ -f "$work/official-bf16-graph.json" ] && compare official-bf16-graph official-bf16-graph-2
+  [ -f "$work/official-graph.json" ] && compare official-graph official-graph-2
+  compare official-bf16-graph-2 official-graph-2
 fi
 if want exec; then
   gen bf16-reference-graph "$work/bf16" --reference
