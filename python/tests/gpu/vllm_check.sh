@@ -87,6 +87,11 @@ if want control; then
   [ -f "$work/official-bf16-graph.json" ] && compare official-bf16-graph official-bf16-graph-2
   [ -f "$work/official-graph.json" ] && compare official-graph official-graph-2
   compare official-bf16-graph-2 official-graph-2
+  # The graphs vLLM compiled and the code Inductor generated for them (Python sources only), to
+  # see whether the two models' matmuls are the same calls.
+  { find "${VLLM_CACHE_ROOT:-$HOME/.cache/vllm}/torch_compile_cache" -name "*.py" 2>/dev/null
+    find "${TMPDIR:-/tmp}/torchinductor_$(id -un)" -name "*.py" 2>/dev/null; } \
+    | tar -czf "$out/compiled-code.tgz" -T - 2>/dev/null
 fi
 if want exec; then
   gen bf16-reference-graph "$work/bf16" --reference
