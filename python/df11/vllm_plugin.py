@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import copy
 import os
+import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -158,7 +159,9 @@ class DF11ModelLoader(DefaultModelLoader):
             return super().load_weights(model, model_config)
         path, _, _ = self._prepare_weights(model_config.model, None, model_config.revision,
                                            False, None)
+        t0 = time.perf_counter()
         folder = _capi.Model(path)  # Df11Error naming the file and group if unusable
+        t1 = time.perf_counter()
         expected = {name for name, _ in model.named_parameters()}
         loaded = model.load_weights(coded.decoded_tensors(folder))
         if loaded is not None:
@@ -166,7 +169,11 @@ class DF11ModelLoader(DefaultModelLoader):
             if missing:
                 raise ValueError(f"df11: {path}: the folder has no weights for "
                                  f"{sorted(missing)[:8]} ({len(missing)} in all)")
+        t2 = time.perf_counter()
         attach(model, folder, os.path.realpath(path), getattr(self, "mode", "decode"))
+        logger.info("df11: load phases: folder opened and checked %.2f s, decoded on the CPU "
+                    "into vLLM's load_weights %.2f s, layers coded on the GPU (upload, decode, "
+                    "comparison) %.2f s", t1 - t0, t2 - t1, time.perf_counter() - t2)
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
