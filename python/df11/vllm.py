@@ -13,8 +13,8 @@ docs/running/vllm.md says what each part does and what it costs.
 """
 from __future__ import annotations
 
-from .vllm_config import (QUANT_METHOD, is_df11_config, member_names,  # noqa: F401
-                          quantization_config)
+from .vllm_config import (QUANT_METHOD, is_df11_config, lacks_model_config,  # noqa: F401
+                          member_names, quantization_config, single_file_hint)
 
 
 def register() -> None:

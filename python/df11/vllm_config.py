@@ -31,6 +31,21 @@ def quantization_config(config: Mapping[str, Any]) -> Optional[dict]:
     return None
 
 
+def lacks_model_config(config: Mapping[str, Any]) -> bool:
+    """True for the config.json the dfloat11 encoder writes by default (`save_single_file=True`):
+    `dfloat11_config` alone, no model type or architecture, so that vLLM cannot build the model
+    from it and the coded weights' shapes are in no file."""
+    return (is_df11_config(config) and "model_type" not in config
+            and "architectures" not in config)
+
+
+def single_file_hint(where: str) -> str:
+    """What to do with a folder whose config.json lacks_model_config."""
+    return (f"df11: {where}: config.json holds only dfloat11_config (the dfloat11 encoder's "
+            "single-file output), which names no model: give the original model's config "
+            "with --hf-config-path MODEL (its folder or Hub id) and --quantization df11")
+
+
 def member_names(prefix: str, packed: Mapping[str, Sequence[str]]) -> List[str]:
     """The checkpoint tensors, in order, that vLLM's Linear layer at `prefix` fuses into its
     weight: `packed` is the model's packed_modules_mapping ({"qkv_proj": ["q_proj", "k_proj",

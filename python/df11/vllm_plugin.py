@@ -31,6 +31,9 @@ Loading (DF11ModelLoader.load_weights):
      tensor as an ordinary BF16 weight on the GPU, with a warning. A corrupt stream raises
      Df11Error naming the file, group and block.
 Other layers (embeddings, the head, norms) are loaded as BF16, decoded from the folder.
+The dfloat11 encoder's single-file folder (config.json: dfloat11_config alone) is served with
+the original model's config (--hf-config-path) and --quantization df11: the coded weights'
+shapes are then the parameters' of the model that config describes (checkpoint_shapes).
 """
 from __future__ import annotations
 
@@ -40,7 +43,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Tuple
 
+import huggingface_hub
 import torch
+from transformers import PretrainedConfig
 
 import vllm.envs as envs
 from vllm.logger import init_logger
@@ -57,9 +62,9 @@ from vllm.model_executor.utils import set_weight_attrs
 from vllm.platforms import current_platform
 from vllm.transformers_utils.config import HFConfigParser, register_config_parser
 
-from . import _capi, coded, exec_mode
-from .vllm_config import (QUANT_METHOD, member_names, member_spans, quantization_config,
-                          serving_mode)
+from . import _capi, coded, exec_mode, loading
+from .vllm_config import (QUANT_METHOD, lacks_model_config, member_names, member_spans,
+                          quantization_config, serving_mode, single_file_hint)
 
 # Under "vllm." so that vLLM's logging configuration shows df11's lines with its own.
 logger = init_logger("vllm.df11")
@@ -160,7 +165,8 @@ class DF11ModelLoader(DefaultModelLoader):
         path, _, _ = self._prepare_weights(model_config.model, None, model_config.revision,
                                            False, None)
         t0 = time.perf_counter()
-        folder = _capi.Model(path)  # Df11Error naming the file and group if unusable
+        folder = open_folder(path, model_config)  # Df11Error naming the file and group
+
         t1 = time.perf_counter()
         expected = {name for name, _ in model.named_parameters()}
         loaded = model.load_weights(coded.decoded_tensors(folder))
@@ -174,6 +180,32 @@ class DF11ModelLoader(DefaultModelLoader):
         logger.info("df11: load phases: folder opened and checked %.2f s, decoded on the CPU "
                     "into vLLM's load_weights %.2f s, layers coded on the GPU (upload, decode, "
                     "comparison) %.2f s", t1 - t0, t2 - t1, time.perf_counter() - t2)
+
+
+def open_folder(path: str, model_config) -> _capi.Model:
+    """The DF11 folder at `path`. Where its config.json holds dfloat11_config alone (the
+    dfloat11 encoder's single-file output, served with --hf-config-path), the coded weights'
+    shapes are those of the model vLLM's config describes (checkpoint_shapes)."""
+    if not lacks_model_config(loading.read_config(path)):
+        return _capi.Model(path)
+    return _capi.Model(path, shapes=checkpoint_shapes(
+        model_config.hf_config, getattr(model_config, "trust_remote_code", False)))
+
+
+def checkpoint_shapes(hf_config, trust_remote_code: bool = False) -> Dict[str, Tuple[int, ...]]:
+    """{checkpoint name: shape} of every parameter of the transformers model `hf_config`
+    describes (its `architectures` class, else AutoModelForCausalLM), built on the meta device:
+    the names and shapes a BF16 checkpoint of it holds, tied ones included."""
+    import transformers
+    arch = next((getattr(transformers, a) for a in getattr(hf_config, "architectures", None) or []
+                 if hasattr(transformers, a)), None)
+    with torch.device("meta"):
+        if arch is not None:
+            model = arch._from_config(hf_config)
+        else:
+            model = transformers.AutoModelForCausalLM.from_config(
+                hf_config, trust_remote_code=trust_remote_code)
+    return {name: tuple(p.shape) for name, p in model.named_parameters(remove_duplicate=False)}
 
 
 def _same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
@@ -363,8 +395,20 @@ class DF11HFConfigParser(HFConfigParser):
     (df11.vllm.quantization_config) and leaves every other config as it is."""
 
     def parse(self, model, trust_remote_code, revision=None, code_revision=None, **kwargs):
-        config_dict, config = super().parse(model, trust_remote_code, revision=revision,
-                                            code_revision=code_revision, **kwargs)
+        try:
+            config_dict, config = super().parse(model, trust_remote_code, revision=revision,
+                                                code_revision=code_revision, **kwargs)
+        except Exception as e:
+            # The dfloat11 encoder's single-file folder names no model: say what to pass.
+            try:
+                raw, _ = PretrainedConfig.get_config_dict(
+                    model, revision=revision,
+                    local_files_only=huggingface_hub.constants.HF_HUB_OFFLINE)
+            except Exception:
+                raise e from None
+            if lacks_model_config(raw):
+                raise ValueError(single_file_hint(str(model))) from e
+            raise
         quant = quantization_config(config_dict)
         if quant is not None:
             config_dict = dict(config_dict, quantization_config=quant)

@@ -233,3 +233,37 @@ def test_member_spans_picks_whole_members_only():
     assert member_spans(sizes, [(0, 12)]) is None  # two members as one span
     assert member_spans(sizes, [(8, 2)]) is None  # part of a member (a tensor-parallel slice)
     assert member_spans(sizes, []) is None
+
+
+def test_single_file_config_is_told_apart():
+    """The dfloat11 encoder's default output (config.json: dfloat11_config alone) names no
+    model; df11's own folders and the official sharded ones do."""
+    fixture = os.path.join(models.FIXTURES, "llama")
+    assert df11_vllm.lacks_model_config(config(os.path.join(fixture, "official-single")))
+    assert not df11_vllm.lacks_model_config(config(os.path.join(fixture, "official")))
+    assert not df11_vllm.lacks_model_config(config(os.path.join(fixture, "bf16")))
+    assert "--hf-config-path" in df11_vllm.single_file_hint("x")
+
+
+@needs_vllm
+def test_single_file_folder_needs_the_models_config_and_then_loads():
+    """vLLM on the encoder's single-file folder: without the model's config, an error that
+    says what to pass; with --hf-config-path and --quantization df11, the model vLLM builds
+    gives the coded weights' shapes, and the folder decodes to the BF16 checkpoint."""
+    from safetensors.torch import load_file
+    from vllm.engine.arg_utils import EngineArgs
+    from df11 import vllm_plugin
+    df11_vllm.register()
+    fixture = os.path.join(models.FIXTURES, "llama")
+    single, bf16_dir = os.path.join(fixture, "official-single"), os.path.join(fixture, "bf16")
+    with pytest.raises(Exception, match="--hf-config-path"):
+        EngineArgs(model=single, skip_tokenizer_init=True).create_model_config()
+    model_config = EngineArgs(model=single, hf_config_path=bf16_dir, quantization="df11",
+                              skip_tokenizer_init=True).create_model_config()
+    assert model_config.quantization == "df11"
+    want = load_file(os.path.join(bf16_dir, "model.safetensors"))
+    with vllm_plugin.open_folder(single, model_config) as folder:
+        got = dict(coded.decoded_tensors(folder))
+    assert set(got) == set(want)
+    for name, t in want.items():
+        assert torch.equal(got[name].view(torch.int16), t.view(torch.int16)), name

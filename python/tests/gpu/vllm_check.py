@@ -64,6 +64,10 @@ def make(work):
     shutil.rmtree(os.path.join(work, "official-bf16"), ignore_errors=True)
     shutil.copytree(os.path.join(fixture, "bf16"), os.path.join(work, "official-bf16"))
     shard_official(os.path.join(fixture, "official"), os.path.join(work, "official"))
+    # The encoder's default single-file output (config.json: dfloat11_config alone).
+    shutil.rmtree(os.path.join(work, "official-single"), ignore_errors=True)
+    shutil.copytree(os.path.join(fixture, "official-single"),
+                    os.path.join(work, "official-single"))
     # Corrupt copies.
     shard = next(f for f in sorted(os.listdir(df11_dir)) if f.endswith(".safetensors")
                  and f"{CORRUPT_GROUP}.output_positions" in models.safetensors_names(
@@ -140,19 +144,21 @@ def upload(folder, repo):
     print(f"uploaded {folder} as {repo} to {os.environ['HF_ENDPOINT']}")
 
 
-def generate(model, out, eager, quantization, df11_mode=None, reference=False):
+def generate(model, out, eager, quantization, df11_mode=None, reference=False,
+             hf_config_path=None):
     from vllm import LLM, SamplingParams
     if reference:
         use_reference_gemm()
-    config = read_config(model)
-    vocab = config["vocab_size"]
-    max_len = min(512, config.get("max_position_embeddings", 512))
+    max_len = min(512, read_config(hf_config_path or model).get("max_position_embeddings", 512))
     t0 = time.perf_counter()
     extra = {"additional_config": {"df11_mode": df11_mode}} if df11_mode else {}
+    if hf_config_path:
+        extra["hf_config_path"] = hf_config_path
     llm = LLM(model=model, enforce_eager=eager, quantization=quantization, max_model_len=max_len,
               max_num_seqs=16, skip_tokenizer_init=True, seed=0, gpu_memory_utilization=0.8,
               **extra)
     start_s = time.perf_counter() - t0
+    vocab = llm.llm_engine.model_config.get_vocab_size()
     params = SamplingParams(temperature=0.0, max_tokens=48, logprobs=4, prompt_logprobs=2,
                             ignore_eos=True, detokenize=False)
 
@@ -297,6 +303,8 @@ def main():
     s.add_argument("--quantization")
     s.add_argument("--df11-mode")
     s.add_argument("--reference", action="store_true")
+    s.add_argument("--hf-config-path", help="the model's config, for a folder whose config.json "
+                   "names no model (the dfloat11 encoder's single-file output)")
     s = sub.add_parser("upload")
     s.add_argument("folder")
     s.add_argument("repo")
@@ -315,7 +323,8 @@ def main():
     if a.cmd == "make":
         make(a.work)
     elif a.cmd == "generate":
-        generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference)
+        generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference,
+                 a.hf_config_path)
     elif a.cmd == "upload":
         upload(a.folder, a.repo)
     elif a.cmd == "client":

@@ -5,9 +5,10 @@
 #
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
-# CASES (default "graph eager official exec serve hub refusals"; also "control": the official
-# case's two folders again, each in a second engine, compared with the first): which groups of
-# cases run; `make` always. serve: `vllm serve` of the DF11 folder through the OpenAI client (needs
+# CASES (default "graph eager official single exec serve hub refusals"; also "control": the
+# official case's two folders again, each in a second engine, compared with the first): which
+# groups of cases run; `make` always. single: the encoder's single-file folder, refused without
+# the model's config and served with --hf-config-path. serve: `vllm serve` of the DF11 folder through the OpenAI client (needs
 # vLLM's server packages); hub: the DF11 folder as a Hub id on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers compute
 # as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
@@ -61,7 +62,7 @@ gen() {
   VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
     || { fail_tail "$name"; rc=1; }
 }
-cases=" ${CASES:-graph eager official exec serve hub refusals} "
+cases=" ${CASES:-graph eager official single exec serve hub refusals} "
 want() { [[ $cases == *" $1 "* ]]; }
 # Each pair compared as soon as both ran.
 if want graph; then
@@ -78,6 +79,19 @@ if want official; then
   gen official-bf16-graph "$work/official-bf16"
   gen official-graph "$work/official"
   compare official-bf16-graph official-graph
+fi
+if want single; then
+  # The encoder's default single-file folder: refused without the model's config, with a
+  # message that says what to pass; served with it, against the BF16 fixture.
+  if case_ official-single-bare generate "$work/official-single" "$work/official-single-bare.json"; then
+    echo "official-single-bare: LOADED (must be refused)" >> "$log"; rc=1
+  else
+    $check expect-failure "$work/official-single-bare.log" "hf-config-path" >> "$log" 2>&1 || rc=1
+  fi
+  gen official-single-graph "$work/official-single" --hf-config-path "$work/official-bf16" \
+    --quantization df11
+  [ -f "$work/official-bf16-graph.json" ] || gen official-bf16-graph "$work/official-bf16"
+  compare official-bf16-graph official-single-graph
 fi
 if want control; then
   # The official fixture again, BF16 and DF11 each in a second engine: whether two engines of
