@@ -9,7 +9,7 @@
 # official case's two folders again, each in a second engine, compared with the first): which
 # groups of cases run; `make` always. single: the encoder's single-file folder, refused without
 # the model's config and served with --hf-config-path. serve: `vllm serve` of the DF11 folder through the OpenAI client (needs
-# vLLM's server packages); hub: the DF11 folder as a Hub id on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers compute
+# vLLM's server packages); hub: the DF11 folder and the official one as Hub ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers compute
 # as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
@@ -154,6 +154,16 @@ if want hub; then
     ls -R "$work/hf-home/hub" 2>/dev/null | grep -E "safetensors|json" | head -n 12 >> "$log"
   else
     echo "hub: upload failed" >> "$log"; rc=1
+  fi
+  # The official sharded folder as a Hub id too, against its BF16 model.
+  if HF_HUB_OFFLINE=0 HF_ENDPOINT=$hub_url HF_TOKEN=hf_df11check HF_HUB_DISABLE_XET=1 \
+      $check upload "$work/official" org/official-check >> "$log" 2>&1; then
+    HF_HUB_OFFLINE=0 HF_ENDPOINT=$hub_url HF_TOKEN=hf_df11check HF_HUB_DISABLE_XET=1 \
+      HF_HOME=$work/hf-home gen official-hub org/official-check
+    [ -f "$work/official-bf16-graph.json" ] || gen official-bf16-graph "$work/official-bf16"
+    [ -f "$work/official-hub.json" ] && compare official-bf16-graph official-hub
+  else
+    echo "hub: upload of the official folder failed" >> "$log"; rc=1
   fi
   kill "$hub" 2>/dev/null
 fi
