@@ -15,6 +15,7 @@
 # SHAPE=14b: the 14B shape instead (bench_llama8b.py --shape; WORK default /dev/shm/df11-bench-14b),
 # whose BF16 weights (27.5 GiB) exceed the default budget: BF16_ARGS (default none) are added to
 # the BF16 run only, e.g. BF16_ARGS="--cpu-offload-gb 8" to serve it with CPU offload.
+# TP (default 1): --tensor-parallel-size of every run, one GPU a rank, BUDGET_GB on each.
 set -u
 out=$1
 shape=${SHAPE:-8b}
@@ -29,7 +30,7 @@ source "$here/vllm_env.sh" "$work"
 
 python3 "$here/bench_llama8b.py" --work "$work" --shape "$shape" --make-only >> "$log" 2>&1 || exit 1
 util=$(python3 -c "import torch; print(round(${BUDGET_GB:-24} * 2**30 / torch.cuda.get_device_properties(0).total_memory, 4))")
-echo "budget ${BUDGET_GB:-24} GiB: gpu_memory_utilization $util" >> "$log"
+echo "budget ${BUDGET_GB:-24} GiB: gpu_memory_utilization $util, tensor parallel ${TP:-1}" >> "$log"
 rc=0
 for name in ${RUNS:-bf16 df11 df11-exec}; do
   echo "=== $name" >> "$log"
@@ -50,7 +51,7 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
     args+=(${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10})
   fi
   timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_benchmark.py" "$kind" "${extra[@]}" \
-    --model "$work/$model" --max-model-len 4096 --gpu-memory-utilization "$util" \
+    --tensor-parallel-size "${TP:-1}" --model "$work/$model" --max-model-len 4096 --gpu-memory-utilization "$util" \
     --output-json "$out/$kind-$name.json" "${args[@]}" > "$work/$kind-$name.log" 2>&1
   status=$?
   grep -E "GPU KV cache size|Model loading took|offload|Available KV cache memory|df11|Avg latency|percentile|Throughput|Total num" \

@@ -2,7 +2,7 @@
 
     vllm_check.py make WORK                      the models (below) under WORK
     vllm_check.py generate MODEL OUT.json [--eager] [--quantization Q] [--df11-mode M]
-                  [--reference]
+                  [--reference] [--tp N]
                                                  one engine in this process: greedy tokens,
                                                  their logprobs and prompt logprobs, of each
                                                  request alone (twice) and of all in one
@@ -10,7 +10,8 @@
                                                  --df11-mode: additional_config's df11_mode;
                                                  --reference: vLLM's BF16 Linear layers
                                                  compute as the execution layout does
-                                                 (df11's reference GEMM at <= 32 tokens)
+                                                 (df11's reference GEMM at <= 32 tokens);
+                                                 --tp: tensor_parallel_size (one GPU a rank)
     vllm_check.py upload FOLDER REPO             FOLDER as the Hub repo REPO at $HF_ENDPOINT
     vllm_check.py client URL MODEL OUT.json      the requests of `generate`, each alone (twice),
                                                  to a `vllm serve` at URL through the OpenAI
@@ -145,7 +146,7 @@ def upload(folder, repo):
 
 
 def generate(model, out, eager, quantization, df11_mode=None, reference=False,
-             hf_config_path=None):
+             hf_config_path=None, tp=1):
     from vllm import LLM, SamplingParams
     if reference:
         use_reference_gemm()
@@ -156,7 +157,7 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=False,
         extra["hf_config_path"] = hf_config_path
     llm = LLM(model=model, enforce_eager=eager, quantization=quantization, max_model_len=max_len,
               max_num_seqs=16, skip_tokenizer_init=True, seed=0, gpu_memory_utilization=0.8,
-              **extra)
+              tensor_parallel_size=tp, **extra)
     start_s = time.perf_counter() - t0
     vocab = llm.llm_engine.model_config.get_vocab_size()
     params = SamplingParams(temperature=0.0, max_tokens=48, logprobs=4, prompt_logprobs=2,
@@ -190,7 +191,7 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=False,
         llm.generate(ids, one, use_tqdm=False)
         times.append(time.perf_counter() - t)
     result = {"model": model, "eager": eager, "quantization": quantization,
-              "df11_mode": df11_mode, "reference_gemm": reference,
+              "df11_mode": df11_mode, "tensor_parallel_size": tp, "reference_gemm": reference,
               "engine_start_s": start_s, "batch1_new_tokens": new, "batch1_s": times[-1],
               "single_repeats": single == again, "outputs": {"single": single, "batch": batch}}
     with open(out, "w") as f:
@@ -305,6 +306,7 @@ def main():
     s.add_argument("--reference", action="store_true")
     s.add_argument("--hf-config-path", help="the model's config, for a folder whose config.json "
                    "names no model (the dfloat11 encoder's single-file output)")
+    s.add_argument("--tp", type=int, default=1, help="tensor_parallel_size")
     s = sub.add_parser("upload")
     s.add_argument("folder")
     s.add_argument("repo")
@@ -324,7 +326,7 @@ def main():
         make(a.work)
     elif a.cmd == "generate":
         generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference,
-                 a.hf_config_path)
+                 a.hf_config_path, a.tp)
     elif a.cmd == "upload":
         upload(a.folder, a.repo)
     elif a.cmd == "client":

@@ -5,12 +5,16 @@
 #
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
-# CASES (default "graph eager official single exec serve hub refusals"; also "control": the
-# official case's two folders again, each in a second engine, compared with the first): which
-# groups of cases run; `make` always. single: the encoder's single-file folder, refused without
-# the model's config and served with --hf-config-path. serve: `vllm serve` of the DF11 folder through the OpenAI client (needs
-# vLLM's server packages); hub: the DF11 folder and the official one as Hub ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers compute
-# as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
+# CASES (default "graph eager official single exec serve hub refusals"): which groups of cases
+# run; `make` always. single: the encoder's single-file folder, refused without the model's
+# config and served with --hf-config-path. serve: `vllm serve` of the DF11 folder through the
+# OpenAI client (needs vLLM's server packages). hub: the DF11 folder and the official one as Hub
+# ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers
+# compute as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
+# Not in the default: "control" (the official case's two folders again, each in a second
+# engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
+# model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
+# BF16 computing as the execution layout does).
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
 # cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
@@ -111,6 +115,17 @@ if want exec; then
   gen bf16-reference-graph "$work/bf16" --reference
   gen df11-exec-graph "$work/df11" --df11-mode exec
   compare bf16-reference-graph df11-exec-graph
+fi
+if want tp; then
+  tp=${TP:-2}
+  gen bf16-tp$tp "$work/bf16" --tp "$tp"
+  gen df11-tp$tp "$work/df11" --tp "$tp"
+  compare bf16-tp$tp df11-tp$tp
+  # The reference patch reaches the workers as they are forked (vLLM's default start method
+  # while the parent has not initialized CUDA).
+  gen bf16-reference-tp$tp "$work/bf16" --tp "$tp" --reference
+  gen df11-exec-tp$tp "$work/df11" --tp "$tp" --df11-mode exec
+  compare bf16-reference-tp$tp df11-exec-tp$tp
 fi
 if want serve; then
   # `vllm serve` of the DF11 folder with the engine settings of `generate`, queried through the
