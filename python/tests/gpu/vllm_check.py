@@ -150,6 +150,9 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=False,
     from vllm import LLM, SamplingParams
     if reference:
         use_reference_gemm()
+        # A compiled model in vLLM's cache (the same model and settings without the patch) would
+        # be loaded without tracing the patched layers.
+        os.environ["VLLM_DISABLE_COMPILE_CACHE"] = "1"
     max_len = min(512, read_config(hf_config_path or model).get("max_position_embeddings", 512))
     t0 = time.perf_counter()
     extra = {"additional_config": {"df11_mode": df11_mode}} if df11_mode else {}

@@ -14,7 +14,7 @@
 # Not in the default: "control" (the official case's two folders again, each in a second
 # engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
-# BF16 computing as the execution layout does).
+# BF16 computing as the execution layout does; "tp-exec": that second pair alone).
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
 # cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
@@ -116,11 +116,13 @@ if want exec; then
   gen df11-exec-graph "$work/df11" --df11-mode exec
   compare bf16-reference-graph df11-exec-graph
 fi
+tp=${TP:-2}
 if want tp; then
-  tp=${TP:-2}
   gen bf16-tp$tp "$work/bf16" --tp "$tp"
   gen df11-tp$tp "$work/df11" --tp "$tp"
   compare bf16-tp$tp df11-tp$tp
+fi
+if want tp || want tp-exec; then
   # The reference patch reaches the workers as they are forked (vLLM's default start method
   # while the parent has not initialized CUDA).
   gen bf16-reference-tp$tp "$work/bf16" --tp "$tp" --reference
