@@ -149,6 +149,31 @@ def test_vllm_detects_folders_without_flags(llama):
         assert model_config.quantization == want, folder
 
 
+@pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
+def test_vllm_without_the_plugin_refuses_a_df11_folder(llama):
+    """A vLLM that has not loaded df11's plugin meets config.json's quant_method "df11" in its
+    own config check and stops there, before any weight is read: it never serves the folder's
+    tensors as something else."""
+    bf16_dir, df11_dir = llama
+    code = ("import sys\n"
+            "from vllm.engine.arg_utils import EngineArgs\n"
+            "for folder in sys.argv[1:]:\n"
+            "    try:\n"
+            "        c = EngineArgs(model=folder, skip_tokenizer_init=True).create_model_config()\n"
+            "        print('LOADED', folder, c.quantization)\n"
+            "    except Exception as e:\n"
+            "        print('REFUSED', folder, type(e).__name__, str(e)[:300].replace('\\n', ' '))\n")
+    # VLLM_PLUGINS names no plugin, so vLLM loads none of its general plugins (df11's among them
+    # where the package is installed).
+    env = dict(os.environ, VLLM_PLUGINS="no_such_plugin")
+    out = subprocess.run([sys.executable, "-c", code, df11_dir, bf16_dir], capture_output=True,
+                         text=True, env=env, timeout=600)
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [line for line in out.stdout.splitlines() if line.startswith(("LOADED", "REFUSED"))]
+    assert lines[0].startswith(f"REFUSED {df11_dir}") and "df11" in lines[0], lines
+    assert lines[1] == f"LOADED {bf16_dir} None", lines
+
+
 def test_encode_codes_an_engines_own_tensors(tmp_path):
     """coded.encode: a tensor-parallel rank's slices (or any weights an engine built) as a DF11
     folder of one group per tensor, each decoding from its span to exactly the tensor."""
