@@ -162,7 +162,8 @@ def test_vllm_without_the_plugin_refuses_a_df11_folder(llama):
             "        c = EngineArgs(model=folder, skip_tokenizer_init=True).create_model_config()\n"
             "        print('LOADED', folder, c.quantization)\n"
             "    except Exception as e:\n"
-            "        print('REFUSED', folder, type(e).__name__, str(e)[:300].replace('\\n', ' '))\n")
+            "        why = str(e)[:300].replace('\\n', ' ')\n"
+            "        print('REFUSED', folder, type(e).__name__, why)\n")
     # VLLM_PLUGINS names no plugin, so vLLM loads none of its general plugins (df11's among them
     # where the package is installed).
     env = dict(os.environ, VLLM_PLUGINS="no_such_plugin")
