@@ -149,7 +149,23 @@ def test_vllm_detects_folders_without_flags(llama):
         assert model_config.quantization == want, folder
 
 
-@pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
+@needs_vllm
+@pytest.mark.parametrize("family", models.FAMILIES)
+def test_vllm_detects_every_familys_official_folder(family):
+    """The official encoder's folder of each family of the interop suite is taken as quantized
+    with df11 by vLLM's own config code (its architecture among vLLM's models), its BF16 model
+    as it is: what gpu/vllm_check.sh's "families" case serves on a GPU."""
+    from vllm.engine.arg_utils import EngineArgs
+    df11_vllm.register()
+    fixture = os.path.join(models.FIXTURES, family)
+    for kind, want in (("official", "df11"), ("bf16", None)):
+        model_config = EngineArgs(model=os.path.join(fixture, kind),
+                                  skip_tokenizer_init=True).create_model_config()
+        assert model_config.quantization == want, (family, kind)
+        assert model_config.architectures, (family, kind)
+
+
+@needs_vllm
 def test_vllm_without_the_plugin_refuses_a_df11_folder(llama):
     """A vLLM that has not loaded df11's plugin meets config.json's quant_method "df11" in its
     own config check and stops there, before any weight is read: it never serves the folder's

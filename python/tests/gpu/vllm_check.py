@@ -12,6 +12,7 @@
                                                  compute as the execution layout does
                                                  (df11's reference GEMM at <= 32 tokens);
                                                  --tp: tensor_parallel_size (one GPU a rank)
+    vllm_check.py make-families WORK FAMILY...   WORK/families/FAMILY/{bf16,official,df11}
     vllm_check.py upload FOLDER REPO             FOLDER as the Hub repo REPO at $HF_ENDPOINT
     vllm_check.py client URL MODEL OUT.json      the requests of `generate`, each alone (twice),
                                                  to a `vllm serve` at URL through the OpenAI
@@ -28,7 +29,9 @@ it; four shards), WORK/official-bf16 and WORK/official (the official encoder's c
 Llama fixture, split into two shards with an index as the Hub's sharded folders are), and two
 corrupt copies of WORK/df11: a bumped last output position in group model.layers.3 (structure)
 and a flipped sign/mantissa byte in it (df11's checksum). vllm_check.sh runs the cases and the
-comparisons.
+comparisons. `make-families` takes, for each family of the interop suite (models.FAMILIES),
+its committed fixture (tests/interop/fixtures/FAMILY: the BF16 model and the official
+encoder's folder of it) and adds df11.compress of that BF16 model.
 """
 import argparse
 import json
@@ -81,6 +84,25 @@ def make(work):
     with open(os.path.join(work, "corrupt.json"), "w") as f:
         json.dump({"shard": shard, "group": CORRUPT_GROUP}, f)
     print("made", sorted(os.listdir(work)))
+
+
+def make_families(work, families):
+    import torch
+    from transformers import AutoModelForCausalLM
+    import df11
+    import models
+    for family in families:
+        if family not in models.FAMILIES:
+            sys.exit(f"make-families: unknown family {family!r} (one of {models.FAMILIES})")
+        fixture, dst = os.path.join(models.FIXTURES, family), os.path.join(work, "families",
+                                                                            family)
+        shutil.rmtree(dst, ignore_errors=True)
+        for kind in ("bf16", "official"):
+            shutil.copytree(os.path.join(fixture, kind), os.path.join(dst, kind))
+        model = AutoModelForCausalLM.from_pretrained(os.path.join(dst, "bf16"),
+                                                     dtype=torch.bfloat16)
+        df11.compress(model, os.path.join(dst, "df11"), force=True)
+        print("made", dst, sorted(os.listdir(dst)))
 
 
 def flip_middle_byte(data):
@@ -310,6 +332,9 @@ def main():
     s.add_argument("--hf-config-path", help="the model's config, for a folder whose config.json "
                    "names no model (the dfloat11 encoder's single-file output)")
     s.add_argument("--tp", type=int, default=1, help="tensor_parallel_size")
+    s = sub.add_parser("make-families")
+    s.add_argument("work")
+    s.add_argument("families", nargs="+")
     s = sub.add_parser("upload")
     s.add_argument("folder")
     s.add_argument("repo")
@@ -327,6 +352,8 @@ def main():
     a = p.parse_args()
     if a.cmd == "make":
         make(a.work)
+    elif a.cmd == "make-families":
+        make_families(a.work, a.families)
     elif a.cmd == "generate":
         generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference,
                  a.hf_config_path, a.tp)

@@ -14,7 +14,10 @@
 # Not in the default: "control" (the official case's two folders again, each in a second
 # engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
-# BF16 computing as the execution layout does; "tp-exec": that second pair alone).
+# BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
+# "families": for each family of the interop suite (FAMILIES, default all seven), its fixture's
+# BF16 model against df11's folder of it and against the official encoder's folder of it;
+# FAMILY_ARGS (e.g. "--tp 2") are added to each of those engines.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
 # cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
@@ -118,16 +121,27 @@ if want exec; then
 fi
 tp=${TP:-2}
 if want tp; then
-  gen bf16-tp$tp "$work/bf16" --tp "$tp"
-  gen df11-tp$tp "$work/df11" --tp "$tp"
-  compare bf16-tp$tp df11-tp$tp
+  gen "bf16-tp$tp" "$work/bf16" --tp "$tp"
+  gen "df11-tp$tp" "$work/df11" --tp "$tp"
+  compare "bf16-tp$tp" "df11-tp$tp"
 fi
 if want tp || want tp-exec; then
   # The reference patch reaches the workers as they are forked (vLLM's default start method
   # while the parent has not initialized CUDA).
-  gen bf16-reference-tp$tp "$work/bf16" --tp "$tp" --reference
-  gen df11-exec-tp$tp "$work/df11" --tp "$tp" --df11-mode exec
-  compare bf16-reference-tp$tp df11-exec-tp$tp
+  gen "bf16-reference-tp$tp" "$work/bf16" --tp "$tp" --reference
+  gen "df11-exec-tp$tp" "$work/df11" --tp "$tp" --df11-mode exec
+  compare "bf16-reference-tp$tp" "df11-exec-tp$tp"
+fi
+if want families; then
+  families=${FAMILIES:-llama qwen2 qwen3 mistral gemma3 phi3 qwen3moe}
+  # shellcheck disable=SC2086
+  case_ make-families make-families "$work" $families || { fail_tail make-families; exit 1; }
+  for f in $families; do
+    # shellcheck disable=SC2086
+    for kind in bf16 df11 official; do gen "$f-$kind" "$work/families/$f/$kind" ${FAMILY_ARGS:-}; done
+    compare "$f-bf16" "$f-df11"
+    compare "$f-bf16" "$f-official"
+  done
 fi
 if want serve; then
   # `vllm serve` of the DF11 folder with the engine settings of `generate`, queried through the
