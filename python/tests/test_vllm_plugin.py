@@ -1,7 +1,8 @@
 """The vLLM plugin's parts that run without a GPU: detection of DF11 folders, the rows under
 which a layer's members decode (coded.row_elements / span_rows), the CPU decode by original
 name that vLLM's loader is fed, and the errors. Where vLLM is installed, also its registration,
-vLLM's own detection (ModelConfig) and the layer-to-group plans on vLLM's Llama.
+vLLM's own detection (ModelConfig), and vLLM's model classes of the interop suite's families
+built on the CPU and loaded from DF11 folders (vllm_cpu_models.py), with the plugin's plans.
 gpu/vllm_check.sh runs the GPU side against vLLM serving BF16."""
 import importlib.util
 import json
@@ -163,6 +164,38 @@ def test_vllm_detects_every_familys_official_folder(family):
                                   skip_tokenizer_init=True).create_model_config()
         assert model_config.quantization == want, (family, kind)
         assert model_config.architectures, (family, kind)
+
+
+@needs_vllm
+@pytest.mark.parametrize("kind", ["df11", "official"])
+@pytest.mark.parametrize("family", models.FAMILIES)
+def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, tmp_path):
+    """vLLM's own model class for each family of the interop suite, built on the CPU with the
+    plugin (vllm_cpu_models.py): fed the DF11 folder's tensors decoded on the CPU, every
+    parameter equals, bit for bit, that of vLLM's model fed the BF16 checkpoint; every DF11
+    Linear layer decodes from spans of one of the folder's groups to exactly its weight (what
+    the GPU step compares), except a layer whose tensor the folder does not code (Qwen3-MoE's
+    router in the official folder), which that step codes again."""
+    fixture = os.path.join(models.FIXTURES, family)
+    bf16_dir = os.path.join(fixture, "bf16")
+    folder = os.path.join(fixture, "official")
+    if kind == "df11":
+        from transformers import AutoModelForCausalLM
+        folder = str(tmp_path / "df11")
+        df11.compress(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16),
+                      folder)
+    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                       "vllm_cpu_models.py"), folder, bf16_dir],
+                         capture_output=True, text=True, timeout=600, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr[-3000:]
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
+    assert got["spans_differ"] == [], got
+    assert got["linear"] > 0 and got["from_groups"] + len(got["again"]) == got["linear"], got
+    with _capi.Model(folder) as f:
+        for prefix, why in got["again"]:
+            t = f.find_tensor(prefix + ".weight")
+            assert t is not None and f.tensor_group(t) is None, (prefix, why)
 
 
 @needs_vllm
