@@ -1,7 +1,7 @@
 """vLLM's own model classes, built on the CPU with df11's plugin registered: what the plugin's
 loader does before its GPU step, for a DF11 folder, against vLLM loading the BF16 checkpoint.
 
-    python vllm_cpu_models.py DF11_FOLDER BF16_FOLDER     prints one JSON line
+    python vllm_cpu_models.py DF11_FOLDER BF16_FOLDER [TP]    prints one JSON line per rank
 
 It builds the model vLLM builds for each folder (vLLM's CPU platform, one rank on a gloo process
 group: both process-wide, hence a process of its own; test_vllm_plugin.py runs it), feeds the
@@ -14,7 +14,12 @@ DF11ModelLoader.load_weights does) and the BF16 model's the checkpoint's tensors
     many, how many decode from spans of the folder's groups, and the others with the reason
     (those the GPU step would code again);
   - spans_differ: layers whose spans, decoded on the CPU, are not the weight vLLM's loader
-    built (the comparison the GPU step makes).
+    built (the comparison the GPU step makes);
+  - encoded / encoded_differ: the layers of `again`, coded with coded.encode as the GPU step
+    codes them (a tensor-parallel rank's slices), and those whose tensor does not decode back
+    to exactly the weight.
+TP (default 1): tensor_parallel_size, one process per rank (all on the CPU), each reporting
+its own slices.
 """
 import json
 import os
@@ -24,7 +29,7 @@ import sys
 import torch
 
 
-def _cpu_vllm():
+def _cpu_vllm(rank=0, world=1, port=None):
     import vllm.platforms
     from vllm.platforms.cpu import CpuPlatform
     from vllm.platforms.interface import PlatformEnum
@@ -36,32 +41,38 @@ def _cpu_vllm():
         _enum = PlatformEnum.OOT
     vllm.platforms._current_platform = Host()
     from vllm.distributed import init_distributed_environment
+    init_distributed_environment(world_size=world, rank=rank, local_rank=rank, backend="gloo",
+                                 distributed_init_method=f"tcp://127.0.0.1:{port or _port()}")
+
+
+def _port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
     port = s.getsockname()[1]
     s.close()
-    init_distributed_environment(world_size=1, rank=0, local_rank=0, backend="gloo",
-                                 distributed_init_method=f"tcp://127.0.0.1:{port}")
+    return port
 
 
-def _build(folder):
-    from vllm.config import (CompilationConfig, DeviceConfig, LoadConfig, VllmConfig,
-                             set_current_vllm_config)
+def _build(folder, tp=1):
+    from vllm.config import (CompilationConfig, DeviceConfig, LoadConfig, ParallelConfig,
+                             VllmConfig, set_current_vllm_config)
     from vllm.distributed import initialize_model_parallel, model_parallel_is_initialized
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.model_loader.utils import initialize_model
     from vllm.utils.torch_utils import set_default_torch_dtype
     # BF16 as on a GPU (vLLM's CPU platform would pick float32 on a CPU without BF16 support).
-    model_config = EngineArgs(model=folder, skip_tokenizer_init=True,
-                              dtype="bfloat16").create_model_config()
+    args = EngineArgs(model=folder, skip_tokenizer_init=True, dtype="bfloat16",
+                      tensor_parallel_size=tp)
+    model_config = args.create_model_config()
     # vLLM's custom ops would call its CPU kernels, which a CUDA build of vLLM lacks: the
     # models' torch implementations instead (nothing runs here, but some bind at build time).
     config = VllmConfig(model_config=model_config, device_config=DeviceConfig("cpu"),
-                        load_config=LoadConfig(),
+                        load_config=LoadConfig(), parallel_config=ParallelConfig(
+                            tensor_parallel_size=tp),
                         compilation_config=CompilationConfig(custom_ops=["none"]))
     with set_current_vllm_config(config):
         if not model_parallel_is_initialized():
-            initialize_model_parallel(1, 1)
+            initialize_model_parallel(tp, 1)
         with set_default_torch_dtype(model_config.dtype), torch.device("cpu"):
             return initialize_model(config), model_config.quantization
 
@@ -80,15 +91,16 @@ def _bits(t):
     return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
 
 
-def main(df11_dir, bf16_dir):
-    _cpu_vllm()
+def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None):
+    import tempfile
+    _cpu_vllm(rank, tp, port)
     import df11.vllm
     df11.vllm.register()
     from df11 import _capi, coded, vllm_plugin
-    reference, quantization = _build(bf16_dir)
+    reference, quantization = _build(bf16_dir, tp)
     assert quantization is None, quantization
     reference.load_weights(_checkpoint(bf16_dir))
-    model, quantization = _build(df11_dir)
+    model, quantization = _build(df11_dir, tp)
     assert quantization == "df11", quantization
     with _capi.Model(df11_dir) as folder:
         loaded = model.load_weights(coded.decoded_tensors(folder))
@@ -102,18 +114,49 @@ def main(df11_dir, bf16_dir):
             if not torch.equal(_bits(got.view(plan.layer.weight.shape)),
                                _bits(plan.layer.weight)):
                 spans_differ.append(plan.prefix)
+    # The layers the GPU step codes again, coded as it codes them.
+    again = {f"{p.prefix}.weight": p.layer.weight.data for p in plans if p.group is None}
+    encoded_differ = []
+    if again:
+        with tempfile.TemporaryDirectory() as tmp:
+            with coded.encode(again, os.path.join(tmp, "layers")) as folder:
+                for name, weight in again.items():
+                    found = coded.tensor_spans(folder, folder.find_tensor(name))
+                    if found is None:
+                        encoded_differ.append(name)
+                        continue
+                    whole = coded._decode_group(folder, found[0])
+                    got = torch.cat([whole[o:o + n] for o, n in found[1]])
+                    if not torch.equal(_bits(got.view(weight.shape)), _bits(weight)):
+                        encoded_differ.append(name)
     want = dict(reference.named_parameters())
     got = dict(model.named_parameters())
     differ = sorted(n for n in set(want) | set(got)
                     if n not in want or n not in got or want[n].shape != got[n].shape
                     or not torch.equal(_bits(want[n]), _bits(got[n])))
     print(json.dumps({
-        "params": len(got), "differ": differ,
+        "rank": rank, "params": len(got), "differ": differ,
         "missing": sorted(set(got) - set(loaded)) if loaded is not None else [],
         "linear": len(plans), "from_groups": sum(p.group is not None for p in plans),
         "again": [[p.prefix, p.why] for p in plans if p.group is None],
-        "spans_differ": spans_differ}))
+        "spans_differ": spans_differ, "encoded": len(again), "encoded_differ": encoded_differ,
+        "shapes": {n: list(p.shape) for n, p in got.items()}}), flush=True)
+
+
+def main(df11_dir, bf16_dir, tp=1):
+    if tp == 1:
+        return rank_main(df11_dir, bf16_dir)
+    import multiprocessing
+    port = _port()
+    ctx = multiprocessing.get_context("spawn")
+    ranks = [ctx.Process(target=rank_main, args=(df11_dir, bf16_dir, r, tp, port))
+             for r in range(tp)]
+    for p in ranks:
+        p.start()
+    for p in ranks:
+        p.join(600)
+    return max(abs(p.exitcode or 0) for p in ranks)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2])
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1))
