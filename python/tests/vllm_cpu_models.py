@@ -23,8 +23,10 @@ its own slices.
 """
 import json
 import os
+import queue
 import socket
 import sys
+import time
 
 import torch
 
@@ -91,7 +93,7 @@ def _bits(t):
     return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
 
 
-def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None):
+def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None, results=None):
     import tempfile
     _cpu_vllm(rank, tp, port)
     import df11.vllm
@@ -134,13 +136,17 @@ def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None):
     differ = sorted(n for n in set(want) | set(got)
                     if n not in want or n not in got or want[n].shape != got[n].shape
                     or not torch.equal(_bits(want[n]), _bits(got[n])))
-    print(json.dumps({
+    result = json.dumps({
         "rank": rank, "params": len(got), "differ": differ,
         "missing": sorted(set(got) - set(loaded)) if loaded is not None else [],
         "linear": len(plans), "from_groups": sum(p.group is not None for p in plans),
         "again": [[p.prefix, p.why] for p in plans if p.group is None],
         "spans_differ": spans_differ, "encoded": len(again), "encoded_differ": encoded_differ,
-        "shapes": {n: list(p.shape) for n, p in got.items()}}), flush=True)
+        "shapes": {n: list(p.shape) for n, p in got.items()}})
+    if results is None:
+        print(result, flush=True)
+    else:
+        results.put(result)  # the parent prints the ranks' lines, one at a time
 
 
 def main(df11_dir, bf16_dir, tp=1):
@@ -149,13 +155,26 @@ def main(df11_dir, bf16_dir, tp=1):
     import multiprocessing
     port = _port()
     ctx = multiprocessing.get_context("spawn")
-    ranks = [ctx.Process(target=rank_main, args=(df11_dir, bf16_dir, r, tp, port))
+    results = ctx.Queue()
+    ranks = [ctx.Process(target=rank_main, args=(df11_dir, bf16_dir, r, tp, port, results))
              for r in range(tp)]
     for p in ranks:
         p.start()
+    # Read before joining: a process that put into a queue exits once its data is read.
+    lines, deadline = [], time.monotonic() + 900
+    while len(lines) < tp and time.monotonic() < deadline:
+        try:
+            lines.append(results.get(timeout=1))
+        except queue.Empty:
+            if all(p.exitcode is not None for p in ranks):
+                break
+    for line in lines:
+        print(line, flush=True)
     for p in ranks:
-        p.join(600)
-    return max(abs(p.exitcode or 0) for p in ranks)
+        p.join(60)
+        if p.exitcode is None:
+            p.kill()
+    return 0 if len(lines) == tp and all(p.exitcode == 0 for p in ranks) else 1
 
 
 if __name__ == "__main__":
