@@ -265,6 +265,7 @@ class Model(Handle):
             self.close()
             raise Df11Error(rc, status_name(rc), message)
         self.path = path
+        self.shapes = shapes  # another handle on the same folder opens with them
 
     def _release(self, h: c_void_p) -> None:
         lib().df11_model_close(h)

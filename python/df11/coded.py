@@ -2,8 +2,10 @@
 
   - `decoded_tensors(folder)` yields every tensor of a DF11 folder by its original name, decoded
     on the CPU (df11's multi-threaded decoder: every stream checked, and in df11 folders every
-    member's checksum). An engine's own loader takes them as it takes a BF16 checkpoint's, so
-    that its name mapping, fusing and slicing stay its own.
+    member's checksum), or with `gpu=` on a GPU (every group uploaded once, decoded whole and
+    its streams checked; the stored checksums are the caller's to check, StoredChecks). An
+    engine's own loader takes them as it takes a BF16 checkpoint's, so that its name mapping,
+    fusing and slicing stay its own.
   - `GpuGroup` is one coded group whose parts were uploaded once to a GPU, with a plan that
     decodes spans of it into memory the caller gives (df11_cuda_decode_spans: the plan has no
     fixed output, so nothing BF16 stays resident).
@@ -43,13 +45,17 @@ def _round_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
 
-def decoded_tensors(folder: _capi.Model) -> Iterator[Tuple[str, torch.Tensor]]:
-    """(original name, CPU tensor) for every tensor of `folder`, in storage order: members of a
-    coded group as BF16 views of the group decoded once (df11_decode_group), raw tensors in
-    their own dtype, and a group that codes a copy of another tensor (a tied head stored again
-    for the dfloat11 loader) under the copy's name. A corrupt group raises Df11Error naming
-    the file and group. Each yielded tensor is a fresh buffer (or a view of one): the caller
-    may keep it."""
+def decoded_tensors(folder: _capi.Model, gpu: Optional["GpuUploads"] = None
+                    ) -> Iterator[Tuple[str, torch.Tensor]]:
+    """(original name, tensor) for every tensor of `folder`, in storage order: members of a
+    coded group as BF16 views of the group decoded once, raw tensors in their own dtype (on the
+    CPU), and a group that codes a copy of another tensor (a tied head stored again for the
+    dfloat11 loader) under the copy's name. Groups decode on the CPU (df11_decode_group: every
+    stream checked, df11 folders' member checksums compared), or, with `gpu`, on its device
+    from the group uploaded through it (GpuUploads.group), their streams checked before their
+    tensors are yielded. A corrupt group raises Df11Error naming the file and group. Each
+    yielded tensor is a fresh buffer (or a view of one): the caller may keep it."""
+    decode = _decode_group if gpu is None else gpu.decode_group
     current: Optional[int] = None
     decoded: Optional[torch.Tensor] = None
     for t in range(folder.tensor_count()):
@@ -67,14 +73,15 @@ def decoded_tensors(folder: _capi.Model) -> Iterator[Tuple[str, torch.Tensor]]:
             yield name, out
             continue
         if g != current:
-            current, decoded = g, _decode_group(folder, g)
+            current, decoded = g, None
+            decoded = decode(folder, g)
         offset = folder.tensor_group_offset(t)
         yield name, decoded[offset:offset + math.prod(shape)].view(shape)
+    decoded = None
     for g in range(folder.group_count()):
         alias = folder.group_alias_of(g)
         if alias is not None:
-            yield folder.group_alias_name(g), _decode_group(folder, g).view(
-                folder.tensor_shape(alias))
+            yield folder.group_alias_name(g), decode(folder, g).view(folder.tensor_shape(alias))
 
 
 def _decode_group(folder: _capi.Model, g: int) -> torch.Tensor:
@@ -82,6 +89,38 @@ def _decode_group(folder: _capi.Model, g: int) -> torch.Tensor:
     out = torch.empty(n, dtype=torch.bfloat16)
     folder.decode_group(g, out.data_ptr(), 2 * n)
     return out
+
+
+class GpuUploads:
+    """The groups of one folder uploaded to `device` for a load (decoded_tensors with `gpu`):
+    `keep` True keeps each GpuGroup (`groups`, by group
+    index) for the engine's layers to decode from afterwards; False drops it once decoded (a
+    tensor-parallel rank, whose layers are slices the groups cannot give)."""
+
+    def __init__(self, device: torch.device, keep: bool):
+        self.device = device
+        self.keep = keep
+        self.groups: Dict[int, "GpuGroup"] = {}
+
+    def group(self, folder: _capi.Model, g: int) -> "GpuGroup":
+        found = self.groups.get(g)
+        if found is None:
+            found = GpuGroup(folder, g, self.device)
+            if self.keep:
+                self.groups[g] = found
+        return found
+
+    def decode_group(self, folder: _capi.Model, g: int) -> torch.Tensor:
+        """Group g decoded whole into a new BF16 tensor on the device, its streams checked
+        (Df11Error naming the file, group and block)."""
+        group = self.group(folder, g)
+        n = folder.group_element_count(g)
+        with torch.cuda.device(self.device):
+            out = torch.empty(n, dtype=torch.bfloat16, device=self.device)
+            whole = (ctypes.c_uint64 * 1)(0), (ctypes.c_uint64 * 1)(n)
+            group.decode_spans(whole[0], whole[1], 1, out)
+            group.check()
+        return out
 
 
 def layer_spans(folder: _capi.Model, members: Sequence[int], shape: Tuple[int, int]
@@ -145,6 +184,7 @@ class GpuGroup:
             uploader.finish()
             base = self.coded.data_ptr()
             p = {part: base + offset for part, (offset, _, _) in layout.items()}
+            self.parts = p  # part -> its device address
             dev = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
                                   p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
                                   p[_capi.PART_GAPS], None)

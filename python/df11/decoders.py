@@ -399,6 +399,7 @@ class StoredChecks:
         from concurrent.futures import ThreadPoolExecutor
         workers = max(1, min(8, (os.cpu_count() or 2) // 2, len(groups)))
         self._path = folder.path
+        self._shapes = getattr(folder, "shapes", None)
         self._local = threading.local()
         self._handles: List[_capi.Model] = []
         self._handles_lock = threading.Lock()
@@ -408,7 +409,7 @@ class StoredChecks:
     def _check(self, group: int) -> None:
         handle = getattr(self._local, "handle", None)
         if handle is None:
-            handle = self._local.handle = _capi.Model(self._path)
+            handle = self._local.handle = _capi.Model(self._path, self._shapes)
             with self._handles_lock:
                 self._handles.append(handle)
         handle.check_stored(group)

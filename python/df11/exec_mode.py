@@ -327,28 +327,33 @@ def eligible(modules: Dict[str, torch.nn.Module], targets) -> bool:
     return True
 
 
-def transcode_group(folder: _capi.Model, g: int, dev: torch.device
+def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
+                    parts: Optional[Dict[int, int]] = None
                     ) -> Tuple[torch.Tensor, List[_capi.ExecMatrix], List[str]]:
     """Coded group `g` of `folder` transcoded on `dev` (torch's current device and stream):
     one resident uint8 tensor holding every member's blob (each 256-byte aligned), the
     members' matrices pointing into it, and their tensor names, in the group's concatenation
-    order. The coded parts and the group's BF16 workspace are transient. The measure decodes
-    and checks the group (Df11Error naming the file and group if a stream does not decode)."""
+    order. The coded parts (copied here, or already on `dev` at `parts`: {part: address}, a
+    coded.GpuGroup's) and the group's BF16 workspace are transient. The measure decodes and
+    checks the group (Df11Error naming the file and group if a stream does not decode)."""
     L = _capi.lib()
     stream = torch.cuda.current_stream(dev).cuda_stream
     what = f"{folder.group_file(g)}: group '{folder.group_name(g)}'"
     n, ws = ctypes.c_size_t(), ctypes.c_size_t()
     folder._check(L.df11_cuda_exec_workspace_bytes(folder.handle, g, ctypes.byref(n),
                                                    ctypes.byref(ws)))
-    layout, size = {}, 0
-    for part in _capi.DEVICE_PARTS:
-        addr, nbytes = folder.group_part(g, part)
-        layout[part] = (size, addr, nbytes)
-        size = _round_up(size + nbytes, ALIGN_BYTES)
-    coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev)
-    for o, addr, nbytes in layout.values():
-        coded[o:o + nbytes].copy_(_mapped(addr, nbytes))
-    p = {part: coded.data_ptr() + o for part, (o, _, _) in layout.items()}
+    coded = None
+    if parts is None:
+        layout, size = {}, 0
+        for part in _capi.DEVICE_PARTS:
+            addr, nbytes = folder.group_part(g, part)
+            layout[part] = (size, addr, nbytes)
+            size = _round_up(size + nbytes, ALIGN_BYTES)
+        coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev)
+        for o, addr, nbytes in layout.values():
+            coded[o:o + nbytes].copy_(_mapped(addr, nbytes))
+        parts = {part: coded.data_ptr() + o for part, (o, _, _) in layout.items()}
+    p = parts
     dgroup = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
                              p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
                              p[_capi.PART_GAPS], None)

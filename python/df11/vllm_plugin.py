@@ -14,11 +14,15 @@ to cuBLAS), above that the weight decoded into a new BF16 tensor and F.linear, a
 mode. A layer the layout cannot serve is served in decode mode.
 
 Loading (DF11ModelLoader.load_weights):
-  1. Every tensor of the folder is decoded on the CPU by its original name (coded.decoded_tensors:
-     every stream checked, df11 folders' checksums compared) and handed to the model's own
-     `load_weights`, as a BF16 checkpoint's tensors would be: vLLM's name mapping, q/k/v and
-     gate/up fusing stay vLLM's. DF11LinearMethod allocated the Linear weights in host memory,
-     so they never take GPU memory as BF16.
+  1. Every coded group of the folder is uploaded to the GPU once and decoded there, and every
+     tensor handed by its original name to the model's own `load_weights`, as a BF16
+     checkpoint's tensors would be (coded.decoded_tensors with coded.GpuUploads: every stream
+     checked; the stored checksums of df11 folders are compared on host threads meanwhile,
+     decoders.StoredChecks, and waited for before any layer is served): vLLM's name mapping,
+     q/k/v and gate/up fusing stay vLLM's. DF11LinearMethod allocates the Linear weights that
+     take them on the GPU where the device has room for the model's BF16 weights beside its
+     coded groups (load_device; its free memory, not vLLM's budget, which is about what stays
+     after the load), else in host memory; either way they are dropped in step 2.
   2. Each Linear weight is then matched to spans of one coded group (the members its
      packed_modules_mapping names, in that order), the group is uploaded once, and the weight
      decoded on the GPU is compared with the host tensor vLLM's loader built: equal, the host
@@ -63,6 +67,7 @@ from vllm.platforms import current_platform
 from vllm.transformers_utils.config import HFConfigParser, register_config_parser
 
 from . import _capi, coded, exec_mode, loading
+from .decoders import StoredChecks
 from .vllm_config import (QUANT_METHOD, lacks_model_config, member_names, member_spans,
                           quantization_config, serving_mode, single_file_hint)
 
@@ -78,6 +83,9 @@ class DF11Config(QuantizationConfig):
     def __init__(self, dfloat11_config: Optional[dict] = None):
         super().__init__()
         self.dfloat11_config = dict(dfloat11_config or {})
+        # Where DF11LinearMethod allocates the Linear weights that vLLM's loader fills (set by
+        # DF11ModelLoader.load_model before the model is built; see load_device).
+        self.weights_device = torch.device("cpu")
 
     def get_name(self) -> str:
         return QUANT_METHOD
@@ -106,20 +114,25 @@ class DF11Config(QuantizationConfig):
 
     def get_quant_method(self, layer: torch.nn.Module, prefix: str):
         if isinstance(layer, LinearBase):
-            return DF11LinearMethod()
+            return DF11LinearMethod(self.weights_device)
         return None  # embeddings, the head, attention: vLLM's unquantized methods
 
 
 class DF11LinearMethod(LinearMethodBase):
-    """A Linear layer in decode mode. Its `weight` is created in host memory (the loader moves
-    or replaces it); once coded, the layer has no `weight` and `df11_key` names its SpansWeight."""
+    """A Linear layer in decode mode. Its `weight` is created on `device` (the GPU or host
+    memory: DF11ModelLoader.load_model chooses) for vLLM's loader to fill; once coded, the
+    layer has no `weight` and `df11_key` names its SpansWeight."""
+
+    def __init__(self, device: torch.device = torch.device("cpu")):
+        super().__init__()
+        self.device = device
 
     def create_weights(self, layer, input_size_per_partition, output_partition_sizes, input_size,
                        output_size, params_dtype, **extra_weight_attrs):
         weight_loader = extra_weight_attrs.pop("weight_loader")
         weight = ModelWeightParameter(
             data=torch.empty(sum(output_partition_sizes), input_size_per_partition,
-                             dtype=params_dtype, device="cpu"),
+                             dtype=params_dtype, device=self.device),
             input_dim=1, output_dim=0, weight_loader=weight_loader)
         layer.register_parameter("weight", weight)
         set_weight_attrs(weight, extra_weight_attrs)
@@ -157,29 +170,77 @@ class DF11ModelLoader(DefaultModelLoader):
 
     def load_model(self, vllm_config, model_config, prefix: str = ""):
         self.mode = serving_mode(vllm_config.additional_config)
+        parallel = vllm_config.parallel_config
+        # A rank of several keeps no uploaded group: its layers are slices the folder's groups
+        # cannot give, and the whole folder's coded bytes need not fit one GPU.
+        self.keep_groups = parallel.tensor_parallel_size * parallel.pipeline_parallel_size == 1
+        self.folder = None
+        quant = vllm_config.quant_config
+        if model_config.quantization == QUANT_METHOD and isinstance(quant, DF11Config):
+            path = self._folder_path(model_config)
+            self.folder = (path, open_folder(path, model_config))  # Df11Error naming the file
+            quant.weights_device = load_device(self.folder[1], parallel.tensor_parallel_size,
+                                               self.keep_groups)
+            logger.info("df11: Linear weights pass through %s memory at load",
+                        "GPU" if quant.weights_device.type == "cuda" else "host")
         return super().load_model(vllm_config, model_config, prefix)
+
+    def _folder_path(self, model_config) -> str:
+        path, _, _ = self._prepare_weights(model_config.model, None, model_config.revision,
+                                           False, None)
+        return path
 
     def load_weights(self, model: torch.nn.Module, model_config) -> None:
         if model_config.quantization != QUANT_METHOD:
             return super().load_weights(model, model_config)
-        path, _, _ = self._prepare_weights(model_config.model, None, model_config.revision,
-                                           False, None)
         t0 = time.perf_counter()
-        folder = open_folder(path, model_config)  # Df11Error naming the file and group
+        path, folder = getattr(self, "folder", None) or (None, None)
+        if folder is None:
+            path = self._folder_path(model_config)
+            folder = open_folder(path, model_config)  # Df11Error naming the file and group
+        self.folder = None
+        device = torch.device("cuda", torch.cuda.current_device())
+        checks = StoredChecks(folder, list(range(folder.group_count())))
+        try:
+            t1 = time.perf_counter()
+            uploads = coded.GpuUploads(device, getattr(self, "keep_groups", True))
+            expected = {name for name, _ in model.named_parameters()}
+            loaded = model.load_weights(coded.decoded_tensors(folder, uploads))
+            if loaded is not None:
+                missing = expected - set(loaded)
+                if missing:
+                    raise ValueError(f"df11: {path}: the folder has no weights for "
+                                     f"{sorted(missing)[:8]} ({len(missing)} in all)")
+            t2 = time.perf_counter()
+            checks.join()  # Df11Error naming the file, tensor and group
+        finally:
+            checks.wait()
+        t3 = time.perf_counter()
+        attach(model, folder, os.path.realpath(path), getattr(self, "mode", "decode"),
+               uploads.groups)
+        logger.info("df11: load phases: folder opened %.2f s, uploaded and decoded on the GPU "
+                    "into vLLM's load_weights %.2f s, stored checksums' wait %.2f s, layers "
+                    "coded (decode and comparison) %.2f s", t1 - t0, t2 - t1, t3 - t2,
+                    time.perf_counter() - t3)
 
-        t1 = time.perf_counter()
-        expected = {name for name, _ in model.named_parameters()}
-        loaded = model.load_weights(coded.decoded_tensors(folder))
-        if loaded is not None:
-            missing = expected - set(loaded)
-            if missing:
-                raise ValueError(f"df11: {path}: the folder has no weights for "
-                                 f"{sorted(missing)[:8]} ({len(missing)} in all)")
-        t2 = time.perf_counter()
-        attach(model, folder, os.path.realpath(path), getattr(self, "mode", "decode"))
-        logger.info("df11: load phases: folder opened and checked %.2f s, decoded on the CPU "
-                    "into vLLM's load_weights %.2f s, layers coded on the GPU (upload, decode, "
-                    "comparison) %.2f s", t1 - t0, t2 - t1, time.perf_counter() - t2)
+
+def load_device(folder: _capi.Model, tp_size: int, keep_groups: bool) -> torch.device:
+    """Where vLLM's loader builds the Linear weights of `folder` at load: torch's current GPU
+    if its free memory holds a rank's share of the model's BF16 weights, the coded groups the
+    load keeps there (all of them, or one at a time), two decoded groups and 1 GiB to spare;
+    host memory otherwise."""
+    coded_bytes, bf16_bytes, largest_coded, largest_bf16 = 0, 0, 0, 0
+    for g in range(folder.group_count()):
+        nbytes = sum(folder.group_part(g, part)[1] for part in _capi.DEVICE_PARTS)
+        coded_bytes += nbytes
+        largest_coded = max(largest_coded, nbytes)
+        largest_bf16 = max(largest_bf16, 2 * folder.group_element_count(g))
+        bf16_bytes += 2 * folder.group_element_count(g)
+    need = (bf16_bytes // max(1, tp_size) + (coded_bytes if keep_groups else largest_coded)
+            + 2 * largest_bf16 + (1 << 30))
+    free, _ = torch.cuda.mem_get_info()
+    return torch.device("cuda", torch.cuda.current_device()) if need <= free else \
+        torch.device("cpu")
 
 
 def open_folder(path: str, model_config) -> _capi.Model:
@@ -265,7 +326,8 @@ class _Attach:
              by_group: Dict[int, coded.GpuGroup]) -> bool:
         """Serves the layer from group `g` of `folder` in the loader's mode, if its members
         decode to exactly its weight."""
-        if self.mode == "exec" and self.try_exec(plan, folder, g, spans):
+        if self.mode == "exec" and self.try_exec(plan, folder, g, spans,
+                                                 by_group.get((id(folder), g))):
             return True
         if (id(folder), g) not in by_group:
             by_group[(id(folder), g)] = coded.GpuGroup(folder, g, self.device)
@@ -295,12 +357,14 @@ class _Attach:
         return True
 
     def try_exec(self, plan: LayerPlan, folder: _capi.Model, g: int,
-                 spans: List[Tuple[int, int]]) -> bool:
+                 spans: List[Tuple[int, int]], uploaded: Optional[coded.GpuGroup]) -> bool:
         """Serves the layer from the execution layout of group `g`'s members that its spans
-        name (the group transcoded once), if those decode to exactly its weight."""
+        name (the group transcoded once, from `uploaded` where the load has it on the GPU),
+        if those decode to exactly its weight."""
         at = (id(folder), g)
         if at not in self.exec_groups:
-            blob, mats, _ = exec_mode.transcode_group(folder, g, self.device)
+            blob, mats, _ = exec_mode.transcode_group(
+                folder, g, self.device, uploaded.parts if uploaded is not None else None)
             self.exec_groups[at] = (blob, mats, [m.rows * m.cols for m in mats])
             self.exec_bytes += blob.numel()
         blob, mats, sizes = self.exec_groups[at]
@@ -335,15 +399,16 @@ class _Attach:
 
 
 def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
-           mode: str = "decode") -> None:
+           mode: str = "decode", uploaded: Optional[Dict[int, coded.GpuGroup]] = None) -> None:
     """Step 2 of the module's docstring, on torch's current CUDA device, in `mode` ("decode":
     spans of the coded groups, decoded per call; "exec": the execution layout, transcoded from
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
     rank's slice, a weight vLLM's loader transformed, members spread over groups) is coded
     again from the tensor vLLM built, all such layers in one df11.compress into a temporary
-    folder (coded.encode)."""
+    folder (coded.encode). `uploaded`: groups of `folder` already on the GPU, by index."""
     state = _Attach(folder_id, mode)
-    by_group: Dict[Tuple[int, int], coded.GpuGroup] = {}
+    by_group: Dict[Tuple[int, int], coded.GpuGroup] = {
+        (id(folder), g): group for g, group in (uploaded or {}).items()}
     again: List[Tuple[LayerPlan, str]] = []
     for plan in plan_layers(model, folder):
         if plan.group is None:
@@ -379,7 +444,8 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
     if not names:
         return
     with tempfile.TemporaryDirectory(prefix="df11-vllm-") as tmp:
-        with coded.encode({name: plan.layer.weight.data for name, (plan, _) in names.items()},
+        with coded.encode({name: plan.layer.weight.data.cpu()
+                           for name, (plan, _) in names.items()},
                           os.path.join(tmp, "layers")) as folder:
             for name, (plan, why) in names.items():
                 t = folder.find_tensor(name)

@@ -135,3 +135,55 @@ def test_spans_weight_decodes_each_layer_and_captures(qwen2):
             assert torch.equal(y.view(torch.int16), w.view(torch.int16)), fused
         finally:
             coded.unregister_weight(key)
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_decoded_tensors_on_the_gpu_equal_the_cpus(qwen2, keep):
+    """The vLLM loader's GPU decode (coded.decoded_tensors with GpuUploads): every tensor
+    bit for bit what the CPU decoder gives, the groups kept for the layers only if asked."""
+    folder, _ = qwen2
+    device = torch.device("cuda", 0)
+    uploads = coded.GpuUploads(device, keep)
+    want = dict(coded.decoded_tensors(folder))
+    got = dict(coded.decoded_tensors(folder, uploads))
+    assert set(got) == set(want)
+    for name, t in want.items():
+        g = got[name]
+        grouped = folder.tensor_group(folder.find_tensor(name)) is not None
+        assert g.device.type == ("cuda" if grouped else "cpu"), name
+        assert g.dtype == t.dtype and g.shape == t.shape, name
+        assert torch.equal(g.cpu().view(torch.uint8), t.view(torch.uint8)), name
+    assert len(uploads.groups) == (folder.group_count() if keep else 0)
+
+
+def test_gpu_load_refuses_a_corrupt_folder(qwen2, tmp_path):
+    """What the vLLM loader checks on the GPU path: a stream that does not decode raises as
+    its group is decoded, and a flipped sign/mantissa byte (which decodes, to another weight)
+    is caught by the stored checksums (decoders.StoredChecks); each names the file and group."""
+    from df11.decoders import StoredChecks
+    folder, _ = qwen2
+    device = torch.device("cuda", 0)
+    bad = models.corrupt_copy(folder.path, str(tmp_path / "gaps"),
+                              "model.layers.1.output_positions",
+                              models.bump_last_output_position)
+    with pytest.raises(_capi.Df11Error) as e:
+        with _capi.Model(bad) as f:
+            for _ in coded.decoded_tensors(f, coded.GpuUploads(device, True)):
+                pass
+    assert "model.safetensors" in str(e.value) and "'model.layers.1'" in str(e.value)
+
+    def flip(d):
+        d[len(d) // 2] ^= 0x40
+    bad = models.corrupt_copy(folder.path, str(tmp_path / "flip"),
+                              "model.layers.1.sign_mantissa", flip)
+    with _capi.Model(bad) as f:
+        checks = StoredChecks(f, list(range(f.group_count())))
+        try:
+            for _ in coded.decoded_tensors(f, coded.GpuUploads(device, True)):
+                pass
+            with pytest.raises(_capi.Df11Error) as e:
+                checks.join()
+        finally:
+            checks.wait()
+    assert e.value.status == "corrupt_data"
+    assert "model.safetensors" in str(e.value) and "model.layers.1" in str(e.value)
