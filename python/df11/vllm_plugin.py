@@ -224,11 +224,22 @@ class DF11ModelLoader(DefaultModelLoader):
                     time.perf_counter() - t3)
 
 
+LOAD_VIA_ENV = "DF11_VLLM_LOAD_VIA"  # "gpu" or "host": where the Linear weights go at load
+
+
 def load_device(folder: _capi.Model, tp_size: int, keep_groups: bool) -> torch.device:
     """Where vLLM's loader builds the Linear weights of `folder` at load: torch's current GPU
     if its free memory holds a rank's share of the model's BF16 weights, the coded groups the
     load keeps there (all of them, or one at a time), two decoded groups and 1 GiB to spare;
-    host memory otherwise."""
+    host memory otherwise. DF11_VLLM_LOAD_VIA=gpu or host decides instead."""
+    via = os.environ.get(LOAD_VIA_ENV, "")
+    if via not in ("", "gpu", "host"):
+        raise ValueError(f"df11: {LOAD_VIA_ENV}={via!r}: expected 'gpu' or 'host'")
+    if via == "host":
+        return torch.device("cpu")
+    gpu = torch.device("cuda", torch.cuda.current_device())
+    if via == "gpu":
+        return gpu
     coded_bytes, bf16_bytes, largest_coded, largest_bf16 = 0, 0, 0, 0
     for g in range(folder.group_count()):
         nbytes = sum(folder.group_part(g, part)[1] for part in _capi.DEVICE_PARTS)
@@ -239,8 +250,7 @@ def load_device(folder: _capi.Model, tp_size: int, keep_groups: bool) -> torch.d
     need = (bf16_bytes // max(1, tp_size) + (coded_bytes if keep_groups else largest_coded)
             + 2 * largest_bf16 + (1 << 30))
     free, _ = torch.cuda.mem_get_info()
-    return torch.device("cuda", torch.cuda.current_device()) if need <= free else \
-        torch.device("cpu")
+    return gpu if need <= free else torch.device("cpu")
 
 
 def open_folder(path: str, model_config) -> _capi.Model:

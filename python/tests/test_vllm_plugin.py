@@ -389,3 +389,18 @@ def test_single_file_folder_needs_the_models_config_and_then_loads(family):
         assert name == "lm_head.weight", name
         assert torch.equal(got[name].view(torch.int16),
                            want["model.embed_tokens.weight"].view(torch.int16))
+
+
+@needs_vllm
+def test_load_via_names_where_the_linear_weights_go_at_load(llama, monkeypatch):
+    """DF11_VLLM_LOAD_VIA=host puts the Linear weights vLLM's loader fills in host memory (the
+    choice needs no GPU then); another value is refused naming the variable."""
+    from df11 import vllm_plugin
+    _, df11_dir = llama
+    with _capi.Model(df11_dir) as folder:
+        monkeypatch.setenv("DF11_VLLM_LOAD_VIA", "host")
+        assert vllm_plugin.load_device(folder, 1, True) == torch.device("cpu")
+        assert vllm_plugin.DF11LinearMethod(torch.device("cpu")).device.type == "cpu"
+        monkeypatch.setenv("DF11_VLLM_LOAD_VIA", "cuda:0")
+        with pytest.raises(ValueError, match="DF11_VLLM_LOAD_VIA"):
+            vllm_plugin.load_device(folder, 1, True)

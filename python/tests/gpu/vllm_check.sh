@@ -11,7 +11,8 @@
 # OpenAI client (needs vLLM's server packages). hub: the DF11 folder and the official one as Hub
 # ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers
 # compute as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
-# Not in the default: "control" (the official case's two folders again, each in a second
+# Not in the default: "host-load" (the DF11 folder loaded with its Linear weights through host
+# memory, DF11_VLLM_LOAD_VIA=host, against BF16), "control" (the official case's two folders again, each in a second
 # engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
 # BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
@@ -81,6 +82,14 @@ if want eager; then
   gen bf16-eager "$work/bf16" --eager
   gen df11-eager "$work/df11" --eager --quantization df11
   compare bf16-eager df11-eager
+fi
+if want host-load; then
+  # The Linear weights through host memory at load (where the GPU has no room for them).
+  [ -f "$work/bf16-graph.json" ] || gen bf16-graph "$work/bf16"
+  DF11_VLLM_LOAD_VIA=host gen df11-host-graph "$work/df11"
+  grep -q "Linear weights pass through host memory" "$work/df11-host-graph.log" \
+    || { echo "df11-host-graph: the Linear weights did not go through host memory" >> "$log"; rc=1; }
+  compare bf16-graph df11-host-graph
 fi
 if want official; then
   gen official-bf16-graph "$work/official-bf16"
