@@ -168,7 +168,7 @@ def upload(folder, repo):
 
 
 def generate(model, out, eager, quantization, df11_mode=None, reference=False,
-             hf_config_path=None, tp=1):
+             hf_config_path=None, tp=1, engine_args=()):
     from vllm import LLM, SamplingParams
     if reference:
         use_reference_gemm()
@@ -180,6 +180,12 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=False,
     extra = {"additional_config": {"df11_mode": df11_mode}} if df11_mode else {}
     if hf_config_path:
         extra["hf_config_path"] = hf_config_path
+    for arg in engine_args:  # KEY=VALUE, VALUE in JSON (a bare word is a string)
+        key, _, value = arg.partition("=")
+        try:
+            extra[key] = json.loads(value)
+        except json.JSONDecodeError:
+            extra[key] = value
     llm = LLM(model=model, enforce_eager=eager, quantization=quantization, max_model_len=max_len,
               max_num_seqs=16, skip_tokenizer_init=True, seed=0, gpu_memory_utilization=0.8,
               tensor_parallel_size=tp, **extra)
@@ -216,6 +222,7 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=False,
         llm.generate(ids, one, use_tqdm=False)
         times.append(time.perf_counter() - t)
     result = {"model": model, "eager": eager, "quantization": quantization,
+              "engine_args": list(engine_args),
               "df11_mode": df11_mode, "tensor_parallel_size": tp, "reference_gemm": reference,
               "engine_start_s": start_s, "batch1_new_tokens": new, "batch1_s": times[-1],
               "single_repeats": single == again, "outputs": {"single": single, "batch": batch}}
@@ -332,6 +339,9 @@ def main():
     s.add_argument("--hf-config-path", help="the model's config, for a folder whose config.json "
                    "names no model (the dfloat11 encoder's single-file output)")
     s.add_argument("--tp", type=int, default=1, help="tensor_parallel_size")
+    s.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="another argument of vllm.LLM (VALUE in JSON), e.g. "
+                   "enable_prefix_caching=false")
     s = sub.add_parser("make-families")
     s.add_argument("work")
     s.add_argument("families", nargs="+")
@@ -356,7 +366,7 @@ def main():
         make_families(a.work, a.families)
     elif a.cmd == "generate":
         generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference,
-                 a.hf_config_path, a.tp)
+                 a.hf_config_path, a.tp, a.engine_arg)
     elif a.cmd == "upload":
         upload(a.folder, a.repo)
     elif a.cmd == "client":

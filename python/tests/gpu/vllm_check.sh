@@ -18,8 +18,11 @@
 # BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
 # "families": for each family of the interop suite (FAMILIES, default all seven), its fixture's
 # BF16 model against df11's folder of it and against the official encoder's folder of it;
-# FAMILY_ARGS (e.g. "--tp 2") are added to each of those engines; FAMILY_KINDS (default "df11
-# official") picks the DF11 folders.
+# FAMILY_ARGS (e.g. "--tp 2", "--eager", "--engine-arg enable_prefix_caching=false") are added
+# to each of those engines; FAMILY_KINDS (default "df11 official") picks the DF11 folders, and
+# "bf16" in it runs the BF16 model in a second engine (a control).
+# KEEP_COMPILED=1: each engine compiles afresh into a vLLM cache of its own (VLLM_CACHE_ROOT),
+# kept unpacked, and OUT/compiled.tgz gets the code Inductor generated for each.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
 # cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
@@ -68,8 +71,15 @@ case_ make make "$work" || { fail_tail make; exit 1; }
 gen() {
   local name=$1 model=$2
   shift 2
-  VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
-    || { fail_tail "$name"; rc=1; }
+  if [ -n "${KEEP_COMPILED:-}" ]; then
+    VLLM_CACHE_ROOT=$work/compiled/$name VLLM_COMPILE_CACHE_SAVE_FORMAT=unpacked \
+      VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
+      || { fail_tail "$name"; rc=1; }
+    (cd "$work" && find compiled -name "*.py" -print0 | tar --null -T - -czf "$out/compiled.tgz")
+  else
+    VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
+      || { fail_tail "$name"; rc=1; }
+  fi
 }
 cases=" ${CASES:-graph eager official single exec serve hub refusals} "
 want() { [[ $cases == *" $1 "* ]]; }
@@ -152,9 +162,11 @@ if want families; then
     # shellcheck disable=SC2086
     gen "$f-bf16" "$work/families/$f/bf16" ${FAMILY_ARGS:-}
     for kind in ${FAMILY_KINDS:-df11 official}; do
+      name=$f-$kind
+      [ "$kind" != bf16 ] || name=$f-bf16-again
       # shellcheck disable=SC2086
-      gen "$f-$kind" "$work/families/$f/$kind" ${FAMILY_ARGS:-}
-      compare "$f-bf16" "$f-$kind"
+      gen "$name" "$work/families/$f/$kind" ${FAMILY_ARGS:-}
+      compare "$f-bf16" "$name"
     done
   done
 fi
