@@ -296,6 +296,23 @@ def first_difference(x, y):
     return None
 
 
+def largest_gap(x, y):
+    """The largest difference between two requests' logprobs of the same token, over the prompt
+    and over the generated steps up to and including the first whose token differs."""
+    gap = 0.0
+    steps = [(u, v) for u, v in zip(x["prompt_logprobs"], y["prompt_logprobs"])]
+    for k, (u, v) in enumerate(zip(x["logprobs"], y["logprobs"])):
+        steps.append((u, v))
+        if k >= len(x["tokens"]) or k >= len(y["tokens"]) or x["tokens"][k] != y["tokens"][k]:
+            break
+    for u, v in steps:
+        if u is None or v is None:
+            continue
+        du, dv = dict(map(tuple, u)), dict(map(tuple, v))
+        gap = max([gap] + [abs(du[t] - dv[t]) for t in du.keys() & dv.keys()])
+    return gap
+
+
 def compare(a_path, b_path):
     a, b = json.load(open(a_path)), json.load(open(b_path))
     ok = a["single_repeats"] and b["single_repeats"]
@@ -311,9 +328,11 @@ def compare(a_path, b_path):
         same = len(xs) == len(ys) and not diffs
         ok = ok and same
         n = sum(len(x["tokens"]) for x in xs)
+        gap = max([largest_gap(x, y) for x, y in zip(xs, ys)], default=0.0)
         print(f"{'EQUAL' if same else 'DIFFERENT'} ({kind}): {a_path} vs {b_path} "
               f"({len(xs)} requests, {n} tokens: tokens, logprobs, prompt logprobs)"
-              + "".join(f"; request {i} first differs in {key} at {k}" for i, (key, k) in diffs))
+              + "".join(f"; request {i} first differs in {key} at {k}" for i, (key, k) in diffs)
+              + (f"; largest logprob gap {gap:.3g}" if diffs else ""))
     return 0 if ok else 1
 
 

@@ -22,7 +22,12 @@
 # to each of those engines; FAMILY_KINDS (default "df11 official") picks the DF11 folders, and
 # "bf16" in it runs the BF16 model in a second engine (a control).
 # KEEP_COMPILED=1: each engine compiles afresh into a vLLM cache of its own (VLLM_CACHE_ROOT),
-# kept unpacked, and OUT/compiled.tgz gets the code Inductor generated for each.
+# kept unpacked, and OUT/compiled.tgz gets the code Inductor generated for each and the launch
+# configurations its kernels' autotuning chose (*.best_config).
+# INDUCTOR_DETERMINISTIC=1: every engine runs with TORCHINDUCTOR_DETERMINISTIC=1 (Inductor then
+# picks its kernels' launch configurations without timing them). Under vLLM's defaults Inductor
+# times them when an engine first runs them, and a reduction's configuration decides its order
+# of additions: two engines of the same BF16 model can then differ.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
 # cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
@@ -35,6 +40,7 @@ log=$out/vllm_check.log
 mkdir -p "$out" "$work"
 # shellcheck source=vllm_env.sh
 source "$here/vllm_env.sh" "$work"
+[ -z "${INDUCTOR_DETERMINISTIC:-}" ] || export TORCHINDUCTOR_DETERMINISTIC=1
 
 rc=0
 # case NAME ARGS...: vllm_check.py ARGS in its own process, its output in WORK/NAME.log.
@@ -75,7 +81,8 @@ gen() {
     VLLM_CACHE_ROOT=$work/compiled/$name VLLM_COMPILE_CACHE_SAVE_FORMAT=unpacked \
       VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
       || { fail_tail "$name"; rc=1; }
-    (cd "$work" && find compiled -name "*.py" -print0 | tar --null -T - -czf "$out/compiled.tgz")
+    (cd "$work" && find compiled \( -name "*.py" -o -name "*.best_config" \) -print0 \
+      | tar --null -T - -czf "$out/compiled.tgz")
   else
     VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "$name" generate "$model" "$work/$name.json" "$@" \
       || { fail_tail "$name"; rc=1; }
