@@ -61,6 +61,9 @@ from vllm.model_executor.layers.quantization.base_config import QuantizationConf
 from vllm.model_executor.layers.utils import dispatch_unquantized_gemm
 from vllm.model_executor.model_loader import register_model_loader
 from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
+from vllm.model_executor.model_loader.reload.layerwise import (finalize_layerwise_processing,
+                                                               get_layerwise_info,
+                                                               initialize_online_processing)
 from vllm.model_executor.parameter import ModelWeightParameter
 from vllm.model_executor.utils import set_weight_attrs
 from vllm.platforms import current_platform
@@ -84,8 +87,10 @@ class DF11Config(QuantizationConfig):
         super().__init__()
         self.dfloat11_config = dict(dfloat11_config or {})
         # Where DF11LinearMethod allocates the Linear weights that vLLM's loader fills (set by
-        # DF11ModelLoader.load_model before the model is built; see load_device).
+        # DF11ModelLoader.load_model before the model is built; see load_device), and whether
+        # each layer is coded as soon as vLLM's loader has filled it (DF11_VLLM_LOAD_VIA=layer).
         self.weights_device = torch.device("cpu")
+        self.layerwise = False
 
     def get_name(self) -> str:
         return QUANT_METHOD
@@ -114,33 +119,45 @@ class DF11Config(QuantizationConfig):
 
     def get_quant_method(self, layer: torch.nn.Module, prefix: str):
         if isinstance(layer, LinearBase):
-            return DF11LinearMethod(self.weights_device)
+            return DF11LinearMethod(self.weights_device, self.layerwise)
         return None  # embeddings, the head, attention: vLLM's unquantized methods
 
 
 class DF11LinearMethod(LinearMethodBase):
     """A Linear layer in decode mode. Its `weight` is created on `device` (the GPU or host
     memory: DF11ModelLoader.load_model chooses) for vLLM's loader to fill; once coded, the
-    layer has no `weight` and `df11_key` names its SpansWeight."""
+    layer has no `weight` and `df11_key` names its SpansWeight. `layerwise`: the weight is
+    created on the meta device instead and loaded through vLLM's layer-wise online processing
+    (as its online FP8 methods are), which materializes it once its first tensor arrives and
+    calls process_weights_after_loading once all of them did: the layer is coded there, so that
+    no more than the layers being loaded exist in BF16 at once."""
 
-    def __init__(self, device: torch.device = torch.device("cpu")):
+    def __init__(self, device: torch.device = torch.device("cpu"), layerwise: bool = False):
         super().__init__()
         self.device = device
+        self.layerwise = layerwise
+        self.uses_meta_device = layerwise  # what vLLM's loader reads to finalize such layers
 
     def create_weights(self, layer, input_size_per_partition, output_partition_sizes, input_size,
                        output_size, params_dtype, **extra_weight_attrs):
         weight_loader = extra_weight_attrs.pop("weight_loader")
         weight = ModelWeightParameter(
             data=torch.empty(sum(output_partition_sizes), input_size_per_partition,
-                             dtype=params_dtype, device=self.device),
+                             dtype=params_dtype,
+                             device="meta" if self.layerwise else self.device),
             input_dim=1, output_dim=0, weight_loader=weight_loader)
         layer.register_parameter("weight", weight)
         set_weight_attrs(weight, extra_weight_attrs)
         layer.df11_key = None
         layer.df11_exec_key = None
         layer.df11_loaded = False
+        if self.layerwise:
+            initialize_online_processing(layer)
 
     def process_weights_after_loading(self, layer) -> None:
+        if self.layerwise and not layer.df11_loaded and _layerwise_coder is not None:
+            _layerwise_coder(layer)  # a layer-wise load: vLLM's loader has filled the layer
+            return
         if not layer.df11_loaded:
             raise RuntimeError(
                 f"df11: layer '{getattr(layer, 'prefix', '?')}' was not loaded by df11's model "
@@ -175,14 +192,20 @@ class DF11ModelLoader(DefaultModelLoader):
         # cannot give, and the whole folder's coded bytes need not fit one GPU.
         self.keep_groups = parallel.tensor_parallel_size * parallel.pipeline_parallel_size == 1
         self.folder = None
+        self.layerwise = False
         quant = vllm_config.quant_config
         if model_config.quantization == QUANT_METHOD and isinstance(quant, DF11Config):
             path = self._folder_path(model_config)
             self.folder = (path, open_folder(path, model_config))  # Df11Error naming the file
-            quant.weights_device = load_device(self.folder[1], parallel.tensor_parallel_size,
-                                               self.keep_groups)
-            logger.info("df11: Linear weights pass through %s memory at load",
-                        "GPU" if quant.weights_device.type == "cuda" else "host")
+            self.layerwise = quant.layerwise = layerwise_load(self.keep_groups)
+            if quant.layerwise:
+                logger.info("df11: Linear weights load layer by layer, each coded on the GPU "
+                            "once vLLM's loader has filled it")
+            else:
+                quant.weights_device = load_device(self.folder[1],
+                                                   parallel.tensor_parallel_size, self.keep_groups)
+                logger.info("df11: Linear weights pass through %s memory at load",
+                            "GPU" if quant.weights_device.type == "cuda" else "host")
         return super().load_model(vllm_config, model_config, prefix)
 
     def _folder_path(self, model_config) -> str:
@@ -200,10 +223,15 @@ class DF11ModelLoader(DefaultModelLoader):
             folder = open_folder(path, model_config)  # Df11Error naming the file and group
         self.folder = None
         device = torch.device("cuda", torch.cuda.current_device())
+        state = _Attach(os.path.realpath(path), getattr(self, "mode", "decode"))
         checks = StoredChecks(folder, list(range(folder.group_count())))
+        global _layerwise_coder
         try:
             t1 = time.perf_counter()
             uploads = coded.GpuUploads(device, getattr(self, "keep_groups", True))
+            if getattr(self, "layerwise", False):
+                _layerwise_coder = LayerwiseCoder(state, folder, path, plan_layers(model, folder),
+                                                  uploads.groups)
             expected = {name for name, _ in model.named_parameters()}
             loaded = model.load_weights(coded.decoded_tensors(folder, uploads))
             if loaded is not None:
@@ -211,20 +239,79 @@ class DF11ModelLoader(DefaultModelLoader):
                 if missing:
                     raise ValueError(f"df11: {path}: the folder has no weights for "
                                      f"{sorted(missing)[:8]} ({len(missing)} in all)")
+            if _layerwise_coder is not None:
+                # The layers vLLM's loader has not finalized yet, while the coder is set.
+                finalize_layerwise_processing(model, model_config)
+                logger.info("df11: %d of %d Linear layers coded as vLLM's loader filled them",
+                            _layerwise_coder.n_coded, len(_layerwise_coder.plans))
             t2 = time.perf_counter()
             checks.join()  # Df11Error naming the file, tensor and group
         finally:
+            _layerwise_coder = None
             checks.wait()
         t3 = time.perf_counter()
-        attach(model, folder, os.path.realpath(path), getattr(self, "mode", "decode"),
-               uploads.groups)
+        attach(model, folder, state.folder_id, state.mode, uploads.groups, state)
         logger.info("df11: load phases: folder opened %.2f s, uploaded and decoded on the GPU "
                     "into vLLM's load_weights %.2f s, stored checksums' wait %.2f s, layers "
                     "coded (decode and comparison) %.2f s", t1 - t0, t2 - t1, t3 - t2,
                     time.perf_counter() - t3)
 
 
-LOAD_VIA_ENV = "DF11_VLLM_LOAD_VIA"  # "gpu" or "host": where the Linear weights go at load
+LOAD_VIA_ENV = "DF11_VLLM_LOAD_VIA"  # "gpu", "host" or "layer": how the Linear weights load
+
+
+def layerwise_load(tp_pp_one: bool) -> bool:
+    """Whether DF11_VLLM_LOAD_VIA=layer asks for each Linear layer to be coded as soon as vLLM's
+    loader has filled it (DF11LinearMethod's `layerwise`), which codes from the folder's groups
+    kept on the GPU: tensor and pipeline parallel 1 only (`tp_pp_one`)."""
+    if os.environ.get(LOAD_VIA_ENV, "") != "layer":
+        return False
+    if not tp_pp_one:
+        raise ValueError(f"df11: {LOAD_VIA_ENV}=layer codes each layer from the folder's coded "
+                         "groups kept on the GPU, which needs tensor and pipeline parallel 1")
+    return True
+
+
+# Set by DF11ModelLoader.load_weights for the layer-wise load of one model: what
+# DF11LinearMethod.process_weights_after_loading calls once vLLM's loader has filled a layer.
+_layerwise_coder = None
+
+
+class LayerwiseCoder:
+    """Codes each Linear layer of a layer-wise load (DF11LinearMethod's `layerwise`) once vLLM's
+    loader has filled it: from the spans of the folder's group its plan names (on the GPU,
+    compared bit for bit with the filled weight, as attach does). A layer that does not decode
+    so keeps its weight for attach, which codes it again afterwards. A layer vLLM's loader did
+    not fill whole raises ValueError naming it. `uploaded`: the load's groups on the GPU
+    (coded.GpuUploads.groups), by index, filled as the load goes."""
+
+    def __init__(self, state: "_Attach", folder: _capi.Model, path: str,
+                 plans: List["LayerPlan"], uploaded: Dict[int, coded.GpuGroup]):
+        self.state = state
+        self.folder = folder
+        self.path = path
+        self.plans = {id(p.layer): p for p in plans}
+        self.uploaded = uploaded
+        self.by_group: Dict[Tuple[int, int], coded.GpuGroup] = {}
+        self.n_coded = 0  # layers coded during the load
+
+    def __call__(self, layer: torch.nn.Module) -> None:
+        info = get_layerwise_info(layer)
+        total = info.load_numel_total or 0
+        if info.load_numel < total or total == 0:
+            raise ValueError(f"df11: {self.path}: vLLM's loader filled {info.load_numel} of the "
+                             f"{total} weights of layer '{getattr(layer, 'prefix', '?')}'")
+        plan = self.plans.get(id(layer))
+        if plan is None or plan.group is None:
+            return
+        key = (id(self.folder), plan.group)
+        if key not in self.by_group and plan.group in self.uploaded:
+            self.by_group[key] = self.uploaded[plan.group]
+        self.n_coded += self.code(plan)
+
+    def code(self, plan: "LayerPlan") -> bool:
+        """Serves `plan`'s layer from its group if it decodes to exactly the filled weight."""
+        return self.state.code(plan, self.folder, plan.group, plan.spans, self.by_group)
 
 
 def load_device(folder: _capi.Model, tp_size: int, keep_groups: bool) -> torch.device:
@@ -233,8 +320,8 @@ def load_device(folder: _capi.Model, tp_size: int, keep_groups: bool) -> torch.d
     load keeps there (all of them, or one at a time), two decoded groups and 1 GiB to spare;
     host memory otherwise. DF11_VLLM_LOAD_VIA=gpu or host decides instead."""
     via = os.environ.get(LOAD_VIA_ENV, "")
-    if via not in ("", "gpu", "host"):
-        raise ValueError(f"df11: {LOAD_VIA_ENV}={via!r}: expected 'gpu' or 'host'")
+    if via not in ("", "gpu", "host", "layer"):
+        raise ValueError(f"df11: {LOAD_VIA_ENV}={via!r}: expected 'gpu', 'host' or 'layer'")
     if via == "host":
         return torch.device("cpu")
     gpu = torch.device("cuda", torch.cuda.current_device())
@@ -311,6 +398,8 @@ def plan_layers(model: torch.nn.Module, folder: _capi.Model) -> List[LayerPlan]:
     for prefix, layer in model.named_modules():
         if not isinstance(getattr(layer, "quant_method", None), DF11LinearMethod):
             continue
+        if getattr(layer, "df11_loaded", False):
+            continue  # coded already, during a layer-wise load
         members = [names.get(n) for n in member_names(prefix, packed)]
         if None in members:
             g, spans, why = None, [], "the folder has no tensor for some of its members"
@@ -323,10 +412,10 @@ def plan_layers(model: torch.nn.Module, folder: _capi.Model) -> List[LayerPlan]:
 class _Attach:
     """What attach() does to each layer, and its counts for the log line."""
 
-    def __init__(self, folder_id: str, mode: str):
+    def __init__(self, folder_id: str, mode: str, device: Optional[torch.device] = None):
         self.folder_id = folder_id
         self.mode = mode
-        self.device = torch.device("cuda", torch.cuda.current_device())
+        self.device = device or torch.device("cuda", torch.cuda.current_device())
         self.groups: Dict[int, coded.GpuGroup] = {}  # id -> a group some layer decodes from
         self.exec_groups: Dict[Tuple[int, int], Tuple[torch.Tensor, list, List[int]]] = {}
         self.exec_bytes = 0
@@ -409,14 +498,17 @@ class _Attach:
 
 
 def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
-           mode: str = "decode", uploaded: Optional[Dict[int, coded.GpuGroup]] = None) -> None:
+           mode: str = "decode", uploaded: Optional[Dict[int, coded.GpuGroup]] = None,
+           state: Optional[_Attach] = None) -> None:
     """Step 2 of the module's docstring, on torch's current CUDA device, in `mode` ("decode":
     spans of the coded groups, decoded per call; "exec": the execution layout, transcoded from
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
     rank's slice, a weight vLLM's loader transformed, members spread over groups) is coded
     again from the tensor vLLM built, all such layers in one df11.compress into a temporary
-    folder (coded.encode). `uploaded`: groups of `folder` already on the GPU, by index."""
-    state = _Attach(folder_id, mode)
+    folder (coded.encode). `uploaded`: groups of `folder` already on the GPU, by index.
+    `state`: the load's _Attach, whose layers a layer-wise load (LayerwiseCoder) coded
+    already; those are left as they are."""
+    state = state or _Attach(folder_id, mode)
     by_group: Dict[Tuple[int, int], coded.GpuGroup] = {
         (id(folder), g): group for g, group in (uploaded or {}).items()}
     again: List[Tuple[LayerPlan, str]] = []

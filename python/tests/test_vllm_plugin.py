@@ -169,6 +169,29 @@ def test_vllm_detects_every_familys_official_folder(family):
         assert model_config.architectures, (family, kind)
 
 
+def _fixture_folder(family, kind, tmp_path):
+    """(the family's BF16 fixture, its DF11 folder): the official encoder's committed one
+    (`kind` "official") or df11's, compressed into tmp_path."""
+    fixture = os.path.join(models.FIXTURES, family)
+    bf16_dir = os.path.join(fixture, "bf16")
+    if kind != "df11":
+        return bf16_dir, os.path.join(fixture, "official")
+    from transformers import AutoModelForCausalLM
+    folder = str(tmp_path / "df11")
+    df11.compress(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16), folder)
+    return bf16_dir, folder
+
+
+def _cpu_models(folder, bf16_dir, *args, timeout=600):
+    """vllm_cpu_models.py's output for `folder` against `bf16_dir` (ARGS after them)."""
+    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                       "vllm_cpu_models.py"), folder, bf16_dir,
+                          *args], capture_output=True, text=True, timeout=timeout,
+                         env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout
+
+
 @needs_vllm
 @pytest.mark.parametrize("kind", ["df11", "official"])
 @pytest.mark.parametrize("family", models.FAMILIES)
@@ -179,20 +202,8 @@ def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, tmp_p
     Linear layer decodes from spans of one of the folder's groups to exactly its weight (what
     the GPU step compares), except a layer whose tensor the folder does not code (Qwen3-MoE's
     router in the official folder), which that step codes again."""
-    fixture = os.path.join(models.FIXTURES, family)
-    bf16_dir = os.path.join(fixture, "bf16")
-    folder = os.path.join(fixture, "official")
-    if kind == "df11":
-        from transformers import AutoModelForCausalLM
-        folder = str(tmp_path / "df11")
-        df11.compress(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16),
-                      folder)
-    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
-                                                       "vllm_cpu_models.py"), folder, bf16_dir],
-                         capture_output=True, text=True, timeout=600,
-                         env=dict(os.environ, HF_HUB_OFFLINE="1"))
-    assert out.returncode == 0, out.stderr[-3000:]
-    got = json.loads(out.stdout.strip().splitlines()[-1])
+    bf16_dir, folder = _fixture_folder(family, kind, tmp_path)
+    got = json.loads(_cpu_models(folder, bf16_dir).strip().splitlines()[-1])
     assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
     assert got["spans_differ"] == [], got
     assert got["linear"] > 0 and got["from_groups"] + len(got["again"]) == got["linear"], got
@@ -210,21 +221,14 @@ def test_tensor_parallel_ranks_code_their_own_slices(family, tmp_path):
     slices vLLM's model fed the BF16 checkpoint holds, bit for bit; no Linear layer is whole
     members of the folder's groups, so each is coded again from the rank's slice
     (coded.encode, as the GPU step codes it) and decodes back to exactly that slice."""
-    from transformers import AutoModelForCausalLM
-    bf16_dir = os.path.join(models.FIXTURES, family, "bf16")
-    folder = str(tmp_path / "df11")
-    df11.compress(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16), folder)
-    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
-                                                       "vllm_cpu_models.py"), folder, bf16_dir,
-                          "2"], capture_output=True, text=True, timeout=900,
-                         env=dict(os.environ, HF_HUB_OFFLINE="1"))
-    assert out.returncode == 0, out.stderr[-3000:]
+    bf16_dir, folder = _fixture_folder(family, "df11", tmp_path)
+    stdout = _cpu_models(folder, bf16_dir, "2", timeout=900)
     ranks = {}
-    for line in out.stdout.splitlines():
+    for line in stdout.splitlines():
         if line.startswith("{"):
             got = json.loads(line)
             ranks[got["rank"]] = got
-    assert sorted(ranks) == [0, 1], out.stdout[-2000:]
+    assert sorted(ranks) == [0, 1], stdout[-2000:]
     cfg = config(bf16_dir)
     attention = cfg["num_attention_heads"] * (cfg.get("head_dim")
                                               or cfg["hidden_size"] // cfg["num_attention_heads"])
@@ -404,3 +408,46 @@ def test_load_via_names_where_the_linear_weights_go_at_load(llama, monkeypatch):
         monkeypatch.setenv("DF11_VLLM_LOAD_VIA", "cuda:0")
         with pytest.raises(ValueError, match="DF11_VLLM_LOAD_VIA"):
             vllm_plugin.load_device(folder, 1, True)
+
+
+@needs_vllm
+@pytest.mark.parametrize("family, kind", [(f, "df11") for f in models.FAMILIES]
+                         + [("llama", "official"), ("qwen3moe", "official")])
+def test_layerwise_load_codes_each_layer_as_vllms_loader_fills_it(family, kind, tmp_path):
+    """DF11_VLLM_LOAD_VIA=layer: vLLM's model class of each family, built with its DF11 Linear
+    weights on the meta device and loaded through vLLM's layer-wise processing
+    (vllm_cpu_models.py ... layerwise): each layer is coded (its spans compared with the filled
+    weight, on the CPU here) while vLLM's loader runs, as soon as it has filled the layer, so
+    that one Linear weight at a time exists in BF16; every other parameter equals vLLM's model
+    fed the BF16 checkpoint bit for bit. A layer the folder does not code (the official
+    Qwen3-MoE router) is left for the load's last step, which codes it again."""
+    bf16_dir, folder = _fixture_folder(family, kind, tmp_path)
+    got = json.loads(_cpu_models(folder, bf16_dir, "1", "layerwise").strip().splitlines()[-1])
+    coded_now = [prefix for prefix, phase in got["coded_at_load"]]
+    assert got["meta_before"] == len(coded_now) + len(got["again"]) > 0, got
+    assert all(phase == "load" for _, phase in got["coded_at_load"]), got
+    assert got["left_at_load"] == [] and got["offered_unfilled"] == [], got
+    # The layer being coded, and those left for the last step (which stay in BF16 until then).
+    assert got["most_filled"] <= 1 + len(got["again"]), got
+    assert sorted(coded_now) == sorted(n[:-len(".weight")] for n in got["gone"]), got
+    assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
+    assert got["encoded_differ"] == [], got
+    with _capi.Model(folder) as f:
+        for prefix, why in got["again"]:
+            t = f.find_tensor(prefix + ".weight")
+            assert t is not None and f.tensor_group(t) is None, (prefix, why)
+
+
+@needs_vllm
+def test_layerwise_load_needs_one_rank(monkeypatch):
+    """DF11_VLLM_LOAD_VIA=layer codes from the folder's groups kept on the GPU: refused, naming
+    the variable, where tensor or pipeline parallelism splits the layers."""
+    from df11 import vllm_plugin
+    monkeypatch.delenv("DF11_VLLM_LOAD_VIA", raising=False)
+    assert not vllm_plugin.layerwise_load(True)
+    monkeypatch.setenv("DF11_VLLM_LOAD_VIA", "layer")
+    assert vllm_plugin.layerwise_load(True)
+    with pytest.raises(ValueError, match="DF11_VLLM_LOAD_VIA=layer"):
+        vllm_plugin.layerwise_load(False)
+    assert vllm_plugin.DF11LinearMethod(layerwise=True).uses_meta_device
+    assert not vllm_plugin.DF11LinearMethod().uses_meta_device

@@ -20,6 +20,18 @@ DF11ModelLoader.load_weights does) and the BF16 model's the checkpoint's tensors
     to exactly the weight.
 TP (default 1): tensor_parallel_size, one process per rank (all on the CPU), each reporting
 its own slices.
+
+    python vllm_cpu_models.py DF11_FOLDER BF16_FOLDER 1 layerwise
+
+builds the DF11 model for a layer-wise load (DF11_VLLM_LOAD_VIA=layer: Linear weights on the
+meta device, loaded through vLLM's layer-wise processing) and lets the plugin's LayerwiseCoder
+code each layer when vLLM finalizes it, comparing the spans decoded on the CPU where the GPU
+load compares them on the GPU; it reports, beside the above (over the parameters left):
+  - meta_before: the Linear weights on the meta device before the load;
+  - coded_at_load: the layers coded as vLLM finalized them, each with "load" (while its
+    loader ran) or "finalize" (when the load's end finalized it); left_at_load: the others;
+  - offered_unfilled: layers offered before all their weights were written;
+  - most_filled: the most Linear weights that existed in BF16 at once.
 """
 import json
 import os
@@ -55,7 +67,7 @@ def _port():
     return port
 
 
-def _build(folder, tp=1):
+def _build(folder, tp=1, layerwise=False):
     from vllm.config import (CompilationConfig, DeviceConfig, LoadConfig, ParallelConfig,
                              VllmConfig, set_current_vllm_config)
     from vllm.distributed import initialize_model_parallel, model_parallel_is_initialized
@@ -72,11 +84,13 @@ def _build(folder, tp=1):
                         load_config=LoadConfig(), parallel_config=ParallelConfig(
                             tensor_parallel_size=tp),
                         compilation_config=CompilationConfig(custom_ops=["none"]))
+    if layerwise:
+        config.quant_config.layerwise = True  # as DF11ModelLoader.load_model sets it
     with set_current_vllm_config(config):
         if not model_parallel_is_initialized():
             initialize_model_parallel(tp, 1)
         with set_default_torch_dtype(model_config.dtype), torch.device("cpu"):
-            return initialize_model(config), model_config.quantization
+            return initialize_model(config), model_config
 
 
 def _checkpoint(folder):
@@ -93,20 +107,79 @@ def _bits(t):
     return t.view(torch.int16) if t.dtype == torch.bfloat16 else t
 
 
-def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None, results=None):
+def _cpu_coder_class():
+    from df11 import coded, vllm_plugin
+
+    class CpuCoder(vllm_plugin.LayerwiseCoder):
+        """The plugin's LayerwiseCoder, with the GPU step's decode and comparison made on the
+        CPU: a layer whose spans decode to exactly its filled weight is accepted as the GPU
+        step accepts it (its weight dropped)."""
+
+        def __init__(self, *args):
+            super().__init__(*args)
+            self.coded, self.left, self.unfilled = [], [], []
+            self.finalizing = False  # set once vLLM's loader has returned
+            self.most_filled = 0  # the most Linear weights in BF16 at once
+
+        def __call__(self, layer):
+            self.most_filled = max(self.most_filled, sum(
+                not p.layer.df11_loaded and not p.layer.weight.is_meta
+                for p in self.plans.values()))
+            try:
+                super().__call__(layer)
+            except ValueError:
+                self.unfilled.append(getattr(layer, "prefix", "?"))
+                raise
+
+        def code(self, plan):
+            whole = coded._decode_group(self.folder, plan.group)
+            got = torch.cat([whole[o:o + n] for o, n in plan.spans])
+            if torch.equal(_bits(got.view(plan.layer.weight.shape)), _bits(plan.layer.weight)):
+                self.state._accept(plan)
+                self.coded.append([plan.prefix, "finalize" if self.finalizing else "load"])
+                return True
+            self.left.append(plan.prefix)
+            return False
+    return CpuCoder
+
+
+def _cpu_coder(*args):
+    return _cpu_coder_class()(*args)
+
+
+def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None, results=None, layerwise=False):
     import tempfile
     _cpu_vllm(rank, tp, port)
     import df11.vllm
     df11.vllm.register()
     from df11 import _capi, coded, vllm_plugin
-    reference, quantization = _build(bf16_dir, tp)
-    assert quantization is None, quantization
+    reference, reference_config = _build(bf16_dir, tp)
+    assert reference_config.quantization is None, reference_config.quantization
     reference.load_weights(_checkpoint(bf16_dir))
-    model, quantization = _build(df11_dir, tp)
-    assert quantization == "df11", quantization
+    model, model_config = _build(df11_dir, tp, layerwise)
+    assert model_config.quantization == "df11", model_config.quantization
+    extra = {}
     with _capi.Model(df11_dir) as folder:
-        loaded = model.load_weights(coded.decoded_tensors(folder))
-        plans = vllm_plugin.plan_layers(model, folder)
+        if layerwise:
+            plans = vllm_plugin.plan_layers(model, folder)
+            extra["meta_before"] = sum(p.layer.weight.is_meta for p in plans)
+            coder = _cpu_coder(vllm_plugin._Attach(df11_dir, "decode", torch.device("cpu")),
+                              folder, df11_dir, plans, {})
+            vllm_plugin._layerwise_coder = coder
+            try:
+                loaded = model.load_weights(coded.decoded_tensors(folder))
+                from vllm.model_executor.model_loader.reload import (
+                    finalize_layerwise_processing)
+                coder.finalizing = True
+                finalize_layerwise_processing(model, model_config)
+            finally:
+                vllm_plugin._layerwise_coder = None
+            extra.update(coded_at_load=coder.coded, left_at_load=coder.left,
+                         offered_unfilled=coder.unfilled, most_filled=coder.most_filled)
+            plans = [p for p in plans if not p.layer.df11_loaded]
+        else:
+            loaded = model.load_weights(coded.decoded_tensors(folder))
+            plans = vllm_plugin.plan_layers(model, folder)
         spans_differ = []
         for plan in plans:
             if plan.group is None:
@@ -133,6 +206,9 @@ def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None, results=None):
                         encoded_differ.append(name)
     want = dict(reference.named_parameters())
     got = dict(model.named_parameters())
+    if layerwise:  # the coded layers' weights are gone: compare the parameters left
+        extra["gone"] = sorted(set(want) - set(got))
+        want = {n: p for n, p in want.items() if n in got}
     differ = sorted(n for n in set(want) | set(got)
                     if n not in want or n not in got or want[n].shape != got[n].shape
                     or not torch.equal(_bits(want[n]), _bits(got[n])))
@@ -142,16 +218,16 @@ def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None, results=None):
         "linear": len(plans), "from_groups": sum(p.group is not None for p in plans),
         "again": [[p.prefix, p.why] for p in plans if p.group is None],
         "spans_differ": spans_differ, "encoded": len(again), "encoded_differ": encoded_differ,
-        "shapes": {n: list(p.shape) for n, p in got.items()}})
+        "shapes": {n: list(p.shape) for n, p in got.items()}, **extra})
     if results is None:
         print(result, flush=True)
     else:
         results.put(result)  # the parent prints the ranks' lines, one at a time
 
 
-def main(df11_dir, bf16_dir, tp=1):
+def main(df11_dir, bf16_dir, tp=1, layerwise=False):
     if tp == 1:
-        return rank_main(df11_dir, bf16_dir)
+        return rank_main(df11_dir, bf16_dir, layerwise=layerwise)
     import multiprocessing
     port = _port()
     ctx = multiprocessing.get_context("spawn")
@@ -178,4 +254,5 @@ def main(df11_dir, bf16_dir, tp=1):
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1))
+    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1,
+                  len(sys.argv) > 4 and sys.argv[4] == "layerwise"))

@@ -12,8 +12,9 @@
 # ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers
 # compute as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
 # Not in the default: "host-load" (the DF11 folder loaded with its Linear weights through host
-# memory, DF11_VLLM_LOAD_VIA=host, against BF16), "control" (the official case's two folders again, each in a second
-# engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
+# memory, DF11_VLLM_LOAD_VIA=host, against BF16), "layer-load" (the same with
+# DF11_VLLM_LOAD_VIA=layer: each layer coded as vLLM's loader fills it), "control" (the
+# official case's two folders again, each in a second engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
 # BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
 # "families": for each family of the interop suite (FAMILIES, default all seven), its fixture's
@@ -101,14 +102,19 @@ if want eager; then
   gen df11-eager "$work/df11" --eager --quantization df11
   compare bf16-eager df11-eager
 fi
-if want host-load; then
-  # The Linear weights through host memory at load (where the GPU has no room for them).
+# load_case VIA LINE: the DF11 folder loaded with DF11_VLLM_LOAD_VIA=VIA, its log holding LINE,
+# against BF16.
+load_case() {
   [ -f "$work/bf16-graph.json" ] || gen bf16-graph "$work/bf16"
-  DF11_VLLM_LOAD_VIA=host gen df11-host-graph "$work/df11"
-  grep -q "Linear weights pass through host memory" "$work/df11-host-graph.log" \
-    || { echo "df11-host-graph: the Linear weights did not go through host memory" >> "$log"; rc=1; }
-  compare bf16-graph df11-host-graph
-fi
+  DF11_VLLM_LOAD_VIA=$1 gen "df11-$1-graph" "$work/df11"
+  grep -q "$2" "$work/df11-$1-graph.log" \
+    || { echo "df11-$1-graph: no line '$2' in its log" >> "$log"; rc=1; }
+  compare bf16-graph "df11-$1-graph"
+}
+# The Linear weights through host memory at load (where the GPU has no room for them).
+! want host-load || load_case host "Linear weights pass through host memory"
+# Each Linear layer coded as soon as vLLM's loader has filled it (vLLM's layer-wise loading).
+! want layer-load || load_case layer "Linear weights load layer by layer"
 if want official; then
   gen official-bf16-graph "$work/official-bf16"
   gen official-graph "$work/official"
