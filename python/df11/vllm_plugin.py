@@ -34,6 +34,8 @@ Loading (DF11ModelLoader.load_weights):
      (coded.encode) and checked the same way; one that cannot be coded either way keeps the
      tensor as an ordinary BF16 weight on the GPU, with a warning. A corrupt stream raises
      Df11Error naming the file, group and block.
+  DF11_VLLM_LOAD_VIA=layer (tensor and pipeline parallel 1) makes step 2 happen inside step 1,
+  layer by layer, through vLLM's layer-wise loading (LayerwiseCoder).
 Other layers (embeddings, the head, norms) are loaded as BF16, decoded from the folder.
 The dfloat11 encoder's single-file folder (config.json: dfloat11_config alone) is served with
 the original model's config (--hf-config-path) and --quantization df11: the coded weights'
