@@ -187,3 +187,53 @@ def test_gpu_load_refuses_a_corrupt_folder(qwen2, tmp_path):
             checks.wait()
     assert e.value.status == "corrupt_data"
     assert "model.safetensors" in str(e.value) and "model.layers.1" in str(e.value)
+
+
+@pytest.mark.parametrize("family", ["gemma3", "qwen3", "llama"])
+def test_spans_linear_equals_bf16_linear_in_a_cuda_graph(tmp_path_factory, family):
+    """F.linear on decode mode's weight (torch.ops.df11.decode_weight) against F.linear on the
+    BF16 weight, bit for bit, at 1-8 tokens, eagerly and both captured in one CUDA graph and
+    replayed: every layer of the family's tiny model as vLLM fuses them."""
+    work = tmp_path_factory.mktemp("graph")
+    bf16_dir, df11_dir = models.llm_folders(work, family)
+    folder, ref = _capi.Model(df11_dir), models.bf16_llm(bf16_dir, "cuda")
+    device = torch.device("cuda", 0)
+    groups, keys = {}, []
+    gen = torch.Generator(device="cuda").manual_seed(1)
+    try:
+        for fused, parts in FUSED.items():
+            _, w, _ = layer_weight(folder, ref, parts, block=0)
+            members = []
+            for p in parts:
+                sub = "self_attn" if p in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
+                members.append(folder.find_tensor(f"model.layers.0.{sub}.{p}.weight"))
+            g, spans, why = coded.layer_spans(folder, members, tuple(w.shape))
+            assert g is not None, why
+            if g not in groups:
+                groups[g] = coded.GpuGroup(folder, g, device)
+            key = coded.weight_key("test-graph", family, fused)
+            coded.register_weight(key, coded.SpansWeight(groups[g], spans, tuple(w.shape)))
+            keys.append(key)
+            for m in (1, 2, 3, 8):
+                x = torch.randn(m, w.shape[1], generator=gen, device=device).to(torch.bfloat16)
+                want = torch.nn.functional.linear(x, w)
+                got = torch.nn.functional.linear(x, torch.ops.df11.decode_weight(x, key))
+                assert torch.equal(got.view(torch.int16), want.view(torch.int16)), (fused, m)
+                graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+                stream.wait_stream(torch.cuda.current_stream())
+                with torch.cuda.stream(stream):
+                    torch.ops.df11.decode_weight(x, key)
+                    with torch.cuda.graph(graph, stream=stream):
+                        g_want = torch.nn.functional.linear(x, w)
+                        g_got = torch.nn.functional.linear(
+                            x, torch.ops.df11.decode_weight(x, key))
+                torch.cuda.current_stream().wait_stream(stream)
+                g_want.zero_()
+                g_got.zero_()
+                graph.replay()
+                torch.cuda.synchronize()
+                assert torch.equal(g_want.view(torch.int16), want.view(torch.int16)), (fused, m)
+                assert torch.equal(g_got.view(torch.int16), want.view(torch.int16)), (fused, m)
+    finally:
+        for key in keys:
+            coded.unregister_weight(key)

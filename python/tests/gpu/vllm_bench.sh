@@ -6,7 +6,8 @@
 #
 #   python/tests/gpu/vllm_bench.sh OUT [WORK]      (WORK default /dev/shm/df11-bench)
 #
-# RUNS (default "bf16 df11 df11-exec"; df11-exec: the DF11 folder in df11_mode "exec").
+# RUNS (default "bf16 df11 df11-exec"; df11-exec: the DF11 folder in df11_mode "exec"; df11-layer
+# and df11-host: the DF11 folder loaded with DF11_VLLM_LOAD_VIA=layer or =host).
 # BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
 # for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations);
 # THROUGHPUT_ARGS (default: the random dataset, 512 prompts of 512 tokens, 256 new each).
@@ -36,7 +37,9 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
   echo "=== $name" >> "$log"
   extra=()
   model=$name
+  via=
   if [ "$name" = df11-exec ]; then model=df11; extra=(--additional-config '{"df11_mode": "exec"}'); fi
+  case $name in df11-layer|df11-host) model=df11; via=${name#df11-} ;; esac
   # shellcheck disable=SC2206
   if [ "$name" = bf16 ]; then extra=(${BF16_ARGS:-}); fi
   kind=${KIND:-latency}
@@ -50,7 +53,7 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
     # shellcheck disable=SC2206
     args+=(${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10})
   fi
-  timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_benchmark.py" "$kind" "${extra[@]}" \
+  DF11_VLLM_LOAD_VIA=$via timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_benchmark.py" "$kind" "${extra[@]}" \
     --tensor-parallel-size "${TP:-1}" --model "$work/$model" --max-model-len 4096 --gpu-memory-utilization "$util" \
     --output-json "$out/$kind-$name.json" "${args[@]}" > "$work/$kind-$name.log" 2>&1
   status=$?
