@@ -34,8 +34,10 @@ Loading (DF11ModelLoader.load_weights):
      (coded.encode) and checked the same way; one that cannot be coded either way keeps the
      tensor as an ordinary BF16 weight on the GPU, with a warning. A corrupt stream raises
      Df11Error naming the file, group and block.
-  DF11_VLLM_LOAD_VIA=layer (tensor and pipeline parallel 1) makes step 2 happen inside step 1,
-  layer by layer, through vLLM's layer-wise loading (LayerwiseCoder).
+  In decode mode at tensor and pipeline parallel 1 (and wherever DF11_VLLM_LOAD_VIA=layer asks
+  for it), step 2 happens inside step 1, layer by layer, through vLLM's layer-wise loading
+  (LayerwiseCoder): about one Linear weight is in BF16 at a time. DF11_VLLM_LOAD_VIA=gpu or
+  host keeps steps 1 and 2 apart.
 Other layers (embeddings, the head, norms) are loaded as BF16, decoded from the folder.
 The dfloat11 encoder's single-file folder (config.json: dfloat11_config alone) is served with
 the original model's config (--hf-config-path) and --quantization df11: the coded weights'
@@ -90,7 +92,7 @@ class DF11Config(QuantizationConfig):
         self.dfloat11_config = dict(dfloat11_config or {})
         # Where DF11LinearMethod allocates the Linear weights that vLLM's loader fills (set by
         # DF11ModelLoader.load_model before the model is built; see load_device), and whether
-        # each layer is coded as soon as vLLM's loader has filled it (DF11_VLLM_LOAD_VIA=layer).
+        # each layer is coded as soon as vLLM's loader has filled it (layerwise_load).
         self.weights_device = torch.device("cpu")
         self.layerwise = False
 
@@ -199,7 +201,7 @@ class DF11ModelLoader(DefaultModelLoader):
         if model_config.quantization == QUANT_METHOD and isinstance(quant, DF11Config):
             path = self._folder_path(model_config)
             self.folder = (path, open_folder(path, model_config))  # Df11Error naming the file
-            self.layerwise = quant.layerwise = layerwise_load(self.keep_groups)
+            self.layerwise = quant.layerwise = layerwise_load(self.keep_groups, self.mode)
             if quant.layerwise:
                 logger.info("df11: Linear weights load layer by layer, each coded on the GPU "
                             "once vLLM's loader has filled it")
@@ -262,16 +264,19 @@ class DF11ModelLoader(DefaultModelLoader):
 LOAD_VIA_ENV = "DF11_VLLM_LOAD_VIA"  # "gpu", "host" or "layer": how the Linear weights load
 
 
-def layerwise_load(tp_pp_one: bool) -> bool:
-    """Whether DF11_VLLM_LOAD_VIA=layer asks for each Linear layer to be coded as soon as vLLM's
-    loader has filled it (DF11LinearMethod's `layerwise`), which codes from the folder's groups
-    kept on the GPU: tensor and pipeline parallel 1 only (`tp_pp_one`)."""
-    if os.environ.get(LOAD_VIA_ENV, "") != "layer":
-        return False
-    if not tp_pp_one:
+def layerwise_load(tp_pp_one: bool, mode: str = "decode") -> bool:
+    """Whether each Linear layer is coded as soon as vLLM's loader has filled it
+    (DF11LinearMethod's `layerwise`), from the folder's coded groups kept on the GPU, which needs
+    tensor and pipeline parallel 1 (`tp_pp_one`): by default in decode mode there;
+    DF11_VLLM_LOAD_VIA=layer asks for it in any mode (refused at several ranks), =gpu or =host
+    for the load through every Linear weight in BF16 (load_device)."""
+    via = os.environ.get(LOAD_VIA_ENV, "")
+    if via not in ("", "gpu", "host", "layer"):
+        raise ValueError(f"df11: {LOAD_VIA_ENV}={via!r}: expected 'gpu', 'host' or 'layer'")
+    if via == "layer" and not tp_pp_one:
         raise ValueError(f"df11: {LOAD_VIA_ENV}=layer codes each layer from the folder's coded "
                          "groups kept on the GPU, which needs tensor and pipeline parallel 1")
-    return True
+    return via == "layer" or (via == "" and tp_pp_one and mode == "decode")
 
 
 # Set by DF11ModelLoader.load_weights for the layer-wise load of one model: what

@@ -414,8 +414,8 @@ def test_load_via_names_where_the_linear_weights_go_at_load(llama, monkeypatch):
 @pytest.mark.parametrize("family, kind", [(f, "df11") for f in models.FAMILIES]
                          + [("llama", "official"), ("qwen3moe", "official")])
 def test_layerwise_load_codes_each_layer_as_vllms_loader_fills_it(family, kind, tmp_path):
-    """DF11_VLLM_LOAD_VIA=layer: vLLM's model class of each family, built with its DF11 Linear
-    weights on the meta device and loaded through vLLM's layer-wise processing
+    """The layer-wise load (decode mode's default at one rank): vLLM's model class of each
+    family, built with its DF11 Linear weights on the meta device and loaded through vLLM's layer-wise processing
     (vllm_cpu_models.py ... layerwise): each layer is coded (its spans compared with the filled
     weight, on the CPU here) while vLLM's loader runs, as soon as it has filled the layer, so
     that one Linear weight at a time exists in BF16; every other parameter equals vLLM's model
@@ -439,15 +439,27 @@ def test_layerwise_load_codes_each_layer_as_vllms_loader_fills_it(family, kind, 
 
 
 @needs_vllm
-def test_layerwise_load_needs_one_rank(monkeypatch):
-    """DF11_VLLM_LOAD_VIA=layer codes from the folder's groups kept on the GPU: refused, naming
-    the variable, where tensor or pipeline parallelism splits the layers."""
+def test_layerwise_load_is_decode_modes_default_at_one_rank(monkeypatch):
+    """The layer-wise load codes from the folder's groups kept on the GPU: the default in decode
+    mode at tensor and pipeline parallel 1; elsewhere the load through BF16 weights, and
+    DF11_VLLM_LOAD_VIA=layer refused, naming the variable, where parallelism splits the layers.
+    DF11_VLLM_LOAD_VIA=gpu or host turns it off; another value is refused."""
     from df11 import vllm_plugin
     monkeypatch.delenv("DF11_VLLM_LOAD_VIA", raising=False)
-    assert not vllm_plugin.layerwise_load(True)
+    assert vllm_plugin.layerwise_load(True, "decode")
+    assert not vllm_plugin.layerwise_load(True, "exec")
+    assert not vllm_plugin.layerwise_load(False, "decode")
+    for via in ("gpu", "host"):
+        monkeypatch.setenv("DF11_VLLM_LOAD_VIA", via)
+        assert not vllm_plugin.layerwise_load(True, "decode")
+        assert not vllm_plugin.layerwise_load(False, "exec")
     monkeypatch.setenv("DF11_VLLM_LOAD_VIA", "layer")
-    assert vllm_plugin.layerwise_load(True)
+    assert vllm_plugin.layerwise_load(True, "decode")
+    assert vllm_plugin.layerwise_load(True, "exec")
     with pytest.raises(ValueError, match="DF11_VLLM_LOAD_VIA=layer"):
         vllm_plugin.layerwise_load(False)
+    monkeypatch.setenv("DF11_VLLM_LOAD_VIA", "cuda")
+    with pytest.raises(ValueError, match="expected 'gpu', 'host' or 'layer'"):
+        vllm_plugin.layerwise_load(True)
     assert vllm_plugin.DF11LinearMethod(layerwise=True).uses_meta_device
     assert not vllm_plugin.DF11LinearMethod().uses_meta_device

@@ -97,6 +97,32 @@ def test_exec_weight_traced_and_captured(qwen2):
         exec_mode.unregister_weight(key)
 
 
+def captured(fn):
+    """(a CUDA graph of fn(), its outputs): fn run once on a side stream, then captured there."""
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()
+        with torch.cuda.graph(graph, stream=stream):
+            out = fn()
+    torch.cuda.current_stream().wait_stream(stream)
+    return graph, out
+
+
+def spans_weight(folder, groups, parts, shape, block):
+    """The decode mode's SpansWeight of `parts` of block `block`, of a group uploaded once to
+    GPU 0 (kept in `groups`, by index)."""
+    members = []
+    for p in parts:
+        sub = "self_attn" if p in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
+        members.append(folder.find_tensor(f"model.layers.{block}.{sub}.{p}.weight"))
+    g, spans, why = coded.layer_spans(folder, members, shape)
+    assert g is not None, why
+    if g not in groups:
+        groups[g] = coded.GpuGroup(folder, g, torch.device("cuda", 0))
+    return coded.SpansWeight(groups[g], spans, shape)
+
+
 def test_spans_weight_decodes_each_layer_and_captures(qwen2):
     """Decode mode's weights (coded.SpansWeight, the vLLM plugin's mode "decode"): each layer's
     members, in the layer's order, decode from the block's group bit for bit, eagerly and
@@ -106,29 +132,15 @@ def test_spans_weight_decodes_each_layer_and_captures(qwen2):
     groups = {}
     for fused, parts in FUSED.items():
         _, w, _ = layer_weight(folder, ref, parts)
-        members = []
-        for p in parts:
-            sub = "self_attn" if p in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
-            members.append(folder.find_tensor(f"model.layers.1.{sub}.{p}.weight"))
-        g, spans, why = coded.layer_spans(folder, members, tuple(w.shape))
-        assert g is not None, why
-        if g not in groups:
-            groups[g] = coded.GpuGroup(folder, g, device)
-        sw = coded.SpansWeight(groups[g], spans, tuple(w.shape))
+        sw = spans_weight(folder, groups, parts, tuple(w.shape), block=1)
         got = sw.decode()
-        groups[g].check()
+        sw.group.check()
         assert torch.equal(got.view(torch.int16), w.view(torch.int16)), fused
         key = coded.weight_key("test", fused, "spans")
         coded.register_weight(key, sw)
         try:
             x = torch.zeros(2, w.shape[1], dtype=torch.bfloat16, device=device)
-            graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
-            stream.wait_stream(torch.cuda.current_stream())
-            with torch.cuda.stream(stream):
-                torch.ops.df11.decode_weight(x, key)
-                with torch.cuda.graph(graph, stream=stream):
-                    y = torch.ops.df11.decode_weight(x, key)
-            torch.cuda.current_stream().wait_stream(stream)
+            graph, y = captured(lambda: torch.ops.df11.decode_weight(x, key))
             y.zero_()
             graph.replay()
             torch.cuda.synchronize()
@@ -203,31 +215,17 @@ def test_spans_linear_equals_bf16_linear_in_a_cuda_graph(tmp_path_factory, famil
     try:
         for fused, parts in FUSED.items():
             _, w, _ = layer_weight(folder, ref, parts, block=0)
-            members = []
-            for p in parts:
-                sub = "self_attn" if p in ("q_proj", "k_proj", "v_proj", "o_proj") else "mlp"
-                members.append(folder.find_tensor(f"model.layers.0.{sub}.{p}.weight"))
-            g, spans, why = coded.layer_spans(folder, members, tuple(w.shape))
-            assert g is not None, why
-            if g not in groups:
-                groups[g] = coded.GpuGroup(folder, g, device)
             key = coded.weight_key("test-graph", family, fused)
-            coded.register_weight(key, coded.SpansWeight(groups[g], spans, tuple(w.shape)))
+            coded.register_weight(key, spans_weight(folder, groups, parts, tuple(w.shape), 0))
             keys.append(key)
             for m in (1, 2, 3, 8):
                 x = torch.randn(m, w.shape[1], generator=gen, device=device).to(torch.bfloat16)
                 want = torch.nn.functional.linear(x, w)
                 got = torch.nn.functional.linear(x, torch.ops.df11.decode_weight(x, key))
                 assert torch.equal(got.view(torch.int16), want.view(torch.int16)), (fused, m)
-                graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
-                stream.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(stream):
-                    torch.ops.df11.decode_weight(x, key)
-                    with torch.cuda.graph(graph, stream=stream):
-                        g_want = torch.nn.functional.linear(x, w)
-                        g_got = torch.nn.functional.linear(
-                            x, torch.ops.df11.decode_weight(x, key))
-                torch.cuda.current_stream().wait_stream(stream)
+                graph, (g_want, g_got) = captured(lambda: (
+                    torch.nn.functional.linear(x, w),
+                    torch.nn.functional.linear(x, torch.ops.df11.decode_weight(x, key))))
                 g_want.zero_()
                 g_got.zero_()
                 graph.replay()

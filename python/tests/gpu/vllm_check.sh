@@ -11,9 +11,10 @@
 # OpenAI client (needs vLLM's server packages). hub: the DF11 folder and the official one as Hub
 # ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers
 # compute as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
-# Not in the default: "host-load" (the DF11 folder loaded with its Linear weights through host
-# memory, DF11_VLLM_LOAD_VIA=host, against BF16), "layer-load" (the same with
-# DF11_VLLM_LOAD_VIA=layer: each layer coded as vLLM's loader fills it), "control" (the
+# Not in the default: "host-load" and "gpu-load" (the DF11 folder loaded with its Linear
+# weights in BF16 through host or GPU memory, DF11_VLLM_LOAD_VIA=host or gpu, against BF16),
+# "layer-load" (the same with DF11_VLLM_LOAD_VIA=layer: each layer coded as vLLM's loader fills
+# it, which decode mode does by default at one rank), "control" (the
 # official case's two folders again, each in a second engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
 # BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
@@ -113,6 +114,7 @@ load_case() {
 }
 # The Linear weights through host memory at load (where the GPU has no room for them).
 ! want host-load || load_case host "Linear weights pass through host memory"
+! want gpu-load || load_case gpu "Linear weights pass through GPU memory"
 # Each Linear layer coded as soon as vLLM's loader has filled it (vLLM's layer-wise loading).
 ! want layer-load || load_case layer "Linear weights load layer by layer"
 if want official; then
