@@ -1,5 +1,6 @@
 // Shared input reading of the execution-layout fuzz targets: bytes 0..1 give the shape
-// (rows 1..48, cols 1..160), byte 2 the weights' flavour, the rest the weights.
+// (rows 1..48, cols 1..160), byte 2 the weights' flavour, the rest the weights; the
+// validators' targets read edits after them.
 #pragma once
 
 #include <cstddef>
@@ -33,6 +34,21 @@ inline bool read_exec_input(const uint8_t* data, size_t size, ExecInput& in) {
     in.weights[i] = w;
   }
   return true;
+}
+
+// The validators' targets: the input's bytes from `from` on, 3 at a time, edit blob `b`: a
+// 16-bit offset scaled to the blob and a value written there; an offset of 0xFFFF cuts the
+// blob at the value's fraction instead.
+inline void apply_edits(const uint8_t* data, size_t size, size_t from, std::vector<uint8_t>& b) {
+  for (size_t k = from; k + 3 <= size; k += 3) {
+    const uint32_t off = data[k] | data[k + 1] << 8;
+    if (off == 0xFFFF) {
+      b.resize(b.size() * data[k + 2] / 256);
+      continue;
+    }
+    if (b.empty()) break;
+    b[uint64_t{off} * b.size() / 0xFFFF % b.size()] = data[k + 2];
+  }
 }
 
 }  // namespace df11::fuzz

@@ -17,17 +17,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto blob = df11::encode_exec_matrix(in.weights, in.rows, in.cols, "fuzz");
   FUZZ_CHECK(blob.is_ok());
   std::vector<uint8_t> b = *blob;
-  // Edits: 3 bytes each (16-bit offset scaled to the blob, value); an offset of 0xFFFF cuts
-  // the blob at the value's fraction instead.
-  for (size_t k = in.used; k + 3 <= size; k += 3) {
-    const uint32_t off = data[k] | data[k + 1] << 8;
-    if (off == 0xFFFF) {
-      b.resize(b.size() * data[k + 2] / 256);
-      continue;
-    }
-    if (b.empty()) break;
-    b[uint64_t{off} * b.size() / 0xFFFF % b.size()] = data[k + 2];
-  }
+  df11::fuzz::apply_edits(data, size, in.used, b);
   const auto h = df11::validate_exec_matrix(b, "fuzz");
   if (!h.is_ok()) {
     const auto code = h.status().code();

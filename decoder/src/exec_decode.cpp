@@ -6,11 +6,7 @@ namespace df11 {
 Status decode_exec_matrix(std::span<const uint8_t> blob, std::span<uint16_t> out,
                           const std::string& what) {
   DF11_ASSIGN_OR_RETURN(const ExecHeader h, validate_exec_matrix(blob, what));
-  if (out.size() != uint64_t{h.rows} * h.cols) {
-    return Status(ErrorCode::kInvalidArgument, what + ": output of " + std::to_string(out.size()) +
-                                                   " weights for a " + std::to_string(h.rows) +
-                                                   " x " + std::to_string(h.cols) + " matrix");
-  }
+  DF11_RETURN_IF_ERROR(check_exec_output(out.size(), h.rows, h.cols, what));
   DF11_ASSIGN_OR_RETURN(const ExecGeometry g, exec_geometry(h.rows, h.cols, what));
   const uint8_t* const p = blob.data();
   uint64_t cursor = 0;  // validated: every tile's exceptions are where its codes say
@@ -29,6 +25,13 @@ Status decode_exec_matrix(std::span<const uint8_t> blob, std::span<uint16_t> out
     }
   }
   return Status::ok();
+}
+
+Status decode_compact_matrix(std::span<const uint8_t> blob, std::span<uint16_t> out,
+                             const std::string& what) {
+  DF11_ASSIGN_OR_RETURN(const CompactHeader h, validate_compact_matrix(blob, what));
+  DF11_RETURN_IF_ERROR(check_exec_output(out.size(), h.rows, h.cols, what));
+  return validate_compact_matrix(blob, what, out).status();
 }
 
 }  // namespace df11

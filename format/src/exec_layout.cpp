@@ -42,14 +42,57 @@ Result<ExecGeometry> exec_geometry(uint32_t rows, uint32_t cols, const std::stri
   return g;
 }
 
+void write_exec_header_start(uint8_t* header, uint32_t magic) {
+  store_le32(header + kExecMagicOffset, magic);
+  header[kExecVersionOffset] = static_cast<uint8_t>(kExecVersion);
+  header[kExecVersionOffset + 1] = static_cast<uint8_t>(kExecVersion >> 8);
+  header[kExecHeaderBytesOffset] = static_cast<uint8_t>(kExecHeaderBytes);
+  header[kExecHeaderBytesOffset + 1] = 0;
+}
+
+Status check_exec_header_start(std::span<const uint8_t> blob, uint32_t magic, const char* layout,
+                               const std::string& what) {
+  if (blob.size() < kExecHeaderBytes) {
+    return Status(ErrorCode::kTruncated, what + ": " + std::to_string(blob.size()) +
+                                             " bytes, shorter than the 64-byte header");
+  }
+  const uint8_t* p = blob.data();
+  if (load_le32(p + kExecMagicOffset) != magic) {
+    return bad(what, std::string("not ") + layout + " matrix (magic)");
+  }
+  const uint32_t version = p[kExecVersionOffset] | uint32_t{p[kExecVersionOffset + 1]} << 8;
+  if (version != kExecVersion) {
+    return bad(what, "version " + std::to_string(version) + ", this reader knows 1");
+  }
+  if ((p[kExecHeaderBytesOffset] | uint32_t{p[kExecHeaderBytesOffset + 1]} << 8) !=
+      kExecHeaderBytes) {
+    return bad(what, "header size is not 64");
+  }
+  return Status::ok();
+}
+
+Status check_exec_blob_size(std::span<const uint8_t> blob, uint64_t total,
+                            const std::string& what) {
+  if (blob.size() < total) {
+    return Status(ErrorCode::kTruncated, what + ": " + std::to_string(blob.size()) +
+                                             " bytes, the header says " + std::to_string(total));
+  }
+  return Status::ok();
+}
+
+Status check_exec_output(size_t n, uint32_t rows, uint32_t cols, const std::string& what) {
+  if (n != uint64_t{rows} * cols) {
+    return Status(ErrorCode::kInvalidArgument, what + ": output of " + std::to_string(n) +
+                                                   " weights for a " + std::to_string(rows) +
+                                                   " x " + std::to_string(cols) + " matrix");
+  }
+  return Status::ok();
+}
+
 void write_exec_header(const ExecHeader& h, std::span<uint8_t, kExecHeaderBytes> out) {
   std::fill(out.begin(), out.end(), uint8_t{0});
   uint8_t* p = out.data();
-  store_le32(p + kExecMagicOffset, kExecMagic);
-  p[kExecVersionOffset] = static_cast<uint8_t>(kExecVersion);
-  p[kExecVersionOffset + 1] = static_cast<uint8_t>(kExecVersion >> 8);
-  p[kExecHeaderBytesOffset] = static_cast<uint8_t>(kExecHeaderBytes);
-  p[kExecHeaderBytesOffset + 1] = 0;
+  write_exec_header_start(p, kExecMagic);
   store_le32(p + kExecRowsOffset, h.rows);
   store_le32(p + kExecColsOffset, h.cols);
   p[kExecBaseOffset] = static_cast<uint8_t>(h.base);
@@ -59,24 +102,10 @@ void write_exec_header(const ExecHeader& h, std::span<uint8_t, kExecHeaderBytes>
 }
 
 Result<ExecHeader> read_exec_header(std::span<const uint8_t> blob, const std::string& what) {
-  if (blob.size() < kExecHeaderBytes) {
-    return Status(ErrorCode::kTruncated, what + ": " + std::to_string(blob.size()) +
-                                             " bytes, shorter than the 64-byte header");
-  }
-  const uint8_t* p = blob.data();
   // H1: magic, version, header size, code bits.
-  if (load_le32(p + kExecMagicOffset) != kExecMagic) {
-    return bad(what, "not an execution-layout matrix (magic)");
-  }
-  const uint32_t version = p[kExecVersionOffset] | uint32_t{p[kExecVersionOffset + 1]} << 8;
-  if (version != kExecVersion) {
-    return bad(what, "version " + std::to_string(version) + ", this reader knows 1");
-  }
-  if ((p[kExecHeaderBytesOffset] | uint32_t{p[kExecHeaderBytesOffset + 1]} << 8) !=
-          kExecHeaderBytes ||
-      p[kExecCodeBitsOffset] != kExecCodeBits) {
-    return bad(what, "header size or code bits are not 64 and 4");
-  }
+  DF11_RETURN_IF_ERROR(check_exec_header_start(blob, kExecMagic, "an execution-layout", what));
+  const uint8_t* p = blob.data();
+  if (p[kExecCodeBitsOffset] != kExecCodeBits) return bad(what, "code bits are not 4");
   // H2: reserved bytes are zero.
   if (p[kExecReservedOffset] != 0 || p[kExecReservedOffset + 1] != 0 ||
       std::any_of(p + kExecHeaderFieldsEnd, p + kExecHeaderBytes,
@@ -107,10 +136,7 @@ Result<ExecHeader> read_exec_header(std::span<const uint8_t> blob, const std::st
                          std::to_string(want));
   }
   // H6: the blob holds it.
-  if (blob.size() < want) {
-    return Status(ErrorCode::kTruncated, what + ": " + std::to_string(blob.size()) +
-                                             " bytes, the header says " + std::to_string(want));
-  }
+  DF11_RETURN_IF_ERROR(check_exec_blob_size(blob, want, what));
   return h;
 }
 
@@ -157,11 +183,7 @@ Result<ExecHeader> validate_exec_matrix(std::span<const uint8_t> blob, const std
           if ((pad0 && exec_code(codes, j) != 0) || (pad1 && exec_code(codes, j + 1) != 0)) {
             return bad(what, "tile " + std::to_string(t) + ": a padding weight's code is not 0");
           }
-          if (pad0 && (bytes[j] != 0 || bytes[j + 1] != 0)) {
-            return bad(what, "tile " + std::to_string(t) + ": a padding byte is not 0");
-          }
-          // w1 padding, w0 real: byte j carries w1's sign (0), byte j + 1 w0's sign only.
-          if (!pad0 && pad1 && ((bytes[j] & 1) != 0 || (bytes[j + 1] >> 1) != 0)) {
+          if (!exec_padding_bytes_ok(bytes + j, pad0, pad1)) {
             return bad(what, "tile " + std::to_string(t) + ": a padding byte is not canonical");
           }
         }

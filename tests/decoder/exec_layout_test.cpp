@@ -17,22 +17,10 @@
 #include "df11/exec_decode.h"
 #include "df11/exec_encode.h"
 #include "df11/group.h"
+#include "gaussian_bf16.h"
 
 namespace df11 {
 namespace {
-
-std::vector<uint16_t> gaussian_bf16(size_t n, float sigma, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, sigma);
-  std::vector<uint16_t> out(n);
-  for (auto& w : out) {
-    const float f = dist(rng);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    w = static_cast<uint16_t>((u + 0x7FFF + ((u >> 16) & 1)) >> 16);
-  }
-  return out;
-}
 
 std::vector<uint16_t> round_trip(const std::vector<uint16_t>& w, uint32_t rows, uint32_t cols) {
   Result<std::vector<uint8_t>> blob = encode_exec_matrix(w, rows, cols, "m");
@@ -239,11 +227,11 @@ TEST_F(ExecInvalid, BodyRules) {
   expect(b, ErrorCode::kBadGroup, "code is not 0");
   b = blob_;
   b[g_.byte_plane + exec_slot(g_.steps, 19, 60).byte] = 4;
-  expect(b, ErrorCode::kBadGroup, "padding byte is not 0");
+  expect(b, ErrorCode::kBadGroup, "padding byte is not canonical");
   // Row 20.. are padding rows of strip 1.
   b = blob_;
   b[g_.byte_plane + exec_slot(g_.steps, 25, 3).byte] = 1;
-  expect(b, ErrorCode::kBadGroup, "padding byte is not 0");
+  expect(b, ErrorCode::kBadGroup, "padding byte is not canonical");
 }
 
 TEST_F(ExecInvalid, DecodeChecksTheOutputSize) {

@@ -6,6 +6,7 @@
 #include <span>
 #include <string>
 
+#include "df11/exec_compact.h"
 #include "df11/exec_layout.h"
 #include "df11/status.h"
 
@@ -16,5 +17,10 @@ namespace df11 {
 // invalid blob is reported (kBadGroup / kTruncated, naming `what`) before anything is written.
 Status decode_exec_matrix(std::span<const uint8_t> blob, std::span<uint16_t> out,
                           const std::string& what);
+
+// The same for the compact layout (spec/EXEC_COMPACT.md): validate_compact_matrix in full,
+// then the rows * cols BF16 patterns into `out`; nothing is written for an invalid blob.
+Status decode_compact_matrix(std::span<const uint8_t> blob, std::span<uint16_t> out,
+                             const std::string& what);
 
 }  // namespace df11

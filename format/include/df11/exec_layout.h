@@ -80,6 +80,18 @@ struct ExecHeader {
 
 void write_exec_header(const ExecHeader& h, std::span<uint8_t, kExecHeaderBytes> out);
 
+// What both execution layouts' headers share (this spec's H1 and H6, EXEC_COMPACT.md's H1 and
+// H5). write_exec_header_start: magic, version 1 and header_bytes 64 at offsets 0, 4 and 6.
+// check_exec_header_start: the blob holds those 64 bytes with them (`layout` names the layout
+// in the message: "an execution-layout", "a compact execution-layout"). check_exec_blob_size:
+// the blob holds the header's `total` bytes (kTruncated otherwise). check_exec_output: an
+// output of `n` weights for a rows x cols matrix (kInvalidArgument otherwise).
+void write_exec_header_start(uint8_t* header, uint32_t magic);
+Status check_exec_header_start(std::span<const uint8_t> blob, uint32_t magic, const char* layout,
+                               const std::string& what);
+Status check_exec_blob_size(std::span<const uint8_t> blob, uint64_t total, const std::string& what);
+Status check_exec_output(size_t n, uint32_t rows, uint32_t cols, const std::string& what);
+
 // Reads and checks the header alone (spec 3, rules H1..H6) against a blob of `blob_bytes`:
 // kTruncated if shorter than its total, kBadGroup for any other field out of range.
 Result<ExecHeader> read_exec_header(std::span<const uint8_t> blob, const std::string& what);
@@ -154,6 +166,15 @@ inline void exec_decode_lane(const uint8_t* bytes16, const uint8_t* codes8, uint
     out[2 * k] = static_cast<uint16_t>(w);
     out[2 * k + 1] = static_cast<uint16_t>(w >> 16);
   }
+}
+
+// Whether the byte-plane bytes of pair slots j, j + 1 of a lane (bytes2: the lane's bytes j and
+// j + 1) are what an encoder writes where weight w0 (pad0) or w1 (pad1) lies past the matrix
+// (spec 3, P3): 0 for a padding pair; where only w1 is padding, w1's sign bit (bit 0 of byte j)
+// is 0 and byte j + 1 holds w0's sign alone.
+constexpr bool exec_padding_bytes_ok(const uint8_t* bytes2, bool pad0, bool pad1) {
+  if (pad0) return bytes2[0] == 0 && bytes2[1] == 0;
+  return !pad1 || ((bytes2[0] & 1) == 0 && (bytes2[1] >> 1) == 0);
 }
 
 // Full validation (spec 3, rules H1..H6 and P1..P4): the header, the tile offsets, and that
