@@ -1,0 +1,100 @@
+// The compact layout's GPU decode (compact_kernel.cu) as its host emulation runs it, lane by
+// lane with the kernel's arithmetic (compact_core.h): every weight of the reference encoder's
+// blobs back bit for bit, ragged shapes and every BF16 pattern included; corrupt streams,
+// lane tables and tile offsets flagged or decoded wrong, never read or written out of bounds
+// (the sanitizer builds run this too).
+#include "compact_emulation.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "df11/exec_compact_encode.h"
+#include "df11/group.h"
+
+namespace df11 {
+namespace {
+
+std::vector<uint16_t> weights(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, 0.02f);
+  std::vector<uint16_t> out(n);
+  for (auto& w : out) {
+    const float f = dist(rng);
+    uint32_t u;
+    std::memcpy(&u, &f, 4);
+    w = static_cast<uint16_t>(u >> 16);
+  }
+  return out;
+}
+
+// (blob, its code's table).
+std::pair<std::vector<uint8_t>, CompactCode> encoded(const std::vector<uint16_t>& w, uint32_t rows,
+                                                     uint32_t cols) {
+  auto blob = encode_compact_matrix(w, rows, cols, "m");
+  EXPECT_TRUE(blob.is_ok());
+  const CompactGeometry g = *compact_geometry(rows, cols, "m");
+  const auto code = compact_code(
+      std::span<const uint8_t, kCompactSymbols>(blob->data() + g.lengths, kCompactSymbols), "m");
+  EXPECT_TRUE(code.is_ok());
+  return {*blob, *code};
+}
+
+TEST(CompactEmulation, DecodesTheEncodersBlobsBitForBit) {
+  const uint32_t shapes[][2] = {{1, 1}, {3, 5}, {16, 256}, {17, 33}, {40, 520}, {64, 4096}};
+  uint32_t seed = 1;
+  for (const auto& s : shapes) {
+    const std::vector<uint16_t> w = weights(size_t{s[0]} * s[1], seed++);
+    const auto [blob, code] = encoded(w, s[0], s[1]);
+    std::vector<uint16_t> out(w.size(), 0xDEAD);
+    const Status st = cuda::compact_to_bf16_emulated(blob, code.table, out, "m");
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    EXPECT_EQ(out, w) << s[0] << " x " << s[1];
+  }
+  std::vector<uint16_t> all(65536);  // every pattern: 256 codewords of 8 bits
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  const auto [blob, code] = encoded(all, 256, 256);
+  std::vector<uint16_t> out(all.size());
+  ASSERT_TRUE(cuda::compact_to_bf16_emulated(blob, code.table, out, "m").is_ok());
+  EXPECT_EQ(out, all);
+}
+
+TEST(CompactEmulation, CorruptBlobsAreFlaggedOrDecodeWrongInBounds) {
+  const std::vector<uint16_t> w = weights(40 * 520, 7);
+  const auto [blob, code] = encoded(w, 40, 520);
+  const CompactGeometry g = *compact_geometry(40, 520, "m");
+  std::mt19937 rng(3);
+  uint32_t flagged = 0;
+  for (uint32_t trial = 0; trial < 300; ++trial) {
+    std::vector<uint8_t> b = blob;
+    const uint64_t from = trial % 3 == 0 ? g.tile_bits : trial % 3 == 1 ? g.lane_tables : g.stream;
+    const uint64_t span = trial % 3 == 2 ? b.size() - g.stream : g.byte_plane - from;
+    for (uint32_t k = 0; k < 4; ++k)
+      b[from + rng() % span] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    std::vector<uint16_t> out(w.size());
+    const Status st = cuda::compact_to_bf16_emulated(b, code.table, out, "m.bin");
+    if (!st.is_ok()) {
+      EXPECT_EQ(st.code(), ErrorCode::kCorruptData) << st.to_string();
+      EXPECT_EQ(st.message().rfind("m.bin: ", 0), 0u);
+      ++flagged;
+    }
+  }
+  EXPECT_GT(flagged, 0u);
+  // A tile's first bit far past the stream: its lanes read zeros (clamped) and are flagged
+  // where the code has no all-zero codeword.
+  std::vector<uint8_t> b = blob;
+  store_le64(b.data() + g.tile_bits + 8, uint64_t{1} << 60);
+  std::vector<uint16_t> out(w.size());
+  const Status st = cuda::compact_to_bf16_emulated(b, code.table, out, "m");
+  EXPECT_TRUE(st.is_ok() || st.code() == ErrorCode::kCorruptData);
+  // The output's size is checked.
+  out.pop_back();
+  EXPECT_EQ(cuda::compact_to_bf16_emulated(blob, code.table, out, "m").code(),
+            ErrorCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace df11
