@@ -56,6 +56,28 @@ DF11_HD uint64_t compact_load_u64(const uint8_t* p) {
   return uint64_t{load_u32(p)} | uint64_t{load_u32(p + 4)} << 32;
 }
 
+// 16 bytes from a 16-byte aligned address, as four little-endian words.
+DF11_HD void compact_load_16(const uint8_t* p, uint32_t (&out)[4]) {
+#if defined(__CUDA_ARCH__)
+  const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+  out[0] = v.x;
+  out[1] = v.y;
+  out[2] = v.z;
+  out[3] = v.w;
+#else
+  for (uint32_t k = 0; k < 4; ++k) out[k] = load_le32(p + 4 * k);
+#endif
+}
+
+// Eight BF16 weights (four words, low half first) to a 16-byte aligned address.
+DF11_HD void compact_store_16(uint16_t* p, const uint32_t (&w)[4]) {
+#if defined(__CUDA_ARCH__)
+  *reinterpret_cast<uint4*>(p) = make_uint4(w[0], w[1], w[2], w[3]);
+#else
+  for (uint32_t k = 0; k < 8; ++k) p[k] = static_cast<uint16_t>(w[k / 2] >> (16 * (k % 2)));
+#endif
+}
+
 // A lane's bits from `pos` on: a 64-bit buffer refilled 32 bits at a time from the stream's
 // u32 words, reads past the stream part giving zeros.
 struct CompactBits {
@@ -114,23 +136,35 @@ DF11_HD bool compact_decode_lane(const CompactView& v, uint64_t t, uint32_t lane
   const uint64_t strip = t / v.tiles_per_strip;
   const uint64_t first = (t % v.tiles_per_strip) * kExecTileSteps;
   const uint64_t end = first + kExecTileSteps < v.steps ? first + kExecTileSteps : v.steps;
+  // Whole rows of 8 weights go out as one 16-byte store where the output allows it.
+  const bool wide = v.cols % 8 == 0 && reinterpret_cast<uintptr_t>(v.out) % 16 == 0;
   for (uint64_t q = first; q < end; ++q) {
-    const uint8_t* bytes =
-        v.blob + v.byte_plane + ((strip * v.steps + q) * kExecLanes + lane) * kExecSlots;
+    uint32_t bytes[kExecSlots / 4];  // the lane's 16 byte-plane bytes (one 16-byte load)
+    compact_load_16(
+        v.blob + v.byte_plane + ((strip * v.steps + q) * kExecLanes + lane) * kExecSlots, bytes);
     uint32_t e[kExecSlots];
     for (uint32_t j = 0; j < kExecSlots; ++j) e[j] = compact_next(v, bits, &used, &bad);
     // Rows 16 strip + lane / 4 (slots 0..7) and + 8 (slots 8..15), columns 32 q + 8 (lane % 4)
-    // onward (spec ).
-    const uint64_t row0 = strip * kExecStripRows + lane / 4;
+    // onward (spec ); pair k's word rebuilt as spec says.
     const uint64_t col0 = q * kExecStepCols + 8 * (lane % 4);
-    for (uint32_t k = 0; k < kExecSlots / 2; ++k) {
-      const uint32_t j = 2 * k;
-      const uint32_t p = uint32_t{load_u8(bytes + j)} | e[j] << 8 |
-                         uint32_t{load_u8(bytes + j + 1)} << 16 | e[j + 1] << 24;
-      const uint32_t w = p >> 1 | p << 31;
-      const uint64_t r = row0 + 8 * (j / 8), c = col0 + j % 8;
-      if (r < v.rows && c < v.cols) v.out[r * v.cols + c] = static_cast<uint16_t>(w);
-      if (r < v.rows && c + 1 < v.cols) v.out[r * v.cols + c + 1] = static_cast<uint16_t>(w >> 16);
+    for (uint32_t half = 0; half < 2; ++half) {
+      const uint64_t r = strip * kExecStripRows + lane / 4 + 8 * half;
+      uint32_t w[4];  // the row's 8 weights, two per word (low half first)
+      for (uint32_t k = 0; k < 4; ++k) {
+        const uint32_t j = 8 * half + 2 * k;
+        const uint32_t two = (bytes[j / 4] >> (8 * (j % 4))) & 0xFFFF;  // bytes j and j + 1
+        const uint32_t p = (two & 0xFF) | e[j] << 8 | (two >> 8) << 16 | e[j + 1] << 24;
+        w[k] = p >> 1 | p << 31;
+      }
+      if (r >= v.rows) continue;
+      uint16_t* row = v.out + r * v.cols;
+      if (wide && col0 + 8 <= v.cols) {
+        compact_store_16(row + col0, w);
+        continue;
+      }
+      for (uint32_t k = 0; k < 8 && col0 + k < v.cols; ++k) {
+        row[col0 + k] = static_cast<uint16_t>(w[k / 2] >> (16 * (k % 2)));
+      }
     }
   }
   return !bad && used <= length;
