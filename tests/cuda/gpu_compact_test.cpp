@@ -13,6 +13,7 @@
 #include "df11/cuda_compact.h"
 #include "df11/cuda_decoder.h"
 #include "df11/exec_compact_encode.h"
+#include "gaussian_bf16.h"
 
 namespace df11 {
 namespace {
@@ -65,24 +66,11 @@ std::pair<std::vector<uint16_t>, uint32_t> decode_on_gpu(const std::vector<uint8
   return {out, status};
 }
 
-std::vector<uint16_t> gaussian(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 0.02f);
-  std::vector<uint16_t> out(n);
-  for (auto& w : out) {
-    const float f = dist(rng);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    w = static_cast<uint16_t>(u >> 16);
-  }
-  return out;
-}
-
 TEST_F(CudaCompact, DecodesBitForBit) {
   const uint32_t shapes[][2] = {{1, 1}, {3, 5}, {17, 33}, {40, 520}, {1024, 4096}};
   uint32_t seed = 1;
   for (const auto& s : shapes) {
-    const std::vector<uint16_t> w = gaussian(size_t{s[0]} * s[1], seed++);
+    const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
     const auto blob = *encode_compact_matrix(w, s[0], s[1], "m");
     const auto [out, status] = decode_on_gpu(blob, s[0], s[1]);
     EXPECT_EQ(status, 0u);
@@ -97,7 +85,7 @@ TEST_F(CudaCompact, DecodesBitForBit) {
 }
 
 TEST_F(CudaCompact, CorruptStreamIsFlagged) {
-  const std::vector<uint16_t> w = gaussian(40 * 520, 9);
+  const std::vector<uint16_t> w = gaussian_bf16(40 * 520, 0.02f, 9);
   auto blob = *encode_compact_matrix(w, 40, 520, "m");
   const CompactGeometry g = *compact_geometry(40, 520, "m");
   // The stream's last codeword bits of lane 31 of tile 0 set: past its run or no codeword.

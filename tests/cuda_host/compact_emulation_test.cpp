@@ -14,22 +14,10 @@
 
 #include "df11/exec_compact_encode.h"
 #include "df11/group.h"
+#include "gaussian_bf16.h"
 
 namespace df11 {
 namespace {
-
-std::vector<uint16_t> weights(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> dist(0.0f, 0.02f);
-  std::vector<uint16_t> out(n);
-  for (auto& w : out) {
-    const float f = dist(rng);
-    uint32_t u;
-    std::memcpy(&u, &f, 4);
-    w = static_cast<uint16_t>(u >> 16);
-  }
-  return out;
-}
 
 // (blob, its code's table).
 std::pair<std::vector<uint8_t>, CompactCode> encoded(const std::vector<uint16_t>& w, uint32_t rows,
@@ -47,7 +35,7 @@ TEST(CompactEmulation, DecodesTheEncodersBlobsBitForBit) {
   const uint32_t shapes[][2] = {{1, 1}, {3, 5}, {16, 256}, {17, 33}, {40, 520}, {64, 4096}};
   uint32_t seed = 1;
   for (const auto& s : shapes) {
-    const std::vector<uint16_t> w = weights(size_t{s[0]} * s[1], seed++);
+    const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
     const auto [blob, code] = encoded(w, s[0], s[1]);
     std::vector<uint16_t> out(w.size(), 0xDEAD);
     const Status st = cuda::compact_to_bf16_emulated(blob, code.table, out, "m");
@@ -63,7 +51,7 @@ TEST(CompactEmulation, DecodesTheEncodersBlobsBitForBit) {
 }
 
 TEST(CompactEmulation, CorruptBlobsAreFlaggedOrDecodeWrongInBounds) {
-  const std::vector<uint16_t> w = weights(40 * 520, 7);
+  const std::vector<uint16_t> w = gaussian_bf16(40 * 520, 0.02f, 7);
   const auto [blob, code] = encoded(w, 40, 520);
   const CompactGeometry g = *compact_geometry(40, 520, "m");
   std::mt19937 rng(3);
