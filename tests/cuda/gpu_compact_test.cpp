@@ -1,7 +1,8 @@
-// GPU test of the compact layout's decode to BF16 (launch_compact_to_bf16): the reference
-// encoder's blobs of ragged shapes and of every BF16 pattern decoded on the device bit for bit,
-// nothing written outside the output, the status clear; a corrupt stream flagged through the
-// status; bad arguments refused. Skipped without a CUDA device.
+// GPU tests of the compact layout (cuda_compact.h): the reference encoder's blobs of ragged
+// shapes and of every BF16 pattern decoded on the device bit for bit, nothing written outside
+// the output, the status clear; a corrupt stream flagged through the status; the transcode
+// from BF16 writing exactly the reference encoder's bytes; bad arguments refused. Skipped
+// without a CUDA device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -92,6 +93,35 @@ TEST_F(CudaCompact, CorruptStreamIsFlagged) {
   for (uint32_t k = 0; k < 64; ++k) blob[g.stream + k] = 0xFF;
   const auto [out, status] = decode_on_gpu(blob, 40, 520);
   EXPECT_NE(status, 0u);
+}
+
+TEST_F(CudaCompact, TranscodeWritesTheReferenceEncodersBytes) {
+  const uint32_t shapes[][2] = {{1, 1}, {3, 5}, {17, 33}, {40, 520}, {1024, 4096}};
+  uint32_t seed = 30;
+  for (const auto& s : shapes) {
+    const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
+    const uint64_t ws_bytes = *cuda::compact_workspace_bytes(s[0], s[1]);
+    uint16_t* d_w = nullptr;
+    void* d_ws = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_w), 2 * w.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(&d_ws, ws_bytes), cudaSuccess);
+    cudaMemcpy(d_w, w.data(), 2 * w.size(), cudaMemcpyHostToDevice);
+    const auto counts = cuda::compact_histogram(d_w, s[0], s[1], d_ws, ws_bytes, nullptr);
+    ASSERT_TRUE(counts.is_ok()) << counts.status().to_string();
+    const auto lengths = *choose_compact_lengths(*counts);
+    const auto plan = cuda::compact_measure(d_w, s[0], s[1], lengths, d_ws, ws_bytes, nullptr);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    uint8_t* d_blob = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_blob), plan->header.total_bytes), cudaSuccess);
+    const Status st = cuda::launch_compact_pack(d_w, *plan, d_blob, d_ws, ws_bytes, nullptr);
+    ASSERT_TRUE(st.is_ok()) << st.to_string();
+    std::vector<uint8_t> got(plan->header.total_bytes);
+    ASSERT_EQ(cudaMemcpy(got.data(), d_blob, got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(got, *encode_compact_matrix(w, s[0], s[1], "m")) << s[0] << " x " << s[1];
+    cudaFree(d_w);
+    cudaFree(d_ws);
+    cudaFree(d_blob);
+  }
 }
 
 TEST_F(CudaCompact, RefusesBadArguments) {

@@ -84,5 +84,33 @@ TEST(CompactEmulation, CorruptBlobsAreFlaggedOrDecodeWrongInBounds) {
             ErrorCode::kInvalidArgument);
 }
 
+TEST(CompactEmulation, TranscodeWritesTheReferenceEncodersBytes) {
+  const uint32_t shapes[][2] = {{1, 1}, {3, 5}, {16, 256}, {17, 33}, {40, 520}, {300, 4096}};
+  uint32_t seed = 20;
+  for (const auto& s : shapes) {
+    const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
+    const auto lengths = *choose_compact_lengths(cuda::compact_histogram_emulated(w, s[0], s[1]));
+    const auto got = cuda::compact_pack_emulated(w, s[0], s[1], lengths, "m");
+    ASSERT_TRUE(got.is_ok()) << got.status().to_string();
+    EXPECT_EQ(*got, *encode_compact_matrix(w, s[0], s[1], "m")) << s[0] << " x " << s[1];
+  }
+  // Every BF16 pattern, and lanes far apart (lane_base the longest less 255).
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  auto lengths = *choose_compact_lengths(cuda::compact_histogram_emulated(all, 256, 256));
+  EXPECT_EQ(*cuda::compact_pack_emulated(all, 256, 256, lengths, "m"),
+            *encode_compact_matrix(all, 256, 256, "m"));
+  std::vector<uint16_t> far(16 * 256, 0x3F80);
+  for (uint32_t c = 0; c < 256; ++c) far[c] = static_cast<uint16_t>((c % 200 + 1) << 7 | 5);
+  lengths = *choose_compact_lengths(cuda::compact_histogram_emulated(far, 16, 256));
+  EXPECT_EQ(*cuda::compact_pack_emulated(far, 16, 256, lengths, "m"),
+            *encode_compact_matrix(far, 16, 256, "m"));
+  // Lengths without a code for one of the matrix's exponents.
+  lengths.fill(0);
+  lengths[127] = 1;
+  EXPECT_EQ(cuda::compact_pack_emulated(far, 16, 256, lengths, "m").status().code(),
+            ErrorCode::kInvalidArgument);
+}
+
 }  // namespace
 }  // namespace df11

@@ -1,13 +1,26 @@
-// The compact execution layout on the GPU (spec/EXEC_COMPACT.md): decoding a blob back to BF16.
-// Host API: compiles with the host compiler, no CUDA headers (streams are CUstream_st*). It
-// takes the caller's stream and device memory, allocates nothing and only enqueues.
+// The compact execution layout on the GPU (spec/EXEC_COMPACT.md): transcoding BF16 into it and
+// decoding a blob back to BF16. Host API: compiles with the host compiler, no CUDA headers
+// (streams are CUstream_st*). It takes the caller's stream and device memory and allocates
+// nothing; the histogram and measure calls synchronise (they return what the caller needs to
+// choose the code and allocate the blob), the others only enqueue.
 //
-// The kernel (compact_kernel.cu) shares its per-lane arithmetic with a host emulation
-// (decoder/cuda/host/compact_core.h), which the CPU tests check against the reference
-// decoder; the kernel itself has not run on a GPU yet.
+//   compact_histogram(w, ws)             exponent counts (syncs)
+//   choose_compact_lengths(counts)       the code (df11_encoder, exec_compact_encode.h)
+//   compact_measure(w, lengths, ws)      the blob's size and first parts (syncs)
+//   ... caller allocates header.total_bytes (4-byte aligned) ...
+//   launch_compact_pack(w, plan, blob, ws)        the blob: the reference encoder's bytes
+//   launch_compact_to_bf16(matrix, out, status)   back to BF16
+//
+// The kernels (compact_kernel.cu, compact_pack.cu) share their per-lane arithmetic with host
+// emulations (decoder/cuda/host/compact_core.h, compact_pack_core.h), which the CPU tests check
+// against the reference encoder and decoder byte for byte; the kernels themselves have not run
+// on a GPU yet.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "df11/exec_compact.h"
 #include "df11/status.h"
@@ -31,5 +44,38 @@ struct CompactMatrix {
 // kInvalidArgument for a shape outside the limits or a null pointer.
 Status launch_compact_to_bf16(const CompactMatrix& m, uint16_t* d_out, uint32_t* d_status,
                               CUstream_st* stream);
+
+// Device workspace the transcode needs for a rows x cols matrix: the histogram, the code
+// (codewords and lengths) and per tile its lane table and bit total.
+Result<uint64_t> compact_workspace_bytes(uint32_t rows, uint32_t cols);
+
+// Exponent counts of d_w (rows x cols BF16, row-major, on the device) over the padded matrix,
+// padding positions as exponent 0 (spec 4.1). Synchronises `stream`.
+Result<std::array<uint64_t, kCompactSymbols>> compact_histogram(const uint16_t* d_w, uint32_t rows,
+                                                                uint32_t cols, void* d_workspace,
+                                                                uint64_t workspace_bytes,
+                                                                CUstream_st* stream);
+
+// A measured transcode: the blob's header (its total_bytes is what to allocate), its bytes
+// before the byte plane (header, code lengths, tile offsets, lane tables) and its code.
+struct CompactPlan {
+  CompactHeader header;
+  std::vector<uint8_t> prefix;
+  CompactCode code;
+  uint32_t rows = 0, cols = 0;
+};
+
+// Measures the transcode of d_w with code `lengths` (kInvalidArgument where they are no code or
+// leave an exponent of d_w without a codeword). Synchronises `stream`.
+Result<CompactPlan> compact_measure(const uint16_t* d_w, uint32_t rows, uint32_t cols,
+                                    std::span<const uint8_t, kCompactSymbols> lengths,
+                                    void* d_workspace, uint64_t workspace_bytes,
+                                    CUstream_st* stream);
+
+// Writes the blob of `plan` into d_blob (plan.header.total_bytes, 4-byte aligned) from the same
+// d_w: the bytes encode_compact_matrix_with_lengths writes. Copies the plan's prefix from host
+// memory (waiting for that copy), then only enqueues.
+Status launch_compact_pack(const uint16_t* d_w, const CompactPlan& plan, uint8_t* d_blob,
+                           void* d_workspace, uint64_t workspace_bytes, CUstream_st* stream);
 
 }  // namespace df11::cuda
