@@ -70,13 +70,9 @@ Result<CompactHeader> read_compact_header(std::span<const uint8_t> blob, const s
     return bad(what, "stream_bits " + std::to_string(h.stream_bits) + " for " +
                          std::to_string(positions) + " weights of at most 12 code bits");
   }
-  const uint64_t want = g->total_bytes(h.stream_bits);
-  if (h.total_bytes != want) {
-    return bad(what, "total_bytes " + std::to_string(h.total_bytes) + ", the layout gives " +
-                         std::to_string(want));
-  }
-  // H5: the blob holds it.
-  DF11_RETURN_IF_ERROR(check_exec_blob_size(blob, want, what));
+  // H4 (total_bytes) and H5: the blob holds what the header says.
+  DF11_RETURN_IF_ERROR(
+      check_exec_blob_size(blob, h.total_bytes, g->total_bytes(h.stream_bits), what));
   return h;
 }
 

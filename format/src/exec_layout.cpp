@@ -71,11 +71,15 @@ Status check_exec_header_start(std::span<const uint8_t> blob, uint32_t magic, co
   return Status::ok();
 }
 
-Status check_exec_blob_size(std::span<const uint8_t> blob, uint64_t total,
+Status check_exec_blob_size(std::span<const uint8_t> blob, uint64_t total, uint64_t want,
                             const std::string& what) {
-  if (blob.size() < total) {
+  if (total != want) {
+    return bad(what, "total_bytes " + std::to_string(total) + ", the layout gives " +
+                         std::to_string(want));
+  }
+  if (blob.size() < want) {
     return Status(ErrorCode::kTruncated, what + ": " + std::to_string(blob.size()) +
-                                             " bytes, the header says " + std::to_string(total));
+                                             " bytes, the header says " + std::to_string(want));
   }
   return Status::ok();
 }
@@ -130,13 +134,9 @@ Result<ExecHeader> read_exec_header(std::span<const uint8_t> blob, const std::st
     return bad(what, std::to_string(h.n_exceptions) + " exceptions for " +
                          std::to_string(uint64_t{h.rows} * h.cols) + " weights");
   }
-  const uint64_t want = g->total_bytes(h.n_exceptions);
-  if (h.total_bytes != want) {
-    return bad(what, "total_bytes " + std::to_string(h.total_bytes) + ", the layout gives " +
-                         std::to_string(want));
-  }
-  // H6: the blob holds it.
-  DF11_RETURN_IF_ERROR(check_exec_blob_size(blob, want, what));
+  // H5 (total_bytes) and H6: the blob holds what the header says.
+  DF11_RETURN_IF_ERROR(
+      check_exec_blob_size(blob, h.total_bytes, g->total_bytes(h.n_exceptions), what));
   return h;
 }
 

@@ -17,6 +17,7 @@
 #include "df11/exec_decode.h"
 #include "df11/exec_encode.h"
 #include "df11/group.h"
+#include "exec_rejected.h"
 #include "gaussian_bf16.h"
 
 namespace df11 {
@@ -165,14 +166,14 @@ class ExecInvalid : public ::testing::Test {
     ASSERT_EQ(read_exec_header(blob_, "m")->n_exceptions, 2u);
   }
   void expect(const std::vector<uint8_t>& b, ErrorCode code, const std::string& part) {
-    const Result<ExecHeader> r = validate_exec_matrix(b, "m.bin");
-    ASSERT_FALSE(r.is_ok()) << part;
-    EXPECT_EQ(r.status().code(), code) << r.status().to_string();
-    EXPECT_NE(r.status().message().find(part), std::string::npos) << r.status().to_string();
-    EXPECT_EQ(r.status().message().rfind("m.bin: ", 0), 0u) << r.status().to_string();
-    std::vector<uint16_t> out(w_.size());
-    EXPECT_EQ(decode_exec_matrix(b, out, "m.bin").code(), code);
+    expect_rejected(
+        [](auto blob, const std::string& what) { return validate_exec_matrix(blob, what); },
+        [](auto blob, auto out, const std::string& what) {
+          return decode_exec_matrix(blob, out, what);
+        },
+        b, w_.size(), code, part);
   }
+
   std::vector<uint16_t> w_;
   std::vector<uint8_t> blob_;
   ExecGeometry g_;

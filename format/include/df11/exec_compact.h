@@ -25,10 +25,8 @@ inline constexpr uint32_t kCompactMaxCodeBits = 12;     // Max_Code_Bits: the lo
 inline constexpr uint32_t kCompactSymbols = 256;        // one code length per exponent
 inline constexpr uint32_t kCompactLaneTableBytes = 34;  // per tile: u16 lane_base, 32 x u8
 inline constexpr uint32_t kCompactMaxLaneDelta = 255;
-// spec 2.1: the header's fields, in bytes from the blob's start (little-endian).
-inline constexpr uint32_t kCompactMagicOffset = 0;        // u32 magic
-inline constexpr uint32_t kCompactVersionOffset = 4;      // u16 version
-inline constexpr uint32_t kCompactHeaderBytesOffset = 6;  // u16 header_bytes
+// spec 2.1: the header's fields, in bytes from the blob's start (little-endian). Magic,
+// version and header_bytes lie where the 12-bit layout's do (write_exec_header_start).
 inline constexpr uint32_t kCompactRowsOffset = 8;         // u32 rows
 inline constexpr uint32_t kCompactColsOffset = 12;        // u32 cols
 inline constexpr uint32_t kCompactCodeBitsOffset = 16;    // u8 max_code_bits

@@ -84,12 +84,14 @@ void write_exec_header(const ExecHeader& h, std::span<uint8_t, kExecHeaderBytes>
 // H5). write_exec_header_start: magic, version 1 and header_bytes 64 at offsets 0, 4 and 6.
 // check_exec_header_start: the blob holds those 64 bytes with them (`layout` names the layout
 // in the message: "an execution-layout", "a compact execution-layout"). check_exec_blob_size:
-// the blob holds the header's `total` bytes (kTruncated otherwise). check_exec_output: an
+// the header's total_bytes `total` is the `want` its fields give (kBadGroup otherwise) and the
+// blob holds them (kTruncated otherwise). check_exec_output: an
 // output of `n` weights for a rows x cols matrix (kInvalidArgument otherwise).
 void write_exec_header_start(uint8_t* header, uint32_t magic);
 Status check_exec_header_start(std::span<const uint8_t> blob, uint32_t magic, const char* layout,
                                const std::string& what);
-Status check_exec_blob_size(std::span<const uint8_t> blob, uint64_t total, const std::string& what);
+Status check_exec_blob_size(std::span<const uint8_t> blob, uint64_t total, uint64_t want,
+                            const std::string& what);
 Status check_exec_output(size_t n, uint32_t rows, uint32_t cols, const std::string& what);
 
 // Reads and checks the header alone (spec 3, rules H1..H6) against a blob of `blob_bytes`:
