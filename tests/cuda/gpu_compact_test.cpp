@@ -1,8 +1,9 @@
 // GPU tests of the compact layout (cuda_compact.h): the reference encoder's blobs of ragged
 // shapes and of every BF16 pattern decoded on the device bit for bit, nothing written outside
 // the output, the status clear; a corrupt stream flagged through the status; the transcode
-// from BF16 writing exactly the reference encoder's bytes; bad arguments refused. Skipped
-// without a CUDA device.
+// from BF16 writing exactly the reference encoder's bytes; the fused GEMM equal to the BF16
+// reference GEMM bit for bit at every batch 1-32, on the 8B block's shapes, ragged shapes and
+// every BF16 pattern; bad arguments refused. Skipped without a CUDA device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 
 #include "df11/cuda_compact.h"
 #include "df11/cuda_decoder.h"
+#include "df11/cuda_exec.h"
 #include "df11/exec_compact_encode.h"
 #include "gaussian_bf16.h"
 
@@ -36,14 +38,15 @@ std::pair<std::vector<uint16_t>, uint32_t> decode_on_gpu(const std::vector<uint8
       std::span<const uint8_t, kCompactSymbols>(blob.data() + g.lengths, kCompactSymbols), "m");
   const uint64_t n = uint64_t{rows} * cols;
   uint8_t* d_blob = nullptr;
-  uint16_t *d_table = nullptr, *d_out = nullptr;
-  uint32_t* d_status = nullptr;
+  const std::vector<uint32_t> table = cuda::compact_decode_table(code);
+  uint16_t* d_out = nullptr;
+  uint32_t *d_table = nullptr, *d_status = nullptr;
   EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_blob), blob.size()), cudaSuccess);
-  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_table), sizeof code.table), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_table), 4 * table.size()), cudaSuccess);
   EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_out), 2 * (n + 64)), cudaSuccess);
   EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_status), 4), cudaSuccess);
   cudaMemcpy(d_blob, blob.data(), blob.size(), cudaMemcpyHostToDevice);
-  cudaMemcpy(d_table, code.table.data(), sizeof code.table, cudaMemcpyHostToDevice);
+  cudaMemcpy(d_table, table.data(), 4 * table.size(), cudaMemcpyHostToDevice);
   cudaMemset(d_out, 0xA5, 2 * (n + 64));
   cudaMemset(d_status, 0, 4);
   cuda::CompactMatrix m;
@@ -124,12 +127,152 @@ TEST_F(CudaCompact, TranscodeWritesTheReferenceEncodersBytes) {
   }
 }
 
+// A blob and its weights on the device, for the GEMM tests.
+struct DeviceBlob {
+  uint8_t* blob = nullptr;
+  uint32_t* table = nullptr;
+  uint16_t* w = nullptr;
+  cuda::CompactMatrix m;
+  DeviceBlob(const std::vector<uint8_t>& b, const std::vector<uint16_t>& weights, uint32_t rows,
+             uint32_t cols) {
+    const CompactGeometry g = *compact_geometry(rows, cols, "m");
+    const CompactCode code = *compact_code(
+        std::span<const uint8_t, kCompactSymbols>(b.data() + g.lengths, kCompactSymbols), "m");
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&blob), b.size()), cudaSuccess);
+    const std::vector<uint32_t> t = cuda::compact_decode_table(code);
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&table), 4 * t.size()), cudaSuccess);
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&w), 2 * weights.size()), cudaSuccess);
+    cudaMemcpy(blob, b.data(), b.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(table, t.data(), 4 * t.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(w, weights.data(), 2 * weights.size(), cudaMemcpyHostToDevice);
+    m.d_blob = blob;
+    m.d_table = table;
+    m.rows = rows;
+    m.cols = cols;
+    m.stream_bits = read_compact_header(b, "m")->stream_bits;
+  }
+  ~DeviceBlob() {
+    cudaFree(blob);
+    cudaFree(table);
+    cudaFree(w);
+  }
+};
+
+// Compares the fused GEMM with the BF16 reference GEMM on the blob's weights at every batch in
+// [1, max_batch], X random and not all zeros; Y guarded past its end. Returns the status word
+// of the last batch (0 when nothing was flagged at any batch).
+uint32_t gemm_matches_reference(const DeviceBlob& d, uint32_t max_batch, bool expect_equal) {
+  const uint32_t rows = d.m.rows, cols = d.m.cols;
+  const std::vector<uint16_t> x = gaussian_bf16(size_t{max_batch} * cols, 1.0f, rows + cols);
+  uint16_t *d_x = nullptr, *d_y = nullptr, *d_ref = nullptr;
+  uint32_t* d_status = nullptr;
+  const uint64_t ny = uint64_t{max_batch} * rows;
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_x), 2 * x.size()), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_y), 2 * (ny + 64)), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_ref), 2 * ny), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_status), 4), cudaSuccess);
+  cudaMemcpy(d_x, x.data(), 2 * x.size(), cudaMemcpyHostToDevice);
+  uint32_t any = 0;
+  for (uint32_t batch = 1; batch <= max_batch; ++batch) {
+    const uint64_t n = uint64_t{batch} * rows;
+    cudaMemset(d_y, 0xA5, 2 * (ny + 64));
+    cudaMemset(d_status, 0, 4);
+    cuda::CompactGemm gemm;
+    gemm.w = d.m;
+    gemm.d_x = d_x;
+    gemm.d_y = d_y;
+    const Status s = cuda::launch_compact_gemm(gemm, batch, d_status, nullptr);
+    EXPECT_TRUE(s.is_ok()) << s.to_string();
+    const cuda::Bf16Gemm ref{d.w, rows, cols, d_x, d_ref};
+    const Status r = cuda::launch_bf16_reference_gemm(std::span(&ref, 1), batch, nullptr);
+    EXPECT_TRUE(r.is_ok()) << r.to_string();
+    std::vector<uint16_t> got(ny + 64), want(n);
+    uint32_t status = 0;
+    EXPECT_EQ(cudaMemcpy(got.data(), d_y, 2 * got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(want.data(), d_ref, 2 * n, cudaMemcpyDeviceToHost), cudaSuccess);
+    EXPECT_EQ(cudaMemcpy(&status, d_status, 4, cudaMemcpyDeviceToHost), cudaSuccess);
+    any |= status;
+    uint64_t past = 0;  // weights written past Y's batch rows
+    for (uint64_t k = n; k < ny + 64; ++k) past += got[k] != 0xA5A5;
+    EXPECT_EQ(past, 0u) << "batch " << batch;
+    got.resize(n);
+    if (expect_equal) {
+      EXPECT_EQ(status, 0u) << rows << " x " << cols << ", batch " << batch;
+      uint64_t differ = 0;
+      for (uint64_t k = 0; k < n; ++k) differ += got[k] != want[k];  // raw 16-bit patterns
+      EXPECT_EQ(differ, 0u) << rows << " x " << cols << ", batch " << batch;
+    }
+  }
+  cudaFree(d_x);
+  cudaFree(d_y);
+  cudaFree(d_ref);
+  cudaFree(d_status);
+  return any;
+}
+
+TEST_F(CudaCompact, GemmEqualsTheReferenceGemmOnTheBlocksShapes) {
+  const uint32_t shapes[][2] = {{4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}};
+  uint32_t seed = 50;
+  for (const auto& s : shapes) {
+    const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
+    const DeviceBlob d(*encode_compact_matrix(w, s[0], s[1], "m"), w, s[0], s[1]);
+    gemm_matches_reference(d, cuda::kExecMaxBatch, true);
+  }
+}
+
+TEST_F(CudaCompact, GemmEqualsTheReferenceGemmOnRaggedShapesAndEveryPattern) {
+  const uint32_t shapes[][2] = {{1, 1}, {3, 5}, {17, 33}, {40, 520}, {100, 1000}, {33, 4104}};
+  uint32_t seed = 70;
+  for (const auto& s : shapes) {
+    const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
+    const DeviceBlob d(*encode_compact_matrix(w, s[0], s[1], "m"), w, s[0], s[1]);
+    gemm_matches_reference(d, cuda::kExecMaxBatch, true);
+  }
+  // Every BF16 pattern (NaN payloads, infinities, subnormals, both zeros): 12-bit codewords
+  // and a stream past the staged words.
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  const DeviceBlob d(*encode_compact_matrix(all, 256, 256, "m"), all, 256, 256);
+  gemm_matches_reference(d, cuda::kExecMaxBatch, true);
+}
+
+TEST_F(CudaCompact, GemmFlagsACorruptStream) {
+  const std::vector<uint16_t> w = gaussian_bf16(40 * 520, 0.02f, 9);
+  auto blob = *encode_compact_matrix(w, 40, 520, "m");
+  const CompactGeometry g = *compact_geometry(40, 520, "m");
+  for (uint32_t k = 0; k < 64; ++k) blob[g.stream + k] = 0xFF;
+  const DeviceBlob d(blob, w, 40, 520);
+  EXPECT_NE(gemm_matches_reference(d, 9, false), 0u);
+  // Tile offsets pointing past the stream: read from the blob, clamped, flagged.
+  auto far = *encode_compact_matrix(w, 40, 520, "m");
+  for (uint32_t k = 0; k < 8; ++k) far[g.tile_bits + 8 + k] = 0xFF;
+  const DeviceBlob f(far, w, 40, 520);
+  EXPECT_NE(gemm_matches_reference(f, 1, false), 0u);
+}
+
 TEST_F(CudaCompact, RefusesBadArguments) {
   cuda::CompactMatrix m;
   m.rows = 4;
   m.cols = 4;
   uint16_t* out = nullptr;
   EXPECT_EQ(cuda::launch_compact_to_bf16(m, out, nullptr, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  cuda::CompactGemm gemm;
+  gemm.w = m;
+  uint32_t status = 0;
+  EXPECT_EQ(cuda::launch_compact_gemm(gemm, 1, &status, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  // A misaligned blob, and batches outside 1..32.
+  gemm.w.d_blob = reinterpret_cast<const uint8_t*>(uintptr_t{4});
+  gemm.w.d_table = reinterpret_cast<const uint32_t*>(uintptr_t{16});
+  gemm.d_x = reinterpret_cast<const uint16_t*>(uintptr_t{16});
+  gemm.d_y = reinterpret_cast<uint16_t*>(uintptr_t{16});
+  EXPECT_EQ(cuda::launch_compact_gemm(gemm, 1, &status, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  gemm.w.d_blob = reinterpret_cast<const uint8_t*>(uintptr_t{16});
+  EXPECT_EQ(cuda::launch_compact_gemm(gemm, 0, &status, nullptr).code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cuda::launch_compact_gemm(gemm, cuda::kExecMaxBatch + 1, &status, nullptr).code(),
             ErrorCode::kInvalidArgument);
 }
 

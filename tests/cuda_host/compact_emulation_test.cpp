@@ -12,6 +12,7 @@
 #include <random>
 #include <vector>
 
+#include "df11/cuda_compact.h"
 #include "df11/exec_compact_encode.h"
 #include "df11/group.h"
 #include "gaussian_bf16.h"
@@ -29,6 +30,50 @@ std::pair<std::vector<uint8_t>, CompactCode> encoded(const std::vector<uint16_t>
       std::span<const uint8_t, kCompactSymbols>(blob->data() + g.lengths, kCompactSymbols), "m");
   EXPECT_TRUE(code.is_ok());
   return {*blob, *code};
+}
+
+// The decode table against the code's one-codeword table: at every 12-bit index, the first
+// codeword, and the second exactly where both end within the 12 bits.
+TEST(CompactEmulation, DecodeTableHoldsOneOrTwoCodewordsPerIndex) {
+  std::vector<uint16_t> all(65536);
+  for (uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
+  const std::vector<uint16_t> gauss = gaussian_bf16(4096, 0.02f, 3);
+  const std::vector<uint16_t>* matrices[] = {&gauss, &all};
+  for (const std::vector<uint16_t>* w : matrices) {
+    const auto [blob, code] = encoded(*w, 16, static_cast<uint32_t>(w->size() / 16));
+    const std::vector<uint32_t> t = cuda::compact_decode_table(code);
+    ASSERT_EQ(t.size(), cuda::kCompactDecodeTableEntries);
+    uint32_t both = 0;
+    for (uint32_t i = 0; i < t.size(); ++i) {
+      const uint32_t a = code.table[i];
+      const uint32_t la = a >> 8;
+      ASSERT_NE(a, 0u) << "a complete code has a codeword at every index";
+      EXPECT_EQ(t[i] & 0xFF, a & 0xFF) << i;
+      EXPECT_EQ((t[i] >> 16) & 0xF, la) << i;
+      EXPECT_EQ(t[i] >> 31, 0u) << i;
+      const uint32_t b = code.table[i >> la];
+      const uint32_t lb = b >> 8;
+      const bool fits = lb <= kCompactMaxCodeBits - la;
+      EXPECT_EQ((t[i] >> 25) & 1, fits ? 1u : 0u) << i;
+      EXPECT_EQ((t[i] >> 20) & 0x1F, fits ? la + lb : la) << i;
+      if (fits) {
+        EXPECT_EQ((t[i] >> 8) & 0xFF, b & 0xFF) << i;
+      }
+      both += fits;
+    }
+    if (w == &gauss) {
+      EXPECT_GT(both, t.size() / 2);  // short codewords: mostly pairs
+    }
+  }
+  // An incomplete code: indexes without a codeword are marked (and take one bit).
+  CompactCode sparse{};
+  sparse.table[0] = 1 << 8 | 7;  // the codeword "0" (one bit) for exponent 7, nothing else
+  for (uint32_t i = 0; i < sparse.table.size(); i += 2) sparse.table[i] = 1 << 8 | 7;
+  const std::vector<uint32_t> t = cuda::compact_decode_table(sparse);
+  EXPECT_EQ(t[1] >> 31, 1u);
+  EXPECT_EQ((t[1] >> 20) & 0x1F, 1u);
+  EXPECT_EQ(t[0] & 0xFFFF, 7u | 7u << 8);
+  EXPECT_EQ((t[0] >> 20) & 0x1F, 2u);
 }
 
 TEST(CompactEmulation, DecodesTheEncodersBlobsBitForBit) {

@@ -18,7 +18,7 @@ namespace df11::cuda::detail {
 // What the kernel needs of one blob (the host fills it from the header it wrote or validated).
 struct CompactView {
   const uint8_t* blob;    // device memory: the whole blob (total_bytes)
-  const uint16_t* table;  // the code's table (CompactCode::table), 4,096 entries
+  const uint32_t* table;  // the decode table (compact_pair_entry), 4,096 entries
   uint16_t* out;          // rows x cols BF16, row-major
   uint64_t stream_words;  // u32 words of the stream part (its bytes / 4)
   uint64_t tile_bits;     // offsets of the parts (CompactGeometry)
@@ -29,11 +29,15 @@ struct CompactView {
   uint64_t tiles_per_strip;
   uint64_t tiles;
   uint32_t rows, cols;
+  // A copy of stream words [staged_first, staged_first + staged_count) (the kernels stage a
+  // tile's words in shared memory); words outside it are read from the blob.
+  const uint32_t* staged;
+  uint64_t staged_first, staged_count;
 };
 
 // The view of a blob whose header `h` (geometry `g`) the host has read.
 inline CompactView compact_view(const CompactGeometry& g, const CompactHeader& h,
-                                const uint8_t* blob, const uint16_t* table, uint16_t* out) {
+                                const uint8_t* blob, const uint32_t* table, uint16_t* out) {
   CompactView v{};
   v.blob = blob;
   v.table = table;
@@ -78,41 +82,117 @@ DF11_HD void compact_store_16(uint16_t* p, const uint32_t (&w)[4]) {
 #endif
 }
 
-// A lane's bits from `pos` on: a 64-bit buffer refilled 32 bits at a time from the stream's
-// u32 words, reads past the stream part giving zeros.
-struct CompactBits {
-  uint64_t buf;
-  uint32_t nbits;
-  uint64_t next;  // the next u32 word to load
-};
+// The decode table the kernels read (kCompactTableEntries u32, compact_decode_table builds it
+// from the code's CompactCode::table): indexed by a lane's next 12 bits, it gives two
+// codewords at once where both lie within those bits, else the first.
+//   bits 0-7: the first exponent; 8-15: the second; 16-19: the first's length; 20-24: both
+//   lengths (the first's alone without kCompactPairBoth); 25: kCompactPairBoth; 31:
+//   kCompactPairBad, the bits begin no codeword (then taken as one bit, exponent 0).
+inline constexpr uint32_t kCompactTableEntries = 1u << kCompactMaxCodeBits;
+inline constexpr uint32_t kCompactPairBoth = 1u << 25;
+inline constexpr uint32_t kCompactPairBad = 1u << 31;
+
+// Entry i of the decode table, from CompactCode::table (`raw`).
+DF11_HD uint32_t compact_pair_entry(const uint16_t* raw, uint32_t i) {
+  const uint32_t a = raw[i];
+  if (a == 0) return 1u << 16 | 1u << 20 | kCompactPairBad;
+  const uint32_t la = a >> 8;
+  const uint32_t b = raw[i >> la];  // the next codeword, if it ends within the 12 bits
+  const uint32_t lb = b >> 8;
+  if (b == 0 || lb > kCompactMaxCodeBits - la) return (a & 0xFF) | la << 16 | la << 20;
+  return (a & 0xFF) | (b & 0xFF) << 8 | la << 16 | (la + lb) << 20 | kCompactPairBoth;
+}
 
 DF11_HD uint32_t compact_word(const CompactView& v, uint64_t k) {
+  if (k - v.staged_first < v.staged_count) return v.staged[k - v.staged_first];
   return k < v.stream_words ? load_u32(v.blob + v.stream + 4 * k) : 0;
 }
 
-DF11_HD CompactBits compact_bits_at(const CompactView& v, uint64_t pos) {
-  CompactBits b;
-  const uint32_t skip = static_cast<uint32_t>(pos % 32);
-  b.buf = compact_word(v, pos / 32) >> skip;
-  b.nbits = 32 - skip;
-  b.next = pos / 32 + 1;
-  return b;
+// Stream words a kernel stages per tile at most: those of a tile whose exponents average
+// about 6 bits (real weights take under 3), and those read ahead past its last codeword. A
+// tile with more bits is decoded from the blob.
+inline constexpr uint32_t kCompactStageWords = 800;
+
+// Tile t's stream words to stage: [*first, *first + return value), clamped to the stream and
+// to kCompactStageWords (the tile offsets may be anything in a corrupt blob). *whole is set
+// where that is every word the tile's lanes read, their read-ahead included.
+DF11_HD uint32_t compact_stage_range(const CompactView& v, uint64_t t, uint64_t* first,
+                                     bool* whole) {
+  const uint64_t b0 = compact_load_u64(v.blob + v.tile_bits + 8 * t);
+  const uint64_t b1 = compact_load_u64(v.blob + v.tile_bits + 8 * (t + 1));
+  *first = b0 / 32;
+  *whole = false;
+  if (b0 >= 32 * v.stream_words || b1 < b0) return 0;
+  const uint64_t want = (b1 - b0) / 32 + 4;
+  const uint64_t left = v.stream_words - b0 / 32;
+  const uint64_t n = want < left ? want : left;
+  *whole = n <= kCompactStageWords;
+  return static_cast<uint32_t>(n < kCompactStageWords ? n : kCompactStageWords);
 }
 
-// One codeword: its exponent; its length is added to *used, and *bad is set where the bits
-// are no codeword (which then count as one bit).
-DF11_HD uint32_t compact_next(const CompactView& v, CompactBits& b, uint64_t* used, bool* bad) {
-  if (b.nbits < kCompactMaxCodeBits) {
-    b.buf |= uint64_t{compact_word(v, b.next++)} << b.nbits;
-    b.nbits += 32;
+// 32 stream bits from bit s (0..31) of word lo on, hi being the next word.
+DF11_HD uint32_t compact_funnel(uint32_t lo, uint32_t hi, uint32_t s) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_r(lo, hi, s);
+#else
+  return s == 0 ? lo : (lo >> s) | (hi << (32 - s));
+#endif
+}
+
+// A lane's place in its bits: bit `pos` of its word source (counted from the source's first
+// word), words pos / 32 and pos / 32 + 1 of it in lo and hi, and the OR of the decode-table
+// entries it has read (kCompactPairBad: bits that began no codeword).
+struct CompactLane {
+  uint32_t pos, lo, hi, flags;
+};
+
+template <typename Words>
+DF11_HD CompactLane compact_lane_at(const Words& words, uint32_t pos0) {
+  return CompactLane{pos0, words(pos0 / 32), words(pos0 / 32 + 1), 0};
+}
+
+// A lane's 16 exponents of one step, slot j's in byte j % 4 of e[j / 4]: two codewords per
+// lookup of `table` (the decode table) where they fit its 12 bits, a second lookup where not.
+// words(k) gives the lane's word k; the word after lo and hi is read ahead of each lookup, as
+// two codewords (at most 24 bits) move the lane on by at most one word.
+template <typename Words>
+DF11_HD void compact_step_exponents(const uint32_t* table, const Words& words, CompactLane& l,
+                                    uint32_t (&e)[kExecSlots / 4]) {
+  constexpr uint32_t kMask = kCompactTableEntries - 1;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+  for (uint32_t w = 0; w < kExecSlots / 4; ++w) {
+    uint32_t x = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (uint32_t h = 0; h < 2; ++h) {
+      const uint32_t next = words(l.pos / 32 + 2);
+      const uint32_t bits = compact_funnel(l.lo, l.hi, l.pos % 32);
+      uint32_t a = table[bits & kMask];
+      if ((a & kCompactPairBoth) == 0) {
+        const uint32_t la = (a >> 16) & 0xF;
+        const uint32_t b = table[(bits >> la) & kMask];
+        a = (a & (0xFFu | 0xFu << 16 | kCompactPairBad)) | (b & 0xFF) << 8 |
+            (la + ((b >> 16) & 0xF)) << 20 | (b & kCompactPairBad);
+      }
+      const uint32_t at = l.pos / 32;
+      l.pos += (a >> 20) & 0x1F;
+      l.flags |= a;
+      if (l.pos / 32 != at) {
+        l.lo = l.hi;
+        l.hi = next;
+      }
+      x |= (a & 0xFFFF) << (16 * h);
+    }
+    e[w] = x;
   }
-  const uint32_t entry = v.table[b.buf & ((1u << kCompactMaxCodeBits) - 1)];
-  const uint32_t len = entry == 0 ? 1 : entry >> 8;
-  *bad |= entry == 0;
-  *used += len;
-  b.buf >>= len;
-  b.nbits -= len;
-  return entry & 0xFF;
+}
+
+// Tile t's first bit in the stream.
+DF11_HD uint64_t compact_tile_first_bit(const CompactView& v, uint64_t t) {
+  return compact_load_u64(v.blob + v.tile_bits + 8 * t);
 }
 
 // Tile t's lane table: lane_base and lane L's delta.
@@ -124,15 +204,47 @@ DF11_HD uint32_t compact_lane_delta(const CompactView& v, uint64_t t, uint32_t l
   return load_u8(v.blob + v.lane_tables + kCompactLaneTableBytes * t + 2 + lane);
 }
 
-// Decodes lane `lane` of tile t, whose bits start `before` bits after the tile's first lane
-// (lane x lane_base + the deltas of the lanes before it), into v.out. Returns false where its
-// bits held no codeword or its codewords ran past its bits.
-DF11_HD bool compact_decode_lane(const CompactView& v, uint64_t t, uint32_t lane, uint64_t before) {
-  const uint64_t start = compact_load_u64(v.blob + v.tile_bits + 8 * t) + before;
-  const uint64_t length = compact_lane_base(v, t) + uint64_t{compact_lane_delta(v, t, lane)};
-  CompactBits bits = compact_bits_at(v, start);
-  uint64_t used = 0;
-  bool bad = false;
+// A lane's bits in tile t: from `start` (absolute), `length` of them, and whether they lie
+// within the tile's bits (a valid blob's do).
+struct CompactRun {
+  uint64_t start;
+  uint32_t length;
+  bool in_tile;
+};
+
+// The run of a lane whose bits start `before` bits after the tile's first lane's (lane x
+// lane_base + the deltas of the lanes before it).
+DF11_HD CompactRun compact_lane_run(const CompactView& v, uint64_t t, uint32_t lane,
+                                    uint64_t before) {
+  CompactRun r;
+  const uint64_t b0 = compact_tile_first_bit(v, t), b1 = compact_tile_first_bit(v, t + 1);
+  r.start = b0 + before;
+  r.length = compact_lane_base(v, t) + compact_lane_delta(v, t, lane);
+  r.in_tile = r.start >= b0 && r.start <= b1 && b1 - r.start >= r.length;
+  return r;
+}
+
+// Whether a lane that started at bit pos0 of its source and is now at l decoded its run
+// cleanly: every window began with codewords, they stayed within its bits, and those lie
+// within the tile's.
+DF11_HD bool compact_lane_ok(const CompactRun& r, const CompactLane& l, uint32_t pos0) {
+  return (l.flags & kCompactPairBad) == 0 && l.pos - pos0 <= r.length && r.in_tile;
+}
+
+// The lane's bits read from the blob (or the view's staged words): word k of the source is
+// stream word origin + k.
+struct CompactBlobWords {
+  const CompactView* v;
+  uint64_t origin;
+  DF11_HD uint32_t operator()(uint32_t k) const { return compact_word(*v, origin + k); }
+};
+
+// Decodes lane `lane` of tile t (its run r) into v.out through words(k), starting at bit pos0
+// of the source; v.table is the decode table. Returns compact_lane_ok.
+template <typename Words>
+DF11_HD bool compact_decode_lane(const CompactView& v, uint64_t t, uint32_t lane,
+                                 const CompactRun& r, const Words& words, uint32_t pos0) {
+  CompactLane l = compact_lane_at(words, pos0);
   const uint64_t strip = t / v.tiles_per_strip;
   const uint64_t first = (t % v.tiles_per_strip) * kExecTileSteps;
   const uint64_t end = first + kExecTileSteps < v.steps ? first + kExecTileSteps : v.steps;
@@ -142,32 +254,91 @@ DF11_HD bool compact_decode_lane(const CompactView& v, uint64_t t, uint32_t lane
     uint32_t bytes[kExecSlots / 4];  // the lane's 16 byte-plane bytes (one 16-byte load)
     compact_load_16(
         v.blob + v.byte_plane + ((strip * v.steps + q) * kExecLanes + lane) * kExecSlots, bytes);
-    uint32_t e[kExecSlots];
-    for (uint32_t j = 0; j < kExecSlots; ++j) e[j] = compact_next(v, bits, &used, &bad);
+    uint32_t e[kExecSlots / 4];
+    compact_step_exponents(v.table, words, l, e);
     // Rows 16 strip + lane / 4 (slots 0..7) and + 8 (slots 8..15), columns 32 q + 8 (lane % 4)
     // onward (spec ); pair k's word rebuilt as spec says.
     const uint64_t col0 = q * kExecStepCols + 8 * (lane % 4);
     for (uint32_t half = 0; half < 2; ++half) {
-      const uint64_t r = strip * kExecStripRows + lane / 4 + 8 * half;
+      const uint64_t row = strip * kExecStripRows + lane / 4 + 8 * half;
       uint32_t w[4];  // the row's 8 weights, two per word (low half first)
       for (uint32_t k = 0; k < 4; ++k) {
         const uint32_t j = 8 * half + 2 * k;
         const uint32_t two = (bytes[j / 4] >> (8 * (j % 4))) & 0xFFFF;  // bytes j and j + 1
-        const uint32_t p = (two & 0xFF) | e[j] << 8 | (two >> 8) << 16 | e[j + 1] << 24;
+        const uint32_t two_e = (e[j / 4] >> (8 * (j % 4))) & 0xFFFF;    // exponents j, j + 1
+        const uint32_t p =
+            (two & 0xFF) | (two_e & 0xFF) << 8 | (two >> 8) << 16 | (two_e >> 8) << 24;
         w[k] = p >> 1 | p << 31;
       }
-      if (r >= v.rows) continue;
-      uint16_t* row = v.out + r * v.cols;
+      if (row >= v.rows) continue;
+      uint16_t* out = v.out + row * v.cols;
       if (wide && col0 + 8 <= v.cols) {
-        compact_store_16(row + col0, w);
+        compact_store_16(out + col0, w);
         continue;
       }
       for (uint32_t k = 0; k < 8 && col0 + k < v.cols; ++k) {
-        row[col0 + k] = static_cast<uint16_t>(w[k / 2] >> (16 * (k % 2)));
+        out[col0 + k] = static_cast<uint16_t>(w[k / 2] >> (16 * (k % 2)));
       }
     }
   }
-  return !bad && used <= length;
+  return compact_lane_ok(r, l, pos0);
 }
+
+// The lane's bits from the warp's staged words (shared memory), reads clamped to them: a lane
+// whose run lies outside them is flagged by compact_lane_ok whatever it reads.
+struct CompactStagedWords {
+  const uint32_t* stage;
+  uint32_t last;  // staged words - 1
+  DF11_HD uint32_t operator()(uint32_t k) const { return stage[k < last ? k : last]; }
+};
+
+// Lane `lane`'s run in tile t and its word source: the staged words where the tile's are all
+// staged and the run lies within them, else the blob. Calls body(run, words, pos0).
+template <typename Body>
+DF11_HD void compact_with_lane_words(const CompactView& v, uint64_t t, uint32_t lane,
+                                     uint64_t before, bool staged, uint64_t first, uint32_t n,
+                                     const Body& body) {
+  const CompactRun r = compact_lane_run(v, t, lane, before);
+  if (staged) {
+    // An out-of-tile run (flagged) decodes from the staged words' start.
+    const uint64_t rel = r.in_tile ? r.start - 32 * first : 0;
+    body(r, CompactStagedWords{v.staged, n - 1}, static_cast<uint32_t>(rel));
+  } else {
+    body(r, CompactBlobWords{&v, r.start / 32}, static_cast<uint32_t>(r.start % 32));
+  }
+}
+#if defined(__CUDACC__)
+// The warp stages tile t's stream words in `stage` (kCompactStageWords, shared memory) and
+// points v at them; every lane of the warp calls it. Returns whether they are all the words
+// the tile's lanes read (then *first is the first one's index and *n their count).
+__device__ __forceinline__ bool compact_stage_tile(CompactView& v, uint64_t t, uint32_t lane,
+                                                   uint32_t* stage, uint64_t* first, uint32_t* n) {
+  __syncwarp();  // the previous tile's reads are done
+  v.staged_count = 0;
+  bool whole = false;
+  *n = compact_stage_range(v, t, first, &whole);
+  for (uint32_t k = lane; k < *n; k += 32) stage[k] = compact_word(v, *first + k);
+  __syncwarp();
+  v.staged = stage;
+  v.staged_first = *first;
+  v.staged_count = *n;
+  return whole && *n > 0;
+}
+
+// How many bits lane `lane`'s run starts after the tile's first lane's: lane x lane_base + the
+// deltas of the lanes before it (a warp shuffle scan; every lane of the warp calls it).
+__device__ __forceinline__ uint64_t compact_lane_before(const CompactView& v, uint64_t t,
+                                                        uint32_t lane) {
+  const uint32_t base = compact_lane_base(v, t);
+  const uint32_t delta = compact_lane_delta(v, t, lane);
+  uint32_t inclusive = delta;  // the deltas' inclusive prefix sum over the warp
+#pragma unroll
+  for (uint32_t o = 1; o < 32; o <<= 1) {
+    const uint32_t m = __shfl_up_sync(0xFFFFFFFFu, inclusive, o);
+    if (lane >= o) inclusive += m;
+  }
+  return uint64_t{lane} * base + (inclusive - delta);
+}
+#endif
 
 }  // namespace df11::cuda::detail

@@ -1,15 +1,22 @@
-// Host emulation of compact_kernel.cu (compact_emulation.h): the warp's prefix sum as a loop,
-// each lane's decode through compact_core.h.
+// Host emulation of compact_kernel.cu (compact_emulation.h): each tile's words staged, the
+// warp's prefix sum as a loop, each lane's decode through compact_core.h.
 #include "compact_emulation.h"
 
 #include <algorithm>
 
 #include "compact_core.h"
 #include "compact_pack_core.h"
+#include "df11/cuda_compact.h"
 #include "df11/exec_layout.h"
 #include "df11/group.h"  // store_le64
 
 namespace df11::cuda {
+
+std::vector<uint32_t> compact_decode_table(const CompactCode& code) {
+  std::vector<uint32_t> t(kCompactDecodeTableEntries);
+  for (uint32_t i = 0; i < t.size(); ++i) t[i] = detail::compact_pair_entry(code.table.data(), i);
+  return t;
+}
 
 Status compact_to_bf16_emulated(std::span<const uint8_t> blob,
                                 std::span<const uint16_t, 1u << kCompactMaxCodeBits> table,
@@ -17,13 +24,30 @@ Status compact_to_bf16_emulated(std::span<const uint8_t> blob,
   DF11_ASSIGN_OR_RETURN(const CompactHeader h, read_compact_header(blob, what));
   DF11_RETURN_IF_ERROR(check_exec_output(out.size(), h.rows, h.cols, what));
   DF11_ASSIGN_OR_RETURN(const CompactGeometry g, compact_geometry(h.rows, h.cols, what));
-  const detail::CompactView v = detail::compact_view(g, h, blob.data(), table.data(), out.data());
+  std::vector<uint32_t> pairs(kCompactDecodeTableEntries);  // the decode table
+  for (uint32_t i = 0; i < pairs.size(); ++i)
+    pairs[i] = detail::compact_pair_entry(table.data(), i);
+  detail::CompactView v = detail::compact_view(g, h, blob.data(), pairs.data(), out.data());
   bool ok = true;
+  std::vector<uint32_t> staged(detail::kCompactStageWords);
   for (uint64_t t = 0; t < g.exec.tiles; ++t) {
+    // The tile's words staged as the kernel stages them.
+    v.staged_count = 0;
+    uint64_t first = 0;
+    bool whole = false;
+    const uint32_t n = detail::compact_stage_range(v, t, &first, &whole);
+    for (uint32_t k = 0; k < n; ++k) staged[k] = detail::compact_word(v, first + k);
+    v.staged = staged.data();
+    v.staged_first = first;
+    v.staged_count = n;
     const uint32_t base = detail::compact_lane_base(v, t);
     uint64_t before = 0;
     for (uint32_t lane = 0; lane < kExecLanes; ++lane) {
-      ok &= detail::compact_decode_lane(v, t, lane, before);
+      detail::compact_with_lane_words(
+          v, t, lane, before, whole && n > 0, first, n,
+          [&](const detail::CompactRun& r, const auto& words, uint32_t pos0) {
+            ok &= detail::compact_decode_lane(v, t, lane, r, words, pos0);
+          });
       before += base + detail::compact_lane_delta(v, t, lane);
     }
   }

@@ -1,12 +1,15 @@
 // The compact execution layout -> BF16 on the GPU (cuda_compact.h): one warp per tile, 8 warps
-// per thread block, the code's table staged in shared memory (8 KB); each lane's arithmetic is
-// compact_core.h's, which the host emulation runs too.
+// per thread block, the decode table staged in shared memory (16 KB), and each tile's stream
+// words too (up to kCompactStageWords, read coalesced by the warp), so that a lane's refills
+// wait on shared memory rather than on the blob; each lane's arithmetic is compact_core.h's,
+// which the host emulation runs too.
 #include <cuda_runtime.h>
 
 #include <algorithm>
 #include <string>
 
 #include "compact_core.h"
+#include "compact_launch.h"
 #include "cuda_error.h"
 #include "df11/cuda_compact.h"
 
@@ -17,24 +20,25 @@ constexpr uint32_t kWarps = 8;
 
 __global__ void __launch_bounds__(kWarps * 32)
     compact_to_bf16_kernel(detail::CompactView v, uint32_t* status) {
-  __shared__ uint16_t table[1u << kCompactMaxCodeBits];
+  __shared__ uint32_t table[1u << kCompactMaxCodeBits];
+  __shared__ uint32_t stage[kWarps][detail::kCompactStageWords];
   for (uint32_t i = threadIdx.x; i < (1u << kCompactMaxCodeBits); i += blockDim.x) {
     table[i] = __ldg(v.table + i);
   }
   __syncthreads();
   v.table = table;
-  const uint32_t lane = threadIdx.x % 32;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   bool ok = true;
-  for (uint64_t t = uint64_t{blockIdx.x} * kWarps + threadIdx.x / 32; t < v.tiles;
+  for (uint64_t t = uint64_t{blockIdx.x} * kWarps + warp; t < v.tiles;
        t += uint64_t{gridDim.x} * kWarps) {
-    const uint32_t base = detail::compact_lane_base(v, t);
-    const uint32_t delta = detail::compact_lane_delta(v, t, lane);
-    uint32_t inclusive = delta;  // the deltas' inclusive prefix sum over the warp
-    for (uint32_t o = 1; o < 32; o <<= 1) {
-      const uint32_t n = __shfl_up_sync(0xFFFFFFFFu, inclusive, o);
-      if (lane >= o) inclusive += n;
-    }
-    ok &= detail::compact_decode_lane(v, t, lane, uint64_t{lane} * base + (inclusive - delta));
+    uint64_t first = 0;
+    uint32_t n = 0;
+    const bool staged = detail::compact_stage_tile(v, t, lane, stage[warp], &first, &n);
+    detail::compact_with_lane_words(
+        v, t, lane, detail::compact_lane_before(v, t, lane), staged, first, n,
+        [&](const detail::CompactRun& r, const auto& words, uint32_t pos0) {
+          ok &= detail::compact_decode_lane(v, t, lane, r, words, pos0);
+        });
   }
   if (!ok) atomicOr(status, 1u);
 }
@@ -44,15 +48,12 @@ __global__ void __launch_bounds__(kWarps * 32)
 Status launch_compact_to_bf16(const CompactMatrix& m, uint16_t* d_out, uint32_t* d_status,
                               CUstream_st* stream) {
   const std::string what = "launch_compact_to_bf16";
-  if (m.d_blob == nullptr || m.d_table == nullptr || d_out == nullptr || d_status == nullptr) {
+  if (d_out == nullptr || d_status == nullptr) {
     return Status(ErrorCode::kInvalidArgument, what + ": a pointer is null");
   }
   DF11_ASSIGN_OR_RETURN(const CompactGeometry g, compact_geometry(m.rows, m.cols, what));
-  CompactHeader h;
-  h.rows = m.rows;
-  h.cols = m.cols;
-  h.stream_bits = m.stream_bits;
-  const detail::CompactView v = detail::compact_view(g, h, m.d_blob, m.d_table, d_out);
+  DF11_ASSIGN_OR_RETURN(const detail::CompactView v,
+                        detail::compact_launch_view(m, g, d_out, what));
   int device = 0, sms = 0;
   DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "cudaGetDevice");
   DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),

@@ -3,6 +3,7 @@
 // blob or from BF16 weights; exceptions resolved before any product; the status record.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -228,6 +229,20 @@ __device__ __forceinline__ void mask_columns(LaneWeights& lw, uint64_t c0, uint3
   }
 }
 
+// This lane's 8 x values of row j of X at columns c..c+7 (zero past cols).
+__device__ __forceinline__ uint4 exec_load_x(const uint16_t* xrow, uint64_t c, uint32_t cols,
+                                             bool vec) {
+  if (vec && c + 8 <= cols) return __ldg(reinterpret_cast<const uint4*>(xrow + c));
+  uint32_t w[4];
+#pragma unroll
+  for (uint32_t k = 0; k < 4; ++k) {
+    const uint32_t lo = c + 2 * k < cols ? __ldg(xrow + c + 2 * k) : 0u;
+    const uint32_t hi = c + 2 * k + 1 < cols ? __ldg(xrow + c + 2 * k + 1) : 0u;
+    w[k] = lo | hi << 16;
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // ---- the products ----
 
 // d += A B for one m16n8k16 BF16 product with FP32 accumulators.
@@ -250,6 +265,39 @@ __device__ __forceinline__ void step_products(const LaneWeights& lw, const uint4
   for (uint32_t n = 0; n < NB; ++n) {
     mma_bf16(acc[n], lw.pg[0], lw.pg8[0], lw.pg[1], lw.pg8[1], x[n].x, x[n].y);
     mma_bf16(acc[n], lw.pg[2], lw.pg8[2], lw.pg[3], lw.pg8[3], x[n].z, x[n].w);
+  }
+}
+
+// The end of a strip's GEMM: each warp's sums (acc) meet in `red` (shared memory, [W][32][NB *
+// 4]) and warp 0 adds them in warp order (spec 6) and writes Y [batch, rows] as BF16. Every
+// thread of the block calls it, after any other use of `red`.
+template <uint32_t NB, uint32_t W>
+__device__ __forceinline__ void exec_strip_sums(float (*red)[32][NB * 4], const float (&acc)[NB][4],
+                                                uint64_t strip, uint32_t rows, uint32_t batch,
+                                                uint16_t* y) {
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (uint32_t n = 0; n < NB; ++n) {
+#pragma unroll
+    for (uint32_t k = 0; k < 4; ++k) red[warp][lane][4 * n + k] = acc[n][k];
+  }
+  __syncthreads();
+  if (warp != 0) return;
+#pragma unroll
+  for (uint32_t n = 0; n < NB; ++n) {
+#pragma unroll
+    for (uint32_t k = 0; k < 4; ++k) {
+      float v = red[0][lane][4 * n + k];
+#pragma unroll
+      for (uint32_t w = 1; w < W; ++w) v = __fadd_rn(v, red[w][lane][4 * n + k]);
+      const uint64_t r = strip * kExecStripRows + g + 8 * (k / 2);
+      const uint32_t j = 8 * n + 2 * t + k % 2;
+      if (r < rows && j < batch) {
+        const __nv_bfloat16 b = __float2bfloat16_rn(v);
+        y[uint64_t{j} * rows + r] = *reinterpret_cast<const uint16_t*>(&b);
+      }
+    }
   }
 }
 

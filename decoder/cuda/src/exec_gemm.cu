@@ -155,19 +155,6 @@ __device__ __forceinline__ LaneWeights decode_lane(const MatrixDesc& m, const La
   return exec_build(lc.bytes, e);
 }
 
-// This lane's 8 x values of row j of X at columns c..c+7 (zero past cols).
-__device__ __forceinline__ uint4 load_x(const uint16_t* xrow, uint64_t c, uint32_t cols, bool vec) {
-  if (vec && c + 8 <= cols) return __ldg(reinterpret_cast<const uint4*>(xrow + c));
-  uint32_t w[4];
-#pragma unroll
-  for (uint32_t k = 0; k < 4; ++k) {
-    const uint32_t lo = c + 2 * k < cols ? __ldg(xrow + c + 2 * k) : 0u;
-    const uint32_t hi = c + 2 * k + 1 < cols ? __ldg(xrow + c + 2 * k + 1) : 0u;
-    w[k] = lo | hi << 16;
-  }
-  return make_uint4(w[0], w[1], w[2], w[3]);
-}
-
 // Thread blocks per multiprocessor a GEMM kernel is built for (the reference: its registers
 // unbounded, for tests, not speed).
 template <bool kExec, uint32_t NB>
@@ -240,7 +227,7 @@ __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
         for (uint32_t n = 0; n < NB; ++n) {
           xv[i][n] = x_vec && q + i < full_steps
                          ? __ldg(reinterpret_cast<const uint4*>(xrow[n] + c))
-                         : load_x(xrow[n], c, cols, x_vec);
+                         : exec_load_x(xrow[n], c, cols, x_vec);
         }
       }
       if constexpr (kExec) {
@@ -282,28 +269,7 @@ __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
       }
     }
   }
-#pragma unroll
-  for (uint32_t n = 0; n < NB; ++n) {
-#pragma unroll
-    for (uint32_t k = 0; k < 4; ++k) red[warp][lane][4 * n + k] = acc[n][k];
-  }
-  __syncthreads();
-  if (warp != 0) return;
-#pragma unroll
-  for (uint32_t n = 0; n < NB; ++n) {
-#pragma unroll
-    for (uint32_t k = 0; k < 4; ++k) {
-      float v = red[0][lane][4 * n + k];
-#pragma unroll
-      for (uint32_t w = 1; w < kGemmWarps; ++w) v = __fadd_rn(v, red[w][lane][4 * n + k]);
-      const uint64_t r = strip * kExecStripRows + g + 8 * (k / 2);
-      const uint32_t j = 8 * n + 2 * t + k % 2;
-      if (r < m.rows && j < p.batch) {
-        const __nv_bfloat16 b = __float2bfloat16_rn(v);
-        m.y[uint64_t{j} * m.rows + r] = *reinterpret_cast<const uint16_t*>(&b);
-      }
-    }
-  }
+  exec_strip_sums<NB, kGemmWarps>(red, acc, strip, m.rows, p.batch, m.y);
 }
 
 // Layout -> BF16: one warp per tile.

@@ -1,20 +1,21 @@
-// The compact execution layout on the GPU (spec/EXEC_COMPACT.md): transcoding BF16 into it and
-// decoding a blob back to BF16. Host API: compiles with the host compiler, no CUDA headers
-// (streams are CUstream_st*). It takes the caller's stream and device memory and allocates
-// nothing; the histogram and measure calls synchronise (they return what the caller needs to
-// choose the code and allocate the blob), the others only enqueue.
+// The compact execution layout on the GPU (spec/EXEC_COMPACT.md): transcoding BF16 into it,
+// decoding a blob back to BF16, and multiplying from it. Host API: compiles with the host compiler,
+// no CUDA headers (streams are CUstream_st*). It takes the caller's stream and device memory and
+// allocates nothing; the histogram and measure calls synchronise (they return what the caller needs
+// to choose the code and allocate the blob), the others only enqueue.
 //
 //   compact_histogram(w, ws)             exponent counts (syncs)
 //   choose_compact_lengths(counts)       the code (df11_encoder, exec_compact_encode.h)
 //   compact_measure(w, lengths, ws)      the blob's size and first parts (syncs)
-//   ... caller allocates header.total_bytes (4-byte aligned) ...
+//   ... caller allocates header.total_bytes (16-byte aligned) ...
 //   launch_compact_pack(w, plan, blob, ws)        the blob: the reference encoder's bytes
 //   launch_compact_to_bf16(matrix, out, status)   back to BF16
+//   launch_compact_gemm({matrix, x, y}, batch, status)   Y = X W^T, W never written out
 //
-// The kernels (compact_kernel.cu, compact_pack.cu) share their per-lane arithmetic with host
-// emulations (decoder/cuda/host/compact_core.h, compact_pack_core.h), which the CPU tests check
-// against the reference encoder and decoder byte for byte; the kernels themselves have not run
-// on a GPU yet.
+// The kernels (compact_kernel.cu, compact_gemm.cu, compact_pack.cu) share their per-lane
+// arithmetic with host emulations (decoder/cuda/host/compact_core.h, compact_pack_core.h),
+// which the CPU tests check against the reference encoder and decoder byte for byte; the GPU
+// tests (tests/cuda/gpu_compact_test.cpp) check the kernels themselves.
 #pragma once
 
 #include <array>
@@ -29,10 +30,16 @@ struct CUstream_st;
 
 namespace df11::cuda {
 
+// The decode table of a code, as the kernels read it: 4,096 u32 entries indexed by a lane's
+// next 12 bits, each giving the one or two codewords that begin there (16 KB; layout in
+// decoder/cuda/host/compact_core.h). Built once per code, on the host.
+inline constexpr uint32_t kCompactDecodeTableEntries = 1u << kCompactMaxCodeBits;
+std::vector<uint32_t> compact_decode_table(const CompactCode& code);
+
 // One blob on the device and what the host knows of it (from the header it wrote or checked).
 struct CompactMatrix {
-  const uint8_t* d_blob = nullptr;    // total_bytes, 4-byte aligned
-  const uint16_t* d_table = nullptr;  // CompactCode::table of its code lengths, 4,096 entries
+  const uint8_t* d_blob = nullptr;    // total_bytes, 16-byte aligned
+  const uint32_t* d_table = nullptr;  // compact_decode_table of its code, on the device
   uint32_t rows = 0, cols = 0;
   uint64_t stream_bits = 0;
 };
@@ -44,6 +51,23 @@ struct CompactMatrix {
 // kInvalidArgument for a shape outside the limits or a null pointer.
 Status launch_compact_to_bf16(const CompactMatrix& m, uint16_t* d_out, uint32_t* d_status,
                               CUstream_st* stream);
+
+// One product of the fused GEMM: Y = X W^T, X [batch, cols] and Y [batch, rows] BF16 on the
+// device (row-major), W the blob's weights.
+struct CompactGemm {
+  CompactMatrix w;
+  const uint16_t* d_x = nullptr;
+  uint16_t* d_y = nullptr;
+};
+
+// The fused GEMM from the compact layout, batch 1..kExecMaxBatch (cuda_exec.h): W decoded in
+// registers, one thread block per 16 rows. Y equals launch_bf16_reference_gemm on the blob's
+// weights bit for bit (the same fragments, products and order of sums; cuda_exec.h). *d_status
+// gets bit 0 set as launch_compact_to_bf16 sets it (Y is then wrong); reads stay inside the
+// blob, the table and X, writes inside Y. kInvalidArgument for a batch, shape or pointer
+// outside the limits.
+Status launch_compact_gemm(const CompactGemm& gemm, uint32_t batch, uint32_t* d_status,
+                           CUstream_st* stream);
 
 // Device workspace the transcode needs for a rows x cols matrix: the histogram, the code
 // (codewords and lengths) and per tile its lane table and bit total.
@@ -72,7 +96,7 @@ Result<CompactPlan> compact_measure(const uint16_t* d_w, uint32_t rows, uint32_t
                                     void* d_workspace, uint64_t workspace_bytes,
                                     CUstream_st* stream);
 
-// Writes the blob of `plan` into d_blob (plan.header.total_bytes, 4-byte aligned) from the same
+// Writes the blob of `plan` into d_blob (plan.header.total_bytes, 16-byte aligned) from the same
 // d_w: the bytes encode_compact_matrix_with_lengths writes. Copies the plan's prefix from host
 // memory (waiting for that copy), then only enqueues.
 Status launch_compact_pack(const uint16_t* d_w, const CompactPlan& plan, uint8_t* d_blob,

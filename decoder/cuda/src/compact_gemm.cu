@@ -1,0 +1,161 @@
+// Fused GEMM from the compact execution layout (cuda_compact.h): Y = X W^T with W decoded in
+// registers, never written out. The layout keeps the 12-bit layout's geometry, so a lane's 16
+// slots of a step are its A fragments of two m16n8k16 products, and the kernel is the 12-bit
+// GEMM (exec_gemm.cu) with the exponents taken from the lane's codewords instead of its code
+// plane: one thread block of 8 warps per strip, warp w takes the strip's tiles w, w + 8, ...,
+// and the warp sums meet in shared memory in warp order. That is the order of
+// launch_bf16_reference_gemm (cuda_exec.h), so the output equals it bit for bit.
+//
+// Per tile the warp stages its stream words in shared memory (compact_core.h), finds each
+// lane's first bit with a shuffle scan of the lane table, and per step decodes the lane's 16
+// codewords through the decode table (shared memory, two codewords a lookup) while the byte
+// plane and X of the next steps are in flight.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "compact_core.h"
+#include "compact_launch.h"
+#include "cuda_error.h"
+#include "df11/cuda_compact.h"
+#include "df11/cuda_exec.h"
+#include "exec_fragments.cuh"
+
+namespace df11::cuda {
+namespace {
+
+constexpr uint32_t kWarps = 8;  // the reference GEMM's warps per strip: its order of sums
+constexpr uint32_t kTableEntries = 1u << kCompactMaxCodeBits;
+
+// Steps whose byte plane and X are loaded together, and blocks per multiprocessor, per n8
+// tiles (batch 1-8: 1, 9-16: 2, 17-32: 4).
+template <uint32_t NB>
+constexpr uint32_t kStepsInFlight = 2;
+template <uint32_t NB>
+constexpr uint32_t kMinBlocks = NB == 1   ? 4
+                                : NB == 2 ? 3
+                                          : 2;
+
+struct GemmParams {
+  detail::CompactView v;
+  const uint16_t* x;  // [batch, cols]
+  uint16_t* y;        // [batch, rows]
+  uint32_t* status;
+  uint32_t batch;
+  bool x_vec;
+};
+
+template <uint32_t NB>
+__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
+    compact_gemm_kernel(const __grid_constant__ GemmParams p) {
+  __shared__ uint32_t table[kTableEntries];
+  __shared__ uint32_t stage[kWarps][detail::kCompactStageWords];
+  static_assert(sizeof stage >= sizeof(float) * kWarps * 32 * NB * 4);
+  for (uint32_t i = threadIdx.x; i < kTableEntries; i += blockDim.x) {
+    table[i] = __ldg(p.v.table + i);
+  }
+  __syncthreads();
+  detail::CompactView v = p.v;
+  v.table = table;
+  const uint64_t strip = blockIdx.x;
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t g = lane / 4, t = lane % 4;
+  const uint32_t cols = v.cols;
+  const uint16_t* xrow[NB];
+#pragma unroll
+  for (uint32_t n = 0; n < NB; ++n) {
+    // Rows of X past the batch compute into columns of Y nobody reads: any row will do.
+    xrow[n] = p.x + uint64_t{min(8 * n + g, p.batch - 1)} * cols;
+  }
+  float acc[NB][4];
+#pragma unroll
+  for (uint32_t n = 0; n < NB; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  const uint32_t full_steps = cols / kExecStepCols;
+  const auto* lane_bytes =
+      reinterpret_cast<const uint4*>(v.blob + v.byte_plane) + strip * v.steps * kExecLanes + lane;
+  const uint32_t tiles_per_strip = static_cast<uint32_t>(v.tiles_per_strip);
+  const uint32_t steps = static_cast<uint32_t>(v.steps);
+  bool ok = true;
+  for (uint32_t u = warp; u < tiles_per_strip; u += kWarps) {
+    const uint64_t tile = strip * tiles_per_strip + u;
+    uint64_t first = 0;
+    uint32_t n = 0;
+    const bool staged = detail::compact_stage_tile(v, tile, lane, stage[warp], &first, &n);
+    const uint32_t q0 = u * kExecTileSteps;
+    const uint32_t q1 = min(q0 + kExecTileSteps, steps);
+    detail::compact_with_lane_words(
+        v, tile, lane, detail::compact_lane_before(v, tile, lane), staged, first, n,
+        [&](const detail::CompactRun& r, const auto& words, uint32_t pos0) {
+          detail::CompactLane l = detail::compact_lane_at(words, pos0);
+          for (uint32_t q = q0; q < q1; q += kStepsInFlight<NB>) {
+            uint4 bytes[kStepsInFlight<NB>];
+            uint4 xv[kStepsInFlight<NB>][NB];
+#pragma unroll
+            for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
+              if (q + i >= q1) break;
+              const uint32_t c = (q + i) * kExecStepCols + 8 * t;
+              bytes[i] = __ldg(lane_bytes + uint64_t{q + i} * kExecLanes);
+#pragma unroll
+              for (uint32_t k = 0; k < NB; ++k) {
+                xv[i][k] = p.x_vec && q + i < full_steps
+                               ? __ldg(reinterpret_cast<const uint4*>(xrow[k] + c))
+                               : detail::exec_load_x(xrow[k], c, cols, p.x_vec);
+              }
+            }
+#pragma unroll
+            for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
+              if (q + i >= q1) break;
+              uint32_t e[kExecSlots / 4];
+              detail::compact_step_exponents(table, words, l, e);
+              detail::LaneWeights lw = detail::exec_build(bytes[i], e);
+              if (q + i >= full_steps) {  // the ragged last step
+                detail::mask_columns(lw, (q + i) * kExecStepCols + 8 * t, cols);
+              }
+              detail::step_products<NB>(lw, xv[i], acc);
+            }
+          }
+          ok &= detail::compact_lane_ok(r, l, pos0);
+        });
+  }
+  if (!ok) atomicOr(p.status, 1u);
+  // The warp sums, in the staging words once every warp is done with them.
+  __syncthreads();
+  detail::exec_strip_sums<NB, kWarps>(reinterpret_cast<float(*)[32][NB * 4]>(&stage[0][0]), acc,
+                                      strip, v.rows, p.batch, p.y);
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+Status launch_compact_gemm(const CompactGemm& gemm, uint32_t batch, uint32_t* d_status,
+                           CUstream_st* stream) {
+  const std::string what = "launch_compact_gemm";
+  const CompactMatrix& m = gemm.w;
+  if (batch < 1 || batch > kExecMaxBatch) {
+    return Status(ErrorCode::kInvalidArgument, what + ": batch " + std::to_string(batch) +
+                                                   " is not within 1.." +
+                                                   std::to_string(kExecMaxBatch));
+  }
+  if (gemm.d_x == nullptr || gemm.d_y == nullptr || d_status == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, what + ": a pointer is null");
+  }
+  DF11_ASSIGN_OR_RETURN(const CompactGeometry g, compact_geometry(m.rows, m.cols, what));
+  GemmParams p{};
+  DF11_ASSIGN_OR_RETURN(p.v, detail::compact_launch_view(m, g, nullptr, what));
+  p.x = gemm.d_x;
+  p.y = gemm.d_y;
+  p.status = d_status;
+  p.batch = batch;
+  p.x_vec = aligned16(gemm.d_x) && m.cols % 8 == 0;
+  const uint32_t blocks = static_cast<uint32_t>(g.exec.strips);
+  const auto kernel = batch <= 8    ? compact_gemm_kernel<1>
+                      : batch <= 16 ? compact_gemm_kernel<2>
+                                    : compact_gemm_kernel<4>;
+  kernel<<<blocks, kWarps * 32, 0, stream>>>(p);
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "compact GEMM kernel launch");
+  return Status::ok();
+}
+
+}  // namespace df11::cuda
