@@ -160,6 +160,28 @@ def cpu_scaling(results, out):
     save(fig, out, "cpu_scaling.svg")
 
 
+def compact_gemm(results, out):
+    c = load(results, "compact-gemm-h200/compact_bench.json")
+    rows = c["gemm"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    series = [("cuBLAS BF16 (cublasGemmEx)", "cublas_ms", COLORS["BF16"]),
+              ("df11 12-bit execution layout", "exec12_ms", COLORS["exec"]),
+              ("df11 compact layout (10.68 bits)", "compact_ms", COLORS["df11"])]
+    for name, key, c_ in series:
+        pts = [(r["batch"], r[key]) for r in rows if r[key] is not None]
+        ax.plot([b for b, _ in pts], [y for _, y in pts], "-o", color=c_, label=name)
+    ax.set_xscale("log", base=2)
+    ax.set_xticks([r["batch"] for r in rows])
+    ax.set_xticklabels([str(r["batch"]) for r in rows])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel("batch (tokens)")
+    ax.set_ylabel("ms per block (lower is better)")
+    ax.set_title(f"Fused GEMMs, one Llama-3.1-8B block, {c['gpu']}, {c['commit']}", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    save(fig, out, "compact_gemm.svg")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -171,6 +193,7 @@ def main():
     gpu_batch(args.results, args.out)
     peers_h200(args.results, args.out)
     cpu_scaling(args.results, args.out)
+    compact_gemm(args.results, args.out)
 
 
 if __name__ == "__main__":
