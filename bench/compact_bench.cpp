@@ -3,9 +3,10 @@
 // all in one run: the layout -> BF16 decode, then per batch Y = X W^T for the whole block as
 // cuBLAS BF16 GEMM (cublasGemmEx, FP32 compute), the 12-bit layout's fused GEMM
 // (launch_exec_gemm) and the compact layout's (launch_compact_gemm), one launch per matrix
-// each. CUDA events around the block's launches after warm-up, median of --runs. Every fused
-// output is checked bit for bit against launch_bf16_reference_gemm first (exit 1 otherwise).
-// X is N(0, 1), not zeros. Prints a text report, or with --json one JSON document.
+// each, and both fused GEMMs again with the whole block in one call. CUDA events around the block's
+// launches after warm-up, median of --runs. Every fused output is checked bit for bit against
+// launch_bf16_reference_gemm first (exit 1 otherwise). X is N(0, 1), not zeros. Prints a text
+// report, or with --json one JSON document.
 //
 //   compact_bench [--runs N] [--warmup N] [--batch 1,2,4,8,16,32] [--json]
 #include <cublas_v2.h>
@@ -168,6 +169,12 @@ int main(int argc, char** argv) {
             cudaMalloc(&d_ws, df11::cuda::kExecStatusBytes) == cudaSuccess,
         "cudaMalloc");
   check(cudaMemset(d_status, 0, 4) == cudaSuccess, "cudaMemset");
+  std::vector<uint16_t*> d_ys;  // one Y per matrix, for the calls of the whole block
+  for (const Matrix& m : block) {
+    void* d = nullptr;
+    check(cudaMalloc(&d, 2 * uint64_t{max_batch} * m.rows) == cudaSuccess, "cudaMalloc");
+    d_ys.push_back(static_cast<uint16_t*>(d));
+  }
   cublasHandle_t handle;
   check(cublasCreate(&handle) == CUBLAS_STATUS_SUCCESS, "cublasCreate");
 
@@ -186,7 +193,7 @@ int main(int argc, char** argv) {
 
   struct Row {
     uint32_t batch;
-    double cublas, exec, compact;
+    double cublas, exec, compact, exec_one, compact_one;  // *_one: the block in one call
   };
   std::vector<Row> rows;
   const float alpha = 1.0f, beta = 0.0f;
@@ -209,13 +216,21 @@ int main(int argc, char** argv) {
                                            df11::cuda::ExecStatusUse::kKeep);
       }
     };
+    std::vector<df11::cuda::CompactGemm> compact_all;  // the block in one call
+    std::vector<df11::cuda::ExecGemm> exec_all;
+    for (size_t i = 0; i < block.size(); ++i) {
+      df11::cuda::CompactGemm g;
+      g.w = block[i].compact;
+      g.d_x = d_x;
+      g.d_y = d_ys[i];
+      compact_all.push_back(g);
+      exec_all.push_back(df11::cuda::ExecGemm{block[i].exec, d_x, d_ys[i]});
+    }
     auto compact = [&](uint16_t* y) {
-      for (const Matrix& m : block) {
-        df11::cuda::CompactGemm g;
-        g.w = m.compact;
-        g.d_x = d_x;
+      for (const df11::cuda::CompactGemm& one : compact_all) {
+        df11::cuda::CompactGemm g = one;
         g.d_y = y;
-        (void)df11::cuda::launch_compact_gemm(g, batch, d_status, nullptr);
+        (void)df11::cuda::launch_compact_gemm(std::span(&g, 1), batch, d_status, nullptr);
       }
     };
     // Both fused GEMMs against the reference, matrix by matrix.
@@ -229,9 +244,13 @@ int main(int argc, char** argv) {
       cg.w = m.compact;
       cg.d_x = d_x;
       cg.d_y = d_y;
-      check(df11::cuda::launch_compact_gemm(cg, batch, d_status, nullptr).is_ok(),
+      check(df11::cuda::launch_compact_gemm(std::span(&cg, 1), batch, d_status, nullptr).is_ok(),
             "launch_compact_gemm");
       check(host_copy(d_y, n) == want, "compact GEMM == reference GEMM");
+      check(df11::cuda::launch_compact_gemm(compact_all, batch, d_status, nullptr).is_ok(),
+            "launch_compact_gemm of the block");
+      check(host_copy(d_ys[static_cast<size_t>(&m - block.data())], n) == want,
+            "compact GEMM of the block in one call == reference GEMM");
       if (batch <= 16) {
         const df11::cuda::ExecGemm eg{m.exec, d_x, d_y};
         check(df11::cuda::launch_exec_gemm(std::span(&eg, 1), batch, d_ws,
@@ -241,9 +260,19 @@ int main(int argc, char** argv) {
         check(host_copy(d_y, n) == want, "12-bit GEMM == reference GEMM");
       }
     }
-    Row r{batch, median_ms(warmup, runs, cublas), 0, 0};
+    Row r{batch, median_ms(warmup, runs, cublas), 0, 0, 0, 0};
     r.exec = batch <= 16 ? median_ms(warmup, runs, [&] { exec(d_y); }) : 0;
     r.compact = median_ms(warmup, runs, [&] { compact(d_y); });
+    r.exec_one = batch <= 16 ? median_ms(warmup, runs,
+                                         [&] {
+                                           (void)df11::cuda::launch_exec_gemm(
+                                               exec_all, batch, d_ws, df11::cuda::kExecStatusBytes,
+                                               nullptr, df11::cuda::ExecStatusUse::kKeep);
+                                         })
+                             : 0;
+    r.compact_one = median_ms(warmup, runs, [&] {
+      (void)df11::cuda::launch_compact_gemm(compact_all, batch, d_status, nullptr);
+    });
     rows.push_back(r);
   }
   check(host_copy(d_status, 1)[0] == 0, "no corrupt tile flagged");

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <random>
 #include <vector>
 
@@ -181,7 +182,7 @@ uint32_t gemm_matches_reference(const DeviceBlob& d, uint32_t max_batch, bool ex
     gemm.w = d.m;
     gemm.d_x = d_x;
     gemm.d_y = d_y;
-    const Status s = cuda::launch_compact_gemm(gemm, batch, d_status, nullptr);
+    const Status s = cuda::launch_compact_gemm(std::span(&gemm, 1), batch, d_status, nullptr);
     EXPECT_TRUE(s.is_ok()) << s.to_string();
     const cuda::Bf16Gemm ref{d.w, rows, cols, d_x, d_ref};
     const Status r = cuda::launch_bf16_reference_gemm(std::span(&ref, 1), batch, nullptr);
@@ -236,6 +237,57 @@ TEST_F(CudaCompact, GemmEqualsTheReferenceGemmOnRaggedShapesAndEveryPattern) {
   gemm_matches_reference(d, cuda::kExecMaxBatch, true);
 }
 
+// Several matrices in one call (more than one launch holds): each Y equal to its reference.
+TEST_F(CudaCompact, GemmOfManyMatricesInOneCall) {
+  const uint32_t batch = 5;
+  std::vector<std::unique_ptr<DeviceBlob>> blobs;
+  std::vector<cuda::CompactGemm> gemms;
+  std::vector<uint16_t*> xs, ys, refs;
+  for (uint32_t i = 0; i < 19; ++i) {
+    const uint32_t rows = 16 + 7 * i, cols = 32 + 40 * (i % 5);
+    const std::vector<uint16_t> w = gaussian_bf16(size_t{rows} * cols, 0.02f, 90 + i);
+    blobs.push_back(
+        std::make_unique<DeviceBlob>(*encode_compact_matrix(w, rows, cols, "m"), w, rows, cols));
+    const std::vector<uint16_t> x = gaussian_bf16(size_t{batch} * cols, 1.0f, 200 + i);
+    uint16_t *d_x = nullptr, *d_y = nullptr, *d_ref = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_x), 2 * x.size()), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_y), 2 * batch * rows), cudaSuccess);
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_ref), 2 * batch * rows), cudaSuccess);
+    cudaMemcpy(d_x, x.data(), 2 * x.size(), cudaMemcpyHostToDevice);
+    xs.push_back(d_x);
+    ys.push_back(d_y);
+    refs.push_back(d_ref);
+    cuda::CompactGemm g;
+    g.w = blobs.back()->m;
+    g.d_x = d_x;
+    g.d_y = d_y;
+    gemms.push_back(g);
+  }
+  uint32_t* d_status = nullptr;
+  ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_status), 4), cudaSuccess);
+  cudaMemset(d_status, 0, 4);
+  const Status s = cuda::launch_compact_gemm(gemms, batch, d_status, nullptr);
+  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const uint32_t rows = gemms[i].w.rows;
+    const cuda::Bf16Gemm ref{blobs[i]->w, rows, gemms[i].w.cols, xs[i], refs[i]};
+    ASSERT_TRUE(cuda::launch_bf16_reference_gemm(std::span(&ref, 1), batch, nullptr).is_ok());
+    std::vector<uint16_t> got(batch * rows), want(batch * rows);
+    cudaMemcpy(got.data(), ys[i], 2 * got.size(), cudaMemcpyDeviceToHost);
+    cudaMemcpy(want.data(), refs[i], 2 * want.size(), cudaMemcpyDeviceToHost);
+    EXPECT_EQ(got, want) << "matrix " << i;
+    cudaFree(xs[i]);
+    cudaFree(ys[i]);
+    cudaFree(refs[i]);
+  }
+  uint32_t status = 1;
+  cudaMemcpy(&status, d_status, 4, cudaMemcpyDeviceToHost);
+  EXPECT_EQ(status, 0u);
+  cudaFree(d_status);
+  // An empty call launches nothing and succeeds.
+  EXPECT_TRUE(cuda::launch_compact_gemm({}, batch, d_status, nullptr).is_ok());
+}
+
 TEST_F(CudaCompact, GemmFlagsACorruptStream) {
   const std::vector<uint16_t> w = gaussian_bf16(40 * 520, 0.02f, 9);
   auto blob = *encode_compact_matrix(w, 40, 520, "m");
@@ -260,20 +312,22 @@ TEST_F(CudaCompact, RefusesBadArguments) {
   cuda::CompactGemm gemm;
   gemm.w = m;
   uint32_t status = 0;
-  EXPECT_EQ(cuda::launch_compact_gemm(gemm, 1, &status, nullptr).code(),
+  EXPECT_EQ(cuda::launch_compact_gemm(std::span(&gemm, 1), 1, &status, nullptr).code(),
             ErrorCode::kInvalidArgument);
   // A misaligned blob, and batches outside 1..32.
   gemm.w.d_blob = reinterpret_cast<const uint8_t*>(uintptr_t{4});
   gemm.w.d_table = reinterpret_cast<const uint32_t*>(uintptr_t{16});
   gemm.d_x = reinterpret_cast<const uint16_t*>(uintptr_t{16});
   gemm.d_y = reinterpret_cast<uint16_t*>(uintptr_t{16});
-  EXPECT_EQ(cuda::launch_compact_gemm(gemm, 1, &status, nullptr).code(),
+  EXPECT_EQ(cuda::launch_compact_gemm(std::span(&gemm, 1), 1, &status, nullptr).code(),
             ErrorCode::kInvalidArgument);
   gemm.w.d_blob = reinterpret_cast<const uint8_t*>(uintptr_t{16});
-  EXPECT_EQ(cuda::launch_compact_gemm(gemm, 0, &status, nullptr).code(),
+  EXPECT_EQ(cuda::launch_compact_gemm(std::span(&gemm, 1), 0, &status, nullptr).code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(cuda::launch_compact_gemm(gemm, cuda::kExecMaxBatch + 1, &status, nullptr).code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      cuda::launch_compact_gemm(std::span(&gemm, 1), cuda::kExecMaxBatch + 1, &status, nullptr)
+          .code(),
+      ErrorCode::kInvalidArgument);
 }
 
 }  // namespace

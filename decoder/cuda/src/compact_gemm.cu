@@ -13,7 +13,10 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "compact_core.h"
 #include "compact_launch.h"
@@ -37,13 +40,21 @@ constexpr uint32_t kMinBlocks = NB == 1   ? 4
                                 : NB == 2 ? 3
                                           : 2;
 
-struct GemmParams {
+// Matrices per launch (more: several launches).
+constexpr uint32_t kMaxMatrices = 16;
+
+struct MatrixParams {
   detail::CompactView v;
   const uint16_t* x;  // [batch, cols]
   uint16_t* y;        // [batch, rows]
-  uint32_t* status;
-  uint32_t batch;
   bool x_vec;
+};
+
+struct GemmParams {
+  uint32_t* status;
+  uint32_t batch, n;
+  uint32_t begin[kMaxMatrices + 1];  // first block (strip) of matrix i
+  MatrixParams m[kMaxMatrices];
 };
 
 template <uint32_t NB>
@@ -52,13 +63,15 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
   __shared__ uint32_t table[kTableEntries];
   __shared__ uint32_t stage[kWarps][detail::kCompactStageWords];
   static_assert(sizeof stage >= sizeof(float) * kWarps * 32 * NB * 4);
+  const uint32_t mi = detail::exec_find_item(p.begin, p.n, blockIdx.x);
+  const MatrixParams& mp = p.m[mi];
   for (uint32_t i = threadIdx.x; i < kTableEntries; i += blockDim.x) {
-    table[i] = __ldg(p.v.table + i);
+    table[i] = __ldg(mp.v.table + i);
   }
   __syncthreads();
-  detail::CompactView v = p.v;
+  detail::CompactView v = mp.v;
   v.table = table;
-  const uint64_t strip = blockIdx.x;
+  const uint64_t strip = blockIdx.x - p.begin[mi];
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint32_t g = lane / 4, t = lane % 4;
   const uint32_t cols = v.cols;
@@ -66,7 +79,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
 #pragma unroll
   for (uint32_t n = 0; n < NB; ++n) {
     // Rows of X past the batch compute into columns of Y nobody reads: any row will do.
-    xrow[n] = p.x + uint64_t{min(8 * n + g, p.batch - 1)} * cols;
+    xrow[n] = mp.x + uint64_t{min(8 * n + g, p.batch - 1)} * cols;
   }
   float acc[NB][4];
 #pragma unroll
@@ -98,9 +111,9 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
               bytes[i] = __ldg(lane_bytes + uint64_t{q + i} * kExecLanes);
 #pragma unroll
               for (uint32_t k = 0; k < NB; ++k) {
-                xv[i][k] = p.x_vec && q + i < full_steps
+                xv[i][k] = mp.x_vec && q + i < full_steps
                                ? __ldg(reinterpret_cast<const uint4*>(xrow[k] + c))
-                               : detail::exec_load_x(xrow[k], c, cols, p.x_vec);
+                               : detail::exec_load_x(xrow[k], c, cols, mp.x_vec);
               }
             }
 #pragma unroll
@@ -122,39 +135,67 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
   // The warp sums, in the staging words once every warp is done with them.
   __syncthreads();
   detail::exec_strip_sums<NB, kWarps>(reinterpret_cast<float(*)[32][NB * 4]>(&stage[0][0]), acc,
-                                      strip, v.rows, p.batch, p.y);
+                                      strip, v.rows, p.batch, mp.y);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 }  // namespace
 
-Status launch_compact_gemm(const CompactGemm& gemm, uint32_t batch, uint32_t* d_status,
+Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, uint32_t* d_status,
                            CUstream_st* stream) {
   const std::string what = "launch_compact_gemm";
-  const CompactMatrix& m = gemm.w;
   if (batch < 1 || batch > kExecMaxBatch) {
     return Status(ErrorCode::kInvalidArgument, what + ": batch " + std::to_string(batch) +
                                                    " is not within 1.." +
                                                    std::to_string(kExecMaxBatch));
   }
-  if (gemm.d_x == nullptr || gemm.d_y == nullptr || d_status == nullptr) {
-    return Status(ErrorCode::kInvalidArgument, what + ": a pointer is null");
+  if (d_status == nullptr) return Status(ErrorCode::kInvalidArgument, what + ": d_status is null");
+  struct Item {
+    MatrixParams m;
+    uint64_t strips;
+  };
+  std::vector<Item> items;
+  for (size_t i = 0; i < gemms.size(); ++i) {
+    const std::string name = what + ": matrix " + std::to_string(i);
+    const CompactGemm& gemm = gemms[i];
+    if (gemm.d_x == nullptr || gemm.d_y == nullptr) {
+      return Status(ErrorCode::kInvalidArgument, name + ": d_x or d_y is null");
+    }
+    DF11_ASSIGN_OR_RETURN(const CompactGeometry g,
+                          compact_geometry(gemm.w.rows, gemm.w.cols, name));
+    Item it{};
+    DF11_ASSIGN_OR_RETURN(it.m.v, detail::compact_launch_view(gemm.w, g, nullptr, name));
+    it.m.x = gemm.d_x;
+    it.m.y = gemm.d_y;
+    it.m.x_vec = aligned16(gemm.d_x) && gemm.w.cols % 8 == 0;
+    it.strips = g.exec.strips;
+    items.push_back(it);
   }
-  DF11_ASSIGN_OR_RETURN(const CompactGeometry g, compact_geometry(m.rows, m.cols, what));
-  GemmParams p{};
-  DF11_ASSIGN_OR_RETURN(p.v, detail::compact_launch_view(m, g, nullptr, what));
-  p.x = gemm.d_x;
-  p.y = gemm.d_y;
-  p.status = d_status;
-  p.batch = batch;
-  p.x_vec = aligned16(gemm.d_x) && m.cols % 8 == 0;
-  const uint32_t blocks = static_cast<uint32_t>(g.exec.strips);
+  // The long strips first (the order of a strip's sums does not depend on it).
+  std::stable_sort(items.begin(), items.end(),
+                   [](const Item& a, const Item& b) { return a.m.v.cols > b.m.v.cols; });
   const auto kernel = batch <= 8    ? compact_gemm_kernel<1>
                       : batch <= 16 ? compact_gemm_kernel<2>
                                     : compact_gemm_kernel<4>;
-  kernel<<<blocks, kWarps * 32, 0, stream>>>(p);
-  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "compact GEMM kernel launch");
+  auto p = std::make_unique<GemmParams>();
+  p->status = d_status;
+  p->batch = batch;
+  for (size_t at = 0; at < items.size(); at += kMaxMatrices) {
+    p->n = static_cast<uint32_t>(std::min<size_t>(kMaxMatrices, items.size() - at));
+    uint64_t blocks = 0;
+    for (uint32_t i = 0; i < p->n; ++i) {
+      p->m[i] = items[at + i].m;
+      p->begin[i] = static_cast<uint32_t>(blocks);
+      blocks += items[at + i].strips;
+    }
+    if (blocks > INT32_MAX) {
+      return Status(ErrorCode::kResourceLimit, what + ": too many rows in one launch");
+    }
+    p->begin[p->n] = static_cast<uint32_t>(blocks);
+    kernel<<<static_cast<uint32_t>(blocks), kWarps * 32, 0, stream>>>(*p);
+    DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "compact GEMM kernel launch");
+  }
   return Status::ok();
 }
 

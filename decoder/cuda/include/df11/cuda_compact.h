@@ -10,7 +10,7 @@
 //   ... caller allocates header.total_bytes (16-byte aligned) ...
 //   launch_compact_pack(w, plan, blob, ws)        the blob: the reference encoder's bytes
 //   launch_compact_to_bf16(matrix, out, status)   back to BF16
-//   launch_compact_gemm({matrix, x, y}, batch, status)   Y = X W^T, W never written out
+//   launch_compact_gemm({{matrix, x, y}, ...}, batch, status)   Y = X W^T, W not written out
 //
 // The kernels (compact_kernel.cu, compact_gemm.cu, compact_pack.cu) share their per-lane
 // arithmetic with host emulations (decoder/cuda/host/compact_core.h, compact_pack_core.h),
@@ -60,13 +60,15 @@ struct CompactGemm {
   uint16_t* d_y = nullptr;
 };
 
-// The fused GEMM from the compact layout, batch 1..kExecMaxBatch (cuda_exec.h): W decoded in
-// registers, one thread block per 16 rows. Y equals launch_bf16_reference_gemm on the blob's
-// weights bit for bit (the same fragments, products and order of sums; cuda_exec.h). *d_status
-// gets bit 0 set as launch_compact_to_bf16 sets it (Y is then wrong); reads stay inside the
-// blob, the table and X, writes inside Y. kInvalidArgument for a batch, shape or pointer
-// outside the limits.
-Status launch_compact_gemm(const CompactGemm& gemm, uint32_t batch, uint32_t* d_status,
+// The fused GEMM from the compact layout for every entry, batch 1..kExecMaxBatch (cuda_exec.h):
+// W decoded in registers, one thread block per 16 rows, up to 16 matrices per kernel launch
+// (so that a layer's q, k and v, or gate and up, fill the GPU together). Each Y equals
+// launch_bf16_reference_gemm on its blob's weights bit for bit (the same fragments, products
+// and order of sums; cuda_exec.h). *d_status gets bit 0 set as launch_compact_to_bf16 sets it
+// (some Y is then wrong); reads stay inside the blobs, their tables and X, writes inside Y.
+// A Y must not overlap any X or another Y. kInvalidArgument for a batch, shape or pointer
+// outside the limits; kCuda if a launch fails.
+Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, uint32_t* d_status,
                            CUstream_st* stream);
 
 // Device workspace the transcode needs for a rows x cols matrix: the histogram, the code
