@@ -164,12 +164,17 @@ def compact_gemm(results, out):
     c = load(results, "compact-gemm-h200/compact_bench.json")
     rows = c["gemm"]
     fig, ax = plt.subplots(figsize=(7, 4))
-    series = [("cuBLAS BF16 (cublasGemmEx)", "cublas_ms", COLORS["BF16"]),
-              ("df11 12-bit execution layout", "exec12_ms", COLORS["exec"]),
-              ("df11 compact layout (10.68 bits)", "compact_ms", COLORS["df11"])]
-    for name, key, c_ in series:
-        pts = [(r["batch"], r[key]) for r in rows if r[key] is not None]
-        ax.plot([b for b, _ in pts], [y for _, y in pts], "-o", color=c_, label=name)
+    series = [("cuBLAS BF16 (cublasGemmEx), per matrix", "cublas_ms", COLORS["BF16"], "-"),
+              ("df11 12-bit layout, per matrix", "exec12_ms", COLORS["exec"], "-"),
+              ("df11 compact layout (10.68 bits), per matrix", "compact_ms", COLORS["df11"], "-"),
+              ("df11 12-bit layout, block in one call", "exec12_one_call_ms", COLORS["exec"],
+               "--"),
+              ("df11 compact layout, block in one call", "compact_one_call_ms", COLORS["df11"],
+               "--")]
+    for name, key, c_, style in series:
+        pts = [(r["batch"], r[key]) for r in rows if r.get(key) is not None]
+        ax.plot([b for b, _ in pts], [y for _, y in pts], style, marker="o", color=c_,
+                label=name)
     ax.set_xscale("log", base=2)
     ax.set_xticks([r["batch"] for r in rows])
     ax.set_xticklabels([str(r["batch"]) for r in rows])
@@ -177,7 +182,7 @@ def compact_gemm(results, out):
     ax.set_xlabel("batch (tokens)")
     ax.set_ylabel("ms per block (lower is better)")
     ax.set_title(f"Fused GEMMs, one Llama-3.1-8B block, {c['gpu']}, {c['commit']}", fontsize=10)
-    ax.legend(fontsize=8, loc="upper left")
+    ax.legend(fontsize=7, loc="upper left")
     ax.grid(alpha=0.3)
     save(fig, out, "compact_gemm.svg")
 
