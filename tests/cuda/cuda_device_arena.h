@@ -96,6 +96,16 @@ inline PlacedGroup place(DeviceArena& arena, const GroupView& g, uint32_t misali
   return p;
 }
 
+// Damages a placed group's coded stream on the device (every 7th byte XORed with 0x5A), so
+// that its decode fails; returns whether the copies succeeded.
+inline bool corrupt_stream(const PlacedGroup& p, size_t bytes) {
+  std::vector<uint8_t> bad(bytes);
+  auto* d = const_cast<uint8_t*>(p.device.d_encoded_exponent);
+  if (cudaMemcpy(bad.data(), d, bytes, cudaMemcpyDeviceToHost) != cudaSuccess) return false;
+  for (size_t i = 0; i < bad.size(); i += 7) bad[i] ^= 0x5A;
+  return cudaMemcpy(d, bad.data(), bytes, cudaMemcpyHostToDevice) == cudaSuccess;
+}
+
 // Copies the output back and checks that the guard bytes on both sides are still poison.
 inline std::vector<uint16_t> fetch_output(const PlacedGroup& p, bool* guards_ok) {
   std::vector<uint8_t> raw(2 * p.n + 2 * kGuardBytes);

@@ -13,9 +13,11 @@
 #include <random>
 #include <vector>
 
+#include "cuda_device_arena.h"
 #include "df11/cuda_compact.h"
 #include "df11/cuda_decoder.h"
 #include "df11/cuda_exec.h"
+#include "df11/encoder.h"
 #include "df11/exec_compact_encode.h"
 #include "gaussian_bf16.h"
 
@@ -300,6 +302,67 @@ TEST_F(CudaCompact, GemmFlagsACorruptStream) {
   for (uint32_t k = 0; k < 8; ++k) far[g.tile_bits + 8 + k] = 0xFF;
   const DeviceBlob f(far, w, 40, 520);
   EXPECT_NE(gemm_matches_reference(f, 1, false), 0u);
+}
+
+// A DF11 group transcoded on the GPU: each member's blob the reference encoder's bytes for its
+// weights, and the fused GEMM from it equal to the reference GEMM; a corrupt group refused
+// naming it.
+TEST_F(CudaCompact, Df11GroupTranscode) {
+  const std::vector<cuda::ExecShape> shapes = {{64, 512}, {48, 300}, {20, 1000}};
+  std::vector<std::vector<uint16_t>> members;
+  std::vector<std::span<const uint16_t>> spans;
+  uint32_t seed = 140;
+  for (const auto& s : shapes) {
+    members.push_back(gaussian_bf16(size_t{s.rows} * s.cols, 0.02f, seed++));
+  }
+  for (const auto& m : members) spans.emplace_back(m);
+  Result<GroupBuffers> g = encode_group(spans);
+  ASSERT_TRUE(g.is_ok());
+  cuda_test::DeviceArena arena(cuda_test::placed_footprint(g->view()));
+  ASSERT_TRUE(arena.ok());
+  cuda_test::PlacedGroup pg = cuda_test::place(arena, g->view(), 0, "model.layers.0");
+  const Result<size_t> wsb = cuda::compact_group_workspace_bytes(g->view(), shapes);
+  ASSERT_TRUE(wsb.is_ok()) << wsb.status().to_string();
+  void* ws = nullptr;
+  ASSERT_EQ(cudaMalloc(&ws, *wsb), cudaSuccess);
+  const cuda::CompactCodeChooser choose = [](const std::array<uint64_t, kCompactSymbols>& c) {
+    return choose_compact_lengths(c);
+  };
+  auto plans = cuda::compact_measure_group(pg.device, shapes, choose, ws, *wsb, nullptr);
+  ASSERT_TRUE(plans.is_ok()) << plans.status().to_string();
+  ASSERT_EQ(plans->size(), shapes.size());
+  std::vector<uint8_t*> blobs;
+  for (const auto& p : *plans) {
+    uint8_t* b = nullptr;
+    ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&b), p.header.total_bytes), cudaSuccess);
+    blobs.push_back(b);
+  }
+  const Status st = cuda::launch_compact_pack_group(*plans, blobs, ws, *wsb, nullptr);
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    std::vector<uint8_t> got((*plans)[i].header.total_bytes);
+    ASSERT_EQ(cudaMemcpy(got.data(), blobs[i], got.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+    const auto want = encode_compact_matrix(members[i], shapes[i].rows, shapes[i].cols, "cpu");
+    ASSERT_TRUE(want.is_ok());
+    EXPECT_EQ(got, *want) << "member " << i;
+    const DeviceBlob d(got, members[i], shapes[i].rows, shapes[i].cols);
+    EXPECT_EQ(gemm_matches_reference(d, 3, true), 0u) << "member " << i;
+    cudaFree(blobs[i]);
+  }
+  // A corrupt stream is reported as the decode reports it (a data error naming the group).
+  ASSERT_TRUE(cuda_test::corrupt_stream(pg, g->encoded_exponent.size()));
+  plans = cuda::compact_measure_group(pg.device, shapes, choose, ws, *wsb, nullptr);
+  ASSERT_FALSE(plans.is_ok());
+  EXPECT_EQ(error_class(plans.status().code()), ErrorClass::kData) << plans.status().to_string();
+  EXPECT_NE(plans.status().message().find("model.layers.0"), std::string::npos);
+  // Shapes that do not tile the group, and a missing chooser, are refused before any work.
+  const std::vector<cuda::ExecShape> wrong = {{64, 512}};
+  EXPECT_EQ(cuda::compact_group_workspace_bytes(g->view(), wrong).status().code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(
+      cuda::compact_measure_group(pg.device, shapes, nullptr, ws, *wsb, nullptr).status().code(),
+      ErrorCode::kInvalidArgument);
+  cudaFree(ws);
 }
 
 TEST_F(CudaCompact, RefusesBadArguments) {

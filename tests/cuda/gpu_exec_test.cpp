@@ -325,14 +325,7 @@ TEST_F(CudaExec, Df11GroupTranscode) {
     EXPECT_EQ(blobs[i].get<uint8_t>(), *cpu) << "member " << i;
   }
   // A corrupt stream is reported as the decode reports it (a data error naming the group).
-  std::vector<uint8_t> bad(g->encoded_exponent.size());
-  ASSERT_EQ(
-      cudaMemcpy(bad.data(), pg.device.d_encoded_exponent, bad.size(), cudaMemcpyDeviceToHost),
-      cudaSuccess);
-  for (size_t i = 0; i < bad.size(); i += 7) bad[i] ^= 0x5A;
-  ASSERT_EQ(cudaMemcpy(const_cast<uint8_t*>(pg.device.d_encoded_exponent), bad.data(), bad.size(),
-                       cudaMemcpyHostToDevice),
-            cudaSuccess);
+  ASSERT_TRUE(cuda_test::corrupt_stream(pg, g->encoded_exponent.size()));
   s = cuda::exec_measure_group(pg.device, shapes, ws.p, ws.n, stream_, meas);
   EXPECT_EQ(error_class(s.code()), ErrorClass::kData) << s.to_string();
   EXPECT_NE(s.message().find("model.layers.0"), std::string::npos) << s.to_string();

@@ -20,9 +20,12 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
+#include "df11/cuda_decoder.h"  // DeviceGroup
+#include "df11/cuda_exec.h"     // ExecShape
 #include "df11/exec_compact.h"
 #include "df11/status.h"
 
@@ -103,5 +106,41 @@ Result<CompactPlan> compact_measure(const uint16_t* d_w, uint32_t rows, uint32_t
 // memory (waiting for that copy), then only enqueues.
 Status launch_compact_pack(const uint16_t* d_w, const CompactPlan& plan, uint8_t* d_blob,
                            void* d_workspace, uint64_t workspace_bytes, CUstream_st* stream);
+
+// ---- A DF11 group's members, transcoded on the GPU ----
+//
+//   compact_group_workspace_bytes(group, shapes)        the workspace (host only)
+//   compact_measure_group(dev, shapes, choose, ws)      decode once, then each member's
+//                                                       counts, code and plan (syncs)
+//   ... caller allocates each plan's header.total_bytes (16-byte aligned) ...
+//   launch_compact_pack_group(plans, blobs, ws)         the blobs (one wait per member)
+//
+// The workspace holds the group's BF16 weights (its only copy) and the largest member's
+// transcode workspace.
+
+// The code lengths for a member's exponent counts (padding counted as exponent 0): the
+// caller's choice, e.g. choose_compact_lengths (df11_encoder, exec_compact_encode.h).
+using CompactCodeChooser = std::function<Result<std::array<uint8_t, kCompactSymbols>>(
+    const std::array<uint64_t, kCompactSymbols>&)>;
+
+Result<size_t> compact_group_workspace_bytes(const GroupView& group,
+                                             std::span<const ExecShape> members);
+
+// Decodes `group` (group.d_out ignored) into the workspace (256-byte aligned), checks the
+// decode, and plans each member (its shapes tile the group, in order) with the code `choose`
+// gives for its counts. Synchronises `stream`. A stream that does not decode is reported as
+// the decoder reports it, naming the group; a chooser's error names the member.
+Result<std::vector<CompactPlan>> compact_measure_group(const DeviceGroup& group,
+                                                       std::span<const ExecShape> members,
+                                                       const CompactCodeChooser& choose,
+                                                       void* d_workspace, size_t workspace_bytes,
+                                                       CUstream_st* stream);
+
+// Packs each planned member into d_blobs[k] from the workspace compact_measure_group left:
+// the bytes encode_compact_matrix_with_lengths writes for it. Waits for its host copies once
+// per member.
+Status launch_compact_pack_group(std::span<const CompactPlan> plans,
+                                 std::span<uint8_t* const> d_blobs, void* d_workspace,
+                                 size_t workspace_bytes, CUstream_st* stream);
 
 }  // namespace df11::cuda
