@@ -3,6 +3,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "df11/cuda_compact.h"  // CompactPlan (host-only header)
 #include "df11/df11.h"
 #include "df11/df11_folder.h"
 #include "df11/group.h"
@@ -48,6 +50,8 @@ struct df11_model {
   std::vector<Group> groups;  // parallel to folder->groups
   std::unordered_map<std::string, size_t> by_name;
   std::unique_ptr<Validated[]> validated;
+  // df11_cuda_compact_measure's plans, by group, until df11_cuda_compact_pack uses them.
+  std::map<size_t, std::vector<df11::cuda::CompactPlan>> compact_plans;
 };
 
 namespace df11::capi {

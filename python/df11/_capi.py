@@ -66,6 +66,18 @@ class ExecGemm(Structure):
     _fields_ = [("w", ExecMatrix), ("d_x", c_void_p), ("d_y", c_void_p)]
 
 
+class CompactMatrix(Structure):
+    """df11_compact_matrix: one member's compact-layout blob and decode table in device memory,
+    its shape and the bits of its codeword stream."""
+    _fields_ = [("d_blob", c_void_p), ("d_table", c_void_p), ("bytes", c_size_t),
+                ("stream_bits", c_uint64), ("rows", c_uint32), ("cols", c_uint32)]
+
+
+class CompactGemm(Structure):
+    """df11_compact_gemm: Y = X W^T from one compact blob."""
+    _fields_ = [("w", CompactMatrix), ("d_x", c_void_p), ("d_y", c_void_p)]
+
+
 class Shape(Structure):
     """df11_shape: one weight's name and dimensions, as the caller knows them."""
     _fields_ = [("name", c_char_p), ("rank", c_size_t), ("dims", POINTER(c_uint64))]
@@ -75,6 +87,8 @@ EXEC_STATUS_BYTES = 16  # DF11_EXEC_STATUS_BYTES
 EXEC_MAX_BATCH = 32  # DF11_EXEC_MAX_BATCH
 CUDA_MAX_DECODE_SPANS = 8  # DF11_CUDA_MAX_DECODE_SPANS
 EXEC_KEEP_STATUS = 1  # DF11_EXEC_KEEP_STATUS
+COMPACT_SYMBOLS = 256  # DF11_COMPACT_SYMBOLS
+COMPACT_TABLE_BYTES = 16384  # DF11_COMPACT_TABLE_BYTES
 
 
 def _library_path(name: str) -> str:
@@ -183,6 +197,19 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_cuda_exec_status_sync", c_int, model_p, c_void_p, c_void_p)
     f("df11_cuda_exec_reference_gemm", c_int, model_p, c_void_p, c_uint32, c_uint32, c_void_p,
       c_void_p, c_uint32, c_void_p)
+    f("df11_cuda_compact_workspace_bytes", c_int, model_p, c_size_t, POINTER(c_size_t),
+      POINTER(c_size_t))
+    f("df11_cuda_compact_count", c_int, model_p, c_size_t, POINTER(CudaGroup), c_void_p,
+      c_size_t, c_void_p, POINTER(c_uint64), c_size_t)
+    f("df11_cuda_compact_measure", c_int, model_p, c_size_t, c_void_p, c_size_t,
+      POINTER(ctypes.c_uint8), c_void_p, POINTER(CompactMatrix), POINTER(c_char_p), c_size_t)
+    f("df11_cuda_compact_pack", c_int, model_p, c_size_t, c_void_p, c_size_t,
+      POINTER(CompactMatrix), c_size_t, c_void_p)
+    f("df11_cuda_compact_to_bf16_ex", c_int, model_p, POINTER(CompactMatrix), POINTER(c_void_p),
+      c_size_t, c_void_p, c_size_t, c_uint32, c_void_p)
+    f("df11_cuda_compact_gemm_ex", c_int, model_p, POINTER(CompactGemm), c_size_t, c_uint32,
+      c_void_p, c_size_t, c_uint32, c_void_p)
+    f("df11_cuda_compact_status_sync", c_int, model_p, c_void_p, c_void_p)
 
 
 def status_name(code: int) -> str:

@@ -107,6 +107,7 @@ def _declare(L: ctypes.CDLL) -> None:
 
     p = c_void_p
     f("df11_tools_version_number", c_uint)
+    f("df11_tools_compact_lengths", c_int, POINTER(c_uint64), POINTER(ctypes.c_uint8))
     f("df11_checkpoint_create", c_int, POINTER(c_void_p))
     f("df11_checkpoint_free", None, p)
     f("df11_checkpoint_errmsg", c_char_p, p)

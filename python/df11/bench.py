@@ -8,10 +8,11 @@ Each variant runs in its own process (so that load time and peak memory are its 
 (this package), bf16 (transformers from --bf16, the original weights), dfloat11 (the
 official loader on the same folder, when the package is installed), df11-exec (this
 package with mode="exec", whose tokens are not expected to equal BF16's: its products at
-<= 16 tokens are the execution layout's reference GEMM's, not cuBLAS's), bf16-offload (the
-BF16 model through accelerate's device_map="auto", its layers beyond the GPU's memory kept
-in CPU memory and moved in for each forward pass) and glyd (glyd.from_pretrained on the BF16
-folder, when the glyd package is installed). For each batch size it
+<= 32 tokens are the execution layout's reference GEMM's, not cuBLAS's), df11-compact (the
+same from the compact execution layout), bf16-offload (the BF16 model through accelerate's
+device_map="auto", its layers beyond the GPU's memory kept in CPU memory and moved in for
+each forward pass) and glyd (glyd.from_pretrained on the BF16 folder, when the glyd package
+is installed). For each batch size it
 runs HF generate (greedy, a random prompt of --prompt tokens, --tokens new tokens, end of
 sequence ignored) after a short warm-up, --repeat times (the median is reported), and prints
 tokens/s, the time per generated token
@@ -32,8 +33,8 @@ timed with time.perf_counter, with the resident set instead of GPU memory (peak:
 ru_maxrss; added: the resident set after the load and one forward pass less the one after the
 imports, from /proc/self/statm), the decode of every coded group timed on the CPU, and the
 CPU model and torch's thread count printed. The official loader (its decode kernel is CUDA,
-through CuPy), df11-exec, bf16-offload, glyd and --cuda-graphs need a GPU: each is skipped
-with a line that says so.
+through CuPy), df11-exec, df11-compact, bf16-offload, glyd and --cuda-graphs need a GPU: each
+is skipped with a line that says so.
 """
 from __future__ import annotations
 
@@ -81,12 +82,16 @@ def _before_load(variant: str, args) -> dict:
             "model class": model_class.__name__}
 
 
+# The variants whose coded Linear layers run from an execution layout (df11's fused GEMM).
+LAYOUT_VARIANTS = ("df11-exec", "df11-compact")
+
+
 def _load(variant: str, args):
     import torch
-    if variant in ("df11", "df11-exec"):
+    if variant in ("df11",) + LAYOUT_VARIANTS:
         import df11
         return df11.from_pretrained(args.model, device=args.device,
-                                    mode="exec" if variant == "df11-exec" else "decode")
+                                    mode=variant[len("df11-"):] if variant != "df11" else "decode")
     if variant == "bf16":
         from transformers import AutoModelForCausalLM
         return AutoModelForCausalLM.from_pretrained(args.bf16, dtype=torch.bfloat16,
@@ -307,7 +312,7 @@ def worker(args) -> dict:
         _partial(result)
     _memory(result, "peak_eager")
     if (device == "cuda" and args.cuda_graphs and "graph" in args.modes
-            and variant in ("df11", "df11-exec", "bf16")):
+            and variant in ("df11", "bf16") + LAYOUT_VARIANTS):
         from .generation import greedy_static
         for batch in (args.graph_batches or args.batches):
             ids = _prompt(vocab, batch, args.prompt, device)
@@ -352,7 +357,7 @@ def _table(results, args) -> str:
     ref_logits = next((r.get("logits", {}) for r in results if r["variant"] == reference), {})
     for r in results:
         for batch, path in r.get("logits", {}).items():
-            if r["variant"] not in (reference, "df11-exec", "glyd") and batch in ref_logits:
+            if r["variant"] not in (reference, "glyd") + LAYOUT_VARIANTS and batch in ref_logits:
                 a, b = torch.load(path), torch.load(ref_logits[batch])
                 same = torch.equal(a, b)
                 r.setdefault("logits_equal_reference", {})[batch] = same
@@ -365,9 +370,9 @@ def _table(results, args) -> str:
             mine = tokens[(r["variant"], run["mode"], run["batch"])]
             if r["variant"] == reference:
                 same = "reference"
-            elif r["variant"] in ("df11-exec", "glyd") and key in tokens:
+            elif r["variant"] in ("glyd",) + LAYOUT_VARIANTS and key in tokens:
                 # Not expected equal: at <= 16 tokens its products are the reference GEMM's.
-                why = ("exec products are not cuBLAS's" if r["variant"] == "df11-exec" else
+                why = ("exec products are not cuBLAS's" if r["variant"] in LAYOUT_VARIANTS else
                        "its products are its own kernels'")
                 same = ("equal" if torch.equal(mine, tokens[key]) else
                         f"differ ({int((mine != tokens[key]).sum())} of {mine.numel()}; {why})")
@@ -422,11 +427,12 @@ def _skip_reason(variant: str, args) -> str:
         return ""
     return {"dfloat11": "the official loader decodes with a CUDA kernel (CuPy)",
             "df11-exec": "mode='exec' runs df11's CUDA GEMM",
+            "df11-compact": "mode='compact' runs df11's CUDA GEMM",
             "bf16-offload": "it offloads from a GPU's memory",
             "glyd": "measured on the GPU only"}.get(variant, "needs a CUDA GPU")
 
 
-VARIANTS = ("bf16", "dfloat11", "df11-exec", "bf16-offload", "glyd")
+VARIANTS = ("bf16", "dfloat11", "df11-exec", "df11-compact", "bf16-offload", "glyd")
 
 
 def main(argv=None) -> int:
@@ -439,7 +445,8 @@ def main(argv=None) -> int:
     parser.add_argument("--prompt", type=int, default=16, help="prompt tokens (default 16)")
     parser.add_argument("--compare", default="bf16,dfloat11",
                         help="other variants: bf16, dfloat11 (the official loader), df11-exec "
-                             "(mode='exec'), bf16-offload (accelerate CPU offload), glyd; "
+                             "(mode='exec'), df11-compact (mode='compact'), bf16-offload "
+                             "(accelerate CPU offload), glyd; "
                              "VARIANT:MODES runs one in those modes only "
                              "(df11-exec:graph, modes joined by +)")
     parser.add_argument("--cuda-graphs", action="store_true",

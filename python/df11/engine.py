@@ -71,9 +71,10 @@ LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
 # On the CPU, units of nn.Linear weights only are decoded one Linear at a time (_cpu_parts); the
 # tests of the block layout under torch.compile on the CPU turn it off.
 CPU_PARTS = True
-# Modes from_pretrained takes: "exec" runs coded nn.Linear groups from the execution layout
-# (exec_mode.py) and every other coded group in DecodeMode.
-MODES = ("decode", "exec")
+# Modes from_pretrained takes: "exec" runs coded nn.Linear groups from the execution layout,
+# "compact" from the compact execution layout (exec_mode.py), and every other coded group in
+# DecodeMode.
+MODES = ("decode",) + tuple(exec_mode.LAYOUTS)
 
 
 @dataclass
@@ -249,8 +250,9 @@ def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str
     for a load on a GPU; attach waits for them (or stops them, if nothing runs on a GPU)."""
     if mode not in MODES:
         raise ValueError(f"df11: unknown mode {mode!r} (known: {', '.join(MODES)})")
-    if mode == "exec" and cpu_offload:
-        raise ValueError("df11: mode='exec' keeps the execution layout on the GPU; it does not "
+    layout = exec_mode.LAYOUTS.get(mode)
+    if layout is not None and cpu_offload:
+        raise ValueError(f"df11: mode={mode!r} keeps the {layout.title} on the GPU; it does not "
                          "combine with cpu_offload")
     engine = Df11Engine(folder)
     engine.mode = mode
@@ -404,14 +406,15 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                               f"{folder.path}: the folder has no weights for "
                               f"{len(missing)} of the model's parameters: {shown}")
 
-    # mode="exec": units whose groups are all nn.Linear weights run from the execution layout.
+    # mode="exec" / "compact": units whose groups are all nn.Linear weights run from the layout.
     exec_items: Dict[torch.device, List[Tuple[Group, List[Target]]]] = {}
-    if mode == "exec":
+    layout = exec_mode.LAYOUTS.get(mode)
+    if layout is not None:
         for unit_name in list(units):
             dev = torch.device(device_of(unit_name))
             if not exec_mode.supported(dev):
-                raise ValueError(f"df11: mode='exec' runs on CUDA GPUs; '{unit_name or 'the model'}'"
-                                 f" is placed on {dev}")
+                raise ValueError(f"df11: mode={mode!r} runs on CUDA GPUs; "
+                                 f"'{unit_name or 'the model'}' is placed on {dev}")
             if dev.type == "cuda" and dev.index is None:
                 dev = torch.device("cuda", torch.cuda.current_device())
             if all(exec_mode.eligible(modules, targets) for _, targets in units[unit_name]):
@@ -546,7 +549,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             engine.add_time("load check", t0)
 
     for dev, items in exec_items.items():
-        state = exec_mode.ExecState(dev)
+        state = exec_mode.ExecState(dev, layout)
         engine.exec_states[dev] = state
         t0 = time.perf_counter()
         exec_mode.transcode(engine, folder, state, modules, items)

@@ -13,6 +13,15 @@ bytes are not kept. In a forward pass each such Linear computes
 What it costs: 12.01 bits per weight resident against DF11's ~10.8 (about 1.11x DF11's
 bytes, 0.75x BF16), plus a BF16 scratch as large as the largest such matrix.
 
+mode="compact" is the same with the compact execution layout (spec/EXEC_COMPACT.md): each
+exponent a prefix codeword of at most 12 bits, about 10.7 bits per weight (no more than
+DF11's) plus a 16 KB decode table per matrix, transcoded on the GPU with the codes of the
+reference encoder (df11_cuda_compact_count / _measure / _pack, df11_tools_compact_lengths). Its
+fused GEMM (df11_cuda_compact_gemm_ex) has the execution layout's products and order, so it
+guarantees the same: equal to df11's reference GEMM bit for bit at 32 tokens or fewer, torch's
+F.linear on the original BF16 bits above. It is slower than the 12-bit layout's GEMM (each
+lane decodes its codewords one after another; BENCHMARKS.md, "Compact execution layout").
+
 What it guarantees: every weight decodes to the original BF16 bits. Above 32 tokens the
 product is torch's on those bits, so it equals the BF16 model's. At 32 tokens or fewer the
 product is the execution layout's fixed sequence of tensor-core products: equal bit for bit
@@ -49,6 +58,37 @@ SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"), ("query", 
 _LINEARS: Dict[int, "ExecLinear"] = {}
 
 
+@dataclass(frozen=True)
+class Layout:
+    """What differs between the layouts a mode runs from: the C API's records and calls."""
+    mode: str  # the mode's name
+    title: str  # in messages
+    matrix: type  # the ctypes record of a blob
+    gemm: type  # of one product
+    gemm_fn: str
+    to_bf16_fn: str
+    status_sync_fn: str
+
+    def calls(self, L: ctypes.CDLL) -> Tuple[object, object, object]:
+        return (getattr(L, self.gemm_fn), getattr(L, self.to_bf16_fn),
+                getattr(L, self.status_sync_fn))
+
+
+EXEC = Layout("exec", "execution layout", _capi.ExecMatrix, _capi.ExecGemm,
+              "df11_cuda_exec_gemm_ex", "df11_cuda_exec_to_bf16_ex", "df11_cuda_exec_status_sync")
+COMPACT = Layout("compact", "compact layout", _capi.CompactMatrix, _capi.CompactGemm,
+                 "df11_cuda_compact_gemm_ex", "df11_cuda_compact_to_bf16_ex",
+                 "df11_cuda_compact_status_sync")
+LAYOUTS = {layout.mode: layout for layout in (EXEC, COMPACT)}
+
+
+def layout_of(matrix) -> Layout:
+    for layout in LAYOUTS.values():
+        if isinstance(matrix, layout.matrix):
+            return layout
+    raise TypeError(f"df11: {type(matrix).__name__} is no layout's matrix")
+
+
 def _round_up(n: int, a: int) -> int:
     return (n + a - 1) // a * a
 
@@ -59,7 +99,7 @@ class CallSite:
     linears: List["ExecLinear"] = field(default_factory=list)
     status: Optional[torch.Tensor] = None  # 16 bytes on the device
     status_ptr: int = 0  # status.data_ptr()
-    gemms: object = None  # (ExecGemm * n)
+    gemms: object = None  # (layout.gemm * n)
     cache: Optional[Tuple[torch.Tensor, int, Dict[int, torch.Tensor]]] = None
 
     @property
@@ -70,8 +110,9 @@ class CallSite:
 class ExecState:
     """Per device: the blobs, the scratch for the BF16 path, the call sites' records."""
 
-    def __init__(self, device: torch.device):
+    def __init__(self, device: torch.device, layout: Layout = EXEC):
         self.device = device
+        self.layout = layout
         self.blobs: List[torch.Tensor] = []
         self.scratch: Optional[torch.Tensor] = None
         self.status: Optional[torch.Tensor] = None
@@ -88,8 +129,8 @@ class ExecState:
 class ExecLinear:
     """One nn.Linear whose weight is an execution-layout blob."""
 
-    def __init__(self, module: torch.nn.Module, name: str, group_what: str,
-                 matrix: _capi.ExecMatrix, state: ExecState):
+    def __init__(self, module: torch.nn.Module, name: str, group_what: str, matrix,
+                 state: ExecState):
         self.module = module
         self.name = name  # the member's tensor name
         self.group_what = group_what
@@ -101,8 +142,9 @@ class ExecLinear:
         self.index = 0  # in its site
         self.key = -1
         self._lib = _capi.lib()
+        self._gemm, self._to_bf16, _ = state.layout.calls(self._lib)
         self._out = (ctypes.c_void_p * 1)()
-        self._single = (_capi.ExecGemm * 1)()  # this Linear alone (the traced op)
+        self._single = (state.layout.gemm * 1)()  # this Linear alone (the traced op)
         self._single[0].w = matrix
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -133,7 +175,7 @@ class ExecLinear:
         if tokens > _capi.EXEC_MAX_BATCH:
             scratch = self.state.scratch
             self._out[0] = scratch.data_ptr()
-            rc = self._lib.df11_cuda_exec_to_bf16_ex(
+            rc = self._to_bf16(
                 None, ctypes.byref(self.matrix), self._out, 1, site.status_ptr,
                 _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index))
             self._raise(rc)
@@ -161,9 +203,8 @@ class ExecLinear:
             g.d_x = x_ptr
             g.d_y = y.data_ptr()
             outs.append(y)
-        rc = self._lib.df11_cuda_exec_gemm_ex(None, gemms, n, tokens, site.status_ptr,
-                                              _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS,
-                                              raw_stream(self.device_index))
+        rc = self._gemm(None, gemms, n, tokens, site.status_ptr, _capi.EXEC_STATUS_BYTES,
+                        _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index))
         self._raise(rc)
         for m, y in zip(members, outs):
             bias = m.module.bias
@@ -179,7 +220,7 @@ class ExecLinear:
     def _raise(self, rc: int) -> None:
         if rc != 0:
             raise Df11Error(rc, _capi.status_name(rc), f"{self.group_what}: '{self.name}' "
-                            "(execution layout): the launch failed")
+                            f"({self.state.layout.title}): the launch failed")
 
 
 @torch.library.custom_op("df11::exec_linear", mutates_args=())
@@ -200,7 +241,7 @@ class ExecWeight:
     torch's F.linear on it, the matmul a BF16 layer makes. `blob` keeps the blobs alive; the
     status record (reset here, kept across calls) is read by check()."""
 
-    def __init__(self, blob: torch.Tensor, mats: List[_capi.ExecMatrix], what: str):
+    def __init__(self, blob: torch.Tensor, mats: list, what: str):
         cols = {m.cols for m in mats}
         if len(cols) != 1:
             raise Df11Error.named("bad_shape", f"{what}: members of {sorted(cols)} columns "
@@ -214,12 +255,14 @@ class ExecWeight:
         self.row_counts = [m.rows for m in mats]
         self.rows = sum(self.row_counts)
         self.shape = (self.rows, self.cols)
-        self.mats = (_capi.ExecMatrix * self.n)(*mats)
-        self.gemms = (_capi.ExecGemm * self.n)()
+        self.layout = layout_of(mats[0])
+        self.mats = (self.layout.matrix * self.n)(*mats)
+        self.gemms = (self.layout.gemm * self.n)()
         for i, m in enumerate(mats):
             self.gemms[i].w = m
         self._outs = (ctypes.c_void_p * self.n)()
         self._lib = _capi.lib()
+        self._gemm, self._to_bf16, self._status_sync = self.layout.calls(self._lib)
         self.status = torch.empty(_capi.EXEC_STATUS_BYTES, dtype=torch.uint8, device=self.device)
         with torch.cuda.device(self.device):
             self._raise(self._lib.df11_cuda_exec_status_reset(
@@ -240,7 +283,7 @@ class ExecWeight:
             for i, r in enumerate(self.row_counts):
                 self._outs[i] = at
                 at += 2 * r * self.cols
-            self._raise(self._lib.df11_cuda_exec_to_bf16_ex(
+            self._raise(self._to_bf16(
                 None, self.mats, self._outs, self.n, self.status.data_ptr(),
                 _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index)))
         return w
@@ -267,7 +310,7 @@ class ExecWeight:
                 g.d_x = x2.data_ptr()
                 g.d_y = parts[i].data_ptr() if parts is not None else y.data_ptr() + 2 * at
                 at += r
-            self._raise(self._lib.df11_cuda_exec_gemm_ex(
+            self._raise(self._gemm(
                 None, self.gemms, self.n, tokens, self.status.data_ptr(),
                 _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index)))
         if parts is not None:
@@ -279,15 +322,14 @@ class ExecWeight:
     def check(self) -> None:
         """Waits for torch's current stream; Df11Error if any call since the reset found a
         blob whose codes disagree with its exception offsets."""
-        rc = self._lib.df11_cuda_exec_status_sync(None, self.status.data_ptr(),
-                                                  raw_stream(self.device_index))
+        rc = self._status_sync(None, self.status.data_ptr(), raw_stream(self.device_index))
         if rc != 0:
-            raise Df11Error(rc, _capi.status_name(rc), f"{self.what} (execution layout): "
+            raise Df11Error(rc, _capi.status_name(rc), f"{self.what} ({self.layout.title}): "
                             "a blob does not decode")
 
     def _raise(self, rc: int) -> None:
         if rc != 0:
-            raise Df11Error(rc, _capi.status_name(rc), f"{self.what} (execution layout): "
+            raise Df11Error(rc, _capi.status_name(rc), f"{self.what} ({self.layout.title}): "
                             "the launch failed")
 
 
@@ -328,52 +370,82 @@ def eligible(modules: Dict[str, torch.nn.Module], targets) -> bool:
 
 
 def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
-                    parts: Optional[Dict[int, int]] = None
-                    ) -> Tuple[torch.Tensor, List[_capi.ExecMatrix], List[str]]:
-    """Coded group `g` of `folder` transcoded on `dev` (torch's current device and stream):
-    one resident uint8 tensor holding every member's blob (each 256-byte aligned), the
-    members' matrices pointing into it, and their tensor names, in the group's concatenation
-    order. The coded parts (copied here, or already on `dev` at `parts`: {part: address}, a
-    coded.GpuGroup's) and the group's BF16 workspace are transient. The measure decodes and
-    checks the group (Df11Error naming the file and group if a stream does not decode)."""
+                    parts: Optional[Dict[int, int]] = None, layout: Layout = EXEC
+                    ) -> Tuple[torch.Tensor, list, List[str]]:
+    """Coded group `g` of `folder` transcoded on `dev` (torch's current device and stream) into
+    `layout`: one resident uint8 tensor holding every member's blob (each 256-byte aligned; in
+    the compact layout each followed by its decode table), the members' matrices (layout.matrix)
+    pointing into it, and their tensor names, in the group's concatenation order. The coded
+    parts (copied here, or already on `dev` at `parts`: {part: address}, a coded.GpuGroup's)
+    and the group's BF16 workspace are transient. The measure decodes and checks the group
+    (Df11Error naming the file and group if a stream does not decode)."""
     L = _capi.lib()
     stream = torch.cuda.current_stream(dev).cuda_stream
     what = f"{folder.group_file(g)}: group '{folder.group_name(g)}'"
+    compact = layout is COMPACT
+    if compact:
+        from . import _tools
+        if not _tools.available():
+            raise Df11Error.named("unsupported", f"{what}: mode='compact' chooses each matrix's "
+                                  "code with df11's encoder (libdf11-tools), which is not "
+                                  "installed")
+        T = _tools.lib()
     n, ws = ctypes.c_size_t(), ctypes.c_size_t()
-    folder._check(L.df11_cuda_exec_workspace_bytes(folder.handle, g, ctypes.byref(n),
-                                                   ctypes.byref(ws)))
+    folder._check((L.df11_cuda_compact_workspace_bytes if compact else
+                   L.df11_cuda_exec_workspace_bytes)(folder.handle, g, ctypes.byref(n),
+                                                     ctypes.byref(ws)))
     coded = None
     if parts is None:
-        layout, size = {}, 0
+        layout_of_parts, size = {}, 0
         for part in _capi.DEVICE_PARTS:
             addr, nbytes = folder.group_part(g, part)
-            layout[part] = (size, addr, nbytes)
+            layout_of_parts[part] = (size, addr, nbytes)
             size = _round_up(size + nbytes, ALIGN_BYTES)
         coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev)
-        for o, addr, nbytes in layout.values():
+        for o, addr, nbytes in layout_of_parts.values():
             coded[o:o + nbytes].copy_(_mapped(addr, nbytes))
-        parts = {part: coded.data_ptr() + o for part, (o, _, _) in layout.items()}
+        parts = {part: coded.data_ptr() + o for part, (o, _, _) in layout_of_parts.items()}
     p = parts
     dgroup = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
                              p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
                              p[_capi.PART_GAPS], None)
     work = torch.empty(max(ws.value, 16), dtype=torch.uint8, device=dev)
-    mats = (_capi.ExecMatrix * n.value)()
+    mats = (layout.matrix * n.value)()
     names = (ctypes.c_char_p * n.value)()
-    folder._check(L.df11_cuda_exec_measure(folder.handle, g, ctypes.byref(dgroup),
-                                           work.data_ptr(), ws.value, stream, mats, names,
-                                           n.value))  # synchronises
+    if compact:
+        sym = _capi.COMPACT_SYMBOLS
+        counts = (ctypes.c_uint64 * (sym * max(n.value, 1)))()
+        folder._check(L.df11_cuda_compact_count(folder.handle, g, ctypes.byref(dgroup),
+                                                work.data_ptr(), ws.value, stream, counts,
+                                                n.value))  # synchronises
+        lengths = (ctypes.c_uint8 * (sym * max(n.value, 1)))()
+        for k in range(n.value):
+            rc = T.df11_tools_compact_lengths(
+                (ctypes.c_uint64 * sym).from_buffer(counts, 8 * sym * k),
+                (ctypes.c_uint8 * sym).from_buffer(lengths, sym * k))
+            if rc != 0:
+                raise Df11Error(rc, _capi.status_name(rc), f"{what}: member {k}: no code for "
+                                "its exponents")
+        folder._check(L.df11_cuda_compact_measure(folder.handle, g, work.data_ptr(), ws.value,
+                                                  lengths, stream, mats, names, n.value))
+    else:
+        folder._check(L.df11_cuda_exec_measure(folder.handle, g, ctypes.byref(dgroup),
+                                               work.data_ptr(), ws.value, stream, mats, names,
+                                               n.value))  # synchronises
     del coded
-    sizes = [_round_up(m.bytes, ALIGN_BYTES) for m in mats]
+    table = _capi.COMPACT_TABLE_BYTES if compact else 0
+    sizes = [_round_up(m.bytes, ALIGN_BYTES) + table for m in mats]
     blob = torch.empty(max(sum(sizes), ALIGN_BYTES), dtype=torch.uint8, device=dev)
     at = 0
     for m, sz in zip(mats, sizes):
         m.d_blob = blob.data_ptr() + at
+        if compact:
+            m.d_table = m.d_blob + sz - table
         at += sz
-    folder._check(L.df11_cuda_exec_pack(folder.handle, g, work.data_ptr(), ws.value, mats,
-                                        n.value, stream))
+    folder._check((L.df11_cuda_compact_pack if compact else L.df11_cuda_exec_pack)(
+        folder.handle, g, work.data_ptr(), ws.value, mats, n.value, stream))
     del work  # the allocator reuses it only after the pack, in stream order
-    out = [_capi.ExecMatrix(m.d_blob, m.bytes, m.rows, m.cols, m.n_exceptions) for m in mats]
+    out = [layout.matrix.from_buffer_copy(m) for m in mats]
     if not out:
         raise Df11Error.named("bad_shape", f"{what}: no coded members to transcode")
     return blob, out, [nm.decode() for nm in names]
@@ -389,7 +461,7 @@ def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> 
     largest = 0
     with torch.cuda.device(dev):
         for group, targets in items:
-            blob, mats, _ = transcode_group(folder, group.index, dev)
+            blob, mats, _ = transcode_group(folder, group.index, dev, layout=state.layout)
             if len(mats) != len(group.members):
                 raise Df11Error.named("bad_shape",
                                       f"{group.what}: {len(mats)} coded members, the "
@@ -435,7 +507,7 @@ def _make_sites(state: ExecState, linears: List[ExecLinear]) -> None:
 
 def _add_site(state: ExecState, linears: List[ExecLinear]) -> None:
     site = CallSite(list(linears))
-    site.gemms = (_capi.ExecGemm * len(linears))()
+    site.gemms = (state.layout.gemm * len(linears))()
     for i, lin in enumerate(linears):
         lin.site, lin.index = site, i
         site.gemms[i].w = lin.matrix
@@ -473,11 +545,11 @@ def check(folder: _capi.Model, state: ExecState) -> None:
     for site, k in zip(state.sites, kinds.tolist()):
         if k == 0:
             continue
-        rc = L.df11_cuda_exec_status_sync(folder.handle, site.status.data_ptr(), stream)
+        rc = state.layout.calls(L)[2](folder.handle, site.status.data_ptr(), stream)
         if rc != 0:
             msg = _capi._text(L.df11_model_errmsg(folder.handle))
             lin = site.linears[0]
-            raise Df11Error(rc, _capi.status_name(rc), f"{lin.group_what}: execution layout of "
+            raise Df11Error(rc, _capi.status_name(rc), f"{lin.group_what}: {state.layout.title} of "
                             f"{', '.join(site.names)}: {msg}")
 
 

@@ -52,8 +52,9 @@ def _classes():
 
     class Df11Config(QuantizationConfigMixin):
         """quant_method "df11": weights stored DF11-coded (lossless), decoded just before use.
-        `mode`: "decode" (torch's matmuls on the decoded BF16) or "exec" (CUDA: df11's fused
-        GEMM from the execution layout; docs/running/transformers.md, "Modes")."""
+        `mode`: "decode" (torch's matmuls on the decoded BF16), "exec" (CUDA: df11's fused
+        GEMM from the execution layout) or "compact" (CUDA: the same from the compact layout;
+        docs/running/transformers.md, "Modes")."""
 
         def __init__(self, mode: str = "decode", **kwargs):
             self.quant_method = "df11"

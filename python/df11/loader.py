@@ -206,7 +206,8 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         "exec" (CUDA only: coded Linear layers transcoded at load into the execution layout,
         12 bits per weight, and multiplied from it by df11's fused GEMM at up to 16 tokens;
         logits then equal the reference GEMM's on BF16 weights (df11.exec_reference), not
-        cuBLAS's; docs/running/transformers.md, "Modes").
+        cuBLAS's; docs/running/transformers.md, "Modes"), or "compact" (the same from the
+        compact execution layout: about 10.7 bits per weight, no more than DF11's; slower).
     dtype (or torch_dtype): bfloat16, "auto" or None; DF11 weights are BF16.
     revision, cache_dir, token, local_files_only: for a Hub id, as transformers takes them
         (df11's Hub client pulls "org/name@revision" into cache_dir, default the shared HF

@@ -56,14 +56,15 @@ def member_names(prefix: str, packed: Mapping[str, Sequence[str]]) -> List[str]:
 
 
 MODE_KEY = "df11_mode"
-MODES = ("decode", "exec")
+MODES = ("decode", "exec", "compact")
 
 
 def serving_mode(additional_config: Any) -> str:
     """The mode vLLM serves DF11 Linear layers in, from vLLM's `additional_config`
     ({"df11_mode": "exec"}; `--additional-config` on the command line): "decode" (the
-    default: outputs equal BF16's) or "exec" (the execution layout's GEMM at up to 16 tokens
-    per step). ValueError naming the key for any other value."""
+    default: outputs equal BF16's), "exec" (the execution layout's GEMM at up to 32 tokens
+    per step) or "compact" (the compact execution layout's, at DF11's size). ValueError naming
+    the key for any other value."""
     mode = additional_config.get(MODE_KEY, "decode") if isinstance(additional_config,
                                                                    Mapping) else "decode"
     if mode not in MODES:

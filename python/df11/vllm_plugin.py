@@ -11,7 +11,10 @@ are served from the execution layout (df11.exec_mode.ExecWeight, 12.01 bits per 
 transcoded from the folder's groups at load), through torch.ops.df11.exec_weight_linear: at up
 to 32 tokens per step the layout's fused GEMM (equal bit for bit to df11's reference GEMM, not
 to cuBLAS), above that the weight decoded into a new BF16 tensor and F.linear, as in decode
-mode. A layer the layout cannot serve is served in decode mode.
+mode. A layer the layout cannot serve is served in decode mode. {"df11_mode": "compact"} is the
+same from the compact execution layout (about 10.7 bits per weight, no more than DF11's, plus a
+16 KB decode table per matrix; its GEMM has the same products and order, so the same
+guarantee, and is slower than the 12-bit layout's).
 
 Loading (DF11ModelLoader.load_weights):
   1. Every coded group of the folder is uploaded to the GPU once and decoded there, and every
@@ -432,7 +435,7 @@ class _Attach:
              by_group: Dict[int, coded.GpuGroup]) -> bool:
         """Serves the layer from group `g` of `folder` in the loader's mode, if its members
         decode to exactly its weight."""
-        if self.mode == "exec" and self.try_exec(plan, folder, g, spans,
+        if self.mode in exec_mode.LAYOUTS and self.try_exec(plan, folder, g, spans,
                                                  by_group.get((id(folder), g))):
             return True
         if (id(folder), g) not in by_group:
@@ -470,7 +473,8 @@ class _Attach:
         at = (id(folder), g)
         if at not in self.exec_groups:
             blob, mats, _ = exec_mode.transcode_group(
-                folder, g, self.device, uploaded.parts if uploaded is not None else None)
+                folder, g, self.device, uploaded.parts if uploaded is not None else None,
+                exec_mode.LAYOUTS[self.mode])
             self.exec_groups[at] = (blob, mats, [m.rows * m.cols for m in mats])
             self.exec_bytes += blob.numel()
         blob, mats, sizes = self.exec_groups[at]
@@ -508,7 +512,7 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
            mode: str = "decode", uploaded: Optional[Dict[int, coded.GpuGroup]] = None,
            state: Optional[_Attach] = None) -> None:
     """Step 2 of the module's docstring, on torch's current CUDA device, in `mode` ("decode":
-    spans of the coded groups, decoded per call; "exec": the execution layout, transcoded from
+    spans of the coded groups, decoded per call; "exec" / "compact": that layout, transcoded from
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
     rank's slice, a weight vLLM's loader transformed, members spread over groups) is coded
     again from the tensor vLLM built, all such layers in one df11.compress into a temporary
@@ -531,9 +535,10 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     state.exec_groups.clear()  # the blobs stay alive through the layers' ExecWeights
     torch.cuda.empty_cache()
     logger.info("df11: %d Linear layers decode from %d coded groups (%.3f GiB on the GPU), "
-                "%d run from the execution layout (%.3f GiB); %.3f GiB of BF16 in all; %d run "
+                "%d run from the %s (%.3f GiB); %.3f GiB of BF16 in all; %d run "
                 "from BF16", state.n_coded, len(state.groups), coded_bytes / 2**30,
-                state.n_exec, state.exec_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
+                state.n_exec, exec_mode.LAYOUTS.get(state.mode, exec_mode.EXEC).title,
+                state.exec_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
 
 
 def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],

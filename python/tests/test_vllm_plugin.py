@@ -339,6 +339,7 @@ def test_serving_mode_from_additional_config():
     assert serving_mode({}) == "decode"
     assert serving_mode(None) == "decode"
     assert serving_mode({"df11_mode": "exec"}) == "exec"
+    assert serving_mode({"df11_mode": "compact"}) == "compact"
     assert serving_mode({"df11_mode": "decode", "other": 1}) == "decode"
     with pytest.raises(ValueError, match="df11_mode='fast'.*'decode', 'exec'"):
         serving_mode({"df11_mode": "fast"})

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,8 @@
 #include "cli_test_model.h"
 #define DF11_EXPERIMENTAL
 #include "df11/df11.h"
+#include "df11/df11_tools.h"           // df11_tools_compact_lengths
+#include "df11/exec_compact_encode.h"  // the CPU reference encoder
 
 namespace df11::clitest {
 namespace {
@@ -386,6 +389,147 @@ TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
                                     DF11_EXEC_STATUS_BYTES, stream),
                 DF11_ERROR_INVALID_ARGUMENT);
     }
+  }
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace df11::clitest
+
+namespace df11::clitest {
+namespace {
+
+std::vector<uint8_t> download_bytes(const void* d, size_t bytes) {
+  std::vector<uint8_t> h(bytes);
+  EXPECT_EQ(cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  return h;
+}
+
+// The compact layout through the C API, with the codes libdf11-tools chooses: every group of a
+// real folder counted, measured and packed on the GPU; each blob byte for byte the CPU reference
+// encoder's, decoded back equal to the CPU decode; the fused GEMM equal to the reference GEMM
+// at batch 1, 7 and 32; a corrupt blob reported; misuse refused.
+TEST_F(CApiGpu, CompactLayoutTranscodeDecodeAndGemm) {
+  Model model;
+  ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &model.m), DF11_OK);
+  Device dev;
+  cudaStream_t stream;
+  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
+  void* d_status = dev.alloc(DF11_EXEC_STATUS_BYTES);
+  ASSERT_EQ(df11_cuda_exec_status_reset(d_status, DF11_EXEC_STATUS_BYTES, stream), DF11_OK);
+  for (size_t g = 0; g < df11_model_group_count(model.m); ++g) {
+    SCOPED_TRACE(df11_group_name(model.m, g));
+    const df11_cuda_group d = upload_group(model.m, g, dev);
+    size_t n = 0, ws = 0;
+    ASSERT_EQ(df11_cuda_compact_workspace_bytes(model.m, g, &n, &ws), DF11_OK)
+        << df11_model_errmsg(model.m);
+    void* d_ws = dev.alloc(ws);
+    std::vector<df11_compact_matrix> m(n);
+    EXPECT_EQ(df11_cuda_compact_pack(model.m, g, d_ws, ws, m.data(), n, stream),
+              DF11_ERROR_INVALID_ARGUMENT);  // not measured
+    std::vector<uint64_t> counts(n * DF11_COMPACT_SYMBOLS);
+    ASSERT_EQ(df11_cuda_compact_count(model.m, g, &d, d_ws, ws, stream, counts.data(), n), DF11_OK)
+        << df11_model_errmsg(model.m);
+    std::vector<uint8_t> lengths(n * DF11_COMPACT_SYMBOLS);
+    for (size_t k = 0; k < n; ++k) {
+      ASSERT_EQ(df11_tools_compact_lengths(counts.data() + k * DF11_COMPACT_SYMBOLS,
+                                           lengths.data() + k * DF11_COMPACT_SYMBOLS),
+                DF11_OK);
+    }
+    // A code that leaves the member's most common exponent without a codeword is refused.
+    std::vector<uint8_t> bad = lengths;
+    const auto top = std::max_element(counts.begin(), counts.begin() + DF11_COMPACT_SYMBOLS);
+    bad[static_cast<size_t>(top - counts.begin())] = 0;
+    std::vector<const char*> names(n);
+    EXPECT_EQ(df11_cuda_compact_measure(model.m, g, d_ws, ws, bad.data(), stream, m.data(),
+                                        names.data(), n),
+              DF11_ERROR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(df11_model_errmsg(model.m)).find("member 0"), std::string::npos)
+        << df11_model_errmsg(model.m);
+    ASSERT_EQ(df11_cuda_compact_measure(model.m, g, d_ws, ws, lengths.data(), stream, m.data(),
+                                        names.data(), n),
+              DF11_OK)
+        << df11_model_errmsg(model.m);
+    for (auto& mk : m) {
+      mk.d_blob = dev.alloc(mk.bytes);
+      mk.d_table = dev.alloc(DF11_COMPACT_TABLE_BYTES);
+    }
+    ASSERT_EQ(df11_cuda_compact_pack(model.m, g, d_ws, ws, m.data(), n, stream), DF11_OK)
+        << df11_model_errmsg(model.m);
+    std::vector<uint16_t> w(df11_group_element_count(model.m, g));
+    ASSERT_EQ(df11_decode_group(model.m, g, w.data(), 2 * w.size()), DF11_OK);
+    const auto* d_w = static_cast<const uint16_t*>(dev.upload(w));
+    std::vector<void*> outs;
+    std::vector<uint64_t> offsets;
+    uint64_t at = 0;
+    for (size_t k = 0; k < n; ++k) {
+      const uint64_t count = uint64_t{m[k].rows} * m[k].cols;
+      const std::span<const uint16_t> weights(w.data() + at, count);
+      const auto want = df11::encode_compact_matrix_with_lengths(
+          weights, m[k].rows, m[k].cols,
+          std::span<const uint8_t, DF11_COMPACT_SYMBOLS>(lengths.data() + k * DF11_COMPACT_SYMBOLS,
+                                                         DF11_COMPACT_SYMBOLS),
+          names[k]);
+      ASSERT_TRUE(want.is_ok()) << want.status().message();
+      EXPECT_EQ(download_bytes(m[k].d_blob, m[k].bytes), *want) << names[k];
+      outs.push_back(dev.alloc(2 * count));
+      offsets.push_back(at);
+      at += count;
+    }
+    ASSERT_EQ(at, w.size());
+    ASSERT_EQ(df11_cuda_compact_to_bf16_ex(model.m, m.data(), outs.data(), n, d_status,
+                                           DF11_EXEC_STATUS_BYTES, 0, stream),
+              DF11_OK);
+    ASSERT_EQ(df11_cuda_compact_status_sync(model.m, d_status, stream), DF11_OK);
+    for (size_t k = 0; k < n; ++k) {
+      const std::vector<uint16_t> back = download(outs[k], uint64_t{m[k].rows} * m[k].cols);
+      EXPECT_TRUE(std::equal(back.begin(), back.end(), w.begin() + offsets[k])) << names[k];
+    }
+    for (const uint32_t batch : {1u, 7u, 32u}) {
+      std::vector<df11_compact_gemm> gemms;
+      std::vector<void*> refs;
+      for (size_t k = 0; k < n; ++k) {
+        const void* x = dev.upload(
+            df11::cuda::support::deterministic_bf16(uint64_t{batch} * m[k].cols, k + batch));
+        gemms.push_back({m[k], x, dev.alloc(2ull * batch * m[k].rows)});
+        refs.push_back(dev.alloc(2ull * batch * m[k].rows));
+        ASSERT_EQ(df11_cuda_exec_reference_gemm(model.m, d_w + offsets[k], m[k].rows, m[k].cols, x,
+                                                refs.back(), batch, stream),
+                  DF11_OK);
+      }
+      ASSERT_EQ(df11_cuda_compact_gemm_ex(model.m, gemms.data(), n, batch, d_status,
+                                          DF11_EXEC_STATUS_BYTES, DF11_EXEC_KEEP_STATUS, stream),
+                DF11_OK)
+          << df11_model_errmsg(model.m);
+      ASSERT_EQ(df11_cuda_compact_status_sync(model.m, d_status, stream), DF11_OK);
+      for (size_t k = 0; k < n; ++k) {
+        EXPECT_EQ(download(gemms[k].d_y, uint64_t{batch} * m[k].rows),
+                  download(refs[k], uint64_t{batch} * m[k].rows))
+            << names[k] << ", batch " << batch;
+      }
+      EXPECT_EQ(df11_cuda_compact_gemm_ex(nullptr, gemms.data(), n, DF11_EXEC_MAX_BATCH + 1,
+                                          d_status, DF11_EXEC_STATUS_BYTES, 0, stream),
+                DF11_ERROR_INVALID_ARGUMENT);
+    }
+    // A corrupt copy of the first blob: every byte of its stream inverted.
+    std::vector<uint8_t> blob = download_bytes(m[0].d_blob, m[0].bytes);
+    const std::vector<uint8_t> good = blob;
+    for (size_t i = blob.size() / 2; i < blob.size(); ++i) blob[i] = static_cast<uint8_t>(~blob[i]);
+    df11_compact_matrix c = m[0];
+    c.d_blob = dev.upload(blob);
+    void* out = dev.alloc(2ull * c.rows * c.cols);
+    ASSERT_EQ(df11_cuda_compact_to_bf16_ex(model.m, &c, &out, 1, d_status, DF11_EXEC_STATUS_BYTES,
+                                           DF11_EXEC_KEEP_STATUS, stream),
+              DF11_OK);
+    EXPECT_EQ(df11_cuda_compact_status_sync(model.m, d_status, stream), DF11_ERROR_CORRUPT_DATA);
+    // The record keeps the report until it is reset.
+    ASSERT_EQ(df11_cuda_compact_to_bf16_ex(model.m, m.data(), outs.data(), 1, d_status,
+                                           DF11_EXEC_STATUS_BYTES, DF11_EXEC_KEEP_STATUS, stream),
+              DF11_OK);
+    EXPECT_EQ(df11_cuda_compact_status_sync(model.m, d_status, stream), DF11_ERROR_CORRUPT_DATA);
+    ASSERT_EQ(df11_cuda_exec_status_reset(d_status, DF11_EXEC_STATUS_BYTES, stream), DF11_OK);
+    EXPECT_EQ(df11_cuda_compact_status_sync(model.m, d_status, stream), DF11_OK);
+    EXPECT_EQ(download_bytes(m[0].d_blob, m[0].bytes), good);
   }
   cudaStreamDestroy(stream);
 }

@@ -670,6 +670,103 @@ DF11_API df11_status df11_cuda_exec_reference_gemm(df11_model* model, const void
                                                    uint32_t rows, uint32_t cols, const void* d_x,
                                                    void* d_y, uint32_t batch, void* stream);
 
+/* ---- Compact execution layout on a CUDA GPU (spec/EXEC_COMPACT.md) ----------------------
+ * The 12-bit layout's geometry with each exponent a prefix codeword of at most 12 bits: about
+ * 10.7 bits per weight (no more than DF11's), multiplied from directly with the products and
+ * order of df11_cuda_exec_gemm, so its outputs equal df11_cuda_exec_reference_gemm's on the
+ * same weights bit for bit. Each member is transcoded from its DF11 group on the GPU; the code
+ * of each member is the caller's choice, from its exponent counts (libdf11-tools'
+ * df11_tools_compact_lengths gives the reference encoder's, df11/df11_tools.h):
+ *
+ *   df11_cuda_compact_workspace_bytes(model, g, &n, &ws);     host: members, scratch size
+ *   df11_cuda_compact_count(model, g, &dev, d_ws, ws, stream, counts, n);    syncs
+ *   lengths[k] = a code for counts[k] (df11_tools_compact_lengths)
+ *   df11_cuda_compact_measure(model, g, d_ws, ws, lengths, stream, m, names, n);   syncs
+ *   for each k: m[k].d_blob = (m[k].bytes of the caller's memory, 16-byte aligned);
+ *               m[k].d_table = (DF11_COMPACT_TABLE_BYTES, 16-byte aligned)
+ *   df11_cuda_compact_pack(model, g, d_ws, ws, m, n, stream);   d_ws may go after it
+ *   ... per forward pass: df11_cuda_compact_gemm_ex (1..DF11_EXEC_MAX_BATCH rows), or
+ *   df11_cuda_compact_to_bf16_ex and a BF16 GEMM ...
+ *   df11_cuda_compact_status_sync(model, d_st, stream);        when the caller wants to know
+ *
+ * Status records are the execution layout's (DF11_EXEC_STATUS_BYTES, reset by
+ * df11_cuda_exec_status_reset, kept with DF11_EXEC_KEEP_STATUS); a lane whose bits hold no
+ * codeword, or whose codewords run past them, is reported as DF11_ERROR_CORRUPT_DATA by
+ * df11_cuda_compact_status_sync. */
+
+#define DF11_COMPACT_SYMBOLS 256
+#define DF11_COMPACT_TABLE_BYTES 16384 /* a blob's decode table: 4,096 u32 */
+
+/* One member's blob and its decode table in device memory (the caller's), and what the
+ * measure found: bytes (the blob's total), rows, cols and the bits of its codeword stream. */
+typedef struct df11_compact_matrix {
+  const void* d_blob;
+  const void* d_table;
+  size_t bytes;
+  uint64_t stream_bits;
+  uint32_t rows;
+  uint32_t cols;
+} df11_compact_matrix;
+
+/* As df11_cuda_exec_workspace_bytes, for the compact layout's transcode. Host only. */
+DF11_API df11_status df11_cuda_compact_workspace_bytes(df11_model* model, size_t group,
+                                                       size_t* n_matrices, size_t* workspace_bytes);
+
+/* Decodes the group from its device copy `dev` into the workspace (256-byte aligned), checks
+ * the decode, and writes each member's exponent counts (padding positions counted as exponent
+ * 0, spec 4.1) to counts[k * DF11_COMPACT_SYMBOLS + e]. Synchronises `stream`. A stream that
+ * does not decode is DF11_ERROR_CORRUPT_DATA (or BAD_GAP, BAD_OUTPUT_POSITIONS) naming the
+ * group. */
+DF11_API df11_status df11_cuda_compact_count(df11_model* model, size_t group,
+                                             const df11_cuda_group* dev, void* d_workspace,
+                                             size_t workspace_bytes, void* stream, uint64_t* counts,
+                                             size_t n);
+
+/* Measures each member with code lengths lengths[k * DF11_COMPACT_SYMBOLS + e] (0: exponent e
+ * has no codeword) from the workspace df11_cuda_compact_count left: out[k] gets bytes,
+ * stream_bits, rows and cols (d_blob and d_table NULL), names[k] (if not NULL) the member's
+ * name. The plans stay with the model handle until df11_cuda_compact_pack for this group.
+ * Synchronises. DF11_ERROR_INVALID_ARGUMENT where a member's lengths are no prefix code of at
+ * most 12 bits or leave one of its exponents without a codeword. */
+DF11_API df11_status df11_cuda_compact_measure(df11_model* model, size_t group, void* d_workspace,
+                                               size_t workspace_bytes, const uint8_t* lengths,
+                                               void* stream, df11_compact_matrix* out,
+                                               const char** names, size_t n);
+
+/* Writes each measured member's blob into m[k].d_blob (m[k].bytes) and its decode table into
+ * m[k].d_table, from the same workspace. Waits for its host copies once per member. The blobs
+ * are byte for byte what the CPU reference encoder writes with those lengths. */
+DF11_API df11_status df11_cuda_compact_pack(df11_model* model, size_t group, void* d_workspace,
+                                            size_t workspace_bytes, const df11_compact_matrix* m,
+                                            size_t n, void* stream);
+
+/* One product Y = X W^T, as df11_exec_gemm. */
+typedef struct df11_compact_gemm {
+  df11_compact_matrix w;
+  const void* d_x;
+  void* d_y;
+} df11_compact_gemm;
+
+/* Enqueues the n products at `batch` (1..DF11_EXEC_MAX_BATCH) rows, up to 16 matrices per
+ * kernel launch (after a reset of d_status unless flags has DF11_EXEC_KEEP_STATUS). Each Y
+ * equals df11_cuda_exec_reference_gemm on the blob's weights bit for bit. No allocation, no
+ * sync. */
+DF11_API df11_status df11_cuda_compact_gemm_ex(df11_model* model, const df11_compact_gemm* gemms,
+                                               size_t n, uint32_t batch, void* d_status,
+                                               size_t status_bytes, uint32_t flags, void* stream);
+
+/* Enqueues the decode of each blob m[k] into d_out[k] (rows * cols BF16, row-major), one
+ * kernel launch per blob (status as for df11_cuda_compact_gemm_ex). */
+DF11_API df11_status df11_cuda_compact_to_bf16_ex(df11_model* model, const df11_compact_matrix* m,
+                                                  void* const* d_out, size_t n, void* d_status,
+                                                  size_t status_bytes, uint32_t flags,
+                                                  void* stream);
+
+/* Waits for `stream` and reports what the record d_status holds: DF11_OK, or
+ * DF11_ERROR_CORRUPT_DATA where some blob of the calls it collected does not decode. */
+DF11_API df11_status df11_cuda_compact_status_sync(df11_model* model, const void* d_status,
+                                                   void* stream);
+
 #endif /* DF11_EXPERIMENTAL */
 
 #ifdef __cplusplus

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "compact_pack_core.h"
 #include "cuda_error.h"
@@ -262,6 +263,32 @@ Status launch_compact_pack(const uint16_t* d_w, const CompactPlan& plan, uint8_t
       reinterpret_cast<uint32_t*>(d_blob + g.stream));
   DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "pack kernel launch");
   return Status::ok();
+}
+
+Status upload_compact_decode_table(const CompactCode& code, uint32_t* d_table,
+                                   CUstream_st* stream) {
+  if (d_table == nullptr || reinterpret_cast<uintptr_t>(d_table) % 16 != 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  "upload_compact_decode_table: the table is null or not 16-byte aligned");
+  }
+  const std::vector<uint32_t> table = compact_decode_table(code);
+  DF11_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(d_table, table.data(), 4 * table.size(), cudaMemcpyHostToDevice, stream),
+      "cudaMemcpyAsync");
+  DF11_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return Status::ok();
+}
+
+Result<uint32_t> read_compact_status(const uint32_t* d_status, CUstream_st* stream) {
+  if (d_status == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, "read_compact_status: null status");
+  }
+  uint32_t word = 0;
+  DF11_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(&word, d_status, sizeof word, cudaMemcpyDeviceToHost, stream),
+      "cudaMemcpyAsync");
+  DF11_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+  return word;
 }
 
 }  // namespace df11::cuda

@@ -1,5 +1,6 @@
 """The execution layout as a serving engine uses it (df11.exec_mode.ExecWeight, the vLLM
-plugin's mode "exec"), on CUDA (skipped without): a group transcoded once, layers made of its
+plugin's modes "exec" and "compact"), on CUDA (skipped without): a group transcoded once (into
+each layout), layers made of its
 members as the engine fuses them (q/k/v, gate/up) or alone, each checked against the BF16
 weights: decoded bit for bit, and Y = X W^T (+ bias) torch.equal to df11's reference GEMM at
 1-32 tokens and to F.linear above, in 2-D and 3-D inputs, eagerly and traced."""
@@ -23,9 +24,10 @@ def qwen2(tmp_path_factory):  # qwen2: biases on q, k, v
     return _capi.Model(df11_dir), ref
 
 
-def layer_weight(folder, ref, parts, block=1):
-    """The ExecWeight of `parts` of block `block`, found as the vLLM plugin finds a layer's
-    members (coded.layer_spans, member_spans), with the BF16 weight and bias it must equal."""
+def layer_weight(folder, ref, parts, block=1, layout=exec_mode.EXEC):
+    """The ExecWeight (in `layout`) of `parts` of block `block`, found as the vLLM plugin finds
+    a layer's members (coded.layer_spans, member_spans), with the BF16 weight and bias it must
+    equal."""
     mod = ref.model.layers[block]
     names, weights, biases = [], [], []
     for p in parts:
@@ -39,16 +41,19 @@ def layer_weight(folder, ref, parts, block=1):
     members = [folder.find_tensor(n) for n in names]
     g, spans, why = coded.layer_spans(folder, members, tuple(w.shape))
     assert g is not None, why
-    blob, mats, mat_names = exec_mode.transcode_group(folder, g, torch.device("cuda", 0))
+    blob, mats, mat_names = exec_mode.transcode_group(folder, g, torch.device("cuda", 0),
+                                                      layout=layout)
     picked = member_spans([m.rows * m.cols for m in mats], spans)
     assert [mat_names[k] for k in picked] == names
     return exec_mode.ExecWeight(blob, [mats[k] for k in picked], "test"), w, bias
 
 
+@pytest.mark.parametrize("mode", list(exec_mode.LAYOUTS))
 @pytest.mark.parametrize("fused", list(FUSED))
-def test_exec_weight_equals_reference(qwen2, fused):
+def test_exec_weight_equals_reference(qwen2, fused, mode):
     folder, ref = qwen2
-    ew, w, bias = layer_weight(folder, ref, FUSED[fused])
+    ew, w, bias = layer_weight(folder, ref, FUSED[fused], layout=exec_mode.LAYOUTS[mode])
+    assert ew.layout is exec_mode.LAYOUTS[mode]
     assert ew.shape == tuple(w.shape)
     assert torch.equal(ew.decode().view(torch.int16), w.view(torch.int16))
     ew.check()
@@ -65,10 +70,11 @@ def test_exec_weight_equals_reference(qwen2, fused):
     ew.check()
 
 
-def test_exec_weight_traced_and_captured(qwen2):
+@pytest.mark.parametrize("mode", list(exec_mode.LAYOUTS))
+def test_exec_weight_traced_and_captured(qwen2, mode):
     """Through the custom op under torch.compile (fullgraph) and replayed in a CUDA graph."""
     folder, ref = qwen2
-    ew, w, bias = layer_weight(folder, ref, FUSED["qkv"])
+    ew, w, bias = layer_weight(folder, ref, FUSED["qkv"], layout=exec_mode.LAYOUTS[mode])
     bias = bias.detach()  # inference, as in a serving engine: no autograd through the op
     key = coded.weight_key("test", "qkv", "exec")
     exec_mode.register_weight(key, ew)

@@ -224,6 +224,17 @@ DF11_API df11_status df11_hub_set_progress(df11_hub* hub, df11_progress_fn progr
  * the progress callback stopped it). */
 DF11_API df11_status df11_hub_pull(df11_hub* hub, const char* repo, const char** snapshot_dir);
 
+/* ======================================================================================
+ * The compact execution layout's codes (spec/EXEC_COMPACT.md; df11.h, experimental section)
+ * ====================================================================================== */
+
+/* The code lengths df11's reference encoder writes (spec 4.1) for a matrix's exponent counts:
+ * counts[e] for the 256 BF16 exponents, padding counted as exponent 0 (what
+ * df11_cuda_compact_count gives), into lengths[e] (256 bytes): optimal lengths of at most 12
+ * bits by package-merge, 0 where counts[e] is 0. Deterministic. DF11_ERROR_INVALID_ARGUMENT
+ * where a pointer is NULL or every count is 0. Thread-safe. */
+DF11_API df11_status df11_tools_compact_lengths(const uint64_t* counts, uint8_t* lengths);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "df11/cuda_decoder.h"  // DeviceGroup
@@ -73,6 +74,14 @@ struct CompactGemm {
 // outside the limits; kCuda if a launch fails.
 Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, uint32_t* d_status,
                            CUstream_st* stream);
+
+// Writes compact_decode_table(code) into d_table (kCompactDecodeTableEntries u32, 16-byte
+// aligned device memory) and waits for the copy.
+Status upload_compact_decode_table(const CompactCode& code, uint32_t* d_table, CUstream_st* stream);
+
+// Waits for `stream` and returns the status word a launch_compact_to_bf16 or
+// launch_compact_gemm left at d_status (0: every blob decoded).
+Result<uint32_t> read_compact_status(const uint32_t* d_status, CUstream_st* stream);
 
 // Device workspace the transcode needs for a rows x cols matrix: the histogram, the code
 // (codewords and lengths) and per tile its lane table and bit total.
@@ -135,6 +144,19 @@ Result<std::vector<CompactPlan>> compact_measure_group(const DeviceGroup& group,
                                                        const CompactCodeChooser& choose,
                                                        void* d_workspace, size_t workspace_bytes,
                                                        CUstream_st* stream);
+
+// compact_measure_group in two steps, for a caller that chooses the codes itself (the C API):
+// compact_count_group decodes and checks the group as compact_measure_group does and returns
+// each member's exponent counts (synchronises `stream`); compact_plan_group then plans each
+// member from the same workspace with lengths[k] (synchronises; kInvalidArgument where a
+// member's lengths are no code or leave one of its exponents without a codeword, naming it).
+Result<std::vector<std::array<uint64_t, kCompactSymbols>>> compact_count_group(
+    const DeviceGroup& group, std::span<const ExecShape> members, void* d_workspace,
+    size_t workspace_bytes, CUstream_st* stream);
+Result<std::vector<CompactPlan>> compact_plan_group(
+    std::span<const ExecShape> members,
+    std::span<const std::array<uint8_t, kCompactSymbols>> lengths, void* d_workspace,
+    size_t workspace_bytes, CUstream_st* stream, const std::string& what);
 
 // Packs each planned member into d_blobs[k] from the workspace compact_measure_group left:
 // the bytes encode_compact_matrix_with_lengths writes for it. Waits for its host copies once

@@ -1,0 +1,213 @@
+// The C API's compact execution layout (df11/df11.h, experimental section) over df11::cuda's
+// cuda_compact.h. Without the CUDA decoder every entry point reports DF11_ERROR_UNSUPPORTED and
+// nothing of df11_cuda is referenced.
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda_api_common.h"
+#include "df11/cuda_compact.h"
+
+using df11::ErrorCode;
+using df11::Status;
+using namespace df11::capi::cuda_api;
+
+static_assert(DF11_COMPACT_SYMBOLS == df11::kCompactSymbols);
+static_assert(DF11_COMPACT_TABLE_BYTES == df11::cuda::kCompactDecodeTableEntries * 4);
+
+namespace {
+
+// The problem bits a compact launch sets: the u32 at bytes 8..11 of the execution layout's
+// status record (where its problem kinds lie, so that one check serves both layouts).
+constexpr size_t kCompactStatusOffset = 8;
+
+df11::cuda::CompactMatrix compact_matrix(const df11_compact_matrix& m) {
+  return {static_cast<const uint8_t*>(m.d_blob), static_cast<const uint32_t*>(m.d_table), m.rows,
+          m.cols, m.stream_bits};
+}
+
+// The status record's problem word, after a reset unless `flags` keeps it.
+template <typename Any>
+df11::Result<uint32_t*> status_word(void* d_status, size_t status_bytes, uint32_t flags,
+                                    void* stream, const char* what, Any) {
+  if (d_status == nullptr || status_bytes < df11::cuda::kExecStatusBytes ||
+      reinterpret_cast<uintptr_t>(d_status) % 16 != 0) {
+    return Status(ErrorCode::kInvalidArgument, std::string(what) + ": the status record must be " +
+                                                   std::to_string(df11::cuda::kExecStatusBytes) +
+                                                   " bytes of 16-byte aligned device memory");
+  }
+  if (status_use(flags) == df11::cuda::ExecStatusUse::kReset) {
+    DF11_RETURN_IF_ERROR(df11::cuda::reset_exec_status(d_status, status_bytes, as_stream(stream)));
+  }
+  return reinterpret_cast<uint32_t*>(static_cast<uint8_t*>(d_status) + kCompactStatusOffset);
+}
+
+}  // namespace
+
+extern "C" {
+
+df11_status df11_cuda_compact_workspace_bytes(df11_model* model, size_t group, size_t* n_matrices,
+                                              size_t* workspace_bytes) {
+  const char* what = "df11_cuda_compact_workspace_bytes";
+  return on_exec(model, true, [&](auto) -> Status {
+    if (n_matrices == nullptr || workspace_bytes == nullptr) return null_arg(what, "an output");
+    std::vector<df11::capi::GemvMember> members;
+    std::vector<df11::cuda::ExecShape> shapes;
+    DF11_RETURN_IF_ERROR(group_shapes(*model, group, what, members, shapes));
+    DF11_ASSIGN_OR_RETURN(const size_t bytes, df11::cuda::compact_group_workspace_bytes(
+                                                  model->folder->groups[group].view, shapes));
+    *n_matrices = shapes.size();
+    *workspace_bytes = bytes;
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_count(df11_model* model, size_t group, const df11_cuda_group* dev,
+                                    void* d_workspace, size_t workspace_bytes, void* stream,
+                                    uint64_t* counts, size_t n) {
+  const char* what = "df11_cuda_compact_count";
+  return on_exec(model, true, [&](auto) -> Status {
+    if (dev == nullptr) return null_arg(what, "dev");
+    if (counts == nullptr) return null_arg(what, "counts");
+    std::vector<df11::capi::GemvMember> members;
+    std::vector<df11::cuda::ExecShape> shapes;
+    DF11_RETURN_IF_ERROR(group_shapes(*model, group, what, members, shapes));
+    DF11_RETURN_IF_ERROR(check_count(what, n, shapes.size()));
+    model->compact_plans.erase(group);
+    DF11_ASSIGN_OR_RETURN(const auto c, df11::cuda::compact_count_group(
+                                            device_group(*model, group, *dev), shapes, d_workspace,
+                                            workspace_bytes, as_stream(stream)));
+    for (size_t k = 0; k < n; ++k) {
+      std::memcpy(counts + k * DF11_COMPACT_SYMBOLS, c[k].data(), sizeof c[k]);
+    }
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_measure(df11_model* model, size_t group, void* d_workspace,
+                                      size_t workspace_bytes, const uint8_t* lengths, void* stream,
+                                      df11_compact_matrix* out, const char** names, size_t n) {
+  const char* what = "df11_cuda_compact_measure";
+  return on_exec(model, true, [&](auto) -> Status {
+    if (lengths == nullptr) return null_arg(what, "lengths");
+    if (out == nullptr) return null_arg(what, "out");
+    std::vector<df11::capi::GemvMember> members;
+    std::vector<df11::cuda::ExecShape> shapes;
+    DF11_RETURN_IF_ERROR(group_shapes(*model, group, what, members, shapes));
+    DF11_RETURN_IF_ERROR(check_count(what, n, shapes.size()));
+    model->compact_plans.erase(group);
+    std::vector<std::array<uint8_t, df11::kCompactSymbols>> l(n);
+    for (size_t k = 0; k < n; ++k) {
+      std::memcpy(l[k].data(), lengths + k * DF11_COMPACT_SYMBOLS, DF11_COMPACT_SYMBOLS);
+    }
+    DF11_ASSIGN_OR_RETURN(std::vector<df11::cuda::CompactPlan> plans,
+                          df11::cuda::compact_plan_group(
+                              shapes, l, d_workspace, workspace_bytes, as_stream(stream),
+                              std::string(what) + ": " + model->folder->groups[group].what));
+    for (size_t k = 0; k < n; ++k) {
+      const df11::CompactHeader& h = plans[k].header;
+      out[k] = df11_compact_matrix{nullptr,       nullptr, static_cast<size_t>(h.total_bytes),
+                                   h.stream_bits, h.rows,  h.cols};
+      if (names != nullptr) names[k] = member_name(*model, group, k);
+    }
+    model->compact_plans[group] = std::move(plans);
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_pack(df11_model* model, size_t group, void* d_workspace,
+                                   size_t workspace_bytes, const df11_compact_matrix* m, size_t n,
+                                   void* stream) {
+  const char* what = "df11_cuda_compact_pack";
+  return on_exec(model, true, [&](auto) -> Status {
+    if (m == nullptr) return null_arg(what, "m");
+    auto it = model->compact_plans.find(group);
+    if (it == model->compact_plans.end()) {
+      return Status(
+          ErrorCode::kInvalidArgument,
+          std::string(what) + ": group " + std::to_string(group) + " has not been measured");
+    }
+    const std::vector<df11::cuda::CompactPlan>& plans = it->second;
+    DF11_RETURN_IF_ERROR(check_count(what, n, plans.size()));
+    std::vector<uint8_t*> blobs(n);
+    for (size_t k = 0; k < n; ++k) {
+      const df11::CompactHeader& h = plans[k].header;
+      if (m[k].rows != h.rows || m[k].cols != h.cols || m[k].bytes < h.total_bytes ||
+          m[k].stream_bits != h.stream_bits) {
+        return Status(
+            ErrorCode::kInvalidArgument,
+            std::string(what) + ": matrix " + std::to_string(k) + " is not what the measure gave");
+      }
+      if (m[k].d_table == nullptr || reinterpret_cast<uintptr_t>(m[k].d_table) % 16 != 0) {
+        return Status(ErrorCode::kInvalidArgument, std::string(what) + ": matrix " +
+                                                       std::to_string(k) +
+                                                       ": d_table null or not 16-byte aligned");
+      }
+      blobs[k] = static_cast<uint8_t*>(const_cast<void*>(m[k].d_blob));
+    }
+    DF11_RETURN_IF_ERROR(df11::cuda::launch_compact_pack_group(plans, blobs, d_workspace,
+                                                               workspace_bytes, as_stream(stream)));
+    for (size_t k = 0; k < n; ++k) {
+      DF11_RETURN_IF_ERROR(df11::cuda::upload_compact_decode_table(
+          plans[k].code, static_cast<uint32_t*>(const_cast<void*>(m[k].d_table)),
+          as_stream(stream)));
+    }
+    model->compact_plans.erase(it);
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_gemm_ex(df11_model* model, const df11_compact_gemm* gemms, size_t n,
+                                      uint32_t batch, void* d_status, size_t status_bytes,
+                                      uint32_t flags, void* stream) {
+  const char* what = "df11_cuda_compact_gemm";
+  return on_exec(model, false, [&](auto any) -> Status {
+    if (n != 0 && gemms == nullptr) return null_arg(what, "gemms");
+    DF11_ASSIGN_OR_RETURN(uint32_t * word,
+                          status_word(d_status, status_bytes, flags, stream, what, any));
+    std::vector<df11::cuda::CompactGemm> g(n);
+    for (size_t k = 0; k < n; ++k) {
+      g[k] = {compact_matrix(gemms[k].w), static_cast<const uint16_t*>(gemms[k].d_x),
+              static_cast<uint16_t*>(gemms[k].d_y)};
+    }
+    if (n == 0) return Status::ok();
+    return df11::cuda::launch_compact_gemm(g, batch, word, as_stream(stream));
+  });
+}
+
+df11_status df11_cuda_compact_to_bf16_ex(df11_model* model, const df11_compact_matrix* m,
+                                         void* const* d_out, size_t n, void* d_status,
+                                         size_t status_bytes, uint32_t flags, void* stream) {
+  const char* what = "df11_cuda_compact_to_bf16";
+  return on_exec(model, false, [&](auto any) -> Status {
+    if (n != 0 && (m == nullptr || d_out == nullptr)) return null_arg(what, "m or d_out");
+    DF11_ASSIGN_OR_RETURN(uint32_t * word,
+                          status_word(d_status, status_bytes, flags, stream, what, any));
+    for (size_t k = 0; k < n; ++k) {
+      DF11_RETURN_IF_ERROR(df11::cuda::launch_compact_to_bf16(
+          compact_matrix(m[k]), static_cast<uint16_t*>(d_out[k]), word, as_stream(stream)));
+    }
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_status_sync(df11_model* model, const void* d_status, void* stream) {
+  const char* what = "df11_cuda_compact_status_sync";
+  return on_exec(model, false, [&](auto) -> Status {
+    if (d_status == nullptr) return null_arg(what, "d_status");
+    DF11_ASSIGN_OR_RETURN(const uint32_t word,
+                          df11::cuda::read_compact_status(
+                              reinterpret_cast<const uint32_t*>(
+                                  static_cast<const uint8_t*>(d_status) + kCompactStatusOffset),
+                              as_stream(stream)));
+    if (word == 0) return Status::ok();
+    return Status(ErrorCode::kCorruptData,
+                  "a compact blob does not decode: a lane's bits hold no codeword, or its "
+                  "codewords run past them (spec/EXEC_COMPACT.md)");
+  });
+}
+
+}  // extern "C"
