@@ -9,7 +9,7 @@ reserved bytes, and for df11 what the engine says it holds (model.df11.memory_by
 them the folder's coded bytes (every group's six device parts), the bar's reference. The df11
 variants' logits are compared with BF16's (the default mode must be torch.equal).
 
-    python bench/gpu_memory.py --bf16 BF16_DIR --df11 DF11_DIR [--variants bf16,df11,df11-exec]
+    python bench/gpu_memory.py --bf16 BF16_DIR --df11 DF11_DIR [--variants bf16,df11,df11-exec,df11-compact]
         [--tokens 16] [--json OUT.json]
 """
 import argparse
@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 
-LOADERS = ("bf16", "df11", "df11-exec")
+LOADERS = ("bf16", "df11", "df11-exec", "df11-compact")
 
 
 def worker(variant: str, bf16_dir: str, df11_dir: str, tokens: int, logits_path: str) -> dict:
@@ -36,7 +36,7 @@ def worker(variant: str, bf16_dir: str, df11_dir: str, tokens: int, logits_path:
                                                      device_map="cuda").eval()
     else:
         model = df11.from_pretrained(df11_dir, device="cuda",
-                                     mode="exec" if variant == "df11-exec" else "decode")
+                                     mode=variant[len("df11-"):] if "-" in variant else "decode")
     vocab = AutoConfig.from_pretrained(bf16_dir).vocab_size
     ids = torch.randint(0, vocab, (1, tokens), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
