@@ -369,16 +369,48 @@ def eligible(modules: Dict[str, torch.nn.Module], targets) -> bool:
     return True
 
 
+class Scratch:
+    """The transient device memory of transcodes of several groups, allocated once for the
+    largest (before any blob, so that the blobs lie in segments of their own and the scratch's
+    segment goes back to the device whole when it is dropped)."""
+
+    def __init__(self, folder: _capi.Model, groups: List[int], dev: torch.device,
+                 layout: Layout):
+        L = _capi.lib()
+        fn = (L.df11_cuda_compact_workspace_bytes if layout is COMPACT
+              else L.df11_cuda_exec_workspace_bytes)
+        work = coded = 0
+        for g in groups:
+            n, ws = ctypes.c_size_t(), ctypes.c_size_t()
+            folder._check(fn(folder.handle, g, ctypes.byref(n), ctypes.byref(ws)))
+            work = max(work, ws.value)
+            coded = max(coded, _coded_layout(folder, g)[1])
+        self.work = torch.empty(max(work, 16), dtype=torch.uint8, device=dev)
+        self.coded = torch.empty(max(coded, ALIGN_BYTES), dtype=torch.uint8, device=dev)
+
+
+def _coded_layout(folder: _capi.Model, g: int) -> Tuple[Dict[int, Tuple[int, int, int]], int]:
+    """Where group g's device parts go in one buffer ({part: (offset, address, bytes)}), and
+    its size."""
+    layout, size = {}, 0
+    for part in _capi.DEVICE_PARTS:
+        addr, nbytes = folder.group_part(g, part)
+        layout[part] = (size, addr, nbytes)
+        size = _round_up(size + nbytes, ALIGN_BYTES)
+    return layout, size
+
+
 def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
-                    parts: Optional[Dict[int, int]] = None, layout: Layout = EXEC
-                    ) -> Tuple[torch.Tensor, list, List[str]]:
+                    parts: Optional[Dict[int, int]] = None, layout: Layout = EXEC,
+                    scratch: Optional[Scratch] = None) -> Tuple[torch.Tensor, list, List[str]]:
     """Coded group `g` of `folder` transcoded on `dev` (torch's current device and stream) into
     `layout`: one resident uint8 tensor holding every member's blob (each 256-byte aligned; in
     the compact layout each followed by its decode table), the members' matrices (layout.matrix)
     pointing into it, and their tensor names, in the group's concatenation order. The coded
     parts (copied here, or already on `dev` at `parts`: {part: address}, a coded.GpuGroup's)
-    and the group's BF16 workspace are transient. The measure decodes and checks the group
-    (Df11Error naming the file and group if a stream does not decode)."""
+    and the group's BF16 workspace are transient (in `scratch` where given). The measure
+    decodes and checks the group (Df11Error naming the file and group if a stream does not
+    decode)."""
     L = _capi.lib()
     stream = torch.cuda.current_stream(dev).cuda_stream
     what = f"{folder.group_file(g)}: group '{folder.group_name(g)}'"
@@ -396,12 +428,9 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
                                                      ctypes.byref(ws)))
     coded = None
     if parts is None:
-        layout_of_parts, size = {}, 0
-        for part in _capi.DEVICE_PARTS:
-            addr, nbytes = folder.group_part(g, part)
-            layout_of_parts[part] = (size, addr, nbytes)
-            size = _round_up(size + nbytes, ALIGN_BYTES)
-        coded = torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev)
+        layout_of_parts, size = _coded_layout(folder, g)
+        coded = (scratch.coded[:size] if scratch is not None else
+                 torch.empty(max(size, ALIGN_BYTES), dtype=torch.uint8, device=dev))
         for o, addr, nbytes in layout_of_parts.values():
             coded[o:o + nbytes].copy_(_mapped(addr, nbytes))
         parts = {part: coded.data_ptr() + o for part, (o, _, _) in layout_of_parts.items()}
@@ -409,7 +438,8 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
     dgroup = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
                              p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
                              p[_capi.PART_GAPS], None)
-    work = torch.empty(max(ws.value, 16), dtype=torch.uint8, device=dev)
+    work = (scratch.work if scratch is not None else
+            torch.empty(max(ws.value, 16), dtype=torch.uint8, device=dev))
     mats = (layout.matrix * n.value)()
     names = (ctypes.c_char_p * n.value)()
     if compact:
@@ -460,8 +490,10 @@ def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> 
     stream = torch.cuda.current_stream(dev).cuda_stream
     largest = 0
     with torch.cuda.device(dev):
+        scratch = Scratch(folder, [group.index for group, _ in items], dev, state.layout)
         for group, targets in items:
-            blob, mats, _ = transcode_group(folder, group.index, dev, layout=state.layout)
+            blob, mats, _ = transcode_group(folder, group.index, dev, layout=state.layout,
+                                            scratch=scratch)
             if len(mats) != len(group.members):
                 raise Df11Error.named("bad_shape",
                                       f"{group.what}: {len(mats)} coded members, the "
@@ -479,6 +511,7 @@ def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> 
                 largest = max(largest, m.rows * m.cols)
                 _install(engine, module, lin)
             _make_sites(state, [lin for lin in state.linears[-len(group.members):]])
+        del scratch  # in stream order, after the last pack
         state.scratch = torch.empty(max(largest, 1), dtype=torch.bfloat16, device=dev)
         state.status = torch.empty(_capi.EXEC_STATUS_BYTES * max(len(state.sites), 1),
                                    dtype=torch.uint8, device=dev)
