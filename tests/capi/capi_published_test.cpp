@@ -87,6 +87,16 @@ void expect_original_weights(df11_model* model, const fs::path& bf16) {
     } else {
       EXPECT_EQ(rc, DF11_ERROR_UNSUPPORTED);
     }
+    // So does the compact layout's.
+    matrices = workspace = 0;
+    const df11_status crc = df11_cuda_compact_workspace_bytes(model, g, &matrices, &workspace);
+    if (df11_has_cuda()) {
+      ASSERT_EQ(crc, DF11_OK) << df11_model_errmsg(model);
+      EXPECT_EQ(matrices, df11_group_member_count(model, g));
+      EXPECT_GT(workspace, 2 * out.size());  // the group's BF16 and the transcode's own
+    } else {
+      EXPECT_EQ(crc, DF11_ERROR_UNSUPPORTED);
+    }
   }
 }
 

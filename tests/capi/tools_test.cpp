@@ -7,7 +7,9 @@
 // leaves no output.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -18,6 +20,7 @@
 #include "cli_process.h"
 #include "cli_test_model.h"
 #include "df11/df11_tools.h"
+#include "df11/exec_compact_encode.h"  // the reference encoder
 #include "df11/safetensors.h"
 
 namespace df11::clitest {
@@ -529,6 +532,36 @@ TEST(ToolsHub, MalformedRepoIdIsRefusedWithoutNetwork) {
 
 TEST(ToolsVersion, MatchesTheHeader) {
   EXPECT_EQ(df11_tools_version_number(), static_cast<unsigned>(DF11_TOOLS_VERSION_NUMBER));
+}
+
+// df11_tools_compact_lengths is the reference encoder's choose_compact_lengths: equal lengths
+// for a weight matrix's exponent counts (most of the 256 absent, a long tail), a prefix code
+// of at most 12 bits (Kraft sum <= 1), nothing for an absent exponent; bad input refused.
+TEST(ToolsCompactLengths, AreTheReferenceEncodersLengths) {
+  std::array<uint64_t, 256> counts{};
+  counts[0] = 1000;                                                      // padding
+  for (int e = 100; e < 127; ++e) counts[e] = uint64_t{1} << (e - 100);  // up to 2^26
+  counts[200] = 1;                                                       // an outlier
+  std::array<uint8_t, 256> got{};
+  ASSERT_EQ(df11_tools_compact_lengths(counts.data(), got.data()), DF11_OK);
+  const auto want = df11::choose_compact_lengths(counts);
+  ASSERT_TRUE(want.is_ok());
+  EXPECT_EQ(got, *want);
+  double kraft = 0;
+  for (size_t e = 0; e < 256; ++e) {
+    EXPECT_EQ(got[e] == 0, counts[e] == 0) << e;
+    EXPECT_LE(got[e], 12u) << e;
+    if (got[e] != 0) kraft += std::ldexp(1.0, -got[e]);
+  }
+  EXPECT_LE(kraft, 1.0);
+  std::array<uint64_t, 256> one{};
+  one[127] = 5;
+  ASSERT_EQ(df11_tools_compact_lengths(one.data(), got.data()), DF11_OK);
+  EXPECT_EQ(got[127], 1u);
+  const std::array<uint64_t, 256> none{};
+  EXPECT_EQ(df11_tools_compact_lengths(none.data(), got.data()), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_tools_compact_lengths(nullptr, got.data()), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_tools_compact_lengths(counts.data(), nullptr), DF11_ERROR_INVALID_ARGUMENT);
 }
 
 }  // namespace
