@@ -11,7 +11,9 @@
 # OpenAI client (needs vLLM's server packages). hub: the DF11 folder and the official one as Hub
 # ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers
 # compute as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
-# Not in the default: "host-load" and "gpu-load" (the DF11 folder loaded with its Linear
+# Not in the default: "compact" (the same for df11_mode "compact", whose GEMM has the same
+# products and order);
+# also "host-load" and "gpu-load" (the DF11 folder loaded with its Linear
 # weights in BF16 through host or GPU memory, DF11_VLLM_LOAD_VIA=host or gpu, against BF16),
 # "layer-load" (the same with DF11_VLLM_LOAD_VIA=layer: each layer coded as vLLM's loader fills
 # it, which decode mode does by default at one rank), "control" (the
@@ -149,10 +151,16 @@ if want control; then
     find "${TMPDIR:-/tmp}/torchinductor_$(id -un)" -name "*.py" 2>/dev/null; } \
     | tar -czf "$out/compiled-code.tgz" -T - 2>/dev/null
 fi
-if want exec; then
+if want exec || want compact; then
   gen bf16-reference-graph "$work/bf16" --reference
+fi
+if want exec; then
   gen df11-exec-graph "$work/df11" --df11-mode exec
   compare bf16-reference-graph df11-exec-graph
+fi
+if want compact; then
+  gen df11-compact-graph "$work/df11" --df11-mode compact
+  compare bf16-reference-graph df11-compact-graph
 fi
 tp=${TP:-2}
 if want tp; then
