@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +24,11 @@ namespace {
 // The problem bits a compact launch sets: the u32 at bytes 8..11 of the execution layout's
 // status record (where its problem kinds lie, so that one check serves both layouts).
 constexpr size_t kCompactStatusOffset = 8;
+
+void drop_plans(df11_model& model, size_t group) {
+  const std::lock_guard<std::mutex> lock(model.compact_mutex);
+  model.compact_plans.erase(group);
+}
 
 df11::cuda::CompactMatrix compact_matrix(const df11_compact_matrix& m) {
   return {static_cast<const uint8_t*>(m.d_blob), static_cast<const uint32_t*>(m.d_table), m.rows,
@@ -76,7 +82,7 @@ df11_status df11_cuda_compact_count(df11_model* model, size_t group, const df11_
     std::vector<df11::cuda::ExecShape> shapes;
     DF11_RETURN_IF_ERROR(group_shapes(*model, group, what, members, shapes));
     DF11_RETURN_IF_ERROR(check_count(what, n, shapes.size()));
-    model->compact_plans.erase(group);
+    drop_plans(*model, group);  // a new count of the group: an earlier measure is stale
     DF11_ASSIGN_OR_RETURN(const auto c, df11::cuda::compact_count_group(
                                             device_group(*model, group, *dev), shapes, d_workspace,
                                             workspace_bytes, as_stream(stream)));
@@ -98,7 +104,7 @@ df11_status df11_cuda_compact_measure(df11_model* model, size_t group, void* d_w
     std::vector<df11::cuda::ExecShape> shapes;
     DF11_RETURN_IF_ERROR(group_shapes(*model, group, what, members, shapes));
     DF11_RETURN_IF_ERROR(check_count(what, n, shapes.size()));
-    model->compact_plans.erase(group);
+    drop_plans(*model, group);
     std::vector<std::array<uint8_t, df11::kCompactSymbols>> l(n);
     for (size_t k = 0; k < n; ++k) {
       std::memcpy(l[k].data(), lengths + k * DF11_COMPACT_SYMBOLS, DF11_COMPACT_SYMBOLS);
@@ -113,6 +119,7 @@ df11_status df11_cuda_compact_measure(df11_model* model, size_t group, void* d_w
                                    h.stream_bits, h.rows,  h.cols};
       if (names != nullptr) names[k] = member_name(*model, group, k);
     }
+    const std::lock_guard<std::mutex> lock(model->compact_mutex);
     model->compact_plans[group] = std::move(plans);
     return Status::ok();
   });
@@ -124,30 +131,35 @@ df11_status df11_cuda_compact_pack(df11_model* model, size_t group, void* d_work
   const char* what = "df11_cuda_compact_pack";
   return on_exec(model, true, [&](auto) -> Status {
     if (m == nullptr) return null_arg(what, "m");
-    auto it = model->compact_plans.find(group);
-    if (it == model->compact_plans.end()) {
-      return Status(
-          ErrorCode::kInvalidArgument,
-          std::string(what) + ": group " + std::to_string(group) + " has not been measured");
-    }
-    const std::vector<df11::cuda::CompactPlan>& plans = it->second;
-    DF11_RETURN_IF_ERROR(check_count(what, n, plans.size()));
-    std::vector<uint8_t*> blobs(n);
-    for (size_t k = 0; k < n; ++k) {
-      const df11::CompactHeader& h = plans[k].header;
-      if (m[k].rows != h.rows || m[k].cols != h.cols || m[k].bytes < h.total_bytes ||
-          m[k].stream_bits != h.stream_bits) {
+    std::vector<df11::cuda::CompactPlan> plans;
+    {  // The group's plans leave the handle once the matrices match them.
+      const std::lock_guard<std::mutex> lock(model->compact_mutex);
+      auto it = model->compact_plans.find(group);
+      if (it == model->compact_plans.end()) {
         return Status(
             ErrorCode::kInvalidArgument,
-            std::string(what) + ": matrix " + std::to_string(k) + " is not what the measure gave");
+            std::string(what) + ": group " + std::to_string(group) + " has not been measured");
       }
-      if (m[k].d_table == nullptr || reinterpret_cast<uintptr_t>(m[k].d_table) % 16 != 0) {
-        return Status(ErrorCode::kInvalidArgument, std::string(what) + ": matrix " +
-                                                       std::to_string(k) +
-                                                       ": d_table null or not 16-byte aligned");
+      DF11_RETURN_IF_ERROR(check_count(what, n, it->second.size()));
+      for (size_t k = 0; k < n; ++k) {
+        const df11::CompactHeader& h = it->second[k].header;
+        if (m[k].rows != h.rows || m[k].cols != h.cols || m[k].bytes < h.total_bytes ||
+            m[k].stream_bits != h.stream_bits) {
+          return Status(ErrorCode::kInvalidArgument, std::string(what) + ": matrix " +
+                                                         std::to_string(k) +
+                                                         " is not what the measure gave");
+        }
+        if (m[k].d_table == nullptr || reinterpret_cast<uintptr_t>(m[k].d_table) % 16 != 0) {
+          return Status(ErrorCode::kInvalidArgument, std::string(what) + ": matrix " +
+                                                         std::to_string(k) +
+                                                         ": d_table null or not 16-byte aligned");
+        }
       }
-      blobs[k] = static_cast<uint8_t*>(const_cast<void*>(m[k].d_blob));
+      plans = std::move(it->second);
+      model->compact_plans.erase(it);
     }
+    std::vector<uint8_t*> blobs(n);
+    for (size_t k = 0; k < n; ++k) blobs[k] = static_cast<uint8_t*>(const_cast<void*>(m[k].d_blob));
     DF11_RETURN_IF_ERROR(df11::cuda::launch_compact_pack_group(plans, blobs, d_workspace,
                                                                workspace_bytes, as_stream(stream)));
     for (size_t k = 0; k < n; ++k) {
@@ -155,7 +167,6 @@ df11_status df11_cuda_compact_pack(df11_model* model, size_t group, void* d_work
           plans[k].code, static_cast<uint32_t*>(const_cast<void*>(m[k].d_table)),
           as_stream(stream)));
     }
-    model->compact_plans.erase(it);
     return Status::ok();
   });
 }

@@ -50,7 +50,9 @@ struct df11_model {
   std::vector<Group> groups;  // parallel to folder->groups
   std::unordered_map<std::string, size_t> by_name;
   std::unique_ptr<Validated[]> validated;
-  // df11_cuda_compact_measure's plans, by group, until df11_cuda_compact_pack uses them.
+  // df11_cuda_compact_measure's plans, by group, until df11_cuda_compact_pack takes them (the
+  // handle's one mutable part beside the message: under compact_mutex).
+  std::mutex compact_mutex;
   std::map<size_t, std::vector<df11::cuda::CompactPlan>> compact_plans;
 };
 

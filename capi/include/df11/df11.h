@@ -19,8 +19,10 @@
  * may run concurrently on one handle from any number of threads. The handle's message is then
  * that of one of the concurrent failures, and reading it must not race another failing call
  * on the handle (which replaces it): a thread that needs its own messages uses a handle of
- * its own (handles are cheap). df11_model_close() must not race any other call on it.
- * A df11_cuda_plan is used by one host thread at a time.
+ * its own (handles are cheap). df11_model_close() must not race any other call on it. (The
+ * compact layout's transcode keeps its measured plans in the handle, under a lock, between
+ * two calls: see df11_cuda_compact_measure.) A df11_cuda_plan is used by one host thread at a
+ * time.
  *
  * Lifetime. Strings and arrays returned by a query (names, shapes, stored bytes) point into
  * the handle and stay valid until df11_model_close(). A df11_cuda_plan refers to nothing of
@@ -725,7 +727,9 @@ DF11_API df11_status df11_cuda_compact_count(df11_model* model, size_t group,
 /* Measures each member with code lengths lengths[k * DF11_COMPACT_SYMBOLS + e] (0: exponent e
  * has no codeword) from the workspace df11_cuda_compact_count left: out[k] gets bytes,
  * stream_bits, rows and cols (d_blob and d_table NULL), names[k] (if not NULL) the member's
- * name. The plans stay with the model handle until df11_cuda_compact_pack for this group.
+ * name. The plans stay with the model handle (under its lock) until df11_cuda_compact_pack for
+ * this group takes them: one group's count, measure and pack belong to one thread at a time;
+ * different groups may be transcoded from several threads at once.
  * Synchronises. DF11_ERROR_INVALID_ARGUMENT where a member's lengths are no prefix code of at
  * most 12 bits or leave one of its exponents without a codeword. */
 DF11_API df11_status df11_cuda_compact_measure(df11_model* model, size_t group, void* d_workspace,
