@@ -2,7 +2,6 @@
 #include "df11/exec_compact_encode.h"
 
 #include <algorithm>
-#include <numeric>
 
 #include "df11/code_lengths.h"
 #include "df11/group.h"  // store_le64
@@ -46,10 +45,15 @@ Result<std::array<uint8_t, kCompactSymbols>> choose_compact_lengths(
   } else if (present.size() == kCompactSymbols) {
     lengths.fill(8);  // 256 codes of 8 bits: the Kraft sum is 1
   } else {
-    // Large counts are scaled down (halved, rounding up) until package-merge takes them.
-    while (std::accumulate(weights.begin(), weights.end(), uint64_t{0}) >
-           kMaxCodeLengthsTotalWeight) {
-      for (uint64_t& w : weights) w = (w + 1) / 2;
+    // Large counts are scaled down (halved, rounding up: none becomes 0) until package-merge
+    // takes them; the sum saturates rather than wrap, whatever the caller's counts.
+    const auto total = [&weights] {
+      uint64_t t = 0;
+      for (const uint64_t w : weights) t = w > UINT64_MAX - t ? UINT64_MAX : t + w;
+      return t;
+    };
+    while (total() > kMaxCodeLengthsTotalWeight) {
+      for (uint64_t& w : weights) w = w / 2 + (w & 1);
     }
     DF11_ASSIGN_OR_RETURN(const std::vector<uint8_t> l,
                           package_merge_lengths(weights, kCompactMaxCodeBits));

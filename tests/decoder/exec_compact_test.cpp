@@ -101,6 +101,20 @@ TEST(ExecCompact, LengthsAreOptimalWithinTwelveBits) {
   for (const uint8_t x : *all) EXPECT_EQ(x, 8);
   EXPECT_EQ(choose_compact_lengths(std::array<uint64_t, 256>{}).status().code(),
             ErrorCode::kInvalidArgument);
+  // Counts up to 2^64 - 1 (a caller's, through df11_tools_compact_lengths): their sum does not
+  // wrap and none scales down to 0; every present exponent keeps a codeword.
+  counts.fill(0);
+  counts[3] = counts[4] = UINT64_MAX;
+  counts[5] = 1;
+  counts[6] = uint64_t{1} << 63;
+  const auto big = choose_compact_lengths(counts);
+  ASSERT_TRUE(big.is_ok()) << big.status().message();
+  kraft = 0;
+  for (size_t e = 0; e < 256; ++e) {
+    EXPECT_EQ((*big)[e] != 0, counts[e] != 0) << e;
+    kraft += (*big)[e] ? 1u << (12 - (*big)[e]) : 0;
+  }
+  EXPECT_LE(kraft, 4096u);
 }
 
 TEST(ExecCompact, GaussianWeightsTakeUnder10Point7Bits) {
