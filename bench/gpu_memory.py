@@ -9,7 +9,8 @@ reserved bytes, and for df11 what the engine says it holds (model.df11.memory_by
 them the folder's coded bytes (every group's six device parts), the bar's reference. The df11
 variants' logits are compared with BF16's (the default mode must be torch.equal).
 
-    python bench/gpu_memory.py --bf16 BF16_DIR --df11 DF11_DIR [--variants bf16,df11,df11-exec,df11-compact]
+    python bench/gpu_memory.py --bf16 BF16_DIR --df11 DF11_DIR
+        [--variants bf16,df11,df11-exec,df11-compact]
         [--tokens 16] [--json OUT.json]
 """
 import argparse
