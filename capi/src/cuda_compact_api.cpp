@@ -4,6 +4,8 @@
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -11,6 +13,7 @@
 
 #include "cuda_api_common.h"
 #include "df11/cuda_compact.h"
+#include "df11/exec_compact.h"  // compact_geometry
 
 using df11::ErrorCode;
 using df11::Status;
@@ -19,15 +22,44 @@ using namespace df11::capi::cuda_api;
 static_assert(DF11_COMPACT_SYMBOLS == df11::kCompactSymbols);
 static_assert(DF11_COMPACT_TABLE_BYTES == df11::cuda::kCompactDecodeTableEntries * 4);
 
+namespace df11::capi {
+
+// df11_cuda_compact_measure's plans by group (df11_model::compact_plans).
+struct CompactPlans {
+  std::map<size_t, std::vector<df11::cuda::CompactPlan>> by_group;
+};
+
+}  // namespace df11::capi
+
 namespace {
 
 // The problem bits a compact launch sets: the u32 at bytes 8..11 of the execution layout's
 // status record (where its problem kinds lie, so that one check serves both layouts).
 constexpr size_t kCompactStatusOffset = 8;
 
+// The handle's plans (under its compact_mutex).
+std::map<size_t, std::vector<df11::cuda::CompactPlan>>& plans_of(df11_model& model) {
+  if (!model.compact_plans) model.compact_plans = std::make_shared<df11::capi::CompactPlans>();
+  return model.compact_plans->by_group;
+}
+
 void drop_plans(df11_model& model, size_t group) {
   const std::lock_guard<std::mutex> lock(model.compact_mutex);
-  model.compact_plans.erase(group);
+  plans_of(model).erase(group);
+}
+
+Status invalid(const std::string& what) { return Status(ErrorCode::kInvalidArgument, what); }
+
+// What a launch checks of a matrix, checked before the status record is touched, so that a
+// refused call leaves the record (and the earlier calls' reports in it) as it was.
+Status check_matrix(const df11_compact_matrix& m, const std::string& what) {
+  if (m.d_blob == nullptr || m.d_table == nullptr) {
+    return invalid(what + ": d_blob or d_table is null");
+  }
+  if (reinterpret_cast<uintptr_t>(m.d_blob) % 16 != 0) {
+    return invalid(what + ": d_blob is not 16-byte aligned");
+  }
+  return df11::compact_geometry(m.rows, m.cols, what).status();
 }
 
 df11::cuda::CompactMatrix compact_matrix(const df11_compact_matrix& m) {
@@ -120,7 +152,7 @@ df11_status df11_cuda_compact_measure(df11_model* model, size_t group, void* d_w
       if (names != nullptr) names[k] = member_name(*model, group, k);
     }
     const std::lock_guard<std::mutex> lock(model->compact_mutex);
-    model->compact_plans[group] = std::move(plans);
+    plans_of(*model)[group] = std::move(plans);
     return Status::ok();
   });
 }
@@ -134,8 +166,9 @@ df11_status df11_cuda_compact_pack(df11_model* model, size_t group, void* d_work
     std::vector<df11::cuda::CompactPlan> plans;
     {  // The group's plans leave the handle once the matrices match them.
       const std::lock_guard<std::mutex> lock(model->compact_mutex);
-      auto it = model->compact_plans.find(group);
-      if (it == model->compact_plans.end()) {
+      auto& all = plans_of(*model);
+      auto it = all.find(group);
+      if (it == all.end()) {
         return Status(
             ErrorCode::kInvalidArgument,
             std::string(what) + ": group " + std::to_string(group) + " has not been measured");
@@ -149,14 +182,15 @@ df11_status df11_cuda_compact_pack(df11_model* model, size_t group, void* d_work
                                                          std::to_string(k) +
                                                          " is not what the measure gave");
         }
-        if (m[k].d_table == nullptr || reinterpret_cast<uintptr_t>(m[k].d_table) % 16 != 0) {
-          return Status(ErrorCode::kInvalidArgument, std::string(what) + ": matrix " +
-                                                         std::to_string(k) +
-                                                         ": d_table null or not 16-byte aligned");
+        if (m[k].d_table == nullptr || reinterpret_cast<uintptr_t>(m[k].d_table) % 16 != 0 ||
+            m[k].d_blob == nullptr || reinterpret_cast<uintptr_t>(m[k].d_blob) % 16 != 0) {
+          return Status(ErrorCode::kInvalidArgument,
+                        std::string(what) + ": matrix " + std::to_string(k) +
+                            ": d_blob or d_table null or not 16-byte aligned");
         }
       }
       plans = std::move(it->second);
-      model->compact_plans.erase(it);
+      all.erase(it);
     }
     std::vector<uint8_t*> blobs(n);
     for (size_t k = 0; k < n; ++k) blobs[k] = static_cast<uint8_t*>(const_cast<void*>(m[k].d_blob));
@@ -177,13 +211,22 @@ df11_status df11_cuda_compact_gemm_ex(df11_model* model, const df11_compact_gemm
   const char* what = "df11_cuda_compact_gemm";
   return on_exec(model, false, [&](auto any) -> Status {
     if (n != 0 && gemms == nullptr) return null_arg(what, "gemms");
-    DF11_ASSIGN_OR_RETURN(uint32_t * word,
-                          status_word(d_status, status_bytes, flags, stream, what, any));
+    if (batch < 1 || batch > DF11_EXEC_MAX_BATCH) {
+      return invalid(std::string(what) + ": batch " + std::to_string(batch) + " is not within 1.." +
+                     std::to_string(DF11_EXEC_MAX_BATCH));
+    }
     std::vector<df11::cuda::CompactGemm> g(n);
     for (size_t k = 0; k < n; ++k) {
+      const std::string name = std::string(what) + ": matrix " + std::to_string(k);
+      DF11_RETURN_IF_ERROR(check_matrix(gemms[k].w, name));
+      if (gemms[k].d_x == nullptr || gemms[k].d_y == nullptr) {
+        return invalid(name + ": d_x or d_y is null");
+      }
       g[k] = {compact_matrix(gemms[k].w), static_cast<const uint16_t*>(gemms[k].d_x),
               static_cast<uint16_t*>(gemms[k].d_y)};
     }
+    DF11_ASSIGN_OR_RETURN(uint32_t * word,
+                          status_word(d_status, status_bytes, flags, stream, what, any));
     if (n == 0) return Status::ok();
     return df11::cuda::launch_compact_gemm(g, batch, word, as_stream(stream));
   });
@@ -195,6 +238,11 @@ df11_status df11_cuda_compact_to_bf16_ex(df11_model* model, const df11_compact_m
   const char* what = "df11_cuda_compact_to_bf16";
   return on_exec(model, false, [&](auto any) -> Status {
     if (n != 0 && (m == nullptr || d_out == nullptr)) return null_arg(what, "m or d_out");
+    for (size_t k = 0; k < n; ++k) {
+      const std::string name = std::string(what) + ": matrix " + std::to_string(k);
+      DF11_RETURN_IF_ERROR(check_matrix(m[k], name));
+      if (d_out[k] == nullptr) return invalid(name + ": d_out is null");
+    }
     DF11_ASSIGN_OR_RETURN(uint32_t * word,
                           status_word(d_status, status_bytes, flags, stream, what, any));
     for (size_t k = 0; k < n; ++k) {

@@ -3,7 +3,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -12,12 +11,15 @@
 #include <utility>
 #include <vector>
 
-#include "df11/cuda_compact.h"  // CompactPlan (host-only header)
 #include "df11/df11.h"
 #include "df11/df11_folder.h"
 #include "df11/group.h"
 #include "df11/status.h"
 #include "error_state.h"
+
+namespace df11::capi {
+struct CompactPlans;
+}  // namespace df11::capi
 
 struct df11_model {
   struct Tensor {
@@ -51,9 +53,10 @@ struct df11_model {
   std::unordered_map<std::string, size_t> by_name;
   std::unique_ptr<Validated[]> validated;
   // df11_cuda_compact_measure's plans, by group, until df11_cuda_compact_pack takes them (the
-  // handle's one mutable part beside the message: under compact_mutex).
+  // handle's one mutable part beside the message: under compact_mutex; the type is
+  // cuda_compact_api.cpp's, so that this header needs no CUDA one).
   std::mutex compact_mutex;
-  std::map<size_t, std::vector<df11::cuda::CompactPlan>> compact_plans;
+  std::shared_ptr<df11::capi::CompactPlans> compact_plans;
 };
 
 namespace df11::capi {

@@ -728,8 +728,9 @@ DF11_API df11_status df11_cuda_compact_count(df11_model* model, size_t group,
  * has no codeword) from the workspace df11_cuda_compact_count left: out[k] gets bytes,
  * stream_bits, rows and cols (d_blob and d_table NULL), names[k] (if not NULL) the member's
  * name. The plans stay with the model handle (under its lock) until df11_cuda_compact_pack for
- * this group takes them: one group's count, measure and pack belong to one thread at a time;
- * different groups may be transcoded from several threads at once.
+ * this group takes them (or the group's next count or measure, or df11_model_close, drops them):
+ * one group's count, measure and pack belong to one thread at a time; different groups may be
+ * transcoded from several threads at once.
  * Synchronises. DF11_ERROR_INVALID_ARGUMENT where a member's lengths are no prefix code of at
  * most 12 bits or leave one of its exponents without a codeword. */
 DF11_API df11_status df11_cuda_compact_measure(df11_model* model, size_t group, void* d_workspace,
@@ -754,7 +755,9 @@ typedef struct df11_compact_gemm {
 /* Enqueues the n products at `batch` (1..DF11_EXEC_MAX_BATCH) rows, up to 16 matrices per
  * kernel launch (after a reset of d_status unless flags has DF11_EXEC_KEEP_STATUS). Each Y
  * equals df11_cuda_exec_reference_gemm on the blob's weights bit for bit. No allocation, no
- * sync. */
+ * sync.
+ * Arguments are checked before anything is enqueued: a refused call (DF11_ERROR_INVALID_ARGUMENT)
+ * leaves d_status as it was. */
 DF11_API df11_status df11_cuda_compact_gemm_ex(df11_model* model, const df11_compact_gemm* gemms,
                                                size_t n, uint32_t batch, void* d_status,
                                                size_t status_bytes, uint32_t flags, void* stream);

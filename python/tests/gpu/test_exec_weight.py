@@ -76,7 +76,7 @@ def test_exec_weight_traced_and_captured(qwen2, mode):
     folder, ref = qwen2
     ew, w, bias = layer_weight(folder, ref, FUSED["qkv"], layout=exec_mode.LAYOUTS[mode])
     bias = bias.detach()  # inference, as in a serving engine: no autograd through the op
-    key = coded.weight_key("test", "qkv", "exec")
+    key = coded.weight_key("test", "qkv", mode)
     exec_mode.register_weight(key, ew)
     try:
         # As a serving engine traces it: the key a constant, the token count symbolic.
@@ -99,6 +99,7 @@ def test_exec_weight_traced_and_captured(qwen2, mode):
         graph.replay()
         torch.cuda.synchronize()
         assert torch.equal(y, exec_mode.reference_linear(x, w, bias))
+        ew.check()
     finally:
         exec_mode.unregister_weight(key)
 
