@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <span>
 #include <string>
 #include <vector>
@@ -314,6 +315,51 @@ TEST_F(CApiGpu, CorruptStreamIsReportedAfterAFusedLaunch) {
 namespace df11::clitest {
 namespace {
 
+// Each member's blob decoded back (outs[k]) equals the CPU decode of the group at offsets[k].
+template <typename Matrix>
+void expect_decoded_back(const std::vector<Matrix>& m, const std::vector<void*>& outs,
+                         const std::vector<uint16_t>& w, const std::vector<uint64_t>& offsets,
+                         const std::vector<const char*>& names) {
+  for (size_t k = 0; k < m.size(); ++k) {
+    const std::vector<uint16_t> back = download(outs[k], uint64_t{m[k].rows} * m[k].cols);
+    EXPECT_TRUE(std::equal(back.begin(), back.end(), w.begin() + offsets[k])) << names[k];
+  }
+}
+
+// At each batch, a layout's GEMM of every member (`launch(gemms, n, batch)`, then `sync()`)
+// equals df11_cuda_exec_reference_gemm on the CPU-decoded weights (d_w + offsets[k]) bit for
+// bit, and a batch above DF11_EXEC_MAX_BATCH is refused.
+template <typename Gemm, typename Matrix, typename Launch, typename Sync>
+void expect_gemms_equal_reference(df11_model* model, Device& dev, cudaStream_t stream,
+                                  const std::vector<Matrix>& m, const uint16_t* d_w,
+                                  const std::vector<uint64_t>& offsets,
+                                  const std::vector<const char*>& names,
+                                  std::initializer_list<uint32_t> batches, Launch launch,
+                                  Sync sync) {
+  const size_t n = m.size();
+  for (const uint32_t batch : batches) {
+    std::vector<Gemm> gemms;
+    std::vector<void*> refs;
+    for (size_t k = 0; k < n; ++k) {
+      const void* x = dev.upload(
+          df11::cuda::support::deterministic_bf16(uint64_t{batch} * m[k].cols, k + batch));
+      gemms.push_back({m[k], x, dev.alloc(2ull * batch * m[k].rows)});
+      refs.push_back(dev.alloc(2ull * batch * m[k].rows));
+      ASSERT_EQ(df11_cuda_exec_reference_gemm(model, d_w + offsets[k], m[k].rows, m[k].cols, x,
+                                              refs.back(), batch, stream),
+                DF11_OK);
+    }
+    ASSERT_EQ(launch(gemms.data(), n, batch), DF11_OK) << df11_model_errmsg(model);
+    ASSERT_EQ(sync(), DF11_OK);
+    for (size_t k = 0; k < n; ++k) {
+      EXPECT_EQ(download(gemms[k].d_y, uint64_t{batch} * m[k].rows),
+                download(refs[k], uint64_t{batch} * m[k].rows))
+          << names[k] << ", batch " << batch;
+    }
+    EXPECT_EQ(launch(gemms.data(), n, DF11_EXEC_MAX_BATCH + 1), DF11_ERROR_INVALID_ARGUMENT);
+  }
+}
+
 // The execution layout through the C API, as an engine uses it (df11/df11.h, experimental):
 // every group of a real folder transcoded on the GPU, its blobs decoded back equal to the CPU
 // decode, and the fused GEMM equal to the reference GEMM on the CPU-decoded weights at batch
@@ -359,36 +405,14 @@ TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
                                      DF11_EXEC_STATUS_BYTES, stream),
               DF11_OK);
     ASSERT_EQ(df11_cuda_exec_status_sync(model.m, d_status, stream), DF11_OK);
-    for (size_t k = 0; k < n; ++k) {
-      const std::vector<uint16_t> back = download(outs[k], uint64_t{m[k].rows} * m[k].cols);
-      EXPECT_TRUE(std::equal(back.begin(), back.end(), w.begin() + offsets[k])) << names[k];
-    }
-    for (const uint32_t batch : {1u, 7u, 16u}) {
-      std::vector<df11_exec_gemm> gemms;
-      std::vector<void*> refs;
-      for (size_t k = 0; k < n; ++k) {
-        const void* x = dev.upload(
-            df11::cuda::support::deterministic_bf16(uint64_t{batch} * m[k].cols, k + batch));
-        gemms.push_back({m[k], x, dev.alloc(2ull * batch * m[k].rows)});
-        refs.push_back(dev.alloc(2ull * batch * m[k].rows));
-        ASSERT_EQ(df11_cuda_exec_reference_gemm(model.m, d_w + offsets[k], m[k].rows, m[k].cols, x,
-                                                refs.back(), batch, stream),
-                  DF11_OK);
-      }
-      ASSERT_EQ(df11_cuda_exec_gemm(model.m, gemms.data(), n, batch, d_status,
-                                    DF11_EXEC_STATUS_BYTES, stream),
-                DF11_OK)
-          << df11_model_errmsg(model.m);
-      ASSERT_EQ(df11_cuda_exec_status_sync(model.m, d_status, stream), DF11_OK);
-      for (size_t k = 0; k < n; ++k) {
-        EXPECT_EQ(download(gemms[k].d_y, uint64_t{batch} * m[k].rows),
-                  download(refs[k], uint64_t{batch} * m[k].rows))
-            << names[k] << ", batch " << batch;
-      }
-      EXPECT_EQ(df11_cuda_exec_gemm(nullptr, gemms.data(), n, DF11_EXEC_MAX_BATCH + 1, d_status,
-                                    DF11_EXEC_STATUS_BYTES, stream),
-                DF11_ERROR_INVALID_ARGUMENT);
-    }
+    expect_decoded_back(m, outs, w, offsets, names);
+    expect_gemms_equal_reference<df11_exec_gemm>(
+        model.m, dev, stream, m, d_w, offsets, names, {1u, 7u, 16u},
+        [&](const df11_exec_gemm* gemms, size_t count, uint32_t batch) {
+          return df11_cuda_exec_gemm(model.m, gemms, count, batch, d_status, DF11_EXEC_STATUS_BYTES,
+                                     stream);
+        },
+        [&] { return df11_cuda_exec_status_sync(model.m, d_status, stream); });
   }
   cudaStreamDestroy(stream);
 }
@@ -485,36 +509,14 @@ TEST_F(CApiGpu, CompactLayoutTranscodeDecodeAndGemm) {
                                            DF11_EXEC_STATUS_BYTES, 0, stream),
               DF11_OK);
     ASSERT_EQ(df11_cuda_compact_status_sync(model.m, d_status, stream), DF11_OK);
-    for (size_t k = 0; k < n; ++k) {
-      const std::vector<uint16_t> back = download(outs[k], uint64_t{m[k].rows} * m[k].cols);
-      EXPECT_TRUE(std::equal(back.begin(), back.end(), w.begin() + offsets[k])) << names[k];
-    }
-    for (const uint32_t batch : {1u, 7u, 32u}) {
-      std::vector<df11_compact_gemm> gemms;
-      std::vector<void*> refs;
-      for (size_t k = 0; k < n; ++k) {
-        const void* x = dev.upload(
-            df11::cuda::support::deterministic_bf16(uint64_t{batch} * m[k].cols, k + batch));
-        gemms.push_back({m[k], x, dev.alloc(2ull * batch * m[k].rows)});
-        refs.push_back(dev.alloc(2ull * batch * m[k].rows));
-        ASSERT_EQ(df11_cuda_exec_reference_gemm(model.m, d_w + offsets[k], m[k].rows, m[k].cols, x,
-                                                refs.back(), batch, stream),
-                  DF11_OK);
-      }
-      ASSERT_EQ(df11_cuda_compact_gemm_ex(model.m, gemms.data(), n, batch, d_status,
-                                          DF11_EXEC_STATUS_BYTES, DF11_EXEC_KEEP_STATUS, stream),
-                DF11_OK)
-          << df11_model_errmsg(model.m);
-      ASSERT_EQ(df11_cuda_compact_status_sync(model.m, d_status, stream), DF11_OK);
-      for (size_t k = 0; k < n; ++k) {
-        EXPECT_EQ(download(gemms[k].d_y, uint64_t{batch} * m[k].rows),
-                  download(refs[k], uint64_t{batch} * m[k].rows))
-            << names[k] << ", batch " << batch;
-      }
-      EXPECT_EQ(df11_cuda_compact_gemm_ex(nullptr, gemms.data(), n, DF11_EXEC_MAX_BATCH + 1,
-                                          d_status, DF11_EXEC_STATUS_BYTES, 0, stream),
-                DF11_ERROR_INVALID_ARGUMENT);
-    }
+    expect_decoded_back(m, outs, w, offsets, names);
+    expect_gemms_equal_reference<df11_compact_gemm>(
+        model.m, dev, stream, m, d_w, offsets, names, {1u, 7u, 32u},
+        [&](const df11_compact_gemm* gemms, size_t count, uint32_t batch) {
+          return df11_cuda_compact_gemm_ex(model.m, gemms, count, batch, d_status,
+                                           DF11_EXEC_STATUS_BYTES, DF11_EXEC_KEEP_STATUS, stream);
+        },
+        [&] { return df11_cuda_compact_status_sync(model.m, d_status, stream); });
     // A corrupt copy of the first blob: its second half (the end of the byte plane and the
     // codeword stream) inverted.
     std::vector<uint8_t> blob = download_bytes(m[0].d_blob, m[0].bytes);

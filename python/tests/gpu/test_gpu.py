@@ -467,43 +467,34 @@ def test_exec_mode_official_folder(mode):
             assert_equal(model(input_ids=ids).logits, ref(input_ids=ids).logits)
 
 
-def test_exec_mode_reports_a_corrupt_blob(work):
-    """A blob corrupted on the device after load (its tile offsets past its exceptions) is reported
-    by the deferred check after generate, naming the matrices of the launch."""
-    _, df11_dir = models.llm_folders(work, "mistral")
-    model = df11.from_pretrained(df11_dir, device="cuda", mode="exec")
-    state = next(iter(model.df11.exec_states.values()))
-    lin = next(x for x in state.linears if x.name.endswith("layers.1.mlp.down_proj.weight"))
+def _break_tile_offsets(blob, at, nbytes):
     # spec/EXEC_LAYOUT.md 2: tile_offsets (u32) at byte 64 of the blob, entry 0 must be 0 and
     # none past n_exceptions (P2).
-    blob = next(b for b in state.blobs
-                if b.data_ptr() <= lin.matrix.d_blob < b.data_ptr() + b.numel())
-    at = lin.matrix.d_blob - blob.data_ptr() + 64
-    blob[at:at + 8] = 0xFF
-    ids = models.llm_inputs(model.config.vocab_size, 1).cuda()
-    with pytest.raises(df11.Df11Error) as e:
-        greedy(model, ids, steps=4)
-    assert "execution layout" in str(e.value) and "model.layers.1" in str(e.value), str(e.value)
+    blob[at + 64:at + 72] = 0xFF
 
 
-def test_compact_mode_reports_a_corrupt_blob(work):
-    """mode="compact": a blob whose codeword stream is corrupted on the device after load is
-    reported by the deferred check after generate, naming the compact layout and the
-    matrices."""
+def _invert_second_half(blob, at, nbytes):
+    # The compact blob's second half (the end of the byte plane and the codeword stream).
+    blob[at + nbytes // 2:at + nbytes].bitwise_not_()
+
+
+@pytest.mark.parametrize("mode,corrupt,title", [
+    ("exec", _break_tile_offsets, "execution layout"),
+    ("compact", _invert_second_half, "compact layout")])
+def test_layout_mode_reports_a_corrupt_blob(work, mode, corrupt, title):
+    """A blob corrupted on the device after load is reported by the deferred check after
+    generate, naming the layout and the matrices of the launch."""
     _, df11_dir = models.llm_folders(work, "mistral")
-    model = df11.from_pretrained(df11_dir, device="cuda", mode="compact")
+    model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
     state = next(iter(model.df11.exec_states.values()))
     lin = next(x for x in state.linears if x.name.endswith("layers.1.mlp.down_proj.weight"))
     blob = next(b for b in state.blobs
                 if b.data_ptr() <= lin.matrix.d_blob < b.data_ptr() + b.numel())
-    at = lin.matrix.d_blob - blob.data_ptr()
-    # The second half of the blob (codeword stream and byte plane) inverted.
-    region = blob[at + lin.matrix.bytes // 2:at + lin.matrix.bytes]
-    region.bitwise_not_()
+    corrupt(blob, lin.matrix.d_blob - blob.data_ptr(), lin.matrix.bytes)
     ids = models.llm_inputs(model.config.vocab_size, 1).cuda()
     with pytest.raises(df11.Df11Error) as e:
         greedy(model, ids, steps=4)
-    assert "compact layout" in str(e.value) and "model.layers.1" in str(e.value), str(e.value)
+    assert title in str(e.value) and "model.layers.1" in str(e.value), str(e.value)
 
 
 @pytest.mark.parametrize("family", ["llama"])
