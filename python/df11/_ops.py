@@ -40,6 +40,10 @@ that returned the output itself made it round the residual stream differently).
 the device's decode buffer (decoders.PartsDecoder, modules.PartsLinear: a block decoded in
 parts, Linear by Linear): F.linear(x, W), with no tensor of the whole block. Its fake returns
 an empty (*x.shape[:-1], out_features).
+
+Every fake here and in coded.py / exec_mode.py reads its registry with int(key): when the same
+code is traced again with another key, torch.compile makes the key symbolic, and int() then
+specialises it (one graph per key) where a symbolic key would fail to hash.
 """
 from __future__ import annotations
 
@@ -94,7 +98,7 @@ def embed_rows(ids: torch.Tensor, key: int) -> Tuple[torch.Tensor, torch.Tensor]
 
 @embed_rows.register_fake
 def _(ids, key):
-    return (ids.new_empty((ids.numel(), _DECODERS[key].row_elements), dtype=torch.bfloat16),
+    return (ids.new_empty((ids.numel(), _DECODERS[int(key)].row_elements), dtype=torch.bfloat16),
             ids.new_empty(ids.shape, dtype=torch.int64))
 
 
@@ -105,4 +109,4 @@ def linear_parts(x: torch.Tensor, key: int) -> torch.Tensor:
 
 @linear_parts.register_fake
 def _(x, key):
-    return x.new_empty((*x.shape[:-1], _DECODERS[key].out_features), dtype=torch.bfloat16)
+    return x.new_empty((*x.shape[:-1], _DECODERS[int(key)].out_features), dtype=torch.bfloat16)

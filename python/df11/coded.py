@@ -263,4 +263,4 @@ def decode_weight(like: torch.Tensor, key: int) -> torch.Tensor:
 
 @decode_weight.register_fake
 def _(like, key):
-    return like.new_empty(_WEIGHTS[key].shape, dtype=torch.bfloat16)
+    return like.new_empty(_WEIGHTS[int(key)].shape, dtype=torch.bfloat16)

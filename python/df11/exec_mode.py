@@ -37,8 +37,10 @@ checks the decode status (after generate), raising Df11Error naming the matrices
 from __future__ import annotations
 
 import ctypes
+import itertools
 import math
 import threading
+import weakref
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -55,7 +57,10 @@ ALIGN_BYTES = 256
 SIBLINGS = (("q_proj", "k_proj", "v_proj"), ("gate_proj", "up_proj"), ("query", "key", "value"),
             ("w1", "w3"), ("wq", "wk", "wv"))
 
-_LINEARS: Dict[int, "ExecLinear"] = {}
+# The traced ops' key -> ExecLinear. Weak: a model's Linears, and the blobs they hold, go with
+# the model (its modules hold them); keys are never reused.
+_LINEARS: "weakref.WeakValueDictionary[int, ExecLinear]" = weakref.WeakValueDictionary()
+_KEYS = itertools.count()
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,8 @@ class CallSite:
     status_ptr: int = 0  # status.data_ptr()
     gemms: object = None  # (layout.gemm * n)
     cache: Optional[Tuple[torch.Tensor, int, Dict[int, torch.Tensor]]] = None
+    # While torch.compile traces: (the input, the indices still to call, the outputs).
+    traced: Optional[Tuple[torch.Tensor, Tuple[int, ...], List[torch.Tensor]]] = None
 
     @property
     def names(self) -> List[str]:
@@ -152,45 +159,68 @@ class ExecLinear:
         # through the custom op. At batch 1 this runs on the CPU's critical path once per
         # Linear: it reads nothing it can keep from load time (see run()).
         if torch.compiler.is_compiling():
-            return torch.ops.df11.exec_linear(x, self.key)
+            return self._traced(x)
         if current_device() != self.device_index:  # device_map="auto": the module's GPU
             with torch.cuda.device(self.device_index):
                 return self.run(x, siblings=True)
         return self.run(x, siblings=True)
 
+    def _traced(self, x: torch.Tensor) -> torch.Tensor:
+        """What dynamo traces: siblings on one input (q/k/v, gate/up) become one op in the
+        graph, torch.ops.df11.exec_site (one launch, every sibling's output), and each sibling
+        takes its output from that op's result. The pairing is made at trace time, on the traced
+        tensors (`site.traced` holds the first sibling's input and the outputs until the last
+        sibling has taken its own, then None), so the graph itself says which output is
+        whose: whatever buffers Inductor later gives the activations, no call depends on
+        another's. A sibling called on another input (cross-attention) gets its own op."""
+        site = self.site
+        if len(site.linears) == 1:
+            return torch.ops.df11.exec_linear(x, self.key)
+        pending = site.traced
+        if pending is not None and self.index in pending[1]:
+            first, rest, outs = pending
+            rest = tuple(i for i in rest if i != self.index)
+            site.traced = (first, rest, outs) if rest else None
+            if first is x:
+                return outs[self.index]
+            return torch.ops.df11.exec_linear(x, self.key)
+        outs = torch.ops.df11.exec_site(x, self.key)
+        site.traced = (x, tuple(i for i in range(len(outs)) if i != self.index), outs)
+        return outs[self.index]
+
     def run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
         with self.state.lock:
             return self._run(x, siblings)
 
-    def _run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
+    def run_site(self, x: torch.Tensor) -> List[torch.Tensor]:
+        """Every Linear of this one's call site on x, in the site's order."""
+        with self.state.lock:
+            return self._run(x, True, every=True)
+
+    def _run(self, x: torch.Tensor, siblings: bool, every: bool = False):
         cols = self.cols
         if x.dtype != torch.bfloat16 or x.shape[-1] != cols or x.get_device() != self.device_index:
             raise ValueError(f"df11 (exec): {self.name}: input {tuple(x.shape)} {x.dtype} on "
                              f"{x.device}, expected [..., {cols}] bfloat16 on "
                              f"{self.state.device}")
         tokens = x.numel() // cols
-        if tokens == 0:
-            return x.new_empty((*x.shape[:-1], self.rows))
         site = self.site
-        if tokens > _capi.EXEC_MAX_BATCH:
-            scratch = self.state.scratch
-            self._out[0] = scratch.data_ptr()
-            rc = self._to_bf16(
-                None, ctypes.byref(self.matrix), self._out, 1, site.status_ptr,
-                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index))
-            self._raise(rc)
-            w = scratch[:self.rows * cols].view(self.rows, cols)
-            return torch.nn.functional.linear(x, w, self.module.bias)
+        if tokens == 0 or tokens > _capi.EXEC_MAX_BATCH:
+            if every:
+                return [m._wide(x, tokens) for m in site.linears]
+            return self._wide(x, tokens)
         if siblings or len(site.linears) == 1:
             members, gemms = site.linears, site.gemms
         else:
             members, gemms = [self], self._single
         n = len(members)
-        if n > 1:
+        if n > 1 and not every:
             cached = site.cache
             if cached is not None and cached[0] is x and cached[1] == x._version:
                 y = cached[2].pop(self.index, None)
                 if y is not None:
+                    if not cached[2]:  # the last sibling: the input is no longer held
+                        site.cache = None
                     return y
         x2 = x.reshape(tokens, cols)
         if not x2.is_contiguous():
@@ -210,12 +240,28 @@ class ExecLinear:
             bias = m.module.bias
             if bias is not None:
                 y.add_(bias)
+        if every:
+            return outs
         if n == 1:
             return outs[0]
         mine = outs[self.index]
         # The siblings' outputs wait for their own calls on this same input tensor.
         site.cache = (x, x._version, {i: y for i, y in enumerate(outs) if i != self.index})
         return mine
+
+    def _wide(self, x: torch.Tensor, tokens: int) -> torch.Tensor:
+        """No tokens, or more than the fused GEMM takes: the blob decoded into the scratch,
+        then F.linear."""
+        if tokens == 0:
+            return x.new_empty((*x.shape[:-1], self.rows))
+        scratch = self.state.scratch
+        self._out[0] = scratch.data_ptr()
+        rc = self._to_bf16(
+            None, ctypes.byref(self.matrix), self._out, 1, self.site.status_ptr,
+            _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index))
+        self._raise(rc)
+        w = scratch[:self.rows * self.cols].view(self.rows, self.cols)
+        return torch.nn.functional.linear(x, w, self.module.bias)
 
     def _raise(self, rc: int) -> None:
         if rc != 0:
@@ -225,12 +271,26 @@ class ExecLinear:
 
 @torch.library.custom_op("df11::exec_linear", mutates_args=())
 def exec_linear(x: torch.Tensor, key: int) -> torch.Tensor:
+    """One traced Linear of mode "exec" / "compact" (ExecLinear._traced)."""
     return _LINEARS[key].run(x, siblings=False)
 
 
 @exec_linear.register_fake
 def _(x, key):
-    return x.new_empty(*x.shape[:-1], _LINEARS[key].rows)
+    return x.new_empty(*x.shape[:-1], _LINEARS[int(key)].rows)
+
+
+@torch.library.custom_op("df11::exec_site", mutates_args=())
+def exec_site(x: torch.Tensor, key: int) -> List[torch.Tensor]:
+    """The traced siblings of a Linear (q/k/v, gate/up) on one input in one launch: every
+    output of the Linear's call site, in the site's order (ExecLinear._traced). Each is a new
+    tensor, as a functional op's outputs must be."""
+    return _LINEARS[key].run_site(x)
+
+
+@exec_site.register_fake
+def _(x, key):
+    return [x.new_empty(*x.shape[:-1], m.rows) for m in _LINEARS[int(key)].site.linears]
 
 
 class ExecWeight:
@@ -352,7 +412,7 @@ def exec_weight_linear(x: torch.Tensor, bias: Optional[torch.Tensor], key: int) 
 
 @exec_weight_linear.register_fake
 def _(x, bias, key):
-    return x.new_empty(*x.shape[:-1], _WEIGHTS[key].rows)
+    return x.new_empty(*x.shape[:-1], _WEIGHTS[int(key)].rows)
 
 
 def supported(device: torch.device) -> bool:
@@ -551,7 +611,7 @@ def _install(engine, module: torch.nn.Module, lin: ExecLinear) -> None:
     """The Linear's forward runs from the blob; its weight becomes a meta tensor of the same
     shape and dtype (an attribute, as the decode mode's views are), so code that reads
     weight.shape or .dtype still works and nothing can compute with stale values."""
-    key = max(_LINEARS, default=-1) + 1
+    key = next(_KEYS)
     _LINEARS[key] = lin
     lin.key = key
     _set_view(module, "weight", torch.empty(module.weight.shape, dtype=torch.bfloat16,

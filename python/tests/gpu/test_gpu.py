@@ -15,7 +15,7 @@ import pytest
 import torch
 
 import df11
-from df11 import _capi
+from df11 import _capi, exec_mode
 import models
 
 pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
@@ -218,6 +218,59 @@ def test_compiled_forward_fullgraph_cudagraphs(work, mode):
               f"compiled == eager {torch.equal(got, eager)}")
         assert torch.equal(got, want)
     model.df11.check_status(wait=True)
+
+
+@pytest.mark.parametrize("mode", ["decode", "exec", "compact"])
+def test_dropped_model_gives_its_memory_back(work, mode):
+    """A model dropped after eager and compiled forwards gives its memory back: df11's
+    registries of traced call sites hold no model alive. (torch keeps a few small blocks of
+    its own across a compile, so the bound is a hundredth of what the model held.)"""
+    _, df11_dir = models.llm_folders(work, "llama")
+    torch._dynamo.reset()
+    gc.collect()
+    torch.cuda.synchronize()
+    before = torch.cuda.memory_allocated()
+    model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
+    held = torch.cuda.memory_allocated() - before
+    ids = models.llm_inputs(model.config.vocab_size, 1, seed=3).cuda()
+    with torch.no_grad():
+        torch.nn.functional.linear(ids.bfloat16(), ids.bfloat16())  # cuBLAS's own workspace
+        before = torch.cuda.memory_allocated() - held
+        model(input_ids=ids)
+        torch.compile(model.forward, fullgraph=True)(input_ids=ids)
+    del model
+    torch._dynamo.reset()
+    gc.collect()
+    torch.cuda.synchronize()
+    left = torch.cuda.memory_allocated() - before
+    assert left < held / 100, (left, held)
+
+
+@pytest.mark.parametrize("mode", ["exec", "compact"])
+def test_traced_siblings_one_launch_and_other_inputs(work, mode, monkeypatch):
+    """Traced q/k/v (gate/up) on one input are one op, one launch; a sibling called on another
+    input (as cross-attention calls k/v) gets its own. Outputs equal the eager ones."""
+    _, df11_dir = models.llm_folders(work, "llama")
+    model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
+    attn, mlp = model.model.layers[0].self_attn, model.model.layers[0].mlp
+    sites = []
+    run_site = exec_mode.ExecLinear.run_site
+    monkeypatch.setattr(exec_mode.ExecLinear, "run_site",
+                        lambda self, x: sites.append(self.name) or run_site(self, x))
+
+    def f(h, enc):
+        return (attn.q_proj(h), attn.k_proj(enc), attn.v_proj(h), mlp.gate_proj(h),
+                mlp.up_proj(h))
+    g = torch.Generator(device="cuda").manual_seed(4)
+    h, enc = (torch.randn(2, 7, model.config.hidden_size, device="cuda", generator=g)
+              .to(torch.bfloat16) for _ in range(2))
+    torch._dynamo.reset()
+    with torch.no_grad():
+        want = f(h, enc)
+        got = torch.compile(f, fullgraph=True)(h, enc)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    assert len(sites) == 2, sites  # q/k/v once, gate/up once
+    assert attn.q_proj.forward.__self__.site.traced is None
 
 
 @pytest.mark.parametrize("mode", ["decode", "exec", "compact"])
