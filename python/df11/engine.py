@@ -285,7 +285,7 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
         state.workspace = state.status = None
     for state in engine.exec_states.values():
         for lin in state.linears:
-            lin.module.__dict__.pop("forward", None)
+            lin.module._df11_exec = None
         state.blobs, state.scratch, state.status, state.sites, state.linears = [], None, None, [], []
     for rt in engine.runtimes:
         rt.out = rt.workspace = rt.staging = rt.host_packed = None
@@ -552,7 +552,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         state = exec_mode.ExecState(dev, layout)
         engine.exec_states[dev] = state
         t0 = time.perf_counter()
-        exec_mode.transcode(engine, folder, state, modules, items)
+        exec_mode.transcode(engine, model, folder, state, modules, items)
         engine.add_time("exec transcode", t0)
     if exec_items:
         # The transcode's coded bytes and workspaces go back to the device, not to torch's

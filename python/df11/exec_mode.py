@@ -50,7 +50,8 @@ from . import _capi
 from ._capi import Df11Error
 from ._cuda import current_device, raw_stream
 from .device_lock import DeviceLock
-from ._tensors import _mapped, _set_view
+from ._tensors import _mapped
+from .modules import ExecLinearModule, codes_as_linear, replace_module
 
 ALIGN_BYTES = 256
 # Linears a model calls on the same input, by attribute name, within one parent module.
@@ -203,6 +204,13 @@ class ExecLinear:
             raise ValueError(f"df11 (exec): {self.name}: input {tuple(x.shape)} {x.dtype} on "
                              f"{x.device}, expected [..., {cols}] bfloat16 on "
                              f"{self.state.device}")
+        if x.requires_grad and torch.is_grad_enabled():
+            mode = self.state.layout.mode
+            raise RuntimeError(f"df11 ({mode}): '{self.name}': a gradient would have to flow "
+                               f"through this layer, and mode='{mode}' computes none (its GEMM "
+                               "has no backward). Run without gradients (torch.no_grad(), as "
+                               "generate does), or train in the default mode, whose gradients "
+                               "equal BF16's")
         tokens = x.numel() // cols
         site = self.site
         if tokens == 0 or tokens > _capi.EXEC_MAX_BATCH:
@@ -421,10 +429,11 @@ def supported(device: torch.device) -> bool:
 
 
 def eligible(modules: Dict[str, torch.nn.Module], targets) -> bool:
-    """A group can run from the layout if every member is a 2-D nn.Linear weight."""
+    """A group can run from the layout if every member is the weight of an nn.Linear whose
+    forward is nn.Linear's own (ExecLinearModule takes its place)."""
     for t in targets:
         module = modules.get(t.module)
-        if t.fused or t.attr != "weight" or not isinstance(module, torch.nn.Linear):
+        if t.fused or module is None or not codes_as_linear(module, t.attr):
             return False
     return True
 
@@ -541,10 +550,11 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
     return blob, out, [nm.decode() for nm in names]
 
 
-def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> None:
+def transcode(engine, model: torch.nn.Module, folder: _capi.Model, state: ExecState, modules,
+              items) -> None:
     """Transcodes the groups of `items` ([(group, targets)]) on state.device into resident
-    blobs, one group at a time (transcode_group), and points each member's Linear at its
-    blob."""
+    blobs, one group at a time (transcode_group), and puts an ExecLinearModule over each
+    member's blob in place of its Linear (in `model` and in `modules`)."""
     L = _capi.lib()
     dev = state.device
     stream = torch.cuda.current_stream(dev).cuda_stream
@@ -569,7 +579,7 @@ def transcode(engine, folder: _capi.Model, state: ExecState, modules, items) -> 
                 lin = ExecLinear(module, member.name, group.what, m, state)
                 state.linears.append(lin)
                 largest = max(largest, m.rows * m.cols)
-                _install(engine, module, lin)
+                modules[target.module] = _install(engine, model, module, lin)
             _make_sites(state, [lin for lin in state.linears[-len(group.members):]])
         del scratch  # in stream order, after the last pack
         state.scratch = torch.empty(max(largest, 1), dtype=torch.bfloat16, device=dev)
@@ -607,18 +617,20 @@ def _add_site(state: ExecState, linears: List[ExecLinear]) -> None:
     state.sites.append(site)
 
 
-def _install(engine, module: torch.nn.Module, lin: ExecLinear) -> None:
-    """The Linear's forward runs from the blob; its weight becomes a meta tensor of the same
-    shape and dtype (an attribute, as the decode mode's views are), so code that reads
-    weight.shape or .dtype still works and nothing can compute with stale values."""
+def _install(engine, model: torch.nn.Module, module: torch.nn.Linear,
+             lin: ExecLinear) -> ExecLinearModule:
+    """An ExecLinearModule over the blob in the Linear's place (its weight a CodedWeight: code
+    that reads weight.shape, .dtype or .device still works, and nothing can compute with
+    values that do not exist)."""
     key = next(_KEYS)
     _LINEARS[key] = lin
     lin.key = key
-    _set_view(module, "weight", torch.empty(module.weight.shape, dtype=torch.bfloat16,
-                                            device="meta"))
-    engine.views.append((module, "weight"))
-    module.forward = lin.forward
+    new = ExecLinearModule(module, lin.name, lin.state.device, lin)
+    lin.module = new
+    replace_module(model, module, new)
+    engine.views.append((new, "weight"))
     engine.exec_keys.append(key)
+    return new
 
 
 def unregister(keys: List[int]) -> None:

@@ -23,6 +23,10 @@ would give another layer's values, and writing to it (PEFT's merge, diffusers' f
 be overwritten by the next decode: both raise instead, naming the layer and what to do, before
 anything is changed. The weight also appears in `state_dict()` (as that placeholder), so that
 code that looks a layer's weight up by name there (diffusers' LoRA loader) finds it.
+
+`ExecLinearModule` replaces an nn.Linear in modes "exec" and "compact": its forward multiplies
+from the weight's execution-layout blob (exec_mode.ExecLinear), and its `weight` is a
+CodedWeight too.
 """
 from __future__ import annotations
 
@@ -176,6 +180,31 @@ class PartsLinear(_Coded, torch.nn.Linear):
             return torch.ops.df11.linear_parts(input, self._df11_parts_key)
         from . import _ops
         return _ops._DECODERS[self._df11_parts_key].linear(input)
+
+
+# What the error for a weight held in an execution layout says.
+EXEC = ("it is held in df11's execution layout (mode='exec' or 'compact') and multiplied from "
+        "there by df11's GEMM, so no BF16 tensor of it exists. For its values, load the folder "
+        "in the default mode, or restore the BF16 model (df11 decompress FOLDER -o BF16_DIR)")
+
+
+class ExecLinearModule(_Coded, torch.nn.Linear):
+    """nn.Linear over a member held in an execution layout (modes "exec", "compact"): its
+    forward is `exec_linear.forward` (exec_mode.ExecLinear: df11's fused GEMM from the blob, or
+    the blob decoded and F.linear above its token count); `self.weight` is a CodedWeight."""
+
+    def __init__(self, linear: torch.nn.Linear, name: str, device: torch.device, exec_linear):
+        torch.nn.Module.__init__(self)
+        self.__dict__.update(linear.__dict__)  # its bias, features, flags and hooks
+        self._df11_exec = exec_linear
+        _set_view(self, "weight", CodedWeight(linear.weight.shape, device, name, EXEC))
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
+        run = self._df11_exec
+        if run is None:
+            raise RuntimeError(f"df11: {self.weight.df11_name}: the model's execution layout "
+                               "was released (its load failed)")
+        return run.forward(input)
 
 
 def codes_as_linear(module: torch.nn.Module, attr: str) -> bool:

@@ -270,7 +270,8 @@ def test_traced_siblings_one_launch_and_other_inputs(work, mode, monkeypatch):
         got = torch.compile(f, fullgraph=True)(h, enc)
     assert all(torch.equal(a, b) for a, b in zip(got, want))
     assert len(sites) == 2, sites  # q/k/v once, gate/up once
-    assert attn.q_proj.forward.__self__.site.traced is None
+    assert isinstance(attn.q_proj, df11.modules.ExecLinearModule)
+    assert attn.q_proj._df11_exec.site.traced is None
 
 
 @pytest.mark.parametrize("mode", ["decode", "exec", "compact"])
@@ -480,6 +481,20 @@ def test_exec_mode_equals_the_reference_gemm(work, family, mode):
     n_layers = model.config.num_hidden_layers
     assert len(state.linears) >= 7 * n_layers  # every block's Linears (and a coded lm_head)
     assert not model.df11.units  # nothing left in the decode mode: no DF11 bytes kept
+    # Each such Linear is an ExecLinearModule (an nn.Linear) whose weight is a CodedWeight,
+    # listed in state_dict() as in the default mode; save_pretrained writes the folder's
+    # stored tensors byte for byte.
+    for lin in state.linears:
+        assert isinstance(lin.module, df11.modules.ExecLinearModule)
+        assert isinstance(lin.module.weight, df11.modules.CodedWeight)
+    listed = model.state_dict()
+    assert all(isinstance(listed[lin.name], df11.modules.CodedWeight) for lin in state.linears)
+    saved_dir = str(work / f"saved-{family}-{mode}")
+    model.save_pretrained(saved_dir)
+    source, saved = models.saved_tensors(df11_dir), models.saved_tensors(saved_dir)
+    assert set(saved) == set(source)
+    for key, value in source.items():
+        assert torch.equal(saved[key].view(torch.uint8), value.view(torch.uint8)), key
     bits = exec_mode.bits_per_weight(state)
     print(f"{family} {mode}: {bits:.3f} bits per weight")
     if mode == "exec":
@@ -505,6 +520,33 @@ def test_exec_mode_equals_the_reference_gemm(work, family, mode):
         ref_graphed, _ = greedy_static(ref, ids, 20, cuda_graph=True)
         assert torch.equal(graphed, eager) and torch.equal(graphed, ref_graphed), f"batch {batch}"
     model.df11.check_status(wait=True)
+
+
+@pytest.mark.parametrize("mode", ["exec", "compact"])
+def test_exec_mode_lora_inference(work, mode):
+    """PEFT LoRA over a model in mode="exec" / "compact": its Linears are nn.Linear modules
+    that PEFT wraps, and the logits equal those of the BF16 model with df11.exec_reference and
+    the same adapter. A gradient through one of them (training) is refused, not dropped."""
+    peft = pytest.importorskip("peft")
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
+
+    def lora(model):
+        config = peft.LoraConfig(r=4, lora_alpha=8, lora_dropout=0.0, init_lora_weights=False,
+                                 target_modules=["q_proj", "v_proj", "o_proj", "down_proj"])
+        return peft.get_peft_model(model, config)
+    got = lora(df11.from_pretrained(df11_dir, device="cuda", mode=mode))
+    ref = lora(df11.exec_reference(models.bf16_llm(bf16_dir, "cuda")))
+    ref_params = dict(ref.named_parameters())
+    with torch.no_grad():
+        lora_params = [(n, p) for n, p in got.named_parameters() if "lora_" in n]
+        assert lora_params
+        for n, p in lora_params:
+            ref_params[n].copy_(p)
+    ids = models.llm_inputs(ref.config.vocab_size, 2, seed=3).cuda()
+    with torch.no_grad():
+        assert torch.equal(got(input_ids=ids).logits, ref(input_ids=ids).logits)
+    with pytest.raises(RuntimeError, match="computes none"):
+        got(input_ids=ids, labels=ids)
 
 
 @pytest.mark.parametrize("mode", ["exec", "compact"])
