@@ -3,10 +3,11 @@
 At load, on the GPU, each coded group whose members are all nn.Linear weights is transcoded
 from DF11 into one execution-layout blob per member (df11_cuda_exec_measure / _pack: the
 group's BF16 exists only in a transient workspace); the blobs stay resident and the DF11
-bytes are not kept. In a forward pass each such Linear computes
+bytes are not kept, and each such nn.Linear is replaced by a modules.ExecLinearModule over its
+blob (its ExecLinear here). In a forward pass each such Linear computes
   - at most 32 tokens: Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
     cores, FP32 accumulation). Linears that share their input (q/k/v, gate/up) run in one
-    launch when the model calls them on the same tensor;
+    launch when the model calls them on the same tensor (traced: torch.ops.df11.exec_site);
   - above 32 tokens: the blob decoded to BF16 into a scratch buffer (df11_cuda_exec_to_bf16_ex),
     then torch's F.linear.
 
