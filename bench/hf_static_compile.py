@@ -12,8 +12,16 @@ and the first generate (cudaMemGetInfo: memory held outside torch's allocator co
 whether the tokens equal BF16's compiled ones; and where each model's compiled tokens first
 part from its own eager ones (the dynamic cache, nothing compiled), if they do.
 
+With --profile, each model's step is also broken down by GPU kernel (torch.profiler, CUPTI:
+the kernels of the CUDA-graph replays included): each kernel's time in a generate of --long new
+tokens less its time in one of --short, per step, the largest first, and their sum (the step's
+GPU-busy time; the rest of the step is the GPU waiting). --profile-host does the same for the
+host's events (torch.profiler's CPU events by self time: the profiler's own overhead inflates
+them, so compare models with each other only).
+
     python bench/hf_static_compile.py --bf16 BF16_DIR --df11 DF11_DIR [--modes decode,exec]
-        [--batch 1] [--short 16] [--long 144] [--repeat 5] [--json OUT.json]
+        [--batch 1] [--short 16] [--long 144] [--repeat 5] [--profile] [--profile-host]
+        [--json OUT.json]
 """
 import argparse
 import gc
@@ -46,6 +54,43 @@ def timed_generate(model, ids, tokens, repeat):
     return statistics.median(times), out
 
 
+def kernel_times(model, ids, tokens, host=False):
+    """{kernel name: (calls, microseconds)} of one static-cache generate of `tokens` tokens
+    (host: {host event: (calls, its self CPU microseconds)})."""
+    from torch.profiler import ProfilerActivity, profile
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=tokens,
+              min_new_tokens=tokens, eos_token_id=None, pad_token_id=0,
+              cache_implementation="static")
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CPU if host else ProfilerActivity.CUDA]) as prof:
+        with torch.no_grad():
+            model.generate(input_ids=ids, **kw)
+        torch.cuda.synchronize()
+    times = {}
+    for e in prof.key_averages():
+        us = (e.self_cpu_time_total if host else
+              getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0))
+        if us:
+            calls, total = times.get(e.key, (0, 0.0))
+            times[e.key] = (calls + e.count, total + us)
+    return times
+
+
+def step_profile(model, ids, short, long, top=30, host=False):
+    """Per decode step, by kernel (host: by host event, its self CPU time): its time in a
+    generate of `long` tokens less in one of `short`, divided by the steps between."""
+    a, b = kernel_times(model, ids, short, host), kernel_times(model, ids, long, host)
+    steps = long - short
+    rows = []
+    for name, (calls, us) in b.items():
+        c0, us0 = a.get(name, (0, 0.0))
+        rows.append(dict(kernel=name[:160], calls_per_step=round((calls - c0) / steps, 2),
+                         us_per_step=round((us - us0) / steps, 2)))
+    rows.sort(key=lambda r: -r["us_per_step"])
+    busy = sum(r["us_per_step"] for r in rows)
+    return dict(busy_us_per_step=round(busy, 1), kernels=rows[:top])
+
+
 def first_diff(a, b):
     """The first position of the sequences (the prompt's included) where two generations
     differ, in any row, or None."""
@@ -74,6 +119,14 @@ def measure(name, load, ids, args, baseline_used):
         eager = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                                do_sample=False, max_new_tokens=args.long,
                                min_new_tokens=args.long, eos_token_id=None, pad_token_id=0)
+    profile = step_profile(model, ids, args.short, args.long) if args.profile else None
+    if args.profile_host:
+        host = step_profile(model, ids, args.short, args.long, host=True)
+        print(f"{name}: host events' self CPU time {host['busy_us_per_step']} us per step "
+              "(profiled)", flush=True)
+        for k in host["kernels"][:20]:
+            print(f"  {k['us_per_step']:9.2f} us {k['calls_per_step']:7.2f} calls  {k['kernel']}",
+                  flush=True)
     skips = sum(counters["inductor"][k] for k in counters["inductor"] if "cudagraph_skip" in k)
     breaks = sum(counters["graph_break"].values())
     row = dict(model=name, load_s=round(load_s, 3), compile_s=round(compile_s, 1),
@@ -81,6 +134,14 @@ def measure(name, load, ids, args, baseline_used):
                device_gb=round(used / 1e9, 3), cudagraph_skips=int(skips),
                graph_breaks=int(breaks), compiled_first_diff_eager=first_diff(tokens, eager))
     print(json.dumps(row), flush=True)
+    if args.profile_host:
+        row["host_profile"] = host
+    if profile is not None:
+        row["profile"] = profile
+        print(f"{name}: GPU busy {profile['busy_us_per_step']} us per step", flush=True)
+        for k in profile["kernels"]:
+            print(f"  {k['us_per_step']:9.2f} us {k['calls_per_step']:7.2f} calls  {k['kernel']}",
+                  flush=True)
     del model
     return row, tokens.cpu()
 
@@ -95,6 +156,9 @@ def main():
     p.add_argument("--short", type=int, default=16)
     p.add_argument("--long", type=int, default=144)
     p.add_argument("--repeat", type=int, default=5)
+    p.add_argument("--profile", action="store_true", help="each step's GPU time by kernel")
+    p.add_argument("--profile-host", action="store_true",
+                   help="each step's host events by self CPU time (torch.profiler)")
     p.add_argument("--json", default="")
     args = p.parse_args()
     from transformers import AutoModelForCausalLM

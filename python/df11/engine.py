@@ -285,7 +285,7 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
         state.workspace = state.status = None
     for state in engine.exec_states.values():
         for lin in state.linears:
-            lin.module._df11_exec = None
+            lin.module.release()
         state.blobs, state.scratch, state.status, state.sites, state.linears = [], None, None, [], []
     for rt in engine.runtimes:
         rt.out = rt.workspace = rt.staging = rt.host_packed = None

@@ -7,7 +7,8 @@ bytes are not kept, and each such nn.Linear is replaced by a modules.ExecLinearM
 blob (its ExecLinear here). In a forward pass each such Linear computes
   - at most 32 tokens: Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
     cores, FP32 accumulation). Linears that share their input (q/k/v, gate/up) run in one
-    launch when the model calls them on the same tensor (traced: torch.ops.df11.exec_site);
+    launch when the model calls them on the same tensor (compiled by Inductor: the graph pass
+    SiblingPass makes their torch.ops.df11.exec_linear ops one torch.ops.df11.exec_site);
   - above 32 tokens: the blob decoded to BF16 into a scratch buffer (df11_cuda_exec_to_bf16_ex),
     then torch's F.linear.
 
@@ -38,8 +39,10 @@ checks the decode status (after generate), raising Df11Error naming the matrices
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import itertools
 import math
+import operator
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -108,8 +111,6 @@ class CallSite:
     status_ptr: int = 0  # status.data_ptr()
     gemms: object = None  # (layout.gemm * n)
     cache: Optional[Tuple[torch.Tensor, int, Dict[int, torch.Tensor]]] = None
-    # While torch.compile traces: (the input, the indices still to call, the outputs).
-    traced: Optional[Tuple[torch.Tensor, Tuple[int, ...], List[torch.Tensor]]] = None
 
     @property
     def names(self) -> List[str]:
@@ -157,38 +158,13 @@ class ExecLinear:
         self._single[0].w = matrix
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Eager (or captured in a CUDA graph) the op's body runs directly; only a trace goes
-        # through the custom op. At batch 1 this runs on the CPU's critical path once per
-        # Linear: it reads nothing it can keep from load time (see run()).
-        if torch.compiler.is_compiling():
-            return self._traced(x)
+        # Eager (or captured in a CUDA graph) the op's body runs directly; a trace goes through
+        # the custom op (ExecLinearModule.forward). At batch 1 this runs on the CPU's critical
+        # path once per Linear: it reads nothing it can keep from load time (see run()).
         if current_device() != self.device_index:  # device_map="auto": the module's GPU
             with torch.cuda.device(self.device_index):
                 return self.run(x, siblings=True)
         return self.run(x, siblings=True)
-
-    def _traced(self, x: torch.Tensor) -> torch.Tensor:
-        """What dynamo traces: siblings on one input (q/k/v, gate/up) become one op in the
-        graph, torch.ops.df11.exec_site (one launch, every sibling's output), and each sibling
-        takes its output from that op's result. The pairing is made at trace time, on the traced
-        tensors (`site.traced` holds the first sibling's input and the outputs until the last
-        sibling has taken its own, then None), so the graph itself says which output is
-        whose: whatever buffers Inductor later gives the activations, no call depends on
-        another's. A sibling called on another input (cross-attention) gets its own op."""
-        site = self.site
-        if len(site.linears) == 1:
-            return torch.ops.df11.exec_linear(x, self.key)
-        pending = site.traced
-        if pending is not None and self.index in pending[1]:
-            first, rest, outs = pending
-            rest = tuple(i for i in rest if i != self.index)
-            site.traced = (first, rest, outs) if rest else None
-            if first is x:
-                return outs[self.index]
-            return torch.ops.df11.exec_linear(x, self.key)
-        outs = torch.ops.df11.exec_site(x, self.key)
-        site.traced = (x, tuple(i for i in range(len(outs)) if i != self.index), outs)
-        return outs[self.index]
 
     def run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
         with self.state.lock:
@@ -280,7 +256,7 @@ class ExecLinear:
 
 @torch.library.custom_op("df11::exec_linear", mutates_args=())
 def exec_linear(x: torch.Tensor, key: int) -> torch.Tensor:
-    """One traced Linear of mode "exec" / "compact" (ExecLinear._traced)."""
+    """One traced Linear of mode "exec" / "compact" (ExecLinearModule.forward)."""
     return _LINEARS[key].run(x, siblings=False)
 
 
@@ -292,14 +268,107 @@ def _(x, key):
 @torch.library.custom_op("df11::exec_site", mutates_args=())
 def exec_site(x: torch.Tensor, key: int) -> List[torch.Tensor]:
     """The traced siblings of a Linear (q/k/v, gate/up) on one input in one launch: every
-    output of the Linear's call site, in the site's order (ExecLinear._traced). Each is a new
-    tensor, as a functional op's outputs must be."""
+    output of the Linear's call site, in the site's order (put in the graph by SiblingPass).
+    Each is a new tensor, as a functional op's outputs must be."""
     return _LINEARS[key].run_site(x)
 
 
 @exec_site.register_fake
 def _(x, key):
     return [x.new_empty(*x.shape[:-1], m.rows) for m in _LINEARS[int(key)].site.linears]
+
+
+def pair_siblings(graph: torch.fx.Graph) -> int:
+    """Where a graph calls every Linear of a call site (q/k/v, gate/up) on one input, each once,
+    through torch.ops.df11.exec_linear, one torch.ops.df11.exec_site takes their place (one
+    launch for all), and each caller takes its own output from it. A sibling called on another
+    input (as cross-attention calls k and v) or twice is left alone: then every member stays
+    its own op. Returns how many sites were paired."""
+    single = torch.ops.df11.exec_linear.default
+    calls: Dict[Tuple[torch.fx.Node, int], List[Tuple[int, torch.fx.Node]]] = {}
+    order = {node: i for i, node in enumerate(graph.nodes)}
+    for node in graph.nodes:
+        if node.op != "call_function" or node.target is not single:
+            continue
+        x, key = node.args[0], node.args[1]
+        lin = _LINEARS.get(key) if isinstance(key, int) else None
+        if lin is None or lin.site is None or len(lin.site.linears) < 2:
+            continue
+        calls.setdefault((x, id(lin.site)), []).append((lin.index, node))
+    paired = 0
+    for (x, _), members in calls.items():
+        site = _LINEARS[members[0][1].args[1]].site
+        if sorted(i for i, _ in members) != list(range(len(site.linears))):
+            continue
+        members.sort()
+        first = min((node for _, node in members), key=order.__getitem__)
+        with graph.inserting_before(first):
+            op = graph.call_function(torch.ops.df11.exec_site.default,
+                                     (x, members[0][1].args[1]))
+            if all("val" in node.meta for _, node in members):
+                op.meta["val"] = [node.meta["val"] for _, node in members]
+            for i, node in members:
+                out = graph.call_function(operator.getitem, (op, i))
+                out.meta.update(node.meta)
+                node.replace_all_uses_with(out)
+        for _, node in members:
+            graph.erase_node(node)
+        paired += 1
+    return paired
+
+
+class SiblingPass:
+    """Inductor's post-grad graph pass (torch._inductor.config.post_grad_custom_pre_pass) that
+    runs pair_siblings, after the pass that was there before it (`inner`, if any). Dynamo then
+    guards each Linear on its key alone: the pairing reads no Python state at trace time, which
+    would be guarded on every call of the compiled code. Its uuid (for Inductor's caches)
+    covers the call sites of the Linears registered now, which decide what it does. The class
+    Inductor gets is this one made a CustomGraphPass (install_pass), so that importing df11
+    does not import Inductor."""
+
+    VERSION = "df11-siblings-1"
+
+    def __init__(self, inner=None):
+        self.inner = inner
+
+    def __call__(self, graph: torch.fx.Graph) -> None:
+        if self.inner is not None:
+            self.inner(graph)
+        pair_siblings(graph)
+
+    def uuid(self):
+        h = hashlib.sha256(self.VERSION.encode())
+        for key, lin in sorted(_LINEARS.items()):
+            site = lin.site
+            h.update(f"{key}:{lin.index}/{len(site.linears) if site else 0};".encode())
+        inner = self.inner
+        if inner is not None:
+            inner_id = inner.uuid() if hasattr(inner, "uuid") else None
+            if inner_id is None:
+                return None  # a pass without an id: Inductor bypasses its caches
+            h.update(repr(inner_id).encode())
+        return h.hexdigest()
+
+
+_PASS_CLASS: Optional[type] = None
+
+
+def install_pass() -> None:
+    """Puts SiblingPass into Inductor's post-grad passes, once, keeping a pass already set
+    there (it runs first)."""
+    global _PASS_CLASS
+    from torch._inductor import config
+    from torch._inductor.custom_graph_pass import CustomGraphPass
+    if _PASS_CLASS is None:
+        _PASS_CLASS = type("SiblingPass", (SiblingPass, CustomGraphPass), {"__module__": __name__})
+    current = config.post_grad_custom_pre_pass
+    if isinstance(current, SiblingPass):
+        return
+    if isinstance(current, (list, tuple)):
+        if not any(isinstance(p, SiblingPass) for p in current):
+            config.post_grad_custom_pre_pass = type(current)(list(current) + [_PASS_CLASS()])
+        return
+    config.post_grad_custom_pre_pass = _PASS_CLASS(current)
 
 
 class ExecWeight:
@@ -560,6 +629,7 @@ def transcode(engine, model: torch.nn.Module, folder: _capi.Model, state: ExecSt
     dev = state.device
     stream = torch.cuda.current_stream(dev).cuda_stream
     largest = 0
+    install_pass()
     with torch.cuda.device(dev):
         scratch = Scratch(folder, [group.index for group, _ in items], dev, state.layout)
         for group, targets in items:

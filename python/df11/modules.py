@@ -197,14 +197,23 @@ class ExecLinearModule(_Coded, torch.nn.Linear):
         torch.nn.Module.__init__(self)
         self.__dict__.update(linear.__dict__)  # its bias, features, flags and hooks
         self._df11_exec = exec_linear
+        self._df11_key = exec_linear.key  # of the traced op; None once released
         _set_view(self, "weight", CodedWeight(linear.weight.shape, device, name, EXEC))
 
+    def release(self) -> None:
+        self._df11_exec = None
+        self._df11_key = None
+
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
-        run = self._df11_exec
-        if run is None:
+        key = self._df11_key
+        if key is None:
             raise RuntimeError(f"df11: {self.weight.df11_name}: the model's execution layout "
                                "was released (its load failed)")
-        return run.forward(input)
+        if torch.compiler.is_compiling():
+            # Traced, the module's key is all the graph reads (one guard per Linear); siblings
+            # on one input become one launch in Inductor's graph pass (exec_mode.SiblingPass).
+            return torch.ops.df11.exec_linear(input, key)
+        return self._df11_exec.forward(input)
 
 
 def codes_as_linear(module: torch.nn.Module, attr: str) -> bool:

@@ -1,98 +1,153 @@
-"""How modes "exec" and "compact" are traced (exec_mode.ExecLinear._traced), on the CPU: siblings
-on one input (q/k/v, gate/up) become one torch.ops.df11.exec_site in the graph, a sibling called
-on another input (as cross-attention calls k/v) its own torch.ops.df11.exec_linear, and a Linear
-alone its exec_linear; each caller gets its own output. The launches themselves need a GPU
+"""How modes "exec" and "compact" are compiled, on the CPU: each Linear is traced as
+torch.ops.df11.exec_linear on its key (modules.ExecLinearModule), and Inductor's graph pass
+(exec_mode.SiblingPass) makes the siblings a model calls on one input (q/k/v, gate/up) one
+torch.ops.df11.exec_site; a sibling called on another input (as cross-attention calls k/v), or
+twice, leaves its site's Linears each their own op. The launches themselves need a GPU
 (python/tests/gpu/test_gpu.py); here the Linears' run / run_site compute with torch on the CPU,
-so what is tested is the pairing made at trace time, the ops' fakes and the state left after."""
+so what is tested is the graph the pass makes, the ops' fakes, the pass's place among
+Inductor's passes and what dynamo guards."""
 import pytest
 import torch
 
 from df11 import exec_mode
+from df11.modules import ExecLinearModule
 
 
 def linears(monkeypatch, shapes, seed=0):
-    """ExecLinear objects with CPU weights (rows x cols each), registered as the traced ops
-    find them, their run / run_site replaced by torch's matmul and recorded in `calls`."""
+    """ExecLinearModules over ExecLinear objects with CPU weights (rows x cols each),
+    registered as the traced ops find them, their run / run_site replaced by torch's matmul
+    and recorded in `calls`."""
     calls = []
     monkeypatch.setattr(exec_mode.ExecLinear, "run", lambda self, x, siblings: (
         calls.append(("exec_linear", self.name)) or x @ self.w.t()))
     monkeypatch.setattr(exec_mode.ExecLinear, "run_site", lambda self, x: (
         calls.append(("exec_site", self.name)) or [x @ m.w.t() for m in self.site.linears]))
+    monkeypatch.setattr(exec_mode, "current_device", lambda: 0)
+    exec_mode.install_pass()
     g = torch.Generator().manual_seed(seed)
     out = {}
     for name, (rows, cols) in shapes.items():
         lin = object.__new__(exec_mode.ExecLinear)
-        lin.name, lin.rows, lin.cols = name, rows, cols
+        lin.name, lin.rows, lin.cols, lin.device_index = name, rows, cols, 0
         lin.w = torch.randn(rows, cols, generator=g)
         lin.key = next(exec_mode._KEYS)
+        lin.site, lin.index = None, 0
         exec_mode._LINEARS[lin.key] = lin
-        out[name] = lin
+        out[name] = ExecLinearModule(torch.nn.Linear(cols, rows, bias=False, device="meta"),
+                                     name, torch.device("cpu"), lin)
     return out, calls
 
 
-def site(*lins):
-    s = exec_mode.CallSite(list(lins))
-    for i, lin in enumerate(lins):
+def site(*modules):
+    s = exec_mode.CallSite([m._df11_exec for m in modules])
+    for i, lin in enumerate(s.linears):
         lin.site, lin.index = s, i
     return s
 
 
-def test_siblings_on_one_input_are_one_op(monkeypatch):
-    lins, calls = linears(monkeypatch, {"q": (8, 16), "k": (4, 16), "v": (4, 16),
-                                        "gate": (24, 16), "up": (24, 16), "o": (16, 8)})
-    sites = [site(lins["q"], lins["k"], lins["v"]), site(lins["gate"], lins["up"]),
-             site(lins["o"])]
-
-    def f(h, enc):
-        q, k, v = lins["q"].forward(h), lins["k"].forward(enc), lins["v"].forward(h)
-        return q, k, v, lins["gate"].forward(h), lins["up"].forward(h), lins["o"].forward(q)
-
-    h, enc = torch.randn(2, 3, 16), torch.randn(2, 3, 16)
-    want = (h @ lins["q"].w.t(), enc @ lins["k"].w.t(), h @ lins["v"].w.t(),
-            h @ lins["gate"].w.t(), h @ lins["up"].w.t())
-    want += (want[0] @ lins["o"].w.t(),)
+def compiled(f, *args):
     torch._dynamo.reset()
-    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
-    for _ in range(2):  # traced, then the cached graph
-        calls.clear()
-        got = compiled(h, enc)
-        assert len(got) == len(want)
-        assert all(torch.equal(a, b) for a, b in zip(got, want))
-        # q/k/v: one op for q and v on h, k on enc its own; gate/up one op; o alone.
-        assert calls == [("exec_site", "q"), ("exec_linear", "k"), ("exec_site", "gate"),
-                         ("exec_linear", "o")]
-    assert all(s.traced is None for s in sites)  # nothing held after the trace
+    with torch.no_grad():
+        return torch.compile(f, fullgraph=True)(*args)
 
 
-def test_a_sibling_called_twice_starts_a_new_op(monkeypatch):
-    """q, k, then q again on one input (no v): the second q cannot take the first op's output
-    (it was taken), so it is a new op; k's and v's pending outputs of that one are dropped
-    with the trace."""
-    lins, calls = linears(monkeypatch, {"q": (8, 16), "k": (4, 16), "v": (4, 16)}, seed=1)
-    s = site(lins["q"], lins["k"], lins["v"])
+def test_siblings_on_one_input_are_one_op(monkeypatch):
+    m, calls = linears(monkeypatch, {"q": (8, 16), "k": (4, 16), "v": (4, 16),
+                                     "gate": (24, 16), "up": (24, 16), "o": (16, 8)})
+    site(m["q"], m["k"], m["v"]), site(m["gate"], m["up"]), site(m["o"])
 
     def f(h):
-        return lins["q"].forward(h), lins["k"].forward(h), lins["q"].forward(h * 2)
+        q, k, v = m["q"](h), m["k"](h), m["v"](h)
+        return q, k, v, m["gate"](h), m["up"](h), m["o"](q)
 
-    h = torch.randn(5, 16)
-    torch._dynamo.reset()
-    got = torch.compile(f, fullgraph=True, backend="aot_eager")(h)
-    want = (h @ lins["q"].w.t(), h @ lins["k"].w.t(), (h * 2) @ lins["q"].w.t())
+    h = torch.randn(2, 3, 16)
+    want = f(h)
+    calls.clear()
+    got = compiled(f, h)
+    assert len(got) == len(want)
     assert all(torch.equal(a, b) for a, b in zip(got, want))
-    assert calls == [("exec_site", "q"), ("exec_site", "q")]
-    # The second op's k and v outputs were never taken: the trace left them pending, and the
-    # next trace starts from them only for a sibling still pending on the same input.
-    assert s.traced is not None and s.traced[1] == (1, 2)
+    # q/k/v one op, gate/up one op, o alone: at the trace (fakes) nothing runs, so the calls
+    # are the compiled graph's.
+    assert calls == [("exec_site", "q"), ("exec_site", "gate"), ("exec_linear", "o")]
+
+
+def test_a_sibling_on_another_input_or_twice_keeps_its_own_ops(monkeypatch):
+    """k on another input (cross-attention): q, k and v each their own op. q twice and no v:
+    the same."""
+    m, calls = linears(monkeypatch, {"q": (8, 16), "k": (4, 16), "v": (4, 16)}, seed=1)
+    site(m["q"], m["k"], m["v"])
+    h, enc = torch.randn(5, 16), torch.randn(5, 16)
+    for f, args in ((lambda h, enc: (m["q"](h), m["k"](enc), m["v"](h)), (h, enc)),
+                    (lambda h: (m["q"](h), m["k"](h), m["q"](h * 2)), (h,))):
+        want = f(*args)
+        calls.clear()
+        got = compiled(f, *args)
+        assert all(torch.equal(a, b) for a, b in zip(got, want))
+        assert [c[0] for c in calls] == ["exec_linear"] * 3, calls
+
+
+def test_the_graph_reads_only_the_keys(monkeypatch):
+    """Dynamo guards a traced Linear on its module's key only (guards run on every call of the
+    compiled code): a change to its ExecLinear's or its site's Python state compiles nothing
+    again."""
+    m, calls = linears(monkeypatch, {"gate": (24, 16), "up": (24, 16)}, seed=3)
+    s = site(m["gate"], m["up"])
+    counts = []
+
+    def backend(gm, example_inputs):
+        counts.append(1)
+        return gm.forward
+
+    torch._dynamo.reset()
+    f = torch.compile(lambda h: (m["gate"](h), m["up"](h)), backend=backend, fullgraph=True)
+    h = torch.randn(3, 16)
+    with torch.no_grad():
+        f(h)
+        s.cache = (h, 0, {})  # as an eager call leaves it
+        gate = m["gate"]._df11_exec
+        gate.key += 1000  # read by nothing once the module is made
+        gate.site = exec_mode.CallSite(list(s.linears))
+        f(h)
+    assert len(counts) == 1
+
+
+def test_pass_keeps_a_pass_set_before_and_is_installed_once(monkeypatch):
+    from torch._inductor import config
+    seen = []
+
+    class Before:
+        def __call__(self, graph):
+            seen.append(graph)
+
+        def uuid(self):
+            return "before"
+
+    with config.patch(post_grad_custom_pre_pass=Before()):
+        exec_mode.install_pass()
+        exec_mode.install_pass()
+        p = config.post_grad_custom_pre_pass
+        assert isinstance(p, exec_mode.SiblingPass) and isinstance(p.inner, Before)
+        graph = torch.fx.Graph()
+        graph.output(graph.placeholder("x"))
+        p(graph)
+        assert seen == [graph]
+        first = p.uuid()
+        m, _ = linears(monkeypatch, {"gate": (24, 16), "up": (24, 16)}, seed=4)
+        assert p.uuid() != first  # new Linears: the cached graphs of before do not apply
+        site(m["gate"], m["up"])
+        assert p.uuid() not in (first, None)
+        p.inner = lambda graph: None  # a pass without an id: Inductor bypasses its caches
+        assert p.uuid() is None
 
 
 @pytest.mark.parametrize("tokens", [1, 7])
 def test_fakes_give_the_outputs_shapes(monkeypatch, tokens):
-    lins, _ = linears(monkeypatch, {"gate": (24, 16), "up": (12, 16)}, seed=2)
-    site(lins["gate"], lins["up"])
+    m, _ = linears(monkeypatch, {"gate": (24, 16), "up": (12, 16)}, seed=2)
+    site(m["gate"], m["up"])
     from torch._subclasses.fake_tensor import FakeTensorMode
     with FakeTensorMode() as mode:
         x = mode.from_tensor(torch.randn(tokens, 16))
-        outs = torch.ops.df11.exec_site(x, lins["gate"].key)
-        one = torch.ops.df11.exec_linear(x, lins["up"].key)
+        outs = torch.ops.df11.exec_site(x, m["gate"]._df11_key)
+        one = torch.ops.df11.exec_linear(x, m["up"]._df11_key)
     assert [tuple(o.shape) for o in outs] == [(tokens, 24), (tokens, 12)]
     assert tuple(one.shape) == (tokens, 12)
