@@ -15,9 +15,10 @@ part from its own eager ones (the dynamic cache, nothing compiled), if they do.
 With --profile, each model's step is also broken down by GPU kernel (torch.profiler, CUPTI:
 the kernels of the CUDA-graph replays included): each kernel's time in a generate of --long new
 tokens less its time in one of --short, per step, the largest first, and their sum (the step's
-GPU-busy time; the rest of the step is the GPU waiting). --profile-host does the same for the
-host's events (torch.profiler's CPU events by self time: the profiler's own overhead inflates
-them, so compare models with each other only).
+GPU-busy time), and the device's idle time between its activities, in gaps of at most 20 us
+(between the kernels of a CUDA graph) and longer ones (the GPU waiting for the host).
+--profile-host does the same for the host's events (torch.profiler's CPU events by self time:
+the profiler's own overhead inflates them, so compare models with each other only).
 
     python bench/hf_static_compile.py --bf16 BF16_DIR --df11 DF11_DIR [--modes decode,exec]
         [--batch 1] [--short 16] [--long 144] [--repeat 5] [--profile] [--profile-host]
@@ -54,6 +55,9 @@ def timed_generate(model, ids, tokens, repeat):
     return statistics.median(times), out
 
 
+GAP_US = 20  # an idle gap on the device longer than this is the GPU waiting for the host
+
+
 def kernel_times(model, ids, tokens, host=False):
     """{kernel name: (calls, microseconds)} of one static-cache generate of `tokens` tokens
     (host: {host event: (calls, its self CPU microseconds)})."""
@@ -67,6 +71,21 @@ def kernel_times(model, ids, tokens, host=False):
             model.generate(input_ids=ids, **kw)
         torch.cuda.synchronize()
     times = {}
+    if not host:  # the device's idle time between its activities, short gaps and long ones
+        spans = sorted((e.time_range.start, e.time_range.end) for e in prof.events()
+                       if e.device_type == torch.autograd.DeviceType.CUDA)
+        short = long = 0.0
+        n_short = n_long = 0
+        last = spans[0][1] if spans else 0.0
+        for start, end in spans[1:]:
+            gap = start - last
+            if gap > GAP_US:
+                long, n_long = long + gap, n_long + 1
+            elif gap > 0:
+                short, n_short = short + gap, n_short + 1
+            last = max(last, end)
+        times[f"(idle: gaps <= {GAP_US} us)"] = (n_short, short)
+        times[f"(idle: gaps > {GAP_US} us)"] = (n_long, long)
     for e in prof.key_averages():
         us = (e.self_cpu_time_total if host else
               getattr(e, "device_time_total", None) or getattr(e, "cuda_time_total", 0))
@@ -87,7 +106,7 @@ def step_profile(model, ids, short, long, top=30, host=False):
         rows.append(dict(kernel=name[:160], calls_per_step=round((calls - c0) / steps, 2),
                          us_per_step=round((us - us0) / steps, 2)))
     rows.sort(key=lambda r: -r["us_per_step"])
-    busy = sum(r["us_per_step"] for r in rows)
+    busy = sum(r["us_per_step"] for r in rows if not r["kernel"].startswith("(idle"))
     return dict(busy_us_per_step=round(busy, 1), kernels=rows[:top])
 
 

@@ -131,10 +131,9 @@ class CodedLinear(_Coded, torch.nn.Linear):
         self.__dict__.update(linear.__dict__)  # its bias, features, flags and hooks
         shape: Tuple[int, int] = (linear.out_features, linear.in_features)
         self._df11_buffer = buffer
-        self._df11_start = start
-        self._df11_end = start + math.prod(shape)
-        self._df11_shape = shape
-        self._df11_aligned = aligned
+        # (start, end, shape, aligned) in one constant: dynamo guards each attribute a traced
+        # forward reads, on every call of the compiled code, so the fewer the better.
+        self._df11_slice = (start, start + math.prod(shape), shape, aligned)
         self._df11_reads = reads  # the unit's: traced outputs, read by its forward hook
         self._df11_weight: torch.Tensor = None  # the eager weight: set_weight
 
@@ -146,8 +145,9 @@ class CodedLinear(_Coded, torch.nn.Linear):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
         if torch.compiler.is_compiling():
-            weight = self._df11_buffer[self._df11_start:self._df11_end].view(self._df11_shape)
-            if not self._df11_aligned:
+            start, end, shape, aligned = self._df11_slice
+            weight = self._df11_buffer[start:end].view(shape)
+            if not aligned:
                 weight = weight.clone()
             out = torch.nn.functional.linear(input, weight, self.bias)
             self._df11_reads.append(out)
