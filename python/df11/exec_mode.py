@@ -358,9 +358,13 @@ def install_pass() -> None:
     there (it runs first)."""
     global _PASS_CLASS
     from torch._inductor import config
-    from torch._inductor.custom_graph_pass import CustomGraphPass
     if _PASS_CLASS is None:
-        _PASS_CLASS = type("SiblingPass", (SiblingPass, CustomGraphPass), {"__module__": __name__})
+        try:
+            from torch._inductor.custom_graph_pass import CustomGraphPass
+            bases: tuple = (SiblingPass, CustomGraphPass)
+        except ImportError:  # an older torch takes a plain callable (and skips its FX cache)
+            bases = (SiblingPass,)
+        _PASS_CLASS = type("SiblingPass", bases, {"__module__": __name__})
     current = config.post_grad_custom_pre_pass
     if isinstance(current, SiblingPass):
         return
