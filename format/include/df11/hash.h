@@ -19,6 +19,10 @@ inline constexpr size_t kSha256HexLength = 64;  // 256-bit digest as lowercase h
 
 // XXH3_64bits (seed 0) of the bytes.
 uint64_t xxh3_64(std::span<const uint8_t> bytes);
+// XXH3's default secret (its 192 bytes, XXH3_kSecret of the xxHash specification), for
+// implementations of XXH3_64bits outside libxxhash (the GPU's, decoder/cuda).
+inline constexpr size_t kXxh3SecretBytes = 192;
+std::span<const uint8_t, kXxh3SecretBytes> xxh3_default_secret();
 // The same as 16 lowercase hex digits, most significant first ("2d06800538d394c2" for "").
 std::string xxh3_hex(std::span<const uint8_t> bytes);
 // 16 lowercase hex digits of a 64-bit digest.
