@@ -258,6 +258,45 @@ Result<const GroupInfo*> validated_group(df11_model& m, size_t g) {
   return &v.info;
 }
 
+// A published folder records no checksums (its members carry no xxh3); df11's records the
+// stored tensors' in the group's metadata (spec 5.2).
+std::vector<std::span<const uint8_t>> recorded_stored_tensors(df11_model& m, size_t g) {
+  const app::Df11Folder& f = *m.folder;
+  const app::CodedGroup& cg = f.groups[g];
+  const std::vector<size_t>& members = m.groups[g].members;
+  const bool recorded = std::any_of(members.begin(), members.end(),
+                                    [&](size_t t) { return m.tensors[t].xxh3 != nullptr; });
+  if (!recorded || cg.shard >= f.metadata.size() ||
+      cg.meta_index >= f.metadata[cg.shard].groups.size()) {
+    return {};
+  }
+  const auto tensors = cg.tensors.all();  // kGroupTensors order
+  std::vector<std::span<const uint8_t>> out;
+  for (size_t k = 0; k < tensors.size(); ++k) {
+    // Each stored tensor from the shard whose header describes it.
+    out.push_back(f.folder.shards[cg.tensor_shard[k]].tensor_bytes(*tensors[k]));
+  }
+  return out;
+}
+
+Status compare_stored_digests(df11_model& m, size_t g, std::span<const uint64_t> digests) {
+  if (digests.empty()) return Status::ok();
+  const app::Df11Folder& f = *m.folder;
+  const app::CodedGroup& cg = f.groups[g];
+  const GroupMeta& meta = f.metadata[cg.shard].groups[cg.meta_index];
+  const auto tensors = cg.tensors.all();
+  for (size_t k = 0; k < tensors.size() && k < digests.size(); ++k) {
+    const std::string& want = meta.stored.of(kGroupTensors[k].id);
+    const std::string got = hex64(digests[k]);
+    if (got != want) {
+      return Status(ErrorCode::kCorruptData, cg.what + ": stored tensor '" + tensors[k]->name +
+                                                 "' has xxh3 " + got +
+                                                 ", the df11 metadata records " + want);
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace df11::capi
 
 using df11::capi::fail;
@@ -564,34 +603,14 @@ df11_status df11_decode_group_range_on(df11_model* model, size_t group, uint64_t
 }
 
 df11_status df11_group_check_stored(df11_model* model, size_t group) {
-  return on_model(model, [&](const df11::app::Df11Folder& f) -> Status {
+  return on_model(model, [&](const df11::app::Df11Folder&) -> Status {
     if (group >= model->groups.size()) {
       return df11::capi::out_of_range("group", group, model->groups.size());
     }
-    const df11::app::CodedGroup& cg = f.groups[group];
-    // A published folder records no checksums (its members carry no xxh3); df11's records the
-    // stored tensors' in the group's metadata (spec 5.2).
-    const std::vector<size_t>& members = model->groups[group].members;
-    const bool recorded = std::any_of(members.begin(), members.end(),
-                                      [&](size_t t) { return model->tensors[t].xxh3 != nullptr; });
-    if (!recorded || cg.shard >= f.metadata.size() ||
-        cg.meta_index >= f.metadata[cg.shard].groups.size()) {
-      return Status::ok();
-    }
-    const df11::GroupMeta& meta = f.metadata[cg.shard].groups[cg.meta_index];
-    const auto tensors = cg.tensors.all();  // kGroupTensors order
-    for (size_t k = 0; k < tensors.size(); ++k) {
-      const std::string& want = meta.stored.of(df11::kGroupTensors[k].id);
-      // Each stored tensor from the shard whose header describes it.
-      const df11::SafetensorsFile& shard = f.folder.shards[cg.tensor_shard[k]];
-      const std::string got = df11::xxh3_hex(shard.tensor_bytes(*tensors[k]));
-      if (got != want) {
-        return Status(ErrorCode::kCorruptData, cg.what + ": stored tensor '" + tensors[k]->name +
-                                                   "' has xxh3 " + got +
-                                                   ", the df11 metadata records " + want);
-      }
-    }
-    return Status::ok();
+    const auto tensors = df11::capi::recorded_stored_tensors(*model, group);
+    std::vector<uint64_t> digests;
+    for (const auto& bytes : tensors) digests.push_back(df11::xxh3_64(bytes));
+    return df11::capi::compare_stored_digests(*model, group, digests);
   });
 }
 

@@ -6,6 +6,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -70,6 +71,14 @@ Result<GivenShapes> given_shapes(const df11_shape* shapes, size_t n);
 // Opens a folder published by the dfloat11 tools into `m` (df11_model_open's other half);
 // `given` adds shapes config.json does not give (or overrides its).
 Status open_published(df11_model& m, app::ModelFolder folder, const GivenShapes& given);
+
+// Group g's stored tensors (kGroupTensors order) as their shards map them, where df11's
+// metadata records their checksums (spec 5.2); empty where it records none (a folder the
+// dfloat11 tools published). g must be in range.
+std::vector<std::span<const uint8_t>> recorded_stored_tensors(df11_model& m, size_t g);
+// digests[k]: XXH3 of recorded_stored_tensors(m, g)[k], against the recorded checksums:
+// kCorruptData naming the file, the group and the stored tensor at the first that differs.
+Status compare_stored_digests(df11_model& m, size_t g, std::span<const uint64_t> digests);
 
 // The group's validate_group() result, computed once.
 Result<const GroupInfo*> validated_group(df11_model& m, size_t g);

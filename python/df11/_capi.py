@@ -161,6 +161,9 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_decode_group_range_on", c_int, model_p, c_size_t, c_uint64, c_void_p, c_size_t,
       c_void_p, c_uint)
     f("df11_group_check_stored", c_int, model_p, c_size_t)
+    f("df11_cuda_check_stored_scratch_bytes", c_size_t, c_size_t)
+    f("df11_cuda_check_stored", c_int, model_p, POINTER(c_size_t), POINTER(CudaGroup), c_size_t,
+      c_void_p, c_size_t, c_void_p)
     f("df11_has_cuda", c_int)
     f("df11_cuda_plan_create", c_int, model_p, POINTER(c_size_t), c_size_t, POINTER(CudaGroup),
       POINTER(c_void_p))
@@ -399,6 +402,22 @@ class Model(Handle):
         (df11_group_check_stored; nothing to check in a folder the dfloat11 tools published).
         Raises Df11Error (corrupt_data) naming the file, the stored tensor and the group."""
         self._check(lib().df11_group_check_stored(self._h, g))
+
+    def check_stored_on_gpu(self, groups: List[int], dev: List["CudaGroup"], scratch_ptr: int,
+                            scratch_bytes: int, stream: int) -> None:
+        """check_stored for groups whose stored bytes lie on the current GPU at dev[i]'s parts,
+        hashed there in one launch on `stream` (df11_cuda_check_stored; synchronises it).
+        The scratch: check_stored_scratch_bytes(len(groups)) bytes of device memory."""
+        n = len(groups)
+        self._check(lib().df11_cuda_check_stored(self._h, (c_size_t * n)(*groups),
+                                                 (CudaGroup * n)(*dev), n,
+                                                 c_void_p(scratch_ptr), scratch_bytes,
+                                                 c_void_p(stream)))
+
+
+def check_stored_scratch_bytes(n_groups: int) -> int:
+    """Device bytes Model.check_stored_on_gpu needs for n_groups groups."""
+    return lib().df11_cuda_check_stored_scratch_bytes(n_groups)
 
 
 class CudaPlan(Handle):

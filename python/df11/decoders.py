@@ -369,11 +369,18 @@ def rows_eligible(emb, group: "Group", device: torch.device, cpu_offload: bool, 
     return rows_class(type(emb)) is not None and getattr(emb, "max_norm", None) is None
 
 
-def decode_at_load(state, runtimes: list, rows: Optional["RowsDecoder"],
-                    rows_count: int) -> None:
+def decode_at_load(state, runtimes: list, rows: Optional["RowsDecoder"], rows_count: int,
+                   folder: _capi.Model, uploaded: Optional[list] = None,
+                   times: Optional[Dict[str, float]] = None) -> None:
     """Decodes every group of the device once and waits for the statuses, so that a corrupt
     stream is refused at load (naming the file, group and block), never met by a forward pass
-    first. A group that only serves an embedding's lookups is decoded row by row."""
+    first. A group that only serves an embedding's lookups is decoded row by row. Then the
+    stored bytes of every uploaded group (`uploaded`, default `runtimes`) are checked against
+    the checksums df11's metadata records, hashed on the GPU where they lie (check_stored_on_gpu):
+    the decoder checks the streams' structure, the checksums every bit. `times`, if given, gets
+    the seconds of the two added under "load check" and "load check (stored checksums on the
+    GPU)"."""
+    t0 = time.perf_counter()
     with torch.cuda.device(state.device):
         for rt in runtimes:
             if rt.staging is not None:
@@ -384,6 +391,39 @@ def decode_at_load(state, runtimes: list, rows: Optional["RowsDecoder"],
             rt.decoder.check()
         if rows is not None:
             rows.check_all(rows_count)
+        t1 = time.perf_counter()
+        check_stored_on_gpu(folder, runtimes if uploaded is None else uploaded, state.device)
+    if times is not None:
+        hashed = time.perf_counter() - t1
+        for key, seconds in (("load check", t1 - t0),
+                             ("load check (stored checksums on the GPU)", hashed)):
+            times[key] = times.get(key, 0.0) + seconds
+
+
+def check_stored_on_gpu(folder: _capi.Model, runtimes: list, device: torch.device) -> None:
+    """The stored checksums of the runtimes' groups, hashed on `device` (torch's current
+    stream): those whose coded parts stay on the GPU in one launch, each one staged from
+    pinned host memory (cpu_offload) in the staging buffer it decodes from. Raises Df11Error
+    (corrupt_data) naming the file, the group and the stored tensor."""
+    def cuda_group(rt) -> _capi.CudaGroup:
+        p = rt.decoder.parts
+        return _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
+                               p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
+                               p[_capi.PART_GAPS], None)
+
+    stream = torch.cuda.current_stream(device)
+    resident = [rt for rt in runtimes if rt.staging is None]
+    staged = [rt for rt in runtimes if rt.staging is not None]
+    scratch = torch.empty(max(_capi.check_stored_scratch_bytes(max(len(resident), 1)), 16),
+                          dtype=torch.uint8, device=device)
+    if resident:
+        folder.check_stored_on_gpu([rt.group.index for rt in resident],
+                                   [cuda_group(rt) for rt in resident], scratch.data_ptr(),
+                                   scratch.numel(), stream.cuda_stream)
+    for rt in staged:
+        rt.staging.copy_(rt.host_packed, non_blocking=True)
+        folder.check_stored_on_gpu([rt.group.index], [cuda_group(rt)], scratch.data_ptr(),
+                                   scratch.numel(), stream.cuda_stream)
 
 
 class StoredChecks:

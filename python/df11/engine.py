@@ -344,7 +344,6 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if head_name is not None and mode == "decode" and not cpu_offload:
         head_group_module = emb_name if tied else head_name
     units: Dict[str, List[Tuple[Group, List[Target]]]] = {}
-    decoded_on_gpu = False  # a group decoded once on a GPU (_resident_on_gpu)
     for group in groups:
         if not group.members:
             # An alias group (a tied head df11 recorded), or the head of a folder loaded into
@@ -368,11 +367,11 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         if head_resident and torch.device(device_of(head_group_module)).type == "cuda":
             t0 = time.perf_counter()
             _resident_on_gpu(model, folder, group,
-                             _cuda_index(torch.device(device_of(head_group_module))), pin_memory)
+                             _cuda_index(torch.device(device_of(head_group_module))), pin_memory,
+                             engine.load_seconds)
             tensors_set.update(m.name for m in group.members)
             engine.resident.append(group.name)
             engine.add_time("resident groups", t0)
-            decoded_on_gpu = True
             continue
         if member_modules == {emb_name} or group.name in resident_groups or head_resident:
             t0 = time.perf_counter()
@@ -427,12 +426,15 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if rows_group is not None:
         by_device.setdefault(emb_dev, [])
     offload_left = cpu_offload_blocks
-    if any(d.type == "cuda" for d in by_device) or exec_items or decoded_on_gpu:
-        # The GPU decoder checks the streams' structure, not the members' checksums: the
-        # stored bytes are checked against theirs while the load goes on.
+    if exec_items:
+        # The layouts' transcodes check the streams' structure, not the members' checksums:
+        # the stored bytes are checked against theirs on the host while the load goes on.
         if engine.stored_checks is None:
-            engine.stored_checks = StoredChecks(folder, [g.index for g in groups if g.members])
-    elif engine.stored_checks is not None:  # the CPU's decodes compare the checksums
+            engine.stored_checks = StoredChecks(
+                folder, [g.index for items in exec_items.values() for g, _ in items])
+    elif engine.stored_checks is not None:
+        # The groups a GPU decodes are hashed there (decode_at_load), and the CPU's decodes
+        # compare the checksums.
         engine.stored_checks.wait()
         engine.stored_checks = None
     for dev, unit_names in by_device.items():
@@ -521,12 +523,11 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                                 rows_group.members[0].shape[1], dev, state.lock)
             _serve_rows(engine, emb, rows, weight)
         if dev.type == "cuda":
-            t0 = time.perf_counter()
             whole = rows is not None and rows_rt.decoder.out is None  # no unit decodes it
             decode_at_load(state, [rt for u in dev_units for rt in u.groups],
-                            rows if whole else None,
-                            rows_group.members[0].shape[0] if whole else 0)
-            engine.add_time("load check", t0)
+                           rows if whole else None,
+                           rows_group.members[0].shape[0] if whole else 0, folder, flat,
+                           engine.load_seconds)
         if dev.type == "cpu" and rows_group is not None and dev == emb_dev:
             member = rows_group.members[0]
             rows = CpuRowsDecoder(folder, rows_group, *member.shape)
@@ -575,17 +576,21 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     dtype_guard(engine, model, device_of)
 
 
-def started_checks(folder: _capi.Model, target: Optional[torch.device]) -> Optional[StoredChecks]:
-    """The stored checksums of every group of the folder, checked on threads from now on, for
-    a load that will put groups on a GPU (`target`, or None: the GPUs if there are any): they
-    then run beside the model's construction too. None for a load on the CPU."""
+def started_checks(folder: _capi.Model, target: Optional[torch.device],
+                   mode: Optional[str]) -> Optional[StoredChecks]:
+    """The stored checksums of every group of the folder, checked on host threads from now on,
+    for a load in a layout mode (`mode`) that will put groups on a GPU (`target`, or None: the
+    GPUs if there are any): they then run beside the model's construction too. None for any
+    other load: a GPU hashes the groups it decodes where it holds them (decode_at_load), and
+    the CPU's decodes compare the checksums."""
     on_gpu = target.type == "cuda" if target is not None else torch.cuda.is_available()
-    if not on_gpu:
+    if not on_gpu or mode not in exec_mode.LAYOUTS:
         return None
     return StoredChecks(folder, list(range(folder.group_count())))
 
 
-def _resident_on_gpu(model, folder, group: Group, dev: torch.device, pin_memory: bool) -> None:
+def _resident_on_gpu(model, folder, group: Group, dev: torch.device, pin_memory: bool,
+                     times: Dict[str, float]) -> None:
     """Decodes a group once on its GPU into a tensor of its own, through the path every
     decoded group takes (upload, plan, decode_at_load's status check), and sets its members as
     views of it; the coded bytes, workspace and status go with the throwaway device state."""
@@ -593,7 +598,7 @@ def _resident_on_gpu(model, folder, group: Group, dev: torch.device, pin_memory:
     rt = GroupRuntime(group, dev)
     rt.out = torch.empty(group.elements, dtype=torch.bfloat16, device=dev)
     upload(state, folder, [rt], [False], pin_memory)
-    decode_at_load(state, [rt], None, 0)
+    decode_at_load(state, [rt], None, 0, folder, times=times)
     for m in group.members:
         set_tensor(model, m.name, rt.out[m.offset:m.offset + m.numel].view(m.shape), True)
     # The coded bytes go back to the device, not to torch's cache, where no later allocation

@@ -237,7 +237,7 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     folder = _open_folder(path, config_json, model)
     t_open = time.perf_counter() - t0
     # The stored checksums are checked on threads from here, beside the model's construction.
-    checks = engine.started_checks(folder, target)
+    checks = engine.started_checks(folder, target, mode)
     try:
         if model is None:
             t0 = time.perf_counter()

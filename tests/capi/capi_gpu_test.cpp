@@ -547,3 +547,64 @@ TEST_F(CApiGpu, CompactLayoutTranscodeDecodeAndGemm) {
 
 }  // namespace
 }  // namespace df11::clitest
+
+namespace df11::clitest {
+namespace {
+
+// The stored checksums hashed on the GPU where an engine uploaded the groups: DF11_OK for the
+// intact folder (every group in one call, in any order); one flipped byte in any of a group's
+// five device parts on the device is DF11_ERROR_CORRUPT_DATA naming the file, the group and
+// that stored tensor, as df11_group_check_stored names it on the host; bad arguments refused.
+TEST_F(CApiGpu, CheckStoredOnTheDeviceFindsOneFlippedByte) {
+  Model model;
+  ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &model.m), DF11_OK);
+  std::vector<size_t> groups;
+  for (size_t g = df11_model_group_count(model.m); g-- > 0;) groups.push_back(g);
+  Device dev;
+  std::vector<df11_cuda_group> d;
+  for (size_t g : groups) d.push_back(upload_group(model.m, g, dev));
+  const size_t scratch_bytes = df11_cuda_check_stored_scratch_bytes(groups.size());
+  void* scratch = dev.alloc(scratch_bytes);
+  ASSERT_EQ(df11_cuda_check_stored(model.m, groups.data(), d.data(), groups.size(), scratch,
+                                   scratch_bytes, nullptr),
+            DF11_OK)
+      << df11_model_errmsg(model.m);
+  EXPECT_EQ(df11_cuda_check_stored(model.m, groups.data(), d.data(), groups.size(), scratch,
+                                   scratch_bytes - 1, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_cuda_check_stored(model.m, groups.data(), nullptr, groups.size(), scratch,
+                                   scratch_bytes, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  const size_t bad_group = df11_model_group_count(model.m);
+  EXPECT_EQ(
+      df11_cuda_check_stored(model.m, &bad_group, d.data(), 1, scratch, scratch_bytes, nullptr),
+      DF11_ERROR_INVALID_ARGUMENT);
+  const char* suffixes[5] = {".luts", ".encoded_exponent", ".sign_mantissa", ".output_positions",
+                             ".gaps"};
+  const size_t victim = groups.size() / 2;
+  for (int p = 0; p < 5; ++p) {
+    SCOPED_TRACE(suffixes[p]);
+    const void* parts[5] = {d[victim].d_luts, d[victim].d_encoded_exponent,
+                            d[victim].d_sign_mantissa, d[victim].d_output_positions,
+                            d[victim].d_gaps};
+    auto* byte = static_cast<uint8_t*>(const_cast<void*>(parts[p]));
+    uint8_t v = 0;
+    ASSERT_EQ(cudaMemcpy(&v, byte, 1, cudaMemcpyDeviceToHost), cudaSuccess);
+    const uint8_t flipped = v ^ 0x10;
+    ASSERT_EQ(cudaMemcpy(byte, &flipped, 1, cudaMemcpyHostToDevice), cudaSuccess);
+    EXPECT_EQ(df11_cuda_check_stored(model.m, groups.data(), d.data(), groups.size(), scratch,
+                                     scratch_bytes, nullptr),
+              DF11_ERROR_CORRUPT_DATA);
+    const std::string msg = df11_model_errmsg(model.m);
+    const std::string tensor = std::string(df11_group_name(model.m, groups[victim])) + suffixes[p];
+    EXPECT_NE(msg.find("stored tensor '" + tensor + "' has xxh3"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(".safetensors"), std::string::npos) << msg;
+    ASSERT_EQ(cudaMemcpy(byte, &v, 1, cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  EXPECT_EQ(df11_cuda_check_stored(model.m, groups.data(), d.data(), groups.size(), scratch,
+                                   scratch_bytes, nullptr),
+            DF11_OK);
+}
+
+}  // namespace
+}  // namespace df11::clitest

@@ -466,6 +466,20 @@ DF11_API df11_status df11_cuda_decode_rows_and_copy_status(df11_cuda_plan* plan,
 DF11_API df11_status df11_cuda_plan_launch_info(const df11_cuda_plan* plan, uint32_t* grid,
                                                 uint32_t* shared_bytes, int* compact);
 
+/* df11_group_check_stored for groups[0 .. n_groups) where their stored bytes already lie on
+ * the GPU: dev[i] holds group groups[i]'s five device parts as df11_cuda_plan_create takes
+ * them (d_out unused), each 16-byte aligned. The parts are hashed on the current device in one
+ * launch on `stream` (XXH3, decoder/cuda's cuda_hash.h), the split positions on the host;
+ * synchronises the stream. DF11_OK, or DF11_ERROR_CORRUPT_DATA naming the file, the stored
+ * tensor and the group, for the first group of the list whose bytes differ. Groups whose
+ * folder records no checksums (published by the dfloat11 tools) are not read. d_scratch:
+ * df11_cuda_check_stored_scratch_bytes(n_groups) bytes of device memory, 16-byte aligned.
+ * DF11_ERROR_UNSUPPORTED without CUDA. */
+DF11_API size_t df11_cuda_check_stored_scratch_bytes(size_t n_groups);
+DF11_API df11_status df11_cuda_check_stored(df11_model* model, const size_t* groups,
+                                            const df11_cuda_group* dev, size_t n_groups,
+                                            void* d_scratch, size_t scratch_bytes, void* stream);
+
 /* ---- Fused decode + GEMV on a CUDA GPU -------------------------------------------------
  * y = W x for every member of every group of a plan, straight from the coded buffers the
  * plan was made with: the decoded weights are never written to memory (batch 1 to 16, BF16

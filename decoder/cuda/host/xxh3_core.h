@@ -161,16 +161,26 @@ struct Xxh3Pair {
   uint64_t even, odd;
 };
 
+// The secret's words accumulator `lane` meets in a block: keys[s] for stripe s.
+DF11_XXH3_HD void xxh3_lane_keys(const uint8_t* secret, size_t lane,
+                                 uint64_t (&keys)[kXxh3StripesPerBlock]) {
+  for (size_t s = 0; s < kXxh3StripesPerBlock; ++s) keys[s] = xxh3_read64(secret + 8 * (s + lane));
+}
+
 // What a whole block adds to accumulator `lane` before the block's scramble. `load(i)` gives
-// the block's words 2i and 2i + 1 (i < 128); `secret` is XXH3's.
+// the block's words 2i and 2i + 1 (i < 128); `keys` are the lane's (xxh3_lane_keys).
 template <typename Load>
-DF11_XXH3_HD uint64_t xxh3_block_sum(Load&& load, size_t lane, const uint8_t* secret) {
+DF11_XXH3_HD uint64_t xxh3_block_sum(Load&& load, size_t lane,
+                                     const uint64_t (&keys)[kXxh3StripesPerBlock]) {
   uint64_t sum = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
   for (size_t s = 0; s < kXxh3StripesPerBlock; ++s) {
     const Xxh3Pair w = load(s * (kXxh3Lanes / 2) + lane / 2);
     const uint64_t mine = lane % 2 == 0 ? w.even : w.odd;
     const uint64_t pair = lane % 2 == 0 ? w.odd : w.even;
-    sum += xxh3_stripe_term(mine, pair, xxh3_read64(secret + 8 * (s + lane)));
+    sum += xxh3_stripe_term(mine, pair, keys[s]);
   }
   return sum;
 }
@@ -192,8 +202,8 @@ DF11_XXH3_HD uint64_t xxh3_scramble_key(const uint8_t* secret, size_t lane) {
 DF11_XXH3_HD uint64_t xxh3_full_blocks(uint64_t len) { return (len - 1) / kXxh3Block; }
 
 // XXH3_64bits of `in` (len > 240 bytes) from the accumulators after its full blocks.
-DF11_XXH3_HD uint64_t xxh3_long_finish(uint64_t (&acc)[kXxh3Lanes], const uint8_t* in,
-                                       uint64_t len, const uint8_t* secret) {
+DF11_XXH3_HD uint64_t xxh3_long_finish(uint64_t (&acc)[kXxh3Lanes], const uint8_t* in, uint64_t len,
+                                       const uint8_t* secret) {
   const uint64_t done = xxh3_full_blocks(len) * kXxh3Block;
   const uint64_t stripes = (len - 1 - done) / kXxh3Stripe;
   for (uint64_t s = 0; s < stripes; ++s) {

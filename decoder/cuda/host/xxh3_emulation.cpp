@@ -24,7 +24,9 @@ uint64_t xxh3_64_emulated(std::span<const uint8_t> bytes, std::span<const uint8_
       return w;
     };
     for (size_t l = 0; l < kXxh3Lanes; ++l) {
-      sums[b * kXxh3Lanes + l] = xxh3_block_sum(load, l, secret.data());
+      uint64_t keys[kXxh3StripesPerBlock];
+      xxh3_lane_keys(secret.data(), l, keys);
+      sums[b * kXxh3Lanes + l] = xxh3_block_sum(load, l, keys);
     }
   }
   // Its second: one chain per accumulator.
@@ -32,7 +34,9 @@ uint64_t xxh3_64_emulated(std::span<const uint8_t> bytes, std::span<const uint8_
   for (size_t l = 0; l < kXxh3Lanes; ++l) {
     acc[l] = xxh3_initial(l);
     const uint64_t key = xxh3_scramble_key(secret.data(), l);
-    for (uint64_t b = 0; b < blocks; ++b) acc[l] = xxh3_scramble(acc[l], sums[b * kXxh3Lanes + l], key);
+    for (uint64_t b = 0; b < blocks; ++b) {
+      acc[l] = xxh3_scramble(acc[l], sums[b * kXxh3Lanes + l], key);
+    }
   }
   return xxh3_long_finish(acc, in, len, secret.data());
 }

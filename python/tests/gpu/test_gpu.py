@@ -385,6 +385,27 @@ def test_corrupt_streams_refused_at_load(work, mode):
         assert torch.cuda.memory_allocated() == before, f"case {k}"
 
 
+@pytest.mark.parametrize("which,offload", [("first", False), ("last", False), ("middle", True)])
+def test_flipped_byte_found_by_the_gpu_hash(work, which, offload):
+    """One flipped byte that decodes to a wrong weight: the default mode hashes every uploaded
+    group's stored tensors on the GPU (df11_cuda_check_stored), the output head held decoded
+    and groups staged from host memory (cpu_offload) included, and refuses the folder at load,
+    naming the file, the group and the stored tensor."""
+    _, df11_dir = models.llm_folders(work, "mistral")
+    folder = df11._capi.Model(df11_dir)
+    names = [folder.group_name(g) for g in range(folder.group_count())]
+    folder.close()
+    group = {"first": names[0], "last": names[-1], "middle": names[len(names) // 2]}[which]
+    tensor = f"{group}.sign_mantissa"
+    bad = models.corrupt_copy(df11_dir, str(work / f"flip-{which}-{offload}"), tensor,
+                              flip_one_byte)
+    with pytest.raises(df11.Df11Error) as e:
+        df11.from_pretrained(bad, device="cuda", cpu_offload=offload)
+    msg = str(e.value)
+    assert e.value.status == "corrupt_data", msg
+    assert f"stored tensor '{tensor}' has xxh3" in msg and ".safetensors" in msg, msg
+
+
 def test_corrupt_device_bytes_reported_after_generate(work):
     """Coded bytes corrupted in GPU memory after the load's checks are reported by the
     deferred status check after generate, naming the group."""
