@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
       for (const char* p = argv[++i]; *p != 0;) {
         char* end = nullptr;
         const long b = std::strtol(p, &end, 10);
-        check(end != p && b >= 1 && b <= df11::cuda::kExecMaxBatch, "--batch (1..32, commas)");
+        check(end != p && b >= 1 && b <= df11::cuda::kCompactMaxBatch, "--batch (1..32, commas)");
         batches.push_back(static_cast<uint32_t>(b));
         p = *end == ',' ? end + 1 : end;
       }

@@ -7,9 +7,13 @@ as in a model's step (not from the L2 cache, as a loop over one matrix would), a
 count. Gaussian weights (std 0.02), encoded with df11's encoder, one group per block, and
 transcoded on the GPU as at load. Each cell: CUDA graph of the layers' calls, CUDA-event median
 of --runs replays after warm-up (exec_peers.timed); a row per layer kind and one for the whole
-step; ratio = exec / cuBLAS time. Outputs are compared with df11's reference GEMM first.
+step; ratio = exec / cuBLAS time. Outputs are compared with df11's reference GEMM first. Up to
+exec_mode.FUSED_MAX_TOKENS["exec"] tokens (the C API's maximum, 256) the fused GEMM runs (the
+wide kernel above 32 tokens, decoder/cuda/EXEC_KERNEL.md v9), above it decode + F.linear;
+--fused-max-tokens moves the switch (0: decode + F.linear at every token count).
 
     python3 bench/exec_step.py [--layers 8] [--tokens 1,2,4,8,16] [--runs 30] [--json OUT]
+                               [--fused-max-tokens N]
     (df11 importable with its CUDA library; the encoder's library for the folder)
 """
 import argparse
@@ -69,7 +73,9 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json")
+    ap.add_argument("--fused-max-tokens", type=int, default=exec_mode.FUSED_MAX_TOKENS["exec"])
     a = ap.parse_args()
+    exec_mode.FUSED_MAX_TOKENS["exec"] = a.fused_max_tokens
     torch.set_grad_enabled(False)
     name = torch.cuda.get_device_name(0)
     with tempfile.TemporaryDirectory(prefix="exec-step-", dir="/dev/shm") as work:
@@ -106,6 +112,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump({"gpu": name, "layers": a.layers, "df11": df11.version(),
+                       "fused_max_tokens": a.fused_max_tokens,
                        "command": " ".join(["python3", "bench/exec_step.py"] + sys.argv[1:]),
                        "rows": rows}, f, indent=1)
 

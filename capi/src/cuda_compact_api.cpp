@@ -21,6 +21,7 @@ using namespace df11::capi::cuda_api;
 
 static_assert(DF11_COMPACT_SYMBOLS == df11::kCompactSymbols);
 static_assert(DF11_COMPACT_TABLE_BYTES == df11::cuda::kCompactDecodeTableEntries * 4);
+static_assert(DF11_COMPACT_MAX_BATCH == df11::cuda::kCompactMaxBatch);
 
 namespace df11::capi {
 
@@ -211,9 +212,9 @@ df11_status df11_cuda_compact_gemm_ex(df11_model* model, const df11_compact_gemm
   const char* what = "df11_cuda_compact_gemm";
   return on_exec(model, false, [&](auto any) -> Status {
     if (n != 0 && gemms == nullptr) return null_arg(what, "gemms");
-    if (batch < 1 || batch > DF11_EXEC_MAX_BATCH) {
+    if (batch < 1 || batch > DF11_COMPACT_MAX_BATCH) {
       return invalid(std::string(what) + ": batch " + std::to_string(batch) + " is not within 1.." +
-                     std::to_string(DF11_EXEC_MAX_BATCH));
+                     std::to_string(DF11_COMPACT_MAX_BATCH));
     }
     std::vector<df11::cuda::CompactGemm> g(n);
     for (size_t k = 0; k < n; ++k) {

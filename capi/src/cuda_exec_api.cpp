@@ -10,6 +10,8 @@ using df11::ErrorCode;
 using df11::Status;
 using namespace df11::capi::cuda_api;
 
+static_assert(DF11_EXEC_MAX_BATCH == df11::cuda::kExecMaxBatch);
+
 namespace {
 
 df11::cuda::ExecMatrix exec_matrix(const df11_exec_matrix& m) {

@@ -8,7 +8,7 @@ Each variant runs in its own process (so that load time and peak memory are its 
 (this package), bf16 (transformers from --bf16, the original weights), dfloat11 (the
 official loader on the same folder, when the package is installed), df11-exec (this
 package with mode="exec", whose tokens are not expected to equal BF16's: its products at
-<= 32 tokens are the execution layout's reference GEMM's, not cuBLAS's), df11-compact (the
+<= 256 tokens are the execution layout's reference GEMM's, not cuBLAS's), df11-compact (the
 same from the compact execution layout), bf16-offload (the BF16 model through accelerate's
 device_map="auto", its layers beyond the GPU's memory kept in CPU memory and moved in for
 each forward pass) and glyd (glyd.from_pretrained on the BF16 folder, when the glyd package

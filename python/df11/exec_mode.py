@@ -5,11 +5,12 @@ from DF11 into one execution-layout blob per member (df11_cuda_exec_measure / _p
 group's BF16 exists only in a transient workspace); the blobs stay resident and the DF11
 bytes are not kept, and each such nn.Linear is replaced by a modules.ExecLinearModule over its
 blob (its ExecLinear here). In a forward pass each such Linear computes
-  - at most 32 tokens: Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
+  - at most FUSED_MAX_TOKENS["exec"] tokens (256, the C API's maximum, unless lowered): Y = X W^T
+    straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
     cores, FP32 accumulation). Linears that share their input (q/k/v, gate/up) run in one
     launch when the model calls them on the same tensor (compiled by Inductor: the graph pass
     SiblingPass makes their torch.ops.df11.exec_linear ops one torch.ops.df11.exec_site);
-  - above 32 tokens: the blob decoded to BF16 into a scratch buffer (df11_cuda_exec_to_bf16_ex),
+  - above: the blob decoded to BF16 into a scratch buffer (df11_cuda_exec_to_bf16_ex),
     then torch's F.linear.
 
 What it costs: 12.01 bits per weight resident against DF11's ~10.8 (about 1.11x DF11's
@@ -20,17 +21,18 @@ exponent a prefix codeword of at most 12 bits, about 10.7 bits per weight (no mo
 DF11's) plus a 16 KB decode table per matrix, transcoded on the GPU with the codes of the
 reference encoder (df11_cuda_compact_count / _measure / _pack, df11_tools_compact_lengths). Its
 fused GEMM (df11_cuda_compact_gemm_ex) has the execution layout's products and order, so it
-guarantees the same: equal to df11's reference GEMM bit for bit at 32 tokens or fewer, torch's
-F.linear on the original BF16 bits above. It is slower than the 12-bit layout's GEMM (each
-lane decodes its codewords one after another; BENCHMARKS.md, "Compact execution layout").
+guarantees the same: equal to df11's reference GEMM bit for bit at FUSED_MAX_TOKENS["compact"]
+(32) tokens or fewer, torch's F.linear on the original BF16 bits above. It is slower than the
+12-bit layout's GEMM (each lane decodes its codewords one after another; BENCHMARKS.md,
+"Compact execution layout").
 
-What it guarantees: every weight decodes to the original BF16 bits. Above 32 tokens the
-product is torch's on those bits, so it equals the BF16 model's. At 32 tokens or fewer the
-product is the execution layout's fixed sequence of tensor-core products: equal bit for bit
-to df11's reference GEMM on the BF16 weights (df11_cuda_exec_reference_gemm; `reference()`
-below puts it into a BF16 model), NOT to cuBLAS's, so logits are not torch.equal to the BF16
-model's torch matmuls (they differ by a few ulp in a fraction of outputs); the tests show the
-equality with the reference instead.
+What it guarantees: every weight decodes to the original BF16 bits. Above the mode's
+FUSED_MAX_TOKENS the product is torch's on those bits, so it equals the BF16 model's. At or
+below it the product is the execution layout's fixed sequence of tensor-core products: equal
+bit for bit to df11's reference GEMM on the BF16 weights (df11_cuda_exec_reference_gemm;
+`reference()` below puts it into a BF16 model), NOT to cuBLAS's, so logits are not torch.equal
+to the BF16 model's torch matmuls (they differ by a few ulp in a fraction of outputs); the tests
+show the equality with the reference instead.
 
 Status: each call site (one launch's Linears) has a 16-byte record, reset once at load and
 kept across calls (DF11_EXEC_KEEP_STATUS: no memset per token); the engine reads them when it
@@ -90,6 +92,11 @@ COMPACT = Layout("compact", "compact layout", _capi.CompactMatrix, _capi.Compact
                  "df11_cuda_compact_gemm_ex", "df11_cuda_compact_to_bf16_ex",
                  "df11_cuda_compact_status_sync")
 LAYOUTS = {layout.mode: layout for layout in (EXEC, COMPACT)}
+# Tokens up to which a layout's Linears run its fused GEMM; above, its blobs decoded and
+# F.linear. The C API's maxima by default; a smaller value moves the switch (to where
+# bench/exec_step.py measures the fused GEMM slower), and the reference (reference(),
+# reference_linear()) follows it.
+FUSED_MAX_TOKENS = {"exec": _capi.EXEC_MAX_BATCH, "compact": _capi.COMPACT_MAX_BATCH}
 
 
 def layout_of(matrix) -> Layout:
@@ -190,7 +197,7 @@ class ExecLinear:
                                "equal BF16's")
         tokens = x.numel() // cols
         site = self.site
-        if tokens == 0 or tokens > _capi.EXEC_MAX_BATCH:
+        if tokens == 0 or tokens > FUSED_MAX_TOKENS[self.state.layout.mode]:
             if every:
                 return [m._wide(x, tokens) for m in site.linears]
             return self._wide(x, tokens)
@@ -378,7 +385,7 @@ def install_pass() -> None:
 class ExecWeight:
     """A weight matrix made of consecutive members' blobs (rows concatenated: one member, or
     the q/k/v or gate/up members a serving engine fuses into one layer), served through
-    torch.ops.df11.exec_weight_linear: at most EXEC_MAX_BATCH tokens, the fused GEMM from the
+    torch.ops.df11.exec_weight_linear: at most FUSED_MAX_TOKENS tokens, the fused GEMM from the
     blobs (one launch for all members); above, the blobs decoded into a new BF16 tensor and
     torch's F.linear on it, the matmul a BF16 layer makes. `blob` keeps the blobs alive; the
     status record (reset here, kept across calls) is read by check()."""
@@ -435,7 +442,7 @@ class ExecWeight:
             raise ValueError(f"df11 (exec): {self.what}: input {tuple(x.shape)} {x.dtype}, "
                              f"expected [..., {self.cols}] bfloat16")
         tokens = x.numel() // self.cols
-        if tokens > _capi.EXEC_MAX_BATCH or tokens == 0:
+        if tokens > FUSED_MAX_TOKENS[self.layout.mode] or tokens == 0:
             return torch.nn.functional.linear(x, self.decode(), bias)
         x2 = x.reshape(tokens, self.cols)
         if not x2.is_contiguous():
@@ -733,38 +740,43 @@ def check(folder: _capi.Model, state: ExecState) -> None:
                             f"{', '.join(site.names)}: {msg}")
 
 
-def reference(model: torch.nn.Module) -> torch.nn.Module:
+def reference(model: torch.nn.Module, mode: str = "exec") -> torch.nn.Module:
     """Puts df11's reference GEMM (df11_cuda_exec_reference_gemm: the execution layout's
     products and order, on BF16 weights) into every CUDA BF16 nn.Linear of a model, the way
-    mode="exec" computes: at most 32 tokens through the reference, above through F.linear, bias
-    added after. A BF16 model so patched gives logits torch.equal to its DF11 model's in
-    mode="exec" on the same GPU. Returns the model."""
+    `mode` ("exec" or "compact") computes: at most FUSED_MAX_TOKENS[mode] tokens through the
+    reference, above through F.linear, bias added after. A BF16 model so patched gives logits
+    torch.equal to its DF11 model's in that mode on the same GPU. Returns the model."""
+    max_tokens = FUSED_MAX_TOKENS[mode]
     for module in model.modules():
         if not isinstance(module, torch.nn.Linear) or module.weight.dtype != torch.bfloat16:
             continue
         if module.weight.device.type != "cuda":
             continue
-        module.forward = _reference_forward(module)
+        module.forward = _reference_forward(module, max_tokens)
     return model
 
 
-def _reference_forward(module: torch.nn.Linear):
+def _reference_forward(module: torch.nn.Linear, max_tokens: int):
 
     def forward(x: torch.Tensor) -> torch.Tensor:
         if torch.compiler.is_compiling():
-            return torch.ops.df11.exec_reference_linear(x, module.weight, module.bias)
-        return reference_linear(x, module.weight, module.bias)
+            return torch.ops.df11.exec_reference_linear(x, module.weight, module.bias, max_tokens)
+        return reference_linear(x, module.weight, module.bias, max_tokens)
     return forward
 
 
 def reference_linear(x: torch.Tensor, weight: torch.Tensor,
-                     bias: Optional[torch.Tensor] = None) -> torch.Tensor:
-    """What the execution layout computes, on a BF16 CUDA weight: at most EXEC_MAX_BATCH
-    tokens, df11_cuda_exec_reference_gemm (the layout's products and order) with the bias added
-    after; above, F.linear. torch.ops.df11.exec_reference_linear is the same, for traced code."""
+                     bias: Optional[torch.Tensor] = None,
+                     max_tokens: Optional[int] = None) -> torch.Tensor:
+    """What the execution layout computes, on a BF16 CUDA weight: at most `max_tokens` tokens
+    (FUSED_MAX_TOKENS["exec"] if None; FUSED_MAX_TOKENS["compact"] for the compact layout),
+    df11_cuda_exec_reference_gemm (the layout's products and order) with the bias added after;
+    above, F.linear. torch.ops.df11.exec_reference_linear is the same, for traced code."""
+    if max_tokens is None:
+        max_tokens = FUSED_MAX_TOKENS["exec"]
     rows, cols = weight.shape
     tokens = x.numel() // cols
-    if tokens == 0 or tokens > _capi.EXEC_MAX_BATCH:
+    if tokens == 0 or tokens > max_tokens:
         return torch.nn.functional.linear(x, weight, bias)
     x2 = x.reshape(tokens, cols).contiguous()
     y = torch.empty(*x.shape[:-1], rows, dtype=torch.bfloat16, device=x.device)
@@ -779,13 +791,13 @@ def reference_linear(x: torch.Tensor, weight: torch.Tensor,
 
 
 @torch.library.custom_op("df11::exec_reference_linear", mutates_args=())
-def exec_reference_linear(x: torch.Tensor, weight: torch.Tensor,
-                          bias: Optional[torch.Tensor]) -> torch.Tensor:
-    return reference_linear(x, weight, bias)
+def exec_reference_linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor],
+                          max_tokens: int = -1) -> torch.Tensor:
+    return reference_linear(x, weight, bias, None if max_tokens < 0 else max_tokens)
 
 
 @exec_reference_linear.register_fake
-def _(x, weight, bias):
+def _(x, weight, bias, max_tokens=-1):
     return x.new_empty(*x.shape[:-1], weight.shape[0])
 
 

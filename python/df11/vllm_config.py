@@ -62,7 +62,7 @@ MODES = ("decode", "exec", "compact")
 def serving_mode(additional_config: Any) -> str:
     """The mode vLLM serves DF11 Linear layers in, from vLLM's `additional_config`
     ({"df11_mode": "exec"}; `--additional-config` on the command line): "decode" (the
-    default: outputs equal BF16's), "exec" (the execution layout's GEMM at up to 32 tokens
+    default: outputs equal BF16's), "exec" (the execution layout's GEMM at up to 256 tokens
     per step) or "compact" (the compact execution layout's, at DF11's size). ValueError naming
     the key for any other value."""
     mode = additional_config.get(MODE_KEY, "decode") if isinstance(additional_config,

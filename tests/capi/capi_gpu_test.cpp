@@ -328,14 +328,14 @@ void expect_decoded_back(const std::vector<Matrix>& m, const std::vector<void*>&
 
 // At each batch, a layout's GEMM of every member (`launch(gemms, n, batch)`, then `sync()`)
 // equals df11_cuda_exec_reference_gemm on the CPU-decoded weights (d_w + offsets[k]) bit for
-// bit, and a batch above DF11_EXEC_MAX_BATCH is refused.
+// bit, and a batch above `max_batch` (the layout's DF11_*_MAX_BATCH) is refused.
 template <typename Gemm, typename Matrix, typename Launch, typename Sync>
 void expect_gemms_equal_reference(df11_model* model, Device& dev, cudaStream_t stream,
                                   const std::vector<Matrix>& m, const uint16_t* d_w,
                                   const std::vector<uint64_t>& offsets,
                                   const std::vector<const char*>& names,
-                                  std::initializer_list<uint32_t> batches, Launch launch,
-                                  Sync sync) {
+                                  std::initializer_list<uint32_t> batches, uint32_t max_batch,
+                                  Launch launch, Sync sync) {
   const size_t n = m.size();
   for (const uint32_t batch : batches) {
     std::vector<Gemm> gemms;
@@ -356,14 +356,14 @@ void expect_gemms_equal_reference(df11_model* model, Device& dev, cudaStream_t s
                 download(refs[k], uint64_t{batch} * m[k].rows))
           << names[k] << ", batch " << batch;
     }
-    EXPECT_EQ(launch(gemms.data(), n, DF11_EXEC_MAX_BATCH + 1), DF11_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(launch(gemms.data(), n, max_batch + 1), DF11_ERROR_INVALID_ARGUMENT);
   }
 }
 
 // The execution layout through the C API, as an engine uses it (df11/df11.h, experimental):
 // every group of a real folder transcoded on the GPU, its blobs decoded back equal to the CPU
 // decode, and the fused GEMM equal to the reference GEMM on the CPU-decoded weights at batch
-// 1, 7 and 16.
+// 1, 7, 16, 33, 100 and DF11_EXEC_MAX_BATCH.
 TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
   Model model;
   ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &model.m), DF11_OK);
@@ -407,7 +407,8 @@ TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
     ASSERT_EQ(df11_cuda_exec_status_sync(model.m, d_status, stream), DF11_OK);
     expect_decoded_back(m, outs, w, offsets, names);
     expect_gemms_equal_reference<df11_exec_gemm>(
-        model.m, dev, stream, m, d_w, offsets, names, {1u, 7u, 16u},
+        model.m, dev, stream, m, d_w, offsets, names, {1u, 7u, 16u, 33u, 100u, DF11_EXEC_MAX_BATCH},
+        DF11_EXEC_MAX_BATCH,
         [&](const df11_exec_gemm* gemms, size_t count, uint32_t batch) {
           return df11_cuda_exec_gemm(model.m, gemms, count, batch, d_status, DF11_EXEC_STATUS_BYTES,
                                      stream);
@@ -511,7 +512,8 @@ TEST_F(CApiGpu, CompactLayoutTranscodeDecodeAndGemm) {
     ASSERT_EQ(df11_cuda_compact_status_sync(model.m, d_status, stream), DF11_OK);
     expect_decoded_back(m, outs, w, offsets, names);
     expect_gemms_equal_reference<df11_compact_gemm>(
-        model.m, dev, stream, m, d_w, offsets, names, {1u, 7u, 32u},
+        model.m, dev, stream, m, d_w, offsets, names, {1u, 7u, DF11_COMPACT_MAX_BATCH},
+        DF11_COMPACT_MAX_BATCH,
         [&](const df11_compact_gemm* gemms, size_t count, uint32_t batch) {
           return df11_cuda_compact_gemm_ex(model.m, gemms, count, batch, d_status,
                                            DF11_EXEC_STATUS_BYTES, DF11_EXEC_KEEP_STATUS, stream);

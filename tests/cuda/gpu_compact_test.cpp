@@ -219,7 +219,7 @@ TEST_F(CudaCompact, GemmEqualsTheReferenceGemmOnTheBlocksShapes) {
   for (const auto& s : shapes) {
     const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
     const DeviceBlob d(*encode_compact_matrix(w, s[0], s[1], "m"), w, s[0], s[1]);
-    gemm_matches_reference(d, cuda::kExecMaxBatch, true);
+    gemm_matches_reference(d, cuda::kCompactMaxBatch, true);
   }
 }
 
@@ -229,14 +229,14 @@ TEST_F(CudaCompact, GemmEqualsTheReferenceGemmOnRaggedShapesAndEveryPattern) {
   for (const auto& s : shapes) {
     const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
     const DeviceBlob d(*encode_compact_matrix(w, s[0], s[1], "m"), w, s[0], s[1]);
-    gemm_matches_reference(d, cuda::kExecMaxBatch, true);
+    gemm_matches_reference(d, cuda::kCompactMaxBatch, true);
   }
   // Every BF16 pattern (NaN payloads, infinities, subnormals, both zeros): 12-bit codewords
   // and a stream past the staged words.
   std::vector<uint16_t> all(65536);
   for (uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
   const DeviceBlob d(*encode_compact_matrix(all, 256, 256, "m"), all, 256, 256);
-  gemm_matches_reference(d, cuda::kExecMaxBatch, true);
+  gemm_matches_reference(d, cuda::kCompactMaxBatch, true);
 }
 
 // Several matrices in one call (more than one launch holds): each Y equal to its reference.
@@ -388,7 +388,7 @@ TEST_F(CudaCompact, RefusesBadArguments) {
   EXPECT_EQ(cuda::launch_compact_gemm(std::span(&gemm, 1), 0, &status, nullptr).code(),
             ErrorCode::kInvalidArgument);
   EXPECT_EQ(
-      cuda::launch_compact_gemm(std::span(&gemm, 1), cuda::kExecMaxBatch + 1, &status, nullptr)
+      cuda::launch_compact_gemm(std::span(&gemm, 1), cuda::kCompactMaxBatch + 1, &status, nullptr)
           .code(),
       ErrorCode::kInvalidArgument);
 }

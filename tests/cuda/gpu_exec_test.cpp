@@ -2,9 +2,11 @@
 // writes the CPU reference encoder's bytes (from BF16 and from DF11 groups), the layout decodes
 // back to the weights bit for bit, and the fused GEMM equals its BF16 reference bit for bit and
 // an FP64 host product within BF16 rounding, for the member shapes of a Llama-3.1-8B block
-// (rows cut, columns kept; q_proj whole), ragged shapes, batch 1..32, unaligned X,
-// exception-heavy and every-pattern matrices; corrupt blobs and groups are reported and nothing
-// is written outside the outputs. Skipped where no CUDA device is usable.
+// (rows cut, columns kept; q_proj whole) and whole, ragged shapes, batch 1..kExecMaxBatch (the
+// strip kernels to 32 rows, the wide kernel above: EXEC_KERNEL.md v9), unaligned X,
+// exception-heavy and every-pattern matrices, several matrices in one launch; corrupt blobs and
+// groups are reported and nothing is written outside the outputs. Skipped where no CUDA device
+// is usable.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -259,10 +261,78 @@ TEST_F(CudaExec, RaggedShapesEveryBatchUnalignedX) {
     const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.05f, seed++);
     const Transcoded t = transcode(w, sh[0], sh[1], stream_);
     check_to_bf16(t, w, 1, stream_);
-    for (uint32_t batch = 1; batch <= cuda::kExecMaxBatch; ++batch) {
+    for (uint32_t batch = 1; batch <= 66; ++batch) {  // both kernels and their boundary
       check_gemm(t, w, batch, batch % 3, true, stream_,
                  std::to_string(sh[0]) + " x " + std::to_string(sh[1]));
     }
+  }
+}
+
+TEST_F(CudaExec, EveryBatchToTheMaximum) {
+  // Ragged in rows (a group of strips, and strips, cut) and in columns (a ragged last tile and
+  // step; fewer tiles than partial sums), X aligned and not.
+  const uint32_t shapes[][2] = {{33, 255}, {150, 1000}};
+  uint32_t seed = 20;
+  for (const auto& sh : shapes) {
+    const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.05f, seed++);
+    const Transcoded t = transcode(w, sh[0], sh[1], stream_);
+    for (uint32_t batch = 1; batch <= cuda::kExecMaxBatch; ++batch) {
+      check_gemm(t, w, batch, batch % 2, batch % 16 == 1 || batch > 250, stream_,
+                 std::to_string(sh[0]) + " x " + std::to_string(sh[1]));
+    }
+  }
+}
+
+TEST_F(CudaExec, WideBatchesOnBlockShapes) {
+  // The 8B block's shapes whole (q/o, k/v, gate/up, down) and ragged ones, at the batches of a
+  // serving step; fused == reference bit for bit, and within rounding of FP64 where small.
+  const uint32_t shapes[][2] = {{4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336},
+                                {4100, 4104}, {17, 300},    {1000, 33}};
+  uint32_t seed = 30;
+  for (const auto& sh : shapes) {
+    const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.02f, seed++);
+    const Transcoded t = transcode(w, sh[0], sh[1], stream_);
+    const bool small = uint64_t{sh[0]} * sh[1] <= 40000;
+    for (const uint32_t batch : {33u, 48u, 64u, 100u, 128u, 200u, 255u, 256u}) {
+      check_gemm(t, w, batch, 0, small, stream_,
+                 std::to_string(sh[0]) + " x " + std::to_string(sh[1]));
+    }
+  }
+}
+
+TEST_F(CudaExec, SeveralMatricesInOneWideLaunch) {
+  // Matrices of different columns and rows in one launch (sorted by columns, each its blocks):
+  // each Y equals the reference of its matrix alone.
+  const uint32_t shapes[][2] = {{40, 300}, {300, 1000}, {16, 4100}, {129, 64}};
+  constexpr uint32_t kBatch = 77;
+  std::vector<std::vector<uint16_t>> ws;
+  std::vector<Transcoded> ts;
+  std::vector<Dev> xs, ys, refs, wds;
+  std::vector<cuda::ExecGemm> gemms;
+  uint32_t seed = 50;
+  for (const auto& sh : shapes) {
+    ws.push_back(gaussian(uint64_t{sh[0]} * sh[1], 0.05f, seed));
+    ts.push_back(transcode(ws.back(), sh[0], sh[1], stream_));
+    xs.emplace_back(gaussian(uint64_t{kBatch} * sh[1], 1.0f, seed + 100));
+    ys.emplace_back(2ull * kBatch * sh[0]);
+    refs.emplace_back(2ull * kBatch * sh[0]);
+    wds.emplace_back(ws.back());
+    ++seed;
+  }
+  for (size_t i = 0; i < ts.size(); ++i) {
+    gemms.push_back({ts[i].m, xs[i].as<uint16_t>(), ys[i].as<uint16_t>()});
+  }
+  Dev status(cuda::kExecStatusBytes);
+  ASSERT_TRUE(cuda::launch_exec_gemm(gemms, kBatch, status.p, status.n, stream_).is_ok());
+  ASSERT_TRUE(cuda::read_exec_status(status.p, stream_).is_ok());
+  for (size_t i = 0; i < ts.size(); ++i) {
+    const cuda::Bf16Gemm r{wds[i].as<uint16_t>(), shapes[i][0], shapes[i][1], xs[i].as<uint16_t>(),
+                           refs[i].as<uint16_t>()};
+    ASSERT_TRUE(cuda::launch_bf16_reference_gemm({&r, 1}, kBatch, stream_).is_ok());
+  }
+  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  for (size_t i = 0; i < ts.size(); ++i) {
+    EXPECT_EQ(ys[i].get<uint16_t>(), refs[i].get<uint16_t>()) << "matrix " << i;
   }
 }
 
@@ -272,7 +342,7 @@ TEST_F(CudaExec, ExceptionHeavyMatrices) {
   Transcoded t = transcode(w, 96, 700, stream_);
   EXPECT_GT(t.m.n_exceptions, w.size() / 2);
   check_to_bf16(t, w, 0, stream_);
-  for (const uint32_t batch : {1u, 5u, 16u, 29u})
+  for (const uint32_t batch : {1u, 5u, 16u, 29u, 33u, 100u, 256u})
     check_gemm(t, w, batch, 0, true, stream_, "heavy");
   // Every BF16 pattern (NaN payloads, +-0, +-Inf, subnormals): round trip, and the GEMM still
   // equals its reference (NaNs and all).
@@ -281,6 +351,7 @@ TEST_F(CudaExec, ExceptionHeavyMatrices) {
   t = transcode(all, 256, 256, stream_);
   check_to_bf16(t, all, 0, stream_);
   check_gemm(t, all, 3, 0, false, stream_, "every pattern");
+  check_gemm(t, all, 200, 0, false, stream_, "every pattern");
   // Every weight an exception (exponent 255 is never in a window).
   std::vector<uint16_t> inf(48 * 64, 0x7F80);
   for (size_t i = 0; i < inf.size(); ++i)
@@ -363,7 +434,7 @@ TEST_F(CudaExec, CorruptBlobsReportedNothingWrittenOutside) {
     auto* out = reinterpret_cast<uint16_t*>(arena.reserve(2 * w.size(), 0));
     Dev ws(cuda::kExecStatusBytes);
     const std::string names[] = {"model.layers.3.mlp.down_proj"};
-    for (const uint32_t batch : {1u, 16u, 32u}) {
+    for (const uint32_t batch : {1u, 16u, 32u, 33u, 200u, uint32_t{kB}}) {
       const cuda::ExecGemm g{t.m, x.as<uint16_t>(), y};
       ASSERT_TRUE(cuda::launch_exec_gemm({&g, 1}, batch, ws.p, ws.n, stream_).is_ok());
       const Status s = cuda::read_exec_status(ws.p, stream_, names);

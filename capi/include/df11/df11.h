@@ -592,7 +592,7 @@ DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* 
  * DF11_ERROR_UNSUPPORTED. `stream` is a cudaStream_t as void*. */
 
 #define DF11_EXEC_STATUS_BYTES 16 /* the status record of a gemm / to_bf16 call */
-#define DF11_EXEC_MAX_BATCH 32
+#define DF11_EXEC_MAX_BATCH 256
 
 /* One member's blob in device memory (the caller's; 16-byte aligned, `bytes` long) and its
  * shape: W is [rows, cols] row-major as the member is stored (rows = shape[0]). */
@@ -701,7 +701,7 @@ DF11_API df11_status df11_cuda_exec_reference_gemm(df11_model* model, const void
  *   for each k: m[k].d_blob = (m[k].bytes of the caller's memory, 16-byte aligned);
  *               m[k].d_table = (DF11_COMPACT_TABLE_BYTES, 16-byte aligned)
  *   df11_cuda_compact_pack(model, g, d_ws, ws, m, n, stream);   d_ws may go after it
- *   ... per forward pass: df11_cuda_compact_gemm_ex (1..DF11_EXEC_MAX_BATCH rows), or
+ *   ... per forward pass: df11_cuda_compact_gemm_ex (1..DF11_COMPACT_MAX_BATCH rows), or
  *   df11_cuda_compact_to_bf16_ex and a BF16 GEMM ...
  *   df11_cuda_compact_status_sync(model, d_st, stream);        when the caller wants to know
  *
@@ -712,6 +712,7 @@ DF11_API df11_status df11_cuda_exec_reference_gemm(df11_model* model, const void
 
 #define DF11_COMPACT_SYMBOLS 256
 #define DF11_COMPACT_TABLE_BYTES 16384 /* a blob's decode table: 4,096 u32 */
+#define DF11_COMPACT_MAX_BATCH 32      /* rows of X of df11_cuda_compact_gemm_ex */
 
 /* One member's blob and its decode table in device memory (the caller's), and what the
  * measure found: bytes (the blob's total), rows, cols and the bits of its codeword stream. */
@@ -766,7 +767,7 @@ typedef struct df11_compact_gemm {
   void* d_y;
 } df11_compact_gemm;
 
-/* Enqueues the n products at `batch` (1..DF11_EXEC_MAX_BATCH) rows, up to 16 matrices per
+/* Enqueues the n products at `batch` (1..DF11_COMPACT_MAX_BATCH) rows, up to 16 matrices per
  * kernel launch (after a reset of d_status unless flags has DF11_EXEC_KEEP_STATUS). Each Y
  * equals df11_cuda_exec_reference_gemm on the blob's weights bit for bit. No allocation, no
  * sync.

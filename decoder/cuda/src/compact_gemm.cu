@@ -145,10 +145,10 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, uint32_t* d_status,
                            CUstream_st* stream) {
   const std::string what = "launch_compact_gemm";
-  if (batch < 1 || batch > kExecMaxBatch) {
+  if (batch < 1 || batch > kCompactMaxBatch) {
     return Status(ErrorCode::kInvalidArgument, what + ": batch " + std::to_string(batch) +
                                                    " is not within 1.." +
-                                                   std::to_string(kExecMaxBatch));
+                                                   std::to_string(kCompactMaxBatch));
   }
   if (d_status == nullptr) return Status(ErrorCode::kInvalidArgument, what + ": d_status is null");
   struct Item {

@@ -255,17 +255,21 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// One step's two products for each n8 tile: the first takes columns 8t..8t+3 of the lane
-// (pairs 0, 1), the second 8t+4..8t+7 (pairs 2, 3); x[n] holds this lane's 8 x values of
-// its column of n8 tile n (spec 6: the order both kernels share).
+// One step's two products for one n8 tile: the first takes columns 8t..8t+3 of the lane
+// (pairs 0, 1), the second 8t+4..8t+7 (pairs 2, 3); x holds this lane's 8 x values of its
+// column of the n8 tile (spec 6: the order every kernel shares).
+__device__ __forceinline__ void n8_products(const LaneWeights& lw, const uint4& x,
+                                            float (&acc)[4]) {
+  mma_bf16(acc, lw.pg[0], lw.pg8[0], lw.pg[1], lw.pg8[1], x.x, x.y);
+  mma_bf16(acc, lw.pg[2], lw.pg8[2], lw.pg[3], lw.pg8[3], x.z, x.w);
+}
+
+// The same for each n8 tile n, x[n] its lane's x values.
 template <uint32_t NB>
 __device__ __forceinline__ void step_products(const LaneWeights& lw, const uint4 (&x)[NB],
                                               float (&acc)[NB][4]) {
 #pragma unroll
-  for (uint32_t n = 0; n < NB; ++n) {
-    mma_bf16(acc[n], lw.pg[0], lw.pg8[0], lw.pg[1], lw.pg8[1], x[n].x, x[n].y);
-    mma_bf16(acc[n], lw.pg[2], lw.pg8[2], lw.pg[3], lw.pg8[3], x[n].z, x[n].w);
-  }
+  for (uint32_t n = 0; n < NB; ++n) n8_products(lw, x[n], acc[n]);
 }
 
 // The end of a strip's GEMM: each warp's sums (acc) meet in `red` (shared memory, [W][32][NB *

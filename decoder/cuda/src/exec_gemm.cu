@@ -5,7 +5,9 @@
 // GEMM: one thread block of 8 warps per strip (16 rows); warp w takes the strip's tiles w,
 // w + 8, ..., a few steps' loads in flight at a time, two products per step and n8 tile; the 8
 // warp sums meet in shared memory and are added in warp order (spec 6). Blocks are ordered by
-// decreasing columns, so that the long strips start first.
+// decreasing columns, so that the long strips start first. Above 32 rows of X the wide kernel
+// (v9): 8 strips and a chunk of X rows per block, each warp computing a strip's 8 partial sums
+// in turn, in the same order; X staged in shared memory once per block.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -20,6 +22,7 @@
 #include "cuda_error.h"
 #include "df11/cuda_exec.h"
 #include "exec_fragments.cuh"
+#include "exec_wide_core.h"
 
 namespace df11::cuda {
 namespace detail {
@@ -64,6 +67,8 @@ constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 #ifndef DF11_EXEC_GEMM_MIN_BLOCKS4
 #define DF11_EXEC_GEMM_MIN_BLOCKS4 2
 #endif
+// The strip kernels' rows of X: four n8 tiles (NB = 4). The reference serves more in chunks.
+constexpr uint32_t kStripMaxBatch = 32;
 template <uint32_t NB>
 constexpr uint32_t kGemmStepsInFlight = NB == 1   ? DF11_EXEC_GEMM_STEPS1
                                         : NB == 2 ? DF11_EXEC_GEMM_STEPS2
@@ -104,12 +109,17 @@ __device__ __forceinline__ uint32_t read_base(const LaunchParams& p, const Matri
   return base;
 }
 
-// A tile's exception range [*cursor, *end), checked against the blob's count.
-__device__ __forceinline__ void tile_range(const LaunchParams& p, const MatrixDesc& m,
-                                           uint64_t tile, uint32_t lane, uint64_t* cursor,
-                                           uint64_t* end) {
+// A tile's two offsets (its first exception and the next tile's), as stored.
+__device__ __forceinline__ uint2 load_tile_offsets(const MatrixDesc& m, uint64_t tile) {
   const uint32_t* offs = reinterpret_cast<const uint32_t*>(m.blob + m.tile_offsets);
-  uint64_t a = __ldg(offs + tile), b = __ldg(offs + tile + 1);
+  return make_uint2(__ldg(offs + tile), __ldg(offs + tile + 1));
+}
+
+// A tile's exception range [*cursor, *end) from its offsets, checked against the blob's count.
+__device__ __forceinline__ void tile_range_of(const LaunchParams& p, const MatrixDesc& m,
+                                              uint64_t tile, uint2 offs, uint32_t lane,
+                                              uint64_t* cursor, uint64_t* end) {
+  uint64_t a = offs.x, b = offs.y;
   if (b < a || b > m.n_exc) {
     if (lane == 0) exec_report(p.status, m.index, tile, kExecBadTileOffsets);
     a = min(a, uint64_t{m.n_exc});
@@ -117,6 +127,13 @@ __device__ __forceinline__ void tile_range(const LaunchParams& p, const MatrixDe
   }
   *cursor = a;
   *end = b;
+}
+
+// The same, its offsets read here.
+__device__ __forceinline__ void tile_range(const LaunchParams& p, const MatrixDesc& m,
+                                           uint64_t tile, uint32_t lane, uint64_t* cursor,
+                                           uint64_t* end) {
+  tile_range_of(p, m, tile, load_tile_offsets(m, tile), lane, cursor, end);
 }
 
 // One lane of one step of a blob: loads (kStreaming: evict-first, for the decode).
@@ -272,6 +289,236 @@ __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
   exec_strip_sums<NB, kGemmWarps>(red, acc, strip, m.rows, p.batch, m.y);
 }
 
+// ---- The wide GEMM: more rows of X than the strip kernels serve (EXEC_KERNEL.md v9) ----
+//
+// One thread block of kWideWarps warps takes a group of kWideWarps strips (one per warp) and a
+// chunk of 8 N8 rows of X (exec_wide_core.h). Each warp walks its strip's tiles partial by
+// partial: an accumulator set from +0 per partial sum, added to the strip's running sum when
+// the partial ends (__fadd_rn, in partial order, the first partial being the sum), so that
+// every output is spec 6's sequence: the strip kernel's warp w is partial w here. All warps walk
+// the same tile at the same time, so the tile's 256 columns of the chunk's rows of X are staged
+// in shared memory once per block (cp.async, two stages: the next tile's while this one's
+// products run), and each warp's weights are loaded kWideSteps steps ahead of their decode,
+// across tile boundaries. The settings below are overridable only for A/B builds.
+#ifndef DF11_EXEC_WIDE_N8
+#define DF11_EXEC_WIDE_N8 8  // n8 tiles per chunk: 64 rows of X
+#endif
+#ifndef DF11_EXEC_WIDE_N8_SMALL
+#define DF11_EXEC_WIDE_N8_SMALL 4  // the chunk where the above leaves multiprocessors idle
+#endif
+#ifndef DF11_EXEC_WIDE_FROM
+#define DF11_EXEC_WIDE_FROM 33  // the smallest batch the wide kernel serves (<= 33)
+#endif
+#ifndef DF11_EXEC_WIDE_STEPS
+#define DF11_EXEC_WIDE_STEPS 2  // steps of weights loaded ahead (divides Tile_Steps)
+#endif
+#ifndef DF11_EXEC_WIDE_MIN_BLOCKS
+#define DF11_EXEC_WIDE_MIN_BLOCKS 2
+#endif
+#ifndef DF11_EXEC_WIDE_SHARED_SUMS
+#define DF11_EXEC_WIDE_SHARED_SUMS 1  // 0: the running sums in registers (128 of them: spills)
+#endif
+constexpr uint32_t kWideWarps = 8;  // = strips per block
+constexpr uint32_t kWideThreads = 32 * kWideWarps;
+constexpr uint32_t kWideN8 = DF11_EXEC_WIDE_N8;
+constexpr uint32_t kWideN8Small = DF11_EXEC_WIDE_N8_SMALL;
+constexpr uint32_t kWideSteps = DF11_EXEC_WIDE_STEPS;
+constexpr uint32_t kWideFrom = DF11_EXEC_WIDE_FROM;
+// The running sums in shared memory where the device has room for them (104 KB a block with
+// 8 n8 tiles; GPUs of compute capability 8.6 and 8.9 allow 99 KB), else in registers.
+constexpr bool kWidePreferSharedSums = DF11_EXEC_WIDE_SHARED_SUMS != 0;
+static_assert(kExecTileSteps % kWideSteps == 0, "a tile's steps split into whole groups");
+static_assert(kWideFrom >= 1 && kWideFrom <= 33, "the strip kernels serve at most 32 rows");
+constexpr uint32_t kTileCols = kExecTileSteps * kExecStepCols;  // 256
+// A staged row of X: the tile's 256 columns and 32 of padding. 576 bytes is 64 mod 128, so
+// rows g and g + 1 fall in different halves of the 32 banks, and the 8 lanes of a quarter
+// warp (g, g + 1; t = 0..3) read their 16 bytes each without a bank conflict.
+constexpr uint32_t kWideRowElems = kTileCols + 32;
+constexpr size_t wide_shared_bytes(uint32_t n8, bool shared_sums) {
+  return 2 * size_t{8} * n8 * kWideRowElems * sizeof(uint16_t) +
+         (shared_sums ? size_t{kWideWarps} * n8 * 4 * 32 * sizeof(float) : 0);
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const auto s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s),
+               "l"(__cvta_generic_to_global(gmem))
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Stages the columns of tile `tile` of rows first .. first + 8 live_n8 - 1 of X into `stage`
+// ([8 n8][kWideRowElems]), zero past cols and past the batch (the products of the ragged
+// last step take +0 x values, as exec_load_x gives the strip kernels): cp.async where X's 8
+// columns are whole and 16-byte aligned, plain loads otherwise. Every thread of the block calls
+// it.
+__device__ __forceinline__ void wide_stage_x(uint16_t* stage, const MatrixDesc& m, uint32_t batch,
+                                             uint32_t first, uint32_t live_n8, uint32_t tile) {
+  constexpr uint32_t kPieces = kTileCols / 8;  // of 16 bytes per row
+  const uint32_t pieces = live_n8 * 8 * kPieces;
+  for (uint32_t i = threadIdx.x; i < pieces; i += kWideThreads) {
+    const uint32_t r = i / kPieces, c8 = i % kPieces;
+    const uint32_t j = first + r;
+    const uint64_t c = uint64_t{tile} * kTileCols + 8 * c8;
+    uint16_t* dst = stage + r * kWideRowElems + 8 * c8;
+    if (j >= batch || c >= m.cols) {
+      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    const uint16_t* xrow = m.x + uint64_t{j} * m.cols;
+    if (m.x_vec) {  // cols % 8 == 0: c + 8 <= cols
+      cp_async16(dst, xrow + c);
+    } else {
+      *reinterpret_cast<uint4*>(dst) = exec_load_x(xrow, c, m.cols, false);
+    }
+  }
+}
+
+template <uint32_t N8, bool kWideSharedSums>
+__global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
+    wide_gemm_kernel(const __grid_constant__ LaunchParams p) {
+  constexpr uint32_t kRows = 8 * N8, kStage = kRows * kWideRowElems;
+  extern __shared__ uint4 wide_shared[];
+  uint16_t* xs = reinterpret_cast<uint16_t*>(wide_shared);  // two stages of X
+  float* shared_sums = reinterpret_cast<float*>(xs + 2 * kStage);
+  const uint32_t mi = find_matrix(p, blockIdx.x);
+  const MatrixDesc& m = p.m[mi];
+  const ExecWideShape shape = exec_wide_shape(m.rows, p.batch, kWideWarps, kRows);
+  const ExecWideBlock blk = exec_wide_block(shape, blockIdx.x - p.begin[mi], p.batch, kRows);
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t g = lane / 4, t = lane % 4;
+  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
+  const uint32_t strip = blk.group * kWideWarps + warp;
+  // Warps of the last group past the matrix's strips only stage X and meet the barriers.
+  const bool live = strip < strips;
+  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols;
+  const uint32_t full_steps = cols / kExecStepCols;
+  const uint64_t tile0 = uint64_t{live ? strip : 0} * tiles;  // the strip's first tile
+  const uint32_t base4 =
+      read_base(p, m, uint64_t{blk.group} * kWideWarps * tiles, threadIdx.x == 0) * 0x01010101u;
+  const uint64_t first_entry = uint64_t{live ? strip : 0} * steps * kExecLanes + lane;
+  const uint4* lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first_entry;
+  const uint2* lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first_entry;
+  // Step s of tile `tile` of the strip into lc, if the step exists.
+  auto load_step = [&](uint32_t tile, uint32_t s, LaneCodes& lc) {
+    const uint64_t q = uint64_t{tile} * kExecTileSteps + s;
+    if (live && q < steps) {
+      lc.bytes = __ldg(lane_bytes + q * kExecLanes);
+      lc.codes = __ldg(lane_codes + q * kExecLanes);
+    }
+  };
+
+  // ring[i]: step s + i of the tile walked (s a multiple of kWideSteps), loaded while step
+  // s + i - kWideSteps was decoded (the first ones here).
+  LaneCodes ring[kWideSteps] = {};
+#pragma unroll
+  for (uint32_t i = 0; i < kWideSteps; ++i) load_step(0, i, ring[i]);
+  uint2 offs = live ? load_tile_offsets(m, tile0) : make_uint2(0, 0);
+  wide_stage_x(xs, m, p.batch, blk.first_row, blk.live_n8, 0);
+  cp_async_commit();
+
+  float acc[N8][4];
+  float sum[kWideSharedSums ? 1 : N8][4];
+  // The running sum of output (n, c) of this lane, partial by partial.
+  auto add_partial = [&](uint32_t partial) {
+#pragma unroll
+    for (uint32_t n = 0; n < N8; ++n) {
+#pragma unroll
+      for (uint32_t c = 0; c < 4; ++c) {
+        if constexpr (kWideSharedSums) {
+          float& s = shared_sums[((warp * N8 + n) * 4 + c) * 32 + lane];
+          s = partial == 0 ? acc[n][c] : __fadd_rn(s, acc[n][c]);
+        } else {
+          sum[n][c] = partial == 0 ? acc[n][c] : __fadd_rn(sum[n][c], acc[n][c]);
+        }
+      }
+    }
+  };
+
+  ExecWalk at{0, 0};
+  for (uint32_t k = 0; k < tiles; ++k) {
+    const ExecWalk next = exec_walk_next(at, tiles, kGemmWarps);
+    const bool more = k + 1 < tiles;
+    const uint16_t* stage = xs + (k % 2) * kStage;
+    if (more) {
+      wide_stage_x(xs + ((k + 1) % 2) * kStage, m, p.batch, blk.first_row, blk.live_n8, next.tile);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
+    __syncthreads();  // this tile's X is staged
+    if (live) {
+      if (at.tile == at.partial) {  // a partial's first tile
+#pragma unroll
+        for (uint32_t n = 0; n < N8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+      }
+      const uint64_t tile = tile0 + at.tile;
+      uint64_t cursor = 0, end = 0;
+      bool overrun = false;
+      tile_range_of(p, m, tile, offs, lane, &cursor, &end);
+      if (more) offs = load_tile_offsets(m, tile0 + next.tile);
+      const uint32_t q0 = at.tile * kExecTileSteps;
+      const uint16_t* xlane = stage + g * kWideRowElems + 8 * t;  // row 8n + g, columns 8t..
+      for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
+#pragma unroll
+        for (uint32_t i = 0; i < kWideSteps; ++i) {
+          const LaneCodes lc = ring[i];
+          const uint32_t ahead = s + i + kWideSteps;
+          if (ahead < kExecTileSteps) {
+            load_step(at.tile, ahead, ring[i]);
+          } else if (more) {
+            load_step(next.tile, ahead - kExecTileSteps, ring[i]);
+          }
+          const uint32_t q = q0 + s + i;
+          if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
+          LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
+          if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
+          const uint16_t* xq = xlane + (s + i) * kExecStepCols;
+#pragma unroll
+          for (uint32_t n = 0; n < N8; ++n) {
+            if (n < blk.live_n8) {
+              n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems), acc[n]);
+            }
+          }
+        }
+      }
+      if (lane == 0 && (overrun || cursor != end)) {
+        exec_report(p.status, m.index, tile, kExecBadTileCount);
+      }
+      if (exec_walk_ends_partial(at, tiles, kGemmWarps)) add_partial(at.partial);
+    }
+    __syncthreads();  // this tile's stage is free for the tile after next
+    at = next;
+  }
+  if (!live) return;
+  // The partials with no tile add their +0, as the strip kernel's warps with no tile do.
+  const uint32_t empty = exec_walk_empty_partials(tiles, kGemmWarps);
+#pragma unroll
+  for (uint32_t n = 0; n < N8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  for (uint32_t e = 0; e < empty; ++e) add_partial(kGemmWarps - empty + e);
+#pragma unroll
+  for (uint32_t n = 0; n < N8; ++n) {
+    if (n >= blk.live_n8) break;
+#pragma unroll
+    for (uint32_t c = 0; c < 4; ++c) {
+      const uint64_t r = uint64_t{strip} * kExecStripRows + g + 8 * (c / 2);
+      const uint32_t j = blk.first_row + 8 * n + 2 * t + c % 2;
+      if (r < m.rows && j < p.batch) {
+        const float v = kWideSharedSums ? shared_sums[((warp * N8 + n) * 4 + c) * 32 + lane]
+                                        : sum[kWideSharedSums ? 0 : n][c];
+        m.y[uint64_t{j} * m.rows + r] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+      }
+    }
+  }
+}
+
 // Layout -> BF16: one warp per tile.
 __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ LaunchParams p) {
   const uint32_t item = blockIdx.x * kWarps + threadIdx.x / 32;
@@ -369,10 +616,44 @@ Status reset_status(void* d_ws, cudaStream_t stream) {
   return Status::ok();
 }
 
-// GEMM launches over descriptors (any count), blocks ordered by decreasing columns.
+// GEMM launches over descriptors (any count), blocks ordered by decreasing columns: the strip
+// kernels (batch <= kStripMaxBatch), or the wide kernel (the fused GEMM from kWideFrom rows on).
 template <bool kExec>
 Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord* status,
                     cudaStream_t stream) {
+  const bool wide = kExec && batch >= kWideFrom;
+  auto wide_kernel = wide_gemm_kernel<kWideN8, false>;
+  size_t wide_bytes = 0;
+  uint32_t wide_n8 = kWideN8;
+  if (wide) {
+    int device = 0, optin = 0, sms = 0;
+    DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "exec GEMM: cudaGetDevice");
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "exec GEMM: shared memory per block");
+    DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                              "exec GEMM: multiprocessors");
+    uint64_t large = 0;
+    for (const MatrixDesc& d : descs) {
+      large += exec_wide_blocks(exec_wide_shape(d.rows, batch, kWideWarps, 8 * kWideN8));
+    }
+    wide_n8 =
+        exec_wide_pick_n8(large, uint64_t(sms) * DF11_EXEC_WIDE_MIN_BLOCKS, kWideN8Small, kWideN8);
+    const bool shared_sums =
+        kWidePreferSharedSums && wide_shared_bytes(wide_n8, true) <= static_cast<size_t>(optin);
+    if (wide_n8 == kWideN8) {
+      wide_kernel =
+          shared_sums ? wide_gemm_kernel<kWideN8, true> : wide_gemm_kernel<kWideN8, false>;
+    } else {
+      wide_kernel = shared_sums ? wide_gemm_kernel<kWideN8Small, true>
+                                : wide_gemm_kernel<kWideN8Small, false>;
+    }
+    wide_bytes = wide_shared_bytes(wide_n8, shared_sums);
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(wide_bytes)),
+        "exec GEMM: shared memory of the wide kernel");
+  }
   std::stable_sort(descs.begin(), descs.end(),
                    [](const MatrixDesc& a, const MatrixDesc& b) { return a.cols > b.cols; });
   auto p = std::make_unique<LaunchParams>();
@@ -385,17 +666,40 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     for (size_t i = 0; i < n; ++i) {
       p->m[i] = descs[at + i];
       p->begin[i] = static_cast<uint32_t>(blocks);
-      blocks += (uint64_t{descs[at + i].rows} + kExecStripRows - 1) / kExecStripRows;
+      const uint32_t rows = descs[at + i].rows;
+      blocks += wide ? exec_wide_blocks(exec_wide_shape(rows, batch, kWideWarps, 8 * wide_n8))
+                     : (uint64_t{rows} + kExecStripRows - 1) / kExecStripRows;
     }
     if (blocks > INT32_MAX) {
       return Status(ErrorCode::kResourceLimit, "exec GEMM: too many rows in one launch");
     }
     p->begin[n] = static_cast<uint32_t>(blocks);
-    const auto kernel = batch <= 8    ? gemm_kernel<kExec, 1>
-                        : batch <= 16 ? gemm_kernel<kExec, 2>
-                                      : gemm_kernel<kExec, 4>;
-    kernel<<<static_cast<uint32_t>(blocks), kGemmThreads, 0, stream>>>(*p);
+    if (wide) {
+      wide_kernel<<<static_cast<uint32_t>(blocks), kWideThreads, wide_bytes, stream>>>(*p);
+    } else {
+      const auto kernel = batch <= 8    ? gemm_kernel<kExec, 1>
+                          : batch <= 16 ? gemm_kernel<kExec, 2>
+                                        : gemm_kernel<kExec, 4>;
+      kernel<<<static_cast<uint32_t>(blocks), kGemmThreads, 0, stream>>>(*p);
+    }
     DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "exec GEMM kernel launch");
+  }
+  return Status::ok();
+}
+
+// The reference above kStripMaxBatch rows: the strip kernel on consecutive chunks of
+// kStripMaxBatch rows of X and Y. Row j of Y depends only on W and row j of X, so each output
+// is the strip kernel's sequence of products (spec 6).
+Status launch_reference_chunks(const std::vector<MatrixDesc>& descs, uint32_t batch,
+                               cudaStream_t stream) {
+  for (uint32_t first = 0; first < batch; first += kStripMaxBatch) {
+    std::vector<MatrixDesc> chunk = descs;
+    for (MatrixDesc& d : chunk) {
+      d.x += uint64_t{first} * d.cols;
+      d.y += uint64_t{first} * d.rows;
+    }
+    DF11_RETURN_IF_ERROR(launch_gemms<false>(
+        std::move(chunk), std::min(kStripMaxBatch, batch - first), nullptr, stream));
   }
   return Status::ok();
 }
@@ -460,7 +764,7 @@ Status launch_bf16_reference_gemm(std::span<const Bf16Gemm> gemms, uint32_t batc
     descs.push_back(d);
   }
   if (descs.empty()) return Status::ok();
-  return launch_gemms<false>(std::move(descs), batch, nullptr, stream);
+  return launch_reference_chunks(descs, batch, stream);
 }
 
 Status launch_exec_to_bf16(std::span<const ExecToBf16> items, void* d_workspace,

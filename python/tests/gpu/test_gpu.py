@@ -437,7 +437,7 @@ def test_threads_share_one_model(work, mode, streams):
     model = df11.from_pretrained(df11_dir, device="cuda", mode=mode)
     ref = models.bf16_llm(bf16_dir, "cuda")
     if mode != "decode":
-        ref = df11.exec_reference(ref)
+        ref = df11.exec_reference(ref, mode=mode)
     inputs = [models.llm_inputs(ref.config.vocab_size, 1, length=24, seed=s).cuda()
               for s in range(4)]
     with torch.no_grad():
@@ -522,7 +522,7 @@ def test_exec_mode_equals_the_reference_gemm(work, family, mode):
         assert 11.9 < bits < 12.6
     else:  # smaller than the 12-bit layout's (the 8B block's sizes: BENCHMARKS.md)
         assert 8 < bits < 11.9
-    ref = df11.exec_reference(models.bf16_llm(bf16_dir, "cuda"))
+    ref = df11.exec_reference(models.bf16_llm(bf16_dir, "cuda"), mode=mode)
     plain = models.bf16_llm(bf16_dir, "cuda")
     vocab = ref.config.vocab_size
     for batch, length in ((1, 1), (1, 16), (2, 8), (1, 24), (2, 16), (1, 40), (4, 16)):
@@ -530,7 +530,7 @@ def test_exec_mode_equals_the_reference_gemm(work, family, mode):
         with torch.no_grad():
             got, want = model(input_ids=ids).logits, ref(input_ids=ids).logits
         assert_equal(got, want)
-        if batch * length > _capi.EXEC_MAX_BATCH:  # torch's matmul on the decoded weights: BF16's logits
+        if batch * length > exec_mode.FUSED_MAX_TOKENS[mode]:  # F.linear on the decoded weights
             with torch.no_grad():
                 assert_equal(got, plain(input_ids=ids).logits)
     for batch in (1, 8):
@@ -556,7 +556,7 @@ def test_exec_mode_lora_inference(work, mode):
                                  target_modules=["q_proj", "v_proj", "o_proj", "down_proj"])
         return peft.get_peft_model(model, config)
     got = lora(df11.from_pretrained(df11_dir, device="cuda", mode=mode))
-    ref = lora(df11.exec_reference(models.bf16_llm(bf16_dir, "cuda")))
+    ref = lora(df11.exec_reference(models.bf16_llm(bf16_dir, "cuda"), mode=mode))
     ref_params = dict(ref.named_parameters())
     with torch.no_grad():
         lora_params = [(n, p) for n, p in got.named_parameters() if "lora_" in n]
@@ -576,7 +576,7 @@ def test_exec_mode_official_folder(mode):
     the members come from the folder's own listing): logits equal the reference GEMM's model's."""
     fixture = os.path.join(models.FIXTURES, "llama")
     model = df11.from_pretrained(os.path.join(fixture, "official"), device="cuda", mode=mode)
-    ref = df11.exec_reference(models.bf16_llm(os.path.join(fixture, "bf16"), "cuda"))
+    ref = df11.exec_reference(models.bf16_llm(os.path.join(fixture, "bf16"), "cuda"), mode=mode)
     for length in (4, 40):
         ids = models.llm_inputs(ref.config.vocab_size, 1, length=length, seed=2).cuda()
         with torch.no_grad():

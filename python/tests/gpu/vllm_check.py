@@ -141,7 +141,8 @@ def prompts(vocab):
 def use_reference_gemm():
     """vLLM's unquantized Linear layers (every Linear of a BF16 model) compute as df11's
     execution layout does: torch.ops.df11.exec_reference_linear (df11's reference GEMM at up
-    to 32 tokens, F.linear above), which the DF11 model in mode "exec" must equal."""
+    to exec_mode.FUSED_MAX_TOKENS["exec"] tokens, F.linear above), which the DF11 model in mode
+    "exec" must equal."""
     from vllm.model_executor.layers.linear import UnquantizedLinearMethod
     from df11.exec_mode import exec_reference_linear  # torch.ops.df11.exec_reference_linear
 

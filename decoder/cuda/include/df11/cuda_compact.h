@@ -40,6 +40,10 @@ namespace df11::cuda {
 inline constexpr uint32_t kCompactDecodeTableEntries = 1u << kCompactMaxCodeBits;
 std::vector<uint32_t> compact_decode_table(const CompactCode& code);
 
+// Rows of X of the compact layout's fused GEMM (the 12-bit layout's kExecMaxBatch is larger:
+// its wide kernel serves up to 256 rows; this one's 8-warp strip kernel stops at 32).
+inline constexpr uint32_t kCompactMaxBatch = 32;
+
 // One blob on the device and what the host knows of it (from the header it wrote or checked).
 struct CompactMatrix {
   const uint8_t* d_blob = nullptr;    // total_bytes, 16-byte aligned
@@ -64,7 +68,7 @@ struct CompactGemm {
   uint16_t* d_y = nullptr;
 };
 
-// The fused GEMM from the compact layout for every entry, batch 1..kExecMaxBatch (cuda_exec.h):
+// The fused GEMM from the compact layout for every entry, batch 1..kCompactMaxBatch:
 // W decoded in registers, one thread block per 16 rows, up to 16 matrices per kernel launch
 // (so that a layer's q, k and v, or gate and up, fill the GPU together). Each Y equals
 // launch_bf16_reference_gemm on its blob's weights bit for bit (the same fragments, products

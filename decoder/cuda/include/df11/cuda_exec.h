@@ -1,6 +1,6 @@
 // The execution layout on the GPU (spec/EXEC_LAYOUT.md; design and measurements in
 // decoder/cuda/EXEC_KERNEL.md): transcoding into it (from BF16 or from a DF11 group), back
-// to BF16, and the fused GEMM Y = X W^T for 1..16 rows of X straight from it. Host API:
+// to BF16, and the fused GEMM Y = X W^T for 1..kExecMaxBatch rows of X straight from it. Host API:
 // compiles with the host compiler, no CUDA headers (streams are CUstream_st*).
 //
 // Every call takes the caller's stream and device memory; none allocates. Only the
@@ -37,7 +37,7 @@ struct CUstream_st;
 
 namespace df11::cuda {
 
-inline constexpr uint32_t kExecMaxBatch = 32;           // rows of X
+inline constexpr uint32_t kExecMaxBatch = 256;          // rows of X
 inline constexpr uint32_t kExecMaxLaunchMatrices = 64;  // matrices per kernel launch (more: loops)
 inline constexpr size_t kExecStatusBytes = 16;          // the status record of a launch
 
@@ -75,11 +75,11 @@ Status reset_exec_status(void* d_workspace, size_t workspace_bytes, CUstream_st*
 
 // Enqueues Y = X W^T for every entry (one kernel launch per 64 matrices, after a 16-byte
 // memset of the status record at the start of `d_workspace`, >= kExecStatusBytes, unless
-// `use` is kKeep). batch 1..16. A blob whose tile offsets disagree with its codes, or whose
-// base is above Max_Base, is reported through the workspace (read_exec_status:
-// kCorruptData); Y is then unspecified, and nothing outside the described buffers is read or
-// written. kInvalidArgument for bad arguments (null or misaligned pointers, shapes, batch),
-// kCuda if a launch fails.
+// `use` is kKeep). batch 1..kExecMaxBatch. A blob whose tile offsets disagree with its codes, or
+// whose base is above Max_Base, is reported through the workspace (read_exec_status: kCorruptData);
+// Y is then unspecified, and nothing outside the described buffers is read or written.
+// kInvalidArgument for bad arguments (null or misaligned pointers, shapes, batch), kCuda if a
+// launch fails.
 Status launch_exec_gemm(std::span<const ExecGemm> gemms, uint32_t batch, void* d_workspace,
                         size_t workspace_bytes, CUstream_st* stream,
                         ExecStatusUse use = ExecStatusUse::kReset);
