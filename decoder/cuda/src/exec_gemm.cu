@@ -8,6 +8,7 @@
 // decreasing columns, so that the long strips start first. Above 32 rows of X the wide kernel
 // (v9): 8 strips and a chunk of X rows per block, each warp computing a strip's 8 partial sums
 // in turn, in the same order; X staged in shared memory once per block.
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -27,6 +28,8 @@
 namespace df11::cuda {
 namespace detail {
 namespace {
+
+namespace cg = cooperative_groups;
 
 constexpr uint32_t kWarps = kExecWarps;  // the decode: one tile per warp
 constexpr uint32_t kThreads = kExecThreads;
@@ -318,6 +321,10 @@ __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
 #ifndef DF11_EXEC_WIDE_SHARED_SUMS
 #define DF11_EXEC_WIDE_SHARED_SUMS 1  // 0: the running sums in registers (128 of them: spills)
 #endif
+#ifndef DF11_EXEC_WIDE_SPLIT
+#define DF11_EXEC_WIDE_SPLIT 1  // 0: the partials in turn in one block (v9), not a cluster (v10)
+#endif
+constexpr bool kWideSplit = DF11_EXEC_WIDE_SPLIT != 0;
 constexpr uint32_t kWideWarps = 8;  // = strips per block
 constexpr uint32_t kWideThreads = 32 * kWideWarps;
 constexpr uint32_t kWideN8 = DF11_EXEC_WIDE_N8;
@@ -519,6 +526,143 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
   }
 }
 
+// The wide GEMM with its partials split over a cluster of kGemmWarps thread blocks (EXEC_KERNEL.md
+// v10; sm_90): block p of a cluster computes partial sum p (tiles p, p + 8, ..., from +0) of
+// the group's 8 strips for the chunk's rows, as wide_gemm_kernel's warps compute each partial;
+// the 8 partials then meet through distributed shared memory, and block q adds those of strip q
+// in partial order (the first partial being the sum, a partial with no tile adding its +0), so
+// each output is spec 6's sequence again, with 8 times the warps of wide_gemm_kernel at work.
+template <uint32_t N8>
+__global__ void __launch_bounds__(kWideThreads, 2)
+    split_gemm_kernel(const __grid_constant__ LaunchParams p) {
+#if __CUDA_ARCH__ >= 900
+  constexpr uint32_t kRows = 8 * N8, kStage = kRows * kWideRowElems;
+  extern __shared__ uint4 wide_shared[];
+  uint16_t* xs = reinterpret_cast<uint16_t*>(wide_shared);  // two stages of X
+  float* red = reinterpret_cast<float*>(wide_shared);       // after the walk: the partials
+  const uint32_t mi = find_matrix(p, blockIdx.x);
+  const MatrixDesc& m = p.m[mi];
+  const uint32_t item = blockIdx.x - p.begin[mi];
+  const uint32_t partial = item % kGemmWarps;  // = the block's rank in its cluster
+  const ExecWideShape shape = exec_wide_shape(m.rows, p.batch, kWideWarps, kRows);
+  const ExecWideBlock blk = exec_wide_block(shape, item / kGemmWarps, p.batch, kRows);
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t t = lane % 4;
+  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
+  const uint32_t strip = blk.group * kWideWarps + warp;
+  const bool live = strip < strips;
+  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols;
+  const uint32_t full_steps = cols / kExecStepCols;
+  const uint32_t mine = tiles > partial ? (tiles - partial + kGemmWarps - 1) / kGemmWarps : 0;
+  const uint64_t tile0 = uint64_t{live ? strip : 0} * tiles;
+  const uint32_t base4 =
+      read_base(p, m, uint64_t{blk.group} * kWideWarps * tiles, threadIdx.x == 0) * 0x01010101u;
+  const uint64_t first_entry = uint64_t{live ? strip : 0} * steps * kExecLanes + (threadIdx.x % 32);
+  const uint4* lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first_entry;
+  const uint2* lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first_entry;
+  auto load_step = [&](uint32_t tile, uint32_t s, LaneCodes& lc) {
+    const uint64_t q = uint64_t{tile} * kExecTileSteps + s;
+    if (live && q < steps) {
+      lc.bytes = __ldg(lane_bytes + q * kExecLanes);
+      lc.codes = __ldg(lane_codes + q * kExecLanes);
+    }
+  };
+  float acc[N8][4];
+#pragma unroll
+  for (uint32_t n = 0; n < N8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  if (mine > 0) {
+    LaneCodes ring[kWideSteps] = {};
+#pragma unroll
+    for (uint32_t i = 0; i < kWideSteps; ++i) load_step(partial, i, ring[i]);
+    uint2 offs = live ? load_tile_offsets(m, tile0 + partial) : make_uint2(0, 0);
+    wide_stage_x(xs, m, p.batch, blk.first_row, blk.live_n8, partial);
+    cp_async_commit();
+    for (uint32_t k = 0; k < mine; ++k) {
+      const uint32_t at = partial + k * kGemmWarps, next = at + kGemmWarps;
+      const bool more = k + 1 < mine;
+      const uint16_t* stage = xs + (k % 2) * kStage;
+      if (more) {
+        wide_stage_x(xs + ((k + 1) % 2) * kStage, m, p.batch, blk.first_row, blk.live_n8, next);
+        cp_async_commit();
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();  // this tile's X is staged
+      if (live) {
+        const uint64_t tile = tile0 + at;
+        uint64_t cursor = 0, end = 0;
+        bool overrun = false;
+        tile_range_of(p, m, tile, offs, lane, &cursor, &end);
+        if (more) offs = load_tile_offsets(m, tile0 + next);
+        const uint32_t q0 = at * kExecTileSteps;
+        const uint16_t* xlane = stage + (lane / 4) * kWideRowElems + 8 * t;
+        for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
+#pragma unroll
+          for (uint32_t i = 0; i < kWideSteps; ++i) {
+            const LaneCodes lc = ring[i];
+            const uint32_t ahead = s + i + kWideSteps;
+            if (ahead < kExecTileSteps) {
+              load_step(at, ahead, ring[i]);
+            } else if (more) {
+              load_step(next, ahead - kExecTileSteps, ring[i]);
+            }
+            const uint32_t q = q0 + s + i;
+            if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
+            LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
+            if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
+            const uint16_t* xq = xlane + (s + i) * kExecStepCols;
+#pragma unroll
+            for (uint32_t n = 0; n < N8; ++n) {
+              if (n < blk.live_n8) {
+                n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
+                            acc[n]);
+              }
+            }
+          }
+        }
+        if (lane == 0 && (overrun || cursor != end)) {
+          exec_report(p.status, m.index, tile, kExecBadTileCount);
+        }
+      }
+      __syncthreads();  // this tile's stage is free for the tile after next
+    }
+  }
+  // The partial of every warp's strip, where X was: red[warp][n][c][lane].
+#pragma unroll
+  for (uint32_t n = 0; n < N8; ++n) {
+#pragma unroll
+    for (uint32_t c = 0; c < 4; ++c) red[((warp * N8 + n) * 4 + c) * 32 + lane] = acc[n][c];
+  }
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every block's partials are written
+  // Block q adds strip q's partials (group strip q of every block), in partial order.
+  const uint32_t q = partial;
+  const uint32_t out_strip = blk.group * kWideWarps + q;
+  if (out_strip < strips) {
+    const float* parts[kGemmWarps];
+#pragma unroll
+    for (uint32_t r = 0; r < kGemmWarps; ++r) parts[r] = cluster.map_shared_rank(red, r);
+    for (uint32_t i = threadIdx.x; i < N8 * 4 * 32; i += kWideThreads) {
+      const uint32_t n = i / 128, c = (i / 32) % 4, l = i % 32;
+      if (n >= blk.live_n8) continue;
+      const uint32_t at = ((q * N8 + n) * 4 + c) * 32 + l;
+      float v = parts[0][at];
+#pragma unroll
+      for (uint32_t r = 1; r < kGemmWarps; ++r) v = __fadd_rn(v, parts[r][at]);
+      const uint64_t row = uint64_t{out_strip} * kExecStripRows + l / 4 + 8 * (c / 2);
+      const uint32_t j = blk.first_row + 8 * n + 2 * (l % 4) + c % 2;
+      if (row < m.rows && j < p.batch) {
+        m.y[uint64_t{j} * m.rows + row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+      }
+    }
+  }
+  cluster.sync();  // no block leaves while another reads its shared memory
+#else
+  __trap();  // launched only on sm_90 and later (launch_gemms)
+#endif
+}
+
 // Layout -> BF16: one warp per tile.
 __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ LaunchParams p) {
   const uint32_t item = blockIdx.x * kWarps + threadIdx.x / 32;
@@ -625,9 +769,14 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
   auto wide_kernel = wide_gemm_kernel<kWideN8, false>;
   size_t wide_bytes = 0;
   uint32_t wide_n8 = kWideN8;
+  bool split = false;  // the cluster kernel (sm_90 and later)
   if (wide) {
-    int device = 0, optin = 0, sms = 0;
+    int device = 0, optin = 0, sms = 0, major = 0;
     DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "exec GEMM: cudaGetDevice");
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+        "exec GEMM: compute capability");
+    split = kWideSplit && major >= 9;
     DF11_CUDA_RETURN_IF_ERROR(
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
         "exec GEMM: shared memory per block");
@@ -637,8 +786,10 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     for (const MatrixDesc& d : descs) {
       large += exec_wide_blocks(exec_wide_shape(d.rows, batch, kWideWarps, 8 * kWideN8));
     }
-    wide_n8 =
-        exec_wide_pick_n8(large, uint64_t(sms) * DF11_EXEC_WIDE_MIN_BLOCKS, kWideN8Small, kWideN8);
+    // The cluster kernel has kGemmWarps times the blocks: it keeps the large chunk.
+    wide_n8 = split ? kWideN8
+                    : exec_wide_pick_n8(large, uint64_t(sms) * DF11_EXEC_WIDE_MIN_BLOCKS,
+                                        kWideN8Small, kWideN8);
     const bool shared_sums =
         kWidePreferSharedSums && wide_shared_bytes(wide_n8, true) <= static_cast<size_t>(optin);
     if (wide_n8 == kWideN8) {
@@ -649,6 +800,10 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
                                 : wide_gemm_kernel<kWideN8Small, false>;
     }
     wide_bytes = wide_shared_bytes(wide_n8, shared_sums);
+    if (split) {
+      wide_kernel = split_gemm_kernel<kWideN8>;
+      wide_bytes = wide_shared_bytes(kWideN8, false);  // the partials reuse X's stages
+    }
     DF11_CUDA_RETURN_IF_ERROR(
         cudaFuncSetAttribute(wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              static_cast<int>(wide_bytes)),
@@ -667,14 +822,30 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
       p->m[i] = descs[at + i];
       p->begin[i] = static_cast<uint32_t>(blocks);
       const uint32_t rows = descs[at + i].rows;
-      blocks += wide ? exec_wide_blocks(exec_wide_shape(rows, batch, kWideWarps, 8 * wide_n8))
+      blocks += wide ? exec_wide_blocks(exec_wide_shape(rows, batch, kWideWarps, 8 * wide_n8)) *
+                           (split ? kGemmWarps : 1)
                      : (uint64_t{rows} + kExecStripRows - 1) / kExecStripRows;
     }
     if (blocks > INT32_MAX) {
       return Status(ErrorCode::kResourceLimit, "exec GEMM: too many rows in one launch");
     }
     p->begin[n] = static_cast<uint32_t>(blocks);
-    if (wide) {
+    if (split) {
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<uint32_t>(blocks));
+      cfg.blockDim = dim3(kWideThreads);
+      cfg.dynamicSmemBytes = wide_bytes;
+      cfg.stream = stream;
+      cudaLaunchAttribute cluster[1] = {};
+      cluster[0].id = cudaLaunchAttributeClusterDimension;
+      cluster[0].val.clusterDim.x = kGemmWarps;  // one block per partial
+      cluster[0].val.clusterDim.y = 1;
+      cluster[0].val.clusterDim.z = 1;
+      cfg.attrs = cluster;
+      cfg.numAttrs = 1;
+      DF11_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, wide_kernel, *p),
+                                "exec GEMM: cluster launch");
+    } else if (wide) {
       wide_kernel<<<static_cast<uint32_t>(blocks), kWideThreads, wide_bytes, stream>>>(*p);
     } else {
       const auto kernel = batch <= 8    ? gemm_kernel<kExec, 1>
