@@ -8,7 +8,7 @@ count. Gaussian weights (std 0.02), encoded with df11's encoder, one group per b
 transcoded on the GPU as at load. Each cell: CUDA graph of the layers' calls, CUDA-event median
 of --runs replays after warm-up (exec_peers.timed); a row per layer kind and one for the whole
 step; ratio = exec / cuBLAS time. Outputs are compared with df11's reference GEMM first. Up to
---fused-max-tokens tokens (default exec_mode.FUSED_MAX_TOKENS["exec"], 32) the fused GEMM runs
+--fused-max-tokens tokens (default exec_mode.FUSED_MAX_TOKENS["exec"], 64) the fused GEMM runs
 (up to 256: the wide kernel above 32 tokens, decoder/cuda/EXEC_KERNEL.md v9), above it decode +
 F.linear (0: decode + F.linear at every token count).
 

@@ -5,7 +5,7 @@ from DF11 into one execution-layout blob per member (df11_cuda_exec_measure / _p
 group's BF16 exists only in a transient workspace); the blobs stay resident and the DF11
 bytes are not kept, and each such nn.Linear is replaced by a modules.ExecLinearModule over its
 blob (its ExecLinear here). In a forward pass each such Linear computes
-  - at most FUSED_MAX_TOKENS["exec"] tokens (32 by default): Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
+  - at most FUSED_MAX_TOKENS["exec"] tokens (64 by default): Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
     cores, FP32 accumulation). Linears that share their input (q/k/v, gate/up) run in one
     launch when the model calls them on the same tensor (compiled by Inductor: the graph pass
     SiblingPass makes their torch.ops.df11.exec_linear ops one torch.ops.df11.exec_site);
@@ -92,12 +92,12 @@ COMPACT = Layout("compact", "compact layout", _capi.CompactMatrix, _capi.Compact
                  "df11_cuda_compact_status_sync")
 LAYOUTS = {layout.mode: layout for layout in (EXEC, COMPACT)}
 # Tokens up to which a layout's Linears run its fused GEMM; above, its blobs decoded and
-# F.linear. Where bench/exec_step.py measures the fused GEMM faster than that: the execution
-# layout's strip kernels serve up to 32 tokens; its wide kernel (33 to EXEC_MAX_BATCH, 256,
-# decoder/cuda/EXEC_KERNEL.md v9) is exact but measured slower than decode + F.linear on an
-# H200, so it serves only where this is raised. The reference (reference(),
-# reference_linear()) follows the switch.
-FUSED_MAX_TOKENS = {"exec": 32, "compact": _capi.COMPACT_MAX_BATCH}
+# F.linear. Where bench/exec_step.py measures the fused GEMM faster than that on an H200: the
+# execution layout's strip kernels up to 32 tokens, its wide kernel (decoder/cuda/EXEC_KERNEL.md
+# v10) at 33-64, 0.77-0.84x decode + F.linear's time there and slower from 96 on (the C API
+# takes up to EXEC_MAX_BATCH, 256). The reference (reference(), reference_linear()) follows
+# the switch.
+FUSED_MAX_TOKENS = {"exec": 64, "compact": _capi.COMPACT_MAX_BATCH}
 
 
 def layout_of(matrix) -> Layout:

@@ -533,7 +533,7 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
 // in partial order (the first partial being the sum, a partial with no tile adding its +0), so
 // each output is spec 6's sequence again, with 8 times the warps of wide_gemm_kernel at work.
 template <uint32_t N8>
-__global__ void __launch_bounds__(kWideThreads, 2)
+__global__ void __launch_bounds__(kWideThreads, 3)
     split_gemm_kernel(const __grid_constant__ LaunchParams p) {
 #if __CUDA_ARCH__ >= 900
   constexpr uint32_t kRows = 8 * N8, kStage = kRows * kWideRowElems;
