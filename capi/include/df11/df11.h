@@ -593,8 +593,8 @@ DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* 
 
 #define DF11_EXEC_STATUS_BYTES 16 /* the status record of a gemm / to_bf16 call */
 /* Rows of X of df11_cuda_exec_gemm(_ex): 1-32 run the strip kernels, 33-256 the wide kernel
- * (the same products in the same order, so the same outputs; on an H200 slower than decoding the
- * blob to BF16 and a cuBLAS GEMM: decoder/cuda/EXEC_KERNEL.md, v9 and v10). */
+ * (the same products in the same order, so the same outputs; on an H200 faster than decoding the
+ * blob to BF16 and a cuBLAS GEMM at 33-64 rows, slower above: decoder/cuda/EXEC_KERNEL.md). */
 #define DF11_EXEC_MAX_BATCH 256
 
 /* One member's blob in device memory (the caller's; 16-byte aligned, `bytes` long) and its
