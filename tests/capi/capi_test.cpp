@@ -342,6 +342,33 @@ TEST_P(CApi, StoredChecksumsFindAByteThatDecodesFine) {
   EXPECT_EQ(df11_group_check_stored(nullptr, 0), DF11_ERROR_INVALID_ARGUMENT);
 }
 
+// df11_cuda_check_stored's host side: its scratch size, and its refusals before any device
+// work (a NULL model or group list, a group out of range); without CUDA, unsupported.
+TEST_P(CApi, CheckStoredOnTheDeviceRefusesBadArguments) {
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  EXPECT_EQ(df11_cuda_check_stored_scratch_bytes(0), 0u);
+  EXPECT_EQ(df11_cuda_check_stored_scratch_bytes(3), 3 * df11_cuda_check_stored_scratch_bytes(1));
+  EXPECT_GE(df11_cuda_check_stored_scratch_bytes(1), 5u * 8);  // five digests at least
+  const size_t group = 0;
+  const df11_cuda_group dev{};
+  EXPECT_EQ(df11_cuda_check_stored(nullptr, &group, &dev, 1, nullptr, 0, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  const df11_status none =
+      df11_cuda_check_stored(model.m, nullptr, nullptr, 1, nullptr, 0, nullptr);
+  const size_t past = df11_model_group_count(model.m);
+  const df11_status out = df11_cuda_check_stored(model.m, &past, &dev, 1, nullptr, 0, nullptr);
+  if (df11_has_cuda() == 0) {
+    EXPECT_EQ(none, DF11_ERROR_UNSUPPORTED);
+    EXPECT_EQ(out, DF11_ERROR_UNSUPPORTED);
+    return;
+  }
+  EXPECT_EQ(none, DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(out, DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(df11_model_errmsg(model.m)).find("the model has"), std::string::npos)
+      << df11_model_errmsg(model.m);
+}
+
 TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
