@@ -1,8 +1,9 @@
 """What the load-time checks cost: df11.from_pretrained of a DF11 folder on a GPU, from a warm
-page cache, with the load's phases (model.df11.load_seconds): the stored-checksum check runs
-on threads beside the upload ("load check (waiting for the stored checksums)" is what the load
-still waits for after its own work) and the decode of every group with its status read
-("load check").
+page cache, with the load's phases (model.df11.load_seconds): one decode of every group with
+its status read ("load check") and the stored tensors' checksums hashed on the GPU where the
+upload put them ("load check (stored checksums on the GPU)"; on a package that checked them on
+host threads beside the upload, "load check (waiting for the stored checksums)" is what the load
+still waited for after its own work).
 
     python bench/load_check.py DF11_FOLDER [--repeat 3] [--json OUT.json]
 """
