@@ -12,16 +12,7 @@
 namespace df11 {
 namespace {
 
-using cuda::detail::exec_walk_empty_partials;
-using cuda::detail::exec_walk_ends_partial;
-using cuda::detail::exec_walk_next;
-using cuda::detail::exec_wide_block;
-using cuda::detail::exec_wide_blocks;
-using cuda::detail::exec_wide_pick_n8;
-using cuda::detail::exec_wide_shape;
-using cuda::detail::ExecWalk;
-using cuda::detail::ExecWideBlock;
-using cuda::detail::ExecWideShape;
+using namespace cuda::detail;  // exec_wide_core.h: the walk, the shape and the blocks
 
 // The strip kernel's sequences: partial w takes tiles w, w + P, ... (spec 6).
 std::vector<std::vector<uint32_t>> strip_kernel_partials(uint32_t tiles, uint32_t partials) {

@@ -387,6 +387,117 @@ __device__ __forceinline__ void wide_stage_x(uint16_t* stage, const MatrixDesc& 
   }
 }
 
+// One warp's strip in the wide kernels (v9, v10): where its lane's weights start, and what of
+// the matrix the walk over its tiles needs.
+struct WideStrip {
+  const uint4* lane_bytes;
+  const uint2* lane_codes;
+  uint64_t tile0;  // the strip's first tile
+  uint32_t steps, base4;
+  bool live;  // a strip of the matrix (the last group's warps past it only stage X)
+
+  // Step s of tile `tile` of the strip into lc, if the step exists.
+  __device__ __forceinline__ void load_step(uint32_t tile, uint32_t s, LaneCodes& lc) const {
+    const uint64_t q = uint64_t{tile} * kExecTileSteps + s;
+    if (live && q < steps) {
+      lc.bytes = __ldg(lane_bytes + q * kExecLanes);
+      lc.codes = __ldg(lane_codes + q * kExecLanes);
+    }
+  }
+};
+
+// Strip `group` * kWideWarps + this warp of m (the group's base read and checked once).
+__device__ __forceinline__ WideStrip wide_strip(const LaunchParams& p, const MatrixDesc& m,
+                                                uint32_t group) {
+  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
+  const uint32_t strip = group * kWideWarps + threadIdx.x / 32;
+  WideStrip w;
+  w.live = strip < strips;
+  w.steps = m.steps;
+  w.tile0 = uint64_t{w.live ? strip : 0} * m.tiles_per_strip;
+  w.base4 = read_base(p, m, uint64_t{group} * kWideWarps * m.tiles_per_strip, threadIdx.x == 0) *
+            0x01010101u;
+  const uint64_t first = uint64_t{w.live ? strip : 0} * m.steps * kExecLanes + threadIdx.x % 32;
+  w.lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first;
+  w.lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first;
+  return w;
+}
+
+// Before a walk whose first tile is `first`: that tile's first steps of weights in `ring`, its
+// exception offsets in `offs`, and its X staged in stage 0 (committed, not waited for).
+__device__ __forceinline__ void wide_walk_start(const MatrixDesc& m, const WideStrip& w,
+                                                uint32_t batch, const ExecWideBlock& blk,
+                                                uint32_t first, LaneCodes (&ring)[kWideSteps],
+                                                uint2& offs, uint16_t* xs) {
+#pragma unroll
+  for (uint32_t i = 0; i < kWideSteps; ++i) w.load_step(first, i, ring[i]);
+  offs = w.live ? load_tile_offsets(m, w.tile0 + first) : make_uint2(0, 0);
+  wide_stage_x(xs, m, batch, blk.first_row, blk.live_n8, first);
+  cp_async_commit();
+}
+
+// The k-th tile of a walk: stages the next tile's X (tile `next`, if `more`) into the other
+// stage, then waits until stage k % 2 holds this tile's, for every thread of the block.
+template <uint32_t kStage>
+__device__ __forceinline__ void wide_tile_staged(uint16_t* xs, uint32_t k, bool more,
+                                                 const MatrixDesc& m, uint32_t batch,
+                                                 const ExecWideBlock& blk, uint32_t next) {
+  if (more) {
+    wide_stage_x(xs + ((k + 1) % 2) * kStage, m, batch, blk.first_row, blk.live_n8, next);
+    cp_async_commit();
+    cp_async_wait<1>();
+  } else {
+    cp_async_wait<0>();
+  }
+  __syncthreads();
+}
+
+// The products of tile `at` of a live strip into acc, in spec 6's order, its X at `stage`: its
+// steps' weights from `ring`, refilled kWideSteps steps ahead (from tile `next` past its end
+// when `more`); `offs` holds its exception offsets on entry and tile `next`'s after. A tile
+// whose code-15 weights disagree with its exceptions is reported.
+template <uint32_t N8>
+__device__ __forceinline__ void wide_tile_products(const LaunchParams& p, const MatrixDesc& m,
+                                                   const WideStrip& w, uint32_t at, uint32_t next,
+                                                   bool more, LaneCodes (&ring)[kWideSteps],
+                                                   uint2& offs, const uint16_t* stage,
+                                                   uint32_t live_n8, float (&acc)[N8][4]) {
+  const uint32_t lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const uint64_t tile = w.tile0 + at;
+  uint64_t cursor = 0, end = 0;
+  bool overrun = false;
+  tile_range_of(p, m, tile, offs, lane, &cursor, &end);
+  if (more) offs = load_tile_offsets(m, w.tile0 + next);
+  const uint32_t q0 = at * kExecTileSteps, full_steps = m.cols / kExecStepCols;
+  const uint16_t* xlane = stage + g * kWideRowElems + 8 * t;  // row 8n + g, columns 8t..
+  for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
+#pragma unroll
+    for (uint32_t i = 0; i < kWideSteps; ++i) {
+      const LaneCodes lc = ring[i];
+      const uint32_t ahead = s + i + kWideSteps;
+      if (ahead < kExecTileSteps) {
+        w.load_step(at, ahead, ring[i]);
+      } else if (more) {
+        w.load_step(next, ahead - kExecTileSteps, ring[i]);
+      }
+      const uint32_t q = q0 + s + i;
+      if (q >= w.steps) continue;  // the strip's ragged last tile (warp-uniform)
+      LaneWeights lw = decode_lane(m, lc, w.base4, &cursor, end, lane, overrun);
+      if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, m.cols);
+      const uint16_t* xq = xlane + (s + i) * kExecStepCols;
+#pragma unroll
+      for (uint32_t n = 0; n < N8; ++n) {
+        if (n < live_n8) {
+          n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems), acc[n]);
+        }
+      }
+    }
+  }
+  if (lane == 0 && (overrun || cursor != end)) {
+    exec_report(p.status, m.index, tile, kExecBadTileCount);
+  }
+}
+
 template <uint32_t N8, bool kWideSharedSums>
 __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
     wide_gemm_kernel(const __grid_constant__ LaunchParams p) {
@@ -400,35 +511,14 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
   const ExecWideBlock blk = exec_wide_block(shape, blockIdx.x - p.begin[mi], p.batch, kRows);
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint32_t g = lane / 4, t = lane % 4;
-  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
   const uint32_t strip = blk.group * kWideWarps + warp;
-  // Warps of the last group past the matrix's strips only stage X and meet the barriers.
-  const bool live = strip < strips;
-  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols;
-  const uint32_t full_steps = cols / kExecStepCols;
-  const uint64_t tile0 = uint64_t{live ? strip : 0} * tiles;  // the strip's first tile
-  const uint32_t base4 =
-      read_base(p, m, uint64_t{blk.group} * kWideWarps * tiles, threadIdx.x == 0) * 0x01010101u;
-  const uint64_t first_entry = uint64_t{live ? strip : 0} * steps * kExecLanes + lane;
-  const uint4* lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first_entry;
-  const uint2* lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first_entry;
-  // Step s of tile `tile` of the strip into lc, if the step exists.
-  auto load_step = [&](uint32_t tile, uint32_t s, LaneCodes& lc) {
-    const uint64_t q = uint64_t{tile} * kExecTileSteps + s;
-    if (live && q < steps) {
-      lc.bytes = __ldg(lane_bytes + q * kExecLanes);
-      lc.codes = __ldg(lane_codes + q * kExecLanes);
-    }
-  };
-
+  const WideStrip w = wide_strip(p, m, blk.group);
+  const uint32_t tiles = m.tiles_per_strip;
   // ring[i]: step s + i of the tile walked (s a multiple of kWideSteps), loaded while step
   // s + i - kWideSteps was decoded (the first ones here).
   LaneCodes ring[kWideSteps] = {};
-#pragma unroll
-  for (uint32_t i = 0; i < kWideSteps; ++i) load_step(0, i, ring[i]);
-  uint2 offs = live ? load_tile_offsets(m, tile0) : make_uint2(0, 0);
-  wide_stage_x(xs, m, p.batch, blk.first_row, blk.live_n8, 0);
-  cp_async_commit();
+  uint2 offs;
+  wide_walk_start(m, w, p.batch, blk, 0, ring, offs, xs);
 
   float acc[N8][4];
   float sum[kWideSharedSums ? 1 : N8][4];
@@ -452,59 +542,20 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
   for (uint32_t k = 0; k < tiles; ++k) {
     const ExecWalk next = exec_walk_next(at, tiles, kGemmWarps);
     const bool more = k + 1 < tiles;
-    const uint16_t* stage = xs + (k % 2) * kStage;
-    if (more) {
-      wide_stage_x(xs + ((k + 1) % 2) * kStage, m, p.batch, blk.first_row, blk.live_n8, next.tile);
-      cp_async_commit();
-      cp_async_wait<1>();
-    } else {
-      cp_async_wait<0>();
-    }
-    __syncthreads();  // this tile's X is staged
-    if (live) {
+    wide_tile_staged<kStage>(xs, k, more, m, p.batch, blk, next.tile);  // this tile's X staged
+    if (w.live) {
       if (at.tile == at.partial) {  // a partial's first tile
 #pragma unroll
         for (uint32_t n = 0; n < N8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
       }
-      const uint64_t tile = tile0 + at.tile;
-      uint64_t cursor = 0, end = 0;
-      bool overrun = false;
-      tile_range_of(p, m, tile, offs, lane, &cursor, &end);
-      if (more) offs = load_tile_offsets(m, tile0 + next.tile);
-      const uint32_t q0 = at.tile * kExecTileSteps;
-      const uint16_t* xlane = stage + g * kWideRowElems + 8 * t;  // row 8n + g, columns 8t..
-      for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
-#pragma unroll
-        for (uint32_t i = 0; i < kWideSteps; ++i) {
-          const LaneCodes lc = ring[i];
-          const uint32_t ahead = s + i + kWideSteps;
-          if (ahead < kExecTileSteps) {
-            load_step(at.tile, ahead, ring[i]);
-          } else if (more) {
-            load_step(next.tile, ahead - kExecTileSteps, ring[i]);
-          }
-          const uint32_t q = q0 + s + i;
-          if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
-          LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
-          if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
-          const uint16_t* xq = xlane + (s + i) * kExecStepCols;
-#pragma unroll
-          for (uint32_t n = 0; n < N8; ++n) {
-            if (n < blk.live_n8) {
-              n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems), acc[n]);
-            }
-          }
-        }
-      }
-      if (lane == 0 && (overrun || cursor != end)) {
-        exec_report(p.status, m.index, tile, kExecBadTileCount);
-      }
+      wide_tile_products<N8>(p, m, w, at.tile, next.tile, more, ring, offs, xs + (k % 2) * kStage,
+                             blk.live_n8, acc);
       if (exec_walk_ends_partial(at, tiles, kGemmWarps)) add_partial(at.partial);
     }
     __syncthreads();  // this tile's stage is free for the tile after next
     at = next;
   }
-  if (!live) return;
+  if (!w.live) return;
   // The partials with no tile add their +0, as the strip kernel's warps with no tile do.
   const uint32_t empty = exec_walk_empty_partials(tiles, kGemmWarps);
 #pragma unroll
@@ -547,83 +598,24 @@ __global__ void __launch_bounds__(kWideThreads, 3)
   const ExecWideShape shape = exec_wide_shape(m.rows, p.batch, kWideWarps, kRows);
   const ExecWideBlock blk = exec_wide_block(shape, item / kGemmWarps, p.batch, kRows);
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const uint32_t t = lane % 4;
   const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
-  const uint32_t strip = blk.group * kWideWarps + warp;
-  const bool live = strip < strips;
-  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols;
-  const uint32_t full_steps = cols / kExecStepCols;
+  const uint32_t tiles = m.tiles_per_strip;
   const uint32_t mine = tiles > partial ? (tiles - partial + kGemmWarps - 1) / kGemmWarps : 0;
-  const uint64_t tile0 = uint64_t{live ? strip : 0} * tiles;
-  const uint32_t base4 =
-      read_base(p, m, uint64_t{blk.group} * kWideWarps * tiles, threadIdx.x == 0) * 0x01010101u;
-  const uint64_t first_entry = uint64_t{live ? strip : 0} * steps * kExecLanes + (threadIdx.x % 32);
-  const uint4* lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first_entry;
-  const uint2* lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first_entry;
-  auto load_step = [&](uint32_t tile, uint32_t s, LaneCodes& lc) {
-    const uint64_t q = uint64_t{tile} * kExecTileSteps + s;
-    if (live && q < steps) {
-      lc.bytes = __ldg(lane_bytes + q * kExecLanes);
-      lc.codes = __ldg(lane_codes + q * kExecLanes);
-    }
-  };
+  const WideStrip w = wide_strip(p, m, blk.group);
   float acc[N8][4];
 #pragma unroll
   for (uint32_t n = 0; n < N8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
   if (mine > 0) {
     LaneCodes ring[kWideSteps] = {};
-#pragma unroll
-    for (uint32_t i = 0; i < kWideSteps; ++i) load_step(partial, i, ring[i]);
-    uint2 offs = live ? load_tile_offsets(m, tile0 + partial) : make_uint2(0, 0);
-    wide_stage_x(xs, m, p.batch, blk.first_row, blk.live_n8, partial);
-    cp_async_commit();
+    uint2 offs;
+    wide_walk_start(m, w, p.batch, blk, partial, ring, offs, xs);
     for (uint32_t k = 0; k < mine; ++k) {
       const uint32_t at = partial + k * kGemmWarps, next = at + kGemmWarps;
       const bool more = k + 1 < mine;
-      const uint16_t* stage = xs + (k % 2) * kStage;
-      if (more) {
-        wide_stage_x(xs + ((k + 1) % 2) * kStage, m, p.batch, blk.first_row, blk.live_n8, next);
-        cp_async_commit();
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<0>();
-      }
-      __syncthreads();  // this tile's X is staged
-      if (live) {
-        const uint64_t tile = tile0 + at;
-        uint64_t cursor = 0, end = 0;
-        bool overrun = false;
-        tile_range_of(p, m, tile, offs, lane, &cursor, &end);
-        if (more) offs = load_tile_offsets(m, tile0 + next);
-        const uint32_t q0 = at * kExecTileSteps;
-        const uint16_t* xlane = stage + (lane / 4) * kWideRowElems + 8 * t;
-        for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
-#pragma unroll
-          for (uint32_t i = 0; i < kWideSteps; ++i) {
-            const LaneCodes lc = ring[i];
-            const uint32_t ahead = s + i + kWideSteps;
-            if (ahead < kExecTileSteps) {
-              load_step(at, ahead, ring[i]);
-            } else if (more) {
-              load_step(next, ahead - kExecTileSteps, ring[i]);
-            }
-            const uint32_t q = q0 + s + i;
-            if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
-            LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
-            if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
-            const uint16_t* xq = xlane + (s + i) * kExecStepCols;
-#pragma unroll
-            for (uint32_t n = 0; n < N8; ++n) {
-              if (n < blk.live_n8) {
-                n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
-                            acc[n]);
-              }
-            }
-          }
-        }
-        if (lane == 0 && (overrun || cursor != end)) {
-          exec_report(p.status, m.index, tile, kExecBadTileCount);
-        }
+      wide_tile_staged<kStage>(xs, k, more, m, p.batch, blk, next);  // this tile's X staged
+      if (w.live) {
+        wide_tile_products<N8>(p, m, w, at, next, more, ring, offs, xs + (k % 2) * kStage,
+                               blk.live_n8, acc);
       }
       __syncthreads();  // this tile's stage is free for the tile after next
     }
