@@ -583,6 +583,8 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
 // the 8 partials then meet through distributed shared memory, and block q adds those of strip q
 // in partial order (the first partial being the sum, a partial with no tile adding its +0), so
 // each output is spec 6's sequence again, with 8 times the warps of wide_gemm_kernel at work.
+// Its walk is written out rather than built on wide_tile_products and its siblings: built on
+// them it compiled to more spill and ran 12% slower (EXEC_KERNEL.md, v10).
 template <uint32_t N8>
 __global__ void __launch_bounds__(kWideThreads, 3)
     split_gemm_kernel(const __grid_constant__ LaunchParams p) {
@@ -598,24 +600,83 @@ __global__ void __launch_bounds__(kWideThreads, 3)
   const ExecWideShape shape = exec_wide_shape(m.rows, p.batch, kWideWarps, kRows);
   const ExecWideBlock blk = exec_wide_block(shape, item / kGemmWarps, p.batch, kRows);
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t t = lane % 4;
   const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
-  const uint32_t tiles = m.tiles_per_strip;
+  const uint32_t strip = blk.group * kWideWarps + warp;
+  const bool live = strip < strips;
+  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols;
+  const uint32_t full_steps = cols / kExecStepCols;
   const uint32_t mine = tiles > partial ? (tiles - partial + kGemmWarps - 1) / kGemmWarps : 0;
-  const WideStrip w = wide_strip(p, m, blk.group);
+  const uint64_t tile0 = uint64_t{live ? strip : 0} * tiles;
+  const uint32_t base4 =
+      read_base(p, m, uint64_t{blk.group} * kWideWarps * tiles, threadIdx.x == 0) * 0x01010101u;
+  const uint64_t first_entry = uint64_t{live ? strip : 0} * steps * kExecLanes + (threadIdx.x % 32);
+  const uint4* lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first_entry;
+  const uint2* lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first_entry;
+  auto load_step = [&](uint32_t tile, uint32_t s, LaneCodes& lc) {
+    const uint64_t q = uint64_t{tile} * kExecTileSteps + s;
+    if (live && q < steps) {
+      lc.bytes = __ldg(lane_bytes + q * kExecLanes);
+      lc.codes = __ldg(lane_codes + q * kExecLanes);
+    }
+  };
   float acc[N8][4];
 #pragma unroll
   for (uint32_t n = 0; n < N8; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
   if (mine > 0) {
     LaneCodes ring[kWideSteps] = {};
-    uint2 offs;
-    wide_walk_start(m, w, p.batch, blk, partial, ring, offs, xs);
+#pragma unroll
+    for (uint32_t i = 0; i < kWideSteps; ++i) load_step(partial, i, ring[i]);
+    uint2 offs = live ? load_tile_offsets(m, tile0 + partial) : make_uint2(0, 0);
+    wide_stage_x(xs, m, p.batch, blk.first_row, blk.live_n8, partial);
+    cp_async_commit();
     for (uint32_t k = 0; k < mine; ++k) {
       const uint32_t at = partial + k * kGemmWarps, next = at + kGemmWarps;
       const bool more = k + 1 < mine;
-      wide_tile_staged<kStage>(xs, k, more, m, p.batch, blk, next);  // this tile's X staged
-      if (w.live) {
-        wide_tile_products<N8>(p, m, w, at, next, more, ring, offs, xs + (k % 2) * kStage,
-                               blk.live_n8, acc);
+      const uint16_t* stage = xs + (k % 2) * kStage;
+      if (more) {
+        wide_stage_x(xs + ((k + 1) % 2) * kStage, m, p.batch, blk.first_row, blk.live_n8, next);
+        cp_async_commit();
+        cp_async_wait<1>();
+      } else {
+        cp_async_wait<0>();
+      }
+      __syncthreads();  // this tile's X is staged
+      if (live) {
+        const uint64_t tile = tile0 + at;
+        uint64_t cursor = 0, end = 0;
+        bool overrun = false;
+        tile_range_of(p, m, tile, offs, lane, &cursor, &end);
+        if (more) offs = load_tile_offsets(m, tile0 + next);
+        const uint32_t q0 = at * kExecTileSteps;
+        const uint16_t* xlane = stage + (lane / 4) * kWideRowElems + 8 * t;
+        for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
+#pragma unroll
+          for (uint32_t i = 0; i < kWideSteps; ++i) {
+            const LaneCodes lc = ring[i];
+            const uint32_t ahead = s + i + kWideSteps;
+            if (ahead < kExecTileSteps) {
+              load_step(at, ahead, ring[i]);
+            } else if (more) {
+              load_step(next, ahead - kExecTileSteps, ring[i]);
+            }
+            const uint32_t q = q0 + s + i;
+            if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
+            LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
+            if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
+            const uint16_t* xq = xlane + (s + i) * kExecStepCols;
+#pragma unroll
+            for (uint32_t n = 0; n < N8; ++n) {
+              if (n < blk.live_n8) {
+                n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
+                            acc[n]);
+              }
+            }
+          }
+        }
+        if (lane == 0 && (overrun || cursor != end)) {
+          exec_report(p.status, m.index, tile, kExecBadTileCount);
+        }
       }
       __syncthreads();  // this tile's stage is free for the tile after next
     }
