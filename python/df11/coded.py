@@ -122,6 +122,15 @@ class GpuUploads:
             group.check()
         return out
 
+    def check_stored(self, folder: _capi.Model) -> None:
+        """The stored checksums of every kept group, hashed on the device where its bytes lie,
+        in one launch (decoders.check_parts_on_gpu): Df11Error (corrupt_data) naming the file,
+        the group and the stored tensor. The decode checks the streams' structure, this every
+        bit."""
+        from .decoders import check_parts_on_gpu
+        kept = sorted(self.groups)
+        check_parts_on_gpu(folder, kept, [self.groups[g].parts for g in kept], self.device)
+
 
 def layer_spans(folder: _capi.Model, members: Sequence[int], shape: Tuple[int, int]
                 ) -> Tuple[Optional[int], List[Tuple[int, int]], str]:

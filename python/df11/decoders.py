@@ -405,25 +405,40 @@ def check_stored_on_gpu(folder: _capi.Model, runtimes: list, device: torch.devic
     stream): those whose coded parts stay on the GPU in one launch, each one staged from
     pinned host memory (cpu_offload) in the staging buffer it decodes from. Raises Df11Error
     (corrupt_data) naming the file, the group and the stored tensor."""
-    def cuda_group(rt) -> _capi.CudaGroup:
-        p = rt.decoder.parts
-        return _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
-                               p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
-                               p[_capi.PART_GAPS], None)
-
-    stream = torch.cuda.current_stream(device)
     resident = [rt for rt in runtimes if rt.staging is None]
     staged = [rt for rt in runtimes if rt.staging is not None]
-    scratch = torch.empty(max(_capi.check_stored_scratch_bytes(max(len(resident), 1)), 16),
-                          dtype=torch.uint8, device=device)
-    if resident:
-        folder.check_stored_on_gpu([rt.group.index for rt in resident],
-                                   [cuda_group(rt) for rt in resident], scratch.data_ptr(),
-                                   scratch.numel(), stream.cuda_stream)
+    scratch = check_scratch(len(resident), device)
+    check_parts_on_gpu(folder, [rt.group.index for rt in resident],
+                       [rt.decoder.parts for rt in resident], device, scratch)
     for rt in staged:
         rt.staging.copy_(rt.host_packed, non_blocking=True)
-        folder.check_stored_on_gpu([rt.group.index], [cuda_group(rt)], scratch.data_ptr(),
-                                   scratch.numel(), stream.cuda_stream)
+        check_parts_on_gpu(folder, [rt.group.index], [rt.decoder.parts], device, scratch)
+
+
+def check_scratch(n_groups: int, device: torch.device) -> torch.Tensor:
+    """Device memory for check_parts_on_gpu over up to n_groups groups."""
+    return torch.empty(max(_capi.check_stored_scratch_bytes(max(n_groups, 1)), 16),
+                       dtype=torch.uint8, device=device)
+
+
+def check_parts_on_gpu(folder: _capi.Model, groups: List[int], parts: List[Dict[int, int]],
+                       device: torch.device, scratch: Optional[torch.Tensor] = None) -> None:
+    """The stored checksums of `folder`'s groups `groups`, whose device parts lie at `parts[i]`
+    (part -> device address) on `device`, hashed there in one launch on torch's current stream
+    (df11_cuda_check_stored; synchronises it). Raises Df11Error (corrupt_data) naming the file,
+    the group and the stored tensor. Nothing to check in a folder the dfloat11 tools
+    published."""
+    if not groups:
+        return
+    if scratch is None:
+        scratch = check_scratch(len(groups), device)
+    dev = [_capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
+                           p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
+                           p[_capi.PART_GAPS], None) for p in parts]
+    with torch.cuda.device(device):
+        stream = torch.cuda.current_stream(device)
+        folder.check_stored_on_gpu(groups, dev, scratch.data_ptr(), scratch.numel(),
+                                   stream.cuda_stream)
 
 
 class StoredChecks:

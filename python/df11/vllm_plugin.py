@@ -21,8 +21,9 @@ Loading (DF11ModelLoader.load_weights):
   1. Every coded group of the folder is uploaded to the GPU once and decoded there, and every
      tensor handed by its original name to the model's own `load_weights`, as a BF16
      checkpoint's tensors would be (coded.decoded_tensors with coded.GpuUploads: every stream
-     checked; the stored checksums of df11 folders are compared on host threads meanwhile,
-     decoders.StoredChecks, and waited for before any layer is served): vLLM's name mapping,
+     checked; the stored checksums of df11 folders are compared before any layer is served:
+     hashed on the GPU, GpuUploads.check_stored, where the load keeps the groups there, else
+     on host threads meanwhile, decoders.StoredChecks): vLLM's name mapping,
      q/k/v and gate/up fusing stay vLLM's. DF11LinearMethod allocates the Linear weights that
      take them on the GPU where the device has room for the model's BF16 weights beside its
      coded groups (load_device; its free memory, not vLLM's budget, which is about what stays
@@ -232,11 +233,14 @@ class DF11ModelLoader(DefaultModelLoader):
         self.folder = None
         device = torch.device("cuda", torch.cuda.current_device())
         state = _Attach(os.path.realpath(path), getattr(self, "mode", "decode"))
-        checks = StoredChecks(folder, list(range(folder.group_count())))
+        keep = getattr(self, "keep_groups", True)
+        # Kept groups are hashed on the GPU after the load; a rank that drops each group once
+        # decoded has its stored checksums hashed on host threads meanwhile.
+        checks = None if keep else StoredChecks(folder, list(range(folder.group_count())))
         global _layerwise_coder
         try:
             t1 = time.perf_counter()
-            uploads = coded.GpuUploads(device, getattr(self, "keep_groups", True))
+            uploads = coded.GpuUploads(device, keep)
             if getattr(self, "layerwise", False):
                 _layerwise_coder = LayerwiseCoder(state, folder, path, plan_layers(model, folder),
                                                   uploads.groups)
@@ -253,16 +257,21 @@ class DF11ModelLoader(DefaultModelLoader):
                 logger.info("df11: %d of %d Linear layers coded as vLLM's loader filled them",
                             _layerwise_coder.n_coded, len(_layerwise_coder.plans))
             t2 = time.perf_counter()
-            checks.join()  # Df11Error naming the file, tensor and group
+            if checks is None:
+                uploads.check_stored(folder)  # Df11Error naming the file, tensor and group
+            else:
+                checks.join()
         finally:
             _layerwise_coder = None
-            checks.wait()
+            if checks is not None:
+                checks.wait()
         t3 = time.perf_counter()
         attach(model, folder, state.folder_id, state.mode, uploads.groups, state)
         logger.info("df11: load phases: folder opened %.2f s, uploaded and decoded on the GPU "
-                    "into vLLM's load_weights %.2f s, stored checksums' wait %.2f s, layers "
-                    "coded (decode and comparison) %.2f s", t1 - t0, t2 - t1, t3 - t2,
-                    time.perf_counter() - t3)
+                    "into vLLM's load_weights %.2f s, stored checksums %s %.2f s, layers "
+                    "coded (decode and comparison) %.2f s", t1 - t0, t2 - t1,
+                    "hashed on the GPU" if checks is None else "(host threads) waited",
+                    t3 - t2, time.perf_counter() - t3)
 
 
 LOAD_VIA_ENV = "DF11_VLLM_LOAD_VIA"  # "gpu", "host" or "layer": how the Linear weights load

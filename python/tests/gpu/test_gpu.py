@@ -15,7 +15,8 @@ import pytest
 import torch
 
 import df11
-from df11 import _capi, exec_mode
+from df11 import exec_mode
+from df11.coded import GpuUploads, decoded_tensors
 import models
 
 pytestmark = [pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU"),
@@ -404,6 +405,32 @@ def test_flipped_byte_found_by_the_gpu_hash(work, which, offload):
     msg = str(e.value)
     assert e.value.status == "corrupt_data", msg
     assert f"stored tensor '{tensor}' has xxh3" in msg and ".safetensors" in msg, msg
+
+
+def test_gpu_uploads_hash_the_kept_groups(work):
+    """The load vLLM's plugin makes (coded.GpuUploads keeping every group on the GPU): a flipped
+    sign/mantissa byte decodes without a stream error, and check_stored, hashing the kept
+    groups' stored tensors on the GPU, names the file, the group and the tensor; the same
+    folder unflipped passes."""
+    _, df11_dir = models.llm_folders(work, "mistral")
+    folder = df11._capi.Model(df11_dir)
+    names = [folder.group_name(g) for g in range(folder.group_count())]
+    folder.close()
+    tensor = f"{names[len(names) // 2]}.sign_mantissa"
+    bad = models.corrupt_copy(df11_dir, str(work / "flip-uploads"), tensor, flip_one_byte)
+    for path, flipped in ((df11_dir, False), (bad, True)):
+        folder = df11._capi.Model(path)
+        uploads = GpuUploads(torch.device("cuda", 0), True)
+        n = sum(1 for _ in decoded_tensors(folder, uploads))
+        assert n >= folder.tensor_count() and len(uploads.groups) == folder.group_count()
+        if not flipped:
+            uploads.check_stored(folder)
+            continue
+        with pytest.raises(df11.Df11Error) as e:
+            uploads.check_stored(folder)
+        msg = str(e.value)
+        assert e.value.status == "corrupt_data", msg
+        assert f"stored tensor '{tensor}' has xxh3" in msg and ".safetensors" in msg, msg
 
 
 def test_corrupt_device_bytes_reported_after_generate(work):
