@@ -27,6 +27,7 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import math
+import os
 from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 
 import torch
@@ -148,6 +149,22 @@ def layer_spans(folder: _capi.Model, members: Sequence[int], shape: Tuple[int, i
     if sum(n for _, n in spans) != shape[0] * shape[1]:
         return None, [], "its members' sizes differ from the layer's"
     return g, spans, ""
+
+
+SHARED_MEMORY_DIR = "/dev/shm"
+
+
+def scratch_dir(nbytes: int, candidate: str = SHARED_MEMORY_DIR) -> Optional[str]:
+    """Where a temporary folder of about `nbytes` goes: `candidate` (shared memory, so that the
+    folder is written to and read from RAM, not a disk) where it is a writable directory with
+    twice that free, else None (tempfile's default directory)."""
+    try:
+        if not (os.path.isdir(candidate) and os.access(candidate, os.W_OK | os.X_OK)):
+            return None
+        st = os.statvfs(candidate)
+    except OSError:
+        return None
+    return candidate if st.f_bavail * st.f_frsize >= 2 * nbytes else None
 
 
 def encode(weights: Dict[str, torch.Tensor], out_dir: str) -> _capi.Model:

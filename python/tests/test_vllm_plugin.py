@@ -286,6 +286,21 @@ def test_encode_codes_an_engines_own_tensors(tmp_path):
             assert torch.equal(mine.view(want.shape), want), name
 
 
+def test_scratch_dir_is_shared_memory_where_it_has_room(tmp_path, monkeypatch):
+    """coded.scratch_dir: the temporary folder of a rank's coded slices goes to a writable
+    shared-memory directory with twice its size free, else to tempfile's default (None)."""
+    d = tmp_path / "shm"
+    d.mkdir()
+    free = os.statvfs(str(d)).f_bavail * os.statvfs(str(d)).f_frsize
+    assert coded.scratch_dir(1000, str(d)) == str(d)
+    assert coded.scratch_dir(free, str(d)) is None  # needs twice the size
+    assert coded.scratch_dir(1000, str(tmp_path / "absent")) is None
+    (tmp_path / "file").write_text("x")
+    assert coded.scratch_dir(1000, str(tmp_path / "file")) is None
+    monkeypatch.setattr(os, "access", lambda path, mode: False)
+    assert coded.scratch_dir(1000, str(d)) is None  # not writable
+
+
 LLAMA_PACKED = {"qkv_proj": ["q_proj", "k_proj", "v_proj"],
                 "gate_up_proj": ["gate_proj", "up_proj"]}
 
