@@ -397,6 +397,10 @@ struct WideStrip {
   bool live;  // a strip of the matrix (the last group's warps past it only stage X)
 
   // Step s of tile `tile` of the strip into lc, if the step exists.
+  __device__ __forceinline__ void operator()(uint32_t tile, uint32_t s, LaneCodes& lc) const {
+    load_step(tile, s, lc);
+  }
+  // Step s of tile `tile` of the strip into lc, if the step exists.
   __device__ __forceinline__ void load_step(uint32_t tile, uint32_t s, LaneCodes& lc) const {
     const uint64_t q = uint64_t{tile} * kExecTileSteps + s;
     if (live && q < steps) {
@@ -405,6 +409,22 @@ struct WideStrip {
     }
   }
 };
+
+// Step s + i of a walk, taken from its ring slot, and the slot refilled kWideSteps steps
+// ahead: from tile `at`, or past its end from tile `next` if `more` (load(tile, step, slot)).
+template <typename Load>
+__device__ __forceinline__ LaneCodes wide_ring_take(LaneCodes (&ring)[kWideSteps], uint32_t i,
+                                                    uint32_t s, uint32_t at, uint32_t next,
+                                                    bool more, const Load& load) {
+  const LaneCodes lc = ring[i];
+  const uint32_t ahead = s + i + kWideSteps;
+  if (ahead < kExecTileSteps) {
+    load(at, ahead, ring[i]);
+  } else if (more) {
+    load(next, ahead - kExecTileSteps, ring[i]);
+  }
+  return lc;
+}
 
 // Strip `group` * kWideWarps + this warp of m (the group's base read and checked once).
 __device__ __forceinline__ WideStrip wide_strip(const LaunchParams& p, const MatrixDesc& m,
@@ -473,13 +493,7 @@ __device__ __forceinline__ void wide_tile_products(const LaunchParams& p, const 
   for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
 #pragma unroll
     for (uint32_t i = 0; i < kWideSteps; ++i) {
-      const LaneCodes lc = ring[i];
-      const uint32_t ahead = s + i + kWideSteps;
-      if (ahead < kExecTileSteps) {
-        w.load_step(at, ahead, ring[i]);
-      } else if (more) {
-        w.load_step(next, ahead - kExecTileSteps, ring[i]);
-      }
+      const LaneCodes lc = wide_ring_take(ring, i, s, at, next, more, w);
       const uint32_t q = q0 + s + i;
       if (q >= w.steps) continue;  // the strip's ragged last tile (warp-uniform)
       LaneWeights lw = decode_lane(m, lc, w.base4, &cursor, end, lane, overrun);
@@ -584,7 +598,8 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
 // in partial order (the first partial being the sum, a partial with no tile adding its +0), so
 // each output is spec 6's sequence again, with 8 times the warps of wide_gemm_kernel at work.
 // Its walk is written out rather than built on wide_tile_products and its siblings: built on
-// them it compiled to more spill and ran 12% slower (EXEC_KERNEL.md, v10).
+// them it compiled to more spill and ran 12% slower (EXEC_KERNEL.md, v10). It shares only the
+// ring's refill (wide_ring_take), which leaves its SASS as measured.
 template <uint32_t N8>
 __global__ void __launch_bounds__(kWideThreads, 3)
     split_gemm_kernel(const __grid_constant__ LaunchParams p) {
@@ -653,13 +668,7 @@ __global__ void __launch_bounds__(kWideThreads, 3)
         for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
 #pragma unroll
           for (uint32_t i = 0; i < kWideSteps; ++i) {
-            const LaneCodes lc = ring[i];
-            const uint32_t ahead = s + i + kWideSteps;
-            if (ahead < kExecTileSteps) {
-              load_step(at, ahead, ring[i]);
-            } else if (more) {
-              load_step(next, ahead - kExecTileSteps, ring[i]);
-            }
+            const LaneCodes lc = wide_ring_take(ring, i, s, at, next, more, load_step);
             const uint32_t q = q0 + s + i;
             if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
             LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
