@@ -178,6 +178,83 @@ def encode(weights: Dict[str, torch.Tensor], out_dir: str) -> _capi.Model:
     return _capi.Model(out_dir)
 
 
+ENCODE_BATCH_BYTES = 1 << 30  # BF16 bytes a batch of encode_batches codes at once
+
+
+def weight_batches(sizes: Dict[str, int], cap: int) -> List[List[str]]:
+    """`sizes` (name -> bytes) cut into runs of consecutive names of at most `cap` bytes each
+    (a name larger than `cap` alone in its run)."""
+    batches: List[List[str]] = []
+    total = 0
+    for name, nbytes in sizes.items():
+        if not batches or (total + nbytes > cap and batches[-1]):
+            batches.append([])
+            total = 0
+        batches[-1].append(name)
+        total += nbytes
+    return batches
+
+
+def encode_batches(weights: Dict[str, torch.Tensor], out_dir: str,
+                   batch_bytes: int = ENCODE_BATCH_BYTES) -> List[Tuple[_capi.Model, List[str]]]:
+    """`weights` written as DF11 folders (encode) in batches of about `batch_bytes` of BF16 each,
+    `out_dir`/0, 1, ...: [(the opened folder, its tensors' names)]. Weights on a GPU reach the
+    encoder through two pinned host buffers of a batch each: the copy of batch k + 1 runs on
+    a stream of its own while the CPU codes batch k, so no host copy of all of them exists at
+    once and the copy adds little to the encoder's time. Host tensors are coded where they
+    are. The caller closes the folders."""
+    sizes = {name: _round_up(t.numel() * t.element_size(), 16) for name, t in weights.items()}
+    batches = weight_batches(sizes, batch_bytes)
+    staged = [b for b in batches if any(weights[n].device.type == "cuda" for n in b)]
+    cap = max((sum(sizes[n] for n in b) for b in staged), default=0)
+    bufs = [torch.empty(cap, dtype=torch.uint8, pin_memory=True)
+            for _ in range(min(2, len(staged)))]
+    copies: Dict[int, Tuple[Dict[str, torch.Tensor], Optional[torch.cuda.Event]]] = {}
+
+    def start(k: int) -> None:
+        """Batch k's tensors in host memory: views of a pinned buffer, their copies enqueued
+        on the side stream of the weights' device (an event marks the end), or the host
+        tensors themselves."""
+        names = batches[k]
+        if not any(weights[n].device.type == "cuda" for n in names):
+            copies[k] = ({n: weights[n] for n in names}, None)
+            return
+        buf = bufs[staged.index(names) % len(bufs)]
+        device = next(weights[n].device for n in names if weights[n].device.type == "cuda")
+        stream = torch.cuda.Stream(device)
+        stream.wait_stream(torch.cuda.current_stream(device))  # the weights are written
+        host, at = {}, 0
+        with torch.cuda.stream(stream):
+            for n in names:
+                t = weights[n]
+                view = buf[at:at + t.numel() * t.element_size()].view(t.dtype).view(t.shape)
+                view.copy_(t, non_blocking=True)
+                host[n] = view
+                at += sizes[n]
+            done = torch.cuda.Event()
+            done.record(stream)
+        copies[k] = (host, done)
+
+    out: List[Tuple[_capi.Model, List[str]]] = []
+    os.makedirs(out_dir, exist_ok=True)
+    try:
+        if batches:
+            start(0)
+        for k, names in enumerate(batches):
+            host, done = copies.pop(k)
+            if done is not None:
+                done.synchronize()
+            if k + 1 < len(batches):
+                start(k + 1)  # into the other buffer: batch k - 1's, coded already
+            out.append((encode(host, os.path.join(out_dir, str(k))), names))
+            del host
+    except BaseException:
+        for folder, _ in out:
+            folder.close()
+        raise
+    return out
+
+
 def tensor_spans(folder: _capi.Model, t: int) -> Optional[Tuple[int, List[Tuple[int, int]]]]:
     """(group, spans) under which tensor `t` alone decodes from its group, or None (stored
     raw)."""

@@ -570,24 +570,29 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
     nbytes = sum(plan.layer.weight.numel() * 2 for plan, _ in names.values())
     t0, cpu0 = time.perf_counter(), time.process_time()
     with tempfile.TemporaryDirectory(prefix="df11-vllm-", dir=coded.scratch_dir(nbytes)) as tmp:
-        # The weights where vLLM's loader put them: the encoder reads those on the GPU 64 MiB
-        # at a time as it codes them (df11.compress's reader), with no host copy of them all.
-        weights = {name: plan.layer.weight.data for name, (plan, _) in names.items()}
-        with coded.encode(weights, os.path.join(tmp, "layers")) as folder:
-            del weights
-            t1, cpu1 = time.perf_counter(), time.process_time()
-            for name, (plan, why) in names.items():
-                t = folder.find_tensor(name)
-                found = None if t is None else coded.tensor_spans(folder, t)
-                if found is None:
-                    state.keep_bf16(plan, why + "; df11's encoder stores it raw")
-                elif not state.code(plan, folder, found[0], found[1], by_group):
-                    state.keep_bf16(plan, why + "; coded again, it decodes to other values")
-        logger.info("df11: %d Linear layers coded again (%.3f GiB of BF16, in %s): read and "
-                    "encoded %.2f s (%.1f CPU-s, %d cores allowed), uploaded, decoded and "
-                    "compared %.2f s", len(names), nbytes / 2**30, os.path.dirname(tmp),
-                    t1 - t0, cpu1 - cpu0, len(os.sched_getaffinity(0)),
-                    time.perf_counter() - t1)
+        # The weights where vLLM's loader put them, coded a batch at a time (a GPU's through
+        # pinned host buffers, the next batch's copy beside this one's encode).
+        folders = coded.encode_batches(
+            {name: plan.layer.weight.data for name, (plan, _) in names.items()}, tmp)
+        t1, cpu1 = time.perf_counter(), time.process_time()
+        try:
+            for folder, batch in folders:
+                for name in batch:
+                    plan, why = names[name]
+                    t = folder.find_tensor(name)
+                    found = None if t is None else coded.tensor_spans(folder, t)
+                    if found is None:
+                        state.keep_bf16(plan, why + "; df11's encoder stores it raw")
+                    elif not state.code(plan, folder, found[0], found[1], by_group):
+                        state.keep_bf16(plan, why + "; coded again, it decodes to other values")
+        finally:
+            for folder, _ in folders:
+                folder.close()
+        logger.info("df11: %d Linear layers coded again (%.3f GiB of BF16, in %s, %d batches): "
+                    "copied and encoded %.2f s (%.1f CPU-s, %d cores allowed), uploaded, "
+                    "decoded and compared %.2f s", len(names), nbytes / 2**30,
+                    os.path.dirname(tmp), len(folders), t1 - t0, cpu1 - cpu0,
+                    len(os.sched_getaffinity(0)), time.perf_counter() - t1)
 
 
 class DF11HFConfigParser(HFConfigParser):

@@ -286,6 +286,41 @@ def test_encode_codes_an_engines_own_tensors(tmp_path):
             assert torch.equal(mine.view(want.shape), want), name
 
 
+def test_weight_batches_cut_in_order_under_the_cap():
+    """coded.weight_batches: consecutive names, each run at most the cap, a name larger than
+    the cap alone."""
+    sizes = {"a": 40, "b": 50, "c": 20, "d": 200, "e": 10, "f": 90}
+    assert coded.weight_batches(sizes, 100) == [["a", "b"], ["c"], ["d"], ["e", "f"]]
+    assert coded.weight_batches(sizes, 1000) == [list(sizes)]
+    assert coded.weight_batches({}, 100) == []
+
+
+def test_encode_batches_codes_every_weight_once(tmp_path):
+    """coded.encode_batches: a folder per batch of the cap, each weight in one of them under
+    its name, decoding from its span to exactly the weight (host tensors, coded in place; the
+    GPU's staged copies: gpu/test_gpu.py)."""
+    g = torch.Generator().manual_seed(4)
+    weights = {f"model.layers.{i}.mlp.down_proj.weight":
+               (torch.randn(64, 48 + 16 * i, generator=g) * 0.02).to(torch.bfloat16)
+               for i in range(5)}
+    sizes = [t.numel() * 2 for t in weights.values()]
+    folders = coded.encode_batches(weights, str(tmp_path / "batches"),
+                                   batch_bytes=sizes[0] + sizes[1])
+    try:
+        assert [names for _, names in folders] == [list(weights)[:2], [list(weights)[2]],
+                                                   [list(weights)[3]], [list(weights)[4]]]
+        for folder, names in folders:
+            assert sorted(folder.tensor_name(t) for t in range(folder.tensor_count())) == \
+                sorted(names)
+            for name in names:
+                group, spans = coded.tensor_spans(folder, folder.find_tensor(name))
+                got = _spans_of(coded._decode_group(folder, group), spans)
+                assert torch.equal(got.view(weights[name].shape), weights[name]), name
+    finally:
+        for folder, _ in folders:
+            folder.close()
+
+
 def test_scratch_dir_is_shared_memory_where_it_has_room(tmp_path, monkeypatch):
     """coded.scratch_dir: the temporary folder of a rank's coded slices goes to a writable
     shared-memory directory with twice its size free, else to tempfile's default (None)."""
