@@ -169,7 +169,8 @@ def scratch_dir(nbytes: int, candidate: str = SHARED_MEMORY_DIR) -> Optional[str
 
 def encode(weights: Dict[str, torch.Tensor], out_dir: str) -> _capi.Model:
     """Writes `weights` (tensors by name, in host memory or on a GPU, which df11.compress reads
-    64 MiB at a time) as the DF11 folder `out_dir`, one coded group per tensor (df11.compress: df11's encoder on all cores), and opens it. For an
+    64 MiB at a time: encode_batches is faster there) as the DF11 folder `out_dir`, one coded
+    group per tensor (df11.compress: df11's encoder on all cores), and opens it. For an
     engine whose weights are not the folder's tensors as they are (a tensor-parallel rank's
     slice, a weight its loader transformed): the engine's own tensor, coded. A tensor the
     encoder stores raw has no group in the result (tensor_group() is None)."""

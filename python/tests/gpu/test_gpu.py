@@ -439,11 +439,12 @@ def test_encode_batches_stages_gpu_weights(tmp_path):
     while the previous batch is coded, every weight decoding to exactly its bits."""
     from df11 import coded
     g = torch.Generator(device="cuda").manual_seed(5)
-    weights = {f"w{i}": (torch.randn(96 + 32 * i, 64, generator=g, device="cuda") * 0.02)
+    name = "model.layers.{}.mlp.down_proj.weight".format
+    weights = {name(i): (torch.randn(96 + 32 * i, 64, generator=g, device="cuda") * 0.02)
                .to(torch.bfloat16) for i in range(6)}
-    weights["w2"] = weights["w2"].t()  # a strided view
-    weights["host"] = torch.randn(32, 64).to(torch.bfloat16)
-    cap = 2 * weights["w1"].numel() * 2
+    weights[name(2)] = weights[name(2)].t()  # a strided view
+    weights[name(6)] = (torch.randn(32, 64) * 0.02).to(torch.bfloat16)  # in host memory
+    cap = 2 * weights[name(1)].numel() * 2
     folders = coded.encode_batches(weights, str(tmp_path / "staged"), batch_bytes=cap)
     try:
         assert len(folders) > 2 and sorted(n for _, ns in folders for n in ns) == sorted(weights)
