@@ -202,8 +202,9 @@ def encode_batches(weights: Dict[str, torch.Tensor], out_dir: str,
     `out_dir`/0, 1, ...: [(the opened folder, its tensors' names)]. Weights on a GPU reach the
     encoder through two pinned host buffers of a batch each: the copy of batch k + 1 runs on
     a stream of its own while the CPU codes batch k, so no host copy of all of them exists at
-    once and the copy adds little to the encoder's time. Host tensors are coded where they
-    are. The caller closes the folders."""
+    once and the copy adds little to the encoder's time; the buffers go back to the system
+    after the last batch. Host tensors are coded where they are. The caller closes the
+    folders."""
     sizes = {name: _round_up(t.numel() * t.element_size(), 16) for name, t in weights.items()}
     batches = weight_batches(sizes, batch_bytes)
     staged = [b for b in batches if any(weights[n].device.type == "cuda" for n in b)]
@@ -242,17 +243,22 @@ def encode_batches(weights: Dict[str, torch.Tensor], out_dir: str,
         if batches:
             start(0)
         for k, names in enumerate(batches):
-            host, done = copies.pop(k)
+            done = copies[k][1]
             if done is not None:
                 done.synchronize()
             if k + 1 < len(batches):
                 start(k + 1)  # into the other buffer: batch k - 1's, coded already
-            out.append((encode(host, os.path.join(out_dir, str(k))), names))
-            del host
+            out.append((encode(copies.pop(k)[0], os.path.join(out_dir, str(k))), names))
     except BaseException:
         for folder, _ in out:
             folder.close()
         raise
+    finally:
+        copies.clear()  # the views into the buffers
+        bufs.clear()
+        # torch keeps freed pinned blocks cached for reuse: give these (2 x a batch) back.
+        if staged and hasattr(torch._C, "_host_emptyCache"):
+            torch._C._host_emptyCache()
     return out
 
 
