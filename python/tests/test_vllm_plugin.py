@@ -169,41 +169,84 @@ def test_vllm_detects_every_familys_official_folder(family):
         assert model_config.architectures, (family, kind)
 
 
-def _fixture_folder(family, kind, tmp_path):
-    """(the family's BF16 fixture, its DF11 folder): the official encoder's committed one
-    (`kind` "official") or df11's, compressed into tmp_path."""
-    fixture = os.path.join(models.FIXTURES, family)
-    bf16_dir = os.path.join(fixture, "bf16")
-    if kind != "df11":
-        return bf16_dir, os.path.join(fixture, "official")
-    from transformers import AutoModelForCausalLM
-    folder = str(tmp_path / "df11")
-    df11.compress(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16), folder)
-    return bf16_dir, folder
+class _CpuRuns:
+    """vllm_cpu_models.py's reports for every job of this file, run in two processes (all the
+    one-rank jobs in one, the tensor-parallel ones in a pair of ranks) at first use: vLLM's
+    import and set-up take longer than a job."""
+
+    def __init__(self, work):
+        self.work, self.folders, self.reports = work, {}, {}
+
+    def folder(self, family, kind):
+        """(the family's BF16 fixture, its DF11 folder): the official encoder's committed one
+        (`kind` "official") or df11's, compressed once for the file."""
+        fixture = os.path.join(models.FIXTURES, family)
+        bf16_dir = os.path.join(fixture, "bf16")
+        if kind != "df11":
+            return bf16_dir, os.path.join(fixture, "official")
+        if family not in self.folders:
+            from transformers import AutoModelForCausalLM
+            folder = str(self.work / f"{family}-df11")
+            df11.compress(AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16),
+                          folder)
+            self.folders[family] = folder
+        return bf16_dir, self.folders[family]
+
+    def jobs(self, tp):
+        if tp == 2:
+            return [("tp", f, "df11", False) for f in models.FAMILIES]
+        return ([("load", f, k, False) for f in models.FAMILIES for k in ("df11", "official")]
+                + [("layerwise", f, k, True) for f, k in LAYERWISE_CASES])
+
+    def report(self, tp, what, family, kind):
+        """The job's lines, one per rank (a list of dicts), running the batch if need be."""
+        if tp not in self.reports:
+            jobs = []
+            for w, f, k, layerwise in self.jobs(tp):
+                bf16_dir, folder = self.folder(f, k)
+                jobs.append({"job": f"{w}/{f}/{k}", "df11": folder, "bf16": bf16_dir,
+                             "layerwise": layerwise})
+            path = self.work / f"jobs-tp{tp}.json"
+            path.write_text(json.dumps(jobs))
+            out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                               "vllm_cpu_models.py"),
+                                  str(path), str(tp)], capture_output=True, text=True,
+                                 timeout=1800, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+            lines = {}
+            for line in out.stdout.splitlines():
+                if line.startswith("{"):
+                    got = json.loads(line)
+                    lines.setdefault(got["job"], []).append(got)
+            self.reports[tp] = (out, lines)
+        out, lines = self.reports[tp]
+        got = sorted(lines.get(f"{what}/{family}/{kind}", []), key=lambda g: g["rank"])
+        assert len(got) == tp, (out.returncode, out.stdout[-2000:], out.stderr[-3000:])
+        for rank in got:
+            assert "error" not in rank, rank["error"]
+        return got
 
 
-def _cpu_models(folder, bf16_dir, *args, timeout=600):
-    """vllm_cpu_models.py's output for `folder` against `bf16_dir` (ARGS after them)."""
-    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
-                                                       "vllm_cpu_models.py"), folder, bf16_dir,
-                          *args], capture_output=True, text=True, timeout=timeout,
-                         env=dict(os.environ, HF_HUB_OFFLINE="1"))
-    assert out.returncode == 0, out.stderr[-3000:]
-    return out.stdout
+LAYERWISE_CASES = [(f, "df11") for f in models.FAMILIES] + [("llama", "official"),
+                                                           ("qwen3moe", "official")]
+
+
+@pytest.fixture(scope="module")
+def cpu_runs(tmp_path_factory):
+    return _CpuRuns(tmp_path_factory.mktemp("vllm-cpu"))
 
 
 @needs_vllm
 @pytest.mark.parametrize("kind", ["df11", "official"])
 @pytest.mark.parametrize("family", models.FAMILIES)
-def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, tmp_path):
+def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, cpu_runs):
     """vLLM's own model class for each family of the interop suite, built on the CPU with the
     plugin (vllm_cpu_models.py): fed the DF11 folder's tensors decoded on the CPU, every
     parameter equals, bit for bit, that of vLLM's model fed the BF16 checkpoint; every DF11
     Linear layer decodes from spans of one of the folder's groups to exactly its weight (what
     the GPU step compares), except a layer whose tensor the folder does not code (Qwen3-MoE's
     router in the official folder), which that step codes again."""
-    bf16_dir, folder = _fixture_folder(family, kind, tmp_path)
-    got = json.loads(_cpu_models(folder, bf16_dir).strip().splitlines()[-1])
+    bf16_dir, folder = cpu_runs.folder(family, kind)
+    got, = cpu_runs.report(1, "load", family, kind)
     assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
     assert got["spans_differ"] == [], got
     assert got["linear"] > 0 and got["from_groups"] + len(got["again"]) == got["linear"], got
@@ -215,20 +258,15 @@ def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, tmp_p
 
 @needs_vllm
 @pytest.mark.parametrize("family", models.FAMILIES)
-def test_tensor_parallel_ranks_code_their_own_slices(family, tmp_path):
+def test_tensor_parallel_ranks_code_their_own_slices(family, cpu_runs):
     """vLLM's model class of each family at tensor parallel 2, its two ranks built on the CPU
     (vllm_cpu_models.py TP=2, gloo): fed df11's folder decoded on the CPU, each rank holds the
     slices vLLM's model fed the BF16 checkpoint holds, bit for bit; no Linear layer is whole
     members of the folder's groups, so each is coded again from the rank's slice
     (coded.encode, as the GPU step codes it) and decodes back to exactly that slice."""
-    bf16_dir, folder = _fixture_folder(family, "df11", tmp_path)
-    stdout = _cpu_models(folder, bf16_dir, "2", timeout=900)
-    ranks = {}
-    for line in stdout.splitlines():
-        if line.startswith("{"):
-            got = json.loads(line)
-            ranks[got["rank"]] = got
-    assert sorted(ranks) == [0, 1], stdout[-2000:]
+    bf16_dir, _ = cpu_runs.folder(family, "df11")
+    ranks = {got["rank"]: got for got in cpu_runs.report(2, "tp", family, "df11")}
+    assert sorted(ranks) == [0, 1], ranks.keys()
     cfg = config(bf16_dir)
     attention = cfg["num_attention_heads"] * (cfg.get("head_dim")
                                               or cfg["hidden_size"] // cfg["num_attention_heads"])
@@ -462,18 +500,18 @@ def test_load_via_names_where_the_linear_weights_go_at_load(llama, monkeypatch):
 
 
 @needs_vllm
-@pytest.mark.parametrize("family, kind", [(f, "df11") for f in models.FAMILIES]
-                         + [("llama", "official"), ("qwen3moe", "official")])
-def test_layerwise_load_codes_each_layer_as_vllms_loader_fills_it(family, kind, tmp_path):
+@pytest.mark.parametrize("family, kind", LAYERWISE_CASES)
+def test_layerwise_load_codes_each_layer_as_vllms_loader_fills_it(family, kind, cpu_runs):
     """The layer-wise load (decode mode's default at one rank): vLLM's model class of each
-    family, built with its DF11 Linear weights on the meta device and loaded through vLLM's layer-wise processing
-    (vllm_cpu_models.py ... layerwise): each layer is coded (its spans compared with the filled
-    weight, on the CPU here) while vLLM's loader runs, as soon as it has filled the layer, so
+    family, built with its DF11 Linear weights on the meta device and loaded through vLLM's
+    layer-wise processing (vllm_cpu_models.py, a "layerwise" job): each layer is coded (its
+    spans compared with the filled weight, on the CPU here) while vLLM's loader runs, as soon
+    as it has filled the layer, so
     that one Linear weight at a time exists in BF16; every other parameter equals vLLM's model
     fed the BF16 checkpoint bit for bit. A layer the folder does not code (the official
     Qwen3-MoE router) is left for the load's last step, which codes it again."""
-    bf16_dir, folder = _fixture_folder(family, kind, tmp_path)
-    got = json.loads(_cpu_models(folder, bf16_dir, "1", "layerwise").strip().splitlines()[-1])
+    _, folder = cpu_runs.folder(family, kind)
+    got, = cpu_runs.report(1, "layerwise", family, kind)
     coded_now = [prefix for prefix, phase in got["coded_at_load"]]
     assert got["meta_before"] == len(coded_now) + len(got["again"]) > 0, got
     assert all(phase == "load" for _, phase in got["coded_at_load"]), got

@@ -1,10 +1,14 @@
 """vLLM's own model classes, built on the CPU with df11's plugin registered: what the plugin's
 loader does before its GPU step, for a DF11 folder, against vLLM loading the BF16 checkpoint.
 
-    python vllm_cpu_models.py DF11_FOLDER BF16_FOLDER [TP]    prints one JSON line per rank
+    python vllm_cpu_models.py JOBS.json [TP]    prints one JSON line per job and rank
 
-It builds the model vLLM builds for each folder (vLLM's CPU platform, one rank on a gloo process
-group: both process-wide, hence a process of its own; test_vllm_plugin.py runs it), feeds the
+JOBS.json is a list of jobs, each {"job": ID, "df11": FOLDER, "bf16": FOLDER, "layerwise":
+BOOL}; every rank runs them all, one after the other, in one process (vLLM's import and
+platform set-up cost more than a job). A job that raises reports {"job", "rank", "error"} and
+the next runs. For each job it builds the model vLLM builds for each folder (vLLM's CPU
+platform, one rank on a gloo process group: both process-wide, hence a process of its own;
+test_vllm_plugin.py runs it), feeds the
 DF11 model's `load_weights` the folder's tensors decoded on the CPU (as
 DF11ModelLoader.load_weights does) and the BF16 model's the checkpoint's tensors, and reports:
   - params / differ: how many parameters the two models have, and the names of those whose
@@ -21,10 +25,9 @@ DF11ModelLoader.load_weights does) and the BF16 model's the checkpoint's tensors
 TP (default 1): tensor_parallel_size, one process per rank (all on the CPU), each reporting
 its own slices.
 
-    python vllm_cpu_models.py DF11_FOLDER BF16_FOLDER 1 layerwise
-
-builds the DF11 model for a layer-wise load (DF11_VLLM_LOAD_VIA=layer: Linear weights on the
-meta device, loaded through vLLM's layer-wise processing) and lets the plugin's LayerwiseCoder
+A job with "layerwise" true builds the DF11 model for a layer-wise load
+(DF11_VLLM_LOAD_VIA=layer: Linear weights on the meta device, loaded through vLLM's
+layer-wise processing) and lets the plugin's LayerwiseCoder
 code each layer when vLLM finalizes it, comparing the spans decoded on the CPU where the GPU
 load compares them on the GPU; it reports, beside the above (over the parameters left):
   - meta_before: the Linear weights on the meta device before the load;
@@ -70,7 +73,8 @@ def _port():
 def _build(folder, tp=1, layerwise=False):
     from vllm.config import (CompilationConfig, DeviceConfig, LoadConfig, ParallelConfig,
                              VllmConfig, set_current_vllm_config)
-    from vllm.distributed import initialize_model_parallel, model_parallel_is_initialized
+    from vllm.distributed import (destroy_model_parallel, initialize_model_parallel,
+                                  model_parallel_is_initialized)
     from vllm.engine.arg_utils import EngineArgs
     from vllm.model_executor.model_loader.utils import initialize_model
     from vllm.utils.torch_utils import set_default_torch_dtype
@@ -87,8 +91,11 @@ def _build(folder, tp=1, layerwise=False):
     if layerwise:
         config.quant_config.layerwise = True  # as DF11ModelLoader.load_model sets it
     with set_current_vllm_config(config):
-        if not model_parallel_is_initialized():
-            initialize_model_parallel(tp, 1)
+        # Made again for each model: the groups depend on the model (an MoE model's expert
+        # group is made only under an MoE model's config).
+        if model_parallel_is_initialized():
+            destroy_model_parallel()
+        initialize_model_parallel(tp, 1)
         with set_default_torch_dtype(model_config.dtype), torch.device("cpu"):
             return initialize_model(config), model_config
 
@@ -147,11 +154,28 @@ def _cpu_coder(*args):
     return _cpu_coder_class()(*args)
 
 
-def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None, results=None, layerwise=False):
-    import tempfile
+def rank_main(jobs, rank=0, tp=1, port=None, results=None):
+    """Runs every job of `jobs` as rank `rank` of `tp`; each job's JSON line goes to stdout,
+    or to `results` (a queue the parent reads) in a rank process."""
+    import traceback
     _cpu_vllm(rank, tp, port)
     import df11.vllm
     df11.vllm.register()
+    for job in jobs:
+        try:
+            got = compare(job["df11"], job["bf16"], rank, tp, job.get("layerwise", False))
+        except Exception:
+            got = {"rank": rank, "error": traceback.format_exc()[-3000:]}
+        line = json.dumps({"job": job["job"], **got})
+        if results is None:
+            print(line, flush=True)
+        else:
+            results.put(line)  # the parent prints the ranks' lines, one at a time
+
+
+def compare(df11_dir, bf16_dir, rank, tp, layerwise):
+    """One job's report (the module's docstring), as a dict."""
+    import tempfile
     from df11 import _capi, coded, vllm_plugin
     reference, reference_config = _build(bf16_dir, tp)
     assert reference_config.quantization is None, reference_config.quantization
@@ -212,33 +236,32 @@ def rank_main(df11_dir, bf16_dir, rank=0, tp=1, port=None, results=None, layerwi
     differ = sorted(n for n in set(want) | set(got)
                     if n not in want or n not in got or want[n].shape != got[n].shape
                     or not torch.equal(_bits(want[n]), _bits(got[n])))
-    result = json.dumps({
+    return {
         "rank": rank, "params": len(got), "differ": differ,
         "missing": sorted(set(got) - set(loaded)) if loaded is not None else [],
         "linear": len(plans), "from_groups": sum(p.group is not None for p in plans),
         "again": [[p.prefix, p.why] for p in plans if p.group is None],
         "spans_differ": spans_differ, "encoded": len(again), "encoded_differ": encoded_differ,
-        "shapes": {n: list(p.shape) for n, p in got.items()}, **extra})
-    if results is None:
-        print(result, flush=True)
-    else:
-        results.put(result)  # the parent prints the ranks' lines, one at a time
+        "shapes": {n: list(p.shape) for n, p in got.items()}, **extra}
 
 
-def main(df11_dir, bf16_dir, tp=1, layerwise=False):
+def main(jobs_path, tp=1):
+    with open(jobs_path) as f:
+        jobs = json.load(f)
     if tp == 1:
-        return rank_main(df11_dir, bf16_dir, layerwise=layerwise)
+        rank_main(jobs)
+        return 0
     import multiprocessing
     port = _port()
     ctx = multiprocessing.get_context("spawn")
     results = ctx.Queue()
-    ranks = [ctx.Process(target=rank_main, args=(df11_dir, bf16_dir, r, tp, port, results))
+    ranks = [ctx.Process(target=rank_main, args=(jobs, r, tp, port, results))
              for r in range(tp)]
     for p in ranks:
         p.start()
     # Read before joining: a process that put into a queue exits once its data is read.
-    lines, deadline = [], time.monotonic() + 900
-    while len(lines) < tp and time.monotonic() < deadline:
+    want, lines, deadline = tp * len(jobs), [], time.monotonic() + 900
+    while len(lines) < want and time.monotonic() < deadline:
         try:
             lines.append(results.get(timeout=1))
         except queue.Empty:
@@ -250,9 +273,8 @@ def main(df11_dir, bf16_dir, tp=1, layerwise=False):
         p.join(60)
         if p.exitcode is None:
             p.kill()
-    return 0 if len(lines) == tp and all(p.exitcode == 0 for p in ranks) else 1
+    return 0 if len(lines) == want and all(p.exitcode == 0 for p in ranks) else 1
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1], sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 1,
-                  len(sys.argv) > 4 and sys.argv[4] == "layerwise"))
+    sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1))
