@@ -167,19 +167,24 @@ def scratch_dir(nbytes: int, candidate: str = SHARED_MEMORY_DIR) -> Optional[str
     return candidate if st.f_bavail * st.f_frsize >= 2 * nbytes else None
 
 
-def encode(weights: Dict[str, torch.Tensor], out_dir: str) -> _capi.Model:
+def encode(weights: Dict[str, torch.Tensor], out_dir: str,
+           shard_bytes: Optional[int] = None) -> _capi.Model:
     """Writes `weights` (tensors by name, in host memory or on a GPU, which df11.compress reads
     64 MiB at a time: encode_batches is faster there) as the DF11 folder `out_dir`, one coded
     group per tensor (df11.compress: df11's encoder on all cores), and opens it. For an
     engine whose weights are not the folder's tensors as they are (a tensor-parallel rank's
     slice, a weight its loader transformed): the engine's own tensor, coded. A tensor the
-    encoder stores raw has no group in the result (tensor_group() is None)."""
+    encoder stores raw has no group in the result (tensor_group() is None). `shard_bytes`
+    cuts the folder into shards of about that many bytes, which the encoder writes side by
+    side as far as its memory bound allows (default: one shard)."""
     from .checkpoint import compress
-    compress(weights, out_dir, config={"df11": "engine weights"}, group_by="tensor")
+    compress(weights, out_dir, config={"df11": "engine weights"}, group_by="tensor",
+             max_shard_size=shard_bytes)
     return _capi.Model(out_dir)
 
 
 ENCODE_BATCH_BYTES = 1 << 30  # BF16 bytes a batch of encode_batches codes at once
+ENCODE_SHARD_BYTES: Optional[int] = 256 << 20  # a batch's shards, written side by side
 
 
 def weight_batches(sizes: Dict[str, int], cap: int) -> List[List[str]]:
@@ -197,7 +202,9 @@ def weight_batches(sizes: Dict[str, int], cap: int) -> List[List[str]]:
 
 
 def encode_batches(weights: Dict[str, torch.Tensor], out_dir: str,
-                   batch_bytes: int = ENCODE_BATCH_BYTES) -> List[Tuple[_capi.Model, List[str]]]:
+                   batch_bytes: int = ENCODE_BATCH_BYTES,
+                   shard_bytes: Optional[int] = ENCODE_SHARD_BYTES
+                   ) -> List[Tuple[_capi.Model, List[str]]]:
     """`weights` written as DF11 folders (encode) in batches of about `batch_bytes` of BF16 each,
     `out_dir`/0, 1, ...: [(the opened folder, its tensors' names)]. Weights on a GPU reach the
     encoder through two pinned host buffers of a batch each: the copy of batch k + 1 runs on
@@ -248,7 +255,8 @@ def encode_batches(weights: Dict[str, torch.Tensor], out_dir: str,
                 done.synchronize()
             if k + 1 < len(batches):
                 start(k + 1)  # into the other buffer: batch k - 1's, coded already
-            out.append((encode(copies.pop(k)[0], os.path.join(out_dir, str(k))), names))
+            out.append((encode(copies.pop(k)[0], os.path.join(out_dir, str(k)), shard_bytes),
+                        names))
     except BaseException:
         for folder, _ in out:
             folder.close()

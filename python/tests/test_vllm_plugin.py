@@ -333,20 +333,26 @@ def test_weight_batches_cut_in_order_under_the_cap():
     assert coded.weight_batches({}, 100) == []
 
 
-def test_encode_batches_codes_every_weight_once(tmp_path):
-    """coded.encode_batches: a folder per batch of the cap, each weight in one of them under
-    its name, decoding from its span to exactly the weight (host tensors, coded in place; the
-    GPU's staged copies: gpu/test_gpu.py)."""
+@pytest.mark.parametrize("shard_bytes", [None, 1])
+def test_encode_batches_codes_every_weight_once(tmp_path, shard_bytes):
+    """coded.encode_batches: a folder per batch of the cap (in one shard, or in shards of
+    `shard_bytes`: here a shard a weight), each weight in one of them under its name, decoding
+    from its span to exactly the weight (host tensors, coded in place; the GPU's staged
+    copies: gpu/test_gpu.py)."""
     g = torch.Generator().manual_seed(4)
     weights = {f"model.layers.{i}.mlp.down_proj.weight":
                (torch.randn(64, 48 + 16 * i, generator=g) * 0.02).to(torch.bfloat16)
                for i in range(5)}
     sizes = [t.numel() * 2 for t in weights.values()]
     folders = coded.encode_batches(weights, str(tmp_path / "batches"),
-                                   batch_bytes=sizes[0] + sizes[1])
+                                   batch_bytes=sizes[0] + sizes[1], shard_bytes=shard_bytes)
     try:
         assert [names for _, names in folders] == [list(weights)[:2], [list(weights)[2]],
                                                    [list(weights)[3]], [list(weights)[4]]]
+        shards = [sorted(f for f in os.listdir(tmp_path / "batches" / str(k))
+                         if f.endswith(".safetensors")) for k in range(len(folders))]
+        assert [len(s) for s in shards] == ([1, 1, 1, 1] if shard_bytes is None
+                                            else [2, 1, 1, 1]), shards
         for folder, names in folders:
             assert sorted(folder.tensor_name(t) for t in range(folder.tensor_count())) == \
                 sorted(names)
