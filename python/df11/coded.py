@@ -168,7 +168,7 @@ def scratch_dir(nbytes: int, candidate: str = SHARED_MEMORY_DIR) -> Optional[str
 
 
 def encode(weights: Dict[str, torch.Tensor], out_dir: str,
-           shard_bytes: Optional[int] = None) -> _capi.Model:
+           shard_bytes: Optional[int] = None, threads: int = 0) -> _capi.Model:
     """Writes `weights` (tensors by name, in host memory or on a GPU, which df11.compress reads
     64 MiB at a time: encode_batches is faster there) as the DF11 folder `out_dir`, one coded
     group per tensor (df11.compress: df11's encoder on all cores), and opens it. For an
@@ -176,10 +176,11 @@ def encode(weights: Dict[str, torch.Tensor], out_dir: str,
     slice, a weight its loader transformed): the engine's own tensor, coded. A tensor the
     encoder stores raw has no group in the result (tensor_group() is None). `shard_bytes`
     cuts the folder into shards of about that many bytes, which the encoder writes side by
-    side as far as its memory bound allows (default: one shard)."""
+    side as far as its memory bound allows (default: one shard). `threads`: the encoder's
+    worker threads (0: every core the process may use)."""
     from .checkpoint import compress
     compress(weights, out_dir, config={"df11": "engine weights"}, group_by="tensor",
-             max_shard_size=shard_bytes)
+             max_shard_size=shard_bytes, threads=threads)
     return _capi.Model(out_dir)
 
 
@@ -203,7 +204,7 @@ def weight_batches(sizes: Dict[str, int], cap: int) -> List[List[str]]:
 
 def encode_batches(weights: Dict[str, torch.Tensor], out_dir: str,
                    batch_bytes: int = ENCODE_BATCH_BYTES,
-                   shard_bytes: Optional[int] = ENCODE_SHARD_BYTES
+                   shard_bytes: Optional[int] = ENCODE_SHARD_BYTES, threads: int = 0
                    ) -> List[Tuple[_capi.Model, List[str]]]:
     """`weights` written as DF11 folders (encode) in batches of about `batch_bytes` of BF16 each,
     `out_dir`/0, 1, ...: [(the opened folder, its tensors' names)]. Weights on a GPU reach the
@@ -255,8 +256,8 @@ def encode_batches(weights: Dict[str, torch.Tensor], out_dir: str,
                 done.synchronize()
             if k + 1 < len(batches):
                 start(k + 1)  # into the other buffer: batch k - 1's, coded already
-            out.append((encode(copies.pop(k)[0], os.path.join(out_dir, str(k)), shard_bytes),
-                        names))
+            out.append((encode(copies.pop(k)[0], os.path.join(out_dir, str(k)), shard_bytes,
+                               threads), names))
     except BaseException:
         for folder, _ in out:
             folder.close()

@@ -572,8 +572,10 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
     with tempfile.TemporaryDirectory(prefix="df11-vllm-", dir=coded.scratch_dir(nbytes)) as tmp:
         # The weights where vLLM's loader put them, coded a batch at a time (a GPU's through
         # pinned host buffers, the next batch's copy beside this one's encode).
+        threads = _encoder_threads()
         folders = coded.encode_batches(
-            {name: plan.layer.weight.data for name, (plan, _) in names.items()}, tmp)
+            {name: plan.layer.weight.data for name, (plan, _) in names.items()}, tmp,
+            threads=threads)
         t1, cpu1 = time.perf_counter(), time.process_time()
         try:
             for folder, batch in folders:
@@ -589,10 +591,24 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
             for folder, _ in folders:
                 folder.close()
         logger.info("df11: %d Linear layers coded again (%.3f GiB of BF16, in %s, %d batches): "
-                    "copied and encoded %.2f s (%.1f CPU-s, %d cores allowed), uploaded, "
-                    "decoded and compared %.2f s", len(names), nbytes / 2**30,
+                    "copied and encoded %.2f s (%.1f CPU-s, %d cores allowed, %s threads), "
+                    "uploaded, decoded and compared %.2f s", len(names), nbytes / 2**30,
                     os.path.dirname(tmp), len(folders), t1 - t0, cpu1 - cpu0,
-                    len(os.sched_getaffinity(0)), time.perf_counter() - t1)
+                    len(os.sched_getaffinity(0)), threads or "all", time.perf_counter() - t1)
+
+
+def _encoder_threads() -> int:
+    """The encoder's threads in this rank: its share of the cores it may use, where vLLM runs
+    several ranks on this host (they code their slices at the same time); 0 (all) where the
+    ranks per host are unknown."""
+    try:
+        from vllm.distributed.parallel_state import get_node_count, get_world_group
+        local = get_world_group().world_size // max(1, get_node_count())
+    except Exception:  # no vLLM process group (a caller outside vLLM's workers)
+        return 0
+    if local <= 1:
+        return 0
+    return max(1, len(os.sched_getaffinity(0)) // local)
 
 
 class DF11HFConfigParser(HFConfigParser):

@@ -365,6 +365,25 @@ def test_encode_batches_codes_every_weight_once(tmp_path, shard_bytes):
             folder.close()
 
 
+@needs_vllm
+@pytest.mark.parametrize("world, nodes, cores, want", [(1, 1, 32, 0), (2, 1, 32, 16),
+                                                       (4, 1, 30, 7), (4, 2, 32, 16),
+                                                       (8, 1, 4, 1)])
+def test_encoder_threads_are_the_ranks_share_of_the_host(monkeypatch, world, nodes, cores,
+                                                          want):
+    """A rank codes its slices with its share of the cores it may use, where vLLM runs
+    several ranks on one host (they code at the same time): vLLM's world over its nodes; all
+    cores (0) at one rank a host, and outside vLLM's workers."""
+    from vllm.distributed import parallel_state
+    from df11 import vllm_plugin
+    assert vllm_plugin._encoder_threads() == 0  # no process group here
+    monkeypatch.setattr(parallel_state, "get_world_group",
+                        lambda: type("Group", (), {"world_size": world})())
+    monkeypatch.setattr(parallel_state, "get_node_count", lambda: nodes)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert vllm_plugin._encoder_threads() == want
+
+
 def test_scratch_dir_is_shared_memory_where_it_has_room(tmp_path, monkeypatch):
     """coded.scratch_dir: the temporary folder of a rank's coded slices goes to a writable
     shared-memory directory with twice its size free, else to tempfile's default (None)."""
