@@ -7,10 +7,12 @@ one forward pass of --tokens prompt tokens at batch 1, used bytes again. Reporte
 that difference (memory held outside torch's allocator counts too), torch's allocated, peak and
 reserved bytes, and for df11 what the engine says it holds (model.df11.memory_bytes()); beside
 them the folder's coded bytes (every group's six device parts), the bar's reference. The df11
-variants' logits are compared with BF16's (the default mode must be torch.equal).
+variants' logits are compared with BF16's (the default mode must be torch.equal). The variant
+"glyd" loads the BF16 folder with glyd.from_pretrained (the glyd package, measured where it is
+installed).
 
     python bench/gpu_memory.py --bf16 BF16_DIR --df11 DF11_DIR
-        [--variants bf16,df11,df11-exec,df11-compact]
+        [--variants bf16,df11,df11-exec,df11-compact,glyd]
         [--tokens 16] [--json OUT.json]
 """
 import argparse
@@ -20,7 +22,8 @@ import subprocess
 import sys
 import tempfile
 
-LOADERS = ("bf16", "df11", "df11-exec", "df11-compact")
+LOADERS = ("bf16", "df11", "df11-exec", "df11-compact", "glyd")
+DEFAULT = ("bf16", "df11", "df11-exec", "df11-compact")
 
 
 def worker(variant: str, bf16_dir: str, df11_dir: str, tokens: int, logits_path: str) -> dict:
@@ -35,6 +38,9 @@ def worker(variant: str, bf16_dir: str, df11_dir: str, tokens: int, logits_path:
     if variant == "bf16":
         model = AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
                                                      device_map="cuda").eval()
+    elif variant == "glyd":
+        import glyd
+        model = glyd.from_pretrained(bf16_dir).eval()
     else:
         model = df11.from_pretrained(df11_dir, device="cuda",
                                      mode=variant[len("df11-"):] if "-" in variant else "decode")
@@ -48,7 +54,7 @@ def worker(variant: str, bf16_dir: str, df11_dir: str, tokens: int, logits_path:
                allocated_gb=round(torch.cuda.memory_allocated() / 1e9, 3),
                peak_allocated_gb=round(torch.cuda.max_memory_allocated() / 1e9, 3),
                reserved_gb=round(torch.cuda.memory_reserved() / 1e9, 3))
-    if variant != "bf16":
+    if variant.startswith("df11"):
         row["df11_holds_gb"] = round(sum(model.df11.memory_bytes().values()) / 1e9, 3)
     torch.save(logits[0].float().cpu(), logits_path)
     return row
@@ -68,7 +74,7 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--bf16", required=True)
     p.add_argument("--df11", required=True)
-    p.add_argument("--variants", default=",".join(LOADERS))
+    p.add_argument("--variants", default=",".join(DEFAULT))
     p.add_argument("--tokens", type=int, default=16)
     p.add_argument("--json", default="")
     p.add_argument("--worker", nargs=2, help=argparse.SUPPRESS)

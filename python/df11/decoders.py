@@ -357,12 +357,14 @@ def rows_class(cls: type) -> Optional[type]:
 
 
 def rows_eligible(emb, group: "Group", device: torch.device, cpu_offload: bool, mode: str,
-                   resident_groups) -> bool:
+                  resident_groups, tied: bool) -> bool:
     """The embedding can be served by rows decodes: a CUDA device or the CPU, one 2-D member at the
     group's start, a class that reaches nn.Embedding's forward, no max_norm (which rewrites
-    the weight)."""
-    if (device.type not in ("cuda", "cpu") or cpu_offload or mode != "decode" or
-            group.name in resident_groups):
+    the weight). In a layout mode only an untied embedding: a tied head multiplies from the
+    embedding's weight, which is then decoded once (the layout of the head and the coded
+    embedding beside it would hold more)."""
+    if (device.type not in ("cuda", "cpu") or cpu_offload or (mode != "decode" and tied) or
+            (mode != "decode" and device.type != "cuda") or group.name in resident_groups):
         return False
     if len(group.members) != 1 or group.members[0].offset != 0 or len(group.members[0].shape) != 2:
         return False

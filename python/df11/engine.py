@@ -359,7 +359,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             continue
         head_resident = head_group_module is not None and member_modules == {head_group_module}
         if (member_modules == {emb_name} and rows_group is None and not head_resident and
-                rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups)):
+                rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups, tied)):
             rows_group = group
             if tied:  # the head decodes the whole group before its forward, as any unit does
                 units.setdefault(head_name, []).append((group, [Target(head_name, "weight")]))
@@ -549,11 +549,16 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                 unit.mode.load_check()
             engine.add_time("load check", t0)
 
+    if exec_items and engine.rows:
+        # The rows decoder's load check allocated and freed transient tensors: handed back
+        # before the blobs are allocated, so that none of them lies in those segments (which
+        # torch's cache would then keep, partly free, for the model's life).
+        torch.cuda.empty_cache()
     for dev, items in exec_items.items():
         state = exec_mode.ExecState(dev, layout)
         engine.exec_states[dev] = state
         t0 = time.perf_counter()
-        exec_mode.transcode(engine, model, folder, state, modules, items)
+        exec_mode.transcode(engine, model, folder, state, modules, items, head_name)
         engine.add_time("exec transcode", t0)
     if exec_items:
         # The transcode's coded bytes and workspaces go back to the device, not to torch's

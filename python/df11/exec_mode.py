@@ -13,7 +13,12 @@ blob (its ExecLinear here). In a forward pass each such Linear computes
     then torch's F.linear.
 
 What it costs: 12.01 bits per weight resident against DF11's ~10.8 (about 1.11x DF11's
-bytes, 0.75x BF16), plus a BF16 scratch as large as the largest such matrix.
+bytes, 0.75x BF16), plus a BF16 scratch as large as the largest such matrix but the output
+head's. The head (128256 x 4096 on an 8B Llama: 1.05 GB of BF16, 2.4 times a block's largest
+matrix) decodes above FUSED_MAX_TOKENS into a buffer allocated for that call from torch's
+allocator: generate() computes the logits of one position per sequence, so it needs that
+buffer only at batches above FUSED_MAX_TOKENS, and a forward pass only when it asks for the
+logits of more positions than that.
 
 mode="compact" is the same with the compact execution layout (spec/EXEC_COMPACT.md): each
 exponent a prefix codeword of at most 12 bits, about 10.7 bits per weight (no more than
@@ -164,6 +169,7 @@ class ExecLinear:
         self._out = (ctypes.c_void_p * 1)()
         self._single = (state.layout.gemm * 1)()  # this Linear alone (the traced op)
         self._single[0].w = matrix
+        self.transient = False  # above the fused GEMM, a buffer of its own per call
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Eager (or captured in a CUDA graph) the op's body runs directly; a trace goes through
@@ -247,7 +253,9 @@ class ExecLinear:
         then F.linear."""
         if tokens == 0:
             return x.new_empty((*x.shape[:-1], self.rows))
-        scratch = self.state.scratch
+        scratch = (torch.empty(self.rows * self.cols, dtype=torch.bfloat16,
+                               device=self.state.device)
+                   if self.transient else self.state.scratch)
         self._out[0] = scratch.data_ptr()
         rc = self._to_bf16(
             None, ctypes.byref(self.matrix), self._out, 1, self.site.status_ptr,
@@ -633,14 +641,17 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
 
 
 def transcode(engine, model: torch.nn.Module, folder: _capi.Model, state: ExecState, modules,
-              items) -> None:
+              items, head: Optional[str] = None) -> None:
     """Transcodes the groups of `items` ([(group, targets)]) on state.device into resident
     blobs, one group at a time (transcode_group), and puts an ExecLinearModule over each
-    member's blob in place of its Linear (in `model` and in `modules`)."""
+    member's blob in place of its Linear (in `model` and in `modules`). The scratch is sized
+    for the largest matrix but the output head's (the module named `head`), unless the head's
+    is no larger: the head then decodes into a buffer of its own per call (ExecLinear._wide)."""
     L = _capi.lib()
     dev = state.device
     stream = torch.cuda.current_stream(dev).cuda_stream
     largest = 0
+    heads: List[ExecLinear] = []
     install_pass()
     with torch.cuda.device(dev):
         scratch = Scratch(folder, [group.index for group, _ in items], dev, state.layout)
@@ -661,10 +672,17 @@ def transcode(engine, model: torch.nn.Module, folder: _capi.Model, state: ExecSt
                                           f"{module.out_features} x {module.in_features}")
                 lin = ExecLinear(module, member.name, group.what, m, state)
                 state.linears.append(lin)
-                largest = max(largest, m.rows * m.cols)
+                if head is not None and target.module == head:
+                    heads.append(lin)
+                else:
+                    largest = max(largest, m.rows * m.cols)
                 modules[target.module] = _install(engine, model, module, lin)
             _make_sites(state, [lin for lin in state.linears[-len(group.members):]])
         del scratch  # in stream order, after the last pack
+        for lin in heads:
+            lin.transient = lin.rows * lin.cols > largest
+            if not lin.transient:
+                largest = max(largest, lin.rows * lin.cols)
         state.scratch = torch.empty(max(largest, 1), dtype=torch.bfloat16, device=dev)
         state.status = torch.empty(_capi.EXEC_STATUS_BYTES * max(len(state.sites), 1),
                                    dtype=torch.uint8, device=dev)

@@ -547,7 +547,9 @@ def test_exec_mode_equals_the_reference_gemm(work, family, mode):
     bit for bit (not cuBLAS's), above 32 they are torch's on the decoded weights; so the
     model's logits are torch.equal to the BF16 model's with df11.exec_reference put in, at both
     sizes, and its greedy tokens (eager and under a CUDA graph) equal that model's. The compact
-    layout's blobs are smaller than the 12-bit layout's."""
+    layout's blobs are smaller than the 12-bit layout's. An untied input embedding stays coded
+    (rows decodes), and the scratch of the decoded path is sized without the output head, which
+    decodes into a buffer of its own above the fused GEMM's tokens."""
     from df11.generation import greedy_static
     from df11 import exec_mode
     bf16_dir, df11_dir = models.llm_folders(work, family)
@@ -557,6 +559,16 @@ def test_exec_mode_equals_the_reference_gemm(work, family, mode):
     n_layers = model.config.num_hidden_layers
     assert len(state.linears) >= 7 * n_layers  # every block's Linears (and a coded lm_head)
     assert not model.df11.units  # nothing left in the decode mode: no DF11 bytes kept
+    emb = model.get_input_embeddings()
+    head = next(lin for lin in state.linears if lin.module is model.get_output_embeddings())
+    blocks = max(lin.rows * lin.cols for lin in state.linears if lin is not head)
+    if model.config.tie_word_embeddings:  # the head multiplies from the decoded embedding
+        assert not model.df11.rows
+    else:
+        assert len(model.df11.rows) == 1 and isinstance(emb.weight, df11.modules.CodedWeight)
+        assert head.transient == (head.rows * head.cols > blocks)
+    assert state.scratch.numel() == (blocks if head.transient else
+                                     max(blocks, head.rows * head.cols))
     # Each such Linear is an ExecLinearModule (an nn.Linear) whose weight is a CodedWeight,
     # listed in state_dict() as in the default mode; save_pretrained writes the folder's
     # stored tensors byte for byte.
@@ -580,7 +592,7 @@ def test_exec_mode_equals_the_reference_gemm(work, family, mode):
     ref = df11.exec_reference(models.bf16_llm(bf16_dir, "cuda"), mode=mode)
     plain = models.bf16_llm(bf16_dir, "cuda")
     vocab = ref.config.vocab_size
-    for batch, length in ((1, 1), (1, 16), (2, 8), (1, 24), (2, 16), (1, 40), (4, 16)):
+    for batch, length in ((1, 1), (1, 16), (2, 8), (1, 24), (2, 16), (1, 40), (4, 16), (3, 40)):
         ids = models.llm_inputs(vocab, batch, length=length, seed=3).cuda()
         with torch.no_grad():
             got, want = model(input_ids=ids).logits, ref(input_ids=ids).logits
