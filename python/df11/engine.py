@@ -6,9 +6,9 @@ and the C API's view of a DF11 folder, and:
     buffer, in the dtype the model gives it;
   - keeps an untied input embedding's group coded like the others, and serves each lookup by
     decoding only the rows the ids name (on a GPU torch.ops.df11.embed_rows, through
-    df11_cuda_decode_rows; on the CPU df11_decode_group_range per id). With cpu_offload or
-    mode="exec" the embedding is decoded once into an ordinary parameter, tied to the head if
-    the model ties them;
+    df11_cuda_decode_rows; on the CPU df11_decode_group_range per id). With cpu_offload, and
+    tied to the head in a layout mode (mode="exec", "compact"), the embedding is decoded once
+    into an ordinary parameter, tied to the head if the model ties them;
   - decodes the output head's group (an untied lm_head, or the embedding a tied head shares)
     once at load into an ordinary parameter, on the GPU (_resident_on_gpu) as on the CPU: a
     matrix is never multiplied in parts of its rows (neither torch's CPU GEMM nor cuBLAS
