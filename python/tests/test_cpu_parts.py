@@ -191,3 +191,36 @@ def test_torch_threads_left_alone(folders):
     finally:
         hook.remove()
         torch.set_num_threads(before)
+
+
+def test_rows_eligible_by_mode_device_and_tie():
+    """Which embeddings rows decodes serve: in the default mode on a GPU or the CPU, tied or
+    not; in a layout mode (exec, compact: GPU only) an untied one only, since a tied head
+    multiplies from the embedding's weight; never with cpu_offload, a resident group, a group
+    of several members or one that does not start at 0, or an embedding with max_norm."""
+    from df11.decoders import rows_eligible
+    from df11.groups import Group, Member
+
+    emb = torch.nn.Embedding(10, 4)
+    one = Group(0, "embed", "model.safetensors", 40, [Member(0, "embed.weight", (10, 4), 0)])
+    cuda, cpu = torch.device("cuda", 0), torch.device("cpu")
+
+    def ok(group=one, device=cuda, offload=False, mode="decode", resident=(), tied=False,
+           module=emb):
+        return rows_eligible(module, group, device, offload, mode, set(resident), tied)
+
+    for tied in (False, True):
+        assert ok(tied=tied) and ok(device=cpu, tied=tied)
+    for mode in ("exec", "compact"):
+        assert ok(mode=mode)
+        assert not ok(mode=mode, tied=True)
+        assert not ok(mode=mode, device=cpu)
+    assert not ok(offload=True)
+    assert not ok(resident=("embed",))
+    assert not ok(device=torch.device("meta"))
+    two = Group(0, "embed", "model.safetensors", 80, [Member(0, "a", (10, 4), 0),
+                                                     Member(1, "b", (10, 4), 40)])
+    assert not ok(group=two)
+    late = Group(0, "embed", "model.safetensors", 80, [Member(0, "a", (10, 4), 40)])
+    assert not ok(group=late)
+    assert not ok(module=torch.nn.Embedding(10, 4, max_norm=1.0))
