@@ -2,6 +2,11 @@
 // decoder (DF11_HAVE_CUDA unset) every entry point reports DF11_ERROR_UNSUPPORTED: the calls
 // into df11::cuda sit in generic lambdas that the helpers below then never call, so nothing
 // of df11_cuda is linked.
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <memory>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -142,6 +147,21 @@ df11_status on_rows(df11_cuda_plan* plan, const char* what, const int64_t* d_ids
   return on_plan(plan, std::forward<F>(body));
 }
 
+// The decoder's view of a group: its host view (validated by the plan) and its device parts.
+df11::cuda::DeviceGroup with_device_parts(const df11::GroupView& host, const df11_cuda_group& dev,
+                                          std::string name) {
+  df11::cuda::DeviceGroup d;
+  d.host = host;
+  d.d_luts = static_cast<const uint8_t*>(dev.d_luts);
+  d.d_encoded_exponent = static_cast<const uint8_t*>(dev.d_encoded_exponent);
+  d.d_sign_mantissa = static_cast<const uint8_t*>(dev.d_sign_mantissa);
+  d.d_output_positions = static_cast<const uint8_t*>(dev.d_output_positions);
+  d.d_gaps = static_cast<const uint8_t*>(dev.d_gaps);
+  d.d_out = static_cast<uint16_t*>(dev.d_out);
+  d.name = std::move(name);
+  return d;
+}
+
 // The df11::cuda description of groups[i] of the model with the caller's device pointers.
 Status device_groups(const df11::app::Df11Folder& f, const size_t* groups, size_t n_groups,
                      const df11_cuda_group* dev, std::vector<df11::cuda::DeviceGroup>& out) {
@@ -159,17 +179,86 @@ Status device_groups(const df11::app::Df11Folder& f, const size_t* groups, size_
     }
     if (seen[g]) return Status(ErrorCode::kInvalidArgument, f.groups[g].what + ": planned twice");
     seen[g] = true;
-    df11::cuda::DeviceGroup& d = out[i];
-    d.host = f.groups[g].view;
-    d.d_luts = static_cast<const uint8_t*>(dev[i].d_luts);
-    d.d_encoded_exponent = static_cast<const uint8_t*>(dev[i].d_encoded_exponent);
-    d.d_sign_mantissa = static_cast<const uint8_t*>(dev[i].d_sign_mantissa);
-    d.d_output_positions = static_cast<const uint8_t*>(dev[i].d_output_positions);
-    d.d_gaps = static_cast<const uint8_t*>(dev[i].d_gaps);
-    d.d_out = static_cast<uint16_t*>(dev[i].d_out);
-    d.name = f.groups[g].tensors.name;
+    out[i] = with_device_parts(f.groups[g].view, dev[i], f.groups[g].tensors.name);
   }
   return Status::ok();
+}
+
+// Read-only zero pages standing in for a group's bulk parts when only the device holds them:
+// validation reads their sizes, never their bytes, and the mapping reserves address space only.
+class SizedOnly {
+ public:
+  explicit SizedOnly(uint64_t bytes) : bytes_(std::max<uint64_t>(bytes, 1)) {
+    void* p = mmap(nullptr, bytes_, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    base_ = p == MAP_FAILED ? nullptr : static_cast<const uint8_t*>(p);
+  }
+  SizedOnly(const SizedOnly&) = delete;
+  SizedOnly& operator=(const SizedOnly&) = delete;
+  ~SizedOnly() {
+    if (base_ != nullptr) munmap(const_cast<uint8_t*>(base_), bytes_);
+  }
+  bool ok() const { return base_ != nullptr; }
+  std::span<const uint8_t> span(uint64_t bytes) const { return {base_, bytes}; }
+
+ private:
+  uint64_t bytes_;
+  const uint8_t* base_ = nullptr;
+};
+
+Status parts_groups(const df11_group_host_parts* host, size_t n_groups, const df11_cuda_group* dev,
+                    std::unique_ptr<SizedOnly>& bulk, std::vector<df11::cuda::DeviceGroup>& out) {
+  if (n_groups != 0 && (host == nullptr || dev == nullptr)) {
+    return Status(ErrorCode::kInvalidArgument, "df11_cuda_plan_create_parts: host or dev is NULL");
+  }
+  uint64_t largest = 0;
+  for (size_t i = 0; i < n_groups; ++i) {
+    const df11_group_host_parts& h = host[i];
+    if ((h.luts == nullptr && h.luts_bytes != 0) ||
+        (h.output_positions == nullptr && h.output_positions_bytes != 0) ||
+        (h.split_positions == nullptr && h.split_positions_bytes != 0)) {
+      return Status(ErrorCode::kInvalidArgument, "df11_cuda_plan_create_parts: host[" +
+                                                     std::to_string(i) +
+                                                     "]: a part's pointer is NULL, its size not 0");
+    }
+    largest = std::max({largest, h.encoded_exponent_bytes, h.sign_mantissa_bytes, h.gaps_bytes});
+  }
+  bulk = std::make_unique<SizedOnly>(largest);
+  if (!bulk->ok()) {
+    return Status(ErrorCode::kResourceLimit, "df11_cuda_plan_create_parts: no address space for " +
+                                                 std::to_string(largest) + " bytes of part sizes");
+  }
+  out.resize(n_groups);
+  for (size_t i = 0; i < n_groups; ++i) {
+    const df11_group_host_parts& h = host[i];
+    df11::GroupView view;
+    view.luts = {static_cast<const uint8_t*>(h.luts), h.luts_bytes};
+    view.output_positions = {static_cast<const uint8_t*>(h.output_positions),
+                             h.output_positions_bytes};
+    view.split_positions = {static_cast<const uint8_t*>(h.split_positions),
+                            h.split_positions_bytes};
+    view.encoded_exponent = bulk->span(h.encoded_exponent_bytes);
+    view.sign_mantissa = bulk->span(h.sign_mantissa_bytes);
+    view.gaps = bulk->span(h.gaps_bytes);
+    out[i] = with_device_parts(view, dev[i], h.name != nullptr ? h.name : "");
+  }
+  return Status::ok();
+}
+
+// A plan creation at the C boundary: *out gets a handle in every case but out of memory, and
+// `body(plan)` fills it (or reports why not) on a CUDA build.
+template <typename F>
+df11_status create_plan(df11_cuda_plan** out, F&& body) {
+  if (out == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
+  *out = nullptr;
+  df11_cuda_plan* p = new (std::nothrow) df11_cuda_plan();
+  if (p == nullptr) return DF11_ERROR_RESOURCE_LIMIT;
+  *out = p;
+  return df11::capi::guarded(p->err, [&]() -> Status {
+    if (!DF11_HAVE_CUDA) {
+      return Status(ErrorCode::kUnsupported, "this df11 library was built without CUDA");
+    }
+    return body(p);
+  });
 }
 
 }  // namespace
@@ -180,15 +269,7 @@ int df11_has_cuda(void) { return DF11_HAVE_CUDA ? 1 : 0; }
 
 df11_status df11_cuda_plan_create(df11_model* model, const size_t* groups, size_t n_groups,
                                   const df11_cuda_group* dev, df11_cuda_plan** out) {
-  if (out == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
-  *out = nullptr;
-  df11_cuda_plan* p = new (std::nothrow) df11_cuda_plan();
-  if (p == nullptr) return DF11_ERROR_RESOURCE_LIMIT;
-  *out = p;
-  return df11::capi::guarded(p->err, [&]() -> Status {
-    if (!DF11_HAVE_CUDA) {
-      return Status(ErrorCode::kUnsupported, "this df11 library was built without CUDA");
-    }
+  return create_plan(out, [&](df11_cuda_plan* p) -> Status {
     if (model == nullptr || !model->folder) {
       return Status(ErrorCode::kInvalidArgument, "df11_cuda_plan_create: no open model");
     }
@@ -202,6 +283,17 @@ df11_status df11_cuda_plan_create(df11_model* model, const size_t* groups, size_
     DF11_RETURN_IF_ERROR(make_plan(*p, device, what));
     p->members = df11::capi::model_members(*model, groups, n_groups);
     return Status::ok();
+  });
+}
+
+df11_status df11_cuda_plan_create_parts(const df11_group_host_parts* host, size_t n_groups,
+                                        const df11_cuda_group* dev, const char* what,
+                                        df11_cuda_plan** out) {
+  return create_plan(out, [&](df11_cuda_plan* p) -> Status {
+    std::unique_ptr<SizedOnly> bulk;
+    std::vector<df11::cuda::DeviceGroup> device;
+    DF11_RETURN_IF_ERROR(parts_groups(host, n_groups, dev, bulk, device));
+    return make_plan(*p, device, what != nullptr ? what : "coded groups");
   });
 }
 

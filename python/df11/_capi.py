@@ -55,6 +55,16 @@ class CudaGroup(Structure):
                 ("d_gaps", c_void_p), ("d_out", c_void_p)]
 
 
+class GroupHostParts(Structure):
+    """df11_group_host_parts: a group that lives on the GPU only, described by host copies of
+    its small parts and the sizes of the rest (CudaPlan.from_parts)."""
+    _fields_ = [("name", c_char_p), ("luts", c_void_p), ("luts_bytes", c_size_t),
+                ("output_positions", c_void_p), ("output_positions_bytes", c_size_t),
+                ("split_positions", c_void_p), ("split_positions_bytes", c_size_t),
+                ("encoded_exponent_bytes", c_uint64), ("sign_mantissa_bytes", c_uint64),
+                ("gaps_bytes", c_uint64)]
+
+
 class ExecMatrix(Structure):
     """df11_exec_matrix: one member's execution-layout blob in device memory and its shape."""
     _fields_ = [("d_blob", c_void_p), ("bytes", c_size_t), ("rows", c_uint32), ("cols", c_uint32),
@@ -168,6 +178,8 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_has_cuda", c_int)
     f("df11_cuda_plan_create", c_int, model_p, POINTER(c_size_t), c_size_t, POINTER(CudaGroup),
       POINTER(c_void_p))
+    f("df11_cuda_plan_create_parts", c_int, POINTER(GroupHostParts), c_size_t,
+      POINTER(CudaGroup), c_char_p, POINTER(c_void_p))
     f("df11_cuda_plan_destroy", None, plan_p)
     f("df11_cuda_plan_errmsg", c_char_p, plan_p)
     f("df11_cuda_plan_errcode", c_int, plan_p)
@@ -431,7 +443,25 @@ class CudaPlan(Handle):
         n = len(groups)
         g_arr = (c_size_t * n)(*groups)
         d_arr = (CudaGroup * n)(*dev)
-        rc = L.df11_cuda_plan_create(model.handle, g_arr, n, d_arr, ctypes.byref(self._h))
+        self._created(L.df11_cuda_plan_create(model.handle, g_arr, n, d_arr,
+                                              ctypes.byref(self._h)))
+
+    @classmethod
+    def from_parts(cls, host: List[GroupHostParts], dev: List[CudaGroup],
+                   what: str) -> "CudaPlan":
+        """A plan over groups that belong to no folder (df11_cuda_plan_create_parts): host[i]
+        and dev[i] describe group i; `what` leads every message."""
+        self = cls.__new__(cls)
+        self._h = c_void_p()
+        n = len(host)
+        rc = lib().df11_cuda_plan_create_parts((GroupHostParts * n)(*host), n,
+                                               (CudaGroup * n)(*dev), what.encode(),
+                                               ctypes.byref(self._h))
+        self._created(rc)
+        return self
+
+    def _created(self, rc: int) -> None:
+        L = lib()
         if rc != 0:
             message = _text(L.df11_cuda_plan_errmsg(self._h)) if self._h else "out of memory"
             self.close()

@@ -15,7 +15,7 @@ import os
 from ctypes import CFUNCTYPE, POINTER, c_char_p, c_int, c_int64, c_size_t, c_uint, c_uint64, c_void_p
 from typing import Callable, List, Optional, Sequence
 
-from ._capi import Df11Error, Handle, _text, status_name
+from ._capi import Df11Error, Handle, _text, status_code, status_name
 
 LIBRARY = "libdf11-tools.so.0"
 
@@ -99,6 +99,64 @@ def available() -> bool:
         return False
 
 
+class CudaEncodingSizes(ctypes.Structure):
+    """df11_cuda_encoding_sizes."""
+    _fields_ = [(name, c_uint64) for name in (
+        "n_elements", "luts_bytes", "encoded_exponent_bytes", "encoded_exponent_capacity",
+        "sign_mantissa_bytes", "output_positions_bytes", "gaps_bytes", "scratch_bytes")]
+
+
+HISTOGRAM_SCRATCH_BYTES = 2048  # DF11_CUDA_HISTOGRAM_SCRATCH_BYTES
+
+
+class CudaEncoding(Handle):
+    """A df11_cuda_encoding: the DF11 coding of n BF16 weights in device memory, planned on the
+    GPU (their exponents counted there, on `stream`, which this waits for) and enqueued by
+    encode() into the caller's device parts. Df11Error where the weights cannot be coded
+    (DF11_ERROR_UNCODABLE: an Inf, NaN or |x| >= 2^113)."""
+
+    def __init__(self, d_weights: int, n: int, d_scratch: int, scratch_bytes: int, stream: int):
+        L = lib()
+        self._h = c_void_p()
+        rc = L.df11_tools_cuda_encode_plan(c_void_p(d_weights), n, c_void_p(d_scratch),
+                                           scratch_bytes, c_void_p(stream), ctypes.byref(self._h))
+        self._check(rc)
+        self.sizes = CudaEncodingSizes()
+        self._check(L.df11_tools_cuda_encoding_sizes(self._h, ctypes.byref(self.sizes)))
+
+    def _release(self, h: c_void_p) -> None:
+        lib().df11_tools_cuda_encoding_free(h)
+
+    def _check(self, rc: int) -> None:
+        if rc != 0:
+            message = (_text(lib().df11_tools_cuda_encoding_errmsg(self._h)) if self._h
+                       else "out of memory")
+            raise Df11Error(rc, status_name(rc), message)
+
+    def luts(self) -> bytes:
+        """The group's luts part (host bytes)."""
+        return ctypes.string_at(lib().df11_tools_cuda_encoding_luts(self._h),
+                                self.sizes.luts_bytes)
+
+    def encode(self, d_weights: int, d_encoded_exponent: int, d_sign_mantissa: int,
+               d_output_positions: int, d_gaps: int, d_scratch: int, stream: int) -> None:
+        self._check(lib().df11_tools_cuda_encode(
+            self._h, c_void_p(d_weights), c_void_p(d_encoded_exponent),
+            c_void_p(d_sign_mantissa), c_void_p(d_output_positions), c_void_p(d_gaps),
+            c_void_p(d_scratch), self.sizes.scratch_bytes, c_void_p(stream)))
+
+
+def has_cuda_encoder() -> bool:
+    """libdf11-tools is installed and was built with the GPU encoder."""
+    if not available():
+        return False
+    L = lib()
+    h = c_void_p()
+    rc = L.df11_tools_cuda_encode_plan(None, 0, None, 0, None, ctypes.byref(h))
+    L.df11_tools_cuda_encoding_free(h)
+    return rc != status_code("unsupported")
+
+
 def _declare(L: ctypes.CDLL) -> None:
     def f(name, restype, *argtypes):
         fn = getattr(L, name)
@@ -131,6 +189,12 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_hub_set_transfers", c_int, p, c_int)
     f("df11_hub_set_progress", c_int, p, PROGRESS_FN, c_void_p)
     f("df11_hub_pull", c_int, p, c_char_p, POINTER(c_char_p))
+    f("df11_tools_cuda_encode_plan", c_int, p, c_uint64, p, c_size_t, p, POINTER(c_void_p))
+    f("df11_tools_cuda_encoding_free", None, p)
+    f("df11_tools_cuda_encoding_errmsg", c_char_p, p)
+    f("df11_tools_cuda_encoding_sizes", c_int, p, POINTER(CudaEncodingSizes))
+    f("df11_tools_cuda_encoding_luts", c_void_p, p)
+    f("df11_tools_cuda_encode", c_int, p, p, p, p, p, p, p, c_size_t, p)
 
 
 def _shape(shape: Sequence[int]):

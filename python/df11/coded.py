@@ -307,12 +307,76 @@ class GpuGroup:
             dev = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
                                   p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
                                   p[_capi.PART_GAPS], None)
-            self.plan = _capi.CudaPlan(folder, [g], [dev])
-            self.ws_bytes = self.plan.workspace_bytes
-            self.workspace = torch.empty(_round_up(self.ws_bytes, ALIGN_BYTES), dtype=torch.uint8,
-                                         device=device)
-            self.plan.workspace_init(self.workspace.data_ptr(), self.ws_bytes,
-                                     torch.cuda.current_stream(device).cuda_stream)
+            self._planned(_capi.CudaPlan(folder, [g], [dev]))
+
+    @classmethod
+    def encoded(cls, weight: torch.Tensor, name: str, what: str) -> "GpuGroup":
+        """`weight` (BF16, on a GPU) coded there as one group (libdf11-tools' GPU encoder: the
+        bytes df11's CPU encoder writes), its parts on the same GPU, and a plan over them:
+        what an engine keeps of a weight that it holds only on the GPU (a tensor-parallel
+        rank's slice). Df11Error where it cannot be coded (an Inf or NaN: `uncodable`).
+        `what` and `name` lead the messages of its decodes."""
+        from . import _tools
+        self = cls.__new__(cls)
+        self.what = f"{what}: group '{name}'"
+        device = weight.device
+        self.device = device
+        self.device_index = device.index if device.index is not None else 0
+        w = weight.detach().reshape(-1)
+        if w.dtype != torch.bfloat16 or device.type != "cuda" or not w.is_contiguous():
+            raise ValueError(f"df11: {self.what}: the GPU encoder takes a contiguous BF16 "
+                             f"tensor on a GPU, not {w.dtype} on {device}")
+        with torch.cuda.device(device):
+            stream = torch.cuda.current_stream(device).cuda_stream
+            hist = torch.empty(_tools.HISTOGRAM_SCRATCH_BYTES, dtype=torch.uint8, device=device)
+            try:
+                enc = _tools.CudaEncoding(w.data_ptr(), w.numel(), hist.data_ptr(),
+                                          _tools.HISTOGRAM_SCRATCH_BYTES, stream)
+            except _capi.Df11Error as e:
+                raise _capi.Df11Error(e.code, e.status, f"{self.what}: {e.message}") from None
+            with enc:
+                s = enc.sizes
+                sizes = {_capi.PART_LUTS: s.luts_bytes,
+                         _capi.PART_ENCODED_EXPONENT: s.encoded_exponent_capacity,
+                         _capi.PART_SIGN_MANTISSA: s.sign_mantissa_bytes,
+                         _capi.PART_OUTPUT_POSITIONS: s.output_positions_bytes,
+                         _capi.PART_GAPS: s.gaps_bytes}
+                offsets, size = {}, 0
+                for part, nbytes in sizes.items():
+                    offsets[part] = size
+                    size = _round_up(size + nbytes, ALIGN_BYTES)
+                self.coded = torch.empty(size, dtype=torch.uint8, device=device)
+                luts = enc.luts()
+                self.coded[:len(luts)].copy_(torch.frombuffer(bytearray(luts), dtype=torch.uint8))
+                base = self.coded.data_ptr()
+                p = {part: base + offset for part, offset in offsets.items()}
+                scratch = torch.empty(max(s.scratch_bytes, 1), dtype=torch.uint8, device=device)
+                enc.encode(w.data_ptr(), p[_capi.PART_ENCODED_EXPONENT],
+                           p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
+                           p[_capi.PART_GAPS], scratch.data_ptr(), stream)
+                at = offsets[_capi.PART_OUTPUT_POSITIONS]
+                op = self.coded[at:at + s.output_positions_bytes].cpu()  # waits for the encode
+                del scratch
+                host = _capi.GroupHostParts(
+                    name.encode(), ctypes.cast(ctypes.c_char_p(luts), ctypes.c_void_p),
+                    len(luts), op.data_ptr(), op.numel(), None, 0, s.encoded_exponent_bytes,
+                    s.sign_mantissa_bytes, s.gaps_bytes)
+                self.parts = p
+                dev = _capi.CudaGroup(p[_capi.PART_LUTS], p[_capi.PART_ENCODED_EXPONENT],
+                                      p[_capi.PART_SIGN_MANTISSA],
+                                      p[_capi.PART_OUTPUT_POSITIONS], p[_capi.PART_GAPS], None)
+                self._planned(_capi.CudaPlan.from_parts([host], [dev], what))
+        return self
+
+    def _planned(self, plan: _capi.CudaPlan) -> None:
+        """The plan over this group's parts, its workspace (initialised on torch's current
+        stream) and the spans decode's entry point."""
+        self.plan = plan
+        self.ws_bytes = plan.workspace_bytes
+        self.workspace = torch.empty(_round_up(self.ws_bytes, ALIGN_BYTES), dtype=torch.uint8,
+                                     device=self.device)
+        plan.workspace_init(self.workspace.data_ptr(), self.ws_bytes,
+                            torch.cuda.current_stream(self.device).cuda_stream)
         self._fn = _capi.lib().df11_cuda_decode_spans
         self._ws = ctypes.c_void_p(self.workspace.data_ptr())
 

@@ -78,7 +78,7 @@ from vllm.model_executor.utils import set_weight_attrs
 from vllm.platforms import current_platform
 from vllm.transformers_utils.config import HFConfigParser, register_config_parser
 
-from . import _capi, coded, exec_mode, loading
+from . import _capi, _tools, coded, exec_mode, loading
 from .decoders import StoredChecks
 from .vllm_config import (QUANT_METHOD, lacks_model_config, member_names, member_spans,
                           quantization_config, serving_mode, single_file_hint)
@@ -551,10 +551,40 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
                 state.exec_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
 
 
+def _attach_encoded_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
+                           ) -> Dict[str, Tuple[LayerPlan, str]]:
+    """Decode mode: each layer whose weight vLLM's loader built on the GPU is coded again there
+    (coded.GpuGroup.encoded: df11's GPU encoder, the CPU encoder's bytes), decoded and compared
+    as every layer is, and served from that group. Returns the layers left (host weights)."""
+    t0 = time.perf_counter()
+    left: Dict[str, Tuple[LayerPlan, str]] = {}
+    n = nbytes = 0
+    for name, (plan, why) in names.items():
+        weight = plan.layer.weight.data
+        if weight.device.type != "cuda":
+            left[name] = (plan, why)
+            continue
+        try:
+            group = coded.GpuGroup.encoded(weight, name, f"{state.folder_id} (coded again on the "
+                                           "GPU)")
+        except _capi.Df11Error as e:
+            if e.status != "uncodable":
+                raise
+            state.keep_bf16(plan, why + "; df11's encoder stores it raw")
+            continue
+        n += 1
+        nbytes += 2 * weight.numel()
+        if not state.try_spans(plan, group, [(0, weight.numel())]):
+            state.keep_bf16(plan, why + "; coded again, it decodes to other values")
+    torch.cuda.synchronize()
+    logger.info("df11: %d Linear layers coded again on the GPU (%.3f GiB of BF16), encoded, "
+                "decoded and compared in %.2f s", n, nbytes / 2**30, time.perf_counter() - t0)
+    return left
+
+
 def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
                     by_group: Dict[Tuple[int, int], coded.GpuGroup]) -> None:
     import tempfile
-    from . import _tools
     if not _tools.available():
         for plan, why in layers:
             state.keep_bf16(plan, f"{why}; df11's encoder (libdf11-tools) is not installed")
@@ -565,6 +595,9 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
             names[f"{plan.prefix}.weight"] = (plan, why)
         else:
             state.keep_bf16(plan, f"{why}; its weight is {plan.layer.weight.dtype}, not BF16")
+    if state.mode == "decode" and any(plan.layer.weight.device.type == "cuda"
+                                      for plan, _ in names.values()) and _tools.has_cuda_encoder():
+        names = _attach_encoded_on_gpu(state, names)
     if not names:
         return
     nbytes = sum(plan.layer.weight.numel() * 2 for plan, _ in names.values())

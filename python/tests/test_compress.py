@@ -167,3 +167,17 @@ def test_missing_tools_library_is_an_honest_error(tmp_path, monkeypatch):
     with pytest.raises(OSError, match="libdf11-tools.so.0"):
         df11.compress(models.build_llm("llama"), str(tmp_path / "out"))
     assert not os.path.exists(tmp_path / "out")
+
+
+def test_gpu_encoder_refuses_what_it_cannot_take():
+    """The GPU encoder (coded.GpuGroup.encoded) is in libdf11-tools wherever libdf11 has CUDA;
+    it takes BF16 tensors on a GPU only, and bad arguments reach Python as Df11Error."""
+    from df11 import _capi, _tools
+    from df11.coded import GpuGroup
+    assert _tools.has_cuda_encoder() == _capi.has_cuda()
+    with pytest.raises(ValueError, match="rank 1: group 'w': the GPU encoder takes a contiguous "
+                                         "BF16 tensor on a GPU"):
+        GpuGroup.encoded(torch.zeros(4, 4, dtype=torch.bfloat16), "w", "rank 1")
+    with pytest.raises(df11.Df11Error) as e:
+        _tools.CudaEncoding(0, 0, 0, 0, 0)
+    assert e.value.status == ("invalid_argument" if _capi.has_cuda() else "unsupported")

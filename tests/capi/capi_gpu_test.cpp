@@ -610,3 +610,115 @@ TEST_F(CApiGpu, CheckStoredOnTheDeviceFindsOneFlippedByte) {
 
 }  // namespace
 }  // namespace df11::clitest
+
+namespace df11::clitest {
+namespace {
+
+// A group coded on the GPU by libdf11-tools (df11_tools_cuda_encode_*) and decoded by a plan
+// from its parts (df11_cuda_plan_create_parts), as an engine holding a weight only on the
+// GPU does: the decode gives the weights back bit for bit; a flipped stream byte is reported
+// by the decode's status naming the group; bad host parts and uncodable weights are refused.
+struct Encoding {
+  df11_cuda_encoding* e = nullptr;
+  ~Encoding() { df11_tools_cuda_encoding_free(e); }
+};
+
+TEST(CApiGpuEncode, EncodedOnTheGpuDecodesFromItsParts) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    GTEST_SKIP() << "no usable CUDA device";
+  }
+  const uint64_t n = 300001;
+  const std::vector<uint16_t> w = cuda::support::deterministic_bf16(n, 7);
+  Device dev;
+  void* d_w = dev.upload(w);
+  void* d_hist = dev.alloc(DF11_CUDA_HISTOGRAM_SCRATCH_BYTES);
+  Encoding enc;
+  ASSERT_EQ(df11_tools_cuda_encode_plan(d_w, n, d_hist, DF11_CUDA_HISTOGRAM_SCRATCH_BYTES, nullptr,
+                                        &enc.e),
+            DF11_OK)
+      << df11_tools_cuda_encoding_errmsg(enc.e);
+  df11_cuda_encoding_sizes s{};
+  ASSERT_EQ(df11_tools_cuda_encoding_sizes(enc.e, &s), DF11_OK);
+  EXPECT_EQ(s.n_elements, n);
+  EXPECT_EQ(s.sign_mantissa_bytes, n);
+  EXPECT_LT(s.encoded_exponent_bytes, n);  // values in (-1, 1): a few bits a weight
+  void* d_stream = dev.alloc(s.encoded_exponent_capacity);
+  void* d_sm = dev.alloc(s.sign_mantissa_bytes);
+  void* d_op = dev.alloc(s.output_positions_bytes);
+  void* d_gaps = dev.alloc(s.gaps_bytes);
+  void* d_scratch = dev.alloc(s.scratch_bytes);
+  ASSERT_EQ(df11_tools_cuda_encode(enc.e, d_w, d_stream, d_sm, d_op, d_gaps, d_scratch,
+                                   s.scratch_bytes, nullptr),
+            DF11_OK)
+      << df11_tools_cuda_encoding_errmsg(enc.e);
+  const uint8_t* luts = df11_tools_cuda_encoding_luts(enc.e);
+  ASSERT_NE(luts, nullptr);
+  void* d_luts = dev.upload(luts, s.luts_bytes);
+  std::vector<uint8_t> op(s.output_positions_bytes);
+  ASSERT_EQ(cudaMemcpy(op.data(), d_op, op.size(), cudaMemcpyDeviceToHost), cudaSuccess);
+
+  void* d_out = dev.alloc(2 * n);
+  df11_group_host_parts host{};
+  host.name = "encoded.weight";
+  host.luts = luts;
+  host.luts_bytes = s.luts_bytes;
+  host.output_positions = op.data();
+  host.output_positions_bytes = op.size();
+  host.encoded_exponent_bytes = s.encoded_exponent_bytes;
+  host.sign_mantissa_bytes = s.sign_mantissa_bytes;
+  host.gaps_bytes = s.gaps_bytes;
+  const df11_cuda_group group{d_luts, d_stream, d_sm, d_op, d_gaps, d_out};
+  Plan plan;
+  ASSERT_EQ(df11_cuda_plan_create_parts(&host, 1, &group, "rank 0", &plan.p), DF11_OK)
+      << df11_cuda_plan_errmsg(plan.p);
+  const size_t ws = df11_cuda_plan_workspace_bytes(plan.p);
+  void* d_ws = dev.alloc(ws);
+  ASSERT_EQ(df11_cuda_workspace_init(plan.p, d_ws, ws, nullptr), DF11_OK);
+  ASSERT_EQ(df11_cuda_decode(plan.p, d_ws, ws, nullptr), DF11_OK);
+  ASSERT_EQ(df11_cuda_status_sync(plan.p, d_ws, nullptr), DF11_OK) << df11_cuda_plan_errmsg(plan.p);
+  EXPECT_EQ(download(d_out, n), w);
+
+  // One flipped byte in the middle of the stream: the decode says so, naming the group.
+  uint8_t byte = 0;
+  auto* mid = static_cast<uint8_t*>(d_stream) + s.encoded_exponent_bytes / 2;
+  ASSERT_EQ(cudaMemcpy(&byte, mid, 1, cudaMemcpyDeviceToHost), cudaSuccess);
+  byte ^= 0x5A;
+  ASSERT_EQ(cudaMemcpy(mid, &byte, 1, cudaMemcpyHostToDevice), cudaSuccess);
+  ASSERT_EQ(df11_cuda_decode(plan.p, d_ws, ws, nullptr), DF11_OK);
+  EXPECT_NE(df11_cuda_status_sync(plan.p, d_ws, nullptr), DF11_OK);
+  EXPECT_NE(std::string(df11_cuda_plan_errmsg(plan.p)).find("rank 0: group 'encoded.weight'"),
+            std::string::npos)
+      << df11_cuda_plan_errmsg(plan.p);
+
+  // Host parts that break the spec's structure are refused when planning, naming the group.
+  std::vector<uint8_t> bad = op;
+  bad[0] = 1;  // op[0] must be 0
+  host.output_positions = bad.data();
+  Plan refused;
+  EXPECT_EQ(df11_cuda_plan_create_parts(&host, 1, &group, "rank 0", &refused.p),
+            DF11_ERROR_BAD_OUTPUT_POSITIONS);
+  EXPECT_NE(std::string(df11_cuda_plan_errmsg(refused.p)).find("group 'encoded.weight'"),
+            std::string::npos)
+      << df11_cuda_plan_errmsg(refused.p);
+  host.output_positions_bytes += 4;  // sizes that do not fit the stream's
+  host.output_positions = op.data();
+  Plan wrong_size;
+  EXPECT_NE(df11_cuda_plan_create_parts(&host, 1, &group, nullptr, &wrong_size.p), DF11_OK);
+
+  // A NaN cannot be coded: refused by the plan, nothing to encode.
+  std::vector<uint16_t> nan = w;
+  nan[n / 2] = 0x7FC0;
+  void* d_nan = dev.upload(nan);
+  Encoding refused_enc;
+  EXPECT_EQ(df11_tools_cuda_encode_plan(d_nan, n, d_hist, DF11_CUDA_HISTOGRAM_SCRATCH_BYTES,
+                                        nullptr, &refused_enc.e),
+            DF11_ERROR_UNCODABLE);
+  EXPECT_EQ(df11_tools_cuda_encoding_sizes(refused_enc.e, &s), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_tools_cuda_encode(refused_enc.e, d_nan, d_stream, d_sm, d_op, d_gaps, d_scratch,
+                                   s.scratch_bytes, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+}  // namespace df11::clitest

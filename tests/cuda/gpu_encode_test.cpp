@@ -74,8 +74,8 @@ void expect_same_as_cpu(const std::vector<uint16_t>& weights, uint32_t misalign 
   ASSERT_NE(hist_scratch, nullptr);
 
   Histogram hist{};
-  Status st = cuda::device_histogram(d_w, n, hist_scratch, cuda::kHistogramScratchBytes, nullptr,
-                                     hist);
+  Status st =
+      cuda::device_histogram(d_w, n, hist_scratch, cuda::kHistogramScratchBytes, nullptr, hist);
   ASSERT_TRUE(st.is_ok()) << st.message();
   EXPECT_EQ(hist, exponent_histogram(weights));
   Result<cuda::DeviceEncodePlan> planned = cuda::plan_device_encode(hist, n);
@@ -105,8 +105,8 @@ void expect_same_as_cpu(const std::vector<uint16_t>& weights, uint32_t misalign 
   EXPECT_EQ(download(out.sign_mantissa, n), want.sign_mantissa);
   EXPECT_EQ(download(out.output_positions, plan.output_positions_bytes), want.output_positions);
   EXPECT_EQ(download(out.gaps, plan.gaps_bytes), want.gaps);
-  const std::vector<uint8_t> tail = download(out.encoded_exponent + plan.n_bytes,
-                                             plan.encoded_exponent_capacity - plan.n_bytes);
+  const std::vector<uint8_t> tail =
+      download(out.encoded_exponent + plan.n_bytes, plan.encoded_exponent_capacity - plan.n_bytes);
   for (uint8_t b : tail) EXPECT_EQ(b, 0) << "the stream's capacity past n_bytes";
   expect_guard_after(out.encoded_exponent, plan.encoded_exponent_capacity, "encoded_exponent");
   expect_guard_after(out.sign_mantissa, n, "sign_mantissa");
@@ -161,17 +161,16 @@ TEST_F(CudaEncode, RefusesUncodableWeightsAndBadArguments) {
   EXPECT_EQ(plan.status().code(), ErrorCode::kUncodable) << plan.status().message();
   EXPECT_EQ(cuda::plan_device_encode(hist, w.size() + 1).status().code(),
             ErrorCode::kInvalidArgument);
-  EXPECT_EQ(cuda::plan_device_encode(Histogram{}, 0).status().code(),
-            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(cuda::plan_device_encode(Histogram{}, 0).status().code(), ErrorCode::kInvalidArgument);
 
   DeviceArena arena(1 << 20);
   ASSERT_TRUE(arena.ok());
   uint8_t* d = arena.reserve(4096, 0);
   Histogram h{};
-  EXPECT_EQ(cuda::device_histogram(reinterpret_cast<const uint16_t*>(d), 16, d + 2048, 100,
-                                   nullptr, h)
-                .code(),
-            ErrorCode::kInvalidArgument);  // scratch too small
+  EXPECT_EQ(
+      cuda::device_histogram(reinterpret_cast<const uint16_t*>(d), 16, d + 2048, 100, nullptr, h)
+          .code(),
+      ErrorCode::kInvalidArgument);  // scratch too small
   EXPECT_EQ(cuda::device_histogram(reinterpret_cast<const uint16_t*>(d + 1), 16, d + 2048,
                                    cuda::kHistogramScratchBytes, nullptr, h)
                 .code(),

@@ -460,6 +460,36 @@ DF11_API df11_status df11_cuda_decode_rows_and_copy_status(df11_cuda_plan* plan,
                                                            size_t workspace_bytes, void* h_status,
                                                            size_t status_bytes, void* stream);
 
+/* A coded group that lives on the GPU only (df11_tools_cuda_encode of libdf11-tools writes
+ * one there), described by the host copies of its small parts and the sizes of its bulk:
+ * luts, output_positions and split_positions as df11_group_part_bytes gives them (host
+ * memory, read during df11_cuda_plan_create_parts only; split_positions may be NULL with 0
+ * bytes), and the byte sizes of the encoded_exponent, sign_mantissa and gaps parts that only
+ * the device holds. `name` names the group in messages (NULL: "group #i"). */
+typedef struct df11_group_host_parts {
+  const char* name;
+  const void* luts;
+  size_t luts_bytes;
+  const void* output_positions;
+  size_t output_positions_bytes;
+  const void* split_positions;
+  size_t split_positions_bytes;
+  uint64_t encoded_exponent_bytes;
+  uint64_t sign_mantissa_bytes;
+  uint64_t gaps_bytes;
+} df11_group_host_parts;
+
+/* df11_cuda_plan_create for groups that belong to no folder: host[i] describes group i and
+ * dev[i] holds its device parts. Validates each group on the host as df11_cuda_plan_create
+ * does a folder's (spec 3.8: tables, output positions, split positions, sizes), with `what`
+ * (NULL: "coded groups") leading every message; the decode then checks the streams as it
+ * always does. The plan serves df11_cuda_decode, the spans and rows decodes and the status
+ * calls; it has no members for the fused GEMV (df11_cuda_gemv_matrix_count 0). *out as
+ * df11_cuda_plan_create: a handle in every case but out of memory. */
+DF11_API df11_status df11_cuda_plan_create_parts(const df11_group_host_parts* host, size_t n_groups,
+                                                 const df11_cuda_group* dev, const char* what,
+                                                 df11_cuda_plan** out);
+
 /* The launch the plan makes, for tuning and profiling: thread blocks per launch, dynamic
  * shared memory per thread block (bytes), and 1 if the compact kernel configuration was
  * chosen (decoder/cuda/NOTES.md). DF11_ERROR_UNSUPPORTED without CUDA. */

@@ -13,25 +13,23 @@
 //   - op[b] = the index of the first code starting in block b (spec 3.6); blocks with no code
 //     start (only the last can be one) keep n, as does op[n_blocks];
 //   - the sign/mantissa byte (spec 2.1).
-#include "df11/cuda_encoder.h"
-
+#include <cstdint>
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_scan.cuh>
-
-#include <cstdint>
 #include <limits>
 #include <string>
 
+#include "df11/cuda_encoder.h"
 #include "df11/group.h"
 
 namespace df11::cuda {
 namespace {
 
 constexpr uint32_t kThreads = 256;
-constexpr uint32_t kPerThread = 32;                         // consecutive weights a thread codes
-constexpr uint32_t kTileWeights = kThreads * kPerThread;    // 8192
-constexpr uint32_t kRowStride = kPerThread + 2;             // u16; odd word stride: no conflicts
+constexpr uint32_t kPerThread = 32;                       // consecutive weights a thread codes
+constexpr uint32_t kTileWeights = kThreads * kPerThread;  // 8192
+constexpr uint32_t kRowStride = kPerThread + 2;           // u16; odd word stride: no conflicts
 constexpr uint64_t kAlign = 256;
 
 struct CodeTable {
@@ -45,8 +43,8 @@ std::string str(uint64_t v) { return std::to_string(v); }
 
 Status cuda_status(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return Status::ok();
-  return Status(ErrorCode::kCuda, std::string("GPU encoder: ") + what + ": " +
-                                      cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+  return Status(ErrorCode::kCuda, std::string("GPU encoder: ") + what + ": " + cudaGetErrorName(e) +
+                                      " (" + cudaGetErrorString(e) + ")");
 }
 
 __device__ __forceinline__ uint32_t exponent_of(uint16_t w) { return (w >> 7) & 0xFFu; }
@@ -88,12 +86,12 @@ __global__ void fill_positions_kernel(uint32_t* __restrict__ op, uint64_t count,
 }
 
 struct Outputs {
-  uint32_t* stream;         // the encoded_exponent buffer as 32-bit words
-  uint64_t stream_words;    // its capacity in words
+  uint32_t* stream;       // the encoded_exponent buffer as 32-bit words
+  uint64_t stream_words;  // its capacity in words
   uint8_t* sign_mantissa;
-  uint32_t* op;             // n_blocks + 1 entries
+  uint32_t* op;  // n_blocks + 1 entries
   uint64_t n_blocks;
-  uint8_t* gap_stage;       // one byte per window
+  uint8_t* gap_stage;  // one byte per window
   uint64_t n_windows;
 };
 
@@ -140,9 +138,9 @@ __global__ void __launch_bounds__(kThreads)
   // the first of its window and of its stream block.
   uint32_t prev_length = 0;
   if (first > 0) {
-    prev_length = threadIdx.x > 0 ? length[exponent_of(tile[(threadIdx.x - 1) * kRowStride +
-                                                             kPerThread - 1])]
-                                  : length[exponent_of(w[first - 1])];
+    prev_length = threadIdx.x > 0
+                      ? length[exponent_of(tile[(threadIdx.x - 1) * kRowStride + kPerThread - 1])]
+                      : length[exponent_of(w[first - 1])];
   }
   uint64_t word = pos >> 5;
   uint64_t acc = 0;  // stream words `word` and `word + 1`, first bit in the top bit
@@ -228,7 +226,8 @@ Status device_histogram(const uint16_t* d_weights, uint64_t n, void* d_scratch,
       scratch_bytes < kHistogramScratchBytes || !aligned(d_scratch, 8) || !aligned(d_weights, 2)) {
     return Status(ErrorCode::kInvalidArgument,
                   "device_histogram: null or misaligned pointer, no weights, or a scratch "
-                  "smaller than " + str(kHistogramScratchBytes) + " bytes");
+                  "smaller than " +
+                      str(kHistogramScratchBytes) + " bytes");
   }
   auto* hist = static_cast<unsigned long long*>(d_scratch);
   DF11_RETURN_IF_ERROR(cuda_status(cudaMemsetAsync(hist, 0, kHistogramScratchBytes, stream),
@@ -242,9 +241,9 @@ Status device_histogram(const uint16_t* d_weights, uint64_t n, void* d_scratch,
   histogram_kernel<<<static_cast<unsigned>(grid), 256, 0, stream>>>(d_weights, n, hist);
   DF11_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the histogram"));
   unsigned long long host[256];
-  DF11_RETURN_IF_ERROR(cuda_status(
-      cudaMemcpyAsync(host, hist, sizeof(host), cudaMemcpyDeviceToHost, stream),
-      "copying the histogram"));
+  DF11_RETURN_IF_ERROR(
+      cuda_status(cudaMemcpyAsync(host, hist, sizeof(host), cudaMemcpyDeviceToHost, stream),
+                  "copying the histogram"));
   DF11_RETURN_IF_ERROR(cuda_status(cudaStreamSynchronize(stream), "counting the exponents"));
   for (int s = 0; s < 256; ++s) out[s] = host[s];
   return Status::ok();
@@ -258,9 +257,8 @@ Result<DeviceEncodePlan> plan_device_encode(const Histogram& histogram, uint64_t
   uint64_t total = 0;
   for (uint64_t c : histogram) total += c;
   if (total != n) {
-    return Status(ErrorCode::kInvalidArgument, "GPU encoder: the histogram counts " +
-                                                   str(total) + " weights, the group has " +
-                                                   str(n));
+    return Status(ErrorCode::kInvalidArgument, "GPU encoder: the histogram counts " + str(total) +
+                                                   " weights, the group has " + str(n));
   }
   DeviceEncodePlan plan;
   DF11_ASSIGN_OR_RETURN(plan.code, build_code(histogram));
@@ -272,8 +270,7 @@ Result<DeviceEncodePlan> plan_device_encode(const Histogram& histogram, uint64_t
   plan.gaps_bytes = gap_bytes_for_blocks(plan.n_blocks);
   plan.output_positions_bytes = 4 * (plan.n_blocks + 1);
   plan.encoded_exponent_capacity = round_up(plan.n_bytes, 8);
-  DF11_ASSIGN_OR_RETURN(const ScratchLayout l,
-                        scratch_layout(n, plan.n_blocks * kWindowsPerBlock));
+  DF11_ASSIGN_OR_RETURN(const ScratchLayout l, scratch_layout(n, plan.n_blocks * kWindowsPerBlock));
   plan.scratch_bytes = l.total;
   return plan;
 }
@@ -293,8 +290,7 @@ Status encode_on_device(const uint16_t* d_weights, const DeviceEncodePlan& plan,
   }
   const uint64_t n = plan.n_elements;
   const uint64_t n_windows = plan.n_blocks * kWindowsPerBlock;
-  if (n == 0 || n > std::numeric_limits<uint32_t>::max() ||
-      plan.n_bytes != (plan.n_bits + 7) / 8 ||
+  if (n == 0 || n > std::numeric_limits<uint32_t>::max() || plan.n_bytes != (plan.n_bits + 7) / 8 ||
       plan.n_blocks != (plan.n_bytes + kBytesPerBlock - 1) / kBytesPerBlock ||
       plan.encoded_exponent_capacity != round_up(plan.n_bytes, 8) ||
       plan.gaps_bytes != gap_bytes_for_blocks(plan.n_blocks) ||
@@ -313,9 +309,9 @@ Status encode_on_device(const uint16_t* d_weights, const DeviceEncodePlan& plan,
   uint8_t* stage = base + l.stage;
   const CodeTable table = table_of(plan.code);
 
-  DF11_RETURN_IF_ERROR(cuda_status(
-      cudaMemsetAsync(out.encoded_exponent, 0, plan.encoded_exponent_capacity, stream),
-      "zeroing the stream"));
+  DF11_RETURN_IF_ERROR(
+      cuda_status(cudaMemsetAsync(out.encoded_exponent, 0, plan.encoded_exponent_capacity, stream),
+                  "zeroing the stream"));
   DF11_RETURN_IF_ERROR(
       cuda_status(cudaMemsetAsync(stage, 0, n_windows, stream), "zeroing the gaps"));
   auto* op = reinterpret_cast<uint32_t*>(out.output_positions);
@@ -327,11 +323,11 @@ Status encode_on_device(const uint16_t* d_weights, const DeviceEncodePlan& plan,
   tile_bits_kernel<<<tiles, kThreads, 0, stream>>>(d_weights, n, table, sums);
   DF11_RETURN_IF_ERROR(cuda_status(cudaGetLastError(), "launching the tile lengths"));
   size_t scan_bytes = l.scan_bytes;
-  DF11_RETURN_IF_ERROR(cuda_status(
-      cub::DeviceScan::ExclusiveSum(base + l.scan, scan_bytes,
-                                    static_cast<const unsigned long long*>(sums), firsts,
-                                    static_cast<int64_t>(l.tiles), stream),
-      "scanning the tile lengths"));
+  DF11_RETURN_IF_ERROR(
+      cuda_status(cub::DeviceScan::ExclusiveSum(base + l.scan, scan_bytes,
+                                                static_cast<const unsigned long long*>(sums),
+                                                firsts, static_cast<int64_t>(l.tiles), stream),
+                  "scanning the tile lengths"));
   Outputs o;
   o.stream = reinterpret_cast<uint32_t*>(out.encoded_exponent);
   o.stream_words = plan.encoded_exponent_capacity / 4;

@@ -739,3 +739,41 @@ def test_embedding_rows(work, family):
         # Reported once: the model goes on with good ids.
         assert_equal(model(input_ids=static).logits, ref(input_ids=static).logits)
         model.df11.check_status()
+
+
+def test_gpu_encoded_group_decodes_bit_for_bit():
+    """coded.GpuGroup.encoded: a BF16 tensor on the GPU coded there (libdf11-tools' GPU
+    encoder) decodes back bit for bit, whole and in spans, with subnormals, both zeros and
+    values of every magnitude; a flipped stream byte is reported naming the group; an Inf or
+    NaN is refused as uncodable."""
+    from df11 import _capi
+    from df11.coded import GpuGroup, SpansWeight
+    g = torch.Generator().manual_seed(3)
+    w = (torch.randn(3001, 1037, generator=g) * 0.02).to(torch.bfloat16)
+    bits = w.view(torch.int16).reshape(-1)
+    bits[:6] = torch.tensor([0, -32768, 1, -32767, 0x7700, 0x0080], dtype=torch.int16)
+    w = w.cuda()
+    group = GpuGroup.encoded(w, "layers.0.mlp.down_proj.weight", "rank 0")
+    assert group.nbytes < w.numel() * 2 * 0.8
+    whole = SpansWeight(group, [(0, w.numel())], tuple(w.shape)).decode()
+    group.check()
+    assert torch.equal(whole.view(torch.int16), w.view(torch.int16))
+    n = w.numel()
+    spans = [(n // 2 + 5, 1037), (3, 1037 * 2 - 3), (n - 1037, 1037)]
+    part = SpansWeight(group, spans, (4, 1037)).decode()
+    group.check()
+    flat = w.reshape(-1)
+    want = torch.cat([flat[o:o + c] for o, c in spans]).view(4, 1037)
+    assert torch.equal(part.view(torch.int16), want.view(torch.int16))
+
+    stream = group.coded[group.parts[_capi.PART_ENCODED_EXPONENT] - group.coded.data_ptr():]
+    stream[1000:1008] ^= 0x5A
+    SpansWeight(group, [(0, n)], tuple(w.shape)).decode()
+    with pytest.raises(df11.Df11Error, match="rank 0: group 'layers.0.mlp.down_proj.weight'"):
+        group.check()
+
+    bad = w.clone()
+    bad[7, 7] = float("nan")
+    with pytest.raises(df11.Df11Error, match="rank 0: group 'nan.weight': exponent 255") as e:
+        GpuGroup.encoded(bad, "nan.weight", "rank 0")
+    assert e.value.status == "uncodable"

@@ -235,6 +235,74 @@ DF11_API df11_status df11_hub_pull(df11_hub* hub, const char* repo, const char**
  * where a pointer is NULL or every count is 0. Thread-safe. */
 DF11_API df11_status df11_tools_compact_lengths(const uint64_t* counts, uint8_t* lengths);
 
+/* ======================================================================================
+ * Coding on a CUDA GPU
+ * ======================================================================================
+ *
+ * Codes n BF16 weights that are already in device memory as one DF11 group, on the GPU: the
+ * same bytes df11's CPU encoder writes for them (its code and tables, built here on the host
+ * from the GPU's exponent histogram). For engines that hold a weight only on the GPU (a
+ * tensor-parallel rank's slice) and keep it coded there; libdf11's
+ * df11_cuda_plan_create_parts then decodes it.
+ *
+ *   df11_cuda_encoding* enc;
+ *   df11_tools_cuda_encode_plan(d_w, n, d_hist, DF11_CUDA_HISTOGRAM_SCRATCH_BYTES, stream, &enc);
+ *   df11_tools_cuda_encoding_sizes(enc, &sizes);        the parts' sizes and the scratch's
+ *   ... the caller allocates the four device parts and the scratch ...
+ *   df11_tools_cuda_encode(enc, d_w, parts..., d_scratch, sizes.scratch_bytes, stream);
+ *   df11_tools_cuda_encoding_free(enc);                 the luts (host) are the handle's
+ *
+ * The plan call enqueues the histogram on `stream` and waits for it; the encode call only
+ * enqueues (no allocation, no wait). The weights must not change between the two. Both run on
+ * the calling thread's current device. Without CUDA in the library both return
+ * DF11_ERROR_UNSUPPORTED. */
+
+/* Device scratch of df11_tools_cuda_encode_plan, 8-byte aligned. */
+#define DF11_CUDA_HISTOGRAM_SCRATCH_BYTES 2048
+
+typedef struct df11_cuda_encoding df11_cuda_encoding; /* opaque: a planned GPU encode */
+
+/* What a planned encode writes: the group's part sizes in bytes (luts in host memory, the
+ * rest in the caller's device buffers), the encoded_exponent buffer's capacity (its size
+ * rounded up to 8: the coder writes whole words; only the first encoded_exponent_bytes are
+ * the group's), and the device scratch the encode needs. */
+typedef struct df11_cuda_encoding_sizes {
+  uint64_t n_elements;
+  uint64_t luts_bytes;
+  uint64_t encoded_exponent_bytes;
+  uint64_t encoded_exponent_capacity;
+  uint64_t sign_mantissa_bytes;
+  uint64_t output_positions_bytes;
+  uint64_t gaps_bytes;
+  uint64_t scratch_bytes;
+} df11_cuda_encoding_sizes;
+
+/* Plans the coding of the n >= 1 BF16 weights at d_weights (device memory, 2-byte aligned):
+ * counts their exponents on the GPU (d_scratch: DF11_CUDA_HISTOGRAM_SCRATCH_BYTES) and builds
+ * the code. *out receives a handle in every case but out of memory (free it, also after a
+ * failure; its errmsg says what failed). DF11_ERROR_UNCODABLE where a weight has an exponent
+ * the DF11 code cannot hold (Inf, NaN, |x| >= 2^113), DF11_ERROR_INVALID_ARGUMENT for n = 0,
+ * n > 2^32 - 1 or a bad pointer, DF11_ERROR_CUDA for a failed CUDA call. */
+DF11_API df11_status df11_tools_cuda_encode_plan(const void* d_weights, uint64_t n, void* d_scratch,
+                                                 size_t scratch_bytes, void* stream,
+                                                 df11_cuda_encoding** out);
+DF11_API void df11_tools_cuda_encoding_free(df11_cuda_encoding* enc);
+DF11_API const char* df11_tools_cuda_encoding_errmsg(const df11_cuda_encoding* enc);
+/* DF11_ERROR_INVALID_ARGUMENT if the plan failed. */
+DF11_API df11_status df11_tools_cuda_encoding_sizes(const df11_cuda_encoding* enc,
+                                                    df11_cuda_encoding_sizes* out);
+/* The group's luts part (sizes.luts_bytes bytes, host memory owned by the handle); NULL if the
+ * plan failed. */
+DF11_API const uint8_t* df11_tools_cuda_encoding_luts(const df11_cuda_encoding* enc);
+/* Enqueues the coding on `stream` into the caller's device parts: encoded_exponent
+ * (encoded_exponent_capacity bytes, 8-byte aligned), sign_mantissa, output_positions (4-byte
+ * aligned) and gaps, each written whole; d_scratch: scratch_bytes, 8-byte aligned. The
+ * weights are the plan's. */
+DF11_API df11_status df11_tools_cuda_encode(df11_cuda_encoding* enc, const void* d_weights,
+                                            void* d_encoded_exponent, void* d_sign_mantissa,
+                                            void* d_output_positions, void* d_gaps, void* d_scratch,
+                                            size_t scratch_bytes, void* stream);
+
 #ifdef __cplusplus
 }
 #endif
