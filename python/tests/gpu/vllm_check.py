@@ -63,6 +63,10 @@ def make(work):
     model.save_pretrained(bf16, max_shard_size="600MB")
     df11_dir = os.path.join(work, "df11")
     df11.compress(model, df11_dir, max_shard_size="300MB", force=True)
+    # Each tensor its own group: vLLM's fused q/k/v and gate/up layers then span several groups
+    # and are coded again at load (on the GPU where their weights are built there).
+    df11.compress(model, os.path.join(work, "df11-tensor"), max_shard_size="300MB", force=True,
+                  group_by="tensor")
     # The official fixture, sharded.
     fixture = os.path.join(models.FIXTURES, "llama")
     shutil.rmtree(os.path.join(work, "official-bf16"), ignore_errors=True)

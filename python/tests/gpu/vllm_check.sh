@@ -16,7 +16,9 @@
 # also "host-load" and "gpu-load" (the DF11 folder loaded with its Linear
 # weights in BF16 through host or GPU memory, DF11_VLLM_LOAD_VIA=host or gpu, against BF16),
 # "layer-load" (the same with DF11_VLLM_LOAD_VIA=layer: each layer coded as vLLM's loader fills
-# it, which decode mode does by default at one rank), "control" (the
+# it, which decode mode does by default at one rank), "regrouped" (a DF11 folder of one group
+# per tensor, whose fused q/k/v and gate/up layers are coded again on the GPU at load, against
+# BF16), "control" (the
 # official case's two folders again, each in a second engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
 # BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
@@ -119,6 +121,14 @@ load_case() {
 ! want gpu-load || load_case gpu "Linear weights pass through GPU memory"
 # Each Linear layer coded as soon as vLLM's loader has filled it (vLLM's layer-wise loading).
 ! want layer-load || load_case layer "Linear weights load layer by layer"
+# A folder of one group per tensor: the fused layers are coded again at load, on the GPU.
+if want regrouped; then
+  [ -f "$work/bf16-graph.json" ] || gen bf16-graph "$work/bf16"
+  gen df11-tensor-graph "$work/df11-tensor"
+  grep -q "coded again on the GPU" "$work/df11-tensor-graph.log" \
+    || { echo "df11-tensor-graph: no line 'coded again on the GPU' in its log" >> "$log"; rc=1; }
+  compare bf16-graph df11-tensor-graph
+fi
 if want official; then
   gen official-bf16-graph "$work/official-bf16"
   gen official-graph "$work/official"
