@@ -555,10 +555,13 @@ def _attach_encoded_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str
                            ) -> Dict[str, Tuple[LayerPlan, str]]:
     """Decode mode: each layer whose weight vLLM's loader built on the GPU is coded again there
     (coded.GpuGroup.encoded: df11's GPU encoder, the CPU encoder's bytes), decoded and compared
-    as every layer is, and served from that group. Returns the layers left (host weights)."""
+    as every layer is, and served from that group. Every layer is coded before any BF16 weight
+    is dropped, so that the groups' memory is not carved from the weights' freed blocks (which
+    torch's allocator could then not hand back). Returns the layers left (host weights)."""
     t0 = time.perf_counter()
     left: Dict[str, Tuple[LayerPlan, str]] = {}
-    n = nbytes = 0
+    groups: List[Tuple[LayerPlan, str, coded.GpuGroup]] = []
+    nbytes = 0
     for name, (plan, why) in names.items():
         weight = plan.layer.weight.data
         if weight.device.type != "cuda":
@@ -572,13 +575,15 @@ def _attach_encoded_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str
                 raise
             state.keep_bf16(plan, why + "; df11's encoder stores it raw")
             continue
-        n += 1
+        groups.append((plan, why, group))
         nbytes += 2 * weight.numel()
-        if not state.try_spans(plan, group, [(0, weight.numel())]):
+    for plan, why, group in groups:
+        if not state.try_spans(plan, group, [(0, plan.layer.weight.numel())]):
             state.keep_bf16(plan, why + "; coded again, it decodes to other values")
     torch.cuda.synchronize()
     logger.info("df11: %d Linear layers coded again on the GPU (%.3f GiB of BF16), encoded, "
-                "decoded and compared in %.2f s", n, nbytes / 2**30, time.perf_counter() - t0)
+                "decoded and compared in %.2f s", len(groups), nbytes / 2**30,
+                time.perf_counter() - t0)
     return left
 
 
