@@ -35,8 +35,9 @@ Loading (DF11ModelLoader.load_weights):
      mode: the group is transcoded once, and the layer's members' blobs are decoded and
      compared the same way). A layer the folder's
      groups cannot give as it is (a tensor-parallel rank's slice, a weight the model's loader
-     transforms, members in several groups) is coded again from that tensor
-     (coded.encode_batches) and checked the same way; one that cannot be coded either way keeps the
+     transforms, members in several groups) is coded again from that tensor (in decode mode,
+     on the GPU where the tensor is: coded.GpuGroup.encoded; else coded.encode_batches) and
+     checked the same way; one that cannot be coded either way keeps the
      tensor as an ordinary BF16 weight on the GPU, with a warning. A corrupt stream raises
      Df11Error naming the file, group and block.
   In decode mode at tensor and pipeline parallel 1 (and wherever DF11_VLLM_LOAD_VIA=layer asks
@@ -525,8 +526,9 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     spans of the coded groups, decoded per call; "exec" / "compact": that layout, transcoded from
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
     rank's slice, a weight vLLM's loader transformed, members spread over groups) is coded
-    again from the tensor vLLM built, all such layers through df11.compress into temporary
-    folders, a batch of about 1 GiB each (coded.encode_batches). `uploaded`: groups of
+    again from the tensor vLLM built: on the GPU in decode mode where the tensor is there
+    (_attach_encoded_on_gpu), else through df11.compress into temporary folders, a batch of
+    about 1 GiB each (coded.encode_batches). `uploaded`: groups of
     `folder` already on the GPU, by index. `state`: the load's _Attach, whose layers a
     layer-wise load (LayerwiseCoder) coded already; those are left as they are."""
     state = state or _Attach(folder_id, mode)
