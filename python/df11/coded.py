@@ -401,7 +401,8 @@ class GpuGroup:
 
 
 class SpansWeight:
-    """A weight matrix `shape` made of (offset, numel) spans of a GpuGroup, in order."""
+    """A weight matrix `shape` made of (offset, numel) spans of a GpuGroup, in order. `chain`:
+    the SpansChain it belongs to (position `position` in it), if any."""
 
     def __init__(self, group: GpuGroup, spans: Sequence[Tuple[int, int]],
                  shape: Tuple[int, int]):
@@ -411,11 +412,95 @@ class SpansWeight:
         n = len(self.spans)
         self._offsets = (ctypes.c_uint64 * n)(*[o for o, _ in self.spans])
         self._counts = (ctypes.c_uint64 * n)(*[c for _, c in self.spans])
+        self.chain: Optional["SpansChain"] = None
+        self.position = 0
 
     def decode(self) -> torch.Tensor:
+        previous = _LAST_DECODE[0]
+        _LAST_DECODE[0] = self
+        chain = self.chain
+        if chain is not None:
+            got = chain.decode(self.position, previous)
+            if got is not None:
+                return got
         out = torch.empty(self.shape, dtype=torch.bfloat16, device=self.group.device)
         self.group.decode_spans(self._offsets, self._counts, len(self.spans), out)
         return out
+
+
+# The SpansWeight that decoded last, in this process (what SpansChain.decode compares with).
+_LAST_DECODE: List[Optional[SpansWeight]] = [None]
+_capturing = getattr(torch._C, "_cuda_isCurrentStreamCapturing", None)
+
+
+def _capture_state(device: torch.device) -> bool:
+    """Whether torch's current stream is capturing a CUDA graph (False off CUDA)."""
+    return device.type == "cuda" and _capturing is not None and bool(_capturing())
+
+
+class SpansChain:
+    """SpansWeights of one group that a forward pass decodes one right after another, with no
+    other coded weight decoded between them: in a decoder layer the attention's output
+    projection and the MLP's weights (o, gate/up, down), whose matmuls follow each other after
+    the attention. The first one's decode decodes them all in one launch (their spans one after
+    the other, each weight starting 256-byte aligned, as a fresh tensor does) into one new
+    tensor, returns its own part, and holds the others' parts (views of that tensor) for the
+    next calls: one launch where there were several, whose start and end each left the GPU
+    partly idle (decoder/cuda/NOTES.md, "Spans decode"). Each weight's bits are what its own
+    decode gives, so the matmuls and their outputs are the same.
+
+    A held part is handed out only to the weight at the next position, called right after the
+    previous one (`previous`, the SpansWeight decoded last), in the same CUDA-graph capture
+    state; otherwise the call decodes alone and the chain stops chaining (a model that calls
+    these layers in another order would make the first decode everything for nothing)."""
+
+    def __init__(self, weights: Sequence[SpansWeight]):
+        self.weights = list(weights)
+        self.group = self.weights[0].group
+        self.sizes = [math.prod(w.shape) for w in self.weights]
+        spans = [s for w in self.weights for s in w.spans]
+        self._offsets = (ctypes.c_uint64 * len(spans))(*[o for o, _ in spans])
+        self._counts = (ctypes.c_uint64 * len(spans))(*[c for _, c in spans])
+        self._n = len(spans)
+        self._held: List[Optional[torch.Tensor]] = [None] * len(self.weights)
+        self._captured = False
+        self.enabled = True
+        for i, w in enumerate(self.weights):
+            w.chain, w.position = self, i
+
+    @staticmethod
+    def eligible(weights: Sequence[SpansWeight]) -> Optional[str]:
+        """Why `weights` cannot form a chain, or None if they can."""
+        if len(weights) < 2:
+            return "fewer than two weights"
+        if any(w.group is not weights[0].group for w in weights):
+            return "weights of several groups"
+        if any(w.chain is not None for w in weights):
+            return "a weight in another chain"
+        if sum(len(w.spans) for w in weights) > _capi.CUDA_MAX_DECODE_SPANS:
+            return f"more than {_capi.CUDA_MAX_DECODE_SPANS} spans"
+        if any(2 * math.prod(w.shape) % ALIGN_BYTES for w in weights[:-1]):
+            return f"a weight of a size that is not a multiple of {ALIGN_BYTES} bytes"
+        return None
+
+    def decode(self, i: int, previous: Optional[SpansWeight]) -> Optional[torch.Tensor]:
+        """Weight i's BF16 tensor, or None where the caller decodes it alone."""
+        if not self.enabled:
+            return None
+        if i == 0:
+            out = torch.empty(sum(self.sizes), dtype=torch.bfloat16, device=self.group.device)
+            self.group.decode_spans(self._offsets, self._counts, self._n, out)
+            parts = [p.view(w.shape) for p, w in zip(out.split(self.sizes), self.weights)]
+            self._held = [None] + parts[1:]
+            self._captured = _capture_state(out.device)
+            return parts[0]
+        held, self._held[i] = self._held[i], None
+        if (held is None or previous is not self.weights[i - 1] or
+                self._captured != _capture_state(held.device)):
+            self.enabled = False
+            self._held = [None] * len(self.weights)
+            return None
+        return held
 
 
 _WEIGHTS: Dict[int, SpansWeight] = {}
@@ -427,6 +512,10 @@ def weight_key(*parts: str) -> int:
     compiled once (vLLM's compile cache) must find the layer again under it."""
     digest = hashlib.blake2b("\0".join(parts).encode(), digest_size=7).digest()
     return int.from_bytes(digest, "little")
+
+
+def registered_weight(key: int) -> Optional[SpansWeight]:
+    return _WEIGHTS.get(key)
 
 
 def register_weight(key: int, weight: SpansWeight) -> None:

@@ -137,7 +137,128 @@ def test_decode_weight_op_is_registered_with_a_fake():
         coded.unregister_weight(key)
 
 
+class HostGroup:
+    """A GpuGroup stand-in on the CPU: decode_spans copies the spans of `weights` (a BF16
+    tensor) into `out`, and counts its calls (one per launch on a GPU)."""
+
+    def __init__(self, weights: torch.Tensor):
+        self.weights = weights.reshape(-1)
+        self.device = torch.device("cpu")
+        self.launches = 0
+
+    def decode_spans(self, offsets, counts, n, out):
+        self.launches += 1
+        parts = [self.weights[offsets[i]:offsets[i] + counts[i]] for i in range(n)]
+        out.view(-1).copy_(torch.cat(parts))
+
+
+def chained_block(seed=0):
+    """A group coding o (8 x 16), gate and up (24 x 16 each, stored apart) and down (16 x 24),
+    the SpansWeights of o, gate_up and down over it, and what each must decode to."""
+    g = torch.Generator().manual_seed(seed)
+    sizes = {"down": 16 * 24, "gate": 24 * 16, "o": 8 * 16, "other": 128, "up": 24 * 16}
+    w = (torch.randn(sum(sizes.values()), generator=g) * 0.02).to(torch.bfloat16)
+    at, spans = 0, {}
+    for name, n in sizes.items():
+        spans[name] = (at, n)
+        at += n
+    group = HostGroup(w)
+    weights = [coded.SpansWeight(group, [spans["o"]], (8, 16)),
+               coded.SpansWeight(group, [spans["gate"], spans["up"]], (48, 16)),
+               coded.SpansWeight(group, [spans["down"]], (16, 24))]
+    want = [torch.cat([w[a:a + n] for a, n in sw.spans]).view(sw.shape) for sw in weights]
+    return group, weights, want
+
+
+def same(a, b):
+    return a.shape == b.shape and torch.equal(a.view(torch.int16), b.view(torch.int16))
+
+
+def test_spans_chain_decodes_its_weights_in_one_launch():
+    group, weights, want = chained_block()
+    assert coded.SpansChain.eligible(weights) is None
+    chain = coded.SpansChain(weights)
+    for step in range(3):
+        got = [w.decode() for w in weights]
+        assert all(same(a, b) for a, b in zip(got, want))
+        assert group.launches == step + 1  # one launch per pass, not three
+        # each weight starts 256-byte aligned within the one tensor, as a fresh tensor does
+        assert all((t.data_ptr() - got[0].data_ptr()) % 256 == 0 for t in got)
+    assert chain.enabled and chain._held == [None, None, None]  # nothing held between passes
+
+
+def test_spans_chain_out_of_order_decodes_alone_and_stops_chaining():
+    group, weights, want = chained_block(1)
+    chain = coded.SpansChain(weights)
+    assert same(weights[1].decode(), want[1])  # before its head: decoded alone
+    assert not chain.enabled and group.launches == 1
+    got = [w.decode() for w in weights]  # from now on each decodes alone
+    assert all(same(a, b) for a, b in zip(got, want)) and group.launches == 4
+
+    # Another coded weight decoded between two of the chain's: the held part is not used.
+    group, weights, want = chained_block(2)
+    chain = coded.SpansChain(weights)
+    other = coded.SpansWeight(group, [(0, 16)], (1, 16))
+    assert same(weights[0].decode(), want[0])
+    other.decode()
+    assert same(weights[1].decode(), want[1]) and not chain.enabled
+    assert same(weights[2].decode(), want[2]) and group.launches == 4
+
+
+def test_spans_chain_eligibility():
+    _, weights, _ = chained_block()
+    assert "fewer than two" in coded.SpansChain.eligible(weights[:1])
+    other_group, others, _ = chained_block(3)
+    assert "several groups" in coded.SpansChain.eligible([weights[0], others[1]])
+    g = weights[0].group
+    odd = coded.SpansWeight(g, [(0, 9)], (3, 3))  # 18 bytes: the next weight would be misaligned
+    assert "256 bytes" in coded.SpansChain.eligible([odd, weights[2]])
+    assert coded.SpansChain.eligible([weights[2], odd]) is None  # the last may be any size
+    many = [coded.SpansWeight(g, [(0, 128)] * 3, (3, 128)) for _ in range(3)]
+    assert "more than 8 spans" in coded.SpansChain.eligible(many)
+    coded.SpansChain(weights)
+    assert "another chain" in coded.SpansChain.eligible(weights)
+
+
 needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
+
+
+@needs_vllm
+def test_chain_layers_chains_each_decoder_layers_output_and_mlp(monkeypatch):
+    """chain_layers finds o_proj, gate_up_proj and down_proj of each decoder layer (decode mode,
+    one group) and chains them; DF11_VLLM_DECODE_CHAINS=0 leaves every layer alone."""
+    from df11 import vllm_plugin
+
+    def model(seed):
+        root = torch.nn.Module()
+        keys = []
+        for i in range(2):
+            _, weights, _ = chained_block(seed + i)
+            layer = torch.nn.Module()
+            layer.self_attn, layer.mlp = torch.nn.Module(), torch.nn.Module()
+            mods = [torch.nn.Module() for _ in weights]
+            layer.self_attn.o_proj, layer.mlp.gate_up_proj, layer.mlp.down_proj = mods
+            for m, w in zip(mods, weights):
+                m.df11_key = coded.weight_key("chain-test", str(seed), str(i), str(id(m)))
+                coded.register_weight(m.df11_key, w)
+                keys.append(m.df11_key)
+            root.add_module(f"l{i}", layer)
+        return root, keys
+
+    root, keys = model(10)
+    try:
+        assert vllm_plugin.chain_layers(root) == 2
+        assert all(coded.registered_weight(k).chain is not None for k in keys)
+        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "0")
+        off, off_keys = model(20)
+        keys += off_keys
+        assert vllm_plugin.chain_layers(off) == 0
+        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "yes")
+        with pytest.raises(ValueError, match="DF11_VLLM_DECODE_CHAINS"):
+            vllm_plugin.chain_layers(off)
+    finally:
+        for k in keys:
+            coded.unregister_weight(k)
 
 
 @needs_vllm

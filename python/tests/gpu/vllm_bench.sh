@@ -8,7 +8,8 @@
 #
 # RUNS (default "bf16 df11 df11-exec"; df11-exec and df11-compact: the DF11 folder in df11_mode
 # "exec" or "compact"; df11-layer and df11-host: the DF11 folder loaded with
-# DF11_VLLM_LOAD_VIA=layer or =host).
+# DF11_VLLM_LOAD_VIA=layer or =host; df11-unchained: with DF11_VLLM_DECODE_CHAINS=0, each
+# Linear's weight decoded in a launch of its own).
 # BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
 # for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations);
 # THROUGHPUT_ARGS (default: the random dataset, 512 prompts of 512 tokens, 256 new each).
@@ -39,9 +40,11 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
   extra=()
   model=$name
   via=
+  chains=
   case $name in df11-exec|df11-compact)
     model=df11; extra=(--additional-config "{\"df11_mode\": \"${name#df11-}\"}") ;; esac
   case $name in df11-layer|df11-host) model=df11; via=${name#df11-} ;; esac
+  case $name in df11-unchained) model=df11; chains=0 ;; esac
   # shellcheck disable=SC2206
   if [ "$name" = bf16 ]; then extra=(${BF16_ARGS:-}); fi
   kind=${KIND:-latency}
@@ -55,7 +58,7 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
     # shellcheck disable=SC2206
     args+=(${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10})
   fi
-  DF11_VLLM_LOAD_VIA=$via timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_benchmark.py" "$kind" "${extra[@]}" \
+  DF11_VLLM_LOAD_VIA=$via DF11_VLLM_DECODE_CHAINS=$chains timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_benchmark.py" "$kind" "${extra[@]}" \
     --tensor-parallel-size "${TP:-1}" --model "$work/$model" --max-model-len 4096 --gpu-memory-utilization "$util" \
     --output-json "$out/$kind-$name.json" "${args[@]}" > "$work/$kind-$name.log" 2>&1
   status=$?
