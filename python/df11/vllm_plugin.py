@@ -558,22 +558,24 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
 
 
 # The decode-mode Linear layers of one decoder layer (their prefixes' ends, in the order a
-# forward pass calls them) whose weights decode in one launch (coded.SpansChain): after the
+# forward pass calls them) whose weights can decode in one launch (coded.SpansChain): after the
 # attention, the output projection and the MLP's, with no other coded layer between them.
 CHAIN = ("self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
-CHAINS_ENV = "DF11_VLLM_DECODE_CHAINS"  # "0": each layer's weight decodes in a launch of its own
+CHAINS_ENV = "DF11_VLLM_DECODE_CHAINS"  # "1": chain them; unset or "0": a launch per weight
 
 
 def chain_layers(model: torch.nn.Module) -> int:
-    """Makes a coded.SpansChain of each decoder layer's CHAIN layers where all are served in
-    decode mode from spans of one group (and fit one launch); returns how many. Their matmuls
-    and outputs stay as they are; the step makes one launch where it made three, and holds
-    the three weights at once (in the 8B Llama shape 0.38 GiB, against 0.22 for gate_up
-    alone), which vLLM's profile counts before it sizes the KV cache."""
+    """With DF11_VLLM_DECODE_CHAINS=1, makes a coded.SpansChain of each decoder layer's CHAIN
+    layers where all are served in decode mode from spans of one group (and fit one launch);
+    returns how many. Their matmuls and outputs stay as they are; a step makes one launch where
+    it made three (on an H200, Llama-3.1-8B shapes: 0.93x the latency at batch 1, 1.05x the
+    throughput), but holds the three weights at once (0.36 GiB there), and vLLM, sizing the KV
+    cache from its profile run, gave 3-4% fewer tokens (docs/running/vllm.md). Off by default:
+    the decode mode is the mode for memory."""
     via = os.environ.get(CHAINS_ENV, "")
     if via not in ("", "0", "1"):
         raise ValueError(f"df11: {CHAINS_ENV}={via!r}: expected '0' or '1'")
-    if via == "0":
+    if via != "1":
         return 0
     weights: Dict[str, coded.SpansWeight] = {}
     for prefix, layer in model.named_modules():

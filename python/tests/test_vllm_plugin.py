@@ -225,8 +225,9 @@ needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
 
 @needs_vllm
 def test_chain_layers_chains_each_decoder_layers_output_and_mlp(monkeypatch):
-    """chain_layers finds o_proj, gate_up_proj and down_proj of each decoder layer (decode mode,
-    one group) and chains them; DF11_VLLM_DECODE_CHAINS=0 leaves every layer alone."""
+    """With DF11_VLLM_DECODE_CHAINS=1, chain_layers finds o_proj, gate_up_proj and down_proj of
+    each decoder layer (decode mode, one group) and chains them; by default (and with =0) it
+    leaves every layer alone."""
     from df11 import vllm_plugin
 
     def model(seed):
@@ -247,12 +248,16 @@ def test_chain_layers_chains_each_decoder_layers_output_and_mlp(monkeypatch):
 
     root, keys = model(10)
     try:
+        monkeypatch.delenv(vllm_plugin.CHAINS_ENV, raising=False)
+        assert vllm_plugin.chain_layers(root) == 0
+        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "0")
+        assert vllm_plugin.chain_layers(root) == 0
+        assert all(coded.registered_weight(k).chain is None for k in keys)
+        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "1")
         assert vllm_plugin.chain_layers(root) == 2
         assert all(coded.registered_weight(k).chain is not None for k in keys)
-        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "0")
         off, off_keys = model(20)
         keys += off_keys
-        assert vllm_plugin.chain_layers(off) == 0
         monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "yes")
         with pytest.raises(ValueError, match="DF11_VLLM_DECODE_CHAINS"):
             vllm_plugin.chain_layers(off)
