@@ -1,9 +1,10 @@
 """What the vLLM plugin's decode mode pays per spans launch: 16 distinct Llama-3.1-8B blocks,
 each coded on the GPU as one group (N(0, 0.02^2) BF16 weights; members in the order a df11
 folder stores them, alphabetical), each decoded as the decode mode decodes a block's Linear
-layers: 4 launches (q/k/v, o, gate/up, down: each weight in a launch of its own), 2 (q/k/v; o,
-gate/up and down chained: coded.SpansChain), 1 (all 7 spans), and the whole group as one span;
-each launch into one fresh tensor, every output compared with the weights bit for bit.
+layers: 4 launches (q/k/v, o, gate/up, down: each weight in a launch of its own), 3 (o and
+gate/up in one), 2 (q/k/v; o, gate/up and down chained: coded.SpansChain), 1 (all 7 spans), and
+the whole group as one span; each launch into one fresh tensor, every output compared with the
+weights bit for bit.
 
     python bench/spans_launches.py
 
@@ -45,6 +46,7 @@ def sp(keys):
 
 
 PLANS = {"4 launches (decode mode)": [["q,k,v"], ["o"], ["gate,up"], ["down"]],
+         "3 launches (o with gate/up)": [["q,k,v"], ["o", "gate,up"], ["down"]],
          "2 launches": [["q,k,v"], ["o", "gate,up", "down"]],
          "1 launch": [["q,k,v", "o", "gate,up", "down"]],
          "the whole group as 1 span": [["all"]]}
