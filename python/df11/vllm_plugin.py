@@ -554,29 +554,40 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
                 state.exec_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
     if chains:
         logger.info("df11: %d decoder layers decode the weights of %s in one launch",
-                    chains, ", ".join(CHAIN))
+                    chains, ", ".join(CHAIN[:chain_length()]))
 
 
 # The decode-mode Linear layers of one decoder layer (their prefixes' ends, in the order a
 # forward pass calls them) whose weights can decode in one launch (coded.SpansChain): after the
 # attention, the output projection and the MLP's, with no other coded layer between them.
 CHAIN = ("self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
-CHAINS_ENV = "DF11_VLLM_DECODE_CHAINS"  # "1": chain them; unset or "0": a launch per weight
+# "1" or "3": chain all of CHAIN; "2": its first two (o_proj with gate_up_proj); unset or "0":
+# a launch per weight.
+CHAINS_ENV = "DF11_VLLM_DECODE_CHAINS"
+CHAIN_LENGTHS = {"": 0, "0": 0, "1": 3, "2": 2, "3": 3}
+
+
+def chain_length() -> int:
+    """How many of CHAIN's layers DF11_VLLM_DECODE_CHAINS chains (0: none)."""
+    via = os.environ.get(CHAINS_ENV, "")
+    if via not in CHAIN_LENGTHS:
+        raise ValueError(f"df11: {CHAINS_ENV}={via!r}: expected '0', '1', '2' or '3'")
+    return CHAIN_LENGTHS[via]
 
 
 def chain_layers(model: torch.nn.Module) -> int:
-    """With DF11_VLLM_DECODE_CHAINS=1, makes a coded.SpansChain of each decoder layer's CHAIN
+    """Makes a coded.SpansChain of the first chain_length() of each decoder layer's CHAIN
     layers where all are served in decode mode from spans of one group (and fit one launch);
     returns how many. Their matmuls and outputs stay as they are; a step makes one launch where
-    it made three (on an H200, Llama-3.1-8B shapes: 0.93x the latency at batch 1, 1.05x the
-    throughput), but holds the three weights at once (0.36 GiB there), and vLLM, sizing the KV
-    cache from its profile run, gave 3-4% fewer tokens (docs/running/vllm.md). Off by default:
-    the decode mode is the mode for memory."""
-    via = os.environ.get(CHAINS_ENV, "")
-    if via not in ("", "0", "1"):
-        raise ValueError(f"df11: {CHAINS_ENV}={via!r}: expected '0' or '1'")
-    if via != "1":
+    it made two or three (on an H200, Llama-3.1-8B shapes, all three: 0.93x the latency at
+    batch 1, 1.05x the throughput), but holds the chained weights at once (all three: 0.36 GiB
+    there, alive through the MLP's activations; vLLM, sizing the KV cache from its profile run,
+    gave 3-4% fewer tokens; docs/running/vllm.md). Off by default: the decode mode is the mode
+    for memory."""
+    length = chain_length()
+    if length == 0:
         return 0
+    members = CHAIN[:length]
     weights: Dict[str, coded.SpansWeight] = {}
     for prefix, layer in model.named_modules():
         key = getattr(layer, "df11_key", None)
@@ -585,10 +596,10 @@ def chain_layers(model: torch.nn.Module) -> int:
             weights[prefix] = weight
     n = 0
     for prefix in weights:
-        if not (prefix == CHAIN[0] or prefix.endswith("." + CHAIN[0])):
+        if not (prefix == members[0] or prefix.endswith("." + members[0])):
             continue
-        base = prefix[:len(prefix) - len(CHAIN[0])]
-        chain = [weights.get(base + suffix) for suffix in CHAIN]
+        base = prefix[:len(prefix) - len(members[0])]
+        chain = [weights.get(base + suffix) for suffix in members]
         if None not in chain and coded.SpansChain.eligible(chain) is None:
             coded.SpansChain(chain)
             n += 1
