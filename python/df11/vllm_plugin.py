@@ -561,17 +561,17 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
 # forward pass calls them) whose weights can decode in one launch (coded.SpansChain): after the
 # attention, the output projection and the MLP's, with no other coded layer between them.
 CHAIN = ("self_attn.o_proj", "mlp.gate_up_proj", "mlp.down_proj")
-# "1" or "3": chain all of CHAIN; "2": its first two (o_proj with gate_up_proj); unset or "0":
-# a launch per weight.
+# Unset or "2" (the default): chain o_proj with gate_up_proj; "3": all of CHAIN; "0": a launch
+# per weight.
 CHAINS_ENV = "DF11_VLLM_DECODE_CHAINS"
-CHAIN_LENGTHS = {"": 0, "0": 0, "1": 3, "2": 2, "3": 3}
+CHAIN_LENGTHS = {"": 2, "0": 0, "2": 2, "3": 3}
 
 
 def chain_length() -> int:
     """How many of CHAIN's layers DF11_VLLM_DECODE_CHAINS chains (0: none)."""
     via = os.environ.get(CHAINS_ENV, "")
     if via not in CHAIN_LENGTHS:
-        raise ValueError(f"df11: {CHAINS_ENV}={via!r}: expected '0', '1', '2' or '3'")
+        raise ValueError(f"df11: {CHAINS_ENV}={via!r}: expected '0', '2' or '3'")
     return CHAIN_LENGTHS[via]
 
 
@@ -579,11 +579,11 @@ def chain_layers(model: torch.nn.Module) -> int:
     """Makes a coded.SpansChain of the first chain_length() of each decoder layer's CHAIN
     layers where all are served in decode mode from spans of one group (and fit one launch);
     returns how many. Their matmuls and outputs stay as they are; a step makes one launch where
-    it made two or three (on an H200, Llama-3.1-8B shapes, all three: 0.93x the latency at
-    batch 1, 1.05x the throughput), but holds the chained weights at once (all three: 0.36 GiB
-    there, alive through the MLP's activations; vLLM, sizing the KV cache from its profile run,
-    gave 3-4% fewer tokens; docs/running/vllm.md). Off by default: the decode mode is the mode
-    for memory."""
+    it made two or three. By default o_proj with gate_up_proj: both are freed before the MLP's
+    activations, whose peak in vLLM's profile run sizes the KV cache, so the KV cache stays as
+    it is (on an H200, Llama-3.1-8B shapes: 0.97x the latency at batch 1, 1.02x the
+    throughput). With down_proj too ("3"): 0.93x and 1.05x, but its weight lives through that
+    peak, and the KV cache was 3% smaller (docs/running/vllm.md)."""
     length = chain_length()
     if length == 0:
         return 0

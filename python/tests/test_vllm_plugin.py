@@ -225,9 +225,9 @@ needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
 
 @needs_vllm
 def test_chain_layers_chains_each_decoder_layers_output_and_mlp(monkeypatch):
-    """With DF11_VLLM_DECODE_CHAINS=1 (or 3), chain_layers finds o_proj, gate_up_proj and
-    down_proj of each decoder layer (decode mode, one group) and chains them; with =2 only o_proj
-    and gate_up_proj; by default (and with =0) it leaves every layer alone."""
+    """With DF11_VLLM_DECODE_CHAINS=3, chain_layers finds o_proj, gate_up_proj and down_proj of
+    each decoder layer (decode mode, one group) and chains them; by default (and with =2) only
+    o_proj and gate_up_proj; with =0 it leaves every layer alone."""
     from df11 import vllm_plugin
 
     def model(seed):
@@ -248,24 +248,26 @@ def test_chain_layers_chains_each_decoder_layers_output_and_mlp(monkeypatch):
 
     root, keys = model(10)
     try:
-        monkeypatch.delenv(vllm_plugin.CHAINS_ENV, raising=False)
-        assert vllm_plugin.chain_layers(root) == 0
         monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "0")
         assert vllm_plugin.chain_layers(root) == 0
         assert all(coded.registered_weight(k).chain is None for k in keys)
-        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "1")
+        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "3")
         assert vllm_plugin.chain_layers(root) == 2
         assert all(coded.registered_weight(k).chain is not None for k in keys)
-        two, two_keys = model(30)
-        keys += two_keys
-        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "2")
-        assert vllm_plugin.chain_layers(two) == 2
-        chained = [coded.registered_weight(k).chain is not None for k in two_keys]
-        assert chained == [True, True, False] * 2
-        assert len(coded.registered_weight(two_keys[0]).chain.weights) == 2
+        for via in (None, "2"):
+            two, two_keys = model(30 if via is None else 40)
+            keys += two_keys
+            if via is None:
+                monkeypatch.delenv(vllm_plugin.CHAINS_ENV, raising=False)
+            else:
+                monkeypatch.setenv(vllm_plugin.CHAINS_ENV, via)
+            assert vllm_plugin.chain_layers(two) == 2
+            chained = [coded.registered_weight(k).chain is not None for k in two_keys]
+            assert chained == [True, True, False] * 2
+            assert len(coded.registered_weight(two_keys[0]).chain.weights) == 2
         off, off_keys = model(20)
         keys += off_keys
-        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "yes")
+        monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "1")
         with pytest.raises(ValueError, match="DF11_VLLM_DECODE_CHAINS"):
             vllm_plugin.chain_layers(off)
     finally:

@@ -8,9 +8,9 @@
 #
 # RUNS (default "bf16 df11 df11-exec"; df11-exec and df11-compact: the DF11 folder in df11_mode
 # "exec" or "compact"; df11-layer and df11-host: the DF11 folder loaded with
-# DF11_VLLM_LOAD_VIA=layer or =host; df11-chained: with DF11_VLLM_DECODE_CHAINS=1, each decoder
-# layer's o, gate/up and down weights decoded in one launch; df11-chained2: with =2, its o and
-# gate/up weights).
+# DF11_VLLM_LOAD_VIA=layer or =host; df11-unchained: with DF11_VLLM_DECODE_CHAINS=0, a decode
+# launch per weight; df11-chained: with =3, each decoder layer's o, gate/up and down weights
+# decoded in one launch; df11 decodes its o and gate/up weights in one, as =2).
 # BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
 # for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations);
 # THROUGHPUT_ARGS (default: the random dataset, 512 prompts of 512 tokens, 256 new each).
@@ -45,7 +45,7 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
   case $name in df11-exec|df11-compact)
     model=df11; extra=(--additional-config "{\"df11_mode\": \"${name#df11-}\"}") ;; esac
   case $name in df11-layer|df11-host) model=df11; via=${name#df11-} ;; esac
-  case $name in df11-chained) model=df11; chains=1 ;; df11-chained2) model=df11; chains=2 ;; esac
+  case $name in df11-chained) model=df11; chains=3 ;; df11-unchained) model=df11; chains=0 ;; esac
   # shellcheck disable=SC2206
   if [ "$name" = bf16 ]; then extra=(${BF16_ARGS:-}); fi
   kind=${KIND:-latency}
