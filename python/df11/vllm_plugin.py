@@ -2,7 +2,8 @@
 
 Decode mode: each Linear layer's weight stays DF11-coded on the GPU and is decoded into a fresh
 BF16 tensor just before its matmul (its members' spans of the block's group, one launch:
-coded.SpansWeight), which is the call vLLM's own BF16 layers make
+coded.SpansWeight; a decoder layer's o_proj and gate_up_proj in one launch together:
+chain_layers), which is the call vLLM's own BF16 layers make
 (dispatch_unquantized_gemm) on the same bits: the outputs are meant to equal vLLM serving the
 BF16 model bit for bit, which python/tests/gpu/vllm_check.sh checks.
 
