@@ -131,6 +131,7 @@ class Df11Engine:
         self.devices: Dict[torch.device, DeviceState] = {}
         self.units: List[Unit] = []
         self.hooks = []
+        self.check_cast = lambda: None  # raises if the model was cast from BF16 (hooks.py)
         self.views = []  # (module, attr) whose weight is a view of a decode buffer
         self.resident: List[str] = []  # groups decoded once at load
         self.skipped: List[str] = []  # tied heads served by the embedding, alias groups

@@ -179,6 +179,7 @@ def state_dict(model, engine) -> Dict[str, torch.Tensor]:
                          f"'{engine.prefix}'), whose coded groups hold the head too: save the "
                          "model it was saved from (AutoModelForCausalLM.from_pretrained, then "
                          "save_pretrained)")
+    engine.check_cast()  # after model.to(torch.float32) the raw tensors are not BF16's
     coded_parts, coded = coded_tensors(engine.folder)
     own = model.state_dict()
     # The coded Linear weights are listed as CodedWeight, which has no storage to tie.

@@ -207,9 +207,11 @@ def first_requiring_grad(output) -> Optional[torch.Tensor]:
 
 
 def dtype_guard(engine, model, device_of) -> None:
-    """A forward pass after model.to(dtype) / .float() / .half() raises, naming the cast: the
-    coded weights decode to BF16 only, so the model would otherwise mix dtypes (or fail deep
-    in a matmul with a message that says nothing of DF11). The same after model.to(device) /
+    """A forward pass (and engine.check_cast, which save_pretrained calls) after model.to(dtype)
+    / .float() / .half() raises, naming the cast: the coded weights decode to BF16 only, so the
+    model would otherwise mix dtypes (or fail deep in a matmul with a message that says nothing
+    of DF11), and a save would write a folder whose raw tensors and config are no longer the
+    BF16 model's. The same after model.to(device) /
     .cuda() / .cpu() moved the raw tensors away from the device the coded weights decode on
     (as a transformers pipeline does to a model loaded without a device map)."""
     folder = engine.folder
@@ -237,6 +239,13 @@ def dtype_guard(engine, model, device_of) -> None:
     if loaded_on.type == "cuda" and loaded_on.index is None:
         loaded_on = torch.device("cuda", torch.cuda.current_device())
 
+    def check_cast():
+        p = module._parameters.get(name)
+        if p is not None and p.dtype != torch.bfloat16:
+            raise TypeError(f"df11: {path}: the model was cast to {p.dtype} (model.to(dtype), "
+                            ".float() or .half()); its DF11 weights decode to torch.bfloat16 "
+                            "only: load it again and keep it in bfloat16")
+
     def guard(root, args):
         p = module._parameters.get(name)
         if p is not None and p.device != loaded_on:
@@ -244,10 +253,8 @@ def dtype_guard(engine, model, device_of) -> None:
                                "(model.to(device), .cuda() or .cpu()) after it was loaded on "
                                f"{loaded_on}; its DF11 weights decode where they were loaded: "
                                f"load it again with device_map='{p.device}' (or device=)")
-        if p is not None and p.dtype != torch.bfloat16:
-            raise TypeError(f"df11: {path}: the model was cast to {p.dtype} (model.to(dtype), "
-                            ".float() or .half()); its DF11 weights decode to torch.bfloat16 "
-                            "only: load it again and keep it in bfloat16")
+        check_cast()
+    engine.check_cast = check_cast
     engine.hooks.append(model.register_forward_pre_hook(RootHook(guard)))
 
 

@@ -37,8 +37,9 @@ def check_dtype(dtype) -> torch.dtype:
     """transformers' resolved dtype: DF11 weights decode to bfloat16 exactly."""
     if dtype in (None, torch.bfloat16):
         return torch.bfloat16
-    raise ValueError(f"df11: dtype={dtype}: DF11 weights decode to bfloat16 exactly; load with "
-                     "dtype=torch.bfloat16 (or leave it out)")
+    raise ValueError(f"df11: dtype={dtype} (given, or the config's dtype where dtype is 'auto', "
+                     "transformers' default): DF11 weights decode to bfloat16 exactly; load "
+                     "with dtype=torch.bfloat16")
 
 
 def check_device_map(device_map) -> None:

@@ -87,6 +87,18 @@ def test_a_cast_model_says_what_was_cast(llama):
     assert "cast to torch.float32" in str(e.value) and df11_dir in str(e.value)
 
 
+def test_a_cast_model_is_not_saved(llama, tmp_path):
+    """save_pretrained after model.to(torch.float32) raises as a forward pass does, and writes
+    nothing: its raw tensors and config would no longer be the BF16 model's."""
+    _, _, df11_dir = llama
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    model.to(torch.float32)
+    out = tmp_path / "saved"
+    with pytest.raises(TypeError, match="cast to torch.float32"):
+        model.save_pretrained(str(out))
+    assert not out.exists() or not any(out.iterdir())
+
+
 def test_the_embedding_matrix_is_refused_and_lookups_work(llama):
     """An untied embedding served by rows decodes holds no whole matrix: reading or changing
     its weight (a sum, resize_token_embeddings) raises, naming it and what to do, instead of

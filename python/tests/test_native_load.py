@@ -152,6 +152,18 @@ def test_a_dtype_other_than_bfloat16_is_refused(work):
     _, df11_dir = models.llm_folders(work, "llama")
     with pytest.raises(ValueError, match="DF11 weights decode to bfloat16"):
         AutoModelForCausalLM.from_pretrained(df11_dir, dtype=torch.float32)
+    # transformers' default dtype 'auto' takes the config's: the message says so.
+    bad = os.path.join(work, "float32-config")
+    shutil.copytree(df11_dir, bad)
+    path = os.path.join(bad, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    config["dtype"] = "float32"
+    config.pop("torch_dtype", None)
+    with open(path, "w") as f:
+        json.dump(config, f)
+    with pytest.raises(ValueError, match="the config's dtype"):
+        AutoModelForCausalLM.from_pretrained(bad)
 
 
 def test_disk_offload_is_refused(work):
