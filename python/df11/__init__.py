@@ -8,8 +8,8 @@
     AutoModelForCausalLM.from_pretrained("path/to/df11-folder")  # transformers' own, after import
 
 `import df11` registers the "df11" quantization method with transformers (when it is
-installed): folders written by `df11 compress` name it in config.json; the dfloat11 tools'
-folders load with `quantization_config=df11.Df11Config()`.
+installed): folders written by `df11 compress` name it in config.json, and transformers' config
+reader names it for the dfloat11 tools' folders (hf_quantizer._name_the_method).
 
 The native part is libdf11 (the C API, capi/include/df11/df11.h) through ctypes, and for
 df11.compress and Hub ids libdf11-tools (tools_capi/include/df11/df11_tools.h); see

@@ -3,8 +3,9 @@ own `from_pretrained`, and a DF11 model saves through its `save_pretrained`.
 
 Loading. `import df11` registers the method. A folder written by `df11 compress` names it in
 config.json (`"quantization_config": {"quant_method": "df11"}`, spec 7.2), so that
-`AutoModelForCausalLM.from_pretrained(folder)` and `pipeline(model=folder)` load it; a folder the
-dfloat11 tools published names no method and loads with `quantization_config=df11.Df11Config()`.
+`AutoModelForCausalLM.from_pretrained(folder)` and `pipeline(model=folder)` load it. A folder the
+dfloat11 tools published names no method: transformers' config reader, wrapped at `import df11`,
+names it for them (_name_the_method).
 The quantizer hands the meta-device model to df11's engine before transformers reads any
 weight (native.py says how transformers is kept from touching what df11 set).
 
@@ -30,6 +31,7 @@ import torch
 
 from . import _capi, native
 from .modules import CodedWeight
+from .vllm_config import is_df11_config, quantization_config
 
 # The stored tensors of a group, with the part of the C API that holds each (spec 3.2).
 _PARTS = (("luts", _capi.PART_LUTS), ("encoded_exponent", _capi.PART_ENCODED_EXPONENT),
@@ -59,6 +61,10 @@ def _classes():
         def __init__(self, mode: str = "decode", **kwargs):
             self.quant_method = "df11"
             self.mode = mode
+
+        def get_loading_attributes(self):
+            """What a config passed to from_pretrained sets over the folder's own (below)."""
+            return {"mode": self.mode}
 
     class Df11Quantizer(HfQuantizer):
         """Loads a DF11 folder in transformers' from_pretrained, and answers save_pretrained
@@ -115,12 +121,53 @@ def _classes():
         register_quantizer("df11")(Df11Quantizer)
     _CLASSES.update(config=AUTO_QUANTIZATION_CONFIG_MAPPING["df11"],
                     quantizer=AUTO_QUANTIZER_MAPPING["df11"])
+    # A folder's config.json names the method (df11's, and the dfloat11 tools' through
+    # _name_the_method), and transformers keeps the folder's config over one passed to
+    # from_pretrained, but for the config types it lists here, whose loading attributes the
+    # passed config sets: `mode` is one.
+    from transformers.quantizers import auto
+    listed = getattr(auto, "LOADING_ATTRIBUTES_CONFIG_TYPES", None)
+    if isinstance(listed, tuple) and _CLASSES["config"] not in listed:
+        auto.LOADING_ATTRIBUTES_CONFIG_TYPES = listed + (_CLASSES["config"],)
     return _CLASSES["config"], _CLASSES["quantizer"]
 
 
 def register() -> None:
-    """Registers the "df11" method with transformers (at `import df11`)."""
+    """Registers the "df11" method with transformers (at `import df11`), and has transformers'
+    config reader name it for the dfloat11 tools' folders (_name_the_method)."""
     _classes()
+    from transformers import PretrainedConfig
+    current = PretrainedConfig.__dict__["get_config_dict"]
+    if getattr(current.__func__, "df11", False):
+        return
+    read = current.__func__
+
+    def get_config_dict(cls, pretrained_model_name_or_path, **kwargs):
+        config_dict, rest = read(cls, pretrained_model_name_or_path, **kwargs)
+        return _name_the_method(config_dict, pretrained_model_name_or_path), rest
+    get_config_dict.df11 = True
+    get_config_dict.__doc__ = read.__doc__
+    PretrainedConfig.get_config_dict = classmethod(get_config_dict)
+
+
+def _name_the_method(config_dict, where):
+    """The config.json of a folder the dfloat11 tools published carries `dfloat11_config` and no
+    quantization method, which transformers would load as a plain model, every coded weight
+    MISSING and initialized at random. transformers' reader (PretrainedConfig.get_config_dict,
+    which AutoConfig and every from_pretrained call) gets {"quant_method": "df11"} added to
+    such a config, as the vLLM plugin's config parser does; one whose `dfloat11_config` is not
+    an object, or that names another method, raises, naming the folder."""
+    if not isinstance(config_dict, dict) or "dfloat11_config" not in config_dict:
+        return config_dict
+    if not is_df11_config(config_dict):
+        raise ValueError(f"df11: {where}: config.json's dfloat11_config is "
+                         f"{type(config_dict['dfloat11_config']).__name__}, not an object: "
+                         "not a DF11 folder's config")
+    try:
+        method = quantization_config(config_dict)
+    except ValueError as e:
+        raise ValueError(f"df11: {where}: {str(e).removeprefix('df11: ')}") from None
+    return config_dict if method is None else dict(config_dict, quantization_config=method)
 
 
 def _without_marker(model) -> None:

@@ -76,6 +76,58 @@ def test_auto_model_loads_official_folders_with_df11_config(family, kind):
     assert_logits_equal(model, models.bf16_llm(os.path.join(fixture, "bf16")))
 
 
+@pytest.mark.parametrize("family", [f for f, kind in official_folders() if kind == "official"])
+def test_auto_model_loads_official_folders_by_itself(family):
+    """After `import df11`, transformers' config reader names the df11 method for a folder the
+    dfloat11 tools published (dfloat11_config, no quantization_config): from_pretrained loads
+    it as it loads df11's folders, never as a plain model with random weights."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    fixture = os.path.join(models.FIXTURES, family)
+    config = AutoConfig.from_pretrained(os.path.join(fixture, "official"))
+    assert config.quantization_config["quant_method"] == "df11"
+    model = AutoModelForCausalLM.from_pretrained(os.path.join(fixture, "official"))
+    assert getattr(model, "df11", None) is not None
+    assert_logits_equal(model, models.bf16_llm(os.path.join(fixture, "bf16")))
+
+
+def test_a_passed_config_sets_the_mode(work):
+    """Df11Config(mode=...) passed to from_pretrained sets the mode over the folder's own
+    quantization config, for df11's and the dfloat11 tools' folders: on the CPU the execution
+    mode is refused, naming it (the folder's own config would load the decode mode)."""
+    from transformers import AutoModelForCausalLM
+    _, df11_dir = models.llm_folders(work, "llama")
+    official = os.path.join(models.FIXTURES, "llama", "official")
+    for folder in (df11_dir, official):
+        with pytest.raises(ValueError, match="mode='exec' runs on CUDA"):
+            AutoModelForCausalLM.from_pretrained(
+                folder, device_map="cpu", quantization_config=df11.Df11Config(mode="exec"))
+        model = AutoModelForCausalLM.from_pretrained(
+            folder, device_map="cpu", quantization_config=df11.Df11Config())
+        assert model.df11.mode == "decode"
+
+
+def test_a_malformed_dfloat11_config_is_refused(tmp_path):
+    """A config.json whose dfloat11_config is not an object, or that names another method
+    beside it, is refused by transformers' config reader, naming the folder."""
+    from transformers import AutoModelForCausalLM
+    fixture = os.path.join(models.FIXTURES, "llama", "official")
+    for name, edit, message in (
+            ("string", lambda c: c.update(dfloat11_config="0.5.0"), "not an object"),
+            ("other-method", lambda c: c.update(quantization_config={"quant_method": "bnb"}),
+             "quant_method 'bnb'")):
+        bad = str(tmp_path / name)
+        shutil.copytree(fixture, bad)
+        path = os.path.join(bad, "config.json")
+        with open(path) as f:
+            config = json.load(f)
+        edit(config)
+        with open(path, "w") as f:
+            json.dump(config, f)
+        with pytest.raises(ValueError, match=message) as e:
+            AutoModelForCausalLM.from_pretrained(bad)
+        assert bad in str(e.value)
+
+
 def save_tokenizer(folder, vocab):
     """A word-level tokenizer over the tiny vocabulary ("t0" .. "t<vocab-1>")."""
     from tokenizers import Tokenizer, models as tmodels, pre_tokenizers
