@@ -1,0 +1,31 @@
+"""transformers' own from_pretrained on CUDA for a folder the dfloat11 tools published (skipped
+without a GPU): after `import df11` it loads by itself (transformers' config reader names the
+df11 method), its logits torch.equal to BF16's; a passed Df11Config(mode="exec") gives the
+execution mode, whose logits equal df11.from_pretrained(mode="exec")'s."""
+import os
+
+import pytest
+import torch
+
+import df11
+import models
+
+pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
+
+
+def test_official_folder_loads_by_itself_on_cuda():
+    from transformers import AutoModelForCausalLM
+    fixture = os.path.join(models.FIXTURES, "llama")
+    official = os.path.join(fixture, "official")
+    ref = models.bf16_llm(os.path.join(fixture, "bf16"), "cuda")
+    ids = models.llm_inputs(ref.config.vocab_size, 2).cuda()
+    model = AutoModelForCausalLM.from_pretrained(official, device_map="cuda")
+    assert model.df11.mode == "decode"
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=ids).logits, ref(input_ids=ids).logits)
+    exec_model = AutoModelForCausalLM.from_pretrained(
+        official, device_map="cuda", quantization_config=df11.Df11Config(mode="exec"))
+    assert exec_model.df11.mode == "exec"
+    direct = df11.from_pretrained(official, device="cuda", mode="exec")
+    with torch.no_grad():
+        assert torch.equal(exec_model(input_ids=ids).logits, direct(input_ids=ids).logits)
