@@ -1,7 +1,9 @@
 """Coding BF16 weights that are on a GPU: df11's GPU encoder (coded.GpuGroup.encoded: the
-weights counted, coded, decoded back and compared there) against the path that copies them to
-host memory and codes them with the CPU encoder (coded.encode_batches), on the Linear shapes of
-one Llama-3.1-8B block, whole (tensor parallel 1) and as one rank's slices at tensor parallel 2.
+weights counted, coded, decoded back and compared there) and the execution layout packed there
+straight from BF16 (exec_mode.pack_bf16, then decoded back and compared), against the path that
+copies them to host memory and codes them with the CPU encoder (coded.encode_batches), on the
+Linear shapes of one Llama-3.1-8B block, whole (tensor parallel 1) and as one rank's slices at
+tensor parallel 2.
 
     python bench/gpu_encode.py [--repeat 5] [--json OUT.json]
 
@@ -19,7 +21,7 @@ import time
 
 import torch
 
-from df11 import coded
+from df11 import coded, exec_mode
 
 SHAPES = {"q_proj": (4096, 4096), "k_proj": (1024, 4096), "v_proj": (1024, 4096),
           "o_proj": (4096, 4096), "gate_proj": (14336, 4096), "up_proj": (14336, 4096),
@@ -51,6 +53,16 @@ def gpu_block(weights):
             raise SystemExit(f"{name}: the GPU-coded group decodes to other values")
 
 
+def exec_block(weights):
+    for name, w in weights.items():
+        blob, mats = exec_mode.pack_bf16([w], name)
+        ew = exec_mode.ExecWeight(blob, mats, name)
+        got = ew.decode()
+        ew.check()
+        if not torch.equal(got.view(torch.int16), w.view(torch.int16)):
+            raise SystemExit(f"{name}: the packed layout decodes to other values")
+
+
 def cpu_block(weights):
     with tempfile.TemporaryDirectory(dir=coded.scratch_dir(1 << 30)) as tmp:
         for folder, _ in coded.encode_batches(weights, tmp):
@@ -70,11 +82,13 @@ def main() -> None:
                    for n, s in shapes.items()}
         nbytes = sum(w.numel() * 2 for w in weights.values())
         gpu = timed(lambda w=weights: gpu_block(w), args.repeat)
+        packed = timed(lambda w=weights: exec_block(w), args.repeat)
         cpu = timed(lambda w=weights: cpu_block(w), args.repeat)
         rows.append({"what": label, "bf16_bytes": nbytes, "gpu_encode_decode_compare_s": gpu,
-                     "copy_and_cpu_encode_s": cpu})
+                     "exec_pack_decode_compare_s": packed, "copy_and_cpu_encode_s": cpu})
         print(f"{label}: {nbytes / 1e6:.1f} MB of BF16; GPU encode + decode + compare "
-              f"{gpu * 1e3:.1f} ms ({nbytes / gpu / 1e9:.1f} GB/s); copy + CPU encode "
+              f"{gpu * 1e3:.1f} ms ({nbytes / gpu / 1e9:.1f} GB/s); execution layout packed + "
+              f"decoded + compared {packed * 1e3:.1f} ms; copy + CPU encode "
               f"{cpu * 1e3:.1f} ms ({nbytes / cpu / 1e9:.2f} GB/s, {os.cpu_count()} cores)",
               flush=True)
     out = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__,

@@ -18,6 +18,22 @@ df11::cuda::ExecMatrix exec_matrix(const df11_exec_matrix& m) {
   return {static_cast<const uint8_t*>(m.d_blob), m.bytes, m.rows, m.cols, m.n_exceptions};
 }
 
+// The C sources as df11::cuda's (kInvalidArgument for a null array or device pointer).
+Status exec_sources(const df11_exec_source* src, size_t n, const char* what,
+                    std::vector<df11::cuda::ExecSource>& out) {
+  if (n == 0) return Status(ErrorCode::kInvalidArgument, std::string(what) + ": no sources");
+  if (src == nullptr) return null_arg(what, "src");
+  out.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    if (src[k].d_w == nullptr) {
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string(what) + ": source " + std::to_string(k) + ": d_w is null");
+    }
+    out[k] = {static_cast<const uint16_t*>(src[k].d_w), src[k].rows, src[k].cols};
+  }
+  return Status::ok();
+}
+
 }  // namespace
 
 extern "C" {
@@ -83,6 +99,59 @@ df11_status df11_cuda_exec_pack(df11_model* model, size_t group, void* d_workspa
     }
     return df11::cuda::launch_exec_pack_group(shapes, blobs, d_workspace, workspace_bytes,
                                               as_stream(stream));
+  });
+}
+
+df11_status df11_cuda_exec_bf16_workspace_bytes(df11_model* model, const df11_exec_source* src,
+                                                size_t n, size_t* workspace_bytes) {
+  const char* what = "df11_cuda_exec_bf16_workspace_bytes";
+  return on_exec(model, false, [&](auto) -> Status {
+    if (workspace_bytes == nullptr) return null_arg(what, "workspace_bytes");
+    std::vector<df11::cuda::ExecSource> sources;
+    DF11_RETURN_IF_ERROR(exec_sources(src, n, what, sources));
+    DF11_ASSIGN_OR_RETURN(*workspace_bytes, df11::cuda::exec_transcode_workspace_bytes(sources));
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_exec_bf16_measure(df11_model* model, const df11_exec_source* src, size_t n,
+                                        void* d_workspace, size_t workspace_bytes, void* stream,
+                                        df11_exec_matrix* out) {
+  const char* what = "df11_cuda_exec_bf16_measure";
+  return on_exec(model, false, [&](auto) -> Status {
+    if (out == nullptr) return null_arg(what, "out");
+    std::vector<df11::cuda::ExecSource> sources;
+    DF11_RETURN_IF_ERROR(exec_sources(src, n, what, sources));
+    std::vector<df11::cuda::ExecMeasure> meas(n);
+    DF11_RETURN_IF_ERROR(
+        df11::cuda::exec_measure(sources, d_workspace, workspace_bytes, as_stream(stream), meas));
+    for (size_t k = 0; k < n; ++k) {
+      out[k] = df11_exec_matrix{nullptr, static_cast<size_t>(meas[k].bytes), src[k].rows,
+                                src[k].cols, meas[k].n_exceptions};
+    }
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_exec_bf16_pack(df11_model* model, const df11_exec_source* src, size_t n,
+                                     void* d_workspace, size_t workspace_bytes,
+                                     const df11_exec_matrix* m, void* stream) {
+  const char* what = "df11_cuda_exec_bf16_pack";
+  return on_exec(model, false, [&](auto) -> Status {
+    if (m == nullptr) return null_arg(what, "m");
+    std::vector<df11::cuda::ExecSource> sources;
+    DF11_RETURN_IF_ERROR(exec_sources(src, n, what, sources));
+    std::vector<uint8_t*> blobs(n);
+    for (size_t k = 0; k < n; ++k) {
+      if (m[k].rows != src[k].rows || m[k].cols != src[k].cols || m[k].d_blob == nullptr) {
+        return Status(ErrorCode::kInvalidArgument,
+                      std::string(what) + ": matrix " + std::to_string(k) +
+                          " is not its source's shape, or has no blob");
+      }
+      blobs[k] = static_cast<uint8_t*>(const_cast<void*>(m[k].d_blob));
+    }
+    return df11::cuda::launch_exec_pack(sources, blobs, d_workspace, workspace_bytes,
+                                        as_stream(stream));
   });
 }
 

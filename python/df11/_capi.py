@@ -71,6 +71,11 @@ class ExecMatrix(Structure):
                 ("n_exceptions", c_uint32)]
 
 
+class ExecSource(Structure):
+    """df11_exec_source: a BF16 [rows, cols] row-major matrix in device memory."""
+    _fields_ = [("d_w", c_void_p), ("rows", c_uint32), ("cols", c_uint32)]
+
+
 class ExecGemm(Structure):
     """df11_exec_gemm: Y = X W^T from one blob."""
     _fields_ = [("w", ExecMatrix), ("d_x", c_void_p), ("d_y", c_void_p)]
@@ -205,6 +210,12 @@ def _declare(L: ctypes.CDLL) -> None:
       c_void_p, POINTER(ExecMatrix), POINTER(c_char_p), c_size_t)
     f("df11_cuda_exec_pack", c_int, model_p, c_size_t, c_void_p, c_size_t, POINTER(ExecMatrix),
       c_size_t, c_void_p)
+    f("df11_cuda_exec_bf16_workspace_bytes", c_int, model_p, POINTER(ExecSource), c_size_t,
+      POINTER(c_size_t))
+    f("df11_cuda_exec_bf16_measure", c_int, model_p, POINTER(ExecSource), c_size_t, c_void_p,
+      c_size_t, c_void_p, POINTER(ExecMatrix))
+    f("df11_cuda_exec_bf16_pack", c_int, model_p, POINTER(ExecSource), c_size_t, c_void_p,
+      c_size_t, POINTER(ExecMatrix), c_void_p)
     f("df11_cuda_exec_to_bf16_ex", c_int, model_p, POINTER(ExecMatrix), POINTER(c_void_p),
       c_size_t, c_void_p, c_size_t, c_uint32, c_void_p)
     f("df11_cuda_exec_gemm_ex", c_int, model_p, POINTER(ExecGemm), c_size_t, c_uint32, c_void_p,

@@ -640,6 +640,49 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
     return blob, out, [nm.decode() for nm in names]
 
 
+def pack_bf16(weights: List[torch.Tensor], what: str) -> Tuple[torch.Tensor, list]:
+    """BF16 [rows, cols] CUDA tensors (one device) packed into the execution layout on their
+    device (torch's current stream there), with no DF11 group in between
+    (df11_cuda_exec_bf16_measure / _pack): one resident uint8 tensor holding every blob
+    (each 256-byte aligned) and the matrices pointing into it, in the order given. The blobs
+    are those a DF11 group of the same weights transcodes to. Df11Error naming `what` if the
+    layout cannot hold one (2^32 exceptions or more, a shape out of range)."""
+    if not weights:
+        raise Df11Error.named("bad_shape", f"{what}: no weights to pack")
+    dev = weights[0].device
+    for w in weights:
+        if w.device != dev or w.dtype != torch.bfloat16 or w.dim() != 2 or dev.type != "cuda":
+            raise ValueError(f"df11 (exec): {what}: expected 2-D bfloat16 CUDA tensors on one "
+                             f"device, got {tuple(w.shape)} {w.dtype} on {w.device}")
+    L = _capi.lib()
+    weights = [w.contiguous() for w in weights]
+    n = len(weights)
+    src = (_capi.ExecSource * n)(*[_capi.ExecSource(w.data_ptr(), w.shape[0], w.shape[1])
+                                   for w in weights])
+    stream = torch.cuda.current_stream(dev).cuda_stream
+
+    def check(rc: int, step: str) -> None:
+        if rc != 0:
+            raise Df11Error(rc, _capi.status_name(rc), f"{what}: {step} (execution layout)")
+
+    ws = ctypes.c_size_t()
+    check(L.df11_cuda_exec_bf16_workspace_bytes(None, src, n, ctypes.byref(ws)), "workspace")
+    work = torch.empty(max(ws.value, 16), dtype=torch.uint8, device=dev)
+    mats = (EXEC.matrix * n)()
+    check(L.df11_cuda_exec_bf16_measure(None, src, n, work.data_ptr(), ws.value, stream, mats),
+          "measure")  # synchronises
+    sizes = [_round_up(m.bytes, ALIGN_BYTES) for m in mats]
+    blob = torch.empty(max(sum(sizes), ALIGN_BYTES), dtype=torch.uint8, device=dev)
+    at = 0
+    for m, sz in zip(mats, sizes):
+        m.d_blob = blob.data_ptr() + at
+        at += sz
+    check(L.df11_cuda_exec_bf16_pack(None, src, n, work.data_ptr(), ws.value, mats, stream),
+          "pack")
+    del work, weights  # the allocator reuses them only after the pack, in stream order
+    return blob, [EXEC.matrix.from_buffer_copy(m) for m in mats]
+
+
 def transcode(engine, model: torch.nn.Module, folder: _capi.Model, state: ExecState, modules,
               items, head: Optional[str] = None) -> None:
     """Transcodes the groups of `items` ([(group, targets)]) on state.device into resident

@@ -37,8 +37,9 @@ Loading (DF11ModelLoader.load_weights):
      compared the same way). A layer the folder's
      groups cannot give as it is (a tensor-parallel rank's slice, a weight the model's loader
      transforms, members in several groups) is coded again from that tensor (in decode mode,
-     on the GPU where the tensor is: coded.GpuGroup.encoded; else coded.encode_batches) and
-     checked the same way; one that cannot be coded either way keeps the
+     on the GPU where the tensor is: coded.GpuGroup.encoded; in the execution mode packed into
+     the layout there: exec_mode.pack_bf16; else coded.encode_batches) and checked the same
+     way; one that cannot be coded either way keeps the
      tensor as an ordinary BF16 weight on the GPU, with a warning. A corrupt stream raises
      Df11Error naming the file, group and block.
   In decode mode at tensor and pipeline parallel 1 (and wherever DF11_VLLM_LOAD_VIA=layer asks
@@ -496,7 +497,11 @@ class _Attach:
                            plan.prefix)
             return False
         what = f"{folder.group_file(g)}: group '{folder.group_name(g)}': '{plan.prefix}'"
-        ew = exec_mode.ExecWeight(blob, [mats[k] for k in picked], what)
+        return self.try_exec_weight(plan, exec_mode.ExecWeight(blob, [mats[k] for k in picked],
+                                                               what))
+
+    def try_exec_weight(self, plan: LayerPlan, ew: exec_mode.ExecWeight) -> bool:
+        """Serves the layer from `ew` if it decodes to exactly the layer's weight."""
         weight = plan.layer.weight
         if ew.shape != tuple(weight.shape):
             return False
@@ -527,8 +532,9 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     spans of the coded groups, decoded per call; "exec" / "compact": that layout, transcoded from
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
     rank's slice, a weight vLLM's loader transformed, members spread over groups) is coded
-    again from the tensor vLLM built: on the GPU in decode mode where the tensor is there
-    (_attach_encoded_on_gpu), else through df11.compress into temporary folders, a batch of
+    again from the tensor vLLM built: on the GPU where the tensor is there, in decode mode
+    and in the execution mode (_attach_on_gpu), else through
+    df11.compress into temporary folders, a batch of
     about 1 GiB each (coded.encode_batches). `uploaded`: groups of
     `folder` already on the GPU, by index. `state`: the load's _Attach, whose layers a
     layer-wise load (LayerwiseCoder) coded already; those are left as they are."""
@@ -607,16 +613,19 @@ def chain_layers(model: torch.nn.Module) -> int:
     return n
 
 
-def _attach_encoded_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
-                           ) -> Dict[str, Tuple[LayerPlan, str]]:
-    """Decode mode: each layer whose weight vLLM's loader built on the GPU is coded again there
-    (coded.GpuGroup.encoded: df11's GPU encoder, the CPU encoder's bytes), decoded and compared
-    as every layer is, and served from that group. Every layer is coded before any BF16 weight
-    is dropped, so that the groups' memory is not carved from the weights' freed blocks (which
-    torch's allocator could then not hand back). Returns the layers left (host weights)."""
+def _attach_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
+                   ) -> Dict[str, Tuple[LayerPlan, str]]:
+    """Each layer whose weight vLLM's loader built on the GPU is coded again there, decoded and
+    compared as every layer is, and served from what it was coded to: in decode mode a group
+    (coded.GpuGroup.encoded: df11's GPU encoder, the CPU encoder's bytes), in the execution mode
+    the layout packed straight from the BF16 weight (exec_mode.pack_bf16: the blob a DF11 group
+    of the same weight transcodes to). Every layer is coded before any BF16 weight is dropped,
+    so that the coded memory is not carved from the weights' freed blocks (which torch's
+    allocator could then not hand back). Returns the layers left (host weights)."""
     t0 = time.perf_counter()
+    decode = state.mode == "decode"
     left: Dict[str, Tuple[LayerPlan, str]] = {}
-    groups: List[Tuple[LayerPlan, str, coded.GpuGroup]] = []
+    made: List[Tuple[LayerPlan, str, Any]] = []
     nbytes = 0
     for name, (plan, why) in names.items():
         weight = plan.layer.weight.data
@@ -624,21 +633,33 @@ def _attach_encoded_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str
             left[name] = (plan, why)
             continue
         try:
-            group = coded.GpuGroup.encoded(weight, name, f"{state.folder_id} (coded again on the "
-                                           "GPU)")
+            if decode:
+                made.append((plan, why, coded.GpuGroup.encoded(
+                    weight, name, f"{state.folder_id} (coded again on the GPU)")))
+            else:
+                what = f"{state.folder_id}: '{plan.prefix}' (packed on the GPU)"
+                made.append((plan, why, exec_mode.ExecWeight(
+                    *exec_mode.pack_bf16([weight], what), what)))
         except _capi.Df11Error as e:
             if e.status != "uncodable":
                 raise
-            state.keep_bf16(plan, why + "; df11's encoder stores it raw")
+            state.keep_bf16(plan, why + ("; df11's encoder stores it raw" if decode else
+                                         "; the execution layout cannot hold it"))
             continue
-        groups.append((plan, why, group))
         nbytes += 2 * weight.numel()
-    for plan, why, group in groups:
-        if not state.try_spans(plan, group, [(0, plan.layer.weight.numel())]):
+    for plan, why, it in made:
+        if decode:
+            served = state.try_spans(plan, it, [(0, plan.layer.weight.numel())])
+        else:
+            served = state.try_exec_weight(plan, it)
+            state.exec_bytes += it.blob.numel() if served else 0
+        if not served:
             state.keep_bf16(plan, why + "; coded again, it decodes to other values")
     torch.cuda.synchronize()
-    logger.info("df11: %d Linear layers coded again on the GPU (%.3f GiB of BF16), encoded, "
-                "decoded and compared in %.2f s", len(groups), nbytes / 2**30,
+    logger.info("df11: %d Linear layers %s on the GPU (%.3f GiB of BF16), %s, decoded and "
+                "compared in %.2f s", len(made),
+                "coded again" if decode else f"packed into the {exec_mode.EXEC.title}",
+                nbytes / 2**30, "encoded" if decode else "from their BF16 weights",
                 time.perf_counter() - t0)
     return left
 
@@ -656,9 +677,10 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
             names[f"{plan.prefix}.weight"] = (plan, why)
         else:
             state.keep_bf16(plan, f"{why}; its weight is {plan.layer.weight.dtype}, not BF16")
-    if state.mode == "decode" and any(plan.layer.weight.device.type == "cuda"
-                                      for plan, _ in names.values()) and _tools.has_cuda_encoder():
-        names = _attach_encoded_on_gpu(state, names)
+    on_gpu = any(plan.layer.weight.device.type == "cuda" for plan, _ in names.values())
+    if on_gpu and (state.mode == exec_mode.EXEC.mode or
+                   (state.mode == "decode" and _tools.has_cuda_encoder())):
+        names = _attach_on_gpu(state, names)
     if not names:
         return
     nbytes = sum(plan.layer.weight.numel() * 2 for plan, _ in names.values())

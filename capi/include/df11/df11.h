@@ -662,6 +662,43 @@ DF11_API df11_status df11_cuda_exec_pack(df11_model* model, size_t group, void* 
                                          size_t workspace_bytes, const df11_exec_matrix* m,
                                          size_t n, void* stream);
 
+/* BF16 weights already in device memory, straight into the execution layout, with no DF11
+ * group in between: a tensor-parallel rank's slice of a weight, or a weight an engine's loader
+ * built. The blobs are byte for byte those the group calls above (and the CPU reference
+ * encoder) give for the same weights.
+ *
+ *   df11_cuda_exec_bf16_workspace_bytes(model, src, n, &ws);    host only
+ *   df11_cuda_exec_bf16_measure(model, src, n, d_ws, ws, stream, m);   synchronises
+ *   for each k: m[k].d_blob = the caller's m[k].bytes (16-byte aligned)
+ *   df11_cuda_exec_bf16_pack(model, src, n, d_ws, ws, m, stream);      no sync
+ *
+ * `model` may be NULL: it only receives the messages (df11_model_errmsg). The sources must not
+ * change between the measure and the pack, nor before the pack has run (stream order). */
+typedef struct df11_exec_source {
+  const void* d_w; /* rows * cols BF16, row-major, device memory, any alignment */
+  uint32_t rows;
+  uint32_t cols;
+} df11_exec_source;
+
+/* The device workspace (256-byte aligned) the measure and pack of these n sources need: a few
+ * bytes per 4096 weights. DF11_ERROR_INVALID_ARGUMENT for an empty or oversized shape. */
+DF11_API df11_status df11_cuda_exec_bf16_workspace_bytes(df11_model* model,
+                                                         const df11_exec_source* src, size_t n,
+                                                         size_t* workspace_bytes);
+
+/* Measures each source: out[k] gets rows, cols, n_exceptions and bytes (d_blob NULL).
+ * Synchronises `stream`. DF11_ERROR_UNCODABLE for a matrix with 2^32 or more exceptions. */
+DF11_API df11_status df11_cuda_exec_bf16_measure(df11_model* model, const df11_exec_source* src,
+                                                 size_t n, void* d_workspace,
+                                                 size_t workspace_bytes, void* stream,
+                                                 df11_exec_matrix* out);
+
+/* Enqueues the packing of each measured source into m[k].d_blob, from the workspace the
+ * measure left. No allocation, no sync. */
+DF11_API df11_status df11_cuda_exec_bf16_pack(df11_model* model, const df11_exec_source* src,
+                                              size_t n, void* d_workspace, size_t workspace_bytes,
+                                              const df11_exec_matrix* m, void* stream);
+
 /* Enqueues the decode of each blob m[k] into d_out[k] (rows * cols BF16, row-major): one
  * kernel launch per 64 blobs after a 16-byte memset of the status record d_status
  * (DF11_EXEC_STATUS_BYTES, 16-byte aligned). No allocation, no sync. */

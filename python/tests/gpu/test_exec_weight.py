@@ -71,6 +71,60 @@ def test_exec_weight_equals_reference(qwen2, fused, mode):
     ew.check()
 
 
+@pytest.mark.parametrize("fused", list(FUSED))
+def test_packed_from_bf16_equals_the_group_transcode(qwen2, fused):
+    """A layer's fused BF16 weight packed on the GPU (exec_mode.pack_bf16, as the vLLM plugin
+    packs a tensor-parallel rank's slice): its blobs byte for byte the group transcode's for the
+    same members, and its products those of the transcoded layer."""
+    folder, ref = qwen2
+    ew, w, bias = layer_weight(folder, ref, FUSED[fused])
+    members = list(torch.split(w.detach(), ew.row_counts))
+    blob, mats = exec_mode.pack_bf16(members, "test")
+    packed = exec_mode.ExecWeight(blob, mats, "test")
+    assert packed.shape == ew.shape
+    for mine, theirs in zip(mats, ew.mats):
+        assert (mine.rows, mine.cols, mine.bytes, mine.n_exceptions) == (
+            theirs.rows, theirs.cols, theirs.bytes, theirs.n_exceptions)
+        got = blob[mine.d_blob - blob.data_ptr():][:mine.bytes]
+        want = ew.blob[theirs.d_blob - ew.blob.data_ptr():][:theirs.bytes]
+        assert torch.equal(got, want)
+    assert torch.equal(packed.decode().view(torch.int16), w.view(torch.int16))
+    x = torch.randn(5, w.shape[1], device="cuda").to(torch.bfloat16)
+    assert torch.equal(packed.linear(x, bias).view(torch.int16),
+                       ew.linear(x, bias).view(torch.int16))
+    packed.check()
+
+
+def test_packed_from_bf16_ragged_and_exceptional():
+    """Ragged shapes and exponents far outside any window (every exception path), packed from
+    BF16 and decoded back bit for bit, NaN payloads, infinities, signed zeros and subnormals
+    included; a CPU tensor is refused."""
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    shapes = [(1, 1), (3, 7), (129, 257), (100, 4096 + 3)]
+    weights = []
+    for rows, cols in shapes:
+        bits = torch.randint(-2**15, 2**15, (rows, cols), dtype=torch.int32, device="cuda",
+                             generator=gen).to(torch.int16)
+        normal = (torch.randn(rows, cols, device="cuda", generator=gen) * 0.02).to(torch.bfloat16)
+        pick = torch.rand(rows, cols, device="cuda", generator=gen) < 0.1
+        w = torch.where(pick, bits, normal.view(torch.int16))
+        flat = w.view(-1)
+        # NaNs with payloads, +-Inf, +-0, subnormals, as 16-bit patterns.
+        patterns = [0x7fc1, 0xffc0, 0x7f80, 0xff80, 0x0000, 0x8000, 0x0001, 0x8001]
+        specials = torch.tensor([p - 2**16 if p >= 2**15 else p for p in patterns],
+                                dtype=torch.int16, device="cuda")
+        flat[:min(flat.numel(), specials.numel())] = specials[:flat.numel()]
+        weights.append(w.view(torch.bfloat16))
+    blob, mats = exec_mode.pack_bf16(weights, "test")
+    assert [(m.rows, m.cols) for m in mats] == shapes
+    for w, m in zip(weights, mats):
+        ew = exec_mode.ExecWeight(blob, [m], "test")
+        assert torch.equal(ew.decode().view(torch.int16), w.view(torch.int16))
+        ew.check()
+    with pytest.raises(ValueError, match="CUDA"):
+        exec_mode.pack_bf16([weights[0].cpu()], "test")
+
+
 @pytest.mark.parametrize("mode", list(exec_mode.LAYOUTS))
 def test_exec_weight_traced_and_captured(qwen2, mode):
     """Through the custom op under torch.compile (fullgraph) and replayed in a CUDA graph."""

@@ -10,7 +10,11 @@
 # "exec" or "compact"; df11-layer and df11-host: the DF11 folder loaded with
 # DF11_VLLM_LOAD_VIA=layer or =host; df11-unchained: with DF11_VLLM_DECODE_CHAINS=0, a decode
 # launch per weight; df11-chained: with =3, each decoder layer's o, gate/up and down weights
-# decoded in one launch; df11 decodes its o and gate/up weights in one, as =2).
+# decoded in one launch; df11 decodes its o and gate/up weights in one, as =2; df11-tensor: the
+# folder `df11 compress BF16 -o WORK/df11-tensor --group-by tensor` writes, which the caller
+# makes, whose fused q/k/v and gate/up layers are coded again at load; df11-tensor-exec: that
+# folder in df11_mode "exec", those layers packed into the layout on the GPU;
+# df11-tensor-exec-host: the same with DF11_VLLM_LOAD_VIA=host, through the CPU encoder).
 # BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
 # for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations);
 # THROUGHPUT_ARGS (default: the random dataset, 512 prompts of 512 tokens, 256 new each).
@@ -46,6 +50,9 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
     model=df11; extra=(--additional-config "{\"df11_mode\": \"${name#df11-}\"}") ;; esac
   case $name in df11-layer|df11-host) model=df11; via=${name#df11-} ;; esac
   case $name in df11-chained) model=df11; chains=3 ;; df11-unchained) model=df11; chains=0 ;; esac
+  case $name in df11-tensor-exec|df11-tensor-exec-host)
+    model=df11-tensor; extra=(--additional-config '{"df11_mode": "exec"}') ;; esac
+  case $name in df11-tensor-exec-host) via=host ;; esac
   # shellcheck disable=SC2206
   if [ "$name" = bf16 ]; then extra=(${BF16_ARGS:-}); fi
   kind=${KIND:-latency}

@@ -18,7 +18,8 @@
 # "layer-load" (the same with DF11_VLLM_LOAD_VIA=layer: each layer coded as vLLM's loader fills
 # it, which decode mode does by default at one rank), "regrouped" (a DF11 folder of one group
 # per tensor, whose fused q/k/v and gate/up layers are coded again on the GPU at load, against
-# BF16), "control" (the
+# BF16), "regrouped-exec" (that folder in mode "exec", its fused layers packed into the layout
+# on the GPU, against BF16 computing as the layout does), "control" (the
 # official case's two folders again, each in a second engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
 # BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
@@ -167,6 +168,16 @@ fi
 if want exec; then
   gen df11-exec-graph "$work/df11" --df11-mode exec
   compare bf16-reference-graph df11-exec-graph
+fi
+if want regrouped-exec; then
+  # The same folder of one group per tensor in mode "exec": the fused layers are packed into
+  # the execution layout on the GPU from the BF16 weights vLLM's loader built.
+  [ -f "$work/bf16-reference-graph.json" ] || gen bf16-reference-graph "$work/bf16" --reference
+  gen df11-tensor-exec-graph "$work/df11-tensor" --df11-mode exec
+  grep -q "packed into the execution layout on the GPU" "$work/df11-tensor-exec-graph.log" \
+    || { echo "df11-tensor-exec-graph: no line 'packed ... on the GPU' in its log" >> "$log"
+         rc=1; }
+  compare bf16-reference-graph df11-tensor-exec-graph
 fi
 if want compact; then
   gen df11-compact-graph "$work/df11" --df11-mode compact
