@@ -38,6 +38,29 @@ namespace {
 // status record (where its problem kinds lie, so that one check serves both layouts).
 constexpr size_t kCompactStatusOffset = 8;
 
+// A single source of the compact BF16 calls (kInvalidArgument for a null one).
+Status check_source(const df11_exec_source* src, const char* what) {
+  if (src == nullptr) return null_arg(what, "src");
+  if (src->d_w == nullptr) return null_arg(what, "src->d_w");
+  return Status::ok();
+}
+
+// The plan of `src` with code `lengths` (synchronises `stream`). A template on the C
+// boundary's tag (on_exec's body argument), so that a build without CUDA references nothing
+// of df11_cuda.
+template <typename Tag>
+df11::Result<df11::cuda::CompactPlan> source_plan(Tag, const df11_exec_source* src,
+                                                  const uint8_t* lengths, void* d_workspace,
+                                                  size_t workspace_bytes, void* stream,
+                                                  const char* what) {
+  if (lengths == nullptr) return null_arg(what, "lengths");
+  DF11_RETURN_IF_ERROR(check_source(src, what));
+  std::array<uint8_t, df11::kCompactSymbols> l{};
+  std::memcpy(l.data(), lengths, l.size());
+  return df11::cuda::compact_measure(static_cast<const uint16_t*>(src->d_w), src->rows, src->cols,
+                                     l, d_workspace, workspace_bytes, as_stream(stream));
+}
+
 // The handle's plans (under its compact_mutex).
 std::map<size_t, std::vector<df11::cuda::CompactPlan>>& plans_of(df11_model& model) {
   if (!model.compact_plans) model.compact_plans = std::make_shared<df11::capi::CompactPlans>();
@@ -203,6 +226,81 @@ df11_status df11_cuda_compact_pack(df11_model* model, size_t group, void* d_work
           as_stream(stream)));
     }
     return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_bf16_workspace_bytes(df11_model* model, uint32_t rows, uint32_t cols,
+                                                   size_t* workspace_bytes) {
+  return on_exec(model, false, [&](auto) -> Status {
+    if (workspace_bytes == nullptr) {
+      return null_arg("df11_cuda_compact_bf16_workspace_bytes", "workspace_bytes");
+    }
+    DF11_ASSIGN_OR_RETURN(const uint64_t bytes, df11::cuda::compact_workspace_bytes(rows, cols));
+    *workspace_bytes = static_cast<size_t>(bytes);
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_bf16_count(df11_model* model, const df11_exec_source* src,
+                                         void* d_workspace, size_t workspace_bytes, void* stream,
+                                         uint64_t* counts) {
+  const char* what = "df11_cuda_compact_bf16_count";
+  return on_exec(model, false, [&](auto) -> Status {
+    if (counts == nullptr) return null_arg(what, "counts");
+    DF11_RETURN_IF_ERROR(check_source(src, what));
+    DF11_ASSIGN_OR_RETURN(
+        const auto c,
+        df11::cuda::compact_histogram(static_cast<const uint16_t*>(src->d_w), src->rows, src->cols,
+                                      d_workspace, workspace_bytes, as_stream(stream)));
+    std::memcpy(counts, c.data(), sizeof c);
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_bf16_measure(df11_model* model, const df11_exec_source* src,
+                                           const uint8_t* lengths, void* d_workspace,
+                                           size_t workspace_bytes, void* stream,
+                                           df11_compact_matrix* out) {
+  const char* what = "df11_cuda_compact_bf16_measure";
+  return on_exec(model, false, [&](auto tag) -> Status {
+    if (out == nullptr) return null_arg(what, "out");
+    DF11_ASSIGN_OR_RETURN(
+        const df11::cuda::CompactPlan plan,
+        source_plan(tag, src, lengths, d_workspace, workspace_bytes, stream, what));
+    const df11::CompactHeader& h = plan.header;
+    *out = df11_compact_matrix{nullptr,       nullptr, static_cast<size_t>(h.total_bytes),
+                               h.stream_bits, h.rows,  h.cols};
+    return Status::ok();
+  });
+}
+
+df11_status df11_cuda_compact_bf16_pack(df11_model* model, const df11_exec_source* src,
+                                        const uint8_t* lengths, void* d_workspace,
+                                        size_t workspace_bytes, const df11_compact_matrix* m,
+                                        void* stream) {
+  const char* what = "df11_cuda_compact_bf16_pack";
+  return on_exec(model, false, [&](auto tag) -> Status {
+    if (m == nullptr) return null_arg(what, "m");
+    DF11_ASSIGN_OR_RETURN(
+        const df11::cuda::CompactPlan plan,
+        source_plan(tag, src, lengths, d_workspace, workspace_bytes, stream, what));
+    const df11::CompactHeader& h = plan.header;
+    if (m->rows != h.rows || m->cols != h.cols || m->bytes < h.total_bytes ||
+        m->stream_bits != h.stream_bits) {
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string(what) + ": the matrix is not what the measure gave");
+    }
+    if (m->d_table == nullptr || reinterpret_cast<uintptr_t>(m->d_table) % 16 != 0 ||
+        m->d_blob == nullptr || reinterpret_cast<uintptr_t>(m->d_blob) % 16 != 0) {
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string(what) + ": d_blob or d_table null or not 16-byte aligned");
+    }
+    DF11_RETURN_IF_ERROR(
+        df11::cuda::launch_compact_pack(static_cast<const uint16_t*>(src->d_w), plan,
+                                        static_cast<uint8_t*>(const_cast<void*>(m->d_blob)),
+                                        d_workspace, workspace_bytes, as_stream(stream)));
+    return df11::cuda::upload_compact_decode_table(
+        plan.code, static_cast<uint32_t*>(const_cast<void*>(m->d_table)), as_stream(stream));
   });
 }
 

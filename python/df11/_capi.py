@@ -216,6 +216,14 @@ def _declare(L: ctypes.CDLL) -> None:
       c_size_t, c_void_p, POINTER(ExecMatrix))
     f("df11_cuda_exec_bf16_pack", c_int, model_p, POINTER(ExecSource), c_size_t, c_void_p,
       c_size_t, POINTER(ExecMatrix), c_void_p)
+    f("df11_cuda_compact_bf16_workspace_bytes", c_int, model_p, c_uint32, c_uint32,
+      POINTER(c_size_t))
+    f("df11_cuda_compact_bf16_count", c_int, model_p, POINTER(ExecSource), c_void_p, c_size_t,
+      c_void_p, c_void_p)
+    f("df11_cuda_compact_bf16_measure", c_int, model_p, POINTER(ExecSource), c_void_p, c_void_p,
+      c_size_t, c_void_p, POINTER(CompactMatrix))
+    f("df11_cuda_compact_bf16_pack", c_int, model_p, POINTER(ExecSource), c_void_p, c_void_p,
+      c_size_t, POINTER(CompactMatrix), c_void_p)
     f("df11_cuda_exec_to_bf16_ex", c_int, model_p, POINTER(ExecMatrix), POINTER(c_void_p),
       c_size_t, c_void_p, c_size_t, c_uint32, c_void_p)
     f("df11_cuda_exec_gemm_ex", c_int, model_p, POINTER(ExecGemm), c_size_t, c_uint32, c_void_p,

@@ -574,13 +574,7 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
     stream = torch.cuda.current_stream(dev).cuda_stream
     what = f"{folder.group_file(g)}: group '{folder.group_name(g)}'"
     compact = layout is COMPACT
-    if compact:
-        from . import _tools
-        if not _tools.available():
-            raise Df11Error.named("unsupported", f"{what}: mode='compact' chooses each matrix's "
-                                  "code with df11's encoder (libdf11-tools), which is not "
-                                  "installed")
-        T = _tools.lib()
+    T = _compact_encoder(what) if compact else None
     n, ws = ctypes.c_size_t(), ctypes.c_size_t()
     folder._check((L.df11_cuda_compact_workspace_bytes if compact else
                    L.df11_cuda_exec_workspace_bytes)(folder.handle, g, ctypes.byref(n),
@@ -609,12 +603,7 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
                                                 n.value))  # synchronises
         lengths = (ctypes.c_uint8 * (sym * max(n.value, 1)))()
         for k in range(n.value):
-            rc = T.df11_tools_compact_lengths(
-                (ctypes.c_uint64 * sym).from_buffer(counts, 8 * sym * k),
-                (ctypes.c_uint8 * sym).from_buffer(lengths, sym * k))
-            if rc != 0:
-                raise Df11Error(rc, _capi.status_name(rc), f"{what}: member {k}: no code for "
-                                "its exponents")
+            _compact_lengths(T, counts, lengths, k, f"{what}: member {k}", at=sym * k)
         folder._check(L.df11_cuda_compact_measure(folder.handle, g, work.data_ptr(), ws.value,
                                                   lengths, stream, mats, names, n.value))
     else:
@@ -622,15 +611,7 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
                                                work.data_ptr(), ws.value, stream, mats, names,
                                                n.value))  # synchronises
     del coded
-    table = _capi.COMPACT_TABLE_BYTES if compact else 0
-    sizes = [_round_up(m.bytes, ALIGN_BYTES) + table for m in mats]
-    blob = torch.empty(max(sum(sizes), ALIGN_BYTES), dtype=torch.uint8, device=dev)
-    at = 0
-    for m, sz in zip(mats, sizes):
-        m.d_blob = blob.data_ptr() + at
-        if compact:
-            m.d_table = m.d_blob + sz - table
-        at += sz
+    blob = _blob_for(mats, layout, dev)
     folder._check((L.df11_cuda_compact_pack if compact else L.df11_cuda_exec_pack)(
         folder.handle, g, work.data_ptr(), ws.value, mats, n.value, stream))
     del work  # the allocator reuses it only after the pack, in stream order
@@ -640,21 +621,25 @@ def transcode_group(folder: _capi.Model, g: int, dev: torch.device,
     return blob, out, [nm.decode() for nm in names]
 
 
-def pack_bf16(weights: List[torch.Tensor], what: str) -> Tuple[torch.Tensor, list]:
-    """BF16 [rows, cols] CUDA tensors (one device) packed into the execution layout on their
-    device (torch's current stream there), with no DF11 group in between
-    (df11_cuda_exec_bf16_measure / _pack): one resident uint8 tensor holding every blob
-    (each 256-byte aligned) and the matrices pointing into it, in the order given. The blobs
-    are those a DF11 group of the same weights transcodes to. Df11Error naming `what` if the
-    layout cannot hold one (2^32 exceptions or more, a shape out of range)."""
+def pack_bf16(weights: List[torch.Tensor], what: str,
+              layout: Layout = EXEC) -> Tuple[torch.Tensor, list]:
+    """BF16 [rows, cols] CUDA tensors (one device) packed into `layout` on their device
+    (torch's current stream there), with no DF11 group in between (df11_cuda_exec_bf16_* and
+    df11_cuda_compact_bf16_*): one resident uint8 tensor holding every blob (each 256-byte
+    aligned; in the compact layout each followed by its decode table) and the matrices pointing
+    into it, in the order given. The blobs are those a DF11 group of the same weights transcodes
+    to (in the compact layout with the code df11's encoder chooses, as there). Df11Error naming
+    `what` if the layout cannot hold one (2^32 exceptions or more, a shape out of range)."""
     if not weights:
         raise Df11Error.named("bad_shape", f"{what}: no weights to pack")
     dev = weights[0].device
     for w in weights:
         if w.device != dev or w.dtype != torch.bfloat16 or w.dim() != 2 or dev.type != "cuda":
-            raise ValueError(f"df11 (exec): {what}: expected 2-D bfloat16 CUDA tensors on one "
-                             f"device, got {tuple(w.shape)} {w.dtype} on {w.device}")
+            raise ValueError(f"df11 ({layout.mode}): {what}: expected 2-D bfloat16 CUDA tensors "
+                             f"on one device, got {tuple(w.shape)} {w.dtype} on {w.device}")
     L = _capi.lib()
+    compact = layout is COMPACT
+    T = _compact_encoder(what) if compact else None
     weights = [w.contiguous() for w in weights]
     n = len(weights)
     src = (_capi.ExecSource * n)(*[_capi.ExecSource(w.data_ptr(), w.shape[0], w.shape[1])
@@ -663,24 +648,79 @@ def pack_bf16(weights: List[torch.Tensor], what: str) -> Tuple[torch.Tensor, lis
 
     def check(rc: int, step: str) -> None:
         if rc != 0:
-            raise Df11Error(rc, _capi.status_name(rc), f"{what}: {step} (execution layout)")
+            raise Df11Error(rc, _capi.status_name(rc), f"{what}: {step} ({layout.title})")
 
+    mats = (layout.matrix * n)()
     ws = ctypes.c_size_t()
-    check(L.df11_cuda_exec_bf16_workspace_bytes(None, src, n, ctypes.byref(ws)), "workspace")
-    work = torch.empty(max(ws.value, 16), dtype=torch.uint8, device=dev)
-    mats = (EXEC.matrix * n)()
-    check(L.df11_cuda_exec_bf16_measure(None, src, n, work.data_ptr(), ws.value, stream, mats),
-          "measure")  # synchronises
-    sizes = [_round_up(m.bytes, ALIGN_BYTES) for m in mats]
+    sym = _capi.COMPACT_SYMBOLS
+    lengths = (ctypes.c_uint8 * (sym * n))()
+    if compact:
+        work_bytes = 16
+        for w in weights:
+            check(L.df11_cuda_compact_bf16_workspace_bytes(None, w.shape[0], w.shape[1],
+                                                           ctypes.byref(ws)), "workspace")
+            work_bytes = max(work_bytes, ws.value)
+        work = torch.empty(work_bytes, dtype=torch.uint8, device=dev)
+        counts = (ctypes.c_uint64 * sym)()
+        for k in range(n):
+            check(L.df11_cuda_compact_bf16_count(None, ctypes.byref(src[k]), work.data_ptr(),
+                                                 work_bytes, stream, counts), "count")  # syncs
+            _compact_lengths(T, counts, lengths, k, f"{what}: matrix {k}")
+            check(L.df11_cuda_compact_bf16_measure(
+                None, ctypes.byref(src[k]), ctypes.byref(lengths, sym * k), work.data_ptr(),
+                work_bytes, stream, ctypes.byref(mats[k])), "measure")  # syncs
+    else:
+        check(L.df11_cuda_exec_bf16_workspace_bytes(None, src, n, ctypes.byref(ws)), "workspace")
+        work_bytes = max(ws.value, 16)
+        work = torch.empty(work_bytes, dtype=torch.uint8, device=dev)
+        check(L.df11_cuda_exec_bf16_measure(None, src, n, work.data_ptr(), work_bytes, stream,
+                                            mats), "measure")  # synchronises
+    blob = _blob_for(mats, layout, dev)
+    if compact:
+        for k in range(n):
+            check(L.df11_cuda_compact_bf16_pack(
+                None, ctypes.byref(src[k]), ctypes.byref(lengths, sym * k), work.data_ptr(),
+                work_bytes, ctypes.byref(mats[k]), stream), "pack")
+    else:
+        check(L.df11_cuda_exec_bf16_pack(None, src, n, work.data_ptr(), work_bytes, mats,
+                                         stream), "pack")
+    del work, weights  # the allocator reuses them only after the pack, in stream order
+    return blob, [layout.matrix.from_buffer_copy(m) for m in mats]
+
+
+def _compact_encoder(what: str):
+    """libdf11-tools, which chooses each matrix's compact code (Df11Error if not installed)."""
+    from . import _tools
+    if not _tools.available():
+        raise Df11Error.named("unsupported", f"{what}: mode='compact' chooses each matrix's "
+                              "code with df11's encoder (libdf11-tools), which is not "
+                              "installed")
+    return _tools.lib()
+
+
+def _compact_lengths(T, counts, lengths, k: int, what: str, at: int = 0) -> None:
+    """The code df11's encoder chooses for the exponent counts at counts[at:] into
+    lengths[k * COMPACT_SYMBOLS:]."""
+    sym = _capi.COMPACT_SYMBOLS
+    rc = T.df11_tools_compact_lengths((ctypes.c_uint64 * sym).from_buffer(counts, 8 * at),
+                                      (ctypes.c_uint8 * sym).from_buffer(lengths, sym * k))
+    if rc != 0:
+        raise Df11Error(rc, _capi.status_name(rc), f"{what}: no code for its exponents")
+
+
+def _blob_for(mats, layout: Layout, dev: torch.device) -> torch.Tensor:
+    """One uint8 tensor for the measured matrices' blobs (each 256-byte aligned; in the
+    compact layout each followed by its decode table), their d_blob (and d_table) set."""
+    table = _capi.COMPACT_TABLE_BYTES if layout is COMPACT else 0
+    sizes = [_round_up(m.bytes, ALIGN_BYTES) + table for m in mats]
     blob = torch.empty(max(sum(sizes), ALIGN_BYTES), dtype=torch.uint8, device=dev)
     at = 0
     for m, sz in zip(mats, sizes):
         m.d_blob = blob.data_ptr() + at
+        if table:
+            m.d_table = m.d_blob + sz - table
         at += sz
-    check(L.df11_cuda_exec_bf16_pack(None, src, n, work.data_ptr(), ws.value, mats, stream),
-          "pack")
-    del work, weights  # the allocator reuses them only after the pack, in stream order
-    return blob, [EXEC.matrix.from_buffer_copy(m) for m in mats]
+    return blob
 
 
 def transcode(engine, model: torch.nn.Module, folder: _capi.Model, state: ExecState, modules,

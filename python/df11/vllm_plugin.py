@@ -37,8 +37,8 @@ Loading (DF11ModelLoader.load_weights):
      compared the same way). A layer the folder's
      groups cannot give as it is (a tensor-parallel rank's slice, a weight the model's loader
      transforms, members in several groups) is coded again from that tensor (in decode mode,
-     on the GPU where the tensor is: coded.GpuGroup.encoded; in the execution mode packed into
-     the layout there: exec_mode.pack_bf16; else coded.encode_batches) and checked the same
+     on the GPU where the tensor is: coded.GpuGroup.encoded; in the execution modes packed
+     into the layout there: exec_mode.pack_bf16; else coded.encode_batches) and checked the same
      way; one that cannot be coded either way keeps the
      tensor as an ordinary BF16 weight on the GPU, with a warning. A corrupt stream raises
      Df11Error naming the file, group and block.
@@ -533,7 +533,7 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
     rank's slice, a weight vLLM's loader transformed, members spread over groups) is coded
     again from the tensor vLLM built: on the GPU where the tensor is there, in decode mode
-    and in the execution mode (_attach_on_gpu), else through
+    and in the execution modes (_attach_on_gpu), else through
     df11.compress into temporary folders, a batch of
     about 1 GiB each (coded.encode_batches). `uploaded`: groups of
     `folder` already on the GPU, by index. `state`: the load's _Attach, whose layers a
@@ -617,13 +617,14 @@ def _attach_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
                    ) -> Dict[str, Tuple[LayerPlan, str]]:
     """Each layer whose weight vLLM's loader built on the GPU is coded again there, decoded and
     compared as every layer is, and served from what it was coded to: in decode mode a group
-    (coded.GpuGroup.encoded: df11's GPU encoder, the CPU encoder's bytes), in the execution mode
-    the layout packed straight from the BF16 weight (exec_mode.pack_bf16: the blob a DF11 group
-    of the same weight transcodes to). Every layer is coded before any BF16 weight is dropped,
+    (coded.GpuGroup.encoded: df11's GPU encoder, the CPU encoder's bytes), in the execution
+    modes their layout packed straight from the BF16 weight (exec_mode.pack_bf16: the blob a
+    DF11 group of the same weight transcodes to). Every layer is coded before any BF16 weight is dropped,
     so that the coded memory is not carved from the weights' freed blocks (which torch's
     allocator could then not hand back). Returns the layers left (host weights)."""
     t0 = time.perf_counter()
-    decode = state.mode == "decode"
+    decode = state.mode not in exec_mode.LAYOUTS
+    layout = exec_mode.LAYOUTS.get(state.mode, exec_mode.EXEC)
     left: Dict[str, Tuple[LayerPlan, str]] = {}
     made: List[Tuple[LayerPlan, str, Any]] = []
     nbytes = 0
@@ -639,7 +640,7 @@ def _attach_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
             else:
                 what = f"{state.folder_id}: '{plan.prefix}' (packed on the GPU)"
                 made.append((plan, why, exec_mode.ExecWeight(
-                    *exec_mode.pack_bf16([weight], what), what)))
+                    *exec_mode.pack_bf16([weight], what, layout), what)))
         except _capi.Df11Error as e:
             if e.status != "uncodable":
                 raise
@@ -658,7 +659,7 @@ def _attach_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
     torch.cuda.synchronize()
     logger.info("df11: %d Linear layers %s on the GPU (%.3f GiB of BF16), %s, decoded and "
                 "compared in %.2f s", len(made),
-                "coded again" if decode else f"packed into the {exec_mode.EXEC.title}",
+                "coded again" if decode else f"packed into the {layout.title}",
                 nbytes / 2**30, "encoded" if decode else "from their BF16 weights",
                 time.perf_counter() - t0)
     return left
@@ -678,8 +679,7 @@ def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],
         else:
             state.keep_bf16(plan, f"{why}; its weight is {plan.layer.weight.dtype}, not BF16")
     on_gpu = any(plan.layer.weight.device.type == "cuda" for plan, _ in names.values())
-    if on_gpu and (state.mode == exec_mode.EXEC.mode or
-                   (state.mode == "decode" and _tools.has_cuda_encoder())):
+    if on_gpu and (state.mode in exec_mode.LAYOUTS or _tools.has_cuda_encoder()):
         names = _attach_on_gpu(state, names)
     if not names:
         return

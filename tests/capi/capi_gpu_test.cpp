@@ -503,6 +503,45 @@ TEST_F(CApiGpu, ExecLayoutFromBf16EqualsTheGroupTranscode) {
 namespace df11::clitest {
 namespace {
 
+// The member's BF16 weights at d_w packed into the compact layout with no group
+// (df11_cuda_compact_bf16_*, no model handle): the group's counts, then the group's blob and
+// decode table (`m`, packed from the group) byte for byte; misuse refused.
+void expect_packed_from_bf16(Device& dev, cudaStream_t stream, const uint16_t* d_w,
+                             const df11_compact_matrix& m, const uint64_t* counts,
+                             const uint8_t* lengths, const char* name) {
+  SCOPED_TRACE(name);
+  const df11_exec_source src{d_w, m.rows, m.cols};
+  size_t ws = 0;
+  ASSERT_EQ(df11_cuda_compact_bf16_workspace_bytes(nullptr, m.rows, m.cols, &ws), DF11_OK);
+  void* d_ws = dev.alloc(ws);
+  std::vector<uint64_t> c(DF11_COMPACT_SYMBOLS);
+  ASSERT_EQ(df11_cuda_compact_bf16_count(nullptr, &src, d_ws, ws, stream, c.data()), DF11_OK);
+  EXPECT_EQ(c, std::vector<uint64_t>(counts, counts + DF11_COMPACT_SYMBOLS));
+  df11_compact_matrix got{};
+  ASSERT_EQ(df11_cuda_compact_bf16_measure(nullptr, &src, lengths, d_ws, ws, stream, &got),
+            DF11_OK);
+  EXPECT_EQ(got.d_blob, nullptr);
+  EXPECT_EQ(got.bytes, m.bytes);
+  EXPECT_EQ(got.stream_bits, m.stream_bits);
+  EXPECT_EQ(got.rows, m.rows);
+  EXPECT_EQ(got.cols, m.cols);
+  got.d_blob = dev.alloc(got.bytes);
+  EXPECT_EQ(df11_cuda_compact_bf16_pack(nullptr, &src, lengths, d_ws, ws, &got, stream),
+            DF11_ERROR_INVALID_ARGUMENT);  // no table
+  got.d_table = dev.alloc(DF11_COMPACT_TABLE_BYTES);
+  df11_compact_matrix other = got;
+  other.stream_bits += 1;
+  EXPECT_EQ(df11_cuda_compact_bf16_pack(nullptr, &src, lengths, d_ws, ws, &other, stream),
+            DF11_ERROR_INVALID_ARGUMENT);  // not what the measure gave
+  ASSERT_EQ(df11_cuda_compact_bf16_pack(nullptr, &src, lengths, d_ws, ws, &got, stream), DF11_OK);
+  EXPECT_EQ(download_bytes(got.d_blob, got.bytes), download_bytes(m.d_blob, m.bytes));
+  EXPECT_EQ(download_bytes(got.d_table, DF11_COMPACT_TABLE_BYTES),
+            download_bytes(m.d_table, DF11_COMPACT_TABLE_BYTES));
+  const df11_exec_source null_src{nullptr, m.rows, m.cols};
+  EXPECT_EQ(df11_cuda_compact_bf16_count(nullptr, &null_src, d_ws, ws, stream, c.data()),
+            DF11_ERROR_INVALID_ARGUMENT);
+}
+
 // The compact layout through the C API, with the codes libdf11-tools chooses: every group of a
 // real folder counted, measured and packed on the GPU; each blob byte for byte the CPU reference
 // encoder's, decoded back equal to the CPU decode; the fused GEMM equal to the reference GEMM
@@ -574,6 +613,8 @@ TEST_F(CApiGpu, CompactLayoutTranscodeDecodeAndGemm) {
       const auto cpu = df11::encode_compact_matrix(weights, m[k].rows, m[k].cols, names[k]);
       ASSERT_TRUE(cpu.is_ok()) << cpu.status().message();
       EXPECT_EQ(*want, *cpu) << names[k];
+      expect_packed_from_bf16(dev, stream, d_w + at, m[k], counts.data() + k * DF11_COMPACT_SYMBOLS,
+                              lengths.data() + k * DF11_COMPACT_SYMBOLS, names[k]);
       outs.push_back(dev.alloc(2 * count));
       offsets.push_back(at);
       at += count;

@@ -830,6 +830,43 @@ DF11_API df11_status df11_cuda_compact_pack(df11_model* model, size_t group, voi
                                             size_t workspace_bytes, const df11_compact_matrix* m,
                                             size_t n, void* stream);
 
+/* A BF16 matrix already in device memory (df11_exec_source) straight into the compact layout,
+ * with no DF11 group in between, one matrix per call: the blob and table the group calls give
+ * for the same weights and code. No state is kept between the calls (`model` may be NULL: it
+ * only takes the messages), so the pack measures again (a second synchronisation).
+ *
+ *   df11_cuda_compact_bf16_workspace_bytes(model, rows, cols, &ws);      host only
+ *   df11_cuda_compact_bf16_count(model, &src, d_ws, ws, stream, counts);  syncs
+ *   df11_tools_compact_lengths(counts, lengths);                          libdf11-tools
+ *   df11_cuda_compact_bf16_measure(model, &src, lengths, d_ws, ws, stream, &m);   syncs
+ *   m.d_blob, m.d_table = the caller's (m.bytes, DF11_COMPACT_TABLE_BYTES; 16-byte aligned)
+ *   df11_cuda_compact_bf16_pack(model, &src, lengths, d_ws, ws, &m, stream);      syncs */
+DF11_API df11_status df11_cuda_compact_bf16_workspace_bytes(df11_model* model, uint32_t rows,
+                                                            uint32_t cols, size_t* workspace_bytes);
+
+/* The matrix's exponent counts (DF11_COMPACT_SYMBOLS u64, padding counted as exponent 0).
+ * Synchronises `stream`. */
+DF11_API df11_status df11_cuda_compact_bf16_count(df11_model* model, const df11_exec_source* src,
+                                                  void* d_workspace, size_t workspace_bytes,
+                                                  void* stream, uint64_t* counts);
+
+/* Measures the blob with code `lengths` (DF11_COMPACT_SYMBOLS bytes): *out gets bytes,
+ * stream_bits, rows and cols (d_blob and d_table NULL). Synchronises `stream`.
+ * DF11_ERROR_INVALID_ARGUMENT where the lengths are no prefix code of at most 12 bits or leave
+ * one of the matrix's exponents without a codeword. */
+DF11_API df11_status df11_cuda_compact_bf16_measure(df11_model* model, const df11_exec_source* src,
+                                                    const uint8_t* lengths, void* d_workspace,
+                                                    size_t workspace_bytes, void* stream,
+                                                    df11_compact_matrix* out);
+
+/* Writes the blob into m->d_blob and the code's decode table into m->d_table, m being what the
+ * measure gave for the same source and lengths (DF11_ERROR_INVALID_ARGUMENT otherwise).
+ * Synchronises `stream` (it measures again, and waits for the table's copy). */
+DF11_API df11_status df11_cuda_compact_bf16_pack(df11_model* model, const df11_exec_source* src,
+                                                 const uint8_t* lengths, void* d_workspace,
+                                                 size_t workspace_bytes,
+                                                 const df11_compact_matrix* m, void* stream);
+
 /* One product Y = X W^T, as df11_exec_gemm. */
 typedef struct df11_compact_gemm {
   df11_compact_matrix w;

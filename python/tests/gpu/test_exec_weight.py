@@ -71,23 +71,35 @@ def test_exec_weight_equals_reference(qwen2, fused, mode):
     ew.check()
 
 
+def _region(blob: torch.Tensor, address: int, nbytes: int) -> torch.Tensor:
+    return blob[address - blob.data_ptr():][:nbytes]
+
+
+@pytest.mark.parametrize("mode", list(exec_mode.LAYOUTS))
 @pytest.mark.parametrize("fused", list(FUSED))
-def test_packed_from_bf16_equals_the_group_transcode(qwen2, fused):
+def test_packed_from_bf16_equals_the_group_transcode(qwen2, fused, mode):
     """A layer's fused BF16 weight packed on the GPU (exec_mode.pack_bf16, as the vLLM plugin
-    packs a tensor-parallel rank's slice): its blobs byte for byte the group transcode's for the
-    same members, and its products those of the transcoded layer."""
+    packs a tensor-parallel rank's slice): its blobs (and compact decode tables) byte for byte
+    the group transcode's for the same members, and its products those of the transcoded
+    layer."""
     folder, ref = qwen2
-    ew, w, bias = layer_weight(folder, ref, FUSED[fused])
+    layout = exec_mode.LAYOUTS[mode]
+    ew, w, bias = layer_weight(folder, ref, FUSED[fused], layout=layout)
     members = list(torch.split(w.detach(), ew.row_counts))
-    blob, mats = exec_mode.pack_bf16(members, "test")
+    blob, mats = exec_mode.pack_bf16(members, "test", layout)
     packed = exec_mode.ExecWeight(blob, mats, "test")
-    assert packed.shape == ew.shape
+    assert packed.shape == ew.shape and packed.layout is layout
     for mine, theirs in zip(mats, ew.mats):
-        assert (mine.rows, mine.cols, mine.bytes, mine.n_exceptions) == (
-            theirs.rows, theirs.cols, theirs.bytes, theirs.n_exceptions)
-        got = blob[mine.d_blob - blob.data_ptr():][:mine.bytes]
-        want = ew.blob[theirs.d_blob - ew.blob.data_ptr():][:theirs.bytes]
-        assert torch.equal(got, want)
+        assert (mine.rows, mine.cols, mine.bytes) == (theirs.rows, theirs.cols, theirs.bytes)
+        assert torch.equal(_region(blob, mine.d_blob, mine.bytes),
+                           _region(ew.blob, theirs.d_blob, theirs.bytes))
+        if layout is exec_mode.COMPACT:
+            assert mine.stream_bits == theirs.stream_bits
+            table = _capi.COMPACT_TABLE_BYTES
+            assert torch.equal(_region(blob, mine.d_table, table),
+                               _region(ew.blob, theirs.d_table, table))
+        else:
+            assert mine.n_exceptions == theirs.n_exceptions
     assert torch.equal(packed.decode().view(torch.int16), w.view(torch.int16))
     x = torch.randn(5, w.shape[1], device="cuda").to(torch.bfloat16)
     assert torch.equal(packed.linear(x, bias).view(torch.int16),
@@ -97,7 +109,7 @@ def test_packed_from_bf16_equals_the_group_transcode(qwen2, fused):
 
 def test_packed_from_bf16_ragged_and_exceptional():
     """Ragged shapes and exponents far outside any window (every exception path), packed from
-    BF16 and decoded back bit for bit, NaN payloads, infinities, signed zeros and subnormals
+    BF16 into each layout and decoded back bit for bit, NaN payloads, infinities, signed zeros and subnormals
     included; a CPU tensor is refused."""
     gen = torch.Generator(device="cuda").manual_seed(5)
     shapes = [(1, 1), (3, 7), (129, 257), (100, 4096 + 3)]
@@ -115,14 +127,15 @@ def test_packed_from_bf16_ragged_and_exceptional():
                                 dtype=torch.int16, device="cuda")
         flat[:min(flat.numel(), specials.numel())] = specials[:flat.numel()]
         weights.append(w.view(torch.bfloat16))
-    blob, mats = exec_mode.pack_bf16(weights, "test")
-    assert [(m.rows, m.cols) for m in mats] == shapes
-    for w, m in zip(weights, mats):
-        ew = exec_mode.ExecWeight(blob, [m], "test")
-        assert torch.equal(ew.decode().view(torch.int16), w.view(torch.int16))
-        ew.check()
-    with pytest.raises(ValueError, match="CUDA"):
-        exec_mode.pack_bf16([weights[0].cpu()], "test")
+    for layout in exec_mode.LAYOUTS.values():
+        blob, mats = exec_mode.pack_bf16(weights, "test", layout)
+        assert [(m.rows, m.cols) for m in mats] == shapes
+        for w, m in zip(weights, mats):
+            ew = exec_mode.ExecWeight(blob, [m], "test")
+            assert torch.equal(ew.decode().view(torch.int16), w.view(torch.int16)), layout.mode
+            ew.check()
+        with pytest.raises(ValueError, match="CUDA"):
+            exec_mode.pack_bf16([weights[0].cpu()], "test", layout)
 
 
 @pytest.mark.parametrize("mode", list(exec_mode.LAYOUTS))

@@ -13,8 +13,9 @@
 # decoded in one launch; df11 decodes its o and gate/up weights in one, as =2; df11-tensor: the
 # folder `df11 compress BF16 -o WORK/df11-tensor --group-by tensor` writes, which the caller
 # makes, whose fused q/k/v and gate/up layers are coded again at load; df11-tensor-exec: that
-# folder in df11_mode "exec", those layers packed into the layout on the GPU;
-# df11-tensor-exec-host: the same with DF11_VLLM_LOAD_VIA=host, through the CPU encoder).
+# folder in df11_mode "exec", those layers packed into the layout on the GPU (df11-tensor-compact:
+# the same in "compact"); df11-tensor-exec-host, df11-tensor-compact-host: the same with
+# DF11_VLLM_LOAD_VIA=host, through the CPU encoder).
 # BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
 # for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations);
 # THROUGHPUT_ARGS (default: the random dataset, 512 prompts of 512 tokens, 256 new each).
@@ -50,9 +51,10 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
     model=df11; extra=(--additional-config "{\"df11_mode\": \"${name#df11-}\"}") ;; esac
   case $name in df11-layer|df11-host) model=df11; via=${name#df11-} ;; esac
   case $name in df11-chained) model=df11; chains=3 ;; df11-unchained) model=df11; chains=0 ;; esac
-  case $name in df11-tensor-exec|df11-tensor-exec-host)
-    model=df11-tensor; extra=(--additional-config '{"df11_mode": "exec"}') ;; esac
-  case $name in df11-tensor-exec-host) via=host ;; esac
+  case $name in df11-tensor-exec*|df11-tensor-compact*)
+    mode=${name#df11-tensor-}; mode=${mode%-host}
+    model=df11-tensor; extra=(--additional-config "{\"df11_mode\": \"$mode\"}") ;; esac
+  case $name in df11-tensor-*-host) via=host ;; esac
   # shellcheck disable=SC2206
   if [ "$name" = bf16 ]; then extra=(${BF16_ARGS:-}); fi
   kind=${KIND:-latency}

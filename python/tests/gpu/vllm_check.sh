@@ -18,8 +18,9 @@
 # "layer-load" (the same with DF11_VLLM_LOAD_VIA=layer: each layer coded as vLLM's loader fills
 # it, which decode mode does by default at one rank), "regrouped" (a DF11 folder of one group
 # per tensor, whose fused q/k/v and gate/up layers are coded again on the GPU at load, against
-# BF16), "regrouped-exec" (that folder in mode "exec", its fused layers packed into the layout
-# on the GPU, against BF16 computing as the layout does), "control" (the
+# BF16), "regrouped-exec" and "regrouped-compact" (that folder in mode "exec" or "compact", its
+# fused layers packed into the layout on the GPU, against BF16 computing as the layout does),
+# "control" (the
 # official case's two folders again, each in a second engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
 # BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
@@ -169,16 +170,17 @@ if want exec; then
   gen df11-exec-graph "$work/df11" --df11-mode exec
   compare bf16-reference-graph df11-exec-graph
 fi
-if want regrouped-exec; then
-  # The same folder of one group per tensor in mode "exec": the fused layers are packed into
-  # the execution layout on the GPU from the BF16 weights vLLM's loader built.
+for mode in exec compact; do
+  want "regrouped-$mode" || continue
+  # The folder of one group per tensor in that mode: the fused layers are packed into the
+  # layout on the GPU from the BF16 weights vLLM's loader built.
   [ -f "$work/bf16-reference-graph.json" ] || gen bf16-reference-graph "$work/bf16" --reference
-  gen df11-tensor-exec-graph "$work/df11-tensor" --df11-mode exec
-  grep -q "packed into the execution layout on the GPU" "$work/df11-tensor-exec-graph.log" \
-    || { echo "df11-tensor-exec-graph: no line 'packed ... on the GPU' in its log" >> "$log"
+  gen "df11-tensor-$mode-graph" "$work/df11-tensor" --df11-mode "$mode"
+  grep -q "layout on the GPU" "$work/df11-tensor-$mode-graph.log" \
+    || { echo "df11-tensor-$mode-graph: no line 'packed ... on the GPU' in its log" >> "$log"
          rc=1; }
-  compare bf16-reference-graph df11-tensor-exec-graph
-fi
+  compare bf16-reference-graph "df11-tensor-$mode-graph"
+done
 if want compact; then
   gen df11-compact-graph "$work/df11" --df11-mode compact
   compare bf16-reference-graph df11-compact-graph
