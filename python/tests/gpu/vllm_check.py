@@ -2,15 +2,16 @@
 
     vllm_check.py make WORK                      the models (below) under WORK
     vllm_check.py generate MODEL OUT.json [--eager] [--quantization Q] [--df11-mode M]
-                  [--reference] [--tp N]
+                  [--reference [MODE]] [--tp N]
                                                  one engine in this process: greedy tokens,
                                                  their logprobs and prompt logprobs, of each
                                                  request alone (twice) and of all in one
                                                  batch, and a timed batch-1 request.
                                                  --df11-mode: additional_config's df11_mode;
                                                  --reference: vLLM's BF16 Linear layers
-                                                 compute as the execution layout does
-                                                 (df11's reference GEMM at <= 32 tokens);
+                                                 compute as df11_mode MODE (default exec)
+                                                 does: df11's reference GEMM up to that
+                                                 mode's FUSED_MAX_TOKENS, F.linear above;
                                                  --tp: tensor_parallel_size (one GPU a rank)
     vllm_check.py make-families WORK FAMILY...   WORK/families/FAMILY/{bf16,official,df11}
     vllm_check.py upload FOLDER REPO             FOLDER as the Hub repo REPO at $HF_ENDPOINT
@@ -142,16 +143,17 @@ def prompts(vocab):
     return [[rng.randrange(1, vocab) for _ in range(n)] for n in (7, 16, 33, 64, 100, 5)]
 
 
-def use_reference_gemm():
+def use_reference_gemm(mode: str = "exec"):
     """vLLM's unquantized Linear layers (every Linear of a BF16 model) compute as df11's
-    execution layout does: torch.ops.df11.exec_reference_linear (df11's reference GEMM at up
-    to exec_mode.FUSED_MAX_TOKENS["exec"] tokens, F.linear above), which the DF11 model in mode
-    "exec" must equal."""
+    execution layout does in `mode`: torch.ops.df11.exec_reference_linear (df11's reference
+    GEMM at up to exec_mode.FUSED_MAX_TOKENS[mode] tokens, F.linear above), which the DF11
+    model in that mode must equal."""
     from vllm.model_executor.layers.linear import UnquantizedLinearMethod
-    from df11.exec_mode import exec_reference_linear  # torch.ops.df11.exec_reference_linear
+    from df11.exec_mode import FUSED_MAX_TOKENS, exec_reference_linear
+    max_tokens = FUSED_MAX_TOKENS[mode]
 
     def apply(self, layer, x, bias=None):
-        return exec_reference_linear(x, layer.weight, bias)
+        return exec_reference_linear(x, layer.weight, bias, max_tokens)
     UnquantizedLinearMethod.apply = apply
 
 
@@ -172,11 +174,11 @@ def upload(folder, repo):
     print(f"uploaded {folder} as {repo} to {os.environ['HF_ENDPOINT']}")
 
 
-def generate(model, out, eager, quantization, df11_mode=None, reference=False,
+def generate(model, out, eager, quantization, df11_mode=None, reference=None,
              hf_config_path=None, tp=1, engine_args=()):
     from vllm import LLM, SamplingParams
     if reference:
-        use_reference_gemm()
+        use_reference_gemm(reference)
         # A compiled model in vLLM's cache (the same model and settings without the patch) would
         # be loaded without tracing the patched layers.
         os.environ["VLLM_DISABLE_COMPILE_CACHE"] = "1"
@@ -359,7 +361,8 @@ def main():
     s.add_argument("--eager", action="store_true")
     s.add_argument("--quantization")
     s.add_argument("--df11-mode")
-    s.add_argument("--reference", action="store_true")
+    s.add_argument("--reference", nargs="?", const="exec", choices=["exec", "compact"],
+                   help="compute as df11_mode MODE does (default exec)")
     s.add_argument("--hf-config-path", help="the model's config, for a folder whose config.json "
                    "names no model (the dfloat11 encoder's single-file output)")
     s.add_argument("--tp", type=int, default=1, help="tensor_parallel_size")
