@@ -38,6 +38,28 @@ namespace {
 // status record (where its problem kinds lie, so that one check serves both layouts).
 constexpr size_t kCompactStatusOffset = 8;
 
+// What a measure gives the caller for a plan's header (d_blob and d_table NULL).
+df11_compact_matrix measured_matrix(const df11::CompactHeader& h) {
+  return df11_compact_matrix{nullptr,       nullptr, static_cast<size_t>(h.total_bytes),
+                             h.stream_bits, h.rows,  h.cols};
+}
+
+// kInvalidArgument, naming `what`, unless `m` is what the measure of `h` gave with its blob and
+// table in place (16-byte aligned).
+Status check_measured(const df11_compact_matrix& m, const df11::CompactHeader& h,
+                      const std::string& what) {
+  if (m.rows != h.rows || m.cols != h.cols || m.bytes < h.total_bytes ||
+      m.stream_bits != h.stream_bits) {
+    return Status(ErrorCode::kInvalidArgument, what + " is not what the measure gave");
+  }
+  if (m.d_table == nullptr || reinterpret_cast<uintptr_t>(m.d_table) % 16 != 0 ||
+      m.d_blob == nullptr || reinterpret_cast<uintptr_t>(m.d_blob) % 16 != 0) {
+    return Status(ErrorCode::kInvalidArgument,
+                  what + ": d_blob or d_table null or not 16-byte aligned");
+  }
+  return Status::ok();
+}
+
 // A single source of the compact BF16 calls (kInvalidArgument for a null one).
 Status check_source(const df11_exec_source* src, const char* what) {
   if (src == nullptr) return null_arg(what, "src");
@@ -170,9 +192,7 @@ df11_status df11_cuda_compact_measure(df11_model* model, size_t group, void* d_w
                               shapes, l, d_workspace, workspace_bytes, as_stream(stream),
                               std::string(what) + ": " + model->folder->groups[group].what));
     for (size_t k = 0; k < n; ++k) {
-      const df11::CompactHeader& h = plans[k].header;
-      out[k] = df11_compact_matrix{nullptr,       nullptr, static_cast<size_t>(h.total_bytes),
-                                   h.stream_bits, h.rows,  h.cols};
+      out[k] = measured_matrix(plans[k].header);
       if (names != nullptr) names[k] = member_name(*model, group, k);
     }
     const std::lock_guard<std::mutex> lock(model->compact_mutex);
@@ -199,19 +219,8 @@ df11_status df11_cuda_compact_pack(df11_model* model, size_t group, void* d_work
       }
       DF11_RETURN_IF_ERROR(check_count(what, n, it->second.size()));
       for (size_t k = 0; k < n; ++k) {
-        const df11::CompactHeader& h = it->second[k].header;
-        if (m[k].rows != h.rows || m[k].cols != h.cols || m[k].bytes < h.total_bytes ||
-            m[k].stream_bits != h.stream_bits) {
-          return Status(ErrorCode::kInvalidArgument, std::string(what) + ": matrix " +
-                                                         std::to_string(k) +
-                                                         " is not what the measure gave");
-        }
-        if (m[k].d_table == nullptr || reinterpret_cast<uintptr_t>(m[k].d_table) % 16 != 0 ||
-            m[k].d_blob == nullptr || reinterpret_cast<uintptr_t>(m[k].d_blob) % 16 != 0) {
-          return Status(ErrorCode::kInvalidArgument,
-                        std::string(what) + ": matrix " + std::to_string(k) +
-                            ": d_blob or d_table null or not 16-byte aligned");
-        }
+        DF11_RETURN_IF_ERROR(check_measured(m[k], it->second[k].header,
+                                            std::string(what) + ": matrix " + std::to_string(k)));
       }
       plans = std::move(it->second);
       all.erase(it);
@@ -267,9 +276,7 @@ df11_status df11_cuda_compact_bf16_measure(df11_model* model, const df11_exec_so
     DF11_ASSIGN_OR_RETURN(
         const df11::cuda::CompactPlan plan,
         source_plan(tag, src, lengths, d_workspace, workspace_bytes, stream, what));
-    const df11::CompactHeader& h = plan.header;
-    *out = df11_compact_matrix{nullptr,       nullptr, static_cast<size_t>(h.total_bytes),
-                               h.stream_bits, h.rows,  h.cols};
+    *out = measured_matrix(plan.header);
     return Status::ok();
   });
 }
@@ -284,17 +291,7 @@ df11_status df11_cuda_compact_bf16_pack(df11_model* model, const df11_exec_sourc
     DF11_ASSIGN_OR_RETURN(
         const df11::cuda::CompactPlan plan,
         source_plan(tag, src, lengths, d_workspace, workspace_bytes, stream, what));
-    const df11::CompactHeader& h = plan.header;
-    if (m->rows != h.rows || m->cols != h.cols || m->bytes < h.total_bytes ||
-        m->stream_bits != h.stream_bits) {
-      return Status(ErrorCode::kInvalidArgument,
-                    std::string(what) + ": the matrix is not what the measure gave");
-    }
-    if (m->d_table == nullptr || reinterpret_cast<uintptr_t>(m->d_table) % 16 != 0 ||
-        m->d_blob == nullptr || reinterpret_cast<uintptr_t>(m->d_blob) % 16 != 0) {
-      return Status(ErrorCode::kInvalidArgument,
-                    std::string(what) + ": d_blob or d_table null or not 16-byte aligned");
-    }
+    DF11_RETURN_IF_ERROR(check_measured(*m, plan.header, std::string(what) + ": the matrix"));
     DF11_RETURN_IF_ERROR(
         df11::cuda::launch_compact_pack(static_cast<const uint16_t*>(src->d_w), plan,
                                         static_cast<uint8_t*>(const_cast<void*>(m->d_blob)),

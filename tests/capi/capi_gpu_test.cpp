@@ -360,10 +360,64 @@ void expect_gemms_equal_reference(df11_model* model, Device& dev, cudaStream_t s
   }
 }
 
+std::vector<uint8_t> download_bytes(const void* d, size_t bytes) {
+  std::vector<uint8_t> h(bytes);
+  EXPECT_EQ(cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
+  return h;
+}
+
+// The group's BF16 weights at d_w (its members `m`, packed from the group, one after the
+// other) packed into the execution layout with no group (df11_cuda_exec_bf16_*, no model
+// handle): the same measures and the same blobs byte for byte; misuse refused, with the
+// message on the handle where one is given.
+void expect_exec_packed_from_bf16(df11_model* model, Device& dev, cudaStream_t stream,
+                                  const uint16_t* d_w, const std::vector<df11_exec_matrix>& m) {
+  const size_t n = m.size();
+  std::vector<df11_exec_source> src;
+  uint64_t at = 0;
+  for (const auto& mk : m) {
+    src.push_back({d_w + at, mk.rows, mk.cols});
+    at += uint64_t{mk.rows} * mk.cols;
+  }
+  size_t ws = 0;
+  ASSERT_EQ(df11_cuda_exec_bf16_workspace_bytes(nullptr, src.data(), n, &ws), DF11_OK);
+  void* d_ws = dev.alloc(ws);
+  std::vector<df11_exec_matrix> got(n);
+  ASSERT_EQ(df11_cuda_exec_bf16_measure(nullptr, src.data(), n, d_ws, ws, stream, got.data()),
+            DF11_OK);
+  for (size_t k = 0; k < n; ++k) {
+    EXPECT_EQ(got[k].d_blob, nullptr);
+    EXPECT_EQ(got[k].bytes, m[k].bytes);
+    EXPECT_EQ(got[k].rows, m[k].rows);
+    EXPECT_EQ(got[k].cols, m[k].cols);
+    EXPECT_EQ(got[k].n_exceptions, m[k].n_exceptions);
+    got[k].d_blob = dev.alloc(got[k].bytes);
+  }
+  ASSERT_EQ(df11_cuda_exec_bf16_pack(model, src.data(), n, d_ws, ws, got.data(), stream), DF11_OK)
+      << df11_model_errmsg(model);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  for (size_t k = 0; k < n; ++k) {
+    EXPECT_EQ(download_bytes(got[k].d_blob, got[k].bytes), download_bytes(m[k].d_blob, m[k].bytes))
+        << "member " << k;
+  }
+  EXPECT_EQ(df11_cuda_exec_bf16_workspace_bytes(nullptr, src.data(), 0, &ws),
+            DF11_ERROR_INVALID_ARGUMENT);
+  std::vector<df11_exec_source> bad = src;
+  bad[0].d_w = nullptr;
+  EXPECT_EQ(df11_cuda_exec_bf16_measure(model, bad.data(), n, d_ws, ws, stream, got.data()),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(df11_model_errmsg(model)).find("source 0: d_w is null"), std::string::npos);
+  std::vector<df11_exec_matrix> wrong = got;
+  wrong[0].rows += 1;
+  EXPECT_EQ(df11_cuda_exec_bf16_pack(nullptr, src.data(), n, d_ws, ws, wrong.data(), stream),
+            DF11_ERROR_INVALID_ARGUMENT);
+}
+
 // The execution layout through the C API, as an engine uses it (df11/df11.h, experimental):
 // every group of a real folder transcoded on the GPU, its blobs decoded back equal to the CPU
 // decode, and the fused GEMM equal to the reference GEMM on the CPU-decoded weights at batch
-// 1, 7, 16, 33, 100 and DF11_EXEC_MAX_BATCH.
+// 1, 7, 16, 33, 100 and DF11_EXEC_MAX_BATCH; the same weights packed from BF16 give the same
+// blobs.
 TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
   Model model;
   ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &model.m), DF11_OK);
@@ -392,6 +446,7 @@ TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
     std::vector<uint16_t> w(df11_group_element_count(model.m, g));
     ASSERT_EQ(df11_decode_group(model.m, g, w.data(), 2 * w.size()), DF11_OK);
     const auto* d_w = static_cast<const uint16_t*>(dev.upload(w));
+    expect_exec_packed_from_bf16(model.m, dev, stream, d_w, m);
     std::vector<void*> outs;
     uint64_t at = 0;
     std::vector<uint64_t> offsets;
@@ -415,85 +470,6 @@ TEST_F(CApiGpu, ExecLayoutTranscodeDecodeAndGemm) {
         },
         [&] { return df11_cuda_exec_status_sync(model.m, d_status, stream); });
   }
-  cudaStreamDestroy(stream);
-}
-
-std::vector<uint8_t> download_bytes(const void* d, size_t bytes) {
-  std::vector<uint8_t> h(bytes);
-  EXPECT_EQ(cudaMemcpy(h.data(), d, bytes, cudaMemcpyDeviceToHost), cudaSuccess);
-  return h;
-}
-
-// BF16 weights on the GPU straight into the execution layout (no DF11 group): every member of
-// every group of a real folder gives the blob the group's transcode gives, byte for byte, with
-// no model handle; misuse is refused.
-TEST_F(CApiGpu, ExecLayoutFromBf16EqualsTheGroupTranscode) {
-  Model model;
-  ASSERT_EQ(df11_model_open((tmp_ / "df11").c_str(), &model.m), DF11_OK);
-  Device dev;
-  cudaStream_t stream;
-  ASSERT_EQ(cudaStreamCreate(&stream), cudaSuccess);
-  size_t members = 0;
-  for (size_t g = 0; g < df11_model_group_count(model.m); ++g) {
-    SCOPED_TRACE(df11_group_name(model.m, g));
-    const df11_cuda_group d = upload_group(model.m, g, dev);
-    size_t n = 0, ws = 0;
-    ASSERT_EQ(df11_cuda_exec_workspace_bytes(model.m, g, &n, &ws), DF11_OK);
-    void* d_ws = dev.alloc(ws);
-    std::vector<df11_exec_matrix> m(n);
-    ASSERT_EQ(df11_cuda_exec_measure(model.m, g, &d, d_ws, ws, stream, m.data(), nullptr, n),
-              DF11_OK);
-    for (auto& mk : m) mk.d_blob = dev.alloc(mk.bytes);
-    ASSERT_EQ(df11_cuda_exec_pack(model.m, g, d_ws, ws, m.data(), n, stream), DF11_OK);
-
-    std::vector<uint16_t> w(df11_group_element_count(model.m, g));
-    ASSERT_EQ(df11_decode_group(model.m, g, w.data(), 2 * w.size()), DF11_OK);
-    const auto* d_w = static_cast<const uint16_t*>(dev.upload(w));
-    std::vector<df11_exec_source> src;
-    uint64_t at = 0;
-    for (const auto& mk : m) {
-      src.push_back({d_w + at, mk.rows, mk.cols});
-      at += uint64_t{mk.rows} * mk.cols;
-    }
-    size_t ws2 = 0;
-    ASSERT_EQ(df11_cuda_exec_bf16_workspace_bytes(nullptr, src.data(), n, &ws2), DF11_OK);
-    void* d_ws2 = dev.alloc(ws2);
-    std::vector<df11_exec_matrix> m2(n);
-    ASSERT_EQ(df11_cuda_exec_bf16_measure(nullptr, src.data(), n, d_ws2, ws2, stream, m2.data()),
-              DF11_OK);
-    for (size_t k = 0; k < n; ++k) {
-      EXPECT_EQ(m2[k].d_blob, nullptr);
-      EXPECT_EQ(m2[k].bytes, m[k].bytes);
-      EXPECT_EQ(m2[k].rows, m[k].rows);
-      EXPECT_EQ(m2[k].cols, m[k].cols);
-      EXPECT_EQ(m2[k].n_exceptions, m[k].n_exceptions);
-      m2[k].d_blob = dev.alloc(m2[k].bytes);
-    }
-    ASSERT_EQ(df11_cuda_exec_bf16_pack(model.m, src.data(), n, d_ws2, ws2, m2.data(), stream),
-              DF11_OK)
-        << df11_model_errmsg(model.m);
-    ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
-    for (size_t k = 0; k < n; ++k) {
-      EXPECT_EQ(download_bytes(m2[k].d_blob, m2[k].bytes), download_bytes(m[k].d_blob, m[k].bytes))
-          << "member " << k;
-    }
-    members += n;
-
-    // Misuse: no sources, a null weight, a blob of another shape; the message on the handle.
-    EXPECT_EQ(df11_cuda_exec_bf16_workspace_bytes(nullptr, src.data(), 0, &ws2),
-              DF11_ERROR_INVALID_ARGUMENT);
-    std::vector<df11_exec_source> bad = src;
-    bad[0].d_w = nullptr;
-    EXPECT_EQ(df11_cuda_exec_bf16_measure(model.m, bad.data(), n, d_ws2, ws2, stream, m2.data()),
-              DF11_ERROR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(df11_model_errmsg(model.m)).find("source 0: d_w is null"),
-              std::string::npos);
-    std::vector<df11_exec_matrix> wrong = m2;
-    wrong[0].rows += 1;
-    EXPECT_EQ(df11_cuda_exec_bf16_pack(nullptr, src.data(), n, d_ws2, ws2, wrong.data(), stream),
-              DF11_ERROR_INVALID_ARGUMENT);
-  }
-  EXPECT_GT(members, 0u);
   cudaStreamDestroy(stream);
 }
 
