@@ -1,33 +1,37 @@
 #!/usr/bin/env python3
-"""Where a decoding step's Linear time goes in the execution layout: the Llama-3.1-8B block's
+"""Where a decoding step's Linear time goes in the execution layouts: the Llama-3.1-8B block's
 Linear layers as a serving engine runs them (q/k/v one layer, gate/up one layer, o, down:
-df11.exec_mode.ExecWeight, as vLLM's mode "exec" does) against F.linear on the same BF16
-weights (cuBLAS), over --layers distinct blocks so that the weights stream from device memory
-as in a model's step (not from the L2 cache, as a loop over one matrix would), at each token
-count. Gaussian weights (std 0.02), encoded with df11's encoder, one group per block, and
-transcoded on the GPU as at load. Each cell: CUDA graph of the layers' calls, CUDA-event median
-of --runs replays after warm-up (exec_peers.timed); a row per layer kind and one for the whole
-step; ratio = exec / cuBLAS time. Outputs are compared with df11's reference GEMM first. Up to
---fused-max-tokens tokens (default exec_mode.FUSED_MAX_TOKENS["exec"], 64) the fused GEMM runs
-(up to 256: the wide kernel above 32 tokens, decoder/cuda/EXEC_KERNEL.md v9), above it decode +
+df11.exec_mode.ExecWeight, as vLLM's modes "exec" and "compact" do) against F.linear on the
+same BF16 weights (cuBLAS), over --layers distinct blocks so that the weights stream from device
+memory as in a model's step (not from the L2 cache, as a loop over one matrix would), at each
+token count. Gaussian weights (std 0.02), packed into each layout of --layouts on the GPU
+(exec_mode.pack_bf16: the blobs a DF11 group of the same weights transcodes to at load). Each
+cell: CUDA graph of the layers' calls, CUDA-event median of --runs replays after warm-up
+(exec_peers.timed); a row per layer kind and one for the whole step; ratio = layout / cuBLAS
+time. Outputs are compared with df11's reference GEMM first. Up to --fused-max-tokens tokens
+(default exec_mode.FUSED_MAX_TOKENS of the layout: 64 exec, 32 compact) the fused GEMM runs (up
+to 256: the wide kernel above 32 tokens, decoder/cuda/EXEC_KERNEL.md v9), above it decode +
 F.linear (0: decode + F.linear at every token count).
 
+--peers adds glyd-gpu's `mma12` (12 bits) and `mma` (~10.75 bits) layouts (PyPI, closed source,
+measured only, when it imports) on the same weights and inputs, each layer packed whole by its
+own packer and run by its `mma_linear`: the same cells, in the same process.
+
     python3 bench/exec_step.py [--layers 8] [--tokens 1,2,4,8,16] [--runs 30] [--json OUT]
-                               [--fused-max-tokens N]
-    (df11 importable with its CUDA library; the encoder's library for the folder)
+                               [--layouts exec,compact] [--peers] [--fused-max-tokens N]
+    (df11 importable with its CUDA library)
 """
 import argparse
 import json
-import os
 import sys
-import tempfile
+import traceback
 
 import torch
 
 from exec_peers import timed
 
 import df11
-from df11 import coded, exec_mode
+from df11 import exec_mode
 
 HIDDEN, KV, FFN = 4096, 1024, 14336
 MEMBERS = {"self_attn.q_proj": (HIDDEN, HIDDEN), "self_attn.k_proj": (KV, HIDDEN),
@@ -37,33 +41,52 @@ MEMBERS = {"self_attn.q_proj": (HIDDEN, HIDDEN), "self_attn.k_proj": (KV, HIDDEN
 LAYERS = {"qkv": ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"],
           "o": ["self_attn.o_proj"], "gate_up": ["mlp.gate_proj", "mlp.up_proj"],
           "down": ["mlp.down_proj"]}
+GLYD = {"glyd-mma12": "pack_mma12", "glyd-mma": "pack_mma"}
 
 
-def build(n_layers, work):
+def build(n_layers, layouts):
+    """Per block {kind: BF16 weight}, and per layout name per block {kind: ExecWeight}."""
     gen = torch.Generator(device="cuda").manual_seed(0)
-    weights = {f"model.layers.{i}.{m}.weight":
-               (torch.randn(*shape, device="cuda", generator=gen) * 0.02).to(torch.bfloat16).cpu()
-               for i in range(n_layers) for m, shape in MEMBERS.items()}
-    folder = coded.encode(weights, os.path.join(work, "blocks"))  # one group per tensor
-    dev = torch.device("cuda", 0)
-    layers = []  # per block: {kind: (ExecWeight, BF16 weight on the GPU)}
-    keep = []
-    for i in range(n_layers):
-        block = {}
-        for kind, members in LAYERS.items():
-            mats, bf16 = [], []
-            for m in members:
-                name = f"model.layers.{i}.{m}.weight"
-                g = folder.tensor_group(folder.find_tensor(name))
-                blob, ms, _ = exec_mode.transcode_group(folder, g, dev)
-                keep.append(blob)
-                mats += ms
-                bf16.append(weights[name])
-            w = torch.cat(bf16).to(dev)
-            block[kind] = (exec_mode.ExecWeight(blob, mats, f"block {i} {kind}"), w)
-        layers.append(block)
-    folder.close()
-    return layers, keep
+    blocks = []
+    for _ in range(n_layers):
+        ws = {m: (torch.randn(*shape, device="cuda", generator=gen) * 0.02).to(torch.bfloat16)
+              for m, shape in MEMBERS.items()}
+        blocks.append({kind: [ws[m] for m in members] for kind, members in LAYERS.items()})
+    packed = {}
+    for name in layouts:
+        layout = exec_mode.LAYOUTS[name]
+        packed[name] = []
+        for i, blk in enumerate(blocks):
+            row = {}
+            for kind, ws in blk.items():
+                blob, mats = exec_mode.pack_bf16(ws, f"block {i} {kind}", layout)
+                row[kind] = exec_mode.ExecWeight(blob, mats, f"block {i} {kind}")
+            packed[name].append(row)
+    bf16 = [{kind: torch.cat(ws) for kind, ws in blk.items()} for blk in blocks]
+    return bf16, packed
+
+
+def glyd_packs(bf16):
+    """glyd-gpu's layouts of every layer ({name: (mma_linear, [per block {kind: pack}], bits)}),
+    or {} when glyd_gpu does not import."""
+    try:
+        import glyd_gpu
+        import glyd_gpu.kernels as K
+    except Exception:  # noqa: BLE001 - an optional peer
+        print("glyd_gpu not importable: its columns are left out")
+        return {}
+    print("glyd_gpu", getattr(glyd_gpu, "__version__", "?"))
+    out = {}
+    for name, packer in GLYD.items():
+        try:
+            packs = [{kind: getattr(K, packer)(w) for kind, w in blk.items()} for blk in bf16]
+            nb = sum(p.nbytes() if callable(p.nbytes) else p.nbytes
+                     for blk in packs for p in blk.values())
+            total = sum(w.numel() for blk in bf16 for w in blk.values())
+            out[name] = (K.mma_linear, packs, 8 * nb / total)
+        except Exception:  # noqa: BLE001 - a peer's API we only measure
+            print(f"{name}: packing failed:\n" + traceback.format_exc(limit=3))
+    return out
 
 
 def main():
@@ -73,48 +96,82 @@ def main():
     ap.add_argument("--runs", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--json")
-    ap.add_argument("--fused-max-tokens", type=int, default=exec_mode.FUSED_MAX_TOKENS["exec"])
+    ap.add_argument("--layouts", default="exec", help="exec, compact or both, comma-separated")
+    ap.add_argument("--peers", action="store_true", help="glyd-gpu's layouts too")
+    ap.add_argument("--fused-max-tokens", type=int,
+                    help="the fused GEMM's limit for every layout measured")
     a = ap.parse_args()
-    exec_mode.FUSED_MAX_TOKENS["exec"] = a.fused_max_tokens
+    layouts = a.layouts.split(",")
+    for name in layouts:
+        if name not in exec_mode.LAYOUTS:
+            sys.exit(f"--layouts: {name!r} is not one of {sorted(exec_mode.LAYOUTS)}")
+        if a.fused_max_tokens is not None:
+            exec_mode.FUSED_MAX_TOKENS[name] = a.fused_max_tokens
     torch.set_grad_enabled(False)
-    name = torch.cuda.get_device_name(0)
-    with tempfile.TemporaryDirectory(prefix="exec-step-", dir="/dev/shm") as work:
-        layers, keep = build(a.layers, work)
-    rows = []
-    print(f"{name}: {a.layers} blocks of Llama-3.1-8B shapes; ms per step over all blocks")
-    print(f"{'tokens':>6} {'layer':>8} {'exec ms':>9} {'cuBLAS ms':>10} {'ratio':>6}")
+    gpu = torch.cuda.get_device_name(0)
+    bf16, packed = build(a.layers, layouts)
+    peers = glyd_packs(bf16) if a.peers else {}
+    variants = {name: (lambda blk, k, x, name=name: packed[name][blk][k].linear(x, None))
+                for name in layouts}
+    for name, (linear, packs, _) in peers.items():
+        variants[name] = (lambda blk, k, x, linear=linear, packs=packs: linear(packs[blk][k], x))
+    bits = {name: 8 * sum(w.nbytes for blk in packed[name] for w in blk.values())
+            / sum(w.numel() for blk in bf16 for w in blk.values()) for name in layouts}
+    bits.update({name: p[2] for name, p in peers.items()})
+    print(f"{gpu}: {a.layers} blocks of Llama-3.1-8B shapes; ms per step over all blocks; "
+          "bits per weight " + ", ".join(f"{k} {v:.3f}" for k, v in bits.items()))
+    print(f"{'tokens':>6} {'layer':>8} {'cuBLAS ms':>10} "
+          + " ".join(f"{name + ' ms (x)':>22}" for name in variants))
+    rows, checks = [], []
     for t in [int(x) for x in a.tokens.split(",")]:
         gen = torch.Generator(device="cuda").manual_seed(t)
         xs = {k: torch.randn(t, HIDDEN if k != "down" else FFN, device="cuda",
                              generator=gen).to(torch.bfloat16) for k in LAYERS}
-        for blk in layers:  # exactness first: the fused GEMM against its reference
-            for kind, (ew, w) in blk.items():
-                if not torch.equal(ew.linear(xs[kind], None),
-                                   exec_mode.reference_linear(xs[kind], w)):
-                    sys.exit(f"{kind}: the fused GEMM differs from df11's reference GEMM")
+        for name in layouts:  # exactness first: the fused GEMM against its reference
+            limit = exec_mode.FUSED_MAX_TOKENS[name]
+            for b, blk in enumerate(packed[name]):
+                for kind, ew in blk.items():
+                    if not torch.equal(ew.linear(xs[kind], None), exec_mode.reference_linear(
+                            xs[kind], bf16[b][kind], max_tokens=limit)):
+                        sys.exit(f"{name} {kind}: the fused GEMM differs from df11's reference")
+        for name in peers:  # a peer's own products: how far from F.linear, recorded
+            try:
+                gap = max((variants[name](0, k, xs[k]).float() - torch.nn.functional.linear(
+                    xs[k], bf16[0][k]).float()).abs().max().item() for k in LAYERS)
+            except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape
+                gap = f"{type(e).__name__}: {e}"
+            checks.append({"tokens": t, "variant": name, "max_abs_diff_vs_f_linear": gap})
         for kind in list(LAYERS) + ["step"]:
             kinds = list(LAYERS) if kind == "step" else [kind]
 
-            def run_exec():
-                for blk in layers:
-                    for k in kinds:
-                        blk[k][0].linear(xs[k], None)
-
             def run_cublas():
-                for blk in layers:
+                for b in range(a.layers):
                     for k in kinds:
-                        torch.nn.functional.linear(xs[k], blk[k][1])
-            e, c = timed(run_exec, a.runs, a.warmup), timed(run_cublas, a.runs, a.warmup)
-            rows.append({"tokens": t, "layer": kind, "exec_ms": e, "cublas_ms": c,
-                         "ratio": e / c})
-            print(f"{t:>6} {kind:>8} {e:>9.4f} {c:>10.4f} {e / c:>6.3f}")
-    del keep
+                        torch.nn.functional.linear(xs[k], bf16[b][k])
+            row = {"tokens": t, "layer": kind, "cublas_ms": timed(run_cublas, a.runs, a.warmup)}
+            for name, fn in variants.items():
+                def run(fn=fn):
+                    for b in range(a.layers):
+                        for k in kinds:
+                            fn(b, k, xs[k])
+                try:
+                    ms = timed(run, a.runs, a.warmup)
+                except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape
+                    print(f"  {name} at {t} tokens: {type(e).__name__}: {e}")
+                    ms = None
+                row[f"{name}_ms"] = ms
+                row[f"{name}_ratio"] = ms / row["cublas_ms"] if ms is not None else None
+            rows.append(row)
+            cells = [f"{row[f'{n}_ms']:>13.4f} ({row[f'{n}_ratio']:.3f})"
+                     if row[f"{n}_ms"] is not None else f"{'-':>22}" for n in variants]
+            print(f"{t:>6} {kind:>8} {row['cublas_ms']:>10.4f} " + " ".join(cells))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"gpu": name, "layers": a.layers, "df11": df11.version(),
-                       "fused_max_tokens": a.fused_max_tokens,
+            json.dump({"gpu": gpu, "torch": torch.__version__, "layers": a.layers,
+                       "df11": df11.version(), "bits_per_weight": bits,
+                       "fused_max_tokens": {n: exec_mode.FUSED_MAX_TOKENS[n] for n in layouts},
                        "command": " ".join(["python3", "bench/exec_step.py"] + sys.argv[1:]),
-                       "rows": rows}, f, indent=1)
+                       "peer_checks": checks, "rows": rows}, f, indent=1)
 
 
 if __name__ == "__main__":
