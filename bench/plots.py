@@ -160,6 +160,19 @@ def cpu_scaling(results, out):
     save(fig, out, "cpu_scaling.svg")
 
 
+def token_axes(ax, ticks, xlabel, ylabel, title):
+    """Token counts on a log axis (a tick at each measured one), y from 0."""
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(ticks)
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_ylim(bottom=0)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=7, loc="upper left")
+    ax.grid(alpha=0.3)
+
+
 def compact_gemm(results, out):
     c = load(results, "compact-gemm-h200/compact_bench.json")
     rows = c["gemm"]
@@ -175,16 +188,29 @@ def compact_gemm(results, out):
         pts = [(r["batch"], r[key]) for r in rows if r.get(key) is not None]
         ax.plot([b for b, _ in pts], [y for _, y in pts], style, marker="o", color=c_,
                 label=name)
-    ax.set_xscale("log", base=2)
-    ax.set_xticks([r["batch"] for r in rows])
-    ax.set_xticklabels([str(r["batch"]) for r in rows])
-    ax.set_ylim(bottom=0)
-    ax.set_xlabel("batch (tokens)")
-    ax.set_ylabel("ms per block (lower is better)")
-    ax.set_title(f"Fused GEMMs, one Llama-3.1-8B block, {c['gpu']}, {c['commit']}", fontsize=10)
-    ax.legend(fontsize=7, loc="upper left")
-    ax.grid(alpha=0.3)
+    token_axes(ax, [r["batch"] for r in rows], "batch (tokens)", "ms per block (lower is better)",
+               f"Fused GEMMs, one Llama-3.1-8B block, {c['gpu']}, {c['commit']}")
     save(fig, out, "compact_gemm.svg")
+
+
+def exec_peers(results, out):
+    """Execution layouts and glyd-gpu's against cuBLAS, one run: the step's time / cuBLAS's."""
+    e = load(results, "exec-peers-h200/exec_step_peers.json")
+    rows = [r for r in e["rows"] if r["layer"] == "step"]
+    bits = e["bits_per_weight"]
+    fig, ax = plt.subplots(figsize=(7, 4))
+    series = [("exec", "df11 12-bit execution layout", COLORS["exec"]),
+              ("compact", "df11 compact layout", COLORS["df11"]),
+              ("glyd-mma12", "glyd-gpu mma12", COLORS["glyd"]),
+              ("glyd-mma", "glyd-gpu mma", "#c5b0d5")]
+    for key, name, c_ in series:
+        pts = [(r["tokens"], r[f"{key}_ratio"]) for r in rows if r.get(f"{key}_ratio")]
+        ax.plot([t for t, _ in pts], [y for _, y in pts], "-o", color=c_,
+                label=f"{name} ({bits[key]:.2f} bits)")
+    ax.axhline(1.0, color=COLORS["BF16"], linestyle="--", label="cuBLAS BF16 (F.linear)")
+    token_axes(ax, [r["tokens"] for r in rows], "tokens", "time / cuBLAS's (lower is better)",
+               f"{e['layers']} Llama-3.1-8B blocks' Linear layers, {e['gpu']}, {e['commit']}")
+    save(fig, out, "exec_peers_h200.svg")
 
 
 def main():
@@ -199,6 +225,7 @@ def main():
     peers_h200(args.results, args.out)
     cpu_scaling(args.results, args.out)
     compact_gemm(args.results, args.out)
+    exec_peers(args.results, args.out)
 
 
 if __name__ == "__main__":
