@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -70,6 +71,14 @@ constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 #ifndef DF11_EXEC_GEMM_MIN_BLOCKS4
 #define DF11_EXEC_GEMM_MIN_BLOCKS4 2
 #endif
+// Programmatic dependent launch of the strip kernels (compute capability 9.0 and later): a
+// kernel may start as the previous kernel in the stream ends, prefetching its first tile's
+// weights into L2, and waits for that kernel (griddepcontrol.wait) before it reads X or writes
+// anything. It does not let the next kernel start early itself (griddepcontrol.launch_dependents
+// was slower behind a GEMM of few strips: EXEC_KERNEL.md, v11). 0 builds the plain launch.
+#ifndef DF11_EXEC_GEMM_PDL
+#define DF11_EXEC_GEMM_PDL 1
+#endif
 // The strip kernels' rows of X: four n8 tiles (NB = 4). The reference serves more in chunks.
 constexpr uint32_t kStripMaxBatch = 32;
 template <uint32_t NB>
@@ -110,6 +119,18 @@ __device__ __forceinline__ uint32_t read_base(const LaunchParams& p, const Matri
     base = kExecMaxBase;
   }
   return base;
+}
+
+// Waits until the grids this one depends on have completed and their writes are visible: a
+// no-op unless the kernel was launched with programmatic stream serialization.
+__device__ __forceinline__ void wait_for_previous_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void prefetch_l2(const void* at) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(at));
 }
 
 // A tile's two offsets (its first exception and the next tile's), as stored.
@@ -198,10 +219,6 @@ __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
     // Rows of X past the batch compute into columns of Y nobody reads: any row will do.
     xrow[n] = m.x + uint64_t{min(8 * n + g, p.batch - 1)} * m.cols;
   }
-  uint32_t base4 = 0;
-  if constexpr (kExec) {
-    base4 = read_base(p, m, strip * m.tiles_per_strip, threadIdx.x == 0) * 0x01010101u;
-  }
   float acc[NB][4];
 #pragma unroll
   for (uint32_t n = 0; n < NB; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
@@ -213,10 +230,24 @@ __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
   const bool x_vec = m.x_vec;
   const uint4* lane_bytes = nullptr;
   const uint2* lane_codes = nullptr;
+  uint32_t base4 = 0;
   if constexpr (kExec) {
     const uint64_t first = strip * m.steps * kExecLanes + lane;
     lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first;
     lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first;
+    // Until the previous grid is done only the blob is read (no kernel writes it while GEMMs
+    // use it), and only into L2: this warp's first tile.
+    if (warp < m.tiles_per_strip) {
+      const uint32_t q1 = min((warp + 1) * kExecTileSteps, m.steps);
+      for (uint32_t q = warp * kExecTileSteps; q < q1; ++q) {
+        prefetch_l2(lane_bytes + q * kExecLanes);
+        prefetch_l2(lane_codes + q * kExecLanes);
+      }
+    }
+  }
+  wait_for_previous_grid();
+  if constexpr (kExec) {
+    base4 = read_base(p, m, strip * m.tiles_per_strip, threadIdx.x == 0) * 0x01010101u;
   }
 
   for (uint32_t u = warp; u < m.tiles_per_strip; u += kGemmWarps) {
@@ -824,6 +855,29 @@ Status reset_status(void* d_ws, cudaStream_t stream) {
 
 // GEMM launches over descriptors (any count), blocks ordered by decreasing columns: the strip
 // kernels (batch <= kStripMaxBatch), or the wide kernel (the fused GEMM from kWideFrom rows on).
+// Whether the strip kernels launch with programmatic stream serialization on this device
+// (DF11_EXEC_GEMM_PDL, compute capability 9.0 and later), asked of the driver once per device.
+Status programmatic_launch(bool* out) {
+  *out = false;
+  if constexpr (DF11_EXEC_GEMM_PDL != 0) {
+    constexpr int kCached = 64;
+    static std::atomic<int8_t> known[kCached] = {};  // 0 unknown, 1 no, 2 yes
+    int device = 0;
+    DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "exec GEMM: cudaGetDevice");
+    int8_t k = device < kCached ? known[device].load(std::memory_order_relaxed) : 0;
+    if (k == 0) {
+      int major = 0;
+      DF11_CUDA_RETURN_IF_ERROR(
+          cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+          "exec GEMM: compute capability");
+      k = major >= 9 ? 2 : 1;
+      if (device < kCached) known[device].store(k, std::memory_order_relaxed);
+    }
+    *out = k == 2;
+  }
+  return Status::ok();
+}
+
 template <bool kExec>
 Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord* status,
                     cudaStream_t stream) {
@@ -913,7 +967,18 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
       const auto kernel = batch <= 8    ? gemm_kernel<kExec, 1>
                           : batch <= 16 ? gemm_kernel<kExec, 2>
                                         : gemm_kernel<kExec, 4>;
-      kernel<<<static_cast<uint32_t>(blocks), kGemmThreads, 0, stream>>>(*p);
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(static_cast<uint32_t>(blocks));
+      cfg.blockDim = dim3(kGemmThreads);
+      cfg.stream = stream;
+      cudaLaunchAttribute pdl[1] = {};
+      pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      pdl[0].val.programmaticStreamSerializationAllowed = 1;
+      bool programmatic = false;
+      DF11_RETURN_IF_ERROR(programmatic_launch(&programmatic));
+      cfg.attrs = pdl;
+      cfg.numAttrs = programmatic ? 1 : 0;
+      DF11_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, *p), "exec GEMM launch");
     }
     DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "exec GEMM kernel launch");
   }
