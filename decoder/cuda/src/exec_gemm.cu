@@ -79,12 +79,27 @@ constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 #ifndef DF11_EXEC_GEMM_PDL
 #define DF11_EXEC_GEMM_PDL 1
 #endif
+// A launch of few strips at batch 9-16 (all of them resident at DF11_EXEC_GEMM_DEEP_BLOCKS
+// blocks per multiprocessor, as o_proj's and down_proj's 256) takes a build for fewer blocks,
+// whose registers hold more steps in flight: 8% faster on down_proj. At batch 1-8 the same
+// (8 or 6 steps for 2 blocks) was slower (EXEC_KERNEL.md, v12). 0 builds without it.
+#ifndef DF11_EXEC_GEMM_DEEP
+#define DF11_EXEC_GEMM_DEEP 1
+#endif
+#ifndef DF11_EXEC_GEMM_DEEP_BLOCKS
+#define DF11_EXEC_GEMM_DEEP_BLOCKS 2
+#endif
+#ifndef DF11_EXEC_GEMM_DEEP_STEPS2
+#define DF11_EXEC_GEMM_DEEP_STEPS2 4
+#endif
 // The strip kernels' rows of X: four n8 tiles (NB = 4). The reference serves more in chunks.
 constexpr uint32_t kStripMaxBatch = 32;
 template <uint32_t NB>
 constexpr uint32_t kGemmStepsInFlight = NB == 1   ? DF11_EXEC_GEMM_STEPS1
                                         : NB == 2 ? DF11_EXEC_GEMM_STEPS2
                                                   : DF11_EXEC_GEMM_STEPS4;
+template <uint32_t NB, bool kDeep>
+constexpr uint32_t kStepsInFlight = kDeep ? DF11_EXEC_GEMM_DEEP_STEPS2 : kGemmStepsInFlight<NB>;
 constexpr uint32_t kDecodeStepsInFlight = kExecTileSteps;
 
 // One matrix of a launch, everything the kernels need (offsets from spec 2.2).
@@ -204,9 +219,11 @@ constexpr uint32_t kGemmMinBlocks = !kExec    ? 1
                                     : NB == 2 ? DF11_EXEC_GEMM_MIN_BLOCKS2
                                               : DF11_EXEC_GEMM_MIN_BLOCKS4;
 
-template <bool kExec, uint32_t NB>
-__global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
+template <bool kExec, uint32_t NB, bool kDeep = false>
+__global__ void __launch_bounds__(kGemmThreads,
+                                  (kDeep ? DF11_EXEC_GEMM_DEEP_BLOCKS : kGemmMinBlocks<kExec, NB>))
     gemm_kernel(const __grid_constant__ LaunchParams p) {
+  constexpr uint32_t kSteps = kStepsInFlight<NB, kDeep>;
   __shared__ float red[kGemmWarps][32][NB * 4];
   const uint32_t mi = find_matrix(p, blockIdx.x);
   const MatrixDesc& m = p.m[mi];
@@ -257,13 +274,13 @@ __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
     uint64_t cursor = 0, end = 0, win_at = 0;
     uint32_t win = 0;
     bool overrun = false;
-    for (uint32_t q = q0; q < q1; q += kGemmStepsInFlight<NB>) {
-      LaneCodes lc[kGemmStepsInFlight<NB>];
-      uint32_t wa[kGemmStepsInFlight<NB>][4],
-          wb[kGemmStepsInFlight<NB>][4];  // reference: BF16 pairs
-      uint4 xv[kGemmStepsInFlight<NB>][NB];
+    for (uint32_t q = q0; q < q1; q += kSteps) {
+      LaneCodes lc[kSteps];
+      uint32_t wa[kSteps][4],
+          wb[kSteps][4];  // reference: BF16 pairs
+      uint4 xv[kSteps][NB];
 #pragma unroll
-      for (uint32_t i = 0; i < kGemmStepsInFlight<NB>; ++i) {
+      for (uint32_t i = 0; i < kSteps; ++i) {
         if (q + i >= q1) break;
         const uint32_t c = (q + i) * kExecStepCols + 8 * t;  // < cols + 32 <= 2^28 + 32
         if constexpr (kExec) {
@@ -296,7 +313,7 @@ __global__ void __launch_bounds__(kGemmThreads, (kGemmMinBlocks<kExec, NB>))
         }
       }
 #pragma unroll
-      for (uint32_t i = 0; i < kGemmStepsInFlight<NB>; ++i) {
+      for (uint32_t i = 0; i < kSteps; ++i) {
         if (q + i >= q1) break;
         LaneWeights lw;
         if constexpr (kExec) {
@@ -855,27 +872,48 @@ Status reset_status(void* d_ws, cudaStream_t stream) {
 
 // GEMM launches over descriptors (any count), blocks ordered by decreasing columns: the strip
 // kernels (batch <= kStripMaxBatch), or the wide kernel (the fused GEMM from kWideFrom rows on).
-// Whether the strip kernels launch with programmatic stream serialization on this device
-// (DF11_EXEC_GEMM_PDL, compute capability 9.0 and later), asked of the driver once per device.
-Status programmatic_launch(bool* out) {
-  *out = false;
-  if constexpr (DF11_EXEC_GEMM_PDL != 0) {
-    constexpr int kCached = 64;
-    static std::atomic<int8_t> known[kCached] = {};  // 0 unknown, 1 no, 2 yes
-    int device = 0;
-    DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "exec GEMM: cudaGetDevice");
-    int8_t k = device < kCached ? known[device].load(std::memory_order_relaxed) : 0;
-    if (k == 0) {
-      int major = 0;
-      DF11_CUDA_RETURN_IF_ERROR(
-          cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
-          "exec GEMM: compute capability");
-      k = major >= 9 ? 2 : 1;
-      if (device < kCached) known[device].store(k, std::memory_order_relaxed);
-    }
-    *out = k == 2;
+// What the strip kernels' launch needs of the current device, asked of the driver once per
+// device: whether they launch with programmatic stream serialization (DF11_EXEC_GEMM_PDL,
+// compute capability 9.0 and later), and its multiprocessors.
+struct StripDevice {
+  bool programmatic = false;
+  uint32_t sms = 0;
+};
+Status strip_device(StripDevice* out) {
+  constexpr int kCached = 64;
+  // Per device: 0 unknown, else sms << 1 | programmatic.
+  static std::atomic<uint32_t> known[kCached] = {};
+  int device = 0;
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "exec GEMM: cudaGetDevice");
+  uint32_t k = device < kCached ? known[device].load(std::memory_order_relaxed) : 0;
+  if (k == 0) {
+    int major = 0, sms = 0;
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+        "exec GEMM: compute capability");
+    DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                              "exec GEMM: multiprocessors");
+    k = static_cast<uint32_t>(std::max(sms, 1)) << 1 |
+        (DF11_EXEC_GEMM_PDL != 0 && major >= 9 ? 1u : 0u);
+    if (device < kCached) known[device].store(k, std::memory_order_relaxed);
   }
+  out->programmatic = (k & 1u) != 0;
+  out->sms = k >> 1;
   return Status::ok();
+}
+
+// The strip kernel for a launch of `blocks` strips at `batch` rows of X (<= kStripMaxBatch).
+using GemmKernel = void (*)(LaunchParams);
+template <bool kExec>
+GemmKernel strip_kernel(uint32_t batch, uint64_t blocks, uint32_t sms) {
+  if constexpr (kExec && DF11_EXEC_GEMM_DEEP != 0) {
+    if (batch > 8 && batch <= 16 && blocks <= uint64_t{sms} * DF11_EXEC_GEMM_DEEP_BLOCKS) {
+      return gemm_kernel<true, 2, true>;
+    }
+  }
+  return batch <= 8    ? gemm_kernel<kExec, 1>
+         : batch <= 16 ? gemm_kernel<kExec, 2>
+                       : gemm_kernel<kExec, 4>;
 }
 
 template <bool kExec>
@@ -964,9 +1002,9 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     } else if (wide) {
       wide_kernel<<<static_cast<uint32_t>(blocks), kWideThreads, wide_bytes, stream>>>(*p);
     } else {
-      const auto kernel = batch <= 8    ? gemm_kernel<kExec, 1>
-                          : batch <= 16 ? gemm_kernel<kExec, 2>
-                                        : gemm_kernel<kExec, 4>;
+      StripDevice dev;
+      DF11_RETURN_IF_ERROR(strip_device(&dev));
+      const auto kernel = strip_kernel<kExec>(batch, blocks, dev.sms);
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(static_cast<uint32_t>(blocks));
       cfg.blockDim = dim3(kGemmThreads);
@@ -974,10 +1012,8 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
       cudaLaunchAttribute pdl[1] = {};
       pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
       pdl[0].val.programmaticStreamSerializationAllowed = 1;
-      bool programmatic = false;
-      DF11_RETURN_IF_ERROR(programmatic_launch(&programmatic));
       cfg.attrs = pdl;
-      cfg.numAttrs = programmatic ? 1 : 0;
+      cfg.numAttrs = dev.programmatic ? 1 : 0;
       DF11_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, *p), "exec GEMM launch");
     }
     DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "exec GEMM kernel launch");
