@@ -354,6 +354,10 @@ def _table(results, args) -> str:
         for run in r["runs"]:
             tokens[(r["variant"], run["mode"], run["batch"])] = torch.load(run["tokens"])
     reference = "bf16" if any(r["variant"] == "bf16" for r in results) else "df11"
+    # Where the reference's own repeats differ (BF16 at batch 8 under CUDA graphs, on some
+    # GPUs), its tokens are not a reference: a difference there checks nothing.
+    ref_stable = {(run["mode"], run["batch"]): run.get("repeats_equal", True)
+                  for r in results if r["variant"] == reference for run in r["runs"]}
     ref_logits = next((r.get("logits", {}) for r in results if r["variant"] == reference), {})
     for r in results:
         for batch, path in r.get("logits", {}).items():
@@ -377,9 +381,12 @@ def _table(results, args) -> str:
                 same = ("equal" if torch.equal(mine, tokens[key]) else
                         f"differ ({int((mine != tokens[key]).sum())} of {mine.numel()}; {why})")
             elif key in tokens:
-                same = "equal" if torch.equal(mine, tokens[key]) else \
-                    f"DIFFER ({int((mine != tokens[key]).sum())} of {mine.numel()})"
-                run["tokens_equal_reference"] = same == "equal"
+                stable = ref_stable.get((run["mode"], run["batch"]), True)
+                n = int((mine != tokens[key]).sum())
+                same = ("equal" if n == 0 else f"DIFFER ({n} of {mine.numel()})" if stable else
+                        f"differ ({n} of {mine.numel()}; {reference}'s own repeats differ: "
+                        "no check)")
+                run["tokens_equal_reference"] = n == 0 or not stable
             else:
                 same = "-"
             if not run.get("repeats_equal", True):

@@ -96,3 +96,31 @@ def test_runs_on_the_cpu_and_says_what_it_measured(llama_folders, tmp_path):
         assert r["peak_rss_gb"] >= r["peak_after_forward_rss_gb"] >= r["rss_after_imports_gb"] > 0
         assert "rss_added_gb" in r
         assert [run["mode"] for run in r["runs"]] == ["eager", "eager"]
+
+
+def test_tokens_are_checked_only_against_a_reference_that_repeats_itself(tmp_path):
+    # A df11 run whose tokens differ from BF16's fails the comparison, unless BF16's own
+    # repeats differ at that batch (its tokens are then no reference): that row says so.
+    import argparse
+
+    import torch
+    ref, other = torch.arange(8).reshape(2, 4), torch.arange(8).reshape(2, 4) + 1
+
+    def run(batch, tokens, repeats_equal=True):
+        path = tmp_path / f"t{len(list(tmp_path.iterdir()))}.pt"
+        torch.save(tokens, path)
+        return {"mode": "cuda-graph", "batch": batch, "tokens": str(path), "tokens_per_s": 1.0,
+                "ms_per_token": 1.0, "repeats_equal": repeats_equal}
+
+    def result(variant, runs):
+        return {"variant": variant, "runs": runs, "load_s": 1.0, "peak_allocated_gb": 1.0,
+                "peak_reserved_gb": 1.0}
+
+    results = [result("df11", [run(1, other), run(8, other)]),
+               result("bf16", [run(1, ref), run(8, ref, repeats_equal=False)])]
+    table = bench._table(results, argparse.Namespace(device="cuda", tokens=4))
+    rows = {line.split()[2]: line for line in table.splitlines() if line.startswith("df11 ")}
+    assert "DIFFER (8 of 8)" in rows["1"]
+    assert "bf16's own repeats differ: no check" in rows["8"] and "DIFFER" not in rows["8"]
+    assert results[0]["runs"][0]["tokens_equal_reference"] is False
+    assert results[0]["runs"][1]["tokens_equal_reference"] is True
