@@ -180,10 +180,14 @@ __device__ __forceinline__ uint32_t exec_patch_exceptions(const LaneCodeBytes& k
         overrun = true;
       }
       ++rel;
-      const uint32_t shift = 8 * (j % 4), keep = ~(0xFFu << shift);
+      // A masked update of every word, not `if (j / 4 == w) e[w] = ...`: the compiler made that
+      // a store to e[j / 4] on the stack, and so stored all four words on every step
+      // (EXEC_KERNEL.md v13).
+      const uint32_t shift = 8 * (j % 4), byte = 0xFFu << shift;
 #pragma unroll
       for (uint32_t w = 0; w < 4; ++w) {
-        if (j / 4 == w) e[w] = (e[w] & keep) | v << shift;
+        const uint32_t hit = 0u - static_cast<uint32_t>(j / 4 == w);
+        e[w] ^= (e[w] ^ v << shift) & byte & hit;
       }
     } while (left != 0);
   }

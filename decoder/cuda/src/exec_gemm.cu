@@ -372,6 +372,9 @@ __global__ void __launch_bounds__(kGemmThreads,
 #ifndef DF11_EXEC_WIDE_SPLIT
 #define DF11_EXEC_WIDE_SPLIT 1  // 0: the partials in turn in one block (v9), not a cluster (v10)
 #endif
+#ifndef DF11_EXEC_SPLIT_MIN_BLOCKS
+#define DF11_EXEC_SPLIT_MIN_BLOCKS 3  // thread blocks per multiprocessor of the cluster kernel
+#endif
 constexpr bool kWideSplit = DF11_EXEC_WIDE_SPLIT != 0;
 constexpr uint32_t kWideWarps = 8;  // = strips per block
 constexpr uint32_t kWideThreads = 32 * kWideWarps;
@@ -649,7 +652,7 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
 // them it compiled to more spill and ran 12% slower (EXEC_KERNEL.md, v10). It shares only the
 // ring's refill (wide_ring_take), which leaves its SASS as measured.
 template <uint32_t N8>
-__global__ void __launch_bounds__(kWideThreads, 3)
+__global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
     split_gemm_kernel(const __grid_constant__ LaunchParams p) {
 #if __CUDA_ARCH__ >= 900
   constexpr uint32_t kRows = 8 * N8, kStage = kRows * kWideRowElems;
