@@ -99,7 +99,7 @@ LAYOUTS = {layout.mode: layout for layout in (EXEC, COMPACT)}
 # Tokens up to which a layout's Linears run its fused GEMM; above, its blobs decoded and
 # F.linear. Where bench/exec_step.py measures the fused GEMM faster than that on an H200: the
 # execution layout's strip kernels up to 32 tokens, its wide kernel (decoder/cuda/EXEC_KERNEL.md
-# v10) at 33-64, 0.77-0.84x decode + F.linear's time there and slower from 96 on (the C API
+# v10, v13) at 33-64, 0.64-0.72x decode + F.linear's time there and slower from 96 on (the C API
 # takes up to EXEC_MAX_BATCH, 256). The reference (reference(), reference_linear()) follows
 # the switch.
 FUSED_MAX_TOKENS = {"exec": 64, "compact": _capi.COMPACT_MAX_BATCH}
