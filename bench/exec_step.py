@@ -13,12 +13,6 @@ time. Outputs are compared with df11's reference GEMM first. Up to --fused-max-t
 to 256: the wide kernel above 32 tokens, decoder/cuda/EXEC_KERNEL.md v9), above it decode +
 F.linear (0: decode + F.linear at every token count).
 
-Above the fused GEMM's tokens each layer's call decodes the next layer's blobs on a side stream
-while its F.linear runs (df11.decode_ahead, learned in the exactness pass, whose order is the
-step row's); --serial adds "<layout>-serial" cells, the same calls with that off (each layer
-decodes its own blobs, then F.linear). The rows of one layer kind call that kind's layers only,
-so there every decode ahead misses: compare the step rows.
-
 --peers adds glyd-gpu's `mma12` (12 bits) and `mma` (~10.75 bits) layouts (PyPI, closed source,
 measured only, when it imports) on the same weights and inputs, each layer packed whole by its
 own packer and run by its `mma_linear`: the same cells, in the same process.
@@ -37,7 +31,7 @@ import torch
 from exec_peers import timed
 
 import df11
-from df11 import decode_ahead, exec_mode
+from df11 import exec_mode
 
 HIDDEN, KV, FFN = 4096, 1024, 14336
 MEMBERS = {"self_attn.q_proj": (HIDDEN, HIDDEN), "self_attn.k_proj": (KV, HIDDEN),
@@ -95,15 +89,6 @@ def glyd_packs(bf16):
     return out
 
 
-def serial(weight, x):
-    """weight.linear(x) with no decode ahead (df11.decode_ahead.ENABLED off for the call)."""
-    was, decode_ahead.ENABLED = decode_ahead.ENABLED, False
-    try:
-        return weight.linear(x, None)
-    finally:
-        decode_ahead.ENABLED = was
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--layers", type=int, default=8)
@@ -113,8 +98,6 @@ def main():
     ap.add_argument("--json")
     ap.add_argument("--layouts", default="exec", help="exec, compact or both, comma-separated")
     ap.add_argument("--peers", action="store_true", help="glyd-gpu's layouts too")
-    ap.add_argument("--serial", action="store_true",
-                    help="cells with the decode ahead off too")
     ap.add_argument("--fused-max-tokens", type=int,
                     help="the fused GEMM's limit for every layout measured")
     a = ap.parse_args()
@@ -130,15 +113,10 @@ def main():
     peers = glyd_packs(bf16) if a.peers else {}
     variants = {name: (lambda blk, k, x, name=name: packed[name][blk][k].linear(x, None))
                 for name in layouts}
-    if a.serial:
-        for name in layouts:
-            variants[name + "-serial"] = (lambda blk, k, x, name=name:
-                                          serial(packed[name][blk][k], x))
     for name, (linear, packs, _) in peers.items():
         variants[name] = (lambda blk, k, x, linear=linear, packs=packs: linear(packs[blk][k], x))
     bits = {name: 8 * sum(w.nbytes for blk in packed[name] for w in blk.values())
             / sum(w.numel() for blk in bf16 for w in blk.values()) for name in layouts}
-    bits.update({name + "-serial": bits[name] for name in layouts if a.serial})
     bits.update({name: p[2] for name, p in peers.items()})
     print(f"{gpu}: {a.layers} blocks of Llama-3.1-8B shapes; ms per step over all blocks; "
           "bits per weight " + ", ".join(f"{k} {v:.3f}" for k, v in bits.items()))

@@ -267,22 +267,6 @@ extern "C" {
 
 int df11_has_cuda(void) { return DF11_HAVE_CUDA ? 1 : 0; }
 
-df11_status df11_cuda_stream_capture_id(void* stream, uint64_t* id) {
-  df11::capi::ErrorState err;
-  return df11::capi::guarded(err, [&]() -> Status {
-    if (id == nullptr) {
-      return Status(ErrorCode::kInvalidArgument, "df11_cuda_stream_capture_id: id is NULL");
-    }
-    *id = 0;
-#if DF11_HAVE_CUDA
-    return df11::cuda::stream_capture_id(static_cast<CUstream_st*>(stream), id);
-#else
-    (void)stream;
-    return Status(ErrorCode::kUnsupported, "this df11 library was built without CUDA");
-#endif
-  });
-}
-
 df11_status df11_cuda_plan_create(df11_model* model, const size_t* groups, size_t n_groups,
                                   const df11_cuda_group* dev, df11_cuda_plan** out) {
   return create_plan(out, [&](df11_cuda_plan* p) -> Status {

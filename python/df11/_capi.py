@@ -103,7 +103,6 @@ EXEC_MAX_BATCH = 256  # DF11_EXEC_MAX_BATCH
 COMPACT_MAX_BATCH = 32  # DF11_COMPACT_MAX_BATCH
 CUDA_MAX_DECODE_SPANS = 8  # DF11_CUDA_MAX_DECODE_SPANS
 EXEC_KEEP_STATUS = 1  # DF11_EXEC_KEEP_STATUS
-EXEC_BACKGROUND = 2  # DF11_EXEC_BACKGROUND
 COMPACT_SYMBOLS = 256  # DF11_COMPACT_SYMBOLS
 COMPACT_TABLE_BYTES = 16384  # DF11_COMPACT_TABLE_BYTES
 
@@ -230,7 +229,6 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_cuda_exec_gemm_ex", c_int, model_p, POINTER(ExecGemm), c_size_t, c_uint32, c_void_p,
       c_size_t, c_uint32, c_void_p)
     f("df11_cuda_exec_status_reset", c_int, c_void_p, c_size_t, c_void_p)
-    f("df11_cuda_stream_capture_id", c_int, c_void_p, POINTER(c_uint64))
     f("df11_cuda_exec_status_sync", c_int, model_p, c_void_p, c_void_p)
     f("df11_cuda_exec_reference_gemm", c_int, model_p, c_void_p, c_uint32, c_uint32, c_void_p,
       c_void_p, c_uint32, c_void_p)

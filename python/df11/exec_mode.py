@@ -10,8 +10,7 @@ blob (its ExecLinear here). In a forward pass each such Linear computes
     launch when the model calls them on the same tensor (compiled by Inductor: the graph pass
     SiblingPass makes their torch.ops.df11.exec_linear ops one torch.ops.df11.exec_site);
   - above: the blob decoded to BF16 into a scratch buffer (df11_cuda_exec_to_bf16_ex),
-    then torch's F.linear; the next Linear's blob decodes on a side stream meanwhile
-    (decode_ahead), so that its decode runs beside this GEMM.
+    then torch's F.linear.
 
 What it costs: 12.01 bits per weight resident against DF11's ~10.8 (about 1.11x DF11's
 bytes, 0.75x BF16), plus a BF16 scratch as large as the largest such matrix but the output
@@ -57,7 +56,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from . import _capi, decode_ahead
+from . import _capi
 from ._capi import Df11Error
 from ._cuda import current_device, raw_stream
 from .device_lock import DeviceLock
@@ -104,10 +103,6 @@ LAYOUTS = {layout.mode: layout for layout in (EXEC, COMPACT)}
 # takes up to EXEC_MAX_BATCH, 256). The reference (reference(), reference_linear()) follows
 # the switch.
 FUSED_MAX_TOKENS = {"exec": 64, "compact": _capi.COMPACT_MAX_BATCH}
-
-
-def _flags(background: bool) -> int:
-    return _capi.EXEC_KEEP_STATUS | (_capi.EXEC_BACKGROUND if background else 0)
 
 
 def layout_of(matrix) -> Layout:
@@ -258,17 +253,6 @@ class ExecLinear:
         then F.linear."""
         if tokens == 0:
             return x.new_empty((*x.shape[:-1], self.rows))
-        if self.transient:  # the output head: a buffer of its own, nothing decoded ahead
-            return torch.nn.functional.linear(x, self._decode_scratch(), self.module.bias)
-        ahead = decode_ahead.for_device(self.state.device)
-        w, pending = ahead.start(self, self._decode_scratch)
-        y = torch.nn.functional.linear(x, w, self.module.bias)
-        ahead.finish(pending)
-        return y
-
-    def _decode_scratch(self) -> torch.Tensor:
-        """The blob decoded into the scratch (a new buffer for a transient Linear) on torch's
-        current stream, as a [rows, cols] view."""
         scratch = (torch.empty(self.rows * self.cols, dtype=torch.bfloat16,
                                device=self.state.device)
                    if self.transient else self.state.scratch)
@@ -277,20 +261,8 @@ class ExecLinear:
             None, ctypes.byref(self.matrix), self._out, 1, self.site.status_ptr,
             _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index))
         self._raise(rc)
-        return scratch[:self.rows * self.cols].view(self.rows, self.cols)
-
-    @property
-    def shape(self) -> Tuple[int, int]:
-        return (self.rows, self.cols)
-
-    def decode_into(self, out: torch.Tensor, stream: int, background: bool = False) -> None:
-        """The blob decoded into `out` ([rows, cols] BF16) on the raw stream `stream`
-        (decode_ahead: its own argument array, so no lock is needed); `background`: in few
-        thread blocks, beside another stream's kernel (DF11_EXEC_BACKGROUND)."""
-        outs = (ctypes.c_void_p * 1)(out.data_ptr())
-        self._raise(self._to_bf16(
-            None, ctypes.byref(self.matrix), outs, 1, self.site.status_ptr,
-            _capi.EXEC_STATUS_BYTES, _flags(background), stream))
+        w = scratch[:self.rows * self.cols].view(self.rows, self.cols)
+        return torch.nn.functional.linear(x, w, self.module.bias)
 
     def _raise(self, rc: int) -> None:
         if rc != 0:
@@ -424,8 +396,7 @@ class ExecWeight:
     the q/k/v or gate/up members a serving engine fuses into one layer), served through
     torch.ops.df11.exec_weight_linear: at most FUSED_MAX_TOKENS tokens, the fused GEMM from the
     blobs (one launch for all members); above, the blobs decoded into a new BF16 tensor and
-    torch's F.linear on it, the matmul a BF16 layer makes (the next layer's blobs decoding on a
-    side stream meanwhile: decode_ahead). `blob` keeps the blobs alive; the
+    torch's F.linear on it, the matmul a BF16 layer makes. `blob` keeps the blobs alive; the
     status record (reset here, kept across calls) is read by check()."""
 
     def __init__(self, blob: torch.Tensor, mats: list, what: str):
@@ -447,14 +418,15 @@ class ExecWeight:
         self.gemms = (self.layout.gemm * self.n)()
         for i, m in enumerate(mats):
             self.gemms[i].w = m
+        self._outs = (ctypes.c_void_p * self.n)()
         self._lib = _capi.lib()
         self._gemm, self._to_bf16, self._status_sync = self.layout.calls(self._lib)
         self.status = torch.empty(_capi.EXEC_STATUS_BYTES, dtype=torch.uint8, device=self.device)
         with torch.cuda.device(self.device):
             self._raise(self._lib.df11_cuda_exec_status_reset(
                 self.status.data_ptr(), _capi.EXEC_STATUS_BYTES, raw_stream(self.device_index)))
-        # The GEMM's ctypes argument array serves one call at a time; the outputs are fresh
-        # tensors, so nothing on the device is shared between calls.
+        # The ctypes argument arrays serve one call at a time; the outputs are fresh tensors, so
+        # nothing on the device is shared between calls.
         self.lock = threading.Lock()
 
     @property
@@ -464,34 +436,23 @@ class ExecWeight:
     def decode(self) -> torch.Tensor:
         """The weight as a new BF16 [rows, cols] tensor (torch's current stream)."""
         w = torch.empty(self.shape, dtype=torch.bfloat16, device=self.device)
-        self.decode_into(w, raw_stream(self.device_index))
+        with self.lock:
+            at = w.data_ptr()
+            for i, r in enumerate(self.row_counts):
+                self._outs[i] = at
+                at += 2 * r * self.cols
+            self._raise(self._to_bf16(
+                None, self.mats, self._outs, self.n, self.status.data_ptr(),
+                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index)))
         return w
-
-    def decode_into(self, out: torch.Tensor, stream: int, background: bool = False) -> None:
-        """The weight decoded into `out` ([rows, cols] BF16) on the raw stream `stream`
-        (`background`: as ExecLinear.decode_into's)."""
-        outs = (ctypes.c_void_p * self.n)()  # its own argument array: no lock needed
-        at = out.data_ptr()
-        for i, r in enumerate(self.row_counts):
-            outs[i] = at
-            at += 2 * r * self.cols
-        self._raise(self._to_bf16(
-            None, self.mats, outs, self.n, self.status.data_ptr(),
-            _capi.EXEC_STATUS_BYTES, _flags(background), stream))
 
     def linear(self, x: torch.Tensor, bias: Optional[torch.Tensor]) -> torch.Tensor:
         if x.dtype != torch.bfloat16 or x.shape[-1] != self.cols:
             raise ValueError(f"df11 (exec): {self.what}: input {tuple(x.shape)} {x.dtype}, "
                              f"expected [..., {self.cols}] bfloat16")
         tokens = x.numel() // self.cols
-        if tokens == 0:
-            return x.new_empty((*x.shape[:-1], self.rows))
-        if tokens > FUSED_MAX_TOKENS[self.layout.mode]:
-            ahead = decode_ahead.for_device(self.device)
-            w, pending = ahead.start(self, self.decode)
-            y = torch.nn.functional.linear(x, w, bias)
-            ahead.finish(pending)
-            return y
+        if tokens > FUSED_MAX_TOKENS[self.layout.mode] or tokens == 0:
+            return torch.nn.functional.linear(x, self.decode(), bias)
         x2 = x.reshape(tokens, self.cols)
         if not x2.is_contiguous():
             x2 = x2.contiguous()

@@ -312,12 +312,6 @@ typedef struct df11_cuda_plan df11_cuda_plan; /* opaque */
 /* 1 if this library was built with the CUDA decoder, else 0. Does not touch a GPU. */
 DF11_API int df11_has_cuda(void);
 
-/* In *id, the id of the CUDA graph capture that `stream` (a cudaStream_t) takes part in, unique
- * within the process (cudaStreamGetCaptureInfo); 0 when the stream is not capturing. An engine
- * that decodes a weight in one call for a later call to read needs it: inside a capture, a
- * buffer that one graph writes may be read only by that same graph. */
-DF11_API df11_status df11_cuda_stream_capture_id(void* stream, uint64_t* id);
-
 /* The device copies of one group's parts (the bytes of df11_group_part_bytes(), uploaded by
  * the caller) and where its 2 * n_elements bytes of BF16 output go. Pointers may have any
  * alignment; 16-byte aligned sign_mantissa and out, 8-byte aligned encoded_exponent and
@@ -737,10 +731,6 @@ DF11_API df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm
  * per call site that way and its per-token calls free of memsets (each one a node of a
  * captured CUDA graph). */
 #define DF11_EXEC_KEEP_STATUS 1u
-/* df11_cuda_exec_to_bf16_ex: a decode meant to run beside another kernel (on another stream):
- * fewer thread blocks than multiprocessors, each walking many tiles, so that the decode does
- * not take every multiprocessor before the other kernel's blocks start. */
-#define DF11_EXEC_BACKGROUND 2u
 
 /* Enqueues the reset of the status record d_status (DF11_EXEC_STATUS_BYTES, 16-byte aligned):
  * two small memsets, no sync. A record that an _ex call with DF11_EXEC_KEEP_STATUS uses must

@@ -3,7 +3,6 @@
 
 #include <string>
 
-#include "cuda_error.h"
 #include "df11/cuda_decoder.h"
 
 namespace df11::cuda {
@@ -49,15 +48,6 @@ bool device_available(std::string* why) {
     return false;
   }
   return true;
-}
-
-Status stream_capture_id(CUstream_st* stream, uint64_t* id) {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  unsigned long long capture = 0;
-  DF11_CUDA_RETURN_IF_ERROR(cudaStreamGetCaptureInfo(stream, &status, &capture),
-                            "cudaStreamGetCaptureInfo");
-  *id = status == cudaStreamCaptureStatusNone ? 0 : static_cast<uint64_t>(capture);
-  return Status::ok();
 }
 
 }  // namespace df11::cuda

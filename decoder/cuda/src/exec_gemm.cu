@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -778,7 +777,9 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
 }
 
 // Layout -> BF16: one warp per tile.
-__device__ __forceinline__ void decode_item(const LaunchParams& p, uint32_t item) {
+__global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ LaunchParams p) {
+  const uint32_t item = blockIdx.x * kWarps + threadIdx.x / 32;
+  if (item >= p.begin[p.n]) return;
   const uint32_t mi = find_matrix(p, item);
   const MatrixDesc& m = p.m[mi];
   const uint32_t lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
@@ -819,15 +820,6 @@ __device__ __forceinline__ void decode_item(const LaunchParams& p, uint32_t item
   }
   if (lane == 0 && (overrun || cursor != end)) {
     exec_report(p.status, m.index, tile, kExecBadTileCount);
-  }
-}
-
-// One tile per warp; a grid of fewer blocks than tiles / kWarps walks them in strides.
-__global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ LaunchParams p) {
-  const uint32_t total = p.begin[p.n];
-  for (uint32_t item = blockIdx.x * kWarps + threadIdx.x / 32; item < total;
-       item += gridDim.x * kWarps) {
-    decode_item(p, item);
   }
 }
 
@@ -1113,8 +1105,7 @@ Status launch_bf16_reference_gemm(std::span<const Bf16Gemm> gemms, uint32_t batc
 }
 
 Status launch_exec_to_bf16(std::span<const ExecToBf16> items, void* d_workspace,
-                           size_t workspace_bytes, CUstream_st* stream, ExecStatusUse use,
-                           uint32_t max_blocks) {
+                           size_t workspace_bytes, CUstream_st* stream, ExecStatusUse use) {
   using namespace detail;
   DF11_RETURN_IF_ERROR(check_workspace(d_workspace, workspace_bytes, "launch_exec_to_bf16"));
   if (use == ExecStatusUse::kReset) DF11_RETURN_IF_ERROR(reset_status(d_workspace, stream));
@@ -1140,26 +1131,11 @@ Status launch_exec_to_bf16(std::span<const ExecToBf16> items, void* d_workspace,
     }
     p->begin[n] = static_cast<uint32_t>(tiles);
     if (tiles == 0) continue;
-    uint32_t blocks = static_cast<uint32_t>((tiles + kWarps - 1) / kWarps);
-    if (max_blocks != 0) blocks = std::min(blocks, max_blocks);
+    const uint32_t blocks = static_cast<uint32_t>((tiles + kWarps - 1) / kWarps);
     decode_kernel<<<blocks, kThreads, 0, stream>>>(*p);
     DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "exec -> BF16 kernel launch");
   }
   return Status::ok();
-}
-
-uint32_t exec_background_blocks() {
-  static const uint32_t per_sm_x4 = [] {
-    const char* v = std::getenv("DF11_EXEC_BG_PER_SM_X4");
-    return v != nullptr ? static_cast<uint32_t>(std::atoi(v)) : 1u;
-  }();
-  int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  return std::max<uint32_t>(1, static_cast<uint32_t>(sms) * per_sm_x4 / 4);
 }
 
 Status read_exec_status(const void* d_workspace, CUstream_st* stream,

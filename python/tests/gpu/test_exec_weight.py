@@ -8,7 +8,7 @@ import pytest
 import torch
 
 import models
-from df11 import _capi, coded, decode_ahead, exec_mode
+from df11 import _capi, coded, exec_mode
 from df11.vllm_config import member_spans
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA GPU")
@@ -173,10 +173,9 @@ def test_exec_weight_traced_and_captured(qwen2, mode):
         exec_mode.unregister_weight(key)
 
 
-def captured(fn, stream=None):
-    """(a CUDA graph of fn(), its outputs): fn run once on a side stream (`stream`, else a new
-    one), then captured there."""
-    graph, stream = torch.cuda.CUDAGraph(), stream or torch.cuda.Stream()
+def captured(fn):
+    """(a CUDA graph of fn(), its outputs): fn run once on a side stream, then captured there."""
+    graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
     stream.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(stream):
         fn()
@@ -312,78 +311,3 @@ def test_spans_linear_equals_bf16_linear_in_a_cuda_graph(tmp_path_factory, famil
     finally:
         for key in keys:
             coded.unregister_weight(key)
-
-
-@pytest.mark.parametrize("mode", list(exec_mode.LAYOUTS))
-def test_decode_ahead_in_order_eager_and_captured(qwen2, mode):
-    """Above the fused GEMM's tokens, a chain of layers (two blocks' q/k/v, o, gate/up, down, as
-    a serving engine calls them) with each next weight decoded ahead on the side stream: the
-    order learned on the first pass, then every output torch.equal to F.linear on the BF16
-    weights eagerly, in one CUDA graph and in two graphs that split the chain (where the edge
-    between them is learned to cross captures and decodes nothing ahead while capturing)."""
-    folder, ref = qwen2
-    layout = exec_mode.LAYOUTS[mode]
-    chain = [layer_weight(folder, ref, FUSED[kind], block=b, layout=layout)
-             for b in (0, 1) for kind in ("qkv", "o", "gate_up", "down")]
-    tokens = exec_mode.FUSED_MAX_TOKENS[mode] + 36
-    gen = torch.Generator(device="cuda").manual_seed(11)
-    xs = [torch.randn(tokens, w.shape[1], device="cuda", generator=gen).to(torch.bfloat16)
-          for _, w, _ in chain]
-    ahead = decode_ahead.for_device(torch.device("cuda", 0))
-
-    def run(part=slice(None)):
-        return [ew.linear(x, None if b is None else b.detach())
-                for (ew, _, b), x in zip(chain[part], xs[part])]
-
-    def want():
-        return [torch.nn.functional.linear(x, w, None if b is None else b.detach())
-                for (_, w, b), x in zip(chain, xs)]
-
-    assert decode_ahead.ENABLED
-    run()  # learns the order
-    for (a, _, _), (b, _, _) in zip(chain, chain[1:]):
-        assert ahead.successor(a) is b
-    assert ahead.successor(chain[-1][0]) is None  # no wrap to the first layer
-    for got, exp in zip(run(), want()):
-        assert torch.equal(got.view(torch.int16), exp.view(torch.int16))
-    graph, outs = captured(run)
-    for x in xs:
-        x.copy_(torch.randn(x.shape, device="cuda", generator=gen).to(torch.bfloat16))
-    graph.replay()
-    torch.cuda.synchronize()
-    for got, exp in zip(outs, want()):
-        assert torch.equal(got.view(torch.int16), exp.view(torch.int16))
-    # In pieces on one stream, as a serving engine captures them: the edge from the first
-    # piece's last layer to the second's first leaves its capture.
-    stream = torch.cuda.Stream()
-    graph1, outs1 = captured(lambda: run(slice(0, 3)), stream)
-    graph2, outs2 = captured(lambda: run(slice(3, None)), stream)
-    assert chain[2][0] in ahead._crossing
-    for x in xs:
-        x.copy_(torch.randn(x.shape, device="cuda", generator=gen).to(torch.bfloat16))
-    graph1.replay()
-    graph2.replay()
-    torch.cuda.synchronize()
-    for got, exp in zip(outs1 + outs2, want()):
-        assert torch.equal(got.view(torch.int16), exp.view(torch.int16))
-    for ew, _, _ in chain:
-        ew.check()
-
-
-def test_capture_id():
-    """df11_cuda_stream_capture_id: 0 outside a capture; inside, one id for the whole capture,
-    another for the next."""
-    stream = torch.cuda.Stream()
-    assert decode_ahead.capture_id(stream.cuda_stream) == 0
-    ids = []
-    for _ in range(2):
-        graph = torch.cuda.CUDAGraph()
-        x = torch.zeros(4, device="cuda")
-        with torch.cuda.stream(stream):
-            with torch.cuda.graph(graph, stream=stream):
-                first = decode_ahead.capture_id(stream.cuda_stream)
-                x.add_(1)
-                assert decode_ahead.capture_id(stream.cuda_stream) == first
-        ids.append(first)
-    assert 0 not in ids and ids[0] != ids[1]
-    assert decode_ahead.capture_id(stream.cuda_stream) == 0

@@ -15,9 +15,7 @@
 # makes, whose fused q/k/v and gate/up layers are coded again at load; df11-tensor-exec: that
 # folder in df11_mode "exec", those layers packed into the layout on the GPU (df11-tensor-compact:
 # the same in "compact"); df11-tensor-exec-host, df11-tensor-compact-host: the same with
-# DF11_VLLM_LOAD_VIA=host, through the CPU encoder). A run's name ending in -serial runs it
-# with DF11_DECODE_AHEAD=0 (df11-exec-serial: each layer above the fused GEMM's tokens decodes
-# its own weight, none ahead on the side stream).
+# DF11_VLLM_LOAD_VIA=host, through the CPU encoder).
 # BUDGET_GB (default 24): gpu_memory_utilization is BUDGET_GB over the GPU's memory, the same
 # for both. LATENCY_ARGS (default: batch 1, 128 prompt tokens, 256 new, 3 + 10 iterations);
 # THROUGHPUT_ARGS (default: the random dataset, 512 prompts of 512 tokens, 256 new each).
@@ -46,10 +44,6 @@ rc=0
 for name in ${RUNS:-bf16 df11 df11-exec}; do
   echo "=== $name" >> "$log"
   extra=()
-  ahead=
-  run=$name
-  name=${run%-serial}
-  [ "$name" = "$run" ] || ahead=0
   model=$name
   via=
   chains=
@@ -74,8 +68,7 @@ for name in ${RUNS:-bf16 df11 df11-exec}; do
     # shellcheck disable=SC2206
     args+=(${LATENCY_ARGS:---batch-size 1 --input-len 128 --output-len 256 --num-iters-warmup 3 --num-iters 10})
   fi
-  name=$run
-  DF11_DECODE_AHEAD=${ahead:-1} DF11_VLLM_LOAD_VIA=$via DF11_VLLM_DECODE_CHAINS=$chains timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_benchmark.py" "$kind" "${extra[@]}" \
+  DF11_VLLM_LOAD_VIA=$via DF11_VLLM_DECODE_CHAINS=$chains timeout "${BENCH_TIMEOUT:-400}" python3 "$here/vllm_benchmark.py" "$kind" "${extra[@]}" \
     --tensor-parallel-size "${TP:-1}" --model "$work/$model" --max-model-len 4096 --gpu-memory-utilization "$util" \
     --output-json "$out/$kind-$name.json" "${args[@]}" > "$work/$kind-$name.log" 2>&1
   status=$?

@@ -53,10 +53,6 @@ struct PlanAccess;  // the fused decode+GEMV launcher's view of a plan (cuda_gem
 // ("no CUDA device", driver error text, ...). Never aborts.
 bool device_available(std::string* why = nullptr);
 
-// The id of the CUDA graph capture `stream` takes part in (cudaStreamGetCaptureInfo: unique
-// within the process), 0 when it is not capturing. kCudaError where the runtime fails.
-Status stream_capture_id(CUstream_st* stream, uint64_t* id);
-
 // Convenience for tools and tests: validates `group` on the host, copies it to the current
 // device, decodes it there and copies n_elements BF16 patterns back into `out` (size must
 // equal n_elements). Allocates and synchronises internally (unlike the batched API).

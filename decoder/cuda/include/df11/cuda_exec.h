@@ -101,14 +101,10 @@ struct ExecToBf16 {
   ExecMatrix w;
   uint16_t* d_out = nullptr;  // rows * cols BF16, row-major (16-byte aligned is faster)
 };
-// Enqueues the decode of every entry (status as for launch_exec_gemm). max_blocks != 0: at
-// most that many thread blocks, each walking tiles in strides, so that the decode leaves
-// multiprocessors to a kernel running beside it (exec_background_blocks()).
+// Enqueues the decode of every entry (status as for launch_exec_gemm).
 Status launch_exec_to_bf16(std::span<const ExecToBf16> items, void* d_workspace,
                            size_t workspace_bytes, CUstream_st* stream,
-                           ExecStatusUse use = ExecStatusUse::kReset, uint32_t max_blocks = 0);
-// The blocks of a decode meant to run beside another kernel on the current device.
-uint32_t exec_background_blocks();
+                           ExecStatusUse use = ExecStatusUse::kReset);
 
 // Waits for `stream` and reports the latest launch into `d_workspace`: OK, or kCorruptData
 // naming `names[i]` of the first corrupt matrix (the index within that launch's list; "matrix
