@@ -340,6 +340,204 @@ __global__ void __launch_bounds__(kGemmThreads,
   exec_strip_sums<NB, kGemmWarps>(red, acc, strip, m.rows, p.batch, m.y);
 }
 
+// ---- The strip kernels with the weights staged by bulk copies (A/B build) ----
+//
+// The same strips, warps, products and order as gemm_kernel, but each warp's weights reach
+// it through a ring of kBulkStages stages in shared memory, each holding kBulkSteps steps of
+// its strip (byte plane, then code plane), filled by cp.async.bulk copies that one lane issues
+// and an mbarrier per stage counts: the next stage's bytes arrive while this one's products
+// run, with no registers holding them.
+#ifndef DF11_EXEC_GEMM_BULK
+#define DF11_EXEC_GEMM_BULK 0
+#endif
+#ifndef DF11_EXEC_BULK_STEPS
+#define DF11_EXEC_BULK_STEPS 4
+#endif
+#ifndef DF11_EXEC_BULK_STAGES
+#define DF11_EXEC_BULK_STAGES 2
+#endif
+#ifndef DF11_EXEC_BULK_BLOCKS
+#define DF11_EXEC_BULK_BLOCKS 3
+#endif
+#ifndef DF11_EXEC_BULK_BLOCKS2
+#define DF11_EXEC_BULK_BLOCKS2 2
+#endif
+constexpr uint32_t kBulkSteps = DF11_EXEC_BULK_STEPS;
+constexpr uint32_t kBulkStages = DF11_EXEC_BULK_STAGES;
+static_assert(kExecTileSteps % kBulkSteps == 0, "a tile's steps split into whole stages");
+constexpr uint32_t kBulkStageBytes = kBulkSteps * (kExecStepBytes + kExecStepCodeBytes);
+constexpr size_t bulk_shared_bytes() {
+  return size_t{kGemmWarps} * kBulkStages * (kBulkStageBytes + 8);
+}
+
+__device__ __forceinline__ uint32_t smem_u32(const void* at) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(at));
+}
+__device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_expect(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(smem_u32(bar)),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_u32(bar)), "r"(parity)
+        : "memory");
+  } while (done == 0);
+}
+__device__ __forceinline__ void bulk_copy(void* dst, const void* src, uint32_t bytes,
+                                          uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(smem_u32(dst)),
+      "l"(src), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
+// A warp's walk over its strip's chunks: tiles warp, warp + kGemmWarps, ..., each in chunks of
+// kBulkSteps steps (the last of a ragged tile shorter).
+struct BulkWalk {
+  uint32_t u, q, tiles, steps;
+  __device__ __forceinline__ bool more() const { return u < tiles; }
+  __device__ __forceinline__ uint32_t count() const {
+    return min(kBulkSteps, min((u + 1) * kExecTileSteps, steps) - q);
+  }
+  __device__ __forceinline__ void next() {
+    q += kBulkSteps;
+    if (q >= min((u + 1) * kExecTileSteps, steps)) {
+      u += kGemmWarps;
+      q = u * kExecTileSteps;
+    }
+  }
+};
+
+template <uint32_t NB>
+__global__ void __launch_bounds__(kGemmThreads,
+                                  NB == 1 ? DF11_EXEC_BULK_BLOCKS : DF11_EXEC_BULK_BLOCKS2)
+    bulk_gemm_kernel(const __grid_constant__ LaunchParams p) {
+  extern __shared__ __align__(128) uint8_t bulk_smem[];
+  __shared__ float red[kGemmWarps][32][NB * 4];
+  const uint32_t mi = find_matrix(p, blockIdx.x);
+  const MatrixDesc& m = p.m[mi];
+  const uint64_t strip = blockIdx.x - p.begin[mi];
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t g = lane / 4, t = lane % 4;
+  uint8_t* ring = bulk_smem + size_t{warp} * kBulkStages * kBulkStageBytes;
+  uint64_t* bars =
+      reinterpret_cast<uint64_t*>(bulk_smem + size_t{kGemmWarps} * kBulkStages * kBulkStageBytes) +
+      warp * kBulkStages;
+  const uint32_t cols = m.cols, steps = m.steps;
+  const uint8_t* bytes0 = m.blob + m.byte_plane + strip * steps * kExecStepBytes;
+  const uint8_t* codes0 = m.blob + m.code_plane + strip * steps * kExecStepCodeBytes;
+  BulkWalk load{warp, warp * kExecTileSteps, m.tiles_per_strip, steps};
+  if (lane == 0) {
+#pragma unroll
+    for (uint32_t s = 0; s < kBulkStages; ++s) mbar_init(&bars[s], 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    // The blob is not written by the grid before this one: its first stages load now.
+#pragma unroll
+    for (uint32_t s = 0; s < kBulkStages; ++s) {
+      if (!load.more()) break;
+      const uint32_t n = load.count();
+      uint8_t* dst = ring + s * kBulkStageBytes;
+      mbar_expect(&bars[s], n * (kExecStepBytes + kExecStepCodeBytes));
+      bulk_copy(dst, bytes0 + size_t{load.q} * kExecStepBytes, n * kExecStepBytes, &bars[s]);
+      bulk_copy(dst + kBulkSteps * kExecStepBytes, codes0 + size_t{load.q} * kExecStepCodeBytes,
+                n * kExecStepCodeBytes, &bars[s]);
+      load.next();
+    }
+  }
+  // Every lane's copy of the producer's walk (lane 0's advanced above).
+  load = BulkWalk{warp, warp * kExecTileSteps, m.tiles_per_strip, steps};
+  for (uint32_t s = 0; s < kBulkStages && load.more(); ++s) load.next();
+  __syncwarp();
+  const uint16_t* xrow[NB];
+#pragma unroll
+  for (uint32_t n = 0; n < NB; ++n) {
+    xrow[n] = m.x + uint64_t{min(8 * n + g, p.batch - 1)} * cols;
+  }
+  float acc[NB][4];
+#pragma unroll
+  for (uint32_t n = 0; n < NB; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
+  const uint32_t full_steps = cols / kExecStepCols;
+  const bool x_vec = m.x_vec;
+  wait_for_previous_grid();
+  const uint32_t base4 = read_base(p, m, strip * m.tiles_per_strip, threadIdx.x == 0) * 0x01010101u;
+  BulkWalk use{warp, warp * kExecTileSteps, m.tiles_per_strip, steps};
+  uint32_t k = 0;  // chunks consumed
+  uint64_t cursor = 0, end = 0, win_at = 0;
+  uint32_t win = 0;
+  bool overrun = false;
+  while (use.more()) {
+    const uint32_t n = use.count(), q = use.q, u = use.u;
+    const uint32_t stage = k % kBulkStages;
+    uint4 xv[kBulkSteps][NB];
+#pragma unroll
+    for (uint32_t i = 0; i < kBulkSteps; ++i) {
+      if (i >= n) break;
+      const uint32_t c = (q + i) * kExecStepCols + 8 * t;
+#pragma unroll
+      for (uint32_t j = 0; j < NB; ++j) {
+        xv[i][j] = x_vec && q + i < full_steps ? __ldg(reinterpret_cast<const uint4*>(xrow[j] + c))
+                                               : exec_load_x(xrow[j], c, cols, x_vec);
+      }
+    }
+    const uint64_t tile = strip * m.tiles_per_strip + u;
+    if (q == u * kExecTileSteps) {  // a tile's first chunk: its exception range
+      tile_range(p, m, tile, lane, &cursor, &end);
+      const uint8_t* exc = m.blob + m.exceptions;
+      win_at = cursor;
+      win = 0;
+#pragma unroll
+      for (uint32_t b = 0; b < 4; ++b) {
+        if (cursor + b < end) win |= uint32_t{__ldg(exc + cursor + b)} << (8 * b);
+      }
+    }
+    mbar_wait(&bars[stage], (k / kBulkStages) & 1u);
+    const uint8_t* src = ring + stage * kBulkStageBytes;
+#pragma unroll
+    for (uint32_t i = 0; i < kBulkSteps; ++i) {
+      if (i >= n) break;
+      LaneCodes lc;
+      lc.bytes = *reinterpret_cast<const uint4*>(src + i * kExecStepBytes + 16 * lane);
+      lc.codes = *reinterpret_cast<const uint2*>(src + kBulkSteps * kExecStepBytes +
+                                                 i * kExecStepCodeBytes + 8 * lane);
+      LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun, win_at, win, 4);
+      if (q + i >= full_steps) mask_columns(lw, (q + i) * kExecStepCols + 8 * t, cols);
+      step_products<NB>(lw, xv[i], acc);
+    }
+    __syncwarp();  // every lane has read the stage: it may be filled again
+    if (lane == 0 && load.more()) {
+      const uint32_t ln = load.count();
+      uint8_t* dst = ring + stage * kBulkStageBytes;
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      mbar_expect(&bars[stage], ln * (kExecStepBytes + kExecStepCodeBytes));
+      bulk_copy(dst, bytes0 + size_t{load.q} * kExecStepBytes, ln * kExecStepBytes, &bars[stage]);
+      bulk_copy(dst + kBulkSteps * kExecStepBytes, codes0 + size_t{load.q} * kExecStepCodeBytes,
+                ln * kExecStepCodeBytes, &bars[stage]);
+    }
+    if (load.more()) load.next();
+    ++k;
+    use.next();
+    if (use.u != u || !use.more()) {  // the tile ended
+      if (lane == 0 && (overrun || cursor != end)) {
+        exec_report(p.status, m.index, tile, kExecBadTileCount);
+      }
+      overrun = false;
+    }
+  }
+  exec_strip_sums<NB, kGemmWarps>(red, acc, strip, m.rows, p.batch, m.y);
+}
+
 // ---- The wide GEMM: more rows of X than the strip kernels serve (EXEC_KERNEL.md v9) ----
 //
 // One thread block of kWideWarps warps takes a group of kWideWarps strips (one per warp) and a
@@ -1007,10 +1205,26 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     } else {
       StripDevice dev;
       DF11_RETURN_IF_ERROR(strip_device(&dev));
-      const auto kernel = strip_kernel<kExec>(batch, blocks, dev.sms);
+      auto kernel = strip_kernel<kExec>(batch, blocks, dev.sms);
+      size_t dynamic = 0;
+      if (kExec && DF11_EXEC_GEMM_BULK != 0 && batch <= 16) {
+        bool aligned = true;
+        for (size_t i = 0; i < n; ++i) {
+          aligned = aligned && reinterpret_cast<uintptr_t>(p->m[i].blob) % 16 == 0;
+        }
+        if (aligned) {
+          kernel = batch <= 8 ? bulk_gemm_kernel<1> : bulk_gemm_kernel<2>;
+          dynamic = bulk_shared_bytes();
+          DF11_CUDA_RETURN_IF_ERROR(
+              cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                   static_cast<int>(dynamic)),
+              "exec GEMM: shared memory of the bulk kernel");
+        }
+      }
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(static_cast<uint32_t>(blocks));
       cfg.blockDim = dim3(kGemmThreads);
+      cfg.dynamicSmemBytes = dynamic;
       cfg.stream = stream;
       cudaLaunchAttribute pdl[1] = {};
       pdl[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
