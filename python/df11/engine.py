@@ -46,7 +46,6 @@ section) plugs in as another class with the same two methods.
 from __future__ import annotations
 
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from typing import Callable, Dict, List, Optional, Tuple
@@ -61,7 +60,7 @@ from .decoders import (BufferUse, CpuDecoder, CpuRowsDecoder, CudaDecoder, Parts
                        rows_class, rows_eligible, upload)
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
-from .hooks import Ahead, DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
+from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
 from .modules import (EMBEDDING, CodedLinear, CodedWeight, PartsLinear, codes_as_linear,
                       replace_module)
 from .targets import (Target, base_prefix, input_embedding, load_raw, output_embedding,
@@ -72,11 +71,6 @@ LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
 # On the CPU, units of nn.Linear weights only are decoded one Linear at a time (_cpu_parts); the
 # tests of the block layout under torch.compile on the CPU turn it off.
 CPU_PARTS = True
-# On a GPU, the units alternate between two decode buffers, and each unit's eager pre-hook
-# decodes the next unit into the other one on a side stream while it computes (hooks.Ahead):
-# one more block's buffer of memory, the next block's decode beside this block's kernels.
-# DF11_DECODE_AHEAD=0 keeps one buffer (each unit decodes in its own hook).
-DECODE_AHEAD = os.environ.get("DF11_DECODE_AHEAD", "1") != "0"
 # Modes from_pretrained takes: "exec" runs coded nn.Linear groups from the execution layout,
 # "compact" from the compact execution layout (exec_mode.py), and every other coded group in
 # DecodeMode.
@@ -96,7 +90,7 @@ class GroupRuntime:
     decoder: object = None
 
 
-@dataclass(eq=False)  # identity: hooks.Ahead keys its order by unit
+@dataclass
 class Unit:
     """The groups decoded together before one module's forward (usually one group: a block;
     several when a model runs in one module what the folder codes in several groups, as the
@@ -108,8 +102,7 @@ class Unit:
     # What a traced forward runs after the decodes instead, given the device's buffer (the
     # members that are not CodedLinear weights: aligned copies, fused experts).
     traced_copies: List[Callable[[torch.Tensor], None]] = field(default_factory=list)
-    buffer: Optional[torch.Tensor] = None  # the device's decode buffer it decodes into
-    ahead: object = None  # hooks.Ahead of its device when its units alternate two buffers
+    buffer: Optional[torch.Tensor] = None  # the device's decode buffer
     # Traced only: the outputs of the unit's CodedLinear modules in the forward being traced.
     reads: List[torch.Tensor] = field(default_factory=list)
     mode: object = None
@@ -119,10 +112,6 @@ class DeviceState:
     def __init__(self, device: torch.device):
         self.device = device
         self.buffer: Optional[torch.Tensor] = None  # BF16, the reused decode buffer
-        # With DECODE_AHEAD on a GPU: the second buffer, which every other unit decodes into,
-        # and the hooks' decodes of the next unit into it (hooks.Ahead).
-        self.buffer2: Optional[torch.Tensor] = None
-        self.ahead = None
         self.assembly: Optional[torch.Tensor] = None  # BF16, fused weights rebuilt per unit
         self.use = BufferUse()  # the CPU: which segment the buffer holds
         self.coded: Optional[torch.Tensor] = None  # uint8, every resident coded part
@@ -239,8 +228,7 @@ class Df11Engine:
         out = {}
         for dev, s in self.devices.items():
             out[str(dev)] = sum(t.numel() * t.element_size() for t in
-                                (s.buffer, s.buffer2, s.assembly, s.coded, s.staging,
-                                 s.workspace)
+                                (s.buffer, s.assembly, s.coded, s.staging, s.workspace)
                                 if t is not None)
             out[str(dev)] += sum(r.workspace.numel() for _, _, r, _ in self.rows if r.device == dev)
         for dev, s in self.exec_states.items():
@@ -294,8 +282,7 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
     if engine.stored_checks is not None:
         engine.stored_checks.wait()
     for state in engine.devices.values():
-        state.buffer = state.buffer2 = state.assembly = state.coded = state.staging = None
-        state.ahead = None
+        state.buffer = state.assembly = state.coded = state.staging = None
         state.workspace = state.status = None
     for state in engine.exec_states.values():
         for lin in state.linears:
@@ -464,18 +451,12 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         # Its address never changes: under torch.compile the decodes' mutation of it is one of
         # a static input, which CUDA graph trees capture (engine docstring, "compiled").
         torch._dynamo.mark_static_address(state.buffer, guard=False)
-        buffers = [state.buffer]
-        if dev.type == "cuda" and DECODE_AHEAD and not cpu_offload and len(sizes) > 1:
-            state.buffer2 = aligned_empty(state.buffer.numel(), dev)
-            torch._dynamo.mark_static_address(state.buffer2, guard=False)
-            state.ahead = Ahead(dev)
-            buffers.append(state.buffer2)
         fused_sizes = [_fused_elements(modules, units[u]) for u in unit_names]
         if max(fused_sizes, default=0) > 0:
             state.assembly = torch.empty(max(fused_sizes), dtype=torch.bfloat16, device=dev)
         dev_units = []
-        for k, unit_name in enumerate(unit_names):
-            unit = Unit(unit_name, dev, buffer=buffers[k % len(buffers)], ahead=state.ahead)
+        for unit_name in unit_names:
+            unit = Unit(unit_name, dev, buffer=state.buffer)
             if unit_name in parted:  # one runtime per member: its Linear's decoder
                 for group, targets in units[unit_name]:
                     for m, t in zip(group.members, targets):
@@ -491,7 +472,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             base = 0
             for group, _ in units[unit_name]:
                 rt = GroupRuntime(group, dev, offset=base)
-                rt.out = unit.buffer[base:base + group.elements]
+                rt.out = state.buffer[base:base + group.elements]
                 base += round_up(group.elements, slot)
                 unit.groups.append(rt)
             dev_units.append(unit)
@@ -738,7 +719,7 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
             module = modules[t.module]
             aligned = (rt.out.data_ptr() + 2 * m.offset) % ALIGN_BYTES == 0
             if codes_as_linear(module, t.attr):
-                coded = CodedLinear(module, unit.buffer, start, aligned, unit.reads)
+                coded = CodedLinear(module, state.buffer, start, aligned, unit.reads)
                 replace_module(model, module, coded)
                 modules[t.module] = module = coded
             if not aligned:

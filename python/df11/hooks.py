@@ -37,87 +37,6 @@ class RootHook:
         raise RuntimeError(f"df11: {NO_PICKLE}")
 
 
-class Ahead:
-    """One GPU's next-block decodes, where its units alternate between two decode buffers.
-
-    Eagerly (the forward pre-hooks, not a trace) a unit's hook decodes the unit that comes next
-    into the other buffer on a side stream, after the work enqueued so far on torch's stream
-    (the last reads of that buffer, by the unit before this one), so that the decode runs while
-    this unit computes; the unit's forward hook then makes torch's stream wait for it, before
-    the device's lock passes on. The next unit's hook finds its weights decoded and decodes
-    nothing. The order is learned on the first forward pass (the unit whose hook runs first
-    after a unit's, on one stream, the first time that one runs), so it never wraps from a
-    pass's last unit to the next pass's first. A decode ahead serves only the root forward pass
-    and the stream that made it (reset() at each root forward), and any decode into a buffer
-    replaces what it held, so a decode that is not used (another thread's unit came in between,
-    a forward pass that stopped early) costs its time and nothing else. The weights' bits and
-    the matmuls are the same either way: outputs do not change."""
-
-    def __init__(self, device: torch.device):
-        self.device = device
-        self._side = torch.cuda.Stream(device=device)  # made at load, never while capturing
-        self._next: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
-        self._seen: "weakref.WeakSet" = weakref.WeakSet()
-        self._last: dict = {}  # stream -> weakref of the unit whose hook ran last on it
-        self._held: dict = {}  # buffer address -> (unit, stream, capturing)
-        self._pending: dict = {}  # stream -> the side stream's event to wait for
-
-    def reset(self) -> None:
-        self._held.clear()
-        self._last.clear()
-
-    def before(self, mode: "DecodeMode") -> None:
-        """A unit's pre-hook (the device's lock held): its decodes unless held, then the next
-        unit's on the side stream."""
-        unit = mode.unit
-        stream = torch.cuda.current_stream(self.device)
-        raw = stream.cuda_stream
-        capturing = torch.cuda.is_current_stream_capturing()
-        buf = unit.buffer.data_ptr()
-        held = self._held.pop(buf, None)
-        if held is not None and held[0] is unit and held[1] == raw and held[2] == capturing:
-            for step in mode.copy_steps():
-                step()
-        else:
-            for step in mode.eager_steps():
-                step()
-        last = self._last.get(raw)
-        self._last[raw] = weakref.ref(unit)
-        if unit not in self._seen:
-            self._seen.add(unit)
-            prev = last() if last is not None else None
-            if prev is not None and prev is not unit and prev not in self._next:
-                self._next[prev] = weakref.ref(unit)
-        ref = self._next.get(unit)
-        nxt = ref() if ref is not None else None
-        if nxt is None or nxt.buffer is None or nxt.buffer.data_ptr() == buf:
-            return
-        side = self._side
-        ready = torch.cuda.Event()
-        ready.record(stream)
-        side.wait_event(ready)
-        with torch.cuda.stream(side):
-            for step in nxt.mode.decode_steps():
-                step()
-        done = torch.cuda.Event()
-        done.record(side)
-        self._held[nxt.buffer.data_ptr()] = (nxt, raw, capturing)
-        self._pending[raw] = (stream, done)
-
-    def after(self) -> None:
-        """A unit's forward hook, before the lock passes on: torch's stream waits for the
-        decode ahead (no side work is left unjoined, as a CUDA graph capture requires)."""
-        pending = self._pending.pop(torch.cuda.current_stream(self.device).cuda_stream, None)
-        if pending is not None:
-            pending[0].wait_event(pending[1])
-
-    def own(self, unit) -> None:
-        """A decode of `unit` outside the hooks (a backward pass, a check): its buffer no
-        longer holds a decode ahead."""
-        if unit.buffer is not None:
-            self._held.pop(unit.buffer.data_ptr(), None)
-
-
 class DecodeMode:
     """Default layer mode: decode the unit's groups into the device's buffer, then the module's
     own forward runs on BF16 views (torch's matmuls: bit-identical to the BF16 model)."""
@@ -127,22 +46,6 @@ class DecodeMode:
     def __init__(self, unit):
         self.unit = unit
         self._steps: Optional[List[Callable[[], None]]] = None
-        self._decodes: Optional[List[Callable[[], None]]] = None
-
-    def eager_steps(self) -> List[Callable[[], None]]:
-        steps = self._steps
-        if steps is None:
-            steps = self._steps = self._eager_steps()
-        return steps
-
-    def decode_steps(self) -> List[Callable[[], None]]:
-        """The unit's decodes alone (a CUDA unit without staging: Ahead decodes them)."""
-        if self._decodes is None:
-            self._decodes = [rt.decoder.decode_now for rt in self.unit.groups]
-        return self._decodes
-
-    def copy_steps(self) -> List[Callable[[], None]]:
-        return self.unit.copies
 
     def _eager_steps(self) -> List[Callable[[], None]]:
         """What a forward pass runs before the module, as bound callables made once."""
@@ -170,24 +73,11 @@ class DecodeMode:
             for copy in self.unit.traced_copies:
                 copy(buffer)
             return
-        ahead = self.unit.ahead
-        if ahead is not None:
-            ahead.own(self.unit)
-        for step in self.eager_steps():
+        steps = self._steps
+        if steps is None:
+            steps = self._steps = self._eager_steps()
+        for step in steps:
             step()
-
-    def pre_forward_hooked(self) -> None:
-        """The eager pre-hook's decode: with a second buffer, through the device's Ahead."""
-        ahead = self.unit.ahead
-        if ahead is None:
-            self.pre_forward()
-        else:
-            ahead.before(self)
-
-    def after_forward(self) -> None:
-        ahead = self.unit.ahead
-        if ahead is not None:
-            ahead.after()
 
     def reads_done(self) -> None:
         """Traced only (the unit's forward hook): the unit's matmuls have read the buffer
@@ -218,12 +108,6 @@ class PartsMode:
         self.unit = unit
 
     def pre_forward(self) -> None:
-        pass
-
-    def pre_forward_hooked(self) -> None:
-        pass
-
-    def after_forward(self) -> None:
         pass
 
     def reads_done(self) -> None:
@@ -266,7 +150,6 @@ def make_hooks(mode, device: torch.device, lock: DeviceLock):
         if torch.compiler.is_compiling():
             mode.reads_done()
             return
-        mode.after_forward()
         lock.exit()
         if torch.is_grad_enabled():
             decode_before_backward(output, mode, device)
@@ -285,10 +168,10 @@ def make_hooks(mode, device: torch.device, lock: DeviceLock):
             return
         lock.enter()
         if current_device() == index:  # the usual case: no context manager per block
-            mode.pre_forward_hooked()
+            mode.pre_forward()
             return
         with torch.cuda.device(index):  # device_map="auto": the block's GPU
-            mode.pre_forward_hooked()
+            mode.pre_forward()
     return cuda_hook, post
 
 
@@ -382,12 +265,7 @@ def status_hooks(engine, model) -> None:
 
     def root_pre(module, args):
         e = ref()
-        if e is None or torch.compiler.is_compiling():
-            return
-        for state in e.devices.values():
-            if state.ahead is not None:
-                state.ahead.reset()
-        if torch.cuda.is_current_stream_capturing():
+        if e is None or torch.compiler.is_compiling() or torch.cuda.is_current_stream_capturing():
             return
         e.check_status(wait=False)
 

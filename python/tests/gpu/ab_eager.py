@@ -1,6 +1,5 @@
 """Eager generate speed, paired in one process: BF16, df11 (decode mode), df11 mode="exec" and
-the official dfloat11 loader (when installed) loaded side by side (df11-one-buffer: the decode
-mode with one decode buffer, DF11_DECODE_AHEAD=0's, when asked for), then timed in alternating
+the official dfloat11 loader (when installed) loaded side by side, then timed in alternating
 rounds, so that the host's drift (these machines' eager rows move by 1.5x from run to run)
 falls on every variant alike. Per round each variant generates the same tokens (greedy, HF
 generate, batch B, --tokens new tokens after a 16-token prompt); reported: each variant's
@@ -26,13 +25,6 @@ def load(name, work):
         return AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
                                                     device_map="cuda").eval()
     import df11
-    if name == "df11-one-buffer":  # the default mode without its decodes ahead
-        from df11 import engine
-        engine.DECODE_AHEAD = False
-        try:
-            return df11.from_pretrained(df11_dir, device="cuda")
-        finally:
-            engine.DECODE_AHEAD = True
     if name in ("df11", "df11-exec"):
         return df11.from_pretrained(df11_dir, device="cuda",
                                     mode="exec" if name == "df11-exec" else "decode")

@@ -135,46 +135,6 @@ def test_cuda_graph_tokens(work):
         assert torch.equal(graphed, ref_graphed), f"batch {batch}: differs from BF16's graph"
 
 
-def test_decode_ahead_alternates_two_buffers(work, monkeypatch):
-    """On a GPU the default mode's units alternate between two decode buffers, and each unit's
-    eager hook decodes the next unit into the other one on a side stream (hooks.Ahead): the
-    order is learned on the first forward pass (the last unit has no successor), and every
-    pass's logits equal BF16's, eagerly and replayed from a captured CUDA graph, at batch 1 and
-    8. With DF11_DECODE_AHEAD off (engine.DECODE_AHEAD), one buffer, the same logits."""
-    from df11 import engine
-    from df11.generation import greedy_static
-    bf16_dir, df11_dir = models.llm_folders(work, "llama")
-    ref = models.bf16_llm(bf16_dir, "cuda")
-    model = df11.from_pretrained(df11_dir, device="cuda")
-    state = model.df11.devices[torch.device("cuda", torch.cuda.current_device())]
-    units = model.df11.units
-    assert state.ahead is not None and len(units) >= 2
-    buffers = [state.buffer.data_ptr(), state.buffer2.data_ptr()]
-    assert [u.buffer.data_ptr() for u in units] == [buffers[k % 2] for k in range(len(units))]
-    ids = models.llm_inputs(ref.config.vocab_size, 2).cuda()
-    with torch.no_grad():
-        want = ref(input_ids=ids).logits
-        for _ in range(3):
-            assert_equal(model(input_ids=ids).logits, want)
-    learned = [state.ahead._next.get(u) for u in units]
-    assert [r() for r in learned[:-1]] == units[1:] and learned[-1] is None
-    for batch in (1, 8):
-        ids = models.llm_inputs(ref.config.vocab_size, batch, seed=5).cuda()
-        eager, _ = greedy_static(model, ids, 12, cuda_graph=False)
-        graphed, _ = greedy_static(model, ids, 12, cuda_graph=True)
-        ref_graphed, _ = greedy_static(ref, ids, 12, cuda_graph=True)
-        assert torch.equal(graphed, eager) and torch.equal(graphed, ref_graphed), batch
-    model.df11.check_status(wait=True)
-    monkeypatch.setattr(engine, "DECODE_AHEAD", False)
-    one = df11.from_pretrained(df11_dir, device="cuda")
-    one_state = one.df11.devices[torch.device("cuda", torch.cuda.current_device())]
-    assert one_state.ahead is None and one_state.buffer2 is None
-    assert all(u.buffer is one_state.buffer for u in one.df11.units)
-    ids = models.llm_inputs(ref.config.vocab_size, 2).cuda()
-    with torch.no_grad():
-        assert_equal(one(input_ids=ids).logits, want)
-
-
 def test_torch_compile_reduce_overhead(work):
     """generate() with a static cache compiles the decode step (torch.compile, mode
     "reduce-overhead": CUDA graphs) when the model is on a GPU. df11's decodes trace as the
