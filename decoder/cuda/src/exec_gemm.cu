@@ -376,10 +376,6 @@ __global__ void __launch_bounds__(kGemmThreads,
 #define DF11_EXEC_SPLIT_MIN_BLOCKS 3  // thread blocks per multiprocessor of the cluster kernel
 #endif
 constexpr bool kWideSplit = DF11_EXEC_WIDE_SPLIT != 0;
-#ifndef DF11_EXEC_SPLIT_ILP
-#define DF11_EXEC_SPLIT_ILP 0  // 1: a step's products tile by tile in two rounds (v15)
-#endif
-constexpr bool kSplitIlp = DF11_EXEC_SPLIT_ILP != 0;
 constexpr uint32_t kWideWarps = 8;  // = strips per block
 constexpr uint32_t kWideThreads = 32 * kWideWarps;
 constexpr uint32_t kWideN8 = DF11_EXEC_WIDE_N8;
@@ -729,30 +725,11 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
             LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
             if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
             const uint16_t* xq = xlane + (s + i) * kExecStepCols;
-            if constexpr (kSplitIlp) {
-              // Every n8 tile's X first, then the first products of all tiles, then the
-              // second ones: 8 independent chains (the tiles past the batch compute on stale
-              // X into sums nobody writes).
-              uint4 xv[N8];
 #pragma unroll
-              for (uint32_t n = 0; n < N8; ++n) {
-                xv[n] = *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems);
-              }
-#pragma unroll
-              for (uint32_t n = 0; n < N8; ++n) {
-                mma_bf16(acc[n], lw.pg[0], lw.pg8[0], lw.pg[1], lw.pg8[1], xv[n].x, xv[n].y);
-              }
-#pragma unroll
-              for (uint32_t n = 0; n < N8; ++n) {
-                mma_bf16(acc[n], lw.pg[2], lw.pg8[2], lw.pg[3], lw.pg8[3], xv[n].z, xv[n].w);
-              }
-            } else {
-#pragma unroll
-              for (uint32_t n = 0; n < N8; ++n) {
-                if (n < blk.live_n8) {
-                  n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
-                              acc[n]);
-                }
+            for (uint32_t n = 0; n < N8; ++n) {
+              if (n < blk.live_n8) {
+                n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
+                            acc[n]);
               }
             }
           }
@@ -791,239 +768,6 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
       if (row < m.rows && j < p.batch) {
         m.y[uint64_t{j} * m.rows + row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
       }
-    }
-  }
-  cluster.sync();  // no block leaves while another reads its shared memory
-#else
-  __trap();  // launched only on sm_90 and later (launch_gemms)
-#endif
-}
-
-// ---- v15: each strip's steps decoded once and shared by two warps (sm_90) ----
-//
-// The cluster kernel's partials and order (split_gemm_kernel), with each strip of a block served
-// by a pair of warps: the pair's warps decode alternate steps of the strip (warp h the steps
-// 2i + h of each half tile), each puts its step's fragments in shared memory, and after the
-// pair's barrier both run the products of both steps, warp h for the chunk's n8 tiles 4h ..
-// 4h + 3. So every weight is decoded once per block, as in split_gemm_kernel, and each warp's
-// products form 4 accumulator chains instead of 8. A warp keeps the tile's exception cursor
-// over its partner's steps too, counting their code-15 weights from their code bytes. X is
-// staged by half tiles (128 columns).
-#ifndef DF11_EXEC_WIDE_PAIR
-#define DF11_EXEC_WIDE_PAIR 0  // 1: the pair kernel instead of split_gemm_kernel (sm_90)
-#endif
-#ifndef DF11_EXEC_PAIR_STRIPS
-#define DF11_EXEC_PAIR_STRIPS 4  // strips per block (two warps each)
-#endif
-#ifndef DF11_EXEC_PAIR_MIN_BLOCKS
-#define DF11_EXEC_PAIR_MIN_BLOCKS 4
-#endif
-constexpr bool kWidePair = DF11_EXEC_WIDE_PAIR != 0;
-constexpr uint32_t kPairStrips = DF11_EXEC_PAIR_STRIPS;
-constexpr uint32_t kPairThreads = 64 * kPairStrips;
-constexpr uint32_t kPairChunk = 64;  // rows of X per block: 8 n8 tiles, 4 per warp
-constexpr uint32_t kHalfCols = kTileCols / 2;
-constexpr uint32_t kHalfSteps = kExecTileSteps / 2;
-// 320 bytes a row: 64 mod 128, as kWideRowElems, so a quarter warp's 16-byte reads do not
-// conflict.
-constexpr uint32_t kPairRowElems = kHalfCols + 32;
-constexpr uint32_t kPairStage = kPairChunk * kPairRowElems;  // elements
-static_assert(kPairStrips >= 1 && kPairStrips <= 15, "a named barrier per pair (ids 1..15)");
-constexpr size_t pair_shared_bytes() {
-  // Two stages of X, then per pair 2 buffers x 2 steps x 2 uint4 per lane.
-  return 2 * size_t{kPairStage} * sizeof(uint16_t) + size_t{kPairStrips} * 2 * 2 * 2 * 32 * 16;
-}
-static_assert(size_t{kPairStrips} * 8 * 4 * 32 * sizeof(float) <=
-                  2 * size_t{kPairStage} * sizeof(uint16_t),
-              "the partials fit where X was");
-
-// The columns of half tile `half` of tile `tile` of rows first .. first + 8 live_n8 - 1 of X,
-// into `stage` ([64][kPairRowElems]), as wide_stage_x stages a whole tile.
-__device__ __forceinline__ void pair_stage_x(uint16_t* stage, const MatrixDesc& m, uint32_t batch,
-                                             uint32_t first, uint32_t live_n8, uint32_t tile,
-                                             uint32_t half) {
-  constexpr uint32_t kPieces = kHalfCols / 8;
-  const uint32_t pieces = live_n8 * 8 * kPieces;
-  for (uint32_t i = threadIdx.x; i < pieces; i += kPairThreads) {
-    const uint32_t r = i / kPieces, c8 = i % kPieces;
-    const uint32_t j = first + r;
-    const uint64_t c = uint64_t{tile} * kTileCols + half * kHalfCols + 8 * c8;
-    uint16_t* dst = stage + r * kPairRowElems + 8 * c8;
-    if (j >= batch || c >= m.cols) {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(0, 0, 0, 0);
-      continue;
-    }
-    const uint16_t* xrow = m.x + uint64_t{j} * m.cols;
-    if (m.x_vec) {
-      cp_async16(dst, xrow + c);
-    } else {
-      *reinterpret_cast<uint4*>(dst) = exec_load_x(xrow, c, m.cols, false);
-    }
-  }
-}
-
-// The code-15 weights of one step of the warp (warp-uniform).
-__device__ __forceinline__ uint32_t step_exceptions(uint2 codes) {
-  const LaneCodeBytes k = exec_split_codes(codes);
-  if (!__any_sync(kExecFullMask, exec_exception_flags(k) != 0)) return 0;
-  return __reduce_add_sync(kExecFullMask, __popc(exec_exception_mask(k)));
-}
-
-__device__ __forceinline__ void pair_barrier(uint32_t id) {
-  asm volatile("bar.sync %0, 64;" ::"r"(id) : "memory");
-}
-
-template <uint32_t kStrips>
-__global__ void __launch_bounds__(64 * kStrips, DF11_EXEC_PAIR_MIN_BLOCKS)
-    pair_gemm_kernel(const __grid_constant__ LaunchParams p) {
-#if __CUDA_ARCH__ >= 900
-  extern __shared__ uint4 pair_shared[];
-  uint16_t* xs = reinterpret_cast<uint16_t*>(pair_shared);    // two stages of X
-  uint4* ex = reinterpret_cast<uint4*>(xs + 2 * kPairStage);  // the pairs' decoded steps
-  float* red = reinterpret_cast<float*>(pair_shared);         // after the walk: the partials
-  const uint32_t mi = find_matrix(p, blockIdx.x);
-  const MatrixDesc& m = p.m[mi];
-  const uint32_t item = blockIdx.x - p.begin[mi];
-  const uint32_t partial = item % kGemmWarps;  // = the block's rank in its cluster
-  const ExecWideShape shape = exec_wide_shape(m.rows, p.batch, kStrips, kPairChunk);
-  const ExecWideBlock blk = exec_wide_block(shape, item / kGemmWarps, p.batch, kPairChunk);
-  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const uint32_t t = lane % 4, g = lane / 4;
-  const uint32_t sp = warp / 2, h = warp % 2;  // the pair (strip of the group), the half
-  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
-  const uint32_t strip = blk.group * kStrips + sp;
-  const bool live = strip < strips;
-  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols;
-  const uint32_t full_steps = cols / kExecStepCols;
-  const uint32_t mine = tiles > partial ? (tiles - partial + kGemmWarps - 1) / kGemmWarps : 0;
-  const uint64_t tile0 = uint64_t{live ? strip : 0} * tiles;
-  const uint32_t base4 =
-      read_base(p, m, uint64_t{blk.group} * kStrips * tiles, threadIdx.x == 0) * 0x01010101u;
-  const uint64_t first_entry = uint64_t{live ? strip : 0} * steps * kExecLanes + lane;
-  const uint4* lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first_entry;
-  const uint2* lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first_entry;
-  // Step i (0, 1) of this warp in half tile `half` of tile `tile`: 2 i + h; its partner's 2 i + 1 -
-  // h.
-  auto own_q = [&](uint32_t tile, uint32_t half, uint32_t i) {
-    return tile * kExecTileSteps + half * kHalfSteps + 2 * i + h;
-  };
-  auto load_own = [&](uint32_t q, LaneCodes& lc) {
-    if (live && q < steps) {
-      lc.bytes = __ldg(lane_bytes + uint64_t{q} * kExecLanes);
-      lc.codes = __ldg(lane_codes + uint64_t{q} * kExecLanes);
-    }
-  };
-  auto load_codes = [&](uint32_t q, uint2& c) {
-    if (live && q < steps) c = __ldg(lane_codes + uint64_t{q} * kExecLanes);
-  };
-  float acc[4][4];
-#pragma unroll
-  for (uint32_t n = 0; n < 4; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.0f;
-  if (mine > 0) {
-    LaneCodes ring[2] = {};
-    uint2 pring[2] = {};
-#pragma unroll
-    for (uint32_t i = 0; i < 2; ++i) {
-      load_own(own_q(partial, 0, i), ring[i]);
-      load_codes(own_q(partial, 0, i) + 1 - 2 * h, pring[i]);
-    }
-    uint2 offs = live ? load_tile_offsets(m, tile0 + partial) : make_uint2(0, 0);
-    pair_stage_x(xs, m, p.batch, blk.first_row, blk.live_n8, partial, 0);
-    cp_async_commit();
-    uint64_t cursor = 0, end = 0;
-    bool overrun = false;
-    uint32_t buf = 0;
-    const uint32_t halves = 2 * mine;
-    uint4* mine_ex = ex + sp * (2 * 2 * 2 * 32);
-    for (uint32_t k = 0; k < halves; ++k) {
-      const uint32_t at = partial + (k / 2) * kGemmWarps, half = k % 2;
-      const bool more = k + 1 < halves;
-      const uint32_t nat = partial + ((k + 1) / 2) * kGemmWarps, nhalf = (k + 1) % 2;
-      if (more) {
-        pair_stage_x(xs + ((k + 1) % 2) * kPairStage, m, p.batch, blk.first_row, blk.live_n8, nat,
-                     nhalf);
-        cp_async_commit();
-        cp_async_wait<1>();
-      } else {
-        cp_async_wait<0>();
-      }
-      __syncthreads();  // this half tile's X is staged
-      if (live) {
-        if (half == 0) {
-          tile_range_of(p, m, tile0 + at, offs, lane, &cursor, &end);
-          overrun = false;
-          if (at + kGemmWarps < tiles) offs = load_tile_offsets(m, tile0 + at + kGemmWarps);
-        }
-        const uint16_t* stage = xs + (k % 2) * kPairStage;
-        const uint16_t* xlane = stage + (32 * h + g) * kPairRowElems + 8 * t;
-#pragma unroll
-        for (uint32_t i = 0; i < 2; ++i) {
-          const uint32_t qa = at * kExecTileSteps + half * kHalfSteps + 2 * i;
-          const uint32_t qown = qa + h;
-          const LaneCodes lc = ring[i];
-          const uint2 pc = pring[i];
-          if (more) {
-            load_own(own_q(nat, nhalf, i), ring[i]);
-            load_codes(own_q(nat, nhalf, i) + 1 - 2 * h, pring[i]);
-          }
-          if (qa >= steps) continue;                  // the strip's ragged last tile (pair-uniform)
-          if (h == 1) cursor += step_exceptions(pc);  // step qa, the partner's
-          uint4* slot = mine_ex + buf * (2 * 2 * 32);
-          if (qown < steps) {
-            LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
-            if (qown >= full_steps) mask_columns(lw, uint64_t{qown} * kExecStepCols + 8 * t, cols);
-            slot[(h * 2 + 0) * 32 + lane] = make_uint4(lw.pg[0], lw.pg[1], lw.pg[2], lw.pg[3]);
-            slot[(h * 2 + 1) * 32 + lane] = make_uint4(lw.pg8[0], lw.pg8[1], lw.pg8[2], lw.pg8[3]);
-          }
-          if (h == 0 && qa + 1 < steps) cursor += step_exceptions(pc);  // step qa + 1
-          pair_barrier(1 + sp);
-#pragma unroll
-          for (uint32_t j = 0; j < 2; ++j) {
-            if (qa + j >= steps) break;
-            const uint4 a = slot[(j * 2 + 0) * 32 + lane], b = slot[(j * 2 + 1) * 32 + lane];
-            const LaneWeights lw{{a.x, a.y, a.z, a.w}, {b.x, b.y, b.z, b.w}};
-            const uint16_t* xq = xlane + (2 * i + j) * kExecStepCols;
-#pragma unroll
-            for (uint32_t n = 0; n < 4; ++n) {
-              if (4 * h + n < blk.live_n8) {
-                n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kPairRowElems),
-                            acc[n]);
-              }
-            }
-          }
-          buf ^= 1;
-        }
-        if (half == 1 && lane == 0 && (overrun || (h == 0 && cursor != end))) {
-          exec_report(p.status, m.index, tile0 + at, kExecBadTileCount);
-        }
-      }
-      __syncthreads();  // this stage is free for the half tile after next
-    }
-  }
-  // The partials where X was: red[((pair * 8 + n8) * 4 + c) * 32 + lane].
-#pragma unroll
-  for (uint32_t n = 0; n < 4; ++n) {
-#pragma unroll
-    for (uint32_t c = 0; c < 4; ++c) red[((sp * 8 + 4 * h + n) * 4 + c) * 32 + lane] = acc[n][c];
-  }
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();  // every block's partials are written
-  // Block q adds its share of the group's outputs, each output's partials in partial order.
-  const float* parts[kGemmWarps];
-#pragma unroll
-  for (uint32_t r = 0; r < kGemmWarps; ++r) parts[r] = cluster.map_shared_rank(red, r);
-  constexpr uint32_t kPer = kStrips * 8 * 4 * 32 / kGemmWarps;
-  for (uint32_t v = partial * kPer + threadIdx.x; v < (partial + 1) * kPer; v += 64 * kStrips) {
-    const uint32_t s = v / 1024, n = (v / 128) % 8, c = (v / 32) % 4, l = v % 32;
-    const uint32_t out_strip = blk.group * kStrips + s;
-    if (out_strip >= strips || n >= blk.live_n8) continue;
-    float val = parts[0][v];
-#pragma unroll
-    for (uint32_t r = 1; r < kGemmWarps; ++r) val = __fadd_rn(val, parts[r][v]);
-    const uint64_t row = uint64_t{out_strip} * kExecStripRows + l / 4 + 8 * (c / 2);
-    const uint32_t j = blk.first_row + 8 * n + 2 * (l % 4) + c % 2;
-    if (row < m.rows && j < p.batch) {
-      m.y[uint64_t{j} * m.rows + row] = __bfloat16_as_ushort(__float2bfloat16_rn(val));
     }
   }
   cluster.sync();  // no block leaves while another reads its shared memory
@@ -1216,10 +960,6 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     if (split) {
       wide_kernel = split_gemm_kernel<kWideN8>;
       wide_bytes = wide_shared_bytes(kWideN8, false);  // the partials reuse X's stages
-      if constexpr (kWidePair) {
-        wide_kernel = pair_gemm_kernel<kPairStrips>;
-        wide_bytes = pair_shared_bytes();
-      }
     }
     DF11_CUDA_RETURN_IF_ERROR(
         cudaFuncSetAttribute(wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -1239,12 +979,9 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
       p->m[i] = descs[at + i];
       p->begin[i] = static_cast<uint32_t>(blocks);
       const uint32_t rows = descs[at + i].rows;
-      blocks +=
-          !wide ? (uint64_t{rows} + kExecStripRows - 1) / kExecStripRows
-          : split && kWidePair
-              ? exec_wide_blocks(exec_wide_shape(rows, batch, kPairStrips, kPairChunk)) * kGemmWarps
-              : exec_wide_blocks(exec_wide_shape(rows, batch, kWideWarps, 8 * wide_n8)) *
-                    (split ? kGemmWarps : 1);
+      blocks += wide ? exec_wide_blocks(exec_wide_shape(rows, batch, kWideWarps, 8 * wide_n8)) *
+                           (split ? kGemmWarps : 1)
+                     : (uint64_t{rows} + kExecStripRows - 1) / kExecStripRows;
     }
     if (blocks > INT32_MAX) {
       return Status(ErrorCode::kResourceLimit, "exec GEMM: too many rows in one launch");
@@ -1253,7 +990,7 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     if (split) {
       cudaLaunchConfig_t cfg = {};
       cfg.gridDim = dim3(static_cast<uint32_t>(blocks));
-      cfg.blockDim = dim3(kWidePair ? kPairThreads : kWideThreads);
+      cfg.blockDim = dim3(kWideThreads);
       cfg.dynamicSmemBytes = wide_bytes;
       cfg.stream = stream;
       cudaLaunchAttribute cluster[1] = {};
