@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -300,8 +302,16 @@ TEST_F(CudaDecode, DoubleBufferedAndSharedWorkspacesKeepEveryReport) {
   cuda_test::DeviceWorkspace ws0(bytes), ws1(bytes);
   ASSERT_TRUE(cuda::init_workspace(*plan_bad, ws0.get(), bytes, nullptr).is_ok());
   ASSERT_TRUE(cuda::init_workspace(*plan_bad, ws1.get(), bytes, nullptr).is_ok());
-  std::vector<uint8_t> h(plan_bad->status_copy_bytes());
-  for (int round = 0; round < 3; ++round) {
+  // The deferred read into pageable memory (a copy) and into page-locked memory (written by a
+  // kernel): rounds 0-2 and 3-5.
+  std::vector<uint8_t> pageable(plan_bad->status_copy_bytes());
+  void* pinned = nullptr;
+  DF11_CUDA_ASSERT(cudaMallocHost(&pinned, pageable.size()));
+  std::unique_ptr<void, cudaError_t (*)(void*)> pinned_owner(pinned, cudaFreeHost);
+  for (int round = 0; round < 6; ++round) {
+    std::span<uint8_t> h = round < 3
+                               ? std::span<uint8_t>(pageable)
+                               : std::span<uint8_t>(static_cast<uint8_t*>(pinned), pageable.size());
     ASSERT_TRUE(cuda::launch_decode(*plan_bad, ws0.get(), bytes, nullptr).is_ok());
     ASSERT_TRUE(
         cuda::copy_decode_status(*plan_bad, ws0.get(), h.data(), h.size(), nullptr).is_ok());

@@ -423,10 +423,12 @@ DF11_API df11_status df11_cuda_status_sync(df11_cuda_plan* plan, const void* d_w
 
 /* Deferred status, without waiting for the stream: df11_cuda_status_copy() enqueues on
  * `stream` a copy of the workspace's records into the caller's host buffer `h_status` of
- * df11_cuda_plan_status_bytes() bytes (page-locked memory makes it asynchronous) and notes in
- * that buffer which decode it belongs to. Once the caller knows the copy is done (its own
- * event or a later sync), df11_cuda_group_status() reads group i's result from the buffer:
- * no CUDA call, any thread, the buffer alone is enough (the plan only names the group). */
+ * df11_cuda_plan_status_bytes() bytes (page-locked memory makes it asynchronous: the device
+ * writes it with a small kernel when the plan's device is the current one, which costs the
+ * stream less than a copy) and notes in that buffer which decode it belongs to. Once the caller
+ * knows the copy is done (its own event or a later sync), df11_cuda_group_status() reads group i's
+ * result from the buffer: no CUDA call, any thread, the buffer alone is enough (the plan only names
+ * the group). */
 DF11_API size_t df11_cuda_plan_status_bytes(const df11_cuda_plan* plan);
 DF11_API df11_status df11_cuda_status_copy(df11_cuda_plan* plan, const void* d_workspace,
                                            void* h_status, size_t status_bytes, void* stream);

@@ -202,6 +202,39 @@ Status configure_kernel(const SharedLayout& layout, KernelChoice choice, KernelC
   return Status::ok();
 }
 
+__global__ void __launch_bounds__(128)
+    copy_words_kernel(const uint32_t* src, uint32_t* dst, uint32_t n) {
+  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+}
+
+Status enqueue_status_copy(const void* d_src, void* h_dst, size_t bytes, int plan_device,
+                           CUstream_st* stream, const char* what) {
+  if (bytes == 0) return Status::ok();
+  void* dev_dst = nullptr;
+  int device = -1;
+  if (cudaGetDevice(&device) == cudaSuccess && device == plan_device) {
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, h_dst) != cudaSuccess) {
+      (void)cudaGetLastError();  // a pointer CUDA does not know: the copy below takes it
+    } else if (a.type == cudaMemoryTypeHost) {
+      dev_dst = a.devicePointer;
+    }
+  }
+  const bool words = bytes % 4 == 0 && reinterpret_cast<uintptr_t>(d_src) % 4 == 0 &&
+                     reinterpret_cast<uintptr_t>(dev_dst) % 4 == 0;
+  if (dev_dst != nullptr && words && bytes / 4 <= 0xFFFFFFFFu) {
+    const uint32_t n = static_cast<uint32_t>(bytes / 4);
+    const uint32_t threads = n < 128 ? n : 128;
+    copy_words_kernel<<<1, threads, 0, stream>>>(static_cast<const uint32_t*>(d_src),
+                                                 static_cast<uint32_t*>(dev_dst), n);
+    DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), what);
+    return Status::ok();
+  }
+  DF11_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_dst, d_src, bytes, cudaMemcpyDeviceToHost, stream),
+                            what);
+  return Status::ok();
+}
+
 }  // namespace detail
 
 Status launch_decode(DecodePlan& plan, void* d_workspace, size_t workspace_bytes,

@@ -230,11 +230,10 @@ Status copy_decode_status(const DecodePlan& plan, const void* d_workspace, void*
   uint32_t epoch = 0;
   if (!p.groups.empty()) {
     DF11_ASSIGN_OR_RETURN(epoch, latest_launch(p, d_workspace, "copy_decode_status"));
-    DF11_CUDA_RETURN_IF_ERROR(
-        cudaMemcpyAsync(static_cast<uint8_t*>(h_status) + sizeof(detail::StatusCopyHeader),
-                        d_workspace, p.groups.size() * sizeof(detail::GroupStatusRecord),
-                        cudaMemcpyDeviceToHost, stream),
-        "copy_decode_status: cudaMemcpyAsync");
+    DF11_RETURN_IF_ERROR(detail::enqueue_status_copy(
+        d_workspace, static_cast<uint8_t*>(h_status) + sizeof(detail::StatusCopyHeader),
+        p.groups.size() * sizeof(detail::GroupStatusRecord), p.device, stream,
+        "copy_decode_status"));
   }
   // The header is the host's own: written now, outside the bytes the copy lands in.
   const detail::StatusCopyHeader header{detail::kStatusCopyMagic, epoch, p.id};
