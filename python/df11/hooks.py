@@ -37,6 +37,42 @@ class RootHook:
         raise RuntimeError(f"df11: {NO_PICKLE}")
 
 
+def eager_at_top_level(code) -> bool:
+    """Makes torch.compile run `code`, and what it calls, without dynamo when the code is
+    entered as a frame of its own, not from inside a traced frame.
+
+    transformers' compiled generate and torch.compile(model) compile the model's __call__:
+    torch's Module.__call__ runs untraced and calls the root's hooks, so dynamo would compile
+    each root hook as a frame of its own. Such a frame traces to nothing (the hooks do nothing
+    while tracing), yet each call of the compiled step would pay a cache lookup and its guards
+    for it: on an 8B Llama's static-cache step, more host time than the hooks' own work. Run
+    eagerly instead, the hooks do on every compiled step what they do on an eager one (the
+    status reads, the cast and move guard). Inlined in a traced frame (a module that calls the
+    DF11 model, compiled), dynamo still traces the hook, which then does nothing. Returns
+    False, changing nothing, on a torch without per-code frame strategies."""
+    try:
+        from torch._C._dynamo.eval_frame import set_code_exec_strategy
+        from torch._dynamo.types import FrameAction, FrameExecStrategy
+    except ImportError:
+        return False
+    set_code_exec_strategy(code, FrameExecStrategy(FrameAction.SKIP, FrameAction.SKIP))
+    return True
+
+
+_root_hooks_eager: List[bool] = []
+
+
+def register_root_hook(model: torch.nn.Module, fn, post: bool = False):
+    """A RootHook on the model's root (a forward pre-hook, or a forward hook with post=True),
+    run eagerly at the top level of a compiled call (eager_at_top_level; set up on the first
+    registration, at load, when torch's dynamo is imported anyway)."""
+    if not _root_hooks_eager:
+        _root_hooks_eager.append(eager_at_top_level(RootHook.__call__.__code__))
+    if post:
+        return model.register_forward_hook(RootHook(fn))
+    return model.register_forward_pre_hook(RootHook(fn))
+
+
 class DecodeMode:
     """Default layer mode: decode the unit's groups into the device's buffer, then the module's
     own forward runs on BF16 views (torch's matmuls: bit-identical to the BF16 model)."""
@@ -255,7 +291,7 @@ def dtype_guard(engine, model, device_of) -> None:
                                f"load it again with device_map='{p.device}' (or device=)")
         check_cast()
     engine.check_cast = check_cast
-    engine.hooks.append(model.register_forward_pre_hook(RootHook(guard)))
+    engine.hooks.append(register_root_hook(model, guard))
 
 
 def status_hooks(engine, model) -> None:
@@ -274,5 +310,5 @@ def status_hooks(engine, model) -> None:
         if e is not None and not torch.compiler.is_compiling():
             e._mark_forward_end()
 
-    engine.hooks.append(model.register_forward_pre_hook(RootHook(root_pre)))
-    engine.hooks.append(model.register_forward_hook(RootHook(root_post)))
+    engine.hooks.append(register_root_hook(model, root_pre))
+    engine.hooks.append(register_root_hook(model, root_post, post=True))

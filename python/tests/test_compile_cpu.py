@@ -141,3 +141,50 @@ def test_generate_static_cache_compiled_equals_eager(llama_folders, layout, monk
     assert sum(counters["stats"].values()) > 0, "generate did not compile the step"
     assert torch.equal(compiled, eager)
     assert torch.equal(eager, ref.generate(input_ids=ids, disable_compile=True, **kw))
+
+
+@torch.no_grad()
+def test_root_hooks_are_no_frames_of_their_own_under_compile(llama_folders):
+    """transformers' compiled generate (and torch.compile(model)) compile the model's __call__,
+    whose root hooks torch calls outside the traced forward: they run eagerly there, with no
+    frame of dynamo's own (no cache lookup or guards on every compiled step), and a module
+    that calls the DF11 model still compiles in one graph, the hooks traced inline."""
+    cache_entries = getattr(torch._C._dynamo.eval_frame, "_debug_get_cache_entry_list", None)
+    if cache_entries is None:
+        pytest.skip("this torch does not list dynamo's cache entries")
+    from transformers import CompileConfig
+    _, bf16_dir, df11_dir = llama_folders
+    ref = models.bf16_llm(bf16_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    assert df11.hooks._root_hooks_eager == [True]
+    root_hooks = [h for h in model._forward_pre_hooks.values()
+                  if isinstance(h, df11.hooks.RootHook)]
+    assert root_hooks, "the model has no root hook to check"
+    calls = []
+    guard = root_hooks[0].fn
+    root_hooks[0].fn = lambda *a: (calls.append(torch.compiler.is_compiling()), guard(*a))[1]
+    ids = models.llm_inputs(ref.config.vocab_size, 2, length=8, seed=5)
+    config = CompileConfig(backend="aot_eager", fullgraph=True)
+    config._compile_all_devices = True
+    kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=6,
+              min_new_tokens=6, eos_token_id=None, pad_token_id=0,
+              cache_implementation="static")
+    torch._dynamo.reset()
+    compiled = model.generate(input_ids=ids, compile_config=config, **kw)
+    assert torch.equal(compiled, ref.generate(input_ids=ids, disable_compile=True, **kw))
+    assert cache_entries(df11.hooks.RootHook.__call__.__code__) == []
+    assert len(calls) >= 6 and not any(calls), calls  # every step, eagerly
+
+    class Caller(torch.nn.Module):
+        def __init__(self, inner):
+            super().__init__()
+            self.inner = inner
+
+        def forward(self, input_ids):
+            return self.inner(input_ids=input_ids).logits * 1
+
+    calls.clear()
+    torch._dynamo.reset()
+    logits = torch.compile(Caller(model), backend="aot_eager", fullgraph=True)(ids)
+    check_equal(logits, model(input_ids=ids).logits)
+    assert calls[0] is True  # traced inline once (a second call may reuse the graph)
