@@ -47,7 +47,7 @@ specialises it (one graph per key) where a symbolic key would fail to hash.
 """
 from __future__ import annotations
 
-from typing import Dict, List, Tuple
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -58,15 +58,28 @@ _DECODERS: Dict[int, object] = {}
 _next_key = [0]
 
 
-def register(decoder) -> int:
+# What a traced forward reaches by key (modules.CodedLinear, hooks.DecodeMode): a device's decode
+# buffer (BUFFERS) and a unit's list of its CodedLinear outputs in the forward being traced
+# (READS). Dynamo guards each distinct path by which a traced forward reaches an object, with an
+# aliasing guard for every further path to the same object, and evaluates them all on every
+# call of the compiled code: reached as BUFFERS[key], the buffer every unit of a device shares is
+# one path, where an attribute per module and per hook made hundreds on an 8B Llama.
+BUFFERS: Dict[int, torch.Tensor] = {}
+READS: Dict[int, List[torch.Tensor]] = {}
+
+
+def register(decoder, table: Optional[dict] = None) -> int:
+    """A new key (unique across the tables) for `decoder` in _DECODERS, or for any object in
+    `table` (BUFFERS, READS)."""
     key = _next_key[0]
     _next_key[0] += 1
-    _DECODERS[key] = decoder
+    (_DECODERS if table is None else table)[key] = decoder
     return key
 
 
 def unregister(key: int) -> None:
-    _DECODERS.pop(key, None)
+    for table in (_DECODERS, BUFFERS, READS):
+        table.pop(key, None)
 
 
 @torch.library.custom_op("df11::decode_into", mutates_args=("buffer",))

@@ -103,8 +103,10 @@ class Unit:
     # members that are not CodedLinear weights: aligned copies, fused experts).
     traced_copies: List[Callable[[torch.Tensor], None]] = field(default_factory=list)
     buffer: Optional[torch.Tensor] = None  # the device's decode buffer
-    # Traced only: the outputs of the unit's CodedLinear modules in the forward being traced.
-    reads: List[torch.Tensor] = field(default_factory=list)
+    buffer_key: int = -1  # the buffer's in _ops.BUFFERS: what a traced forward reads
+    # Traced only: _ops.READS[reads_key] is the list of the unit's CodedLinear outputs in the
+    # forward being traced.
+    reads_key: int = -1
     mode: object = None
 
 
@@ -112,6 +114,7 @@ class DeviceState:
     def __init__(self, device: torch.device):
         self.device = device
         self.buffer: Optional[torch.Tensor] = None  # BF16, the reused decode buffer
+        self.buffer_key = -1  # in _ops.BUFFERS
         self.assembly: Optional[torch.Tensor] = None  # BF16, fused weights rebuilt per unit
         self.use = BufferUse()  # the CPU: which segment the buffer holds
         self.coded: Optional[torch.Tensor] = None  # uint8, every resident coded part
@@ -138,6 +141,7 @@ class Df11Engine:
         self.mode = "decode"
         self.exec_states: Dict[torch.device, exec_mode.ExecState] = {}  # mode="exec"
         self.exec_keys: List[int] = []
+        self.static_keys: List[int] = []  # in _ops.BUFFERS, _ops.READS: buffers, units' reads
         # Input embeddings served by rows decodes: (module, its own class, RowsDecoder, key).
         self.rows: List[Tuple[torch.nn.Module, type, "RowsDecoder", int]] = []
         # Host seconds of each phase of the load (from_pretrained adds "open" and "model"),
@@ -206,6 +210,9 @@ class Df11Engine:
                 rt.decoder.plan.close()
         exec_mode.unregister(self.exec_keys)
         self.exec_keys.clear()
+        for key in self.static_keys:
+            _ops.unregister(key)
+        self.static_keys.clear()
         for emb, cls, rows, key in self.rows:
             _ops.unregister(key)
             if isinstance(rows, RowsDecoder):
@@ -218,8 +225,8 @@ class Df11Engine:
 
     def __del__(self):
         try:
-            for rt in self.runtimes:
-                _ops.unregister(rt.key)
+            for key in [rt.key for rt in self.runtimes] + self.static_keys:
+                _ops.unregister(key)
         except Exception:  # noqa: BLE001 (interpreter shutdown)
             pass
 
@@ -297,7 +304,6 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
     engine.close()
     for module, attr in engine.views:
         if isinstance(module, CodedLinear):
-            module._df11_buffer = torch.empty(0, dtype=torch.bfloat16, device="meta")
             module._df11_weight = None
         view = module.__dict__.get(attr)
         if isinstance(view, torch.Tensor):
@@ -451,12 +457,16 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         # Its address never changes: under torch.compile the decodes' mutation of it is one of
         # a static input, which CUDA graph trees capture (engine docstring, "compiled").
         torch._dynamo.mark_static_address(state.buffer, guard=False)
+        state.buffer_key = _ops.register(state.buffer, _ops.BUFFERS)
+        engine.static_keys.append(state.buffer_key)
         fused_sizes = [_fused_elements(modules, units[u]) for u in unit_names]
         if max(fused_sizes, default=0) > 0:
             state.assembly = torch.empty(max(fused_sizes), dtype=torch.bfloat16, device=dev)
         dev_units = []
         for unit_name in unit_names:
-            unit = Unit(unit_name, dev, buffer=state.buffer)
+            unit = Unit(unit_name, dev, buffer=state.buffer, buffer_key=state.buffer_key)
+            unit.reads_key = _ops.register([], _ops.READS)
+            engine.static_keys.append(unit.reads_key)
             if unit_name in parted:  # one runtime per member: its Linear's decoder
                 for group, targets in units[unit_name]:
                     for m, t in zip(group.members, targets):
@@ -719,7 +729,7 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
             module = modules[t.module]
             aligned = (rt.out.data_ptr() + 2 * m.offset) % ALIGN_BYTES == 0
             if codes_as_linear(module, t.attr):
-                coded = CodedLinear(module, state.buffer, start, aligned, unit.reads)
+                coded = CodedLinear(module, state.buffer_key, start, aligned, unit.reads_key)
                 replace_module(model, module, coded)
                 modules[t.module] = module = coded
             if not aligned:

@@ -10,6 +10,7 @@ import torch
 
 import weakref
 
+from . import _ops
 from ._cuda import current_device
 from .decoders import CudaDecoder
 from .device_lock import DeviceLock
@@ -103,7 +104,7 @@ class DecodeMode:
         # dispatcher's overhead (tens of microseconds per call, at batch 1 on the CPU's
         # critical path).
         if torch.compiler.is_compiling():
-            buffer = self.unit.buffer
+            buffer = _ops.BUFFERS[self.unit.buffer_key]
             for rt in self.unit.groups:
                 torch.ops.df11.decode_into(buffer, rt.key)
             for copy in self.unit.traced_copies:
@@ -118,9 +119,11 @@ class DecodeMode:
     def reads_done(self) -> None:
         """Traced only (the unit's forward hook): the unit's matmuls have read the buffer
         (torch.ops.df11.reads_done, _ops.py); the next decode into it comes after them."""
-        reads = list(self.unit.reads)
-        self.unit.reads.clear()
-        torch.ops.df11.reads_done(self.unit.buffer, reads)
+        unit = self.unit
+        traced = _ops.READS[unit.reads_key]
+        reads = list(traced)
+        traced.clear()
+        torch.ops.df11.reads_done(_ops.BUFFERS[unit.buffer_key], reads)
 
     def load_check(self) -> None:
         """At load on the CPU: one decode, which validates every stream and compares each

@@ -31,10 +31,11 @@ CodedWeight too.
 from __future__ import annotations
 
 import math
-from typing import List, Tuple
+from typing import Tuple
 
 import torch
 
+from . import _ops
 from ._tensors import _set_view
 
 
@@ -125,16 +126,17 @@ class CodedLinear(_Coded, torch.nn.Linear):
     allocation does; otherwise the traced weight is a copy, so that the matmul sees the
     operand alignment it sees in the BF16 model)."""
 
-    def __init__(self, linear: torch.nn.Linear, buffer: torch.Tensor, start: int,
-                 aligned: bool, reads: List[torch.Tensor]):
+    def __init__(self, linear: torch.nn.Linear, buffer_key: int, start: int, aligned: bool,
+                 reads_key: int):
         torch.nn.Module.__init__(self)
         self.__dict__.update(linear.__dict__)  # its bias, features, flags and hooks
         shape: Tuple[int, int] = (linear.out_features, linear.in_features)
-        self._df11_buffer = buffer
-        # (start, end, shape, aligned) in one constant: dynamo guards each attribute a traced
-        # forward reads, on every call of the compiled code, so the fewer the better.
-        self._df11_slice = (start, start + math.prod(shape), shape, aligned)
-        self._df11_reads = reads  # the unit's: traced outputs, read by its forward hook
+        # In one constant: where the weight lies in the buffer _ops.BUFFERS[buffer_key], and
+        # the unit's list _ops.READS[reads_key] of traced outputs (read by its forward hook).
+        # Dynamo guards each attribute a traced forward reads, on every call of the compiled
+        # code, so the fewer the better.
+        self._df11_slice = (start, start + math.prod(shape), shape, aligned, buffer_key,
+                            reads_key)
         self._df11_weight: torch.Tensor = None  # the eager weight: set_weight
 
     def set_weight(self, weight: torch.Tensor, name: str) -> None:
@@ -145,12 +147,12 @@ class CodedLinear(_Coded, torch.nn.Linear):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
         if torch.compiler.is_compiling():
-            start, end, shape, aligned = self._df11_slice
-            weight = self._df11_buffer[start:end].view(shape)
+            start, end, shape, aligned, buffer_key, reads_key = self._df11_slice
+            weight = _ops.BUFFERS[buffer_key][start:end].view(shape)
             if not aligned:
                 weight = weight.clone()
             out = torch.nn.functional.linear(input, weight, self.bias)
-            self._df11_reads.append(out)
+            _ops.READS[reads_key].append(out)
             return out
         return torch.nn.functional.linear(input, self._df11_weight, self.bias)
 
@@ -178,7 +180,6 @@ class PartsLinear(_Coded, torch.nn.Linear):
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
         if torch.compiler.is_compiling():
             return torch.ops.df11.linear_parts(input, self._df11_parts_key)
-        from . import _ops
         return _ops._DECODERS[self._df11_parts_key].linear(input)
 
 
