@@ -21,7 +21,7 @@ GPU-busy time), and the device's idle time between its activities, in gaps of at
 the profiler's own overhead inflates them, so compare models with each other only).
 
     python bench/hf_static_compile.py --bf16 BF16_DIR --df11 DF11_DIR [--modes decode,exec]
-        [--batch 1] [--short 16] [--long 144] [--repeat 5] [--profile] [--profile-host]
+        [--batch 1] [--short 16] [--long 144] [--repeat 5] [--profile] [--profile-host] [--no-bf16]
         [--json OUT.json]
 """
 import argparse
@@ -178,6 +178,8 @@ def main():
     p.add_argument("--profile", action="store_true", help="each step's GPU time by kernel")
     p.add_argument("--profile-host", action="store_true",
                    help="each step's host events by self CPU time (torch.profiler)")
+    p.add_argument("--no-bf16", action="store_true",
+                   help="df11's modes only (to compare two versions of df11 with each other)")
     p.add_argument("--json", default="")
     args = p.parse_args()
     from transformers import AutoModelForCausalLM
@@ -190,13 +192,18 @@ def main():
     vocab = AutoConfig.from_pretrained(args.bf16).vocab_size
     ids = torch.randint(0, vocab, (args.batch, args.prompt), generator=g).cuda()
     rows = []
-    ref_row, ref_tokens = measure(
-        "bf16", lambda: AutoModelForCausalLM.from_pretrained(
-            args.bf16, dtype=torch.bfloat16, device_map="cuda").eval(), ids, args, baseline)
-    rows.append(ref_row)
+    ref_row = ref_tokens = None
+    if not args.no_bf16:
+        ref_row, ref_tokens = measure(
+            "bf16", lambda: AutoModelForCausalLM.from_pretrained(
+                args.bf16, dtype=torch.bfloat16, device_map="cuda").eval(), ids, args, baseline)
+        rows.append(ref_row)
     for mode in args.modes.split(","):
         row, tokens = measure(f"df11 {mode}", lambda: df11.from_pretrained(
             args.df11, device="cuda", mode=mode), ids, args, baseline)
+        if ref_row is None:
+            rows.append(row)
+            continue
         row["tokens_equal_bf16"] = bool(torch.equal(tokens, ref_tokens))
         row["first_diff_bf16"] = first_diff(tokens, ref_tokens)
         row["vs_bf16"] = round(row["step_ms"] / ref_row["step_ms"], 3)
