@@ -20,14 +20,24 @@ GPU-busy time), and the device's idle time between its activities, in gaps of at
 --profile-host does the same for the host's events (torch.profiler's CPU events by self time:
 the profiler's own overhead inflates them, so compare models with each other only).
 
+With --rounds N (N > 1) every model runs in a process of its own, N times, the models' order
+rotated each round (BF16, decode, exec; then decode, exec, BF16; ...): on one machine the
+first process of a call can be slower or faster than the next ones by more than the models
+differ, so only the ratios of one round (each model against the BF16 of that round) and their
+median say how the models compare. The eager tokens are generated in the first round only.
+
     python bench/hf_static_compile.py --bf16 BF16_DIR --df11 DF11_DIR [--modes decode,exec]
         [--batch 1] [--short 16] [--long 144] [--repeat 5] [--profile] [--profile-host] [--no-bf16]
-        [--json OUT.json]
+        [--rounds 1] [--json OUT.json]
 """
 import argparse
 import gc
 import json
+import os
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 
 import torch
@@ -134,10 +144,12 @@ def measure(name, load, ids, args, baseline_used):
     short_ms, _ = timed_generate(model, ids, args.short, args.repeat)
     long_ms, tokens = timed_generate(model, ids, args.long, args.repeat)
     step_ms = (long_ms - short_ms) / (args.long - args.short)
-    with torch.no_grad():  # the same tokens eagerly: the dynamic cache, nothing compiled
-        eager = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
-                               do_sample=False, max_new_tokens=args.long,
-                               min_new_tokens=args.long, eos_token_id=None, pad_token_id=0)
+    eager = None
+    if not args.no_eager:
+        with torch.no_grad():  # the same tokens eagerly: the dynamic cache, nothing compiled
+            eager = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
+                                   do_sample=False, max_new_tokens=args.long,
+                                   min_new_tokens=args.long, eos_token_id=None, pad_token_id=0)
     profile = step_profile(model, ids, args.short, args.long) if args.profile else None
     if args.profile_host:
         host = step_profile(model, ids, args.short, args.long, host=True)
@@ -151,7 +163,9 @@ def measure(name, load, ids, args, baseline_used):
     row = dict(model=name, load_s=round(load_s, 3), compile_s=round(compile_s, 1),
                step_ms=round(step_ms, 3), short_ms=round(short_ms, 2), long_ms=round(long_ms, 2),
                device_gb=round(used / 1e9, 3), cudagraph_skips=int(skips),
-               graph_breaks=int(breaks), compiled_first_diff_eager=first_diff(tokens, eager))
+               graph_breaks=int(breaks))
+    if eager is not None:
+        row["compiled_first_diff_eager"] = first_diff(tokens, eager)
     print(json.dumps(row), flush=True)
     if args.profile_host:
         row["host_profile"] = host
@@ -163,6 +177,68 @@ def measure(name, load, ids, args, baseline_used):
                   flush=True)
     del model
     return row, tokens.cpu()
+
+
+def rotations(models, rounds):
+    """Each round's order: the models rotated by one place a round."""
+    n = len(models)
+    return [models[r % n:] + models[:r % n] for r in range(rounds)]
+
+
+def summarize(rounds_rows, reference="bf16"):
+    """Per model, over rounds of {model: row}: its step times, their median, and (where the
+    reference ran in the same round) its step time over the reference's in each round and the
+    median of those ratios."""
+    out = {}
+    for rows in rounds_rows:
+        ref = rows.get(reference)
+        for name, row in rows.items():
+            s = out.setdefault(name, dict(model=name, step_ms=[], vs_bf16=[]))
+            s["step_ms"].append(row["step_ms"])
+            if ref is not None and name != reference:
+                s["vs_bf16"].append(round(row["step_ms"] / ref["step_ms"], 3))
+    for s in out.values():
+        s["median_step_ms"] = round(statistics.median(s["step_ms"]), 3)
+        if s["vs_bf16"]:
+            s["median_vs_bf16"] = round(statistics.median(s["vs_bf16"]), 3)
+        else:
+            del s["vs_bf16"]
+    return list(out.values())
+
+
+def run_rounds(args):
+    """--rounds: each model in a process of its own (this script with --worker), in rotated
+    order, round after round."""
+    models = ([] if args.no_bf16 else ["bf16"]) + [f"df11 {m}" for m in args.modes.split(",")]
+    rounds_rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for r, order in enumerate(rotations(models, args.rounds)):
+            rows, tokens = {}, {}
+            for name in order:
+                out = os.path.join(tmp, f"{r}-{name.replace(' ', '-')}")
+                cmd = [sys.executable, os.path.abspath(__file__), "--bf16", args.bf16,
+                       "--df11", args.df11, "--batch", str(args.batch), "--prompt",
+                       str(args.prompt), "--short", str(args.short), "--long", str(args.long),
+                       "--repeat", str(args.repeat), "--worker", name, "--worker-out", out]
+                cmd += ["--no-eager"] if r > 0 else []
+                cmd += ["--profile"] if args.profile else []
+                cmd += ["--profile-host"] if args.profile_host else []
+                print(f"round {r + 1}: {name}", flush=True)
+                subprocess.run(cmd, check=True)
+                with open(out + ".json") as f:
+                    row = json.load(f)
+                row["round"] = r + 1
+                rows[name] = row
+                tokens[name] = torch.load(out + ".pt")
+            for name, row in rows.items():
+                if "bf16" in tokens and name != "bf16":
+                    row["tokens_equal_bf16"] = bool(torch.equal(tokens[name], tokens["bf16"]))
+                    row["first_diff_bf16"] = first_diff(tokens[name], tokens["bf16"])
+            rounds_rows.append(rows)
+    summary = summarize(rounds_rows)
+    for s in summary:
+        print(json.dumps(s), flush=True)
+    return summary, [row for rows in rounds_rows for row in rows.values()]
 
 
 def main():
@@ -180,8 +256,23 @@ def main():
                    help="each step's host events by self CPU time (torch.profiler)")
     p.add_argument("--no-bf16", action="store_true",
                    help="df11's modes only (to compare two versions of df11 with each other)")
+    p.add_argument("--rounds", type=int, default=1,
+                   help="more than 1: each model in a process of its own, in rotated order")
     p.add_argument("--json", default="")
+    p.add_argument("--no-eager", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--worker", default="", help=argparse.SUPPRESS)
+    p.add_argument("--worker-out", default="", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.rounds > 1 and not args.worker:
+        summary, rows = run_rounds(args)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(dict(gpu=torch.cuda.get_device_name(), torch=torch.__version__,
+                               transformers=__import__("transformers").__version__,
+                               batch=args.batch, prompt=args.prompt, short=args.short,
+                               long=args.long, repeat=args.repeat, rounds=args.rounds,
+                               summary=summary, rows=rows), f, indent=1)
+        return
     from transformers import AutoModelForCausalLM
 
     import df11
@@ -191,6 +282,18 @@ def main():
     from transformers import AutoConfig
     vocab = AutoConfig.from_pretrained(args.bf16).vocab_size
     ids = torch.randint(0, vocab, (args.batch, args.prompt), generator=g).cuda()
+    if args.worker:  # one model of one round (run_rounds)
+        if args.worker == "bf16":
+            row, tokens = measure("bf16", lambda: AutoModelForCausalLM.from_pretrained(
+                args.bf16, dtype=torch.bfloat16, device_map="cuda").eval(), ids, args, baseline)
+        else:
+            mode = args.worker.split(" ", 1)[1]
+            row, tokens = measure(args.worker, lambda: df11.from_pretrained(
+                args.df11, device="cuda", mode=mode), ids, args, baseline)
+        with open(args.worker_out + ".json", "w") as f:
+            json.dump(row, f)
+        torch.save(tokens, args.worker_out + ".pt")
+        return
     rows = []
     ref_row = ref_tokens = None
     if not args.no_bf16:

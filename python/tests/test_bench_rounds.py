@@ -1,0 +1,46 @@
+"""bench/hf_static_compile.py --rounds: the rotated order of the models' processes and the
+per-round ratios it reports (on given rows: nothing is timed here)."""
+import importlib.util
+import os
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_script():
+    path = os.path.join(HERE, "..", "..", "bench", "hf_static_compile.py")
+    spec = importlib.util.spec_from_file_location("hf_static_compile", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_every_model_leads_a_round_in_turn():
+    script = load_script()
+    order = script.rotations(["bf16", "df11 decode", "df11 exec"], 4)
+    assert order == [["bf16", "df11 decode", "df11 exec"],
+                     ["df11 decode", "df11 exec", "bf16"],
+                     ["df11 exec", "bf16", "df11 decode"],
+                     ["bf16", "df11 decode", "df11 exec"]]
+    assert script.rotations(["df11 decode"], 2) == [["df11 decode"], ["df11 decode"]]
+
+
+def test_ratios_pair_each_model_with_the_bf16_of_its_own_round():
+    script = load_script()
+    rounds = [{"bf16": {"step_ms": 10.0}, "df11 decode": {"step_ms": 20.0}},
+              {"df11 decode": {"step_ms": 30.0}, "bf16": {"step_ms": 20.0}},
+              {"bf16": {"step_ms": 8.0}, "df11 decode": {"step_ms": 12.0}}]
+    summary = {s["model"]: s for s in script.summarize(rounds)}
+    decode = summary["df11 decode"]
+    assert decode["step_ms"] == [20.0, 30.0, 12.0]
+    assert decode["vs_bf16"] == [2.0, 1.5, 1.5]
+    assert decode["median_vs_bf16"] == 1.5
+    assert decode["median_step_ms"] == 20.0
+    assert summary["bf16"]["median_step_ms"] == 10.0
+    assert "vs_bf16" not in summary["bf16"]
+
+
+def test_without_bf16_there_are_no_ratios():
+    script = load_script()
+    summary = script.summarize([{"df11 decode": {"step_ms": 18.0}},
+                                {"df11 decode": {"step_ms": 16.0}}])
+    assert summary == [dict(model="df11 decode", step_ms=[18.0, 16.0], median_step_ms=17.0)]
