@@ -17,6 +17,7 @@ profiler, which inflates it: compare variants with each other only. Needs the df
 (DF11_CLI) to compress the model.
 """
 import argparse
+import contextlib
 import json
 import logging
 import os
@@ -48,19 +49,13 @@ def worker(variant: str, folder: str, rounds: int) -> dict:
     kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, eos_token_id=None,
               pad_token_id=0, cache_implementation="static", compile_config=config)
     runs = []
-    guards = []  # the guard trees dynamo logs for each frame it compiles
-    handler = _Collect(guards)
-    torch._logging.set_logs(guards=True)
-    logging.getLogger(GUARDS_LOG).addHandler(handler)
-    with torch.no_grad():
-        model.generate(input_ids=ids, max_new_tokens=6, min_new_tokens=6, **kw)  # compiles
-    torch._logging.set_logs()
-    logging.getLogger(GUARDS_LOG).removeHandler(handler)
+    with logged_guards() as guards:  # the guard trees dynamo logs for each frame it compiles
+        with torch.no_grad():
+            model.generate(input_ids=ids, max_new_tokens=6, min_new_tokens=6, **kw)  # compiles
     # The compiled step's guards: those of the last tree dynamo logged (the step recompiled
     # for the static cache's state after the first), and the leaf checks in it.
     trees = [m for m in guards if "TREE_GUARD_MANAGER" in m]
-    latency = [float(x) for m in guards
-               for x in re.findall(r"Guard eval latency = ([0-9.]+) us", m)]
+    latency = guard_latencies(guards)
     last = trees[-1] if trees else ""
     leaves = re.findall(r"\+- (?!\w*Manager)[A-Z_]+:", last)
     with torch.no_grad():
@@ -75,6 +70,27 @@ def worker(variant: str, folder: str, rounds: int) -> dict:
                 guard_eval_us_logged=latency,
                 last_tree_aliasing=last.count("OBJECT_ALIASING"),
                 last_tree_tensor_checks=last.count("TENSOR_MATCH"), runs=runs)
+
+
+@contextlib.contextmanager
+def logged_guards():
+    """Collects, while the block runs, the guard trees dynamo logs for each frame it compiles
+    (a list of messages)."""
+    import torch
+    guards = []
+    handler = _Collect(guards)
+    torch._logging.set_logs(guards=True)
+    logging.getLogger(GUARDS_LOG).addHandler(handler)
+    try:
+        yield guards
+    finally:
+        torch._logging.set_logs()
+        logging.getLogger(GUARDS_LOG).removeHandler(handler)
+
+
+def guard_latencies(guards):
+    """The guard evaluation time dynamo measured for each compiled frame (us), in order."""
+    return [float(x) for m in guards for x in re.findall(r"Guard eval latency = ([0-9.]+) us", m)]
 
 
 class _Collect(logging.Handler):

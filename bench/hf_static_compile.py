@@ -7,7 +7,8 @@ generate twice to compile and warm up, then times generate with --short and --lo
 (CUDA events, median of --repeat runs each) and reports the time per decode step as
 (long - short) / (long - short tokens), so that the prefill and the generate set-up cancel. It
 also reports what torch counted while compiling: CUDA-graph skips (Inductor's
-"skipping cudagraphs due to ...") and graph breaks, the device memory in use after the load
+"skipping cudagraphs due to ...") and graph breaks, the graphs dynamo compiled and the guard
+evaluation time it logged for each (`dynamo_graphs`, `guard_eval_us`), the device memory in use after the load
 and the first generate (cudaMemGetInfo: memory held outside torch's allocator counts too), and
 whether the tokens equal BF16's compiled ones; and where each model's compiled tokens first
 part from its own eager ones (the dynamic cache, nothing compiled), if they do.
@@ -41,6 +42,8 @@ import tempfile
 import time
 
 import torch
+
+from compiled_lookups import guard_latencies, logged_guards
 
 
 def device_used() -> int:
@@ -138,7 +141,8 @@ def measure(name, load, ids, args, baseline_used):
     model = load()
     load_s = time.perf_counter() - t0
     t0 = time.perf_counter()
-    timed_generate(model, ids, args.short, 2)  # compiles the step, captures the graphs
+    with logged_guards() as guards:
+        timed_generate(model, ids, args.short, 2)  # compiles the step, captures the graphs
     compile_s = time.perf_counter() - t0
     used = device_used() - baseline_used
     short_ms, _ = timed_generate(model, ids, args.short, args.repeat)
@@ -163,7 +167,8 @@ def measure(name, load, ids, args, baseline_used):
     row = dict(model=name, load_s=round(load_s, 3), compile_s=round(compile_s, 1),
                step_ms=round(step_ms, 3), short_ms=round(short_ms, 2), long_ms=round(long_ms, 2),
                device_gb=round(used / 1e9, 3), cudagraph_skips=int(skips),
-               graph_breaks=int(breaks))
+               graph_breaks=int(breaks), dynamo_graphs=int(counters["stats"]["unique_graphs"]),
+               guard_eval_us=guard_latencies(guards))
     if eager is not None:
         row["compiled_first_diff_eager"] = first_diff(tokens, eager)
     print(json.dumps(row), flush=True)

@@ -2,12 +2,16 @@
 per-round ratios it reports (on given rows: nothing is timed here)."""
 import importlib.util
 import os
+import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def load_script():
-    path = os.path.join(HERE, "..", "..", "bench", "hf_static_compile.py")
+    bench = os.path.join(HERE, "..", "..", "bench")
+    if bench not in sys.path:
+        sys.path.insert(0, bench)  # the script imports its neighbour compiled_lookups
+    path = os.path.join(bench, "hf_static_compile.py")
     spec = importlib.util.spec_from_file_location("hf_static_compile", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -44,3 +48,10 @@ def test_without_bf16_there_are_no_ratios():
     summary = script.summarize([{"df11 decode": {"step_ms": 18.0}},
                                 {"df11 decode": {"step_ms": 16.0}}])
     assert summary == [dict(model="df11 decode", step_ms=[18.0, 16.0], median_step_ms=17.0)]
+
+
+def test_guard_latencies_are_read_from_dynamo_guard_log():
+    script = load_script()
+    logged = ["TREE_GUARD_MANAGER:\n+- RootGuardManager\nGuard eval latency = 122.19 us",
+              "no latency here", "Guard eval latency = 2254.1 us"]
+    assert script.guard_latencies(logged) == [122.19, 2254.1]
