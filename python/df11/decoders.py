@@ -17,6 +17,7 @@ from ._cuda import on_device, raw_stream
 from ._tensors import _mapped
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, round_up
+from .modules import ListsCodedWeight
 
 _ROWS_CLASSES: Dict[type, type] = {}
 
@@ -322,10 +323,11 @@ class RowsDecoder:
             self.check()
 
 
-class RowsLookup(torch.nn.Embedding):
+class RowsLookup(ListsCodedWeight, torch.nn.Embedding):
     """Placed after an embedding's own class in its MRO (see _serve_rows): nn.Embedding's
     forward, which the class's forward reaches through super(), becomes the rows decode; what
-    the class adds after the lookup (Gemma 3's embed_scale) runs as written."""
+    the class adds after the lookup (Gemma 3's embed_scale) runs as written. Its weight, a
+    CodedWeight, is listed in state_dict() as a coded Linear's is."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Embedding's name)
         key = self.__dict__["_df11_rows_key"]

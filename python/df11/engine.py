@@ -151,6 +151,9 @@ class Df11Engine:
         # What the folder's names carry before the model's: "model." for a base model
         # (AutoModel) loaded from the folder of a model with a head (base_prefix).
         self.prefix = ""
+        # transformers' load (native.py): the parameters decoded at load, out of the state
+        # dict while transformers loads, (module, attr, parameter).
+        self.native_taken: list = []
 
     def model_name(self, folder_name: str) -> Optional[str]:
         """The model's name of a folder tensor, or None where the model has no such part (the

@@ -108,9 +108,11 @@ class CodedWeight(torch.Tensor):
                 f"device={self.device})")
 
 
-class _Coded:
-    """What CodedLinear and PartsLinear share: `weight` is a CodedWeight, which state_dict()
-    lists (list_weights)."""
+class ListsCodedWeight:
+    """What the modules whose `weight` is a CodedWeight share (CodedLinear, PartsLinear,
+    ExecLinearModule, an embedding served by rows decodes: decoders.RowsLookup): state_dict()
+    lists the placeholder under the weight's name, as the BF16 model lists its weight
+    (list_weights)."""
 
     _df11_listed = True
 
@@ -120,7 +122,7 @@ class _Coded:
         super()._save_to_state_dict(destination, prefix, keep_vars)
 
 
-class CodedLinear(_Coded, torch.nn.Linear):
+class CodedLinear(ListsCodedWeight, torch.nn.Linear):
     """nn.Linear over a coded member: `buffer[start : start + out * in]` is its weight once the
     unit's decode has run (`aligned`: that slice starts 256-byte aligned, as a fresh
     allocation does; otherwise the traced weight is a copy, so that the matmul sees the
@@ -158,14 +160,14 @@ class CodedLinear(_Coded, torch.nn.Linear):
 
 
 def list_weights(model: torch.nn.Module, listed: bool) -> None:
-    """Whether state_dict() lists the coded Linear weights of `model` (as CodedWeight): not
+    """Whether state_dict() lists the coded weights of `model` (as CodedWeight): not
     while transformers loads the model (it would take them for weights the checkpoint lacks)."""
     for module in model.modules():
-        if isinstance(module, _Coded):
+        if isinstance(module, ListsCodedWeight):
             module._df11_listed = listed
 
 
-class PartsLinear(_Coded, torch.nn.Linear):
+class PartsLinear(ListsCodedWeight, torch.nn.Linear):
     """nn.Linear over a coded member on the CPU: its forward decodes the weight into the
     device's decode buffer and multiplies it (decoders.PartsDecoder; traced, through
     torch.ops.df11.linear_parts). `self.weight` is a CodedWeight, as a CodedLinear's: the
@@ -189,7 +191,7 @@ EXEC = ("it is held in df11's execution layout (mode='exec' or 'compact') and mu
         "in the default mode, or restore the BF16 model (df11 decompress FOLDER -o BF16_DIR)")
 
 
-class ExecLinearModule(_Coded, torch.nn.Linear):
+class ExecLinearModule(ListsCodedWeight, torch.nn.Linear):
     """nn.Linear over a member held in an execution layout (modes "exec", "compact"): its
     forward is `exec_linear.forward` (exec_mode.ExecLinear: df11's fused GEMM from the blob, or
     the blob decoded and F.linear above its token count); `self.weight` is a CodedWeight."""

@@ -6,15 +6,16 @@ weight. df11 then loads the whole folder into the model, as df11.from_pretrained
 (engine.attach: raw tensors set, coded groups decoded just before use), and leaves transformers
 a model whose state dict holds the raw tensors alone:
 - the weights the groups code are plain tensor attributes, not parameters (those decoded at
-  load too), so transformers neither allocates them as missing keys nor initializes them;
+  load too, until finish() makes them parameters again), so transformers neither allocates
+  them as missing keys nor initializes them;
 - every tensor df11 set is marked initialized (`_is_hf_initialized`), so `_init_weights` keeps
   its values;
 - the ties are df11's (made on the loaded tensors), so transformers has none left to make;
 - the groups' stored tensors (`<group>.luts`, ...) are keys transformers expects to see unused.
 A base model (AutoModel) loads from the folder of a model with a head as transformers loads it
 from the BF16 checkpoint: the folder's names lose the base model's prefix and the head is left
-out (engine.attach). transformers then reads the raw tensors again (the same bytes, onto the same devices: the
-device map is df11's) and computes the buffers it always computes (rotary tables).
+out (engine.attach). transformers then reads the raw tensors again (the same bytes, onto the
+same devices: the device map is df11's) and computes the buffers it always computes (rotary tables).
 """
 from __future__ import annotations
 
@@ -101,10 +102,11 @@ def _full_map(model, device_of) -> Dict[str, str]:
     return out
 
 
-def _coded_out_of_state_dict(model, eng) -> None:
-    """The weights the groups code (a resident embedding, a tied head) become plain tensor
-    attributes, as the per-forward ones already are: transformers loads only what the state
-    dict names."""
+def _coded_out_of_state_dict(model, eng) -> list:
+    """The weights the groups code that are parameters (a resident head or embedding, decoded
+    at load) become plain tensor attributes until finish(), as the per-forward ones already
+    are: transformers loads only what the state dict names. Returns (module, attr, parameter)
+    for finish() to restore."""
     folder = eng.folder
     names = {eng.model_name(folder.tensor_name(t)) for g in range(folder.group_count())
              for t in folder.group_members(g)}
@@ -112,10 +114,22 @@ def _coded_out_of_state_dict(model, eng) -> None:
     for name, p in model.named_parameters(remove_duplicate=False):
         if name in names and p.device.type != "meta":
             plain[id(p)] = p.detach()
+    out = []
     for module in model.modules():
         for attr, p in list(module._parameters.items()):
             if p is not None and id(p) in plain:
+                out.append((module, attr, p))
                 _set_view(module, attr, plain[id(p)])
+    return out
+
+
+def _restore_parameters(taken: list) -> None:
+    """Puts back the parameters _coded_out_of_state_dict took out, each object where it was
+    (a tie stays one parameter): the model's parameters and state dict then list them, as
+    df11.from_pretrained's models and the BF16 model do."""
+    for module, attr, p in taken:
+        module.__dict__.pop(attr, None)
+        module._parameters[attr] = p
 
 
 def _mark_initialized(model) -> None:
@@ -160,7 +174,7 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
         raise
     placed.clear()
     placed.update(_full_map(model, device_of))
-    _coded_out_of_state_dict(model, eng)
+    eng.native_taken = _coded_out_of_state_dict(model, eng)
     list_weights(model, False)  # until finish(): transformers would take them for missing
     if isinstance(getattr(model, "all_tied_weights_keys", None), dict):
         model.all_tied_weights_keys = {}  # made by engine.attach on the loaded tensors
@@ -172,7 +186,10 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
 
 def finish(model, eng) -> None:
     """After transformers' load: generate() checks the decode status at its end, as
-    df11.from_pretrained's models do; state_dict() lists the coded Linear weights again."""
+    df11.from_pretrained's models do; state_dict() lists the coded weights again, and the
+    weights decoded at load are parameters again."""
+    _restore_parameters(eng.native_taken)
+    eng.native_taken = []
     list_weights(model, True)
     loading.wrap_generate(model, eng)
 

@@ -51,6 +51,30 @@ def test_auto_model_loads_df11_folders(work, family):
         assert model.lm_head.weight is model.get_input_embeddings().weight
 
 
+@pytest.mark.parametrize("family", models.FAMILIES)
+def test_state_dict_names_what_bf16_names(work, family):
+    """Either loader's model lists in state_dict() every name the BF16 model lists: the head
+    decoded at load as a frozen parameter (a tie stays one parameter), the coded Linear weights
+    and an embedding served by rows decodes as placeholders. Both loaders give the same
+    parameters."""
+    from transformers import AutoModelForCausalLM
+    bf16_dir, df11_dir = models.llm_folders(work, family)
+    want = set(models.bf16_llm(bf16_dir).state_dict())
+    native = AutoModelForCausalLM.from_pretrained(df11_dir)
+    direct = df11.from_pretrained(df11_dir, device="cpu")
+    for model in (native, direct):
+        assert set(model.state_dict()) == want
+        head = model.get_output_embeddings().weight
+        assert isinstance(head, torch.nn.Parameter) and not head.requires_grad
+        emb = model.get_input_embeddings().weight
+        if model.config.tie_word_embeddings:
+            assert emb is head
+        else:
+            assert isinstance(emb, df11.modules.CodedWeight)
+    assert ([n for n, _ in native.named_parameters()] ==
+            [n for n, _ in direct.named_parameters()])
+
+
 def official_folders():
     out = []
     for family in sorted(os.listdir(models.FIXTURES)):
