@@ -8,8 +8,8 @@ generate twice to compile and warm up, then times generate with --short and --lo
 (long - short) / (long - short tokens), so that the prefill and the generate set-up cancel. It
 also reports what torch counted while compiling: CUDA-graph skips (Inductor's
 "skipping cudagraphs due to ...") and graph breaks, the graphs dynamo compiled and the guard
-evaluation time it logged for each (`dynamo_graphs`, `guard_eval_us`), the device memory in use after the load
-and the first generate (cudaMemGetInfo: memory held outside torch's allocator counts too), and
+evaluation time it logged for each (`dynamo_graphs`, `guard_eval_us`), the device memory in
+use after the load and the first generate (cudaMemGetInfo: memory held outside torch's allocator counts too), and
 whether the tokens equal BF16's compiled ones; and where each model's compiled tokens first
 part from its own eager ones (the dynamic cache, nothing compiled), if they do.
 
@@ -26,10 +26,15 @@ rotated each round (BF16, decode, exec; then decode, exec, BF16; ...): on one ma
 first process of a call can be slower or faster than the next ones by more than the models
 differ, so only the ratios of one round (each model against the BF16 of that round) and their
 median say how the models compare. The eager tokens are generated in the first round only.
+With --keep DIR the processes' outputs stay in DIR, and each finished round is appended to
+DIR/rounds.jsonl as it ends, so that the rounds a time limit cut short still count;
+--summarize FILE... reports the rounds of such files together (of several calls or machines:
+each ratio is of one round, so of one machine).
 
     python bench/hf_static_compile.py --bf16 BF16_DIR --df11 DF11_DIR [--modes decode,exec]
         [--batch 1] [--short 16] [--long 144] [--repeat 5] [--profile] [--profile-host] [--no-bf16]
-        [--rounds 1] [--json OUT.json]
+        [--rounds 1] [--keep DIR] [--json OUT.json]
+    python bench/hf_static_compile.py --summarize DIR/rounds.jsonl [...] [--json OUT.json]
 """
 import argparse
 import gc
@@ -211,12 +216,23 @@ def summarize(rounds_rows, reference="bf16"):
     return list(out.values())
 
 
+def read_rounds(paths):
+    """The rounds of --keep's rounds.jsonl files, in order: one {model: row} per line."""
+    out = []
+    for path in paths:
+        with open(path) as f:
+            out += [json.loads(line) for line in f if line.strip()]
+    return out
+
+
 def run_rounds(args):
     """--rounds: each model in a process of its own (this script with --worker), in rotated
     order, round after round."""
     models = ([] if args.no_bf16 else ["bf16"]) + [f"df11 {m}" for m in args.modes.split(",")]
     rounds_rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = args.keep or scratch
+        os.makedirs(tmp, exist_ok=True)
         for r, order in enumerate(rotations(models, args.rounds)):
             rows, tokens = {}, {}
             for name in order:
@@ -240,6 +256,9 @@ def run_rounds(args):
                     row["tokens_equal_bf16"] = bool(torch.equal(tokens[name], tokens["bf16"]))
                     row["first_diff_bf16"] = first_diff(tokens[name], tokens["bf16"])
             rounds_rows.append(rows)
+            if args.keep:
+                with open(os.path.join(args.keep, "rounds.jsonl"), "a") as f:
+                    f.write(json.dumps(rows) + "\n")
     summary = summarize(rounds_rows)
     for s in summary:
         print(json.dumps(s), flush=True)
@@ -248,8 +267,8 @@ def run_rounds(args):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--bf16", required=True)
-    p.add_argument("--df11", required=True)
+    p.add_argument("--bf16", default="")
+    p.add_argument("--df11", default="")
     p.add_argument("--modes", default="decode,exec")
     p.add_argument("--batch", type=int, default=1)
     p.add_argument("--prompt", type=int, default=16)
@@ -263,11 +282,28 @@ def main():
                    help="df11's modes only (to compare two versions of df11 with each other)")
     p.add_argument("--rounds", type=int, default=1,
                    help="more than 1: each model in a process of its own, in rotated order")
+    p.add_argument("--keep", default="",
+                   help="--rounds: keep the processes' outputs and each round's rows here")
+    p.add_argument("--summarize", nargs="+", default=[],
+                   help="report the rounds of these rounds.jsonl files (--keep) together")
     p.add_argument("--json", default="")
     p.add_argument("--no-eager", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker", default="", help=argparse.SUPPRESS)
     p.add_argument("--worker-out", default="", help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.summarize:
+        rounds_rows = read_rounds(args.summarize)
+        summary = summarize(rounds_rows)
+        for s in summary:
+            print(json.dumps(s), flush=True)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(dict(rounds=len(rounds_rows), summary=summary,
+                               rows=[row for rows in rounds_rows for row in rows.values()]),
+                          f, indent=1)
+        return
+    if not (args.bf16 and args.df11):
+        p.error("--bf16 and --df11 are required (but with --summarize)")
     if args.rounds > 1 and not args.worker:
         summary, rows = run_rounds(args)
         if args.json:

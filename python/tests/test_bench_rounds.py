@@ -55,3 +55,25 @@ def test_guard_latencies_are_read_from_dynamo_guard_log():
     logged = ["TREE_GUARD_MANAGER:\n+- RootGuardManager\nGuard eval latency = 122.19 us",
               "no latency here", "Guard eval latency = 2254.1 us"]
     assert script.guard_latencies(logged) == [122.19, 2254.1]
+
+
+def test_kept_rounds_of_several_files_are_summarized_together(tmp_path):
+    """--summarize reads the rounds.jsonl files --keep writes (one round a line) and reports
+    them as one run's rounds: each ratio stays within its own round."""
+    import json
+    import subprocess
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    a.write_text(json.dumps({"bf16": {"step_ms": 10.0}, "df11 decode": {"step_ms": 20.0}}) + "\n")
+    b.write_text(json.dumps({"df11 decode": {"step_ms": 12.0}, "bf16": {"step_ms": 8.0}}) + "\n"
+                 + json.dumps({"bf16": {"step_ms": 9.0}, "df11 decode": {"step_ms": 18.0}}) + "\n")
+    script = load_script()
+    assert len(script.read_rounds([str(a), str(b)])) == 3
+    out = tmp_path / "summary.json"
+    proc = subprocess.run([sys.executable, script.__file__, "--summarize", str(a), str(b),
+                           "--json", str(out)], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path)))
+    assert proc.returncode == 0, proc.stderr
+    summary = {s["model"]: s for s in json.loads(out.read_text())["summary"]}
+    assert summary["df11 decode"]["vs_bf16"] == [2.0, 1.5, 2.0]
+    assert summary["df11 decode"]["median_vs_bf16"] == 2.0
+    assert json.loads(out.read_text())["rounds"] == 3
