@@ -28,8 +28,8 @@ differ, so only the ratios of one round (each model against the BF16 of that rou
 median say how the models compare. The eager tokens are generated in the first round only.
 With --keep DIR the processes' outputs stay in DIR, and each finished round is appended to
 DIR/rounds.jsonl as it ends, so that the rounds a time limit cut short still count;
---summarize FILE... reports the rounds of such files together (of several calls or machines:
-each ratio is of one round, so of one machine).
+--summarize FILE... reports the rounds of such files, or of --rounds' --json files, together
+(of several calls or machines: each ratio is of one round, so of one machine).
 
     python bench/hf_static_compile.py --bf16 BF16_DIR --df11 DF11_DIR [--modes decode,exec]
         [--batch 1] [--short 16] [--long 144] [--repeat 5] [--profile] [--profile-host] [--no-bf16]
@@ -217,11 +217,23 @@ def summarize(rounds_rows, reference="bf16"):
 
 
 def read_rounds(paths):
-    """The rounds of --keep's rounds.jsonl files, in order: one {model: row} per line."""
+    """The rounds of --keep's rounds.jsonl files (one {model: row} a line) or of --rounds'
+    --json files (rows that name their round), in order."""
     out = []
     for path in paths:
         with open(path) as f:
-            out += [json.loads(line) for line in f if line.strip()]
+            text = f.read()
+        try:
+            whole = json.loads(text)
+        except json.JSONDecodeError:
+            whole = None
+        if isinstance(whole, dict) and "rows" in whole:
+            rounds = {}
+            for row in whole["rows"]:
+                rounds.setdefault(row["round"], {})[row["model"]] = row
+            out += [rounds[r] for r in sorted(rounds)]
+        else:
+            out += [json.loads(line) for line in text.splitlines() if line.strip()]
     return out
 
 
@@ -285,7 +297,8 @@ def main():
     p.add_argument("--keep", default="",
                    help="--rounds: keep the processes' outputs and each round's rows here")
     p.add_argument("--summarize", nargs="+", default=[],
-                   help="report the rounds of these rounds.jsonl files (--keep) together")
+                   help="report the rounds of these files together (--keep's rounds.jsonl, "
+                   "--rounds' --json)")
     p.add_argument("--json", default="")
     p.add_argument("--no-eager", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--worker", default="", help=argparse.SUPPRESS)

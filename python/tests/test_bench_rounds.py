@@ -77,3 +77,12 @@ def test_kept_rounds_of_several_files_are_summarized_together(tmp_path):
     assert summary["df11 decode"]["vs_bf16"] == [2.0, 1.5, 2.0]
     assert summary["df11 decode"]["median_vs_bf16"] == 2.0
     assert json.loads(out.read_text())["rounds"] == 3
+    # A --rounds --json file: its rows name their round.
+    c = tmp_path / "compile.json"
+    c.write_text(json.dumps({"rows": [
+        {"model": "bf16", "step_ms": 5.0, "round": 1},
+        {"model": "df11 decode", "step_ms": 10.0, "round": 1},
+        {"model": "df11 decode", "step_ms": 9.0, "round": 2},
+        {"model": "bf16", "step_ms": 6.0, "round": 2}]}))
+    summary = {s["model"]: s for s in script.summarize(script.read_rounds([str(a), str(c)]))}
+    assert summary["df11 decode"]["vs_bf16"] == [2.0, 2.0, 1.5]
