@@ -4,16 +4,21 @@ from ctest).
 
 Without torch, transformers, accelerate, safetensors or pytest it exits 77 (ctest: skipped),
 so that `ctest` on a machine set up for the C++ SDK alone still passes; with CI set in the
-environment a missing module fails instead, so CI cannot skip the suite by accident."""
+environment a missing module fails instead, so CI cannot skip the suite by accident. Under CI
+the frameworks whose tests skip themselves without them (diffusers, peft, huggingface_hub)
+are required too: their suites (test_diffusers_cpu.py, test_peft.py, test_hub.py) must run
+there."""
 import importlib.util
 import os
 import sys
 
 REQUIRED = ("torch", "transformers", "accelerate", "safetensors", "pytest")
+REQUIRED_IN_CI = REQUIRED + ("diffusers", "peft", "huggingface_hub")
 
 
 def main():
-    missing = [m for m in REQUIRED if importlib.util.find_spec(m) is None]
+    required = REQUIRED_IN_CI if os.environ.get("CI") else REQUIRED
+    missing = [m for m in required if importlib.util.find_spec(m) is None]
     if missing:
         print("python_package: %s not installed (pip install %s)" %
               (", ".join(missing), " ".join(missing)))
