@@ -61,8 +61,8 @@ from .decoders import (BufferUse, CpuDecoder, CpuRowsDecoder, CudaDecoder, Parts
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
 from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
-from .modules import (EMBEDDING, CodedLinear, CodedWeight, PartsLinear, codes_as_linear,
-                      replace_module)
+from .modules import (EMBEDDING, CodedLinear, CodedWeight, ListsCodedWeight, PartsLinear,
+                      codes_as_linear, list_views, replace_module)
 from .targets import (Target, base_prefix, input_embedding, load_raw, output_embedding,
                       place_remaining, resolve_member, set_tensor, ties_embeddings, unit_module)
 
@@ -271,6 +271,7 @@ def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str
     try:
         _attach(engine, model, folder, device_of, cpu_offload, cpu_offload_blocks, pin_memory,
                 mode, resident_groups or [])
+        _list_views(engine)
     except Df11Error as e:
         _release(engine, model)
         # A fresh exception: the original's traceback holds the load's frames, whose locals
@@ -283,6 +284,17 @@ def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str
     else:
         return engine
     raise error from None
+
+
+def _list_views(engine: Df11Engine) -> None:
+    """The coded weights that modules other than the DF11 modules read as views of a decode
+    buffer appear in state_dict() as placeholders (modules.list_views)."""
+    attrs: Dict[int, Tuple[torch.nn.Module, List[str]]] = {}
+    for module, attr in engine.views:
+        if not isinstance(module, ListsCodedWeight):
+            attrs.setdefault(id(module), (module, []))[1].append(attr)
+    for module, names in attrs.values():
+        list_views(module, names)
 
 
 def _release(engine: Df11Engine, model: torch.nn.Module) -> None:

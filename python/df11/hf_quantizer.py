@@ -228,10 +228,10 @@ def state_dict(model, engine) -> Dict[str, torch.Tensor]:
                          "save_pretrained)")
     engine.check_cast()  # after model.to(torch.float32) the raw tensors are not BF16's
     coded_parts, coded = coded_tensors(engine.folder)
-    own = model.state_dict()
-    # The coded Linear weights are listed as CodedWeight, which has no storage to tie.
-    tied_to_coded = {t.data_ptr() for name, t in own.items()
-                     if name in coded and not isinstance(t, CodedWeight)}
+    # The coded weights that are not parameters are listed as CodedWeight placeholders (a
+    # fused experts' weight under a name of its own, not the folder's): the groups hold them.
+    own = {name: t for name, t in model.state_dict().items() if not isinstance(t, CodedWeight)}
+    tied_to_coded = {t.data_ptr() for name, t in own.items() if name in coded}
     out = {name: t for name, t in own.items()
            if name not in coded and t.data_ptr() not in tied_to_coded and t.device.type != "meta"}
     clash = sorted(set(out) & set(coded_parts))

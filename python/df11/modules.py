@@ -54,6 +54,13 @@ EMBEDDING = ("each lookup (the embedding module's forward) decodes only the rows
              "FOLDER -o BF16_DIR, or the BF16 original)")
 
 
+# What the error says of a coded weight that a module other than nn.Linear reads itself.
+VIEW = ("its module (fused MoE experts, a router, ...) reads it from a decode buffer the "
+        "model's layers share, valid only during its block's forward, so no tensor of it "
+        "exists outside that forward. For its values, restore the BF16 model (df11 decompress "
+        "FOLDER -o BF16_DIR, or the BF16 original)")
+
+
 # What copying or pickling a DF11 model (or a module or weight of it) says.
 NO_DEEPCOPY = ("a DF11 model (or a module of it) cannot be deep-copied: its layers decode into "
                "buffers and through C handles that the model's engine owns, which a copy would "
@@ -163,8 +170,28 @@ def list_weights(model: torch.nn.Module, listed: bool) -> None:
     """Whether state_dict() lists the coded weights of `model` (as CodedWeight): not
     while transformers loads the model (it would take them for weights the checkpoint lacks)."""
     for module in model.modules():
-        if isinstance(module, ListsCodedWeight):
+        if isinstance(module, ListsCodedWeight) or "_df11_view_attrs" in module.__dict__:
             module._df11_listed = listed
+
+
+def list_views(module: torch.nn.Module, attrs) -> None:
+    """state_dict() of `module`, a module other than those above whose coded weights `attrs`
+    are views of a decode buffer (fused experts, a router), lists a CodedWeight for each
+    under its name, as the BF16 model lists the weight."""
+    known = module.__dict__.get("_df11_view_attrs")
+    if known is None:
+        module._register_state_dict_hook(_list_views)
+        known = ()
+    module.__dict__["_df11_view_attrs"] = tuple(dict.fromkeys(known + tuple(attrs)))
+
+
+def _list_views(module, state_dict, prefix, local_metadata) -> None:  # noqa: ARG001
+    if not module.__dict__.get("_df11_listed", True):
+        return
+    for attr in module.__dict__.get("_df11_view_attrs", ()):
+        view = module.__dict__.get(attr)
+        if isinstance(view, torch.Tensor):
+            state_dict[prefix + attr] = CodedWeight(view.shape, view.device, prefix + attr, VIEW)
 
 
 class PartsLinear(ListsCodedWeight, torch.nn.Linear):

@@ -5,6 +5,7 @@ tools' folders (quantization_config=df11.Df11Config()); pipeline(), transformers
 save_pretrained; and what plain transformers, without df11, does with a df11 folder."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -54,16 +55,21 @@ def test_auto_model_loads_df11_folders(work, family):
 @pytest.mark.parametrize("family", models.FAMILIES)
 def test_state_dict_names_what_bf16_names(work, family):
     """Either loader's model lists in state_dict() every name the BF16 model lists: the head
-    decoded at load as a frozen parameter (a tie stays one parameter), the coded Linear weights
-    and an embedding served by rows decodes as placeholders. Both loaders give the same
-    parameters."""
+    decoded at load as a frozen parameter (a tie stays one parameter), the other coded weights
+    (Linear weights, an embedding served by rows decodes, fused MoE experts and their router)
+    as placeholders whose values raise. Both loaders give the same parameters."""
     from transformers import AutoModelForCausalLM
     bf16_dir, df11_dir = models.llm_folders(work, family)
     want = set(models.bf16_llm(bf16_dir).state_dict())
     native = AutoModelForCausalLM.from_pretrained(df11_dir)
     direct = df11.from_pretrained(df11_dir, device="cpu")
     for model in (native, direct):
-        assert set(model.state_dict()) == want
+        state = model.state_dict()
+        assert set(state) == want
+        for name, t in state.items():
+            if isinstance(t, df11.modules.CodedWeight):
+                with pytest.raises(RuntimeError, match=f"df11: {re.escape(name)} is a DF11-coded"):
+                    t.sum()
         head = model.get_output_embeddings().weight
         assert isinstance(head, torch.nn.Parameter) and not head.requires_grad
         emb = model.get_input_embeddings().weight
