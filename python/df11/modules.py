@@ -115,11 +115,27 @@ class CodedWeight(torch.Tensor):
                 f"device={self.device})")
 
 
+# What load_state_dict says of a tensor given for a coded weight.
+NO_LOAD = ("load_state_dict cannot write values into it: its values are the DF11 folder's, "
+           "decoded just before use. For other weights, load them into the BF16 model, or "
+           "compress them (df11 compress) and load that folder")
+
+
+def _take_placeholders(state_dict, prefix: str, listed, error_msgs) -> None:
+    """load_state_dict of a module with coded weights: each coded weight's key is taken out of
+    `state_dict`; its own placeholder (what this model's state_dict() lists) loads as nothing,
+    and any other value (a tensor, another model's placeholder) is an error naming it."""
+    for attr, placeholder in listed:
+        key = prefix + attr
+        if key in state_dict and state_dict.pop(key) is not placeholder:
+            error_msgs.append(f"df11: {key} is a DF11-coded weight: {NO_LOAD}")
+
+
 class ListsCodedWeight:
     """What the modules whose `weight` is a CodedWeight share (CodedLinear, PartsLinear,
     ExecLinearModule, an embedding served by rows decodes: decoders.RowsLookup): state_dict()
     lists the placeholder under the weight's name, as the BF16 model lists its weight
-    (list_weights)."""
+    (list_weights), and load_state_dict takes that placeholder back as nothing."""
 
     _df11_listed = True
 
@@ -127,6 +143,10 @@ class ListsCodedWeight:
         if self._df11_listed:
             destination[prefix + "weight"] = self.weight  # the CodedWeight, never detached
         super()._save_to_state_dict(destination, prefix, keep_vars)
+
+    def _load_from_state_dict(self, state_dict, prefix, *args):
+        _take_placeholders(state_dict, prefix, [("weight", self.weight)], args[-1])
+        super()._load_from_state_dict(state_dict, prefix, *args)
 
 
 class CodedLinear(ListsCodedWeight, torch.nn.Linear):
@@ -181,17 +201,34 @@ def list_views(module: torch.nn.Module, attrs) -> None:
     known = module.__dict__.get("_df11_view_attrs")
     if known is None:
         module._register_state_dict_hook(_list_views)
+        module._register_load_state_dict_pre_hook(_load_views, with_module=True)
         known = ()
     module.__dict__["_df11_view_attrs"] = tuple(dict.fromkeys(known + tuple(attrs)))
+    module.__dict__["_df11_placeholders"] = {}
+
+
+def _placeholders(module, prefix: str):
+    """(attr, placeholder) of each coded view of `module`: one placeholder object per weight,
+    the one state_dict() lists every time."""
+    made = module.__dict__["_df11_placeholders"]
+    out = []
+    for attr in module.__dict__["_df11_view_attrs"]:
+        view = module.__dict__.get(attr)
+        if isinstance(view, torch.Tensor):
+            if attr not in made or made[attr].device != view.device:
+                made[attr] = CodedWeight(view.shape, view.device, prefix + attr, VIEW)
+            out.append((attr, made[attr]))
+    return out
 
 
 def _list_views(module, state_dict, prefix, local_metadata) -> None:  # noqa: ARG001
-    if not module.__dict__.get("_df11_listed", True):
-        return
-    for attr in module.__dict__.get("_df11_view_attrs", ()):
-        view = module.__dict__.get(attr)
-        if isinstance(view, torch.Tensor):
-            state_dict[prefix + attr] = CodedWeight(view.shape, view.device, prefix + attr, VIEW)
+    if module.__dict__.get("_df11_listed", True):
+        for attr, placeholder in _placeholders(module, prefix):
+            state_dict[prefix + attr] = placeholder
+
+
+def _load_views(module, state_dict, prefix, *args) -> None:
+    _take_placeholders(state_dict, prefix, _placeholders(module, prefix), args[-1])
 
 
 class PartsLinear(ListsCodedWeight, torch.nn.Linear):

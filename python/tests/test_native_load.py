@@ -81,6 +81,27 @@ def test_state_dict_names_what_bf16_names(work, family):
             [n for n, _ in direct.named_parameters()])
 
 
+@pytest.mark.parametrize("family", ["llama", "qwen3moe"])
+def test_load_state_dict_takes_its_own_and_refuses_values(work, family):
+    """load_state_dict(model.state_dict()) loads, as on the BF16 model. A tensor for a coded
+    weight (BF16's state dict), or another DF11 model's placeholder, is refused, naming the
+    weight; the tensors stored raw load alone, and the logits stay BF16's."""
+    bf16_dir, df11_dir = models.llm_folders(work, family)
+    ref = models.bf16_llm(bf16_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    assert not any(model.load_state_dict(model.state_dict()))  # no missing, no unexpected
+    coded = {k for k, t in model.state_dict().items()
+             if isinstance(t, df11.modules.CodedWeight)}
+    for other in (ref.state_dict(), df11.from_pretrained(df11_dir, device="cpu").state_dict()):
+        with pytest.raises(RuntimeError) as e:
+            model.load_state_dict(other)
+        for name in coded:
+            assert f"df11: {name} is a DF11-coded weight: load_state_dict cannot" in str(e.value)
+    raw = {k: t for k, t in ref.state_dict().items() if k not in coded}
+    assert not any(model.load_state_dict(raw, strict=False))
+    assert_logits_equal(model, ref)
+
+
 def official_folders():
     out = []
     for family in sorted(os.listdir(models.FIXTURES)):
