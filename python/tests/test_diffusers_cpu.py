@@ -136,16 +136,22 @@ def test_unknown_class_name(tmp_path):
         df11.from_pretrained(str(folder), device="cpu")
 
 
-def test_load_lora_adapter_output_equal(df11_dir, bf16_output):
-    ref, model = bf16_model(), df11.from_pretrained(df11_dir, device="cpu")
+def check_lora_adapter(ref, model, output, base_output):
+    """The same adapter through load_lora_adapter on the BF16 model `ref` and the DF11 `model`:
+    equal outputs, with its scale 1 and 0.5 (`output(m)`: the model's output)."""
     for m in (ref, model):
         m.load_lora_adapter(lora_state_dict(), adapter_name="style")
     want = output(ref)
-    assert not torch.equal(want, bf16_output)  # the adapter changes the output
+    assert not torch.equal(want, base_output)  # the adapter changes the output
     check_equal(output(model), want)
     for m in (ref, model):  # a scale applies to the unfused adapter
         m.set_adapters(["style"], weights=[0.5])
     check_equal(output(model), output(ref))
+
+
+def test_load_lora_adapter_output_equal(df11_dir, bf16_output):
+    check_lora_adapter(bf16_model(), df11.from_pretrained(df11_dir, device="cpu"), output,
+                       bf16_output)
 
 
 def test_pipeline_lora_loader_into_transformer_output_equal(df11_dir):

@@ -17,7 +17,8 @@ diffusers = pytest.importorskip("diffusers")
 pytest.importorskip("peft")
 
 from test_diffusers_cpu import (BF16_DIR, OFFICIAL_DIR, check_equal,  # noqa: E402 (after the skip)
-                                lora_state_dict, stored_groups, tiny_pipeline)
+                                check_lora_adapter, lora_state_dict, stored_groups,
+                                tiny_pipeline)
 
 CUDA = torch.device("cuda", 0)
 
@@ -59,15 +60,8 @@ def test_model_built_from_config_on_cuda(df11_dir, bf16_output, folder):
 
 
 def test_load_lora_adapter_on_cuda(df11_dir, bf16_output):
-    ref, model = bf16_model(), df11.from_pretrained(df11_dir, device="cuda")
-    for m in (ref, model):
-        m.load_lora_adapter(lora_state_dict(), adapter_name="style")
-    want = output(ref)
-    assert not torch.equal(want, bf16_output)  # the adapter changes the output
-    check_equal(output(model), want)
-    for m in (ref, model):  # a scale applies to the unfused adapter
-        m.set_adapters(["style"], weights=[0.5])
-    check_equal(output(model), output(ref))
+    check_lora_adapter(bf16_model(), df11.from_pretrained(df11_dir, device="cuda"), output,
+                       bf16_output)
 
 
 def test_pipeline_load_lora_weights_on_cuda(df11_dir, bf16_output):
