@@ -2,7 +2,7 @@
 """What dynamo checks on each step of transformers' compiled generate: BF16 against df11.
 
     python bench/compiled_lookups.py [--layers 32] [--rounds 3] [--work DIR] [--json F]
-        [--variants bf16,df11] [--python DIR]
+        [--variants bf16,df11,df11-exec] [--python DIR] [--device cuda] [--trees DIR]
 
 transformers' compiled generate (`cache_implementation="static"`) compiles the model's
 __call__, and on every step dynamo looks the step up in its cache: it runs the guards of each
@@ -15,6 +15,10 @@ own (`--python DIR`: another checkout's python/ for df11, to compare two version
 `--rounds` profiled generates of 16 new tokens each. The lookup time is a CPU time under the
 profiler, which inflates it: compare variants with each other only. Needs the df11 CLI
 (DF11_CLI) to compress the model.
+
+`--device cuda` runs the same on the GPU as transformers compiles there (its default compile
+config: Inductor, CUDA graphs), df11 loaded on the GPU (variant "df11-exec": `mode="exec"`);
+`--trees DIR` writes each variant's last guard tree to DIR/VARIANT.txt, to compare them.
 """
 import argparse
 import contextlib
@@ -31,7 +35,7 @@ STEPS = 16
 GUARDS_LOG = "torch._dynamo.guards.__guards"  # where dynamo logs each compiled frame's guards
 
 
-def worker(variant: str, folder: str, rounds: int) -> dict:
+def worker(variant: str, folder: str, rounds: int, device: str = "cpu", trees: str = "") -> dict:
     import torch
     from torch.profiler import ProfilerActivity, profile
     from transformers import CompileConfig
@@ -39,13 +43,19 @@ def worker(variant: str, folder: str, rounds: int) -> dict:
     import df11
     import models
     if variant == "bf16":
-        model = models.bf16_llm(os.path.join(folder, "bf16"))
-    else:
+        model = models.bf16_llm(os.path.join(folder, "bf16"), device)
+    elif device == "cpu":
         df11.engine.CPU_PARTS = False
         model = df11.from_pretrained(os.path.join(folder, "df11"), device="cpu")
-    ids = models.llm_inputs(model.config.vocab_size, 1, length=8, seed=5)
-    config = CompileConfig(backend="aot_eager", fullgraph=True)
-    config._compile_all_devices = True  # transformers compiles on GPUs only, unless told
+    else:
+        mode = "exec" if variant == "df11-exec" else "decode"
+        model = df11.from_pretrained(os.path.join(folder, "df11"), device=device, mode=mode)
+    ids = models.llm_inputs(model.config.vocab_size, 1, length=8, seed=5).to(device)
+    if device == "cpu":
+        config = CompileConfig(backend="aot_eager", fullgraph=True)
+        config._compile_all_devices = True  # transformers compiles on GPUs only, unless told
+    else:
+        config = CompileConfig()  # what transformers compiles with on a GPU by default
     kw = dict(attention_mask=torch.ones_like(ids), do_sample=False, eos_token_id=None,
               pad_token_id=0, cache_implementation="static", compile_config=config)
     runs = []
@@ -54,9 +64,12 @@ def worker(variant: str, folder: str, rounds: int) -> dict:
             model.generate(input_ids=ids, max_new_tokens=6, min_new_tokens=6, **kw)  # compiles
     # The compiled step's guards: those of the last tree dynamo logged (the step recompiled
     # for the static cache's state after the first), and the leaf checks in it.
-    trees = [m for m in guards if "TREE_GUARD_MANAGER" in m]
+    trees_dir, trees = trees, [m for m in guards if "TREE_GUARD_MANAGER" in m]
     latency = guard_latencies(guards)
     last = trees[-1] if trees else ""
+    if trees_dir:
+        with open(os.path.join(trees_dir, f"{variant}.txt"), "w") as f:
+            f.write(last)
     leaves = re.findall(r"\+- (?!\w*Manager)[A-Z_]+:", last)
     with torch.no_grad():
         for _ in range(rounds):
@@ -109,14 +122,19 @@ def main():
     p.add_argument("--work", default="/dev/shm/compiled-lookups")
     p.add_argument("--variants", default="bf16,df11")
     p.add_argument("--python", default="", help="the python/ folder df11 is imported from")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--trees", default="", help="a folder for each variant's last guard tree")
     p.add_argument("--json", default="")
     p.add_argument("--worker", default="", help=argparse.SUPPRESS)
     a = p.parse_args()
     sys.path.insert(0, TESTS)
     if a.worker:
-        print("LOOKUPS " + json.dumps(worker(a.worker, a.work, a.rounds)), flush=True)
+        print("LOOKUPS " + json.dumps(worker(a.worker, a.work, a.rounds, a.device, a.trees)),
+              flush=True)
         return
     import models
+    if a.trees:
+        os.makedirs(a.trees, exist_ok=True)
     folder = os.path.join(a.work, f"llama{a.layers}")
     if not os.path.isdir(os.path.join(folder, "df11")):
         models.build_llm("llama", num_hidden_layers=a.layers).save_pretrained(
@@ -129,8 +147,9 @@ def main():
     rows = []
     for v in a.variants.split(","):
         proc = subprocess.run([sys.executable, __file__, "--worker", v, "--work", folder,
-                               "--rounds", str(a.rounds)], env=env, capture_output=True,
-                              text=True)
+                               "--rounds", str(a.rounds), "--device", a.device,
+                               "--trees", os.path.abspath(a.trees) if a.trees else ""],
+                              env=env, capture_output=True, text=True)
         lines = [x for x in proc.stdout.splitlines() if x.startswith("LOOKUPS ")]
         if proc.returncode != 0 or not lines:
             sys.exit(f"compiled_lookups: {v} failed (exit {proc.returncode}):\n"
@@ -147,7 +166,7 @@ def main():
     if a.json:
         with open(a.json, "w") as f:
             json.dump(dict(layers=a.layers, steps=STEPS, python=a.python or "this checkout",
-                           rows=rows), f, indent=1)
+                           device=a.device, rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

@@ -66,11 +66,23 @@ _next_key = [0]
 # one path, where an attribute per module and per hook made hundreds on an 8B Llama.
 BUFFERS: Dict[int, torch.Tensor] = {}
 READS: Dict[int, List[torch.Tensor]] = {}
+# The constants a traced forward needs (a CodedLinear's slice of the buffer, a unit's decode
+# keys), each read through plan(key): dynamo then guards only the key, where reading the same
+# values from a module's or a hook's attributes costs a guard per attribute, tuple and list on
+# every call (3 per CodedLinear and about 14 per unit's hook on a Llama).
+PLANS: Dict[int, tuple] = {}
+
+
+@torch.compiler.assume_constant_result
+def plan(key: int) -> tuple:
+    """The constant tuple registered under `key` in PLANS. Traced, dynamo calls it once and keeps
+    the result as a constant, guarding `key` alone: a plan never changes once registered."""
+    return PLANS[key]
 
 
 def register(decoder, table: Optional[dict] = None) -> int:
     """A new key (unique across the tables) for `decoder` in _DECODERS, or for any object in
-    `table` (BUFFERS, READS)."""
+    `table` (BUFFERS, READS, PLANS)."""
     key = _next_key[0]
     _next_key[0] += 1
     (_DECODERS if table is None else table)[key] = decoder
@@ -78,7 +90,7 @@ def register(decoder, table: Optional[dict] = None) -> int:
 
 
 def unregister(key: int) -> None:
-    for table in (_DECODERS, BUFFERS, READS):
+    for table in (_DECODERS, BUFFERS, READS, PLANS):
         table.pop(key, None)
 
 

@@ -141,7 +141,7 @@ class Df11Engine:
         self.mode = "decode"
         self.exec_states: Dict[torch.device, exec_mode.ExecState] = {}  # mode="exec"
         self.exec_keys: List[int] = []
-        self.static_keys: List[int] = []  # in _ops.BUFFERS, _ops.READS: buffers, units' reads
+        self.static_keys: List[int] = []  # in _ops.BUFFERS, READS, PLANS: buffers, reads, plans
         # Input embeddings served by rows decodes: (module, its own class, RowsDecoder, key).
         self.rows: List[Tuple[torch.nn.Module, type, "RowsDecoder", int]] = []
         # Host seconds of each phase of the load (from_pretrained adds "open" and "model"),
@@ -537,6 +537,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             else:
                 unit.mode = DecodeMode(unit)
                 _place_members(engine, model, modules, state, unit, units[unit.module])
+                engine.static_keys.append(unit.mode.seal())
             engine.units.append(unit)
         if dev.type == "cuda" and rows_rt is not None:
             # The embedding's weight: the tied head's (valid during the head's forward), else
@@ -745,6 +746,7 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
             aligned = (rt.out.data_ptr() + 2 * m.offset) % ALIGN_BYTES == 0
             if codes_as_linear(module, t.attr):
                 coded = CodedLinear(module, state.buffer_key, start, aligned, unit.reads_key)
+                engine.static_keys.append(coded._df11_plan)
                 replace_module(model, module, coded)
                 modules[t.module] = module = coded
             if not aligned:

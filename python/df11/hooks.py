@@ -83,6 +83,16 @@ class DecodeMode:
     def __init__(self, unit):
         self.unit = unit
         self._steps: Optional[List[Callable[[], None]]] = None
+        self.plan_key = -1  # what a traced forward reads (seal)
+
+    def seal(self) -> int:
+        """Registers, once the unit is complete, what its traced pre_forward and reads_done
+        read, as one constant (_ops.plan): the buffer's key, the groups' keys, whether it has
+        traced copies, and its reads' key. Returns the plan's key (the engine unregisters it)."""
+        unit = self.unit
+        self.plan_key = _ops.register((unit.buffer_key, tuple(rt.key for rt in unit.groups),
+                                       bool(unit.traced_copies), unit.reads_key), _ops.PLANS)
+        return self.plan_key
 
     def _eager_steps(self) -> List[Callable[[], None]]:
         """What a forward pass runs before the module, as bound callables made once."""
@@ -104,11 +114,13 @@ class DecodeMode:
         # dispatcher's overhead (tens of microseconds per call, at batch 1 on the CPU's
         # critical path).
         if torch.compiler.is_compiling():
-            buffer = _ops.BUFFERS[self.unit.buffer_key]
-            for rt in self.unit.groups:
-                torch.ops.df11.decode_into(buffer, rt.key)
-            for copy in self.unit.traced_copies:
-                copy(buffer)
+            buffer_key, keys, copies, _ = _ops.plan(self.plan_key)
+            buffer = _ops.BUFFERS[buffer_key]
+            for key in keys:
+                torch.ops.df11.decode_into(buffer, key)
+            if copies:
+                for copy in self.unit.traced_copies:
+                    copy(buffer)
             return
         steps = self._steps
         if steps is None:
@@ -119,11 +131,11 @@ class DecodeMode:
     def reads_done(self) -> None:
         """Traced only (the unit's forward hook): the unit's matmuls have read the buffer
         (torch.ops.df11.reads_done, _ops.py); the next decode into it comes after them."""
-        unit = self.unit
-        traced = _ops.READS[unit.reads_key]
+        buffer_key, _, _, reads_key = _ops.plan(self.plan_key)
+        traced = _ops.READS[reads_key]
         reads = list(traced)
         traced.clear()
-        torch.ops.df11.reads_done(_ops.BUFFERS[unit.buffer_key], reads)
+        torch.ops.df11.reads_done(_ops.BUFFERS[buffer_key], reads)
 
     def load_check(self) -> None:
         """At load on the CPU: one decode, which validates every stream and compares each

@@ -160,12 +160,12 @@ class CodedLinear(ListsCodedWeight, torch.nn.Linear):
         torch.nn.Module.__init__(self)
         self.__dict__.update(linear.__dict__)  # its bias, features, flags and hooks
         shape: Tuple[int, int] = (linear.out_features, linear.in_features)
-        # In one constant: where the weight lies in the buffer _ops.BUFFERS[buffer_key], and
-        # the unit's list _ops.READS[reads_key] of traced outputs (read by its forward hook).
-        # Dynamo guards each attribute a traced forward reads, on every call of the compiled
-        # code, so the fewer the better.
-        self._df11_slice = (start, start + math.prod(shape), shape, aligned, buffer_key,
-                            reads_key)
+        # In one constant, _ops.plan(self._df11_plan): where the weight lies in the buffer
+        # _ops.BUFFERS[buffer_key], and the unit's list _ops.READS[reads_key] of traced outputs
+        # (read by its forward hook). Dynamo guards what a traced forward reads, on every call
+        # of the compiled code: the plan's key alone. The engine unregisters the key.
+        self._df11_plan = _ops.register(
+            (start, start + math.prod(shape), shape, aligned, buffer_key, reads_key), _ops.PLANS)
         self._df11_weight: torch.Tensor = None  # the eager weight: set_weight
 
     def set_weight(self, weight: torch.Tensor, name: str) -> None:
@@ -176,7 +176,7 @@ class CodedLinear(ListsCodedWeight, torch.nn.Linear):
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:  # noqa: A002 (nn.Linear's name)
         if torch.compiler.is_compiling():
-            start, end, shape, aligned, buffer_key, reads_key = self._df11_slice
+            start, end, shape, aligned, buffer_key, reads_key = _ops.plan(self._df11_plan)
             weight = _ops.BUFFERS[buffer_key][start:end].view(shape)
             if not aligned:
                 weight = weight.clone()
