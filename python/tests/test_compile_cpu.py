@@ -188,3 +188,48 @@ def test_root_hooks_are_no_frames_of_their_own_under_compile(llama_folders):
     logits = torch.compile(Caller(model), backend="aot_eager", fullgraph=True)(ids)
     check_equal(logits, model(input_ids=ids).logits)
     assert calls[0] is True  # traced inline once (a second call may reuse the graph)
+
+
+def _guard_leaves(fn, *args):
+    """The leaf checks of the guard tree dynamo builds for fullgraph torch.compile(fn)(*args)
+    (backend "eager"): one line each, as dynamo logs them."""
+    messages = []
+
+    class Collect(logging.Handler):
+        def emit(self, record):
+            messages.append(record.getMessage())
+
+    handler, log = Collect(), logging.getLogger("torch._dynamo.guards.__guards")
+    torch._dynamo.reset()
+    torch._logging.set_logs(guards=True)
+    log.addHandler(handler)
+    try:
+        torch.compile(fn, backend="eager", fullgraph=True)(*args)
+    finally:
+        torch._logging.set_logs()
+        log.removeHandler(handler)
+    trees = [m for m in messages if "TREE_GUARD_MANAGER" in m]
+    assert len(trees) == 1, f"{len(trees)} guard trees"
+    return [line for line in trees[0].splitlines()
+            if "+- " in line and "Manager" not in line.split("+- ", 1)[1].split(":", 1)[0]]
+
+
+@torch.no_grad()
+def test_traced_forward_guards_one_key_per_module_and_unit(llama_folders, block_layout):
+    """Dynamo runs a compiled call's guards on every call: a traced CodedLinear and a unit's
+    hooks read their constants through _ops.plan(key), so each is guarded on its key alone,
+    not on a slice tuple, a groups list and each group's key (on a GPU's 32-block Llama, 703
+    fewer checks a step: bench/results/compiled-lookups-h200)."""
+    _, bf16_dir, df11_dir = llama_folders
+    ref = models.bf16_llm(bf16_dir)
+    model = df11.from_pretrained(df11_dir, device="cpu")
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    leaves = _guard_leaves(lambda i: model(input_ids=i).logits, ids)
+    coded = [m for m in model.modules() if isinstance(m, df11.modules.CodedLinear)]
+    assert coded and len(model.df11.units) > 1
+    assert sum("._df11_plan ==" in line for line in leaves) == len(coded)
+    assert sum(".plan_key ==" in line for line in leaves) == len(model.df11.units)
+    for attr in ("_df11_slice", ".unit.groups", ".unit.traced_copies", ".unit.buffer_key",
+                 ".unit.reads_key"):
+        assert not [line for line in leaves if attr in line], attr
+    check_equal(model(input_ids=ids).logits, ref(input_ids=ids).logits)
