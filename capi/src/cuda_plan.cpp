@@ -370,6 +370,30 @@ df11_status df11_cuda_decode_rows(df11_cuda_plan* plan, size_t i, const int64_t*
   });
 }
 
+static_assert(DF11_CUDA_MAX_SELECTED_ROWS == df11::cuda::kMaxSelectedRows);
+
+df11_status df11_cuda_decode_selected_rows(df11_cuda_plan* plan, size_t i, const int32_t* d_mask,
+                                           size_t row_elements, size_t expected_rows, void* d_out,
+                                           void* d_workspace, size_t workspace_bytes,
+                                           void* stream) {
+  if (plan == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
+  const char* bad = d_mask == nullptr   ? "d_mask is NULL"
+                    : d_out == nullptr  ? "d_out is NULL"
+                    : row_elements == 0 ? "row_elements is 0"
+                                        : nullptr;
+  if (bad != nullptr) {
+    return df11::capi::guarded(plan->err, [&] {
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string("df11_cuda_decode_selected_rows: ") + bad);
+    });
+  }
+  return on_plan(plan, [&](auto& p) {
+    return df11::cuda::launch_decode_selected_rows(p, i, d_mask, row_elements, expected_rows,
+                                                   static_cast<uint16_t*>(d_out), d_workspace,
+                                                   workspace_bytes, as_stream(stream));
+  });
+}
+
 static_assert(DF11_CUDA_MAX_DECODE_SPANS == df11::cuda::kMaxDecodeSpans);
 
 df11_status df11_cuda_decode_spans(df11_cuda_plan* plan, size_t i, const uint64_t* offsets,

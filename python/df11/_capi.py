@@ -102,6 +102,7 @@ EXEC_STATUS_BYTES = 16  # DF11_EXEC_STATUS_BYTES
 EXEC_MAX_BATCH = 256  # DF11_EXEC_MAX_BATCH
 COMPACT_MAX_BATCH = 32  # DF11_COMPACT_MAX_BATCH
 CUDA_MAX_DECODE_SPANS = 8  # DF11_CUDA_MAX_DECODE_SPANS
+CUDA_MAX_SELECTED_ROWS = 65535  # DF11_CUDA_MAX_SELECTED_ROWS
 EXEC_KEEP_STATUS = 1  # DF11_EXEC_KEEP_STATUS
 COMPACT_SYMBOLS = 256  # DF11_COMPACT_SYMBOLS
 COMPACT_TABLE_BYTES = 16384  # DF11_COMPACT_TABLE_BYTES
@@ -199,6 +200,8 @@ def _declare(L: ctypes.CDLL) -> None:
       c_void_p, c_size_t, c_void_p)
     f("df11_cuda_decode_spans", c_int, plan_p, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p,
       c_void_p, c_size_t, c_void_p)
+    f("df11_cuda_decode_selected_rows", c_int, plan_p, c_size_t, c_void_p, c_size_t, c_size_t,
+      c_void_p, c_void_p, c_size_t, c_void_p)
     # Experimental section (DF11_EXPERIMENTAL).
     f("df11_cuda_decode_and_copy_status", c_int, plan_p, c_void_p, c_size_t, c_void_p, c_size_t,
       c_void_p)

@@ -12,6 +12,9 @@
   - `SpansWeight` is one weight matrix of an engine's layer made of members of one group (a
     fused q/k/v weight is three members, in the engine's order, whatever order the group
     stores them in): `decode()` returns it as a fresh BF16 tensor.
+  - `ExpertsWeight` is a mixture-of-experts layer's experts' weights, (experts, ...) coded as one
+    group with a row per expert: `decode_into(out, mask)` decodes the experts a step routed to
+    (df11_cuda_decode_selected_rows, the routing read on the GPU) into the caller's buffer.
   - `torch.ops.df11.decode_weight(like, key)` is that decode as a torch custom op: functional
     (a new tensor from torch's allocator, no input mutated), launched on torch's current stream,
     no host synchronisation. Inductor sees an ordinary producer, so torch.compile and CUDA
@@ -378,6 +381,7 @@ class GpuGroup:
         plan.workspace_init(self.workspace.data_ptr(), self.ws_bytes,
                             torch.cuda.current_stream(self.device).cuda_stream)
         self._fn = _capi.lib().df11_cuda_decode_spans
+        self._selected = _capi.lib().df11_cuda_decode_selected_rows
         self._ws = ctypes.c_void_p(self.workspace.data_ptr())
 
     @property
@@ -390,6 +394,18 @@ class GpuGroup:
         stream; no wait."""
         rc = self._fn(self.plan.handle, 0, offsets, counts, n, ctypes.c_void_p(out.data_ptr()),
                       self._ws, self.ws_bytes, ctypes.c_void_p(raw_stream(self.device_index)))
+        if rc != 0:
+            self.plan._check(rc)
+
+    def decode_selected_rows(self, mask: torch.Tensor, row_elements: int, expected: int,
+                             out: torch.Tensor) -> None:
+        """out (the group's weights, BF16, on this device) <- the rows of `row_elements` weights
+        that `mask` (int32, one per row, on this device) selects; the other rows of `out` are
+        left as they are. One launch on torch's current stream, sized for `expected` selected
+        rows; no wait."""
+        rc = self._selected(self.plan.handle, 0, ctypes.c_void_p(mask.data_ptr()), row_elements,
+                            expected, ctypes.c_void_p(out.data_ptr()), self._ws, self.ws_bytes,
+                            ctypes.c_void_p(raw_stream(self.device_index)))
         if rc != 0:
             self.plan._check(rc)
 
@@ -426,6 +442,49 @@ class SpansWeight:
         out = torch.empty(self.shape, dtype=torch.bfloat16, device=self.group.device)
         self.group.decode_spans(self._offsets, self._counts, len(self.spans), out)
         return out
+
+
+class ExpertsWeight:
+    """The experts' weights of a mixture-of-experts layer, a BF16 tensor of `shape` (experts,
+    ...) coded as the GpuGroup `group` (a row per expert, in order). An engine keeps one BF16
+    buffer of that shape per device and layer kind (every layer's experts decode into it just
+    before that layer's experts run) and calls `decode_into(buffer, mask)`: with `mask` (int32,
+    one per expert, on the device, non-zero for the experts a step routed to) one launch
+    decodes those experts alone (df11_cuda_decode_selected_rows: the routing is read on the
+    GPU, so a CUDA graph's replay decodes the experts of its own step) and leaves the other
+    rows of the buffer as they are, which the experts' kernels then do not read; without a mask
+    every expert. `expected`: the experts a step usually selects (a token's top k), which sizes
+    the launch."""
+
+    def __init__(self, group: GpuGroup, shape: Sequence[int], expected: int):
+        self.group = group
+        self.shape = tuple(shape)
+        self.experts = self.shape[0]
+        self.row_elements = math.prod(self.shape[1:])
+        if not 0 < self.experts <= _capi.CUDA_MAX_SELECTED_ROWS:
+            raise ValueError(f"df11: {getattr(group, 'what', 'experts')}: {self.experts} "
+                             f"experts, at most {_capi.CUDA_MAX_SELECTED_ROWS}")
+        self.expected = max(1, min(int(expected), self.experts))
+        numel = self.experts * self.row_elements
+        self._offsets = (ctypes.c_uint64 * 1)(0)
+        self._counts = (ctypes.c_uint64 * 1)(numel)
+
+    @staticmethod
+    def routed_mask(topk_ids: torch.Tensor, experts: int) -> torch.Tensor:
+        """The int32 mask (one per expert, on topk_ids' device) of the experts that `topk_ids`
+        (a step's routing: each token's expert ids, in [0, experts)) names. On the device, with
+        no host synchronisation: capturable in a CUDA graph."""
+        mask = torch.zeros(experts, dtype=torch.int32, device=topk_ids.device)
+        mask.index_fill_(0, topk_ids.reshape(-1).to(torch.int64), 1)
+        return mask
+
+    def decode_into(self, out: torch.Tensor, mask: Optional[torch.Tensor] = None) -> None:
+        """`out` (BF16 of `shape`, contiguous, on the group's device) <- the experts `mask`
+        selects, or all of them. One launch on torch's current stream; no wait."""
+        if mask is None:
+            self.group.decode_spans(self._offsets, self._counts, 1, out)
+        else:
+            self.group.decode_selected_rows(mask, self.row_elements, self.expected, out)
 
 
 # The SpansWeight that decoded last, in this process (what SpansChain.decode compares with).

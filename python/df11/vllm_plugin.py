@@ -46,6 +46,8 @@ Loading (DF11ModelLoader.load_weights):
   for it), step 2 happens inside step 1, layer by layer, through vLLM's layer-wise loading
   (LayerwiseCoder): about one Linear weight is in BF16 at a time. DF11_VLLM_LOAD_VIA=gpu or
   host keeps steps 1 and 2 apart.
+Fused MoE layers (their experts' weights) are coded again on the GPU as each is loaded, and
+decode only the experts a step routes to (df11.vllm_moe).
 Other layers (embeddings, the head, norms) are loaded as BF16, decoded from the folder.
 The dfloat11 encoder's single-file folder (config.json: dfloat11_config alone) is served with
 the original model's config (--hf-config-path) and --quantization df11: the coded weights'
@@ -66,6 +68,7 @@ from transformers import PretrainedConfig
 import vllm.envs as envs
 from vllm.logger import init_logger
 from vllm.model_executor.layers.batch_invariant import linear_batch_invariant
+from vllm.model_executor.layers.fused_moe import RoutedExperts
 from vllm.model_executor.layers.linear import (LinearBase, LinearMethodBase,
                                                register_weight_loader_v2_supported_method)
 from vllm.model_executor.layers.quantization import register_quantization_config
@@ -81,8 +84,9 @@ from vllm.model_executor.utils import set_weight_attrs
 from vllm.platforms import current_platform
 from vllm.transformers_utils.config import HFConfigParser, register_config_parser
 
-from . import _capi, _tools, coded, exec_mode, loading
+from . import _capi, _tools, coded, exec_mode, loading, vllm_moe
 from .decoders import StoredChecks
+from .vllm_moe import DF11MoEMethod
 from .vllm_config import (QUANT_METHOD, lacks_model_config, member_names, member_spans,
                           quantization_config, serving_mode, single_file_hint)
 
@@ -91,8 +95,8 @@ logger = init_logger("vllm.df11")
 
 
 class DF11Config(QuantizationConfig):
-    """The quantization method "df11": Linear layers through DF11LinearMethod, everything else
-    as vLLM's BF16 layers. The folder itself is read by DF11ModelLoader, so the config needs
+    """The quantization method "df11": Linear layers through DF11LinearMethod, fused MoE layers'
+    experts through DF11MoEMethod (df11.vllm_moe), everything else as vLLM's BF16 layers. The folder itself is read by DF11ModelLoader, so the config needs
     no file of its own."""
 
     def __init__(self, dfloat11_config: Optional[dict] = None):
@@ -132,6 +136,8 @@ class DF11Config(QuantizationConfig):
     def get_quant_method(self, layer: torch.nn.Module, prefix: str):
         if isinstance(layer, LinearBase):
             return DF11LinearMethod(self.weights_device, self.layerwise)
+        if isinstance(layer, RoutedExperts):
+            return DF11MoEMethod(layer.moe_config)  # experts coded, decoded as routed
         return None  # embeddings, the head, attention: vLLM's unquantized methods
 
 
@@ -562,6 +568,9 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     if chains:
         logger.info("df11: %d decoder layers decode the weights of %s in one launch",
                     chains, ", ".join(CHAIN[:chain_length()]))
+    moe = vllm_moe.summary(model)
+    if moe:
+        logger.info("df11: %s", moe)
 
 
 # The decode-mode Linear layers of one decoder layer (their prefixes' ends, in the order a

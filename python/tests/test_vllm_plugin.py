@@ -220,7 +220,81 @@ def test_spans_chain_eligibility():
     assert "another chain" in coded.SpansChain.eligible(weights)
 
 
+class HostExperts(HostGroup):
+    """HostGroup with the selected-rows decode: rows of `row_elements` whose mask is non-zero
+    are copied into `out`, the others left as they are (what the GPU's launch does)."""
+
+    def decode_selected_rows(self, mask, row_elements, expected, out):
+        self.launches += 1
+        self.expected = expected
+        rows = self.weights.view(-1, row_elements)
+        flat = out.view(-1, row_elements)
+        for r in torch.nonzero(mask).reshape(-1).tolist():
+            flat[r].copy_(rows[r])
+
+
+def experts_block(experts=6, rows=4, cols=8, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    w = (torch.randn(experts, rows, cols, generator=g) * 0.02).to(torch.bfloat16)
+    return w, HostExperts(w)
+
+
+def test_experts_decode_the_routed_experts_and_leave_the_others():
+    w, group = experts_block()
+    experts = coded.ExpertsWeight(group, tuple(w.shape), expected=2)
+    assert experts.experts == 6 and experts.row_elements == 32 and experts.expected == 2
+    topk_ids = torch.tensor([[4, 1], [1, 5], [4, 4]], dtype=torch.int32)  # tokens' top 2
+    mask = coded.ExpertsWeight.routed_mask(topk_ids, 6)
+    assert mask.dtype == torch.int32 and mask.tolist() == [0, 1, 0, 0, 1, 1]
+    nan = torch.full_like(w, float("nan"))
+    out = nan.clone()
+    experts.decode_into(out, mask)
+    assert group.launches == 1 and group.expected == 2
+    for e in range(6):
+        assert same(out[e], w[e] if e in (1, 4, 5) else nan[e]), e
+    experts.decode_into(out)  # no mask: every expert, in one launch
+    assert same(out, w) and group.launches == 2
+    assert coded.ExpertsWeight(group, tuple(w.shape), expected=99).expected == 6
+    with pytest.raises(ValueError, match="experts"):
+        coded.ExpertsWeight(group, (_capi.CUDA_MAX_SELECTED_ROWS + 1, 1), 1)
+
+
 needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
+
+
+@needs_vllm
+def test_moe_layers_decode_their_routed_experts_into_shared_buffers():
+    """df11.vllm_moe: each MoE layer's weights are views of one buffer per weight kind, which a
+    larger layer grows (the layers attached before it then view the new one); a step decodes the
+    experts its routing names (all of them without a routing, or with an expert map) into them."""
+    from df11 import vllm_moe
+    buffers = vllm_moe.ExpertBuffers()
+    device = torch.device("cpu")
+    layers = []
+    for shape in ((4, 6, 8), (6, 6, 8)):
+        layer = torch.nn.Module()
+        w, group = experts_block(*shape, seed=len(layers))
+        layer.w13_weight = torch.nn.Parameter(w.clone(), requires_grad=False)
+        out = buffers.view(layer, "w13_weight", tuple(w.shape), device)
+        vllm_moe._set(layer, "w13_weight", out)
+        assert "w13_weight" not in dict(layer.named_parameters())
+        layer.df11_experts = {"w13_weight": coded.ExpertsWeight(group, tuple(w.shape), 2)}
+        layer.df11_num_experts = shape[0]
+        layer.want, layer.group = w, group
+        layers.append(layer)
+    small, large = layers
+    assert buffers.nbytes() == 2 * 6 * 6 * 8
+    assert small.w13_weight.shape == (4, 6, 8) and large.w13_weight.shape == (6, 6, 8)
+    assert small.w13_weight.data_ptr() == large.w13_weight.data_ptr()  # one buffer, re-pointed
+    vllm_moe.decode_experts(small, torch.tensor([[3, 0]]))
+    assert same(small.w13_weight[3], small.want[3]) and same(small.w13_weight[0], small.want[0])
+    vllm_moe.decode_experts(large, None)  # every expert
+    assert same(large.w13_weight, large.want) and large.group.launches == 1
+    large.expert_map = torch.arange(6)  # expert parallelism: every expert, not the routing
+    vllm_moe.decode_experts(large, torch.tensor([[1, 2]]))
+    assert same(large.w13_weight, large.want) and large.group.launches == 2
+    buffers.forget(small)
+    assert all(small not in v for v in buffers._layers.values())
 
 
 @needs_vllm
@@ -383,6 +457,10 @@ def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, cpu_r
     bf16_dir, folder = cpu_runs.folder(family, kind)
     got, = cpu_runs.report(1, "load", family, kind)
     assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
+    if got["moe_layers"]:  # fused MoE layers: df11's method, their experts filled layer-wise
+        assert got["moe_methods"] == ["DF11MoEMethod"], got["moe_methods"]
+        assert got["moe_meta_before"] == got["moe_layers"], got
+    assert got["moe_layers"] == (2 if family == "qwen3moe" else 0), got["moe_layers"]
     assert got["spans_differ"] == [], got
     assert got["linear"] > 0 and got["from_groups"] + len(got["again"]) == got["linear"], got
     with _capi.Model(folder) as f:

@@ -22,6 +22,9 @@ DF11ModelLoader.load_weights does) and the BF16 model's the checkpoint's tensors
   - encoded / encoded_differ: the layers of `again`, coded with coded.encode as the GPU step
     codes them (a tensor-parallel rank's slices), and those whose tensor does not decode back
     to exactly the weight.
+  - moe_layers / moe_methods / moe_meta_before: the fused MoE layers, their methods' class names
+    and how many had both experts' weights on the meta device before the load (df11.vllm_moe
+    codes them as vLLM's layer-wise loading fills them; here, without a GPU, they keep them).
 TP (default 1): tensor_parallel_size, one process per rank (all on the CPU), each reporting
 its own slices.
 
@@ -182,7 +185,11 @@ def compare(df11_dir, bf16_dir, rank, tp, layerwise):
     reference.load_weights(_checkpoint(bf16_dir))
     model, model_config = _build(df11_dir, tp, layerwise)
     assert model_config.quantization == "df11", model_config.quantization
-    extra = {}
+    from vllm.model_executor.layers.fused_moe import RoutedExperts
+    moe = [m for m in model.modules() if isinstance(m, RoutedExperts)]
+    extra = {"moe_methods": sorted({type(m.quant_method).__name__ for m in moe}),
+             "moe_meta_before": sum(m.w13_weight.is_meta and m.w2_weight.is_meta for m in moe),
+             "moe_layers": len(moe)}
     with _capi.Model(df11_dir) as folder:
         if layerwise:
             plans = vllm_plugin.plan_layers(model, folder)

@@ -422,6 +422,24 @@ TEST_P(CApi, RowsAndSpansDecodeMisuseIsReportedOnThePlan) {
       df11_cuda_decode_rows(plan, 0, fake_ids, 1, 8, fake_out, nullptr, 0, nullptr);
   EXPECT_EQ(s, df11_has_cuda() ? DF11_ERROR_INVALID_ARGUMENT : DF11_ERROR_UNSUPPORTED);
 
+  // The selected-rows decode's, likewise.
+  static int32_t fake_mask[4];
+  const auto selected = [&](const int32_t* mask, size_t width, void* out) {
+    return df11_cuda_decode_selected_rows(plan, 0, mask, width, 1, out, nullptr, 0, nullptr);
+  };
+  EXPECT_EQ(
+      df11_cuda_decode_selected_rows(nullptr, 0, fake_mask, 8, 1, fake_out, nullptr, 0, nullptr),
+      DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(selected(nullptr, 8, fake_out), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("df11_cuda_decode_selected_rows: d_mask is NULL"), std::string::npos)
+      << message();
+  EXPECT_EQ(selected(fake_mask, 8, nullptr), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("d_out is NULL"), std::string::npos) << message();
+  EXPECT_EQ(selected(fake_mask, 0, fake_out), DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(message().find("row_elements is 0"), std::string::npos) << message();
+  EXPECT_EQ(selected(fake_mask, 8, fake_out),
+            df11_has_cuda() ? DF11_ERROR_INVALID_ARGUMENT : DF11_ERROR_UNSUPPORTED);
+
   // The spans decode's, likewise.
   const uint64_t offsets[DF11_CUDA_MAX_DECODE_SPANS + 1] = {};
   const uint64_t counts[DF11_CUDA_MAX_DECODE_SPANS + 1] = {8};

@@ -3,7 +3,11 @@
 // repeated ids, rows that straddle stream-block boundaries, one id and many, row widths that
 // are not multiples of 8 or of anything, both kernel configurations, aligned and misaligned
 // outputs; ids outside the group reported through the status, with zeros and nothing written
-// outside the output; CUDA graph replays that read new ids. Skipped without a CUDA device.
+// outside the output; CUDA graph replays that read new ids. The selected-rows decode
+// (launch_decode_selected_rows): the rows a mask selects equal the full decode's and the others
+// keep what the output held, for masks of none, one, some and every row, any expected count,
+// both kernel configurations and graph replays that read a new mask. Skipped without a CUDA
+// device.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -236,6 +240,157 @@ TEST_F(CudaRows, GraphReplaysReadTheCurrentIds) {
     bool guards = false;
     EXPECT_TRUE(fetch_rows(b, &guards) == gather(m.c.weights, ids, m.cols)) << replay;
     EXPECT_TRUE(guards);
+  }
+}
+
+// The selected-rows decode of `m` with `mask` into an output first filled with `fill`: returns
+// the output, every selected row the full decode's and every other row still `fill`.
+std::vector<uint16_t> selected_rows(const Matrix& m, const std::vector<int32_t>& mask,
+                                    uint64_t expected, cuda::KernelChoice kernel, uint16_t fill,
+                                    Status* status) {
+  DeviceArena arena(cuda_test::placed_footprint(m.c.group.view()) +
+                    DeviceArena::footprint(4 * mask.size()) +
+                    DeviceArena::footprint(2 * m.rows * m.cols) + (1u << 16));
+  if (!arena.ok()) {
+    *status = Status(ErrorCode::kInternal, "arena");
+    return {};
+  }
+  PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
+  g.device.d_out = nullptr;
+  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t", {kernel});
+  if (!plan.is_ok()) {
+    *status = plan.status();
+    return {};
+  }
+  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
+  const auto* d_mask = reinterpret_cast<const int32_t*>(
+      arena.upload(std::span(reinterpret_cast<const uint8_t*>(mask.data()), 4 * mask.size()), 0));
+  auto* d_out = reinterpret_cast<uint16_t*>(arena.reserve(2 * m.rows * m.cols, 0));
+  const std::vector<uint16_t> filled(m.rows * m.cols, fill);
+  if (cudaMemcpy(d_out, filled.data(), 2 * filled.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+    *status = Status(ErrorCode::kInternal, "cudaMemcpy");
+    return {};
+  }
+  *status = cuda::init_workspace(*plan, ws.get(), ws.size(), nullptr);
+  if (status->is_ok()) {
+    *status = cuda::launch_decode_selected_rows(*plan, 0, d_mask, m.cols, expected, d_out, ws.get(),
+                                                ws.size(), nullptr);
+  }
+  if (status->is_ok()) *status = cuda::read_decode_status(*plan, ws.get(), nullptr);
+  std::vector<uint16_t> out(filled.size());
+  if (cudaMemcpy(out.data(), d_out, 2 * out.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    *status = Status(ErrorCode::kInternal, "cudaMemcpy");
+  }
+  return out;
+}
+
+TEST_F(CudaRows, SelectedRowsEqualTheFullDecodeAndLeaveTheOthers) {
+  // Experts-like rows (many stream blocks each), rows of a few blocks, and odd widths.
+  const std::vector<Matrix> matrices = {matrix(16, 98304, 11), matrix(64, 4096, 12),
+                                        matrix(9, 7777, 13), matrix(300, 1000, 14)};
+  const uint16_t fill = 0x7FC1;  // a NaN payload no decode writes here
+  for (const Matrix& m : matrices) {
+    testing::TestRng rng(m.rows);
+    std::vector<std::vector<int32_t>> masks = {std::vector<int32_t>(m.rows, 0),
+                                               std::vector<int32_t>(m.rows, 1),
+                                               std::vector<int32_t>(m.rows, 0)};
+    masks[2][m.rows - 1] = 7;  // any non-zero value selects
+    std::vector<int32_t> some(m.rows, 0);
+    for (uint64_t r = 0; r < m.rows; ++r) some[r] = rng.below(3) == 0 ? 1 : 0;
+    some[0] = 1;
+    masks.push_back(some);
+    for (size_t k = 0; k < masks.size(); ++k) {
+      for (uint32_t config = 0; config < 4; ++config) {
+        const auto kernel = config % 2 ? cuda::KernelChoice::kCompact : cuda::KernelChoice::kFast;
+        const uint64_t expected = config < 2 ? 1 : m.rows;
+        SCOPED_TRACE(m.c.name + ", mask " + std::to_string(k) + ", config " +
+                     std::to_string(config));
+        Status s;
+        const std::vector<uint16_t> out = selected_rows(m, masks[k], expected, kernel, fill, &s);
+        ASSERT_TRUE(s.is_ok()) << s.to_string();
+        for (uint64_t r = 0; r < m.rows; ++r) {
+          const auto at = out.begin() + r * m.cols;
+          if (masks[k][r] != 0) {
+            EXPECT_TRUE(std::equal(at, at + m.cols, m.c.weights.begin() + r * m.cols))
+                << "row " << r;
+          } else {
+            EXPECT_TRUE(std::all_of(at, at + m.cols, [&](uint16_t v) { return v == fill; }))
+                << "row " << r << " was written";
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(CudaRows, SelectedRowsArgumentsAreChecked) {
+  const Matrix m = matrix(16, 512, 15);
+  DeviceArena arena(cuda_test::placed_footprint(m.c.group.view()) + DeviceArena::footprint(64) +
+                    DeviceArena::footprint(2 * 16 * 512) + (1u << 16));
+  ASSERT_TRUE(arena.ok());
+  PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
+  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t");
+  ASSERT_TRUE(plan.is_ok());
+  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
+  const std::vector<int32_t> ones(16, 1);
+  const auto* d_mask = reinterpret_cast<const int32_t*>(
+      arena.upload(std::span(reinterpret_cast<const uint8_t*>(ones.data()), 64), 0));
+  auto* d_out = reinterpret_cast<uint16_t*>(arena.reserve(2 * 16 * 512, 0));
+  const auto selected = [&](size_t group, const int32_t* mask, uint64_t cols, uint16_t* out,
+                            size_t ws_bytes) {
+    return cuda::launch_decode_selected_rows(*plan, group, mask, cols, 4, out, ws.get(), ws_bytes,
+                                             nullptr)
+        .code();
+  };
+  EXPECT_EQ(selected(1, d_mask, 512, d_out, ws.size()), ErrorCode::kInvalidArgument);  // group
+  EXPECT_EQ(selected(0, d_mask, 500, d_out, ws.size()), ErrorCode::kInvalidArgument);  // width
+  EXPECT_EQ(selected(0, d_mask, 0, d_out, ws.size()), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(selected(0, d_mask, 1, d_out, ws.size()), ErrorCode::kInvalidArgument);  // rows
+  EXPECT_EQ(selected(0, nullptr, 512, d_out, ws.size()), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(selected(0, d_mask, 512, nullptr, ws.size()), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(selected(0, d_mask, 512, d_out, 8), ErrorCode::kInvalidArgument);  // workspace
+}
+
+// A captured selected-rows decode replays with the mask the buffer holds at each replay.
+TEST_F(CudaRows, GraphReplaysReadTheCurrentMask) {
+  const Matrix m = matrix(12, 20480, 16);
+  DeviceArena arena(cuda_test::placed_footprint(m.c.group.view()) + DeviceArena::footprint(48) +
+                    DeviceArena::footprint(2 * m.rows * m.cols) + (1u << 16));
+  ASSERT_TRUE(arena.ok());
+  PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
+  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t");
+  ASSERT_TRUE(plan.is_ok());
+  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
+  cuda_test::CapturedLaunch captured;
+  ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), captured.stream()).is_ok());
+  std::vector<int32_t> mask(m.rows, 0);
+  auto* d_mask = reinterpret_cast<int32_t*>(
+      arena.upload(std::span(reinterpret_cast<const uint8_t*>(mask.data()), 4 * m.rows), 0));
+  auto* d_out = reinterpret_cast<uint16_t*>(arena.reserve(2 * m.rows * m.cols, 0));
+  const auto launch = [&](cudaStream_t on) {
+    return cuda::launch_decode_selected_rows(*plan, 0, d_mask, m.cols, 2, d_out, ws.get(),
+                                             ws.size(), on);
+  };
+  ASSERT_TRUE(launch(captured.stream()).is_ok());
+  const Status made = captured.capture(launch);
+  ASSERT_TRUE(made.is_ok()) << made.to_string();
+  testing::TestRng rng(17);
+  for (int replay = 0; replay < 4; ++replay) {
+    const std::vector<uint16_t> zeros(m.rows * m.cols, 0);
+    DF11_CUDA_ASSERT(cudaMemcpyAsync(d_out, zeros.data(), 2 * zeros.size(), cudaMemcpyHostToDevice,
+                                     captured.stream()));
+    for (int32_t& v : mask) v = rng.below(2) ? 1 : 0;
+    DF11_CUDA_ASSERT(cudaMemcpyAsync(d_mask, mask.data(), 4 * m.rows, cudaMemcpyHostToDevice,
+                                     captured.stream()));
+    ASSERT_TRUE(captured.replay().is_ok());
+    std::vector<uint16_t> out(m.rows * m.cols);
+    DF11_CUDA_ASSERT(cudaMemcpy(out.data(), d_out, 2 * out.size(), cudaMemcpyDeviceToHost));
+    for (uint64_t r = 0; r < m.rows; ++r) {
+      const auto at = out.begin() + r * m.cols;
+      const bool ok = mask[r] ? std::equal(at, at + m.cols, m.c.weights.begin() + r * m.cols)
+                              : std::all_of(at, at + m.cols, [](uint16_t v) { return v == 0; });
+      EXPECT_TRUE(ok) << "replay " << replay << ", row " << r;
+    }
   }
 }
 

@@ -462,6 +462,29 @@ DF11_API df11_status df11_cuda_decode_rows_and_copy_status(df11_cuda_plan* plan,
                                                            size_t workspace_bytes, void* h_status,
                                                            size_t status_bytes, void* stream);
 
+/* Enqueues on `stream` the decode of the rows of group i (its position in the plan's
+ * `groups`) that d_mask selects, the group's weights seen as a matrix of rows of
+ * `row_elements` weights (row_elements must divide the group's element count; at most
+ * DF11_CUDA_MAX_SELECTED_ROWS rows): row r is decoded into d_out[r * row_elements ...] where
+ * d_mask[r] != 0, and the other rows of d_out are not written. For a mixture of experts'
+ * weights (one row per expert): a step decodes only the experts its tokens were routed to,
+ * the routing never read on the host. d_mask: one int32 per row, in device memory, read when
+ * the kernel runs; d_out: the whole matrix, 2 * (element count) bytes of device memory, the
+ * caller's (16-byte aligned with row_elements a multiple of 8 is faster). expected_rows: how
+ * many rows a call typically selects (clamped to 1 .. rows): the GPU's resident thread blocks
+ * are shared among that many rows, and the thread blocks of an unselected row return at once.
+ * One kernel launch; no allocation, no copy, no synchronisation. Status, workspace rules and
+ * CUDA graphs as df11_cuda_decode_rows (a replay reads the mask d_mask then holds).
+ * DF11_ERROR_INVALID_ARGUMENT for a NULL d_mask or d_out, row_elements 0 (these checked first,
+ * also without CUDA), a width that does not divide the group, too many rows, a bad group index
+ * or a small workspace. */
+#define DF11_CUDA_MAX_SELECTED_ROWS 65535
+DF11_API df11_status df11_cuda_decode_selected_rows(df11_cuda_plan* plan, size_t i,
+                                                    const int32_t* d_mask, size_t row_elements,
+                                                    size_t expected_rows, void* d_out,
+                                                    void* d_workspace, size_t workspace_bytes,
+                                                    void* stream);
+
 /* A coded group that lives on the GPU only (df11_tools_cuda_encode of libdf11-tools writes
  * one there), described by the host copies of its small parts and the sizes of its bulk:
  * luts, output_positions and split_positions as df11_group_part_bytes gives them (host

@@ -131,6 +131,37 @@ __global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlo
   });
 }
 
+// The selected-rows kernel: row r = blockIdx.y of the group seen as a matrix of rows of
+// row_elements weights is decoded into out + r * row_elements where mask[r] != 0, by the
+// thread blocks (blockIdx.x < ctas, r) sharing the stream blocks that cover it, as the spans
+// kernel shares a span's; the thread blocks of a row whose mask is 0 return at once, and its
+// output is not written. For a mixture of experts' weights (a row per expert): only the experts
+// that a step's tokens were routed to are decoded, with the routing read on the GPU.
+struct SelectedParams {
+  KernelBatch<1> batch;  // the group (first_block 0) and its status record
+  const int32_t* mask;
+  uint16_t* out;
+  uint32_t row_elements;
+  uint32_t ctas;
+  bool vector;  // 16-byte stores: out 16-byte aligned and row_elements a multiple of 8
+};
+
+template <bool kCompact>
+__global__ void __launch_bounds__(kThreads, kCompact ? kMinBlocksPerSm : kMinBlocksPerSmFast)
+    selected_rows_kernel(const __grid_constant__ SelectedParams p) {
+  const uint32_t r = blockIdx.y;
+  if (p.mask[r] == 0) return;
+  const uint32_t lo = r * p.row_elements;  // < n_elements < 2^32
+  RowSink sink{p.out + lo, lo, lo + p.row_elements, p.vector};
+  const uint32_t k = blockIdx.x;
+  decode_range<1, kCompact, RowSink, false>(p.batch, sink, [&p, &sink, k] {
+    const uint2 c = covering_blocks(p.batch.groups[0], sink.lo, sink.hi);
+    const uint32_t n = c.y - c.x;
+    return make_uint2(c.x + static_cast<uint32_t>(uint64_t{k} * n / p.ctas),
+                      c.x + static_cast<uint32_t>(uint64_t{k + 1} * n / p.ctas));
+  });
+}
+
 Status invalid_argument(const std::string& what, const std::string& m) {
   return Status(ErrorCode::kInvalidArgument, what + ": " + m);
 }
@@ -188,8 +219,11 @@ Status prepare_rows_kernel(const KernelConfig& config) {
   DF11_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(kernel),
                                           config.shared_bytes, "rows kernel"));
   const auto spans = config.compact ? spans_kernel<true> : spans_kernel<false>;
-  return raise_shared_limit(reinterpret_cast<const void*>(spans), config.shared_bytes,
-                            "spans kernel");
+  DF11_RETURN_IF_ERROR(raise_shared_limit(reinterpret_cast<const void*>(spans), config.shared_bytes,
+                                          "spans kernel"));
+  const auto selected = config.compact ? selected_rows_kernel<true> : selected_rows_kernel<false>;
+  return raise_shared_limit(reinterpret_cast<const void*>(selected), config.shared_bytes,
+                            "selected-rows kernel");
 }
 
 }  // namespace detail
@@ -289,6 +323,52 @@ Status launch_decode_spans(DecodePlan& plan, size_t group, std::span<const Decod
     detail::spans_kernel<false><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
   }
   DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "spans kernel launch");
+  return Status::ok();
+}
+
+Status launch_decode_selected_rows(DecodePlan& plan, size_t group, const int32_t* d_mask,
+                                   uint64_t row_elements, uint64_t expected_rows, uint16_t* d_out,
+                                   void* d_workspace, size_t workspace_bytes, CUstream_st* stream) {
+  DF11_RETURN_IF_ERROR(detail::check_one_group(plan, group, d_workspace, workspace_bytes,
+                                               "launch_decode_selected_rows"));
+  DecodePlan::Impl& p = *plan.impl_;
+  const auto invalid = [](const std::string& m) {
+    return detail::invalid_argument("launch_decode_selected_rows", m);
+  };
+  const detail::KernelGroup& g = p.groups[group];
+  if (row_elements == 0 || g.n_elements % row_elements != 0) {
+    return invalid(p.names[group] + ": rows of " + std::to_string(row_elements) +
+                   " weights do not divide its " + std::to_string(g.n_elements));
+  }
+  const uint64_t rows = g.n_elements / row_elements;
+  if (rows > kMaxSelectedRows) {
+    return invalid(p.names[group] + ": " + std::to_string(rows) + " rows, more than " +
+                   std::to_string(kMaxSelectedRows));
+  }
+  if (rows != 0 && (d_mask == nullptr || d_out == nullptr)) {
+    return invalid(d_mask == nullptr ? "mask is null" : "out is null");
+  }
+  if (rows == 0) return Status::ok();
+  detail::SelectedParams params{};
+  DF11_ASSIGN_OR_RETURN(params.batch, detail::one_group_batch(plan, group, d_workspace, stream,
+                                                              "launch_decode_selected_rows"));
+  params.mask = d_mask;
+  params.out = d_out;
+  params.row_elements = static_cast<uint32_t>(row_elements);
+  params.vector = row_elements % 8 == 0 && reinterpret_cast<uintptr_t>(d_out) % 16 == 0;
+  // The resident thread blocks shared among the rows expected, at least one per row and none
+  // beyond a row's expected stream blocks (the group's mean weights per block).
+  const double per_block = static_cast<double>(g.n_elements) / std::max<uint32_t>(g.n_blocks, 1);
+  const double blocks = static_cast<double>(row_elements) / per_block + 2;
+  const double expected = static_cast<double>(std::clamp<uint64_t>(expected_rows, 1, rows));
+  params.ctas = static_cast<uint32_t>(std::clamp(p.grid() / expected, 1.0, blocks));
+  const dim3 grid(params.ctas, static_cast<uint32_t>(rows));
+  if (p.compact) {
+    detail::selected_rows_kernel<true><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
+  } else {
+    detail::selected_rows_kernel<false><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
+  }
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "selected-rows kernel launch");
   return Status::ok();
 }
 

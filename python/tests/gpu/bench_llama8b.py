@@ -1,5 +1,7 @@
 """The benchmark model: Llama-3.1-8B shapes (--shape 14b: Qwen2.5-14B's dimensions in a Llama,
-14.8B weights, 29.5 GB of BF16), random weights (from_config, seeded),
+14.8B weights, 29.5 GB of BF16; --shape 30b-a3b: a Qwen3-MoE of Qwen3-30B-A3B's dimensions, 128
+experts of which a token uses 8, written tensor by tensor in the checkpoint's own per-expert
+names, each tensor N(0, 0.02) and the norms ones), random weights (from_config, seeded),
 saved as BF16 in --work (a RAM disk: /dev/shm), compressed with the df11 tool ($DF11_CLI; without
 it, with df11.compress on the model in memory), then
 python -m df11.bench on it against BF16 and the official loader. Both folders get a word-level
@@ -26,7 +28,68 @@ SHAPES = {"8b": LLAMA_31_8B,
           "14b": dict(LLAMA_31_8B, hidden_size=5120, intermediate_size=13824,
                       num_hidden_layers=48, num_attention_heads=40, num_key_value_heads=8,
                       vocab_size=152064, max_position_embeddings=32768, rope_theta=1000000.0,
-                      rope_scaling=None, bos_token_id=1, eos_token_id=2)}
+                      rope_scaling=None, bos_token_id=1, eos_token_id=2),
+          "30b-a3b": dict(model_type="qwen3_moe", architectures=["Qwen3MoeForCausalLM"],
+                          hidden_size=2048, intermediate_size=6144, moe_intermediate_size=768,
+                          num_experts=128, num_experts_per_tok=8, norm_topk_prob=True,
+                          decoder_sparse_step=1, mlp_only_layers=[], num_hidden_layers=48,
+                          num_attention_heads=32, num_key_value_heads=4, head_dim=128,
+                          vocab_size=151936, max_position_embeddings=40960,
+                          rope_theta=1000000.0, rms_norm_eps=1e-6, tie_word_embeddings=False,
+                          bos_token_id=151643, eos_token_id=151645, torch_dtype="bfloat16")}
+
+
+def write_moe(folder: str, shape: dict, seed: int = 0) -> None:
+    """A Qwen3-MoE checkpoint of `shape` in `folder`: config.json and safetensors shards (about
+    4 GiB each, with their index) in the checkpoint names a Qwen3-MoE model on the Hub uses (an
+    expert's gate, up and down projections apart), made on the GPU a tensor at a time."""
+    import json
+    from safetensors.torch import save_file
+    os.makedirs(folder, exist_ok=True)
+    cfg = {k: v for k, v in shape.items()}
+    with open(os.path.join(folder, "config.json"), "w") as f:
+        json.dump(cfg, f, indent=2)
+    h, e, i = shape["hidden_size"], shape["num_experts"], shape["moe_intermediate_size"]
+    hd, q, kv = shape["head_dim"], shape["num_attention_heads"], shape["num_key_value_heads"]
+    tensors = [("model.embed_tokens.weight", (shape["vocab_size"], h), False),
+               ("model.norm.weight", (h,), True), ("lm_head.weight", (shape["vocab_size"], h), False)]
+    for n in range(shape["num_hidden_layers"]):
+        p = f"model.layers.{n}."
+        tensors += [(p + "input_layernorm.weight", (h,), True),
+                    (p + "post_attention_layernorm.weight", (h,), True),
+                    (p + "self_attn.q_proj.weight", (q * hd, h), False),
+                    (p + "self_attn.k_proj.weight", (kv * hd, h), False),
+                    (p + "self_attn.v_proj.weight", (kv * hd, h), False),
+                    (p + "self_attn.o_proj.weight", (h, q * hd), False),
+                    (p + "self_attn.q_norm.weight", (hd,), True),
+                    (p + "self_attn.k_norm.weight", (hd,), True),
+                    (p + "mlp.gate.weight", (e, h), False)]
+        for x in range(e):
+            tensors += [(p + f"mlp.experts.{x}.gate_proj.weight", (i, h), False),
+                        (p + f"mlp.experts.{x}.up_proj.weight", (i, h), False),
+                        (p + f"mlp.experts.{x}.down_proj.weight", (h, i), False)]
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    gen = torch.Generator(device=device).manual_seed(seed)
+    shard, size, index, k = {}, 0, {}, 0
+
+    def flush():
+        nonlocal shard, size, k
+        name = f"model-{k:05d}.safetensors"
+        save_file(shard, os.path.join(folder, name), metadata={"format": "pt"})
+        index.update({t: name for t in shard})
+        shard, size, k = {}, 0, k + 1
+
+    for name, dims, ones in tensors:
+        t = (torch.ones(dims, device=device) if ones else
+             torch.randn(dims, device=device, generator=gen) * 0.02).to(torch.bfloat16)
+        shard[name] = t.cpu()
+        size += 2 * t.numel()
+        if size >= 4 << 30:
+            flush()
+    if shard:
+        flush()
+    with open(os.path.join(folder, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": index}, f, indent=1)
 
 
 def write_tokenizer(folder: str, vocab_size: int) -> None:
@@ -67,16 +130,23 @@ def main():
         shape = dict(SHAPES[args.shape])
         if args.layers:
             shape["num_hidden_layers"] = args.layers
-        config = AutoConfig.for_model("llama", **shape)
-        torch.manual_seed(0)
         t = time.time()
-        with torch.device("cuda"):
-            model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
-        model.save_pretrained(bf16)
+        model = None
+        if shape.get("model_type") == "qwen3_moe":
+            if not os.environ.get("DF11_CLI"):
+                raise SystemExit(f"--shape {args.shape} is compressed by the df11 tool: set "
+                                 "DF11_CLI")
+            write_moe(bf16, shape)
+        else:
+            config = AutoConfig.for_model("llama", **shape)
+            torch.manual_seed(0)
+            with torch.device("cuda"):
+                model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16)
+            model.save_pretrained(bf16)
         print(f"made {bf16} in {time.time() - t:.1f} s", flush=True)
         t = time.time()
         cli = os.environ.get("DF11_CLI")
-        if cli:  # the df11 tool on the saved folder
+        if cli or model is None:  # the df11 tool on the saved folder
             del model
             subprocess.run([cli, "compress", bf16, "-o", dfl, "-q"], check=True)
         else:  # without the tool: the same encoder from Python, on the model in memory

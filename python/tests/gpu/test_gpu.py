@@ -777,3 +777,52 @@ def test_gpu_encoded_group_decodes_bit_for_bit():
     with pytest.raises(df11.Df11Error, match="rank 0: group 'nan.weight': exponent 255") as e:
         GpuGroup.encoded(bad, "nan.weight", "rank 0")
     assert e.value.status == "uncodable"
+
+
+def test_experts_decode_only_the_routed_experts():
+    """coded.ExpertsWeight on a GPU (an MoE layer's experts coded there as one group, a row per
+    expert): a routing's experts decode bit for bit into the buffer and no other row is written,
+    for routings of one, some and every expert and every `expected`; without a mask every
+    expert; a CUDA graph captured once decodes, at each replay, the experts of the routing the
+    graph's input then holds."""
+    from df11.coded import ExpertsWeight, GpuGroup
+    g = torch.Generator().manual_seed(5)
+    experts, rows, cols = 16, 384, 256  # about 25 stream blocks per expert
+    w = (torch.randn(experts, rows, cols, generator=g) * 0.02).to(torch.bfloat16).cuda()
+    group = GpuGroup.encoded(w, "layers.0.mlp.experts.w13_weight", "rank 0")
+    fill = torch.full_like(w, float("nan")).view(torch.int16).fill_(0x7FC1).view(torch.bfloat16)
+
+    def check(out, chosen):
+        for e in range(experts):
+            want = w[e] if e in chosen else fill[e]
+            assert torch.equal(out[e].view(torch.int16), want.view(torch.int16)), e
+
+    for expected in (1, 4, 16):
+        weight = ExpertsWeight(group, tuple(w.shape), expected)
+        for topk in ([[3]], [[0, 15], [7, 0], [7, 9]], [list(range(16))]):
+            ids = torch.tensor(topk, dtype=torch.int32, device="cuda")
+            out = fill.clone()
+            weight.decode_into(out, ExpertsWeight.routed_mask(ids, experts))
+            group.check()
+            check(out, {e for row in topk for e in row})
+        out = fill.clone()
+        weight.decode_into(out)
+        group.check()
+        check(out, set(range(experts)))
+
+    weight = ExpertsWeight(group, tuple(w.shape), 2)
+    ids = torch.zeros(2, 2, dtype=torch.int32, device="cuda")
+    out = fill.clone()
+    weight.decode_into(out, ExpertsWeight.routed_mask(ids, experts))  # before the capture
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream), torch.cuda.graph(graph, stream=stream):
+        weight.decode_into(out, ExpertsWeight.routed_mask(ids, experts))
+    torch.cuda.current_stream().wait_stream(stream)
+    for topk in ([[1, 2], [2, 3]], [[14, 14], [5, 1]], [[9, 10], [11, 12]]):
+        out.copy_(fill)
+        ids.copy_(torch.tensor(topk, dtype=torch.int32))
+        graph.replay()
+        torch.cuda.synchronize()
+        check(out, {e for row in topk for e in row})

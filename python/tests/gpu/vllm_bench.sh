@@ -24,12 +24,16 @@
 # SHAPE=14b: the 14B shape instead (bench_llama8b.py --shape; WORK default /dev/shm/df11-bench-14b),
 # whose BF16 weights (27.5 GiB) exceed the default budget: BF16_ARGS (default none) are added to
 # the BF16 run only, e.g. BF16_ARGS="--cpu-offload-gb 8" to serve it with CPU offload.
+# SHAPE=30b-a3b: a Qwen3-MoE of Qwen3-30B-A3B's dimensions (128 experts, top 8), LAYERS of its
+# 48 decoder layers (default 12: 16 GiB of BF16; WORK default /dev/shm/df11-bench-30b-a3b-LAYERS).
 # TP (default 1): --tensor-parallel-size of every run, one GPU a rank, BUDGET_GB on each.
 set -u
 out=$1
 shape=${SHAPE:-8b}
 suffix=""
 [ "$shape" = 8b ] || suffix=-$shape
+layers=()
+if [ "$shape" = 30b-a3b ]; then suffix=$suffix-${LAYERS:-12}; layers=(--layers "${LAYERS:-12}"); fi
 work=${2:-/dev/shm/df11-bench$suffix}
 here=$(cd "$(dirname "$0")" && pwd)
 log=$out/vllm_bench.log
@@ -37,7 +41,7 @@ mkdir -p "$out" "$work"
 # shellcheck source=vllm_env.sh
 source "$here/vllm_env.sh" "$work"
 
-python3 "$here/bench_llama8b.py" --work "$work" --shape "$shape" --make-only >> "$log" 2>&1 || exit 1
+python3 "$here/bench_llama8b.py" --work "$work" --shape "$shape" "${layers[@]}" --make-only >> "$log" 2>&1 || exit 1
 util=$(python3 -c "import torch; print(round(${BUDGET_GB:-24} * 2**30 / torch.cuda.get_device_properties(0).total_memory, 4))")
 echo "budget ${BUDGET_GB:-24} GiB: gpu_memory_utilization $util, tensor parallel ${TP:-1}" >> "$log"
 rc=0

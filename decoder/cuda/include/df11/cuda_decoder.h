@@ -137,6 +137,8 @@ class DecodePlan {
                                    void*, size_t, CUstream_st*);
   friend Status launch_decode_spans(DecodePlan&, size_t, std::span<const DecodeSpan>, uint16_t*,
                                     void*, size_t, CUstream_st*);
+  friend Status launch_decode_selected_rows(DecodePlan&, size_t, const int32_t*, uint64_t, uint64_t,
+                                            uint16_t*, void*, size_t, CUstream_st*);
   friend Status read_decode_status(const DecodePlan&, const void*, CUstream_st*);
   friend struct detail::PlanAccess;
   friend Status copy_decode_status(const DecodePlan&, const void*, void*, size_t, CUstream_st*);
@@ -199,6 +201,26 @@ Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, 
 Status launch_decode_spans(DecodePlan& plan, size_t group, std::span<const DecodeSpan> spans,
                            uint16_t* d_out, void* d_workspace, size_t workspace_bytes,
                            CUstream_st* stream);
+
+// Enqueues on `stream` the decode of the rows of group `group` that `d_mask` selects, the
+// group's n_elements weights seen as a matrix of rows of `row_elements` weights (which must
+// divide n_elements; at most kMaxSelectedRows rows): out[r * row_elements + j] = weight
+// r * row_elements + j for every row r with d_mask[r] != 0 (d_mask: one int32 per row, in
+// device memory, read when the kernel runs); the rows of d_out whose mask is 0 are not
+// written. For a mixture of experts' weights, a row per expert: the experts a step routes to
+// are decoded, the routing never read on the host. d_out: n_elements BF16 patterns of device
+// memory (16-byte aligned with row_elements % 8 == 0: wide stores). One kernel launch of a
+// grid (ctas, rows), ctas the resident thread blocks shared among `expected_rows` rows (the
+// selected rows' typical count; clamped to [1, rows]): the thread blocks of an unselected row
+// return at once. No allocation, no copy, no synchronisation; nothing outside the selected
+// rows' outputs is written. Workspace, epochs, status reads and CUDA graphs as
+// launch_decode_rows() (a replay reads the mask d_mask then holds). kInvalidArgument for a
+// width that does not divide the group, too many rows, a null d_mask or d_out, a bad group
+// index or a small workspace.
+inline constexpr uint64_t kMaxSelectedRows = 65535;  // a grid's y dimension
+Status launch_decode_selected_rows(DecodePlan& plan, size_t group, const int32_t* d_mask,
+                                   uint64_t row_elements, uint64_t expected_rows, uint16_t* d_out,
+                                   void* d_workspace, size_t workspace_bytes, CUstream_st* stream);
 
 // Copies the status records of the plan's latest launch into `d_workspace` to the host
 // (synchronises `stream`) and returns OK, or kCorruptData (kBadGap, kBadOutputPositions)
