@@ -311,6 +311,7 @@ class GpuGroup:
                                   p[_capi.PART_SIGN_MANTISSA], p[_capi.PART_OUTPUT_POSITIONS],
                                   p[_capi.PART_GAPS], None)
             self._planned(_capi.CudaPlan(folder, [g], [dev]))
+        self.n_elements = folder.group_element_count(g)
 
     @classmethod
     def encoded(cls, weight: torch.Tensor, name: str, what: str) -> "GpuGroup":
@@ -322,6 +323,7 @@ class GpuGroup:
         from . import _tools
         self = cls.__new__(cls)
         self.what = f"{what}: group '{name}'"
+        self.n_elements = weight.numel()
         device = weight.device
         self.device = device
         self.device_index = device.index if device.index is not None else 0

@@ -276,6 +276,8 @@ class DF11ModelLoader(DefaultModelLoader):
                 checks.wait()
         t3 = time.perf_counter()
         attach(model, folder, state.folder_id, state.mode, uploads.groups, state)
+        uploads = None  # the groups no layer decodes from are freed
+        torch.cuda.empty_cache()
         logger.info("df11: load phases: folder opened %.2f s, uploaded and decoded on the GPU "
                     "into vLLM's load_weights %.2f s, stored checksums %s %.2f s, layers "
                     "coded (decode and comparison) %.2f s", t1 - t0, t2 - t1,
@@ -556,6 +558,11 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     if again:
         _attach_encoded(state, again, by_group)
     del by_group  # groups no layer decodes from are freed
+    split = _code_sparse_groups_apart(model, state)
+    if split:
+        logger.info("df11: %d Linear layers coded again on their own: their groups hold mostly "
+                    "weights no Linear layer uses (an MoE block's experts, which are coded apart)",
+                    split)
     chains = chain_layers(model)
     coded_bytes = sum(g.nbytes for g in state.groups.values())
     state.exec_groups.clear()  # the blobs stay alive through the layers' ExecWeights
@@ -571,6 +578,83 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     moe = vllm_moe.summary(model)
     if moe:
         logger.info("df11: %s", moe)
+
+
+def _code_sparse_groups_apart(model: torch.nn.Module, state: _Attach) -> int:
+    """The Linear layers served from a coded group (a DF11 group, or its execution-layout blob)
+    of which they use less than half, each coded again on its own from its decoded weight, so
+    that the group is freed: an MoE block's group is mostly its experts, which
+    df11.vllm_moe codes apart, and would otherwise stay on the GPU beside them. A group whose
+    layers cannot all be coded so is kept. Returns how many layers were coded again."""
+    if not _tools.has_cuda_encoder() and state.mode not in exec_mode.LAYOUTS:
+        return 0
+    users: Dict[int, List[Tuple[str, torch.nn.Module, int, Any]]] = {}
+    for prefix, layer in model.named_modules():
+        key = getattr(layer, "df11_key", None)
+        w = coded.registered_weight(key) if key is not None else None
+        if w is not None and getattr(w.group, "n_elements", 0):
+            users.setdefault(id(w.group), []).append((prefix, layer, key, w))
+        key = getattr(layer, "df11_exec_key", None)
+        ew = exec_mode._WEIGHTS.get(key) if key is not None else None
+        if ew is not None:
+            users.setdefault(id(ew.blob), []).append((prefix, layer, key, ew))
+    n = 0
+    for at, layers in users.items():
+        first = layers[0][3]
+        if isinstance(first, coded.SpansWeight):
+            used, total = sum(c for *_, w in layers for _, c in w.spans), first.group.n_elements
+        else:
+            used, total = sum(ew.nbytes for *_, ew in layers), first.blob.numel()
+        if 2 * used >= total:
+            continue
+        made = []
+        for prefix, layer, key, w in layers:
+            again = _code_apart(prefix, w, state)
+            if again is None:
+                break
+            made.append((key, again))
+        if len(made) < len(layers):
+            continue
+        for key, again in made:
+            if isinstance(again, coded.SpansWeight):
+                coded.register_weight(key, again)
+                state.groups[id(again.group)] = again.group
+            else:
+                exec_mode.register_weight(key, again)
+                state.exec_bytes += again.blob.numel()
+        if isinstance(first, coded.SpansWeight):
+            state.groups.pop(at, None)
+        else:
+            state.exec_bytes -= first.blob.numel()
+        n += len(made)
+    return n
+
+
+def _code_apart(prefix: str, weight: Any, state: _Attach) -> Any:
+    """`weight` (a SpansWeight or an ExecWeight) decoded and coded again alone, as the same
+    kind, if it decodes back to the same bits; else None."""
+    what = f"{state.folder_id}: '{prefix}' (coded again on the GPU)"
+    bf16 = weight.decode()
+    if isinstance(weight, coded.SpansWeight):
+        weight.group.check()
+        try:
+            group = coded.GpuGroup.encoded(bf16, f"{prefix}.weight", what)
+        except _capi.Df11Error as e:
+            if e.status != "uncodable":
+                raise
+            return None
+        again = coded.SpansWeight(group, [(0, bf16.numel())], weight.shape)
+        got = again.decode()
+        group.check()
+    else:
+        weight.check()
+        try:
+            again = exec_mode.ExecWeight(*exec_mode.pack_bf16([bf16], what, weight.layout), what)
+        except _capi.Df11Error:
+            return None
+        got = again.decode()
+        again.check()
+    return again if _same_bits(got, bf16) else None
 
 
 # The decode-mode Linear layers of one decoder layer (their prefixes' ends, in the order a

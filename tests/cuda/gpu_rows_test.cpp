@@ -324,18 +324,19 @@ TEST_F(CudaRows, SelectedRowsEqualTheFullDecodeAndLeaveTheOthers) {
 }
 
 TEST_F(CudaRows, SelectedRowsArgumentsAreChecked) {
-  const Matrix m = matrix(16, 512, 15);
-  DeviceArena arena(cuda_test::placed_footprint(m.c.group.view()) + DeviceArena::footprint(64) +
-                    DeviceArena::footprint(2 * 16 * 512) + (1u << 16));
+  const Matrix m = matrix(136, 512, 15);  // 69,632 rows of 1 weight
+  DeviceArena arena(cuda_test::placed_footprint(m.c.group.view()) +
+                    DeviceArena::footprint(4 * 136) + DeviceArena::footprint(2 * 136 * 512) +
+                    (1u << 16));
   ASSERT_TRUE(arena.ok());
   PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
   Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t");
   ASSERT_TRUE(plan.is_ok());
   cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
-  const std::vector<int32_t> ones(16, 1);
+  const std::vector<int32_t> ones(136, 1);
   const auto* d_mask = reinterpret_cast<const int32_t*>(
-      arena.upload(std::span(reinterpret_cast<const uint8_t*>(ones.data()), 64), 0));
-  auto* d_out = reinterpret_cast<uint16_t*>(arena.reserve(2 * 16 * 512, 0));
+      arena.upload(std::span(reinterpret_cast<const uint8_t*>(ones.data()), 4 * 136), 0));
+  auto* d_out = reinterpret_cast<uint16_t*>(arena.reserve(2 * 136 * 512, 0));
   const auto selected = [&](size_t group, const int32_t* mask, uint64_t cols, uint16_t* out,
                             size_t ws_bytes) {
     return cuda::launch_decode_selected_rows(*plan, group, mask, cols, 4, out, ws.get(), ws_bytes,
@@ -345,7 +346,7 @@ TEST_F(CudaRows, SelectedRowsArgumentsAreChecked) {
   EXPECT_EQ(selected(1, d_mask, 512, d_out, ws.size()), ErrorCode::kInvalidArgument);  // group
   EXPECT_EQ(selected(0, d_mask, 500, d_out, ws.size()), ErrorCode::kInvalidArgument);  // width
   EXPECT_EQ(selected(0, d_mask, 0, d_out, ws.size()), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(selected(0, d_mask, 1, d_out, ws.size()), ErrorCode::kInvalidArgument);  // rows
+  EXPECT_EQ(selected(0, d_mask, 1, d_out, ws.size()), ErrorCode::kInvalidArgument);  // > 65535 rows
   EXPECT_EQ(selected(0, nullptr, 512, d_out, ws.size()), ErrorCode::kInvalidArgument);
   EXPECT_EQ(selected(0, d_mask, 512, nullptr, ws.size()), ErrorCode::kInvalidArgument);
   EXPECT_EQ(selected(0, d_mask, 512, d_out, 8), ErrorCode::kInvalidArgument);  // workspace
