@@ -263,6 +263,66 @@ needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
 
 
 @needs_vllm
+def test_layers_of_a_mostly_unused_group_are_coded_apart(monkeypatch):
+    """attach's last step (vllm_plugin._code_sparse_groups_apart): the layers served from spans
+    of a group they use less than half of (an MoE block's, mostly experts coded apart) are each
+    coded again alone, checked bit for bit, and the group is no longer held; the layers of a
+    group they use most of keep it; a group whose layers cannot all be coded again is kept."""
+    from df11 import _tools, vllm_plugin
+    encoded = []
+
+    def encode(weight, name, what):
+        if "nan" in name:
+            raise _capi.Df11Error.named("uncodable", f"{what}: group '{name}': exponent 255")
+        group = HostGroup(weight.clone())
+        group.n_elements = weight.numel()
+        encoded.append(name)
+        return group
+
+    monkeypatch.setattr(coded.GpuGroup, "encoded", staticmethod(encode))
+    HostGroup.check = lambda self: None
+    monkeypatch.setattr(_tools, "has_cuda_encoder", lambda: True)
+    g = torch.Generator().manual_seed(9)
+    root, keys, state = torch.nn.Module(), [], vllm_plugin._Attach("f", "decode",
+                                                                   torch.device("cpu"))
+    groups = {}
+    # "moe": 2 layers using 96 of 1000 weights; "dense": 2 layers using 896 of 1000; "stuck":
+    # sparse too, but one of its layers cannot be coded again.
+    for gname, used in (("moe", (32, 64)), ("dense", (400, 496)), ("stuck", (32, 64))):
+        w = (torch.randn(1000, generator=g) * 0.02).to(torch.bfloat16)
+        group = HostGroup(w)
+        group.n_elements = 1000
+        groups[gname] = group
+        state.groups[id(group)] = group
+        at = 100
+        for i, n in enumerate(used):
+            layer = torch.nn.Module()
+            name = f"{gname}{i}" + ("nan" if gname == "stuck" and i else "")
+            layer.df11_key = coded.weight_key("sparse-test", name)
+            coded.register_weight(layer.df11_key, coded.SpansWeight(group, [(at, n)], (n // 8, 8)))
+            layer.want = w[at:at + n].view(n // 8, 8)
+            root.add_module(name, layer)
+            keys.append(layer.df11_key)
+            at += n
+    try:
+        assert vllm_plugin._code_sparse_groups_apart(root, state) == 2
+        assert sorted(encoded) == ["moe0.weight", "moe1.weight", "stuck0.weight"]
+        assert id(groups["moe"]) not in state.groups
+        assert id(groups["dense"]) in state.groups and id(groups["stuck"]) in state.groups
+        for name, layer in root.named_children():
+            weight = coded.registered_weight(layer.df11_key)
+            apart = name.startswith("moe")
+            assert (weight.group is not groups[name.rstrip("01nan")]) == apart, name
+            assert same(weight.decode(), layer.want), name
+            if apart:
+                assert id(weight.group) in state.groups
+    finally:
+        del HostGroup.check
+        for k in keys:
+            coded.unregister_weight(k)
+
+
+@needs_vllm
 def test_moe_layers_decode_their_routed_experts_into_shared_buffers():
     """df11.vllm_moe: each MoE layer's weights are views of one buffer per weight kind, which a
     larger layer grows (the layers attached before it then view the new one); a step decodes the
