@@ -99,6 +99,12 @@ class DF11MoEMethod(UnquantizedFusedMoEMethod):
 
     uses_meta_device = True  # vLLM's loader then finalizes the layer-wise loads
 
+    @property
+    def supports_eplb(self) -> bool:
+        # vLLM's expert load balancing moves experts' weights between ranks at run time; these
+        # are coded, so vLLM refuses --enable-eplb with this method, naming it.
+        return False
+
     def create_weights(self, layer, num_experts, hidden_size, intermediate_size_per_partition,
                        params_dtype, **extra_weight_attrs):
         with torch.device("meta"):

@@ -355,6 +355,8 @@ def test_moe_layers_decode_their_routed_experts_into_shared_buffers():
     assert same(large.w13_weight, large.want) and large.group.launches == 2
     buffers.forget(small)
     assert all(small not in v for v in buffers._layers.values())
+    # Expert load balancing would move coded experts between ranks: refused by vLLM.
+    assert vllm_moe.DF11MoEMethod.supports_eplb.fget(None) is False
 
 
 @needs_vllm
