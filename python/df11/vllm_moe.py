@@ -29,6 +29,7 @@ trace into it), so the decodes are captured in vLLM's CUDA graphs with the rest 
 """
 from __future__ import annotations
 
+import weakref
 from typing import Dict, List, Optional, Tuple
 
 import torch
@@ -53,7 +54,12 @@ class ExpertBuffers:
 
     def __init__(self):
         self._buffers: Dict[Tuple[torch.device, str], torch.Tensor] = {}
-        self._layers: Dict[Tuple[torch.device, str], List[torch.nn.Module]] = {}
+        # Weak: a model dropped (an engine shut down in a process that builds another) is freed.
+        self._layers: Dict[Tuple[torch.device, str], List[weakref.ref]] = {}
+
+    def layers(self, device: torch.device, kind: str) -> List[torch.nn.Module]:
+        """The live layers attached to the buffer of (`device`, `kind`)."""
+        return [m for m in (r() for r in self._layers.get((device, kind), [])) if m is not None]
 
     def view(self, layer: torch.nn.Module, kind: str, shape: Tuple[int, ...],
              device: torch.device) -> torch.Tensor:
@@ -67,17 +73,17 @@ class ExpertBuffers:
             self._buffers.pop(at, None)
             buf = torch.empty(numel, dtype=torch.bfloat16, device=device)
             self._buffers[at] = buf
-            for other in self._layers.get(at, []):
+            for other in self.layers(device, kind):
                 _set(other, kind, buf[:getattr(other, kind).numel()].view(
                     getattr(other, kind).shape))
-        self._layers.setdefault(at, []).append(layer)
+        self._layers[at] = [weakref.ref(m) for m in self.layers(device, kind)]
+        self._layers[at].append(weakref.ref(layer))
         return buf[:numel].view(shape)
 
     def forget(self, layer: torch.nn.Module) -> None:
         """`layer` no longer decodes into the buffers (it keeps BF16 weights of its own)."""
-        for layers in self._layers.values():
-            if any(other is layer for other in layers):
-                layers[:] = [other for other in layers if other is not layer]
+        for at, refs in self._layers.items():
+            self._layers[at] = [r for r in refs if r() is not None and r() is not layer]
 
     def nbytes(self) -> int:
         return sum(2 * b.numel() for b in self._buffers.values())

@@ -353,8 +353,13 @@ def test_moe_layers_decode_their_routed_experts_into_shared_buffers():
     large.expert_map = torch.arange(6)  # expert parallelism: every expert, not the routing
     vllm_moe.decode_experts(large, torch.tensor([[1, 2]]))
     assert same(large.w13_weight, large.want) and large.group.launches == 2
+    assert buffers.layers(device, "w13_weight") == [small, large]
     buffers.forget(small)
-    assert all(small not in v for v in buffers._layers.values())
+    assert buffers.layers(device, "w13_weight") == [large]
+    del layers, large, layer  # a dropped model is not kept alive by the buffers
+    import gc
+    gc.collect()
+    assert buffers.layers(device, "w13_weight") == []
     # Expert load balancing would move coded experts between ranks: refused by vLLM.
     assert vllm_moe.DF11MoEMethod.supports_eplb.fget(None) is False
 
