@@ -14,6 +14,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -115,6 +117,28 @@ Status decode_rows(cuda::DecodePlan& plan, const RowsBuffers& b, cuda_test::Devi
   return cuda::read_decode_status(plan, ws.get(), nullptr);
 }
 
+// `m`'s group placed in `arena`, a plan over it (the plan's own output: `with_out`) and a
+// workspace, initialised on `stream` where `init`. Call under ASSERT_NO_FATAL_FAILURE.
+struct Planned {
+  PlacedGroup g;
+  std::optional<cuda::DecodePlan> plan;
+  std::unique_ptr<cuda_test::DeviceWorkspace> ws;
+};
+
+void plan_group(DeviceArena& arena, const Matrix& m, bool with_out, bool init, cudaStream_t stream,
+                Planned* out) {
+  ASSERT_TRUE(arena.ok());
+  out->g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
+  if (!with_out) out->g.device.d_out = nullptr;
+  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&out->g.device, 1), "t");
+  ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+  out->plan.emplace(std::move(*plan));
+  out->ws = std::make_unique<cuda_test::DeviceWorkspace>(out->plan->workspace_bytes());
+  if (init) {
+    ASSERT_TRUE(cuda::init_workspace(*out->plan, out->ws->get(), out->ws->size(), stream).is_ok());
+  }
+}
+
 TEST_F(CudaRows, RowsEqualAFullDecodeGathered) {
   // Widths: a multiple of 8 (wide stores), even but not a multiple of 8, odd, and tiny.
   const std::vector<Matrix> matrices = {matrix(96, 4096, 1), matrix(300, 1000, 2),
@@ -191,22 +215,21 @@ TEST_F(CudaRows, IdsOutsideTheGroupAreReportedAndZeroed) {
 TEST_F(CudaRows, ArgumentsAreChecked) {
   const Matrix m = matrix(16, 512, 6);
   DeviceArena arena(footprint(m, 4));
-  ASSERT_TRUE(arena.ok());
-  PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
-  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t");
-  ASSERT_TRUE(plan.is_ok());
-  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
+  Planned t;
+  ASSERT_NO_FATAL_FAILURE(plan_group(arena, m, true, false, nullptr, &t));
+  const size_t ws_size = t.ws->size();
   RowsBuffers b = place_rows(arena, {1, 2, 3, 4}, m.cols, 0);
   const auto rows = [&](size_t group, const int64_t* ids, uint64_t cols, uint16_t* out,
                         size_t ws_bytes) {
-    return cuda::launch_decode_rows(*plan, group, ids, 4, cols, out, ws.get(), ws_bytes, nullptr)
+    return cuda::launch_decode_rows(*t.plan, group, ids, 4, cols, out, t.ws->get(), ws_bytes,
+                                    nullptr)
         .code();
   };
-  EXPECT_EQ(rows(1, b.d_ids, 512, b.d_out, ws.size()), ErrorCode::kInvalidArgument);  // group
-  EXPECT_EQ(rows(0, b.d_ids, 500, b.d_out, ws.size()), ErrorCode::kInvalidArgument);  // width
-  EXPECT_EQ(rows(0, b.d_ids, 0, b.d_out, ws.size()), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(rows(0, nullptr, 512, b.d_out, ws.size()), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(rows(0, b.d_ids, 512, nullptr, ws.size()), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(rows(1, b.d_ids, 512, b.d_out, ws_size), ErrorCode::kInvalidArgument);  // group
+  EXPECT_EQ(rows(0, b.d_ids, 500, b.d_out, ws_size), ErrorCode::kInvalidArgument);  // width
+  EXPECT_EQ(rows(0, b.d_ids, 0, b.d_out, ws_size), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(rows(0, nullptr, 512, b.d_out, ws_size), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(rows(0, b.d_ids, 512, nullptr, ws_size), ErrorCode::kInvalidArgument);
   EXPECT_EQ(rows(0, b.d_ids, 512, b.d_out, 8), ErrorCode::kInvalidArgument);  // workspace
 }
 
@@ -215,16 +238,13 @@ TEST_F(CudaRows, GraphReplaysReadTheCurrentIds) {
   const Matrix m = matrix(200, 640, 7);
   const size_t n = 5;
   DeviceArena arena(footprint(m, n));
-  ASSERT_TRUE(arena.ok());
-  PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
-  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t");
-  ASSERT_TRUE(plan.is_ok());
-  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
   cuda_test::CapturedLaunch captured;
-  ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), captured.stream()).is_ok());
+  Planned t;
+  ASSERT_NO_FATAL_FAILURE(plan_group(arena, m, true, true, captured.stream(), &t));
   RowsBuffers b = place_rows(arena, std::vector<int64_t>(n, 0), m.cols, 0);
   const auto launch = [&](cudaStream_t on) {
-    return cuda::launch_decode_rows(*plan, 0, b.d_ids, n, m.cols, b.d_out, ws.get(), ws.size(), on);
+    return cuda::launch_decode_rows(*t.plan, 0, b.d_ids, n, m.cols, b.d_out, t.ws->get(),
+                                    t.ws->size(), on);
   };
   // One launch outside the graph first (its epoch zeroing is then not captured).
   ASSERT_TRUE(launch(captured.stream()).is_ok());
@@ -328,27 +348,25 @@ TEST_F(CudaRows, SelectedRowsArgumentsAreChecked) {
   DeviceArena arena(cuda_test::placed_footprint(m.c.group.view()) +
                     DeviceArena::footprint(4 * 136) + DeviceArena::footprint(2 * 136 * 512) +
                     (1u << 16));
-  ASSERT_TRUE(arena.ok());
-  PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
-  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t");
-  ASSERT_TRUE(plan.is_ok());
-  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
+  Planned t;
+  ASSERT_NO_FATAL_FAILURE(plan_group(arena, m, true, false, nullptr, &t));
+  const size_t ws_size = t.ws->size();
   const std::vector<int32_t> ones(136, 1);
   const auto* d_mask = reinterpret_cast<const int32_t*>(
       arena.upload(std::span(reinterpret_cast<const uint8_t*>(ones.data()), 4 * 136), 0));
   auto* d_out = reinterpret_cast<uint16_t*>(arena.reserve(2 * 136 * 512, 0));
   const auto selected = [&](size_t group, const int32_t* mask, uint64_t cols, uint16_t* out,
                             size_t ws_bytes) {
-    return cuda::launch_decode_selected_rows(*plan, group, mask, cols, 4, out, ws.get(), ws_bytes,
-                                             nullptr)
+    return cuda::launch_decode_selected_rows(*t.plan, group, mask, cols, 4, out, t.ws->get(),
+                                             ws_bytes, nullptr)
         .code();
   };
-  EXPECT_EQ(selected(1, d_mask, 512, d_out, ws.size()), ErrorCode::kInvalidArgument);  // group
-  EXPECT_EQ(selected(0, d_mask, 500, d_out, ws.size()), ErrorCode::kInvalidArgument);  // width
-  EXPECT_EQ(selected(0, d_mask, 0, d_out, ws.size()), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(selected(0, d_mask, 1, d_out, ws.size()), ErrorCode::kInvalidArgument);  // > 65535 rows
-  EXPECT_EQ(selected(0, nullptr, 512, d_out, ws.size()), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(selected(0, d_mask, 512, nullptr, ws.size()), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(selected(1, d_mask, 512, d_out, ws_size), ErrorCode::kInvalidArgument);  // group
+  EXPECT_EQ(selected(0, d_mask, 500, d_out, ws_size), ErrorCode::kInvalidArgument);  // width
+  EXPECT_EQ(selected(0, d_mask, 0, d_out, ws_size), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(selected(0, d_mask, 1, d_out, ws_size), ErrorCode::kInvalidArgument);  // > 65535 rows
+  EXPECT_EQ(selected(0, nullptr, 512, d_out, ws_size), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(selected(0, d_mask, 512, nullptr, ws_size), ErrorCode::kInvalidArgument);
   EXPECT_EQ(selected(0, d_mask, 512, d_out, 8), ErrorCode::kInvalidArgument);  // workspace
 }
 
@@ -357,20 +375,16 @@ TEST_F(CudaRows, GraphReplaysReadTheCurrentMask) {
   const Matrix m = matrix(12, 20480, 16);
   DeviceArena arena(cuda_test::placed_footprint(m.c.group.view()) + DeviceArena::footprint(48) +
                     DeviceArena::footprint(2 * m.rows * m.cols) + (1u << 16));
-  ASSERT_TRUE(arena.ok());
-  PlacedGroup g = cuda_test::place(arena, m.c.group.view(), 0, m.c.name);
-  Result<cuda::DecodePlan> plan = cuda::make_decode_plan(std::span(&g.device, 1), "t");
-  ASSERT_TRUE(plan.is_ok());
-  cuda_test::DeviceWorkspace ws(plan->workspace_bytes());
   cuda_test::CapturedLaunch captured;
-  ASSERT_TRUE(cuda::init_workspace(*plan, ws.get(), ws.size(), captured.stream()).is_ok());
+  Planned t;
+  ASSERT_NO_FATAL_FAILURE(plan_group(arena, m, true, true, captured.stream(), &t));
   std::vector<int32_t> mask(m.rows, 0);
   auto* d_mask = reinterpret_cast<int32_t*>(
       arena.upload(std::span(reinterpret_cast<const uint8_t*>(mask.data()), 4 * m.rows), 0));
   auto* d_out = reinterpret_cast<uint16_t*>(arena.reserve(2 * m.rows * m.cols, 0));
   const auto launch = [&](cudaStream_t on) {
-    return cuda::launch_decode_selected_rows(*plan, 0, d_mask, m.cols, 2, d_out, ws.get(),
-                                             ws.size(), on);
+    return cuda::launch_decode_selected_rows(*t.plan, 0, d_mask, m.cols, 2, d_out, t.ws->get(),
+                                             t.ws->size(), on);
   };
   ASSERT_TRUE(launch(captured.stream()).is_ok());
   const Status made = captured.capture(launch);

@@ -210,6 +210,30 @@ Result<KernelBatch<1>> one_group_batch(DecodePlan& plan, size_t group, void* d_w
   return batch;
 }
 
+// The rows of `row_elements` weights that group `group` of the plan holds, or kInvalidArgument
+// (through `invalid`) where that width does not divide the group.
+template <class Invalid>
+Result<uint64_t> group_rows(const DecodePlan& plan, size_t group, uint64_t row_elements,
+                            const Invalid& invalid) {
+  const DecodePlan::Impl& p = PlanAccess::impl(plan);
+  const KernelGroup& g = p.groups[group];
+  if (row_elements == 0 || g.n_elements % row_elements != 0) {
+    return invalid(p.names[group] + ": rows of " + std::to_string(row_elements) +
+                   " weights do not divide its " + std::to_string(g.n_elements));
+  }
+  return g.n_elements / row_elements;
+}
+
+// Launches the plan's configuration of a kernel of this file (`fast` or `compact`) on `grid`.
+template <class Params>
+Status launch_configured(const DecodePlan& plan, void (*fast)(Params), void (*compact)(Params),
+                         dim3 grid, const Params& params, CUstream_st* stream, const char* what) {
+  const DecodePlan::Impl& p = PlanAccess::impl(plan);
+  (p.compact ? compact : fast)<<<grid, kThreads, p.shared_bytes, stream>>>(params);
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), what);
+  return Status::ok();
+}
+
 }  // namespace
 
 Status prepare_rows_kernel(const KernelConfig& config) {
@@ -233,15 +257,11 @@ Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, 
                           size_t workspace_bytes, CUstream_st* stream) {
   DF11_RETURN_IF_ERROR(
       detail::check_one_group(plan, group, d_workspace, workspace_bytes, "launch_decode_rows"));
-  DecodePlan::Impl& p = *plan.impl_;
   const auto invalid = [](const std::string& m) {
     return detail::invalid_argument("launch_decode_rows", m);
   };
-  const detail::KernelGroup& g = p.groups[group];
-  if (row_elements == 0 || g.n_elements % row_elements != 0) {
-    return invalid(p.names[group] + ": rows of " + std::to_string(row_elements) +
-                   " weights do not divide its " + std::to_string(g.n_elements));
-  }
+  DF11_ASSIGN_OR_RETURN(const uint64_t rows,
+                        detail::group_rows(plan, group, row_elements, invalid));
   if (n_ids > 0x7FFFFFFFu) {
     return invalid(std::to_string(n_ids) + " ids, more than 2^31 - 1");
   }
@@ -255,16 +275,11 @@ Status launch_decode_rows(DecodePlan& plan, size_t group, const int64_t* d_ids, 
   params.ids = d_ids;
   params.out = d_out;
   params.row_elements = static_cast<uint32_t>(row_elements);
-  params.rows = static_cast<uint32_t>(g.n_elements / row_elements);
+  params.rows = static_cast<uint32_t>(rows);
   params.vector = row_elements % 8 == 0 && reinterpret_cast<uintptr_t>(d_out) % 16 == 0;
-  const dim3 grid(static_cast<uint32_t>(n_ids));
-  if (p.compact) {
-    detail::rows_kernel<true><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
-  } else {
-    detail::rows_kernel<false><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
-  }
-  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "rows kernel launch");
-  return Status::ok();
+  return detail::launch_configured(plan, detail::rows_kernel<false>, detail::rows_kernel<true>,
+                                   dim3(static_cast<uint32_t>(n_ids)), params, stream,
+                                   "rows kernel launch");
 }
 
 Status launch_decode_spans(DecodePlan& plan, size_t group, std::span<const DecodeSpan> spans,
@@ -316,14 +331,8 @@ Status launch_decode_spans(DecodePlan& plan, size_t group, std::span<const Decod
     params.vector = params.vector && d.lo % 8 == 0 && at % 8 == 0;
     at += sp.count;
   }
-  const dim3 grid(ctas, n);
-  if (p.compact) {
-    detail::spans_kernel<true><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
-  } else {
-    detail::spans_kernel<false><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
-  }
-  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "spans kernel launch");
-  return Status::ok();
+  return detail::launch_configured(plan, detail::spans_kernel<false>, detail::spans_kernel<true>,
+                                   dim3(ctas, n), params, stream, "spans kernel launch");
 }
 
 Status launch_decode_selected_rows(DecodePlan& plan, size_t group, const int32_t* d_mask,
@@ -336,11 +345,8 @@ Status launch_decode_selected_rows(DecodePlan& plan, size_t group, const int32_t
     return detail::invalid_argument("launch_decode_selected_rows", m);
   };
   const detail::KernelGroup& g = p.groups[group];
-  if (row_elements == 0 || g.n_elements % row_elements != 0) {
-    return invalid(p.names[group] + ": rows of " + std::to_string(row_elements) +
-                   " weights do not divide its " + std::to_string(g.n_elements));
-  }
-  const uint64_t rows = g.n_elements / row_elements;
+  DF11_ASSIGN_OR_RETURN(const uint64_t rows,
+                        detail::group_rows(plan, group, row_elements, invalid));
   if (rows > kMaxSelectedRows) {
     return invalid(p.names[group] + ": " + std::to_string(rows) + " rows, more than " +
                    std::to_string(kMaxSelectedRows));
@@ -362,14 +368,10 @@ Status launch_decode_selected_rows(DecodePlan& plan, size_t group, const int32_t
   const double blocks = static_cast<double>(row_elements) / per_block + 2;
   const double expected = static_cast<double>(std::clamp<uint64_t>(expected_rows, 1, rows));
   params.ctas = static_cast<uint32_t>(std::clamp(p.grid() / expected, 1.0, blocks));
-  const dim3 grid(params.ctas, static_cast<uint32_t>(rows));
-  if (p.compact) {
-    detail::selected_rows_kernel<true><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
-  } else {
-    detail::selected_rows_kernel<false><<<grid, detail::kThreads, p.shared_bytes, stream>>>(params);
-  }
-  DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "selected-rows kernel launch");
-  return Status::ok();
+  return detail::launch_configured(plan, detail::selected_rows_kernel<false>,
+                                   detail::selected_rows_kernel<true>,
+                                   dim3(params.ctas, static_cast<uint32_t>(rows)), params, stream,
+                                   "selected-rows kernel launch");
 }
 
 }  // namespace df11::cuda
