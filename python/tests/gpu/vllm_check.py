@@ -22,6 +22,9 @@
     vllm_check.py compare A.json B.json          exit 1 unless tokens and logprobs are equal,
                                                  alone and batched (alone only where one of
                                                  them comes from `client`)
+    vllm_check.py groups A.json B.json ...       the outputs sorted into classes of equal ones
+                                                 (from any calls: where two BF16 engines of one
+                                                 model differ, which of them a DF11 engine equals)
     vllm_check.py expect-failure LOG PATTERN...  exit 1 unless LOG holds every PATTERN
 
 `make` writes WORK/bf16 (a Llama-shaped model with random weights: hidden 2048, 8 layers, GQA
@@ -343,6 +346,24 @@ def compare(a_path, b_path):
     return 0 if ok else 1
 
 
+def groups(paths):
+    """Sorts engines' outputs (generate's JSON files, from any calls) into classes of equal
+    outputs, bit for bit, and prints one line per class: whether a DF11 engine gives what some
+    BF16 engine gives where two BF16 engines of the same model differ from each other."""
+    classes = []
+    for path in paths:
+        outputs = json.load(open(path))["outputs"]
+        for cls in classes:
+            if cls[0] == outputs:
+                cls[1].append(path)
+                break
+        else:
+            classes.append((outputs, [path]))
+    for i, (_, members) in enumerate(classes):
+        print(f"class {i}: " + " ".join(members))
+    return 0
+
+
 def expect_failure(log, patterns):
     text = open(log, errors="replace").read()
     missing = [p for p in patterns if p not in text]
@@ -383,6 +404,8 @@ def main():
     s = sub.add_parser("compare")
     s.add_argument("a")
     s.add_argument("b")
+    s = sub.add_parser("groups")
+    s.add_argument("paths", nargs="+")
     s = sub.add_parser("expect-failure")
     s.add_argument("log")
     s.add_argument("patterns", nargs="+")
@@ -400,6 +423,8 @@ def main():
         client(a.url, a.model, a.out, a.pid)
     elif a.cmd == "compare":
         return compare(a.a, a.b)
+    elif a.cmd == "groups":
+        return groups(a.paths)
     else:
         return expect_failure(a.log, a.patterns)
     return 0
