@@ -857,3 +857,34 @@ def test_layerwise_load_is_decode_modes_default_at_one_rank(monkeypatch):
         vllm_plugin.layerwise_load(True)
     assert vllm_plugin.DF11LinearMethod(layerwise=True).uses_meta_device
     assert not vllm_plugin.DF11LinearMethod().uses_meta_device
+
+
+def _check_tool():
+    """python/tests/gpu/vllm_check.py, the GPU check's driver (it imports vLLM only inside the
+    steps that run an engine)."""
+    path = os.path.join(os.path.dirname(__file__), "gpu", "vllm_check.py")
+    spec = importlib.util.spec_from_file_location("vllm_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_check_groups_and_compare_engines_outputs(tmp_path, capsys):
+    tool = _check_tool()
+    request = {"prompt": [5, 6], "tokens": [7, 8], "logprobs": [[[7, -1.5]], [[8, -2.0]]],
+               "prompt_logprobs": [None, [[6, -3.25]]]}
+    other = dict(request, prompt_logprobs=[None, [[6, -3.2500004]]])
+    paths = []
+    for name, req in (("bf16-a", request), ("bf16-b", other), ("df11", other),
+                      ("official", request)):
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"model": name, "single_repeats": True,
+                                    "outputs": {"single": [req], "batch": [req]}}))
+        paths.append(str(path))
+    assert tool.groups(paths) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"class 0: {paths[0]} {paths[3]}", f"class 1: {paths[1]} {paths[2]}"]
+    assert tool.compare(paths[0], paths[3]) == 0
+    assert tool.compare(paths[0], paths[2]) == 1
+    out = capsys.readouterr().out
+    assert "DIFFERENT (single)" in out and "prompt_logprobs at 1" in out

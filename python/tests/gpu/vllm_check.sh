@@ -35,7 +35,10 @@
 # INDUCTOR_DETERMINISTIC=1: every engine runs with TORCHINDUCTOR_DETERMINISTIC=1 (Inductor then
 # picks its kernels' launch configurations without timing them). Under vLLM's defaults Inductor
 # times them when an engine first runs them, and a reduction's configuration decides its order
-# of additions: two engines of the same BF16 model can then differ.
+# of additions: two engines of the same BF16 model can then differ (on an H200, a Qwen3-MoE
+# fixture's prompt logprobs did even with it set). Where a DF11 engine differs from its BF16
+# one, `vllm_check.py groups` over several engines' JSON (FAMILY_KINDS with "bf16", or other
+# calls) shows whether it equals another BF16 engine.
 # OUT/vllm_check.log gets each case's command, vLLM's lines about memory and the KV cache,
 # df11's lines, the comparisons and, for a case that failed, its last lines; OUT/results.tgz the
 # cases' JSON and full logs. Exit status 1 if a comparison or an expected refusal failed.
