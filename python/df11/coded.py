@@ -480,13 +480,30 @@ class ExpertsWeight:
         mask.index_fill_(0, topk_ids.reshape(-1).to(torch.int64), 1)
         return mask
 
-    def decode_into(self, out: torch.Tensor, mask: Optional[torch.Tensor] = None) -> None:
+    def launch_rows(self, picks: Optional[int]) -> int:
+        """The selected rows a launch is sized for when the mask comes from `picks` (token,
+        expert) choices (a step's tokens times its top k): half the distinct experts that many
+        uniform choices name on average, E (1 - (1 - 1/E)^picks), and at least `expected`.
+        Sized for fewer rows than it selects, the launch gives each row more thread blocks than
+        the GPU holds at once (a few percent slower per row); for more, it leaves the GPU part
+        idle (up to twice as slow), and a trained router names fewer distinct experts than a
+        uniform one (bench/selected_rows.py, BENCHMARKS.md "vLLM")."""
+        if not picks or picks <= self.expected:
+            return self.expected
+        e = self.experts
+        uniform = e * -math.expm1(picks * math.log1p(-1.0 / e)) if e > 1 else 1.0
+        return max(self.expected, min(e, round(uniform / 2)))
+
+    def decode_into(self, out: torch.Tensor, mask: Optional[torch.Tensor] = None,
+                    picks: Optional[int] = None) -> None:
         """`out` (BF16 of `shape`, contiguous, on the group's device) <- the experts `mask`
-        selects, or all of them. One launch on torch's current stream; no wait."""
+        selects, or all of them. `picks`: the (token, expert) choices the mask was made from,
+        which size the launch (launch_rows). One launch on torch's current stream; no wait."""
         if mask is None:
             self.group.decode_spans(self._offsets, self._counts, 1, out)
         else:
-            self.group.decode_selected_rows(mask, self.row_elements, self.expected, out)
+            self.group.decode_selected_rows(mask, self.row_elements, self.launch_rows(picks),
+                                            out)
 
 
 # The SpansWeight that decoded last, in this process (what SpansChain.decode compares with).

@@ -196,11 +196,12 @@ def decode_experts(layer: torch.nn.Module, topk_ids: Optional[torch.Tensor]) -> 
     experts = getattr(layer, "df11_experts", None)
     if experts is None:
         return
-    mask = None
+    mask, picks = None, None
     if topk_ids is not None and getattr(layer, "expert_map", None) is None:
         mask = coded.ExpertsWeight.routed_mask(topk_ids, layer.df11_num_experts)
+        picks = topk_ids.numel()  # the step's tokens (as captured) times its top k
     for kind, weight in experts.items():
-        weight.decode_into(getattr(layer, kind), mask)
+        weight.decode_into(getattr(layer, kind), mask, picks)
 
 
 def summary(model: torch.nn.Module) -> str:

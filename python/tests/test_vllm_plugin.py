@@ -254,9 +254,22 @@ def test_experts_decode_the_routed_experts_and_leave_the_others():
         assert same(out[e], w[e] if e in (1, 4, 5) else nan[e]), e
     experts.decode_into(out)  # no mask: every expert, in one launch
     assert same(out, w) and group.launches == 2
+    experts.decode_into(out, mask, picks=100)  # many tokens: a launch sized for more rows
+    assert group.launches == 3 and group.expected == 3 and same(out, w)
     assert coded.ExpertsWeight(group, tuple(w.shape), expected=99).expected == 6
     with pytest.raises(ValueError, match="experts"):
         coded.ExpertsWeight(group, (_capi.CUDA_MAX_SELECTED_ROWS + 1, 1), 1)
+
+
+def test_experts_launch_sized_for_half_the_uniform_routings_experts():
+    # 128 experts, top 8 (Qwen3-30B-A3B): T tokens' 8T choices name 128 (1 - (127/128)^8T)
+    # distinct experts on average; the launch is sized for half of that, at least the top k.
+    experts = coded.ExpertsWeight(object(), (128, 4), expected=8)
+    sized = {t: experts.launch_rows(8 * t) for t in (1, 2, 4, 8, 16, 32, 512)}
+    assert sized == {1: 8, 2: 8, 4: 14, 8: 25, 16: 41, 32: 55, 512: 64}
+    assert experts.launch_rows(None) == 8 and experts.launch_rows(0) == 8
+    one = coded.ExpertsWeight(object(), (1, 4), expected=1)
+    assert one.launch_rows(1000) == 1
 
 
 needs_vllm = pytest.mark.skipif(not HAVE_VLLM, reason="vLLM is not installed")
@@ -348,6 +361,9 @@ def test_moe_layers_decode_their_routed_experts_into_shared_buffers():
     assert small.w13_weight.data_ptr() == large.w13_weight.data_ptr()  # one buffer, re-pointed
     vllm_moe.decode_experts(small, torch.tensor([[3, 0]]))
     assert same(small.w13_weight[3], small.want[3]) and same(small.w13_weight[0], small.want[0])
+    assert small.group.expected == 2
+    vllm_moe.decode_experts(small, torch.zeros(50, 2, dtype=torch.int64))  # 100 choices
+    assert small.group.expected == small.df11_experts["w13_weight"].launch_rows(100) == 2
     vllm_moe.decode_experts(large, None)  # every expert
     assert same(large.w13_weight, large.want) and large.group.launches == 1
     large.expert_map = torch.arange(6)  # expert parallelism: every expert, not the routing
