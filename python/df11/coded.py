@@ -455,8 +455,8 @@ class ExpertsWeight:
     decodes those experts alone (df11_cuda_decode_selected_rows: the routing is read on the
     GPU, so a CUDA graph's replay decodes the experts of its own step) and leaves the other
     rows of the buffer as they are, which the experts' kernels then do not read; without a mask
-    every expert. `expected`: the experts a step usually selects (a token's top k), which sizes
-    the launch."""
+    every expert. `expected`: the experts one token selects (its top k), the fewest rows a
+    launch is sized for (launch_rows)."""
 
     def __init__(self, group: GpuGroup, shape: Sequence[int], expected: int):
         self.group = group

@@ -18,7 +18,8 @@ and its choice of tile shapes) with the two weights kept DF11-coded on the GPU:
     layer's shape; a layer's `w13_weight` and `w2_weight` are views of them. Just before the
     experts run (apply: vLLM has routed the step's tokens, `topk_ids` on the GPU) the experts
     that the step routed to are decoded into the buffers (coded.ExpertsWeight: one launch per
-    weight, the routing read on the GPU), and vLLM's unquantized apply runs on them; the
+    weight, the routing read on the GPU, the launch sized by the step's token count:
+    ExpertsWeight.launch_rows), and vLLM's unquantized apply runs on them; the
     experts no token chose are neither decoded nor read. A step at batch 1 of a model with 128
     experts and top 8 decodes 8 of them. Where the routing is not at hand (a monolithic
     kernel, or an expert map for expert parallelism) every expert is decoded.
