@@ -14,6 +14,20 @@ import models
 TOKEN = "hf_df11pythontesttoken"
 
 
+@pytest.fixture(autouse=True)
+def _hub_online(monkeypatch):
+    """Every request here goes to a Hub server the test starts on 127.0.0.1, so offline mode
+    in the caller's environment (HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE, as on an air-gapped
+    machine) must not refuse them: huggingface_hub reads it once, at import."""
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    try:
+        from huggingface_hub import constants
+    except ImportError:
+        return
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+
+
 def test_hub_id_is_pulled_and_loads(tmp_path, monkeypatch):
     huggingface_hub = pytest.importorskip("huggingface_hub")
     server = os.path.join(models.REPO, "tests", "hub")

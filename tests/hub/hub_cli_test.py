@@ -23,6 +23,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 os.environ["HF_HUB_DISABLE_XET"] = "1"
 os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
 os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+# Every request goes to the local Hub: offline mode in the caller's environment (an air-gapped
+# machine's HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE) must not refuse them. The offline tests
+# set HF_HUB_OFFLINE for their own commands.
+os.environ.pop("HF_HUB_OFFLINE", None)
+os.environ.pop("TRANSFORMERS_OFFLINE", None)
 from hub_server import LocalHub  # noqa: E402
 
 TOKEN = "hf_df11TestTokenDoNotPrint0123456789"
