@@ -48,7 +48,9 @@ Loading (DF11ModelLoader.load_weights):
   host keeps steps 1 and 2 apart.
 Fused MoE layers (their experts' weights) are coded again on the GPU as each is loaded, and
 decode only the experts a step routes to (df11.vllm_moe).
-Other layers (embeddings, the head, norms) are loaded as BF16, decoded from the folder.
+The input embedding, where the model's head does not share its weight, is coded again on the
+GPU at the end of the load and its lookups decode the rows they name (DF11EmbeddingMethod).
+Other layers (the head, norms) are loaded as BF16, decoded from the folder.
 The dfloat11 encoder's single-file folder (config.json: dfloat11_config alone) is served with
 the original model's config (--hf-config-path) and --quantization df11: the coded weights'
 shapes are then the parameters' of the model that config describes (checkpoint_shapes).
@@ -74,6 +76,9 @@ from vllm.model_executor.layers.linear import (LinearBase, LinearMethodBase,
 from vllm.model_executor.layers.quantization import register_quantization_config
 from vllm.model_executor.layers.quantization.base_config import QuantizationConfig
 from vllm.model_executor.layers.utils import dispatch_unquantized_gemm
+from vllm.model_executor.layers.vocab_parallel_embedding import (ParallelLMHead,
+                                                                 UnquantizedEmbeddingMethod,
+                                                                 VocabParallelEmbedding)
 from vllm.model_executor.model_loader import register_model_loader
 from vllm.model_executor.model_loader.default_loader import DefaultModelLoader
 from vllm.model_executor.model_loader.reload.layerwise import (finalize_layerwise_processing,
@@ -84,8 +89,9 @@ from vllm.model_executor.utils import set_weight_attrs
 from vllm.platforms import current_platform
 from vllm.transformers_utils.config import HFConfigParser, register_config_parser
 
-from . import _capi, _tools, coded, exec_mode, loading, vllm_moe
-from .decoders import StoredChecks
+from . import _capi, _ops, _tools, coded, exec_mode, loading, vllm_moe
+from .decoders import RowsDecoder, StoredChecks
+from .device_lock import DeviceLock
 from .vllm_moe import DF11MoEMethod
 from .vllm_config import (QUANT_METHOD, lacks_model_config, member_names, member_spans,
                           quantization_config, serving_mode, single_file_hint)
@@ -138,7 +144,9 @@ class DF11Config(QuantizationConfig):
             return DF11LinearMethod(self.weights_device, self.layerwise)
         if isinstance(layer, RoutedExperts):
             return DF11MoEMethod(layer.moe_config)  # experts coded, decoded as routed
-        return None  # embeddings, the head, attention: vLLM's unquantized methods
+        if type(layer) is VocabParallelEmbedding:  # the input embedding, not the head
+            return DF11EmbeddingMethod()
+        return None  # the head, attention: vLLM's unquantized methods
 
 
 class DF11LinearMethod(LinearMethodBase):
@@ -189,6 +197,36 @@ class DF11LinearMethod(LinearMethodBase):
         # What UnquantizedLinearMethod.apply does with its weight.
         if envs.VLLM_BATCH_INVARIANT and current_platform.is_cuda_alike():
             return linear_batch_invariant(x, weight, bias)
+        return dispatch_unquantized_gemm()(layer, x, weight, bias)
+
+
+class DF11EmbeddingMethod(UnquantizedEmbeddingMethod):
+    """An input embedding (vLLM's VocabParallelEmbedding; the head is a ParallelLMHead and keeps
+    vLLM's method). vLLM's loader fills its BF16 weight as it would an unquantized model's; at
+    the end of the load (attach: _code_embeddings) the weight is coded on the GPU where nothing
+    else reads it, and each lookup then decodes only the rows its ids name
+    (torch.ops.df11.embed_rows, decoders.RowsDecoder): the bits of the BF16 lookup. Returned as
+    F.embedding(positions, rows), so that a traced step gathers the output where the BF16
+    model's graph gathers it from its weight. An embedding left uncoded (a tied head reads its
+    weight, or no GPU encoder) looks up its BF16 weight as vLLM's own method does."""
+
+    def embedding(self, layer: torch.nn.Module, input_: torch.Tensor) -> torch.Tensor:
+        key = getattr(layer, "df11_rows_key", None)
+        if key is None:
+            return super().embedding(layer, input_)
+        rows, positions = torch.ops.df11.embed_rows(input_, key)
+        return torch.nn.functional.embedding(positions, rows)
+
+    def apply(self, layer: torch.nn.Module, x: torch.Tensor,
+              bias: Optional[torch.Tensor] = None) -> torch.Tensor:
+        """The embedding used as the head (a model that multiplies by its embedding without
+        saying that its head is tied, which _code_embeddings leaves uncoded): a coded weight is
+        decoded whole, into a new tensor, for the product."""
+        key = getattr(layer, "df11_rows_key", None)
+        if key is None:
+            return super().apply(layer, x, bias)
+        rows = layer.num_embeddings_per_partition
+        weight, _ = torch.ops.df11.embed_rows(torch.arange(rows, device=x.device), key)
         return dispatch_unquantized_gemm()(layer, x, weight, bias)
 
 
@@ -275,7 +313,8 @@ class DF11ModelLoader(DefaultModelLoader):
             if checks is not None:
                 checks.wait()
         t3 = time.perf_counter()
-        attach(model, folder, state.folder_id, state.mode, uploads.groups, state)
+        attach(model, folder, state.folder_id, state.mode, uploads.groups, state,
+               tied=bool(getattr(model_config.hf_text_config, "tie_word_embeddings", False)))
         uploads = None  # the groups no layer decodes from are freed
         torch.cuda.empty_cache()
         logger.info("df11: load phases: folder opened %.2f s, uploaded and decoded on the GPU "
@@ -451,6 +490,7 @@ class _Attach:
         self.exec_groups: Dict[Tuple[int, int], Tuple[torch.Tensor, list, List[int]]] = {}
         self.exec_bytes = 0
         self.n_coded = self.n_exec = self.n_plain = self.bf16_bytes = 0
+        self.rows_bf16 = self.rows_coded = 0  # the coded input embeddings' bytes
 
     def code(self, plan: LayerPlan, folder: _capi.Model, g: int, spans: List[Tuple[int, int]],
              by_group: Dict[int, coded.GpuGroup]) -> bool:
@@ -535,7 +575,7 @@ class _Attach:
 
 def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
            mode: str = "decode", uploaded: Optional[Dict[int, coded.GpuGroup]] = None,
-           state: Optional[_Attach] = None) -> None:
+           state: Optional[_Attach] = None, tied: bool = False) -> None:
     """Step 2 of the module's docstring, on torch's current CUDA device, in `mode` ("decode":
     spans of the coded groups, decoded per call; "exec" / "compact": that layout, transcoded from
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
@@ -545,7 +585,9 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     df11.compress into temporary folders, a batch of
     about 1 GiB each (coded.encode_batches). `uploaded`: groups of
     `folder` already on the GPU, by index. `state`: the load's _Attach, whose layers a
-    layer-wise load (LayerwiseCoder) coded already; those are left as they are."""
+    layer-wise load (LayerwiseCoder) coded already; those are left as they are. Then the input
+    embeddings are coded (_code_embeddings), unless `tied` (the model's config ties its head to
+    its input embedding)."""
     state = state or _Attach(folder_id, mode)
     by_group: Dict[Tuple[int, int], coded.GpuGroup] = {
         (id(folder), g): group for g, group in (uploaded or {}).items()}
@@ -563,6 +605,12 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
         logger.info("df11: %d Linear layers coded again on their own: their groups hold mostly "
                     "weights no Linear layer uses (an MoE block's experts, which are coded apart)",
                     split)
+    embeddings = _code_embeddings(model, state, tied)
+    if embeddings:
+        logger.info("df11: %d input embedding%s coded on the GPU (%.3f GiB of BF16 for %.3f "
+                    "GiB), each lookup decoding the rows its ids name", embeddings,
+                    "s" if embeddings > 1 else "", state.rows_bf16 / 2**30,
+                    state.rows_coded / 2**30)
     chains = chain_layers(model)
     coded_bytes = sum(g.nbytes for g in state.groups.values())
     state.exec_groups.clear()  # the blobs stay alive through the layers' ExecWeights
@@ -578,6 +626,69 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     moe = vllm_moe.summary(model)
     if moe:
         logger.info("df11: %s", moe)
+
+
+EMBEDDING_CHECK_ROWS = 8192  # rows decoded and compared per step of an embedding's check
+
+
+def _code_embeddings(model: torch.nn.Module, state: _Attach, tied: bool) -> int:
+    """Each input embedding served by DF11EmbeddingMethod whose weight nothing else reads (not
+    `tied`, the model's config saying that its head is its input embedding; no ParallelLMHead
+    holding the same tensor) is coded on the GPU (coded.GpuGroup.encoded), every row decoded
+    and compared with the weight vLLM's loader built, and its lookups served from the group
+    (DF11EmbeddingMethod.embedding); its BF16 weight is dropped. One that cannot be coded, or
+    that decodes to other values, keeps its BF16 weight, with a warning. Returns how many were
+    coded."""
+    if tied or not _tools.has_cuda_encoder():
+        return 0
+    heads = {id(m._parameters.get("weight")) for m in model.modules()
+             if isinstance(m, ParallelLMHead)}
+    n = 0
+    for prefix, layer in model.named_modules():
+        if not isinstance(getattr(layer, "quant_method", None), DF11EmbeddingMethod):
+            continue
+        weight = layer._parameters.get("weight")
+        if weight is None or getattr(layer, "df11_rows_key", None) is not None:
+            continue
+        if id(weight) in heads:
+            logger.info("df11: '%s' keeps its BF16 weight: the head reads it", prefix)
+            continue
+        rows = _embedding_rows(prefix, weight.data.to(state.device), state)
+        if isinstance(rows, str):
+            logger.warning("df11: input embedding '%s' keeps its BF16 weight: %s", prefix, rows)
+            continue
+        layer.df11_rows_key = _ops.register(rows)
+        layer._parameters.pop("weight")
+        state.rows_bf16 += 2 * weight.numel()
+        state.rows_coded += rows.group.nbytes
+        n += 1
+    return n
+
+
+def _embedding_rows(prefix: str, weight: torch.Tensor, state: _Attach):
+    """The rows decoder of `weight` (an embedding's, BF16 on the GPU) coded there, with the
+    group it decodes from as its `group`, if every row decodes to exactly the weight's; else
+    why not (a str)."""
+    what = f"{state.folder_id}: '{prefix}' (coded on the GPU)"
+    name = f"{prefix}.weight"
+    try:
+        group = coded.GpuGroup.encoded(weight, name, what)
+    except _capi.Df11Error as e:
+        if e.status != "uncodable":
+            raise
+        return "df11's encoder stores it raw"
+    rows = RowsDecoder(group.plan, name, weight.shape[1], state.device, DeviceLock(state.device))
+    rows.group = group  # the coded bytes the plan reads
+    total = weight.shape[0]
+    for start in range(0, total, EMBEDDING_CHECK_ROWS):
+        end = min(total, start + EMBEDDING_CHECK_ROWS)
+        got = rows.lookup(torch.arange(start, end, device=state.device))
+        if state.device.type == "cuda":
+            torch.cuda.current_stream(state.device).synchronize()
+        rows.check()  # Df11Error naming the group, if its stream does not decode
+        if not _same_bits(got, weight[start:end]):
+            return f"coded, rows {start}..{end - 1} decode to other values"
+    return rows
 
 
 def _code_sparse_groups_apart(model: torch.nn.Module, state: _Attach) -> int:

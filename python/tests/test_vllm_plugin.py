@@ -380,6 +380,106 @@ def test_moe_layers_decode_their_routed_experts_into_shared_buffers():
     assert vllm_moe.DF11MoEMethod.supports_eplb.fget(None) is False
 
 
+class HostRows:
+    """A RowsDecoder stand-in on the CPU over a HostGroup: a lookup copies the rows its ids
+    name (its group's `flip` rows come out with their first weight's low bit flipped)."""
+
+    def __init__(self, group, name, row_elements, device, lock):
+        self.weights = group.weights.view(-1, row_elements)
+        self.row_elements = row_elements
+        self.flip = group.flip
+
+    def lookup(self, ids):
+        out = self.weights[ids.reshape(-1)].clone()
+        for i, row in enumerate(ids.reshape(-1).tolist()):
+            if row in self.flip:
+                out[i, 0] = (out[i, 0].view(torch.int16) ^ 1).view(torch.bfloat16)
+        return out
+
+    def check(self):
+        pass
+
+
+@needs_vllm
+def test_input_embedding_is_df11s_and_the_head_vllms():
+    """DF11Config gives vLLM's input embedding (VocabParallelEmbedding) df11's method, which
+    implements the lookup as vLLM requires of an embedding's method, and leaves the head
+    (ParallelLMHead, a subclass) to vLLM's own."""
+    from vllm.model_executor.layers.vocab_parallel_embedding import (ParallelLMHead,
+                                                                     VocabParallelEmbedding)
+    from vllm.model_executor.layers.quantization.base_config import (
+        method_has_implemented_embedding)
+    from df11 import vllm_plugin
+    config = vllm_plugin.DF11Config()
+    emb = VocabParallelEmbedding.__new__(VocabParallelEmbedding)
+    method = config.get_quant_method(emb, "model.embed_tokens")
+    assert isinstance(method, vllm_plugin.DF11EmbeddingMethod)
+    assert method_has_implemented_embedding(type(method))
+    assert config.get_quant_method(ParallelLMHead.__new__(ParallelLMHead), "lm_head") is None
+
+
+@needs_vllm
+def test_input_embeddings_coded_where_no_head_reads_them(monkeypatch):
+    """attach's _code_embeddings: an input embedding whose weight no head holds is coded, every
+    row decoded and compared, its BF16 weight dropped, and its lookups (through
+    torch.ops.df11.embed_rows) give the BF16 lookup's bits, as does its use as a head (apply);
+    one a ParallelLMHead shares, or any when the config ties the head, keeps its weight; one
+    whose rows decode to other values keeps its weight, with a warning."""
+    from vllm.model_executor.layers.vocab_parallel_embedding import ParallelLMHead
+    from df11 import _ops, _tools, vllm_plugin
+
+    def encode(weight, name, what):
+        group = HostGroup(weight.clone())
+        group.plan = group
+        group.nbytes = weight.numel()
+        group.flip = {3} if "bad" in name else set()
+        return group
+
+    monkeypatch.setattr(coded.GpuGroup, "encoded", staticmethod(encode))
+    monkeypatch.setattr(vllm_plugin, "RowsDecoder", HostRows)
+    monkeypatch.setattr(_tools, "has_cuda_encoder", lambda: True)
+    g = torch.Generator().manual_seed(5)
+
+    def embedding(rows=40, hidden=16):
+        layer = torch.nn.Module()
+        layer.quant_method = vllm_plugin.DF11EmbeddingMethod()
+        layer.num_embeddings_per_partition = rows
+        layer.cpu_linear = torch.nn.functional.linear  # vLLM's CPU platform's GEMM
+        w = (torch.randn(rows, hidden, generator=g) * 0.02).to(torch.bfloat16)
+        layer.weight = torch.nn.Parameter(w, requires_grad=False)
+        return layer, w.clone()
+
+    def model():
+        root = torch.nn.Module()
+        (root.emb, want), (root.shared, _), (root.bad, _) = embedding(), embedding(), embedding()
+        head = ParallelLMHead.__new__(ParallelLMHead)
+        torch.nn.Module.__init__(head)
+        head.weight = root.shared.weight
+        root.head = head
+        return root, want
+
+    root, want = model()
+    state = vllm_plugin._Attach("f", "decode", torch.device("cpu"))
+    try:
+        assert vllm_plugin._code_embeddings(root, state, tied=False) == 1
+        assert "weight" not in root.emb._parameters and root.emb.df11_rows_key is not None
+        assert root.shared.weight is root.head.weight and root.bad.weight is not None
+        assert getattr(root.shared, "df11_rows_key", None) is None
+        assert getattr(root.bad, "df11_rows_key", None) is None
+        assert state.rows_bf16 == 2 * want.numel()
+        ids = torch.tensor([[0, 39, 7], [7, 3, 12]])
+        got = root.emb.quant_method.embedding(root.emb, ids)
+        assert same(got, torch.nn.functional.embedding(ids, want))
+        x = (torch.randn(2, 16, generator=g)).to(torch.bfloat16)
+        assert same(root.emb.quant_method.apply(root.emb, x),
+                    torch.nn.functional.linear(x, want))
+    finally:
+        _ops.unregister(getattr(root.emb, "df11_rows_key", -1))
+    root, _ = model()
+    assert vllm_plugin._code_embeddings(root, state, tied=True) == 0
+    assert all(getattr(m, "df11_rows_key", None) is None for m in (root.emb, root.bad))
+
+
 @needs_vllm
 def test_chain_layers_chains_each_decoder_layers_output_and_mlp(monkeypatch):
     """With DF11_VLLM_DECODE_CHAINS=3, chain_layers finds o_proj, gate_up_proj and down_proj of
