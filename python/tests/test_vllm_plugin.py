@@ -39,6 +39,16 @@ def config(folder):
         return json.load(f)
 
 
+def check_embeddings(got, bf16_dir):
+    """A report's embedding entries (vllm_cpu_models.py): the input embedding has df11's method
+    and is coded, with the BF16 lookup's bits, unless the model's head is tied to it."""
+    from transformers import AutoConfig
+    tied = AutoConfig.from_pretrained(bf16_dir).get_text_config().tie_word_embeddings
+    assert got["embedding_methods"] == ["DF11EmbeddingMethod"], got["embedding_methods"]
+    assert got["embeddings_coded"] == (0 if tied else 1), (tied, got["embeddings_coded"])
+    assert got["embeddings_differ"] == [], got["embeddings_differ"]
+
+
 def test_detects_df11_and_official_folders(llama):
     bf16_dir, df11_dir = llama
     official = os.path.join(models.FIXTURES, "llama", "official")
@@ -636,7 +646,9 @@ def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, cpu_r
     parameter equals, bit for bit, that of vLLM's model fed the BF16 checkpoint; every DF11
     Linear layer decodes from spans of one of the folder's groups to exactly its weight (what
     the GPU step compares), except a layer whose tensor the folder does not code (Qwen3-MoE's
-    router in the official folder), which that step codes again."""
+    router in the official folder), which that step codes again; the input embedding, unless the
+    head is tied to it, is coded (by a CPU stand-in for the GPU encoder) and looked up through
+    df11's method with the BF16 lookup's bits."""
     bf16_dir, folder = cpu_runs.folder(family, kind)
     got, = cpu_runs.report(1, "load", family, kind)
     assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
@@ -646,6 +658,7 @@ def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, cpu_r
     assert got["moe_layers"] == (2 if family == "qwen3moe" else 0), got["moe_layers"]
     assert got["spans_differ"] == [], got
     assert got["linear"] > 0 and got["from_groups"] + len(got["again"]) == got["linear"], got
+    check_embeddings(got, bf16_dir)
     with _capi.Model(folder) as f:
         for prefix, why in got["again"]:
             t = f.find_tensor(prefix + ".weight")
@@ -671,6 +684,7 @@ def test_tensor_parallel_ranks_code_their_own_slices(family, cpu_runs):
         assert got["linear"] > 0 and got["encoded"] == len(got["again"]), got
         assert got["from_groups"] + got["encoded"] == got["linear"], got
         assert got["encoded_differ"] == [], got
+        check_embeddings(got, bf16_dir)  # each rank's slice of the vocabulary
         # A row-parallel layer's slice: half of the attention's columns.
         o_proj = got["shapes"]["model.layers.0.self_attn.o_proj.weight"]
         assert o_proj == [cfg["hidden_size"], attention // 2], o_proj

@@ -25,6 +25,11 @@ DF11ModelLoader.load_weights does) and the BF16 model's the checkpoint's tensors
   - moe_layers / moe_methods / moe_meta_before: the fused MoE layers, their methods' class names
     and how many had both experts' weights on the meta device before the load (df11.vllm_moe
     codes them as vLLM's layer-wise loading fills them; here, without a GPU, they keep them).
+  - embedding_methods / embeddings_coded / embeddings_differ: the input embeddings' methods'
+    class names; how many the plugin's _code_embeddings codes (the GPU step: here coded by a
+    CPU stand-in for the GPU encoder, the rows decoded from a copy), given the model's config
+    and vLLM's tying of its head; and the ids at which a coded embedding's lookup through its
+    method differs from the BF16 model's lookup.
 TP (default 1): tensor_parallel_size, one process per rank (all on the CPU), each reporting
 its own slices.
 
@@ -176,6 +181,61 @@ def rank_main(jobs, rank=0, tp=1, port=None, results=None):
             results.put(line)  # the parent prints the ranks' lines, one at a time
 
 
+class _HostGroup:
+    """The CPU stand-in for coded.GpuGroup.encoded: a copy of the weight, its own plan."""
+
+    def __init__(self, weight, name, what):
+        self.weights = weight.detach().clone()
+        self.plan = self
+        self.nbytes = weight.numel()
+
+
+class _HostRows:
+    """The CPU stand-in for decoders.RowsDecoder over a _HostGroup."""
+
+    def __init__(self, group, name, row_elements, device, lock):
+        self.weights = group.weights.view(-1, row_elements)
+
+    def lookup(self, ids):
+        return self.weights[ids.reshape(-1)].clone()
+
+    def check(self):
+        pass
+
+
+def _embeddings(model, model_config, reference):
+    """The embedding_* entries of a report (the module's docstring)."""
+    from vllm.model_executor.layers.vocab_parallel_embedding import VocabParallelEmbedding
+    from df11 import _ops, _tools, coded, vllm_plugin
+    layers = {n: m for n, m in model.named_modules() if type(m) is VocabParallelEmbedding}
+    report = {"embedding_methods": sorted({type(m.quant_method).__name__
+                                           for m in layers.values()})}
+    saved = (coded.GpuGroup.encoded, vllm_plugin.RowsDecoder, _tools.has_cuda_encoder)
+    coded.GpuGroup.encoded = staticmethod(_HostGroup)
+    vllm_plugin.RowsDecoder = _HostRows
+    _tools.has_cuda_encoder = lambda: True
+    try:
+        state = vllm_plugin._Attach("cpu", "decode", torch.device("cpu"))
+        tied = bool(getattr(model_config.hf_text_config, "tie_word_embeddings", False))
+        report["embeddings_coded"] = vllm_plugin._code_embeddings(model, state, tied)
+        want = dict(reference.named_modules())
+        differ = []
+        for name, layer in layers.items():
+            key = getattr(layer, "df11_rows_key", None)
+            if key is None:
+                continue
+            ref = want[name].weight
+            ids = torch.arange(ref.shape[0]).flip(0).view(1, -1)  # every row, as a batch
+            got = layer.quant_method.embedding(layer, ids)
+            if not torch.equal(_bits(got), _bits(torch.nn.functional.embedding(ids, ref))):
+                differ.append(name)
+            _ops.unregister(key)
+        report["embeddings_differ"] = differ
+    finally:
+        coded.GpuGroup.encoded, vllm_plugin.RowsDecoder, _tools.has_cuda_encoder = saved
+    return report
+
+
 def compare(df11_dir, bf16_dir, rank, tp, layerwise):
     """One job's report (the module's docstring), as a dict."""
     import tempfile
@@ -243,6 +303,7 @@ def compare(df11_dir, bf16_dir, rank, tp, layerwise):
     differ = sorted(n for n in set(want) | set(got)
                     if n not in want or n not in got or want[n].shape != got[n].shape
                     or not torch.equal(_bits(want[n]), _bits(got[n])))
+    extra.update(_embeddings(model, model_config, reference))
     return {
         "rank": rank, "params": len(got), "differ": differ,
         "missing": sorted(set(got) - set(loaded)) if loaded is not None else [],
