@@ -242,6 +242,15 @@ class DF11ModelLoader(DefaultModelLoader):
         super().__init__(load_config)
 
     def load_model(self, vllm_config, model_config, prefix: str = ""):
+        if (model_config.quantization == QUANT_METHOD and
+                getattr(vllm_config, "lora_config", None) is not None):
+            # vLLM's LoRA layers read each wrapped layer's BF16 weight, which a DF11 model's
+            # layers do not hold: refused here, before any weight is loaded.
+            raise ValueError(
+                f"df11: {model_config.model}: LoRA adapters (--enable-lora) are not supported "
+                "on a DF11 model in vLLM: vLLM's LoRA layers need each layer's BF16 weight, "
+                "which df11 keeps coded. Merge the adapter into the BF16 model and compress "
+                "that, or serve the BF16 model with the adapter")
         self.mode = serving_mode(vllm_config.additional_config)
         parallel = vllm_config.parallel_config
         # A rank of several keeps no uploaded group: its layers are slices the folder's groups

@@ -857,6 +857,20 @@ def test_fused_layers_decode_from_spans_of_the_folders_groups(llama, folder_kind
         assert g is None and "more than 8 members" in why
 
 
+@needs_vllm
+def test_lora_adapters_are_refused_before_loading():
+    """vLLM's LoRA layers need each wrapped layer's BF16 weight: a DF11 model served with
+    --enable-lora is refused by df11's loader before any weight is read, naming the model and
+    what to do instead (not vLLM's 'Unsupported base layer' once the model is built)."""
+    from types import SimpleNamespace
+    from df11 import vllm_plugin
+    loader = vllm_plugin.DF11ModelLoader.__new__(vllm_plugin.DF11ModelLoader)
+    config = SimpleNamespace(lora_config=object(), additional_config={})
+    model = SimpleNamespace(quantization="df11", model="/models/x-df11")
+    with pytest.raises(ValueError, match=r"/models/x-df11: LoRA adapters .*Merge the adapter"):
+        loader.load_model(config, model)
+
+
 def test_serving_mode_from_additional_config():
     from df11.vllm_config import serving_mode
     assert serving_mode({}) == "decode"
