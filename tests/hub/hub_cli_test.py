@@ -6,10 +6,8 @@ huggingface_hub is missing and CI is not set; under CI a missing package fails.
 """
 
 import argparse
-import contextlib
 import filecmp
 import hashlib
-import io
 import json
 import os
 import shutil
