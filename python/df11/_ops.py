@@ -89,6 +89,14 @@ def register(decoder, table: Optional[dict] = None) -> int:
     return key
 
 
+def register_at(key: int, decoder) -> int:
+    """`decoder` in _DECODERS under a key the caller chose: one that is the same in every
+    process that loads the same layer (coded.weight_key), for a graph that a compile cache
+    (vLLM's) made in one process and loads in another, with the key as a constant."""
+    _DECODERS[key] = decoder
+    return key
+
+
 def unregister(key: int) -> None:
     for table in (_DECODERS, BUFFERS, READS, PLANS):
         table.pop(key, None)

@@ -666,7 +666,9 @@ def _code_embeddings(model: torch.nn.Module, state: _Attach, tied: bool) -> int:
         if isinstance(rows, str):
             logger.warning("df11: input embedding '%s' keeps its BF16 weight: %s", prefix, rows)
             continue
-        layer.df11_rows_key = _ops.register(rows)
+        # A key stable across processes: vLLM's compile cache keeps it in the graph.
+        layer.df11_rows_key = _ops.register_at(
+            coded.weight_key(state.folder_id, prefix, "rows"), rows)
         layer._parameters.pop("weight")
         state.rows_bf16 += 2 * weight.numel()
         state.rows_coded += rows.group.nbytes

@@ -434,7 +434,8 @@ def test_input_embeddings_coded_where_no_head_reads_them(monkeypatch):
     row decoded and compared, its BF16 weight dropped, and its lookups (through
     torch.ops.df11.embed_rows) give the BF16 lookup's bits, as does its use as a head (apply);
     one a ParallelLMHead shares, or any when the config ties the head, keeps its weight; one
-    whose rows decode to other values keeps its weight, with a warning."""
+    whose rows decode to other values keeps its weight, with a warning. Its lookups are
+    registered under a key stable across processes (coded.weight_key), as a Linear layer's."""
     from vllm.model_executor.layers.vocab_parallel_embedding import ParallelLMHead
     from df11 import _ops, _tools, vllm_plugin
 
@@ -472,7 +473,9 @@ def test_input_embeddings_coded_where_no_head_reads_them(monkeypatch):
     state = vllm_plugin._Attach("f", "decode", torch.device("cpu"))
     try:
         assert vllm_plugin._code_embeddings(root, state, tied=False) == 1
-        assert "weight" not in root.emb._parameters and root.emb.df11_rows_key is not None
+        assert "weight" not in root.emb._parameters
+        # The key a compiled graph keeps: the same in every process that loads the folder.
+        assert root.emb.df11_rows_key == coded.weight_key("f", "emb", "rows")
         assert root.shared.weight is root.head.weight and root.bad.weight is not None
         assert getattr(root.shared, "df11_rows_key", None) is None
         assert getattr(root.bad, "df11_rows_key", None) is None
