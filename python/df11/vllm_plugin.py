@@ -242,15 +242,16 @@ class DF11ModelLoader(DefaultModelLoader):
         super().__init__(load_config)
 
     def load_model(self, vllm_config, model_config, prefix: str = ""):
-        if (model_config.quantization == QUANT_METHOD and
-                getattr(vllm_config, "lora_config", None) is not None):
-            # vLLM's LoRA layers read each wrapped layer's BF16 weight, which a DF11 model's
-            # layers do not hold: refused here, before any weight is loaded.
+        self.lora = getattr(vllm_config, "lora_config", None) is not None
+        if model_config.quantization == QUANT_METHOD and self.lora and model_config.is_moe:
+            # vLLM's LoRA layer for fused experts reads and replaces the experts' weights,
+            # which a DF11 MoE layer decodes into shared buffers: refused before any weight
+            # is loaded.
             raise ValueError(
                 f"df11: {model_config.model}: LoRA adapters (--enable-lora) are not supported "
-                "on a DF11 model in vLLM: vLLM's LoRA layers need each layer's BF16 weight, "
-                "which df11 keeps coded. Merge the adapter into the BF16 model and compress "
-                "that, or serve the BF16 model with the adapter")
+                "on a DF11 mixture-of-experts model in vLLM (its experts stay coded and are "
+                "decoded as routed). Merge the adapter into the BF16 model and compress that, "
+                "or serve the BF16 model with the adapter")
         self.mode = serving_mode(vllm_config.additional_config)
         parallel = vllm_config.parallel_config
         # A rank of several keeps no uploaded group: its layers are slices the folder's groups
@@ -323,7 +324,8 @@ class DF11ModelLoader(DefaultModelLoader):
                 checks.wait()
         t3 = time.perf_counter()
         attach(model, folder, state.folder_id, state.mode, uploads.groups, state,
-               tied=bool(getattr(model_config.hf_text_config, "tie_word_embeddings", False)))
+               tied=bool(getattr(model_config.hf_text_config, "tie_word_embeddings", False)),
+               lora=getattr(self, "lora", False))
         uploads = None  # the groups no layer decodes from are freed
         torch.cuda.empty_cache()
         logger.info("df11: load phases: folder opened %.2f s, uploaded and decoded on the GPU "
@@ -512,8 +514,13 @@ class _Attach:
             by_group[(id(folder), g)] = coded.GpuGroup(folder, g, self.device)
         return self.try_spans(plan, by_group[(id(folder), g)], spans)
 
-    def _accept(self, plan: LayerPlan) -> None:
+    def _accept(self, plan: LayerPlan, packed: torch.Tensor) -> None:
+        """The layer runs from `packed` (the coded bytes it decodes or multiplies from, on the
+        GPU) from now on: its BF16 weight is dropped. `packed` is kept as the layer's
+        `weight_packed`, where vLLM's LoRA layers look for the device of a layer whose weight
+        is packed (vllm.lora.layers.utils._get_lora_device), as for compressed-tensors'."""
         plan.layer._parameters.pop("weight")
+        plan.layer.weight_packed = packed
         plan.layer.df11_loaded = True
 
     def try_spans(self, plan: LayerPlan, group: coded.GpuGroup,
@@ -529,7 +536,7 @@ class _Attach:
         key = coded.weight_key(self.folder_id, plan.prefix)
         coded.register_weight(key, cw)
         plan.layer.df11_key = key
-        self._accept(plan)
+        self._accept(plan, group.coded)
         self.groups[id(group)] = group
         self.n_coded += 1
         self.bf16_bytes += 2 * shape[0] * shape[1]
@@ -569,7 +576,7 @@ class _Attach:
         key = coded.weight_key(self.folder_id, plan.prefix, "exec")
         exec_mode.register_weight(key, ew)
         plan.layer.df11_exec_key = key
-        self._accept(plan)
+        self._accept(plan, ew.blob)
         self.n_exec += 1
         self.bf16_bytes += 2 * ew.rows * ew.cols
         return True
@@ -584,7 +591,7 @@ class _Attach:
 
 def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
            mode: str = "decode", uploaded: Optional[Dict[int, coded.GpuGroup]] = None,
-           state: Optional[_Attach] = None, tied: bool = False) -> None:
+           state: Optional[_Attach] = None, tied: bool = False, lora: bool = False) -> None:
     """Step 2 of the module's docstring, on torch's current CUDA device, in `mode` ("decode":
     spans of the coded groups, decoded per call; "exec" / "compact": that layout, transcoded from
     the groups here). A layer the folder's groups cannot give as it is (a tensor-parallel
@@ -596,7 +603,8 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
     `folder` already on the GPU, by index. `state`: the load's _Attach, whose layers a
     layer-wise load (LayerwiseCoder) coded already; those are left as they are. Then the input
     embeddings are coded (_code_embeddings), unless `tied` (the model's config ties its head to
-    its input embedding)."""
+    its input embedding) or `lora` (the engine serves LoRA adapters: vLLM's LoRA layer of an
+    input embedding reads its weight)."""
     state = state or _Attach(folder_id, mode)
     by_group: Dict[Tuple[int, int], coded.GpuGroup] = {
         (id(folder), g): group for g, group in (uploaded or {}).items()}
@@ -614,7 +622,7 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
         logger.info("df11: %d Linear layers coded again on their own: their groups hold mostly "
                     "weights no Linear layer uses (an MoE block's experts, which are coded apart)",
                     split)
-    embeddings = _code_embeddings(model, state, tied)
+    embeddings = _code_embeddings(model, state, tied, lora)
     if embeddings:
         logger.info("df11: %d input embedding%s coded on the GPU (%.3f GiB of BF16 for %.3f "
                     "GiB), each lookup decoding the rows its ids name", embeddings,
@@ -640,15 +648,21 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
 EMBEDDING_CHECK_ROWS = 8192  # rows decoded and compared per step of an embedding's check
 
 
-def _code_embeddings(model: torch.nn.Module, state: _Attach, tied: bool) -> int:
+def _code_embeddings(model: torch.nn.Module, state: _Attach, tied: bool,
+                     lora: bool = False) -> int:
     """Each input embedding served by DF11EmbeddingMethod whose weight nothing else reads (not
     `tied`, the model's config saying that its head is its input embedding; no ParallelLMHead
     holding the same tensor) is coded on the GPU (coded.GpuGroup.encoded), every row decoded
     and compared with the weight vLLM's loader built, and its lookups served from the group
     (DF11EmbeddingMethod.embedding); its BF16 weight is dropped. One that cannot be coded, or
-    that decodes to other values, keeps its BF16 weight, with a warning. Returns how many were
-    coded."""
+    that decodes to other values, keeps its BF16 weight, with a warning. With `lora` (the
+    engine serves LoRA adapters) none is coded: vLLM wraps each input embedding in a LoRA layer
+    that reads its weight. Returns how many were coded."""
     if tied or not _tools.has_cuda_encoder():
+        return 0
+    if lora:
+        logger.info("df11: the input embeddings keep their BF16 weights: vLLM's LoRA layers "
+                    "(--enable-lora) read them")
         return 0
     heads = {id(m._parameters.get("weight")) for m in model.modules()
              if isinstance(m, ParallelLMHead)}

@@ -491,6 +491,12 @@ def test_input_embeddings_coded_where_no_head_reads_them(monkeypatch):
     root, _ = model()
     assert vllm_plugin._code_embeddings(root, state, tied=True) == 0
     assert all(getattr(m, "df11_rows_key", None) is None for m in (root.emb, root.bad))
+    # An engine serving LoRA adapters: vLLM's LoRA layer of each input embedding reads its
+    # weight, so none is coded.
+    root, _ = model()
+    assert vllm_plugin._code_embeddings(root, state, tied=False, lora=True) == 0
+    assert all(getattr(m, "df11_rows_key", None) is None and m.weight is not None
+               for m in (root.emb, root.bad))
 
 
 @needs_vllm
@@ -861,17 +867,40 @@ def test_fused_layers_decode_from_spans_of_the_folders_groups(llama, folder_kind
 
 
 @needs_vllm
-def test_lora_adapters_are_refused_before_loading():
-    """vLLM's LoRA layers need each wrapped layer's BF16 weight: a DF11 model served with
-    --enable-lora is refused by df11's loader before any weight is read, naming the model and
-    what to do instead (not vLLM's 'Unsupported base layer' once the model is built)."""
+def test_lora_adapters_on_moe_models_are_refused_before_loading():
+    """vLLM's LoRA layer for fused experts reads and replaces the experts' weights, which a DF11
+    MoE layer decodes as routed: a DF11 MoE model served with --enable-lora is refused by
+    df11's loader before any weight is read, naming the model and what to do instead."""
     from types import SimpleNamespace
     from df11 import vllm_plugin
     loader = vllm_plugin.DF11ModelLoader.__new__(vllm_plugin.DF11ModelLoader)
     config = SimpleNamespace(lora_config=object(), additional_config={})
-    model = SimpleNamespace(quantization="df11", model="/models/x-df11")
-    with pytest.raises(ValueError, match=r"/models/x-df11: LoRA adapters .*Merge the adapter"):
+    model = SimpleNamespace(quantization="df11", model="/models/x-df11", is_moe=True)
+    with pytest.raises(ValueError, match=r"/models/x-df11: LoRA adapters .*mixture-of-experts"
+                                         r".*Merge the adapter"):
         loader.load_model(config, model)
+
+
+@needs_vllm
+@pytest.mark.parametrize("mode", ["decode", "exec"])
+def test_coded_layers_tell_vllms_lora_layers_their_device(mode):
+    """A Linear layer served coded has no BF16 weight; vLLM's LoRA layers find the device of
+    their LoRA weights from the layer's `weight_packed` (the coded bytes it runs from), as for
+    compressed-tensors' packed weights, instead of failing with 'Unsupported base layer'."""
+    from types import SimpleNamespace
+    from vllm.lora.layers.utils import _get_lora_device
+    from df11 import vllm_plugin
+    layer = torch.nn.Module()
+    layer.weight = torch.nn.Parameter(torch.zeros(4, 8, dtype=torch.bfloat16),
+                                      requires_grad=False)
+    with pytest.raises(ValueError, match="Unsupported base layer"):
+        _get_lora_device(torch.nn.Module())
+    packed = torch.zeros(24, dtype=torch.uint8, device="meta")  # stands for a GPU's bytes
+    state = vllm_plugin._Attach("f", mode, torch.device("cpu"))
+    state._accept(SimpleNamespace(layer=layer), packed)
+    assert "weight" not in layer._parameters and not hasattr(layer, "weight")
+    assert layer.weight_packed is packed and layer.df11_loaded
+    assert _get_lora_device(layer) == torch.device("meta")
 
 
 def test_serving_mode_from_additional_config():

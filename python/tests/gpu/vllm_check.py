@@ -2,7 +2,7 @@
 
     vllm_check.py make WORK                      the models (below) under WORK
     vllm_check.py generate MODEL OUT.json [--eager] [--quantization Q] [--df11-mode M]
-                  [--reference [MODE]] [--tp N]
+                  [--reference [MODE]] [--tp N] [--lora DIR]
                                                  one engine in this process: greedy tokens,
                                                  their logprobs and prompt logprobs, of each
                                                  request alone (twice) and of all in one
@@ -12,7 +12,8 @@
                                                  compute as df11_mode MODE (default exec)
                                                  does: df11's reference GEMM up to that
                                                  mode's FUSED_MAX_TOKENS, F.linear above;
-                                                 --tp: tensor_parallel_size (one GPU a rank)
+                                                 --tp: tensor_parallel_size (one GPU a rank);
+                                                 --lora DIR: the engine serves that adapter
     vllm_check.py make-families WORK FAMILY...   WORK/families/FAMILY/{bf16,official,df11}
     vllm_check.py upload FOLDER REPO             FOLDER as the Hub repo REPO at $HF_ENDPOINT
     vllm_check.py client URL MODEL OUT.json      the requests of `generate`, each alone (twice),
@@ -32,7 +33,8 @@
 it; four shards), WORK/official-bf16 and WORK/official (the official encoder's committed tiny
 Llama fixture, split into two shards with an index as the Hub's sharded folders are), and two
 corrupt copies of WORK/df11: a bumped last output position in group model.layers.3 (structure)
-and a flipped sign/mantissa byte in it (df11's checksum). vllm_check.sh runs the cases and the
+and a flipped sign/mantissa byte in it (df11's checksum), and WORK/lora (a PEFT LoRA adapter of
+the BF16 model, rank 8, on every Linear of its blocks). vllm_check.sh runs the cases and the
 comparisons. `make-families` takes, for each family of the interop suite (models.FAMILIES),
 its committed fixture (tests/interop/fixtures/FAMILY: the BF16 model and the official
 encoder's folder of it) and adds df11.compress of that BF16 model.
@@ -91,7 +93,22 @@ def make(work):
                             f"{CORRUPT_GROUP}.{tensor}", how)
     with open(os.path.join(work, "corrupt.json"), "w") as f:
         json.dump({"shard": shard, "group": CORRUPT_GROUP}, f)
+    make_adapter(model, os.path.join(work, "lora"))
     print("made", sorted(os.listdir(work)))
+
+
+def make_adapter(model, out):
+    """A PEFT LoRA adapter of rank 8 on every Linear of `model`'s blocks (changed in place),
+    saved in `out`. init_lora_weights=False: B is random too (PEFT's default makes it zero, an
+    adapter that changes nothing), so that the adapter changes the outputs."""
+    from peft import LoraConfig, get_peft_model
+    import torch
+    torch.manual_seed(1)
+    config = LoraConfig(r=8, lora_alpha=16, init_lora_weights=False,
+                        target_modules=["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                        "up_proj", "down_proj"])
+    shutil.rmtree(out, ignore_errors=True)
+    get_peft_model(model, config).save_pretrained(out)
 
 
 def make_families(work, families):
@@ -178,8 +195,9 @@ def upload(folder, repo):
 
 
 def generate(model, out, eager, quantization, df11_mode=None, reference=None,
-             hf_config_path=None, tp=1, engine_args=()):
+             hf_config_path=None, tp=1, engine_args=(), lora=None):
     from vllm import LLM, SamplingParams
+    from vllm.lora.request import LoRARequest
     if reference:
         use_reference_gemm(reference)
         # A compiled model in vLLM's cache (the same model and settings without the patch) would
@@ -190,6 +208,8 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=None,
     extra = {"additional_config": {"df11_mode": df11_mode}} if df11_mode else {}
     if hf_config_path:
         extra["hf_config_path"] = hf_config_path
+    if lora:
+        extra.update(enable_lora=True, max_loras=2, max_lora_rank=8)
     for arg in engine_args:  # KEY=VALUE, VALUE in JSON (a bare word is a string)
         key, _, value = arg.partition("=")
         try:
@@ -207,8 +227,16 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=None,
     def pairs(d):
         return None if d is None else sorted((int(t), lp.logprob) for t, lp in d.items())
 
+    # With an adapter: each request alone runs with it, and in the batch every other request
+    # (requests with and without it sharing steps).
+    adapter = LoRARequest("adapter", 1, os.path.abspath(lora)) if lora else None
+
     def run(batch):
-        outs = llm.generate([{"prompt_token_ids": p} for p in batch], params, use_tqdm=False)
+        requests = None if adapter is None else (
+            [adapter] if len(batch) == 1 else [adapter if k % 2 == 0 else None
+                                               for k in range(len(batch))])
+        outs = llm.generate([{"prompt_token_ids": p} for p in batch], params, use_tqdm=False,
+                            lora_request=requests)
         return [{"prompt": o.prompt_token_ids,
                  "tokens": list(o.outputs[0].token_ids),
                  "logprobs": [pairs(d) for d in o.outputs[0].logprobs],
@@ -229,11 +257,12 @@ def generate(model, out, eager, quantization, df11_mode=None, reference=None,
     times = []
     for _ in range(2):
         t = time.perf_counter()
-        llm.generate(ids, one, use_tqdm=False)
+        llm.generate(ids, one, use_tqdm=False, lora_request=adapter)
         times.append(time.perf_counter() - t)
     result = {"model": model, "eager": eager, "quantization": quantization,
               "engine_args": list(engine_args),
               "df11_mode": df11_mode, "tensor_parallel_size": tp, "reference_gemm": reference,
+              "lora": lora,
               "engine_start_s": start_s, "batch1_new_tokens": new, "batch1_s": times[-1],
               "single_repeats": single == again, "outputs": {"single": single, "batch": batch}}
     with open(out, "w") as f:
@@ -390,6 +419,8 @@ def main():
     s.add_argument("--engine-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="another argument of vllm.LLM (VALUE in JSON), e.g. "
                    "enable_prefix_caching=false")
+    s.add_argument("--lora", help="a PEFT LoRA adapter's folder: the engine serves it "
+                   "(enable_lora), every request alone and every other one of the batch with it")
     s = sub.add_parser("make-families")
     s.add_argument("work")
     s.add_argument("families", nargs="+")
@@ -416,7 +447,7 @@ def main():
         make_families(a.work, a.families)
     elif a.cmd == "generate":
         generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference,
-                 a.hf_config_path, a.tp, a.engine_arg)
+                 a.hf_config_path, a.tp, a.engine_arg, a.lora)
     elif a.cmd == "upload":
         upload(a.folder, a.repo)
     elif a.cmd == "client":

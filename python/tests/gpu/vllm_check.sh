@@ -5,12 +5,14 @@
 #
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
-# CASES (default "graph eager official single exec serve hub refusals"): which groups of cases
+# CASES (default "graph eager official single exec lora serve hub refusals"): which groups of cases
 # run; `make` always. single: the encoder's single-file folder, refused without the model's
 # config and served with --hf-config-path. serve: `vllm serve` of the DF11 folder through the
 # OpenAI client (needs vLLM's server packages). hub: the DF11 folder and the official one as Hub
 # ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers
 # compute as the execution layout does (vllm_check.py generate --reference), with CUDA graphs.
+# lora: the make step's PEFT adapter served with the model (enable_lora): decode mode against
+# BF16 with it, the execution mode against BF16 computing as the layout does with it.
 # Not in the default: "compact" (the same for df11_mode "compact", whose GEMM has the same
 # products and order);
 # also "host-load" and "gpu-load" (the DF11 folder loaded with its Linear
@@ -99,7 +101,7 @@ gen() {
       || { fail_tail "$name"; rc=1; }
   fi
 }
-cases=" ${CASES:-graph eager official single exec serve hub refusals} "
+cases=" ${CASES:-graph eager official single exec lora serve hub refusals} "
 want() { [[ $cases == *" $1 "* ]]; }
 # Each pair compared as soon as both ran.
 if want graph; then
@@ -193,6 +195,24 @@ done
 if want compact; then
   gen df11-compact-graph "$work/df11" --df11-mode compact
   compare bf16-reference-compact-graph df11-compact-graph
+fi
+if want lora; then
+  # A LoRA adapter served with the model (enable_lora): decode mode against BF16 with the same
+  # adapter, the execution mode against BF16 computing as the layout does with it; and the
+  # adapter must change the outputs (against the graph case's BF16 engine, without it).
+  gen bf16-lora-graph "$work/bf16" --lora "$work/lora"
+  gen df11-lora-graph "$work/df11" --lora "$work/lora"
+  compare bf16-lora-graph df11-lora-graph
+  grep -q "input embeddings keep their BF16 weights" "$work/df11-lora-graph.log" \
+    || { echo "df11-lora-graph: no line 'input embeddings keep their BF16 weights'" >> "$log"
+         rc=1; }
+  if [ -f "$work/bf16-graph.json" ] \
+      && $check compare "$work/bf16-graph.json" "$work/bf16-lora-graph.json" > /dev/null 2>&1; then
+    echo "bf16-lora-graph: the adapter changed no output (it must)" >> "$log"; rc=1
+  fi
+  gen bf16-reference-lora-graph "$work/bf16" --reference --lora "$work/lora"
+  gen df11-exec-lora-graph "$work/df11" --df11-mode exec --lora "$work/lora"
+  compare bf16-reference-lora-graph df11-exec-lora-graph
 fi
 tp=${TP:-2}
 if want tp; then
