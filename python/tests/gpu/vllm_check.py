@@ -34,8 +34,9 @@ it; four shards), WORK/official-bf16 and WORK/official (the official encoder's c
 Llama fixture, split into two shards with an index as the Hub's sharded folders are), and two
 corrupt copies of WORK/df11: a bumped last output position in group model.layers.3 (structure)
 and a flipped sign/mantissa byte in it (df11's checksum), and WORK/lora (a PEFT LoRA adapter of
-the BF16 model, rank 8, on every Linear of its blocks). vllm_check.sh runs the cases and the
-comparisons. `make-families` takes, for each family of the interop suite (models.FAMILIES),
+the BF16 model, rank 8, on every Linear of its blocks) with WORK/lora-kernels (vLLM's LoRA
+shrink kernel without its split reduction, for VLLM_TUNED_CONFIG_FOLDER: with that split one
+engine does not repeat its own outputs). vllm_check.sh runs the cases and the comparisons. `make-families` takes, for each family of the interop suite (models.FAMILIES),
 its committed fixture (tests/interop/fixtures/FAMILY: the BF16 model and the official
 encoder's folder of it) and adds df11.compress of that BF16 model.
 """
@@ -94,6 +95,7 @@ def make(work):
     with open(os.path.join(work, "corrupt.json"), "w") as f:
         json.dump({"shard": shard, "group": CORRUPT_GROUP}, f)
     make_adapter(model, os.path.join(work, "lora"))
+    lora_kernels(os.path.join(work, "lora-kernels"))
     print("made", sorted(os.listdir(work)))
 
 
@@ -109,6 +111,24 @@ def make_adapter(model, out):
                                         "up_proj", "down_proj"])
     shutil.rmtree(out, ignore_errors=True)
     get_peft_model(model, config).save_pretrained(out)
+
+
+def lora_kernels(out):
+    """A folder for VLLM_TUNED_CONFIG_FOLDER (vLLM's LoRA kernel tuning files) whose shrink
+    configuration has split_k 1 for this GPU, every shape. vLLM's default shrink splits the
+    reduction over up to 64 thread blocks summed with atomic adds, whose order varies from run
+    to run: with it, one BF16 engine with an adapter does not repeat its own logprobs, and no
+    engine can be compared with another bit for bit. The expand kernel has no split."""
+    import torch
+    config = {"block_m": 32, "block_n": 16, "block_k": 256, "split_k": 1, "num_warps": 4,
+              "num_ctas": 1, "group_size_m": 8, "num_stages": 2, "max_nreg": None}
+    # [max_loras][num_slices][m][k][n]; the nearest key is taken where none is equal, except
+    # for num_slices (1: most layers; 2: gate/up; 3: q/k/v).
+    table = {"1": {str(n): {"1": {"1": {"1": config}}} for n in (1, 2, 3)}}
+    name = torch.cuda.get_device_name().replace(" ", "_").replace("-", "_")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, f"{name}_SHRINK.json"), "w") as f:
+        json.dump(table, f)
 
 
 def make_families(work, families):

@@ -199,7 +199,11 @@ fi
 if want lora; then
   # A LoRA adapter served with the model (enable_lora): decode mode against BF16 with the same
   # adapter, the execution mode against BF16 computing as the layout does with it; and the
-  # adapter must change the outputs (against the graph case's BF16 engine, without it).
+  # adapter must change the outputs (against the graph case's BF16 engine, without it). vLLM's
+  # LoRA shrink kernel runs without its split reduction (atomic adds, whose order varies from
+  # run to run: with them one BF16 engine does not repeat its own outputs): make's
+  # lora-kernels configuration, through vLLM's kernel tuning files.
+  export VLLM_TUNED_CONFIG_FOLDER=$work/lora-kernels
   gen bf16-lora-graph "$work/bf16" --lora "$work/lora"
   gen df11-lora-graph "$work/df11" --lora "$work/lora"
   compare bf16-lora-graph df11-lora-graph
@@ -213,6 +217,7 @@ if want lora; then
   gen bf16-reference-lora-graph "$work/bf16" --reference --lora "$work/lora"
   gen df11-exec-lora-graph "$work/df11" --df11-mode exec --lora "$work/lora"
   compare bf16-reference-lora-graph df11-exec-lora-graph
+  unset VLLM_TUNED_CONFIG_FOLDER
 fi
 tp=${TP:-2}
 if want tp; then
