@@ -150,7 +150,7 @@ def _cpu_coder_class():
             whole = coded._decode_group(self.folder, plan.group)
             got = torch.cat([whole[o:o + n] for o, n in plan.spans])
             if torch.equal(_bits(got.view(plan.layer.weight.shape)), _bits(plan.layer.weight)):
-                self.state._accept(plan)
+                self.state._accept(plan, whole)  # stands for the coded bytes the GPU step keeps
                 self.coded.append([plan.prefix, "finalize" if self.finalizing else "load"])
                 return True
             self.left.append(plan.prefix)
