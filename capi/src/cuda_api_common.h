@@ -44,11 +44,6 @@ inline df11::cuda::ExecStatusUse status_use(uint32_t flags) {
                                               : df11::cuda::ExecStatusUse::kReset;
 }
 
-inline df11::cuda::ExecOutputUse output_use(uint32_t flags) {
-  return (flags & DF11_EXEC_CACHE_OUTPUT) != 0 ? df11::cuda::ExecOutputUse::kCache
-                                               : df11::cuda::ExecOutputUse::kStream;
-}
-
 // The coded members of `group` as shapes (kInvalidArgument out of range or beyond 2^32 - 1).
 inline Status group_shapes(const df11_model& model, size_t group, const char* what,
                            std::vector<df11::capi::GemvMember>& members,

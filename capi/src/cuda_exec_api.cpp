@@ -165,7 +165,7 @@ df11_status df11_cuda_exec_to_bf16_ex(df11_model* model, const df11_exec_matrix*
     std::vector<df11::cuda::ExecToBf16> items(n);
     for (size_t k = 0; k < n; ++k) items[k] = {exec_matrix(m[k]), static_cast<uint16_t*>(d_out[k])};
     return df11::cuda::launch_exec_to_bf16(items, d_status, status_bytes, as_stream(stream),
-                                           status_use(flags), output_use(flags));
+                                           status_use(flags));
   });
 }
 

@@ -756,11 +756,6 @@ DF11_API df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm
  * per call site that way and its per-token calls free of memsets (each one a node of a
  * captured CUDA graph). */
 #define DF11_EXEC_KEEP_STATUS 1u
-/* DF11_EXEC_CACHE_OUTPUT (df11_cuda_exec_to_bf16_ex only): the BF16 output is stored as
- * ordinary writes, which stay in the GPU's L2 cache while they fit, for a kernel launched next
- * that reads it (a GEMM on a decoded part of a matrix). Without it the output is stored
- * evict-first, out of the way of what L2 holds. The values written are the same. */
-#define DF11_EXEC_CACHE_OUTPUT 2u
 
 /* Enqueues the reset of the status record d_status (DF11_EXEC_STATUS_BYTES, 16-byte aligned):
  * two small memsets, no sync. A record that an _ex call with DF11_EXEC_KEEP_STATUS uses must

@@ -117,7 +117,6 @@ struct MatrixDesc {
 struct LaunchParams {
   ExecStatusRecord* status;
   uint32_t batch, n;
-  bool cache_out;  // decode: plain stores of the output (ExecOutputUse::kCache), not evict-first
   uint32_t begin[kMaxMatrices + 1];  // GEMM: first block of matrix i; decode: first tile
   MatrixDesc m[kMaxMatrices];
 };
@@ -809,12 +808,7 @@ __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant_
         const uint32_t(&pw)[4] = h == 0 ? lw.pg : lw.pg8;
         uint16_t* out = m.y + r * m.cols + c;
         if (m.w_vec && c + 8 <= m.cols) {
-          const uint4 v = make_uint4(pw[0], pw[1], pw[2], pw[3]);
-          if (p.cache_out) {
-            *reinterpret_cast<uint4*>(out) = v;
-          } else {
-            __stcs(reinterpret_cast<uint4*>(out), v);
-          }
+          __stcs(reinterpret_cast<uint4*>(out), make_uint4(pw[0], pw[1], pw[2], pw[3]));
           continue;
         }
 #pragma unroll
@@ -1111,14 +1105,12 @@ Status launch_bf16_reference_gemm(std::span<const Bf16Gemm> gemms, uint32_t batc
 }
 
 Status launch_exec_to_bf16(std::span<const ExecToBf16> items, void* d_workspace,
-                           size_t workspace_bytes, CUstream_st* stream, ExecStatusUse use,
-                           ExecOutputUse out) {
+                           size_t workspace_bytes, CUstream_st* stream, ExecStatusUse use) {
   using namespace detail;
   DF11_RETURN_IF_ERROR(check_workspace(d_workspace, workspace_bytes, "launch_exec_to_bf16"));
   if (use == ExecStatusUse::kReset) DF11_RETURN_IF_ERROR(reset_status(d_workspace, stream));
   auto p = std::make_unique<LaunchParams>();
   p->status = static_cast<ExecStatusRecord*>(d_workspace);
-  p->cache_out = out == ExecOutputUse::kCache;
   for (size_t at = 0; at < items.size(); at += kMaxMatrices) {
     const size_t n = std::min<size_t>(kMaxMatrices, items.size() - at);
     p->n = static_cast<uint32_t>(n);

@@ -101,15 +101,10 @@ struct ExecToBf16 {
   ExecMatrix w;
   uint16_t* d_out = nullptr;  // rows * cols BF16, row-major (16-byte aligned is faster)
 };
-// How the decode stores its BF16 output: kStream marks it evict-first in L2 (the output goes
-// to device memory, out of the way of what L2 holds); kCache stores it normally, so that a
-// consumer launched next (a GEMM on a decoded part that fits in L2) reads it from L2.
-enum class ExecOutputUse { kStream, kCache };
 // Enqueues the decode of every entry (status as for launch_exec_gemm).
 Status launch_exec_to_bf16(std::span<const ExecToBf16> items, void* d_workspace,
                            size_t workspace_bytes, CUstream_st* stream,
-                           ExecStatusUse use = ExecStatusUse::kReset,
-                           ExecOutputUse out = ExecOutputUse::kStream);
+                           ExecStatusUse use = ExecStatusUse::kReset);
 
 // Waits for `stream` and reports the latest launch into `d_workspace`: OK, or kCorruptData
 // naming `names[i]` of the first corrupt matrix (the index within that launch's list; "matrix
