@@ -3,7 +3,9 @@
 Makes an 8-layer Llama (hidden 1024, intermediate 2816, vocab 32000, random weights, seed 0)
 in --work (BF16 folder, then `df11 compress`), then in one fresh process per model: imports,
 RSS; load; one forward pass and a 16-token greedy generate; RSS again. Reports the RSS added
-(after less before) and whether the tokens equal BF16's. Memory only: on a shared machine the
+(after less before), its anonymous and mapped parts (/proc/self/status: RssAnon, and RssFile
++ RssShmem: the mapped weights, from /dev/shm as shared memory, and the libraries' pages), and
+whether the tokens equal BF16's. Memory only: on a shared machine the
 times say little, and none is reported.
 
     python bench/cpu_memory.py --work /dev/shm/cpu-memory [--json OUT.json]
@@ -16,12 +18,16 @@ import subprocess
 import sys
 
 
-def rss() -> int:
+def rss() -> dict:
+    """VmRSS and its parts (anonymous; file-backed; shared memory, as a folder in /dev/shm
+    maps), bytes."""
+    out = {}
     with open("/proc/self/status") as f:
         for line in f:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) * 1024
-    return 0
+            key = line.split(":")[0]
+            if key in ("VmRSS", "RssAnon", "RssFile", "RssShmem"):
+                out[key] = int(line.split()[1]) * 1024
+    return out
 
 
 def measure(which: str, path: str) -> dict:
@@ -40,8 +46,11 @@ def measure(which: str, path: str) -> dict:
         out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids),
                              max_new_tokens=16, min_new_tokens=16, do_sample=False,
                              pad_token_id=0)
-    return dict(model=which, added_mb=round((rss() - before) / 1e6, 1),
-                tokens=out[0, -16:].tolist())
+    after = rss()
+    added = {k: round((after.get(k, 0) - before.get(k, 0)) / 1e6, 1) for k in after}
+    mapped = round(added.get("RssFile", 0) + added.get("RssShmem", 0), 1)
+    return dict(model=which, added_mb=added["VmRSS"], added_anon_mb=added.get("RssAnon"),
+                added_mapped_mb=mapped, tokens=out[0, -16:].tolist())
 
 
 def main():
@@ -76,8 +85,13 @@ def main():
         print(json.dumps(row))
     if args.json:
         with open(args.json, "w") as f:
-            json.dump(dict(model="llama, 8 layers, hidden 1024, vocab 32000", rows=rows), f,
-                      indent=1)
+            import torch
+            import transformers
+
+            import df11
+            json.dump(dict(model="llama, 8 layers, hidden 1024, vocab 32000", rows=rows,
+                           torch=torch.__version__, transformers=transformers.__version__,
+                           df11=df11.version()), f, indent=1)
     return 0
 
 
