@@ -340,6 +340,132 @@ __global__ void __launch_bounds__(kGemmThreads,
   exec_strip_sums<NB, kGemmWarps>(red, acc, strip, m.rows, p.batch, m.y);
 }
 
+// ---- Batch 1-8 with the loads rolled across steps (EXEC_KERNEL.md, v16) ----
+//
+// The strip kernel above issues a group of steps' loads and then waits for them: per group one
+// full memory latency and the group's decode and products, one after the other. Here each warp
+// keeps kRollAhead steps' loads in flight at every step: before it decodes step i it issues the
+// loads of step i + kRollAhead (across its tiles: the walk of tiles warp, warp + 8, ... is one
+// sequence of steps), and a tile's two exception offsets are read with its first step's loads.
+// Same strips, warps, operands, products and order as gemm_kernel<true, 1>: the same outputs.
+#ifndef DF11_EXEC_GEMM_ROLL
+#define DF11_EXEC_GEMM_ROLL 0  // steps loaded ahead at batch 1-8; 0: the strip kernel above
+#endif
+#ifndef DF11_EXEC_ROLL_X
+#define DF11_EXEC_ROLL_X 1  // 1: X loaded ahead with the weights; 0: when the step is decoded
+#endif
+
+template <uint32_t kAhead>
+__global__ void __launch_bounds__(kGemmThreads, DF11_EXEC_GEMM_MIN_BLOCKS)
+    roll_gemm_kernel(const __grid_constant__ LaunchParams p) {
+  constexpr uint32_t R = kAhead + 1;  // slots: the step decoded and those in flight
+  constexpr bool kRollX = DF11_EXEC_ROLL_X != 0;
+  __shared__ float red[kGemmWarps][32][4];
+  const uint32_t mi = find_matrix(p, blockIdx.x);
+  const MatrixDesc& m = p.m[mi];
+  const uint64_t strip = blockIdx.x - p.begin[mi];
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t g = lane / 4, t = lane % 4;
+  const uint16_t* xrow = m.x + uint64_t{min(g, p.batch - 1)} * m.cols;
+  float acc[1][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+  const uint32_t cols = m.cols, steps = m.steps;
+  const uint32_t full_steps = cols / kExecStepCols;
+  const bool x_vec = m.x_vec;
+  const uint64_t first = strip * uint64_t{steps} * kExecLanes + lane;
+  const uint4* lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first;
+  const uint2* lane_codes = reinterpret_cast<const uint2*>(m.blob + m.code_plane) + first;
+  const uint64_t tile0 = strip * m.tiles_per_strip;
+  // The warp's i-th step of its walk (tiles warp, warp + kGemmWarps, ...).
+  auto roll_step = [](uint32_t warp, uint32_t i) -> uint32_t {
+    return (warp + kGemmWarps * (i / kExecTileSteps)) * kExecTileSteps + i % kExecTileSteps;
+  };
+  // The warp's steps: kExecTileSteps per tile it owns, fewer in the strip's last tile.
+  uint32_t n = 0;
+  if (warp < m.tiles_per_strip) {
+    const uint32_t owned = (m.tiles_per_strip - 1 - warp) / kGemmWarps + 1;
+    const uint32_t last = warp + kGemmWarps * (owned - 1);
+    n = (owned - 1) * kExecTileSteps + min(kExecTileSteps, steps - last * kExecTileSteps);
+  }
+  auto x_of = [&](uint32_t q) -> uint4 {
+    const uint32_t c = q * kExecStepCols + 8 * t;
+    return x_vec && q < full_steps ? __ldg(reinterpret_cast<const uint4*>(xrow + c))
+                                   : exec_load_x(xrow, c, cols, x_vec);
+  };
+  LaneCodes ring[R];
+  uint4 xr[R];
+  uint2 offs = make_uint2(0, 0);  // the offsets of the next tile to start
+  // Until the previous grid is done only the blob is read, and only into L2 (its values may
+  // not be visible before the wait): the first tile.
+  if (n > 0) {
+    for (uint32_t q = warp * kExecTileSteps; q < warp * kExecTileSteps + min(n, kExecTileSteps);
+         ++q) {
+      prefetch_l2(lane_bytes + q * kExecLanes);
+      prefetch_l2(lane_codes + q * kExecLanes);
+    }
+  }
+  wait_for_previous_grid();
+#pragma unroll
+  for (uint32_t r = 0; r < kAhead; ++r) {
+    if (r < n) {
+      const uint32_t q = roll_step(warp, r);
+      ring[r].bytes = __ldg(lane_bytes + q * kExecLanes);
+      ring[r].codes = __ldg(lane_codes + q * kExecLanes);
+      if constexpr (kRollX) xr[r] = x_of(q);
+    }
+  }
+  if (n > 0) offs = load_tile_offsets(m, tile0 + warp);
+  const uint32_t base4 = read_base(p, m, tile0, threadIdx.x == 0) * 0x01010101u;
+  uint64_t tile = 0, cursor = 0, end = 0, win_at = 0;
+  uint32_t win = 0;
+  bool overrun = false;
+  for (uint32_t i0 = 0; i0 < n; i0 += R) {
+#pragma unroll
+    for (uint32_t r = 0; r < R; ++r) {
+      const uint32_t i = i0 + r;
+      if (i >= n) break;
+      const uint32_t q = roll_step(warp, i);
+      // The loads of step i + kAhead, into the slot step i - 1 left.
+      const uint32_t s = (r + kAhead) % R;
+      const uint32_t ia = i + kAhead;
+      uint2 offs_next = offs;
+      if (ia < n) {
+        const uint32_t qa = roll_step(warp, ia);
+        ring[s].bytes = __ldg(lane_bytes + qa * kExecLanes);
+        ring[s].codes = __ldg(lane_codes + qa * kExecLanes);
+        if constexpr (kRollX) xr[s] = x_of(qa);
+        if (ia % kExecTileSteps == 0) {
+          offs_next = load_tile_offsets(m, tile0 + warp + kGemmWarps * (ia / kExecTileSteps));
+        }
+      }
+      if (i % kExecTileSteps == 0) {
+        // The tile's exception range and its first four exception bytes, read ahead for the
+        // steps that have one.
+        tile = tile0 + warp + kGemmWarps * (i / kExecTileSteps);
+        tile_range_of(p, m, tile, offs, lane, &cursor, &end);
+        overrun = false;
+        win_at = cursor;
+        win = 0;
+        const uint8_t* exc = m.blob + m.exceptions;
+#pragma unroll
+        for (uint32_t k = 0; k < 4; ++k) {
+          if (cursor + k < end) win |= uint32_t{__ldg(exc + cursor + k)} << (8 * k);
+        }
+      }
+      offs = offs_next;
+      LaneWeights lw = decode_lane(m, ring[r], base4, &cursor, end, lane, overrun, win_at, win, 4);
+      if (q >= full_steps) mask_columns(lw, q * kExecStepCols + 8 * t, cols);  // ragged step
+      const uint4 xv[1] = {kRollX ? xr[r] : x_of(q)};
+      step_products<1>(lw, xv, acc);
+      if (i + 1 == n || (i + 1) % kExecTileSteps == 0) {  // the tile's last step
+        if (lane == 0 && (overrun || cursor != end)) {
+          exec_report(p.status, m.index, tile, kExecBadTileCount);
+        }
+      }
+    }
+  }
+  exec_strip_sums<1, kGemmWarps>(red, acc, strip, m.rows, p.batch, m.y);
+}
+
 // ---- The wide GEMM: more rows of X than the strip kernels serve (EXEC_KERNEL.md v9) ----
 //
 // One thread block of kWideWarps warps takes a group of kWideWarps strips (one per warp) and a
@@ -913,6 +1039,9 @@ GemmKernel strip_kernel(uint32_t batch, uint64_t blocks, uint32_t sms) {
     if (batch > 8 && batch <= 16 && blocks <= uint64_t{sms} * DF11_EXEC_GEMM_DEEP_BLOCKS) {
       return gemm_kernel<true, 2, true>;
     }
+  }
+  if constexpr (kExec && DF11_EXEC_GEMM_ROLL != 0) {
+    if (batch <= 8) return roll_gemm_kernel<DF11_EXEC_GEMM_ROLL>;
   }
   return batch <= 8    ? gemm_kernel<kExec, 1>
          : batch <= 16 ? gemm_kernel<kExec, 2>
