@@ -140,11 +140,12 @@ __device__ __forceinline__ LaneWeights exec_build(const uint4& bytes, const uint
 // 4, win_at <= cursor, where win_at + i < end): those exceptions are taken from it instead of
 // memory. A lane visits only its code-15 slots; where no lane has more than one (nearly every
 // step), the lanes' offsets come from one ballot instead of a scan.
+template <typename Cursor = uint64_t>
 __device__ __forceinline__ uint32_t exec_patch_exceptions(const LaneCodeBytes& k, uint32_t (&e)[4],
-                                                          const uint8_t* exc, uint64_t cursor,
-                                                          uint64_t end, uint32_t lane,
-                                                          bool& overrun, uint64_t win_at = 0,
-                                                          uint32_t win = 0, uint32_t win_n = 0) {
+                                                          const uint8_t* exc, Cursor cursor,
+                                                          Cursor end, uint32_t lane, bool& overrun,
+                                                          Cursor win_at = 0, uint32_t win = 0,
+                                                          uint32_t win_n = 0) {
   const uint32_t mask = exec_exception_mask(k);
   const uint32_t mine = __popc(mask);
   const uint32_t some = __ballot_sync(kExecFullMask, mine != 0);
@@ -165,8 +166,9 @@ __device__ __forceinline__ uint32_t exec_patch_exceptions(const LaneCodeBytes& k
   if (mask != 0) {
     // Exceptions left in the list, and those the window holds, from cursor on.
     const uint32_t avail =
-        cursor < end ? static_cast<uint32_t>(min(end - cursor, uint64_t{0xFFFFFFFFu})) : 0u;
-    const uint64_t skip = cursor - win_at;
+        cursor < end ? static_cast<uint32_t>(min(uint64_t{end - cursor}, uint64_t{0xFFFFFFFFu}))
+                     : 0u;
+    const Cursor skip = cursor - win_at;
     const uint32_t in_win = skip < win_n ? win_n - static_cast<uint32_t>(skip) : 0u;
     const uint32_t win_bytes = skip < win_n ? win >> (8 * static_cast<uint32_t>(skip)) : 0u;
     uint32_t left = mask, rel = first;

@@ -19,6 +19,7 @@
 #include <numeric>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda_error.h"
@@ -92,6 +93,14 @@ constexpr uint32_t kMaxMatrices = kExecMaxLaunchMatrices;
 #ifndef DF11_EXEC_GEMM_DEEP_STEPS2
 #define DF11_EXEC_GEMM_DEEP_STEPS2 4
 #endif
+#ifndef DF11_EXEC_GEMM_CURSOR32
+#define DF11_EXEC_GEMM_CURSOR32 1
+#endif
+// The strip kernels decode a group of whole steps (the usual group: none past the tile's end
+// or ragged) in a copy of the loop without those tests. 0 builds one loop for every group.
+#ifndef DF11_EXEC_GEMM_FULL_GROUPS
+#define DF11_EXEC_GEMM_FULL_GROUPS 1
+#endif
 // The strip kernels' rows of X: four n8 tiles (NB = 4). The reference serves more in chunks.
 constexpr uint32_t kStripMaxBatch = 32;
 template <uint32_t NB>
@@ -155,13 +164,15 @@ __device__ __forceinline__ uint2 load_tile_offsets(const MatrixDesc& m, uint64_t
 }
 
 // A tile's exception range [*cursor, *end) from its offsets, checked against the blob's count.
+// Cursor: uint64_t, or uint32_t (an exception index is below n_exc, a u32).
+template <typename Cursor>
 __device__ __forceinline__ void tile_range_of(const LaunchParams& p, const MatrixDesc& m,
                                               uint64_t tile, uint2 offs, uint32_t lane,
-                                              uint64_t* cursor, uint64_t* end) {
-  uint64_t a = offs.x, b = offs.y;
+                                              Cursor* cursor, Cursor* end) {
+  uint32_t a = offs.x, b = offs.y;
   if (b < a || b > m.n_exc) {
     if (lane == 0) exec_report(p.status, m.index, tile, kExecBadTileOffsets);
-    a = min(a, uint64_t{m.n_exc});
+    a = min(a, m.n_exc);
     b = a;
   }
   *cursor = a;
@@ -169,9 +180,10 @@ __device__ __forceinline__ void tile_range_of(const LaunchParams& p, const Matri
 }
 
 // The same, its offsets read here.
+template <typename Cursor>
 __device__ __forceinline__ void tile_range(const LaunchParams& p, const MatrixDesc& m,
-                                           uint64_t tile, uint32_t lane, uint64_t* cursor,
-                                           uint64_t* end) {
+                                           uint64_t tile, uint32_t lane, Cursor* cursor,
+                                           Cursor* end) {
   tile_range_of(p, m, tile, load_tile_offsets(m, tile), lane, cursor, end);
 }
 
@@ -195,11 +207,11 @@ __device__ __forceinline__ LaneCodes load_lane(const MatrixDesc& m, uint64_t str
 
 // The lane's weights of one step from its loaded parts, exceptions resolved (warp-uniform
 // call). *cursor advances past the step's exceptions; `overrun` is set if they pass `end`.
+template <typename Cursor>
 __device__ __forceinline__ LaneWeights decode_lane(const MatrixDesc& m, const LaneCodes& lc,
-                                                   uint32_t base4, uint64_t* cursor, uint64_t end,
-                                                   uint32_t lane, bool& overrun,
-                                                   uint64_t win_at = 0, uint32_t win = 0,
-                                                   uint32_t win_n = 0) {
+                                                   uint32_t base4, Cursor* cursor, Cursor end,
+                                                   uint32_t lane, bool& overrun, Cursor win_at = 0,
+                                                   uint32_t win = 0, uint32_t win_n = 0) {
   const LaneCodeBytes k = exec_split_codes(lc.codes);
   uint32_t e[4];
 #pragma unroll
@@ -271,7 +283,10 @@ __global__ void __launch_bounds__(kGemmThreads,
     const uint64_t tile = strip * m.tiles_per_strip + u;
     const uint32_t q0 = u * kExecTileSteps;
     const uint32_t q1 = min(q0 + kExecTileSteps, m.steps);
-    uint64_t cursor = 0, end = 0, win_at = 0;
+    // An exception index is below n_exc (a u32): 32-bit cursors keep the tile's bookkeeping
+    // in 32-bit arithmetic.
+    using Cursor = std::conditional_t<DF11_EXEC_GEMM_CURSOR32 != 0, uint32_t, uint64_t>;
+    Cursor cursor = 0, end = 0, win_at = 0;
     uint32_t win = 0;
     bool overrun = false;
     for (uint32_t q = q0; q < q1; q += kSteps) {
@@ -279,23 +294,45 @@ __global__ void __launch_bounds__(kGemmThreads,
       uint32_t wa[kSteps][4],
           wb[kSteps][4];  // reference: BF16 pairs
       uint4 xv[kSteps][NB];
+      // The group's first addresses, once: each step's loads are then these plus a constant
+      // (an immediate offset), not a 64-bit address rebuilt from the step's index.
+      const uint4* group_bytes = kExec ? lane_bytes + uint64_t{q} * kExecLanes : nullptr;
+      const uint2* group_codes = kExec ? lane_codes + uint64_t{q} * kExecLanes : nullptr;
+      const uint32_t c0 = q * kExecStepCols + 8 * t;  // < cols + 32 <= 2^28 + 32
+      const uint16_t* group_x[NB];
 #pragma unroll
-      for (uint32_t i = 0; i < kSteps; ++i) {
-        if (q + i >= q1) break;
-        const uint32_t c = (q + i) * kExecStepCols + 8 * t;  // < cols + 32 <= 2^28 + 32
-        if constexpr (kExec) {
-          lc[i].bytes = __ldg(lane_bytes + (q + i) * kExecLanes);
-          lc[i].codes = __ldg(lane_codes + (q + i) * kExecLanes);
-        } else {
-          const auto* w = reinterpret_cast<const uint16_t*>(m.blob);
-          bf16_row8(w, m.rows, cols, strip * kExecStripRows + g, c, m.w_vec, wa[i]);
-          bf16_row8(w, m.rows, cols, strip * kExecStripRows + 8 + g, c, m.w_vec, wb[i]);
+      for (uint32_t n = 0; n < NB; ++n) group_x[n] = xrow[n] + c0;
+      const bool full = kExec && x_vec && q + kSteps <= q1 && q + kSteps <= full_steps;
+      if (full) {
+        // The usual group: kSteps whole steps, X loaded whole; no test per step.
+#pragma unroll
+        for (uint32_t i = 0; i < kSteps; ++i) {
+          lc[i].bytes = __ldg(group_bytes + i * kExecLanes);
+          lc[i].codes = __ldg(group_codes + i * kExecLanes);
+#pragma unroll
+          for (uint32_t n = 0; n < NB; ++n) {
+            xv[i][n] = __ldg(reinterpret_cast<const uint4*>(group_x[n] + i * kExecStepCols));
+          }
         }
+      } else {
 #pragma unroll
-        for (uint32_t n = 0; n < NB; ++n) {
-          xv[i][n] = x_vec && q + i < full_steps
-                         ? __ldg(reinterpret_cast<const uint4*>(xrow[n] + c))
-                         : exec_load_x(xrow[n], c, cols, x_vec);
+        for (uint32_t i = 0; i < kSteps; ++i) {
+          if (q + i >= q1) break;
+          const uint32_t c = c0 + i * kExecStepCols;
+          if constexpr (kExec) {
+            lc[i].bytes = __ldg(group_bytes + i * kExecLanes);
+            lc[i].codes = __ldg(group_codes + i * kExecLanes);
+          } else {
+            const auto* w = reinterpret_cast<const uint16_t*>(m.blob);
+            bf16_row8(w, m.rows, cols, strip * kExecStripRows + g, c, m.w_vec, wa[i]);
+            bf16_row8(w, m.rows, cols, strip * kExecStripRows + 8 + g, c, m.w_vec, wb[i]);
+          }
+#pragma unroll
+          for (uint32_t n = 0; n < NB; ++n) {
+            xv[i][n] = x_vec && q + i < full_steps
+                           ? __ldg(reinterpret_cast<const uint4*>(group_x[n] + i * kExecStepCols))
+                           : exec_load_x(xrow[n], c, cols, x_vec);
+          }
         }
       }
       if constexpr (kExec) {
@@ -308,8 +345,19 @@ __global__ void __launch_bounds__(kGemmThreads,
           win_at = cursor;
 #pragma unroll
           for (uint32_t k = 0; k < 4; ++k) {
-            if (cursor + k < end) win |= uint32_t{__ldg(exc + cursor + k)} << (8 * k);
+            if (k < end - cursor) win |= uint32_t{__ldg(exc + cursor + k)} << (8 * k);
           }
+        }
+      }
+      if constexpr (kExec && DF11_EXEC_GEMM_FULL_GROUPS != 0) {
+        if (full) {  // the usual group's steps: none past the tile, none ragged
+#pragma unroll
+          for (uint32_t i = 0; i < kSteps; ++i) {
+            const LaneWeights lw =
+                decode_lane(m, lc[i], base4, &cursor, end, lane, overrun, win_at, win, 4);
+            step_products<NB>(lw, xv[i], acc);
+          }
+          continue;
         }
       }
 #pragma unroll
