@@ -423,12 +423,23 @@ __global__ void __launch_bounds__(kGemmThreads,
 #ifndef DF11_EXEC_SPLIT_MIN_BLOCKS
 #define DF11_EXEC_SPLIT_MIN_BLOCKS 3  // thread blocks per multiprocessor of the cluster kernel
 #endif
+// The cluster kernel walks a whole tile (every step present, none ragged) in a copy of its loop
+// without per-step tests, its loads at constant offsets from the tile's first addresses, with
+// 32-bit exception cursors. 0 builds one loop for every tile.
+// n8 tiles (8 rows of X each) in a chunk of the cluster kernel.
+#ifndef DF11_EXEC_SPLIT_N8
+#define DF11_EXEC_SPLIT_N8 DF11_EXEC_WIDE_N8
+#endif
+#ifndef DF11_EXEC_SPLIT_WHOLE_TILES
+#define DF11_EXEC_SPLIT_WHOLE_TILES 1
+#endif
 constexpr bool kWideSplit = DF11_EXEC_WIDE_SPLIT != 0;
 constexpr uint32_t kWideWarps = 8;  // = strips per block
 constexpr uint32_t kWideThreads = 32 * kWideWarps;
 constexpr uint32_t kWideN8 = DF11_EXEC_WIDE_N8;
 constexpr uint32_t kWideN8Small = DF11_EXEC_WIDE_N8_SMALL;
 constexpr uint32_t kWideSteps = DF11_EXEC_WIDE_STEPS;
+constexpr uint32_t kSplitN8 = DF11_EXEC_SPLIT_N8;
 constexpr uint32_t kWideFrom = DF11_EXEC_WIDE_FROM;
 // The running sums in shared memory where the device has room for them (104 KB a block with
 // 8 n8 tiles; GPUs of compute capability 8.6 and 8.9 allow 99 KB), else in registers.
@@ -758,26 +769,58 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
       __syncthreads();  // this tile's X is staged
       if (live) {
         const uint64_t tile = tile0 + at;
-        uint64_t cursor = 0, end = 0;
+        using Cursor = std::conditional_t<DF11_EXEC_SPLIT_WHOLE_TILES != 0, uint32_t, uint64_t>;
+        Cursor cursor = 0, end = 0;
         bool overrun = false;
         tile_range_of(p, m, tile, offs, lane, &cursor, &end);
         if (more) offs = load_tile_offsets(m, tile0 + next);
         const uint32_t q0 = at * kExecTileSteps;
         const uint16_t* xlane = stage + (lane / 4) * kWideRowElems + 8 * t;
-        for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
+        if (DF11_EXEC_SPLIT_WHOLE_TILES != 0 && q0 + kExecTileSteps <= full_steps) {
+          // A whole tile: each group's loads are a running address plus a constant; the
+          // products and their order are the loop's below.
+          const uint4* group_bytes = lane_bytes + uint64_t{q0 + kWideSteps} * kExecLanes;
+          const uint2* group_codes = lane_codes + uint64_t{q0 + kWideSteps} * kExecLanes;
+          for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
+            const bool in_tile = s + kWideSteps < kExecTileSteps;
 #pragma unroll
-          for (uint32_t i = 0; i < kWideSteps; ++i) {
-            const LaneCodes lc = wide_ring_take(ring, i, s, at, next, more, load_step);
-            const uint32_t q = q0 + s + i;
-            if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
-            LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
-            if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
-            const uint16_t* xq = xlane + (s + i) * kExecStepCols;
+            for (uint32_t i = 0; i < kWideSteps; ++i) {
+              const LaneCodes lc = ring[i];
+              if (in_tile) {
+                ring[i].bytes = __ldg(group_bytes + i * kExecLanes);
+                ring[i].codes = __ldg(group_codes + i * kExecLanes);
+              } else if (more) {
+                load_step(next, i, ring[i]);
+              }
+              const LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
+              const uint16_t* xq = xlane + (s + i) * kExecStepCols;
 #pragma unroll
-            for (uint32_t n = 0; n < N8; ++n) {
-              if (n < blk.live_n8) {
-                n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
-                            acc[n]);
+              for (uint32_t n = 0; n < N8; ++n) {
+                if (n < blk.live_n8) {
+                  n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
+                              acc[n]);
+                }
+              }
+            }
+            group_bytes += kWideSteps * kExecLanes;
+            group_codes += kWideSteps * kExecLanes;
+          }
+        } else {
+          for (uint32_t s = 0; s < kExecTileSteps; s += kWideSteps) {
+#pragma unroll
+            for (uint32_t i = 0; i < kWideSteps; ++i) {
+              const LaneCodes lc = wide_ring_take(ring, i, s, at, next, more, load_step);
+              const uint32_t q = q0 + s + i;
+              if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
+              LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
+              if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
+              const uint16_t* xq = xlane + (s + i) * kExecStepCols;
+#pragma unroll
+              for (uint32_t n = 0; n < N8; ++n) {
+                if (n < blk.live_n8) {
+                  n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
+                              acc[n]);
+                }
               }
             }
           }
@@ -992,7 +1035,7 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
       large += exec_wide_blocks(exec_wide_shape(d.rows, batch, kWideWarps, 8 * kWideN8));
     }
     // The cluster kernel has kGemmWarps times the blocks: it keeps the large chunk.
-    wide_n8 = split ? kWideN8
+    wide_n8 = split ? kSplitN8
                     : exec_wide_pick_n8(large, uint64_t(sms) * DF11_EXEC_WIDE_MIN_BLOCKS,
                                         kWideN8Small, kWideN8);
     const bool shared_sums =
@@ -1006,8 +1049,8 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     }
     wide_bytes = wide_shared_bytes(wide_n8, shared_sums);
     if (split) {
-      wide_kernel = split_gemm_kernel<kWideN8>;
-      wide_bytes = wide_shared_bytes(kWideN8, false);  // the partials reuse X's stages
+      wide_kernel = split_gemm_kernel<kSplitN8>;
+      wide_bytes = wide_shared_bytes(kSplitN8, false);  // the partials reuse X's stages
     }
     DF11_CUDA_RETURN_IF_ERROR(
         cudaFuncSetAttribute(wide_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
