@@ -174,19 +174,25 @@ df11_status df11_cuda_exec_to_bf16(df11_model* model, const df11_exec_matrix* m,
   return df11_cuda_exec_to_bf16_ex(model, m, d_out, n, d_status, status_bytes, 0, stream);
 }
 
-df11_status df11_cuda_exec_gemm_ex(df11_model* model, const df11_exec_gemm* gemms, size_t n,
-                                   uint32_t batch, void* d_status, size_t status_bytes,
-                                   uint32_t flags, void* stream) {
+df11_status df11_cuda_exec_gemm_ld(df11_model* model, const df11_exec_gemm* gemms, size_t n,
+                                   uint32_t batch, uint32_t ld_y, void* d_status,
+                                   size_t status_bytes, uint32_t flags, void* stream) {
   return on_exec(model, false, [&](auto) -> Status {
     if (n != 0 && gemms == nullptr) return null_arg("df11_cuda_exec_gemm", "gemms");
     std::vector<df11::cuda::ExecGemm> g(n);
     for (size_t k = 0; k < n; ++k) {
       g[k] = {exec_matrix(gemms[k].w), static_cast<const uint16_t*>(gemms[k].d_x),
-              static_cast<uint16_t*>(gemms[k].d_y)};
+              static_cast<uint16_t*>(gemms[k].d_y), ld_y};
     }
     return df11::cuda::launch_exec_gemm(g, batch, d_status, status_bytes, as_stream(stream),
                                         status_use(flags));
   });
+}
+
+df11_status df11_cuda_exec_gemm_ex(df11_model* model, const df11_exec_gemm* gemms, size_t n,
+                                   uint32_t batch, void* d_status, size_t status_bytes,
+                                   uint32_t flags, void* stream) {
+  return df11_cuda_exec_gemm_ld(model, gemms, n, batch, 0, d_status, status_bytes, flags, stream);
 }
 
 df11_status df11_cuda_exec_gemm(df11_model* model, const df11_exec_gemm* gemms, size_t n,

@@ -231,6 +231,8 @@ def _declare(L: ctypes.CDLL) -> None:
       c_size_t, c_void_p, c_size_t, c_uint32, c_void_p)
     f("df11_cuda_exec_gemm_ex", c_int, model_p, POINTER(ExecGemm), c_size_t, c_uint32, c_void_p,
       c_size_t, c_uint32, c_void_p)
+    f("df11_cuda_exec_gemm_ld", c_int, model_p, POINTER(ExecGemm), c_size_t, c_uint32, c_uint32,
+      c_void_p, c_size_t, c_uint32, c_void_p)
     f("df11_cuda_exec_status_reset", c_int, c_void_p, c_size_t, c_void_p)
     f("df11_cuda_exec_status_sync", c_int, model_p, c_void_p, c_void_p)
     f("df11_cuda_exec_reference_gemm", c_int, model_p, c_void_p, c_uint32, c_uint32, c_void_p,

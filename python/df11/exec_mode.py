@@ -84,6 +84,8 @@ class Layout:
     gemm_fn: str
     to_bf16_fn: str
     status_sync_fn: str
+    # The product with a row stride for Y (fused members written side by side), if any.
+    gemm_ld_fn: Optional[str] = None
 
     def calls(self, L: ctypes.CDLL) -> Tuple[object, object, object]:
         return (getattr(L, self.gemm_fn), getattr(L, self.to_bf16_fn),
@@ -91,7 +93,8 @@ class Layout:
 
 
 EXEC = Layout("exec", "execution layout", _capi.ExecMatrix, _capi.ExecGemm,
-              "df11_cuda_exec_gemm_ex", "df11_cuda_exec_to_bf16_ex", "df11_cuda_exec_status_sync")
+              "df11_cuda_exec_gemm_ex", "df11_cuda_exec_to_bf16_ex", "df11_cuda_exec_status_sync",
+              "df11_cuda_exec_gemm_ld")
 COMPACT = Layout("compact", "compact layout", _capi.CompactMatrix, _capi.CompactGemm,
                  "df11_cuda_compact_gemm_ex", "df11_cuda_compact_to_bf16_ex",
                  "df11_cuda_compact_status_sync")
@@ -421,6 +424,8 @@ class ExecWeight:
         self._outs = (ctypes.c_void_p * self.n)()
         self._lib = _capi.lib()
         self._gemm, self._to_bf16, self._status_sync = self.layout.calls(self._lib)
+        fn = self.layout.gemm_ld_fn
+        self._gemm_ld = getattr(self._lib, fn) if fn is not None else None
         self.status = torch.empty(_capi.EXEC_STATUS_BYTES, dtype=torch.uint8, device=self.device)
         with torch.cuda.device(self.device):
             self._raise(self._lib.df11_cuda_exec_status_reset(
@@ -456,7 +461,9 @@ class ExecWeight:
         x2 = x.reshape(tokens, self.cols)
         if not x2.is_contiguous():
             x2 = x2.contiguous()
-        if self.n == 1 or tokens == 1:  # the members' outputs side by side in one row
+        # The members' outputs side by side in Y's rows: one row (a token), one member, or
+        # written there with Y's row stride; else each into its own tensor, concatenated after.
+        if self.n == 1 or tokens == 1 or self._gemm_ld is not None:
             y = x.new_empty((tokens, self.rows))
             parts = None
         else:
@@ -468,9 +475,15 @@ class ExecWeight:
                 g.d_x = x2.data_ptr()
                 g.d_y = parts[i].data_ptr() if parts is not None else y.data_ptr() + 2 * at
                 at += r
-            self._raise(self._gemm(
-                None, self.gemms, self.n, tokens, self.status.data_ptr(),
-                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index)))
+            stream = raw_stream(self.device_index)
+            if self._gemm_ld is not None:
+                rc = self._gemm_ld(None, self.gemms, self.n, tokens, self.rows,
+                                   self.status.data_ptr(), _capi.EXEC_STATUS_BYTES,
+                                   _capi.EXEC_KEEP_STATUS, stream)
+            else:
+                rc = self._gemm(None, self.gemms, self.n, tokens, self.status.data_ptr(),
+                                _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, stream)
+            self._raise(rc)
         if parts is not None:
             y = torch.cat(parts, dim=1)
         if bias is not None:

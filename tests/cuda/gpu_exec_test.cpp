@@ -336,6 +336,66 @@ TEST_F(CudaExec, SeveralMatricesInOneWideLaunch) {
   }
 }
 
+TEST_F(CudaExec, FusedMembersWriteOneOutputWithItsRowStride) {
+  // A fused layer's members (one X, outputs side by side, as q/k/v) in one launch with
+  // ld_y: each member's columns of the one Y equal the reference of that member alone, at
+  // the strip kernels' and the wide kernel's batches; the columns past the members and the
+  // rows past the batch keep their poison.
+  constexpr uint16_t kFill = 0x7FC1;  // a NaN payload no product writes
+  for (const uint32_t cols : {300u, 512u}) {
+    const uint32_t rows[] = {48, 17, 33};
+    uint32_t total = 0;
+    for (uint32_t r : rows) total += r;
+    const uint32_t ld = total + 3;
+    std::vector<std::vector<uint16_t>> ws;
+    std::vector<Transcoded> ts;
+    std::vector<Dev> wds;
+    uint32_t seed = 70 + cols;
+    for (uint32_t r : rows) {
+      ws.push_back(gaussian(uint64_t{r} * cols, 0.05f, seed++));
+      ts.push_back(transcode(ws.back(), r, cols, stream_));
+      wds.emplace_back(ws.back());
+    }
+    for (const uint32_t batch : {1u, 2u, 5u, 8u, 9u, 16u, 17u, 32u, 33u, 64u, 100u}) {
+      SCOPED_TRACE(std::to_string(cols) + " columns, batch " + std::to_string(batch));
+      Dev x(gaussian(uint64_t{batch} * cols, 1.0f, batch));
+      const uint32_t held = batch + 1;  // one row past the batch, poisoned
+      Dev y(std::vector<uint16_t>(uint64_t{held} * ld, kFill));
+      std::vector<cuda::ExecGemm> gemms;
+      uint32_t at = 0;
+      for (size_t i = 0; i < ts.size(); ++i) {
+        gemms.push_back({ts[i].m, x.as<uint16_t>(), y.as<uint16_t>() + at, ld});
+        at += rows[i];
+      }
+      Dev status(cuda::kExecStatusBytes);
+      ASSERT_TRUE(cuda::launch_exec_gemm(gemms, batch, status.p, status.n, stream_).is_ok());
+      ASSERT_TRUE(cuda::read_exec_status(status.p, stream_).is_ok());
+      const std::vector<uint16_t> got = y.get<uint16_t>();
+      at = 0;
+      for (size_t i = 0; i < ts.size(); ++i) {
+        Dev ref(2ull * batch * rows[i]);
+        const cuda::Bf16Gemm r{wds[i].as<uint16_t>(), rows[i], cols, x.as<uint16_t>(),
+                               ref.as<uint16_t>()};
+        ASSERT_TRUE(cuda::launch_bf16_reference_gemm({&r, 1}, batch, stream_).is_ok());
+        ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+        const std::vector<uint16_t> want = ref.get<uint16_t>();
+        for (uint32_t j = 0; j < batch; ++j) {
+          for (uint32_t c = 0; c < rows[i]; ++c) {
+            ASSERT_EQ(got[uint64_t{j} * ld + at + c], want[uint64_t{j} * rows[i] + c])
+                << "member " << i << ", row " << j << ", output " << c;
+          }
+        }
+        at += rows[i];
+      }
+      for (uint32_t j = 0; j < held; ++j) {
+        for (uint32_t c = j < batch ? total : 0; c < ld; ++c) {
+          ASSERT_EQ(got[uint64_t{j} * ld + c], kFill) << "written at row " << j << ", " << c;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(CudaExec, ExceptionHeavyMatrices) {
   // ~88% exceptions, finite products.
   std::vector<uint16_t> w = exponents_between(96 * 700, 70, 190, 3);
@@ -480,6 +540,10 @@ TEST_F(CudaExec, BadArgumentsAreRefused) {
             ErrorCode::kInvalidArgument);
   bad = g;
   bad.d_y = nullptr;
+  EXPECT_EQ(cuda::launch_exec_gemm({&bad, 1}, 1, ws.p, ws.n, stream_).code(),
+            ErrorCode::kInvalidArgument);
+  bad = g;
+  bad.ld_y = 31;  // below its 32 rows
   EXPECT_EQ(cuda::launch_exec_gemm({&bad, 1}, 1, ws.p, ws.n, stream_).code(),
             ErrorCode::kInvalidArgument);
   const cuda::ExecSource s{x.as<uint16_t>(), 0, 64};

@@ -770,6 +770,20 @@ DF11_API df11_status df11_cuda_exec_to_bf16_ex(df11_model* model, const df11_exe
                                                void* const* d_out, size_t n, void* d_status,
                                                size_t status_bytes, uint32_t flags, void* stream);
 
+/* df11_cuda_exec_gemm_ex with every Y's row j at d_y + j * ld_y elements (ld_y at least each
+ * product's rows; 0: each Y's own rows, as df11_cuda_exec_gemm_ex). The members of a fused
+ * layer (q/k/v, gate/up: one input, products side by side) then write one [batch, ld_y]
+ * output in one launch, each from its column offset (d_y = y + offset), with no copy after:
+ *
+ *   gemms[k].d_x = x;  gemms[k].d_y = y + 2 * (rows of the members before k);   (bytes)
+ *   df11_cuda_exec_gemm_ld(model, gemms, n, batch, total rows, d_st, ..., flags, stream);
+ *
+ * The outputs are df11_cuda_exec_gemm_ex's, bit for bit. No element of a Y may be an element
+ * of an X or of another Y. DF11_ERROR_INVALID_ARGUMENT for an ld_y below a product's rows. */
+DF11_API df11_status df11_cuda_exec_gemm_ld(df11_model* model, const df11_exec_gemm* gemms,
+                                            size_t n, uint32_t batch, uint32_t ld_y, void* d_status,
+                                            size_t status_bytes, uint32_t flags, void* stream);
+
 /* Waits for `stream` and reports the latest gemm or to_bf16 call into d_status (or, for a
  * record kept with DF11_EXEC_KEEP_STATUS, every call since its reset). */
 DF11_API df11_status df11_cuda_exec_status_sync(df11_model* model, const void* d_status,

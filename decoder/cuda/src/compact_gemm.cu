@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
   // The warp sums, in the staging words once every warp is done with them.
   __syncthreads();
   detail::exec_strip_sums<NB, kWarps>(reinterpret_cast<float(*)[32][NB * 4]>(&stage[0][0]), acc,
-                                      strip, v.rows, p.batch, mp.y);
+                                      strip, v.rows, p.batch, mp.y, v.rows);
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }

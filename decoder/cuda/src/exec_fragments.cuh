@@ -279,12 +279,12 @@ __device__ __forceinline__ void step_products(const LaneWeights& lw, const uint4
 }
 
 // The end of a strip's GEMM: each warp's sums (acc) meet in `red` (shared memory, [W][32][NB *
-// 4]) and warp 0 adds them in warp order (spec 6) and writes Y [batch, rows] as BF16. Every
-// thread of the block calls it, after any other use of `red`.
+// 4]) and warp 0 adds them in warp order (spec 6) and writes Y [batch, rows] as BF16, row j at
+// y + j * ld_y. Every thread of the block calls it, after any other use of `red`.
 template <uint32_t NB, uint32_t W>
 __device__ __forceinline__ void exec_strip_sums(float (*red)[32][NB * 4], const float (&acc)[NB][4],
                                                 uint64_t strip, uint32_t rows, uint32_t batch,
-                                                uint16_t* y) {
+                                                uint16_t* y, uint32_t ld_y) {
   const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const uint32_t g = lane / 4, t = lane % 4;
 #pragma unroll
@@ -305,7 +305,7 @@ __device__ __forceinline__ void exec_strip_sums(float (*red)[32][NB * 4], const 
       const uint32_t j = 8 * n + 2 * t + k % 2;
       if (r < rows && j < batch) {
         const __nv_bfloat16 b = __float2bfloat16_rn(v);
-        y[uint64_t{j} * rows + r] = *reinterpret_cast<const uint16_t*>(&b);
+        y[uint64_t{j} * ld_y + r] = *reinterpret_cast<const uint16_t*>(&b);
       }
     }
   }

@@ -118,6 +118,7 @@ struct MatrixDesc {
   uint16_t* y;          // GEMM: Y [batch, rows]; decode: out [rows, cols]
   uint64_t byte_plane, code_plane, exceptions, tile_offsets;
   uint32_t rows, cols, n_exc;
+  uint32_t ld_y;  // GEMM: elements from one row of Y to the next (>= rows)
   uint32_t steps, tiles_per_strip;
   uint32_t index;  // in the caller's list (status)
   bool x_vec, w_vec;
@@ -385,7 +386,7 @@ __global__ void __launch_bounds__(kGemmThreads,
       }
     }
   }
-  exec_strip_sums<NB, kGemmWarps>(red, acc, strip, m.rows, p.batch, m.y);
+  exec_strip_sums<NB, kGemmWarps>(red, acc, strip, m.rows, p.batch, m.y, m.ld_y);
 }
 
 // ---- The wide GEMM: more rows of X than the strip kernels serve (EXEC_KERNEL.md v9) ----
@@ -695,7 +696,7 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_WIDE_MIN_BLOCKS)
       if (r < m.rows && j < p.batch) {
         const float v = kWideSharedSums ? shared_sums[((warp * N8 + n) * 4 + c) * 32 + lane]
                                         : sum[kWideSharedSums ? 0 : n][c];
-        m.y[uint64_t{j} * m.rows + r] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+        m.y[uint64_t{j} * m.ld_y + r] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
       }
     }
   }
@@ -857,7 +858,7 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
       const uint64_t row = uint64_t{out_strip} * kExecStripRows + l / 4 + 8 * (c / 2);
       const uint32_t j = blk.first_row + 8 * n + 2 * (l % 4) + c % 2;
       if (row < m.rows && j < p.batch) {
-        m.y[uint64_t{j} * m.rows + row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+        m.y[uint64_t{j} * m.ld_y + row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
       }
     }
   }
@@ -926,6 +927,7 @@ MatrixDesc describe(const ExecGeometry& geo, const uint8_t* blob, uint32_t index
   d.tile_offsets = geo.tile_offsets;
   d.rows = geo.rows;
   d.cols = geo.cols;
+  d.ld_y = geo.rows;
   d.steps = static_cast<uint32_t>(geo.steps);
   d.tiles_per_strip = static_cast<uint32_t>(geo.tiles_per_strip);
   d.index = index;
@@ -1124,7 +1126,7 @@ Status launch_reference_chunks(const std::vector<MatrixDesc>& descs, uint32_t ba
     std::vector<MatrixDesc> chunk = descs;
     for (MatrixDesc& d : chunk) {
       d.x += uint64_t{first} * d.cols;
-      d.y += uint64_t{first} * d.rows;
+      d.y += uint64_t{first} * d.ld_y;
     }
     DF11_RETURN_IF_ERROR(launch_gemms<false>(
         std::move(chunk), std::min(kStripMaxBatch, batch - first), nullptr, stream));
@@ -1161,8 +1163,14 @@ Status launch_exec_gemm(std::span<const ExecGemm> gemms, uint32_t batch, void* d
     if (gemms[i].d_x == nullptr || gemms[i].d_y == nullptr) {
       return Status(ErrorCode::kInvalidArgument, what + ": d_x or d_y is null");
     }
+    if (gemms[i].ld_y != 0 && gemms[i].ld_y < d.rows) {
+      return Status(ErrorCode::kInvalidArgument, what + ": ld_y " + std::to_string(gemms[i].ld_y) +
+                                                     " is below its " + std::to_string(d.rows) +
+                                                     " rows");
+    }
     d.x = gemms[i].d_x;
     d.y = gemms[i].d_y;
+    if (gemms[i].ld_y != 0) d.ld_y = gemms[i].ld_y;
     d.x_vec = aligned16(d.x) && d.cols % 8 == 0;
     descs.push_back(d);
   }

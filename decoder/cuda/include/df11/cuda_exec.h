@@ -54,12 +54,15 @@ struct ExecMatrix {
 // ---- Fused GEMM ----
 
 // Y = X W^T: X BF16 [batch, cols] row-major (the activations of `batch` tokens, as torch lays
-// them out), Y BF16 [batch, rows] row-major. X: any alignment (16-byte aligned with cols a
-// multiple of 8 takes the wide loads). Y must not overlap any X or another Y.
+// them out), Y BF16 [batch, rows] row-major, row j at d_y + j * ld_y (ld_y 0: rows; else at
+// least rows, so that the products of a layer's fused members, each at its column offset, fill
+// one [batch, ld_y] output). X: any alignment (16-byte aligned with cols a multiple of 8 takes
+// the wide loads). No element of Y may be an element of any X or another Y.
 struct ExecGemm {
   ExecMatrix w;
   const uint16_t* d_x = nullptr;
   uint16_t* d_y = nullptr;
+  uint32_t ld_y = 0;
 };
 
 // How a launch treats the status record at the start of its workspace. kReset: two small
