@@ -369,6 +369,33 @@ TEST_P(CApi, CheckStoredOnTheDeviceRefusesBadArguments) {
       << df11_model_errmsg(model.m);
 }
 
+TEST_P(CApi, ExecGemmWithARowStrideIsCheckedOnTheHost) {
+  // df11_cuda_exec_gemm_ld: without CUDA unsupported; with it, a row stride below the matrix's
+  // rows is refused before anything is launched (the blob's pointer is never read).
+  Model model;
+  ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
+  alignas(16) static uint8_t fake_blob[4096];
+  alignas(16) static uint16_t fake_x[64], fake_y[64];
+  alignas(16) static uint8_t status[DF11_EXEC_STATUS_BYTES];
+  df11_exec_gemm g{};
+  g.w.d_blob = fake_blob;
+  g.w.bytes = sizeof fake_blob;
+  g.w.rows = 32;
+  g.w.cols = 32;
+  g.d_x = fake_x;
+  g.d_y = fake_y;
+  const df11_status s =
+      df11_cuda_exec_gemm_ld(model.m, &g, 1, 1, 31, status, sizeof status, 0, nullptr);
+  if (df11_has_cuda() == 0) {
+    EXPECT_EQ(s, DF11_ERROR_UNSUPPORTED);
+    return;
+  }
+  EXPECT_EQ(s, DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(df11_model_errmsg(model.m)).find("ld_y 31 is below its 32 rows"),
+            std::string::npos)
+      << df11_model_errmsg(model.m);
+}
+
 TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   Model model;
   ASSERT_EQ(df11_model_open(df11_dir().c_str(), &model.m), DF11_OK);
