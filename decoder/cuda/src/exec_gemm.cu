@@ -583,6 +583,19 @@ __device__ __forceinline__ void wide_tile_staged(uint16_t* xs, uint32_t k, bool 
   __syncthreads();
 }
 
+// One step's products for the wide kernels: its weights times each live n8 tile of X rows (at
+// `xq`, row 8n + g), accumulated into acc[n].
+template <uint32_t N8>
+__device__ __forceinline__ void wide_step_products(const LaneWeights& lw, const uint16_t* xq,
+                                                   uint32_t live_n8, float (&acc)[N8][4]) {
+#pragma unroll
+  for (uint32_t n = 0; n < N8; ++n) {
+    if (n < live_n8) {
+      n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems), acc[n]);
+    }
+  }
+}
+
 // The products of tile `at` of a live strip into acc, in spec 6's order, its X at `stage`: its
 // steps' weights from `ring`, refilled kWideSteps steps ahead (from tile `next` past its end
 // when `more`); `offs` holds its exception offsets on entry and tile `next`'s after. A tile
@@ -609,13 +622,7 @@ __device__ __forceinline__ void wide_tile_products(const LaunchParams& p, const 
       if (q >= w.steps) continue;  // the strip's ragged last tile (warp-uniform)
       LaneWeights lw = decode_lane(m, lc, w.base4, &cursor, end, lane, overrun);
       if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, m.cols);
-      const uint16_t* xq = xlane + (s + i) * kExecStepCols;
-#pragma unroll
-      for (uint32_t n = 0; n < N8; ++n) {
-        if (n < live_n8) {
-          n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems), acc[n]);
-        }
-      }
+      wide_step_products(lw, xlane + (s + i) * kExecStepCols, live_n8, acc);
     }
   }
   if (lane == 0 && (overrun || cursor != end)) {
@@ -794,14 +801,7 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
                 load_step(next, i, ring[i]);
               }
               const LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
-              const uint16_t* xq = xlane + (s + i) * kExecStepCols;
-#pragma unroll
-              for (uint32_t n = 0; n < N8; ++n) {
-                if (n < blk.live_n8) {
-                  n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
-                              acc[n]);
-                }
-              }
+              wide_step_products(lw, xlane + (s + i) * kExecStepCols, blk.live_n8, acc);
             }
             group_bytes += kWideSteps * kExecLanes;
             group_codes += kWideSteps * kExecLanes;
@@ -815,14 +815,7 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
               if (q >= steps) continue;  // the strip's ragged last tile (warp-uniform)
               LaneWeights lw = decode_lane(m, lc, base4, &cursor, end, lane, overrun);
               if (q >= full_steps) mask_columns(lw, uint64_t{q} * kExecStepCols + 8 * t, cols);
-              const uint16_t* xq = xlane + (s + i) * kExecStepCols;
-#pragma unroll
-              for (uint32_t n = 0; n < N8; ++n) {
-                if (n < blk.live_n8) {
-                  n8_products(lw, *reinterpret_cast<const uint4*>(xq + 8 * n * kWideRowElems),
-                              acc[n]);
-                }
-              }
+              wide_step_products(lw, xlane + (s + i) * kExecStepCols, blk.live_n8, acc);
             }
           }
         }
