@@ -5,7 +5,8 @@ torch.ops.df11.exec_site; a sibling called on another input (as cross-attention 
 twice, leaves its site's Linears each their own op. The launches themselves need a GPU
 (python/tests/gpu/test_gpu.py); here the Linears' run / run_site compute with torch on the CPU,
 so what is tested is the graph the pass makes, the ops' fakes, the pass's place among
-Inductor's passes and what dynamo guards."""
+Inductor's passes, what dynamo guards, and which eager sibling calls are served without a
+launch."""
 import pytest
 import torch
 
@@ -84,6 +85,38 @@ def test_a_sibling_on_another_input_or_twice_keeps_its_own_ops(monkeypatch):
         got = compiled(f, *args)
         assert all(torch.equal(a, b) for a, b in zip(got, want))
         assert [c[0] for c in calls] == ["exec_linear"] * 3, calls
+
+
+def test_eager_siblings_served_from_the_launch_on_their_input(monkeypatch):
+    """Eagerly, the first of q/k/v called on an input launches all three (ExecLinear._run
+    records the others' outputs with the input tensor and its version); k and v on that same
+    tensor, unchanged, are then served without a launch, the last one dropping the record. On
+    another tensor (even with equal values), after an in-place change, or where a gradient
+    would be asked for, a sibling runs its own launch."""
+    m, calls = linears(monkeypatch, {"q": (8, 16), "k": (4, 16), "v": (4, 16)}, seed=4)
+    s = site(m["q"], m["k"], m["v"])
+    h = torch.randn(3, 16)
+    yk, yv = torch.randn(3, 4), torch.randn(3, 4)
+
+    def record(x):
+        s.cache = (x, x._version, {1: yk, 2: yv})
+
+    with torch.no_grad():
+        record(h)
+        assert m["k"](h) is yk and m["v"](h) is yv
+        assert calls == [] and s.cache is None
+        record(h)
+        assert m["v"](h) is yv and s.cache is not None  # k's output still held
+        assert m["k"](h.clone()) is not yk  # another tensor: its own launch
+        assert calls == [("exec_linear", "k")]
+        h.mul_(2)  # in place: the version moves on
+        assert m["k"](h) is not yk
+        assert calls[-1] == ("exec_linear", "k")
+    g = torch.randn(3, 16, requires_grad=True)
+    record(g)
+    with torch.enable_grad():
+        m["k"](g)  # _run's error for a gradient, not the recorded output
+    assert calls[-1] == ("exec_linear", "k")
 
 
 def test_the_graph_reads_only_the_keys(monkeypatch):
