@@ -1,10 +1,11 @@
-"""Eager generate speed, paired in one process: BF16, df11 (decode mode), df11 mode="exec" and
-the official dfloat11 loader (when installed) loaded side by side, then timed in alternating
+"""Eager generate speed, paired in one process: BF16, df11 (decode mode), df11 mode="exec", the
+official dfloat11 loader (when installed) and glyd (`--variants ...,glyd`: glyd.from_pretrained
+on the BF16 folder, when installed) loaded side by side, then timed in alternating
 rounds, so that the host's drift (these machines' eager rows move by 1.5x from run to run)
 falls on every variant alike. Per round each variant generates the same tokens (greedy, HF
 generate, batch B, --tokens new tokens after a 16-token prompt); reported: each variant's
-median ms per token and the median over rounds of its time / BF16's and / the official
-loader's, and whether its tokens equal BF16's.
+median ms per token and the median over rounds of its time / BF16's, / the official loader's
+and / glyd's, and whether its tokens equal BF16's.
 
     python ab_eager.py --work /dev/shm/df11-bench [--batch 1,8] [--rounds 7] [--json OUT]
 """
@@ -24,6 +25,9 @@ def load(name, work):
     if name == "bf16":
         return AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
                                                     device_map="cuda").eval()
+    if name == "glyd":
+        import glyd
+        return glyd.from_pretrained(bf16_dir).eval()
     import df11
     if name in ("df11", "df11-exec"):
         return df11.from_pretrained(df11_dir, device="cuda",
@@ -60,7 +64,7 @@ def main():
     args = p.parse_args()
     import importlib.util
     names = [v for v in args.variants.split(",")
-             if v != "dfloat11" or importlib.util.find_spec("dfloat11") is not None]
+             if v not in ("dfloat11", "glyd") or importlib.util.find_spec(v) is not None]
     models = {v: load(v, args.work) for v in names}
     vocab = models["bf16"].config.vocab_size
     gpu = torch.cuda.get_device_name(0)
@@ -90,16 +94,16 @@ def main():
             row = {"ms_per_token": ms, "tokens_per_s": 1000 * batch / ms,
                    "time_over_bf16": vs_bf16, "all_s": times[v],
                    "tokens_equal_bf16": bool(torch.equal(tokens[v], tokens["bf16"]))}
-            if "dfloat11" in times:
-                row["time_over_dfloat11"] = statistics.median(
-                    a / b for a, b in zip(times[v], times["dfloat11"]))
+            versus = ""
+            for ref, who in (("dfloat11", "official's"), ("glyd", "glyd's")):
+                if ref in times:
+                    row[f"time_over_{ref}"] = statistics.median(
+                        a / b for a, b in zip(times[v], times[ref]))
+                    versus += f", {1 / row[f'time_over_{ref}']:5.3f}x {who}"
             rows[v] = row
             print(f"batch {batch:2} {v:10} {ms:8.2f} ms/token {row['tokens_per_s']:8.1f} tok/s  "
-                  f"speed {1 / vs_bf16:5.3f}x BF16's"
-                  + (f", {1 / row['time_over_dfloat11']:5.3f}x official's"
-                     if "time_over_dfloat11" in row else "")
-                  + f"  tokens {'= BF16' if row['tokens_equal_bf16'] else '!= BF16'}",
-                  flush=True)
+                  f"speed {1 / vs_bf16:5.3f}x BF16's{versus}"
+                  f"  tokens {'= BF16' if row['tokens_equal_bf16'] else '!= BF16'}", flush=True)
         results["batches"][str(batch)] = rows
     if args.json:
         with open(args.json, "w") as f:
