@@ -58,9 +58,7 @@ def main() -> int:
     torch.set_grad_enabled(False)
     results = {"gpu": torch.cuda.get_device_name(0), "df11": df11.__file__, "tokens": {}}
     with tempfile.TemporaryDirectory() as work:
-        bf16_dir, df11_dir = os.path.join(work, "bf16"), os.path.join(work, "df11")
-        models.build_llm("llama").save_pretrained(bf16_dir)
-        models.df11_compress(bf16_dir, df11_dir)
+        bf16_dir, df11_dir = models.llama_folders(work)
         variants = {
             "bf16": AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
                                                          device_map="cuda").eval(),

@@ -86,9 +86,7 @@ def main() -> None:
     args = ap.parse_args()
     dev = args.device
     with tempfile.TemporaryDirectory() as work:
-        bf16_dir, df11_dir = os.path.join(work, "bf16"), os.path.join(work, "df11")
-        models.build_llm("llama", num_hidden_layers=args.layers).save_pretrained(bf16_dir)
-        models.df11_compress(bf16_dir, df11_dir)
+        bf16_dir, df11_dir = models.llama_folders(work, num_hidden_layers=args.layers)
         variants = {
             "bf16": AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16,
                                                          device_map=dev).eval(),

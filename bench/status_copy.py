@@ -53,9 +53,7 @@ def main() -> None:
     ap.add_argument("--json", help="write the rows here")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as work:
-        bf16_dir, df11_dir = os.path.join(work, "bf16"), os.path.join(work, "df11")
-        models.build_llm("llama", num_hidden_layers=args.layers).save_pretrained(bf16_dir)
-        models.df11_compress(bf16_dir, df11_dir)
+        bf16_dir, df11_dir = models.llama_folders(work, num_hidden_layers=args.layers)
         model = df11.from_pretrained(df11_dir, device="cuda")
         decs = [rt.decoder for u in model.df11.units for rt in u.groups
                 if isinstance(rt.decoder, decoders.CudaDecoder)]

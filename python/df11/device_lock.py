@@ -43,8 +43,14 @@ class DeviceLock:
     def acquire(self) -> bool:
         """Takes the lock for the calling thread (blocking). Returns False, taking nothing,
         while tracing or capturing; release() must then not be called."""
-        if torch.compiler.is_compiling() or (self._cuda and _capturing is not None and
-                                             _capturing()):
+        if torch.compiler.is_compiling():
+            return False
+        return self.acquire_running()
+
+    def acquire_running(self) -> bool:
+        """acquire() for code that runs and is never traced (a custom op's body, an eager
+        forward that has checked): the same, less the tracing test."""
+        if self._cuda and _capturing is not None and _capturing():
             return False
         self._lock.acquire()
         if self._cuda:

@@ -173,6 +173,10 @@ class ExecLinear:
         self._single = (state.layout.gemm * 1)()  # this Linear alone (the traced op)
         self._single[0].w = matrix
         self.transient = False  # above the fused GEMM, a buffer of its own per call
+        self.mode = state.layout.mode
+        # The module's parameter dict, which the ExecLinearModule in its place shares: its
+        # bias read per call without nn.Module's attribute lookup.
+        self._params = module._parameters
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         # Eager (or captured in a CUDA graph) the op's body runs directly; a trace goes through
@@ -201,8 +205,9 @@ class ExecLinear:
         return y
 
     def run(self, x: torch.Tensor, siblings: bool) -> torch.Tensor:
+        # Called eagerly (forward) or as the custom op's body, never while tracing.
         lock = self.state.lock
-        took = lock.acquire()
+        took = lock.acquire_running()
         try:
             return self._run(x, siblings)
         finally:
@@ -215,9 +220,12 @@ class ExecLinear:
             return self._run(x, True, every=True)
 
     def _run(self, x: torch.Tensor, siblings: bool, every: bool = False):
+        # At batch 1 this runs on the CPU's critical path once per launch: each attribute,
+        # call and tensor made here is host time of every token (bench/exec_host.py).
         cols = self.cols
-        if x.dtype != torch.bfloat16 or x.shape[-1] != cols or x.get_device() != self.device_index:
-            raise ValueError(f"df11 (exec): {self.name}: input {tuple(x.shape)} {x.dtype} on "
+        shape = x.shape
+        if x.dtype != torch.bfloat16 or shape[-1] != cols or x.get_device() != self.device_index:
+            raise ValueError(f"df11 (exec): {self.name}: input {tuple(shape)} {x.dtype} on "
                              f"{x.device}, expected [..., {cols}] bfloat16 on "
                              f"{self.state.device}")
         if x.requires_grad and torch.is_grad_enabled():
@@ -229,7 +237,7 @@ class ExecLinear:
                                "equal BF16's")
         tokens = x.numel() // cols
         site = self.site
-        if tokens == 0 or tokens > FUSED_MAX_TOKENS[self.state.layout.mode]:
+        if tokens == 0 or tokens > FUSED_MAX_TOKENS[self.mode]:
             if every:
                 return [m._wide(x, tokens) for m in site.linears]
             return self._wide(x, tokens)
@@ -247,18 +255,17 @@ class ExecLinear:
         else:
             x2 = x.reshape(tokens, cols).contiguous()  # held until the launch is enqueued
             x_ptr = x2.data_ptr()
-        lead = x.shape[:-1]
-        outs = []
-        for m, g in zip(members, gemms):
-            y = x.new_empty((*lead, m.rows))  # x's dtype (BF16) and device
+        lead = shape[:-1]
+        outs = [x.new_empty((*lead, m.rows)) for m in members]  # x's dtype (BF16) and device
+        for g, y in zip(gemms, outs):
             g.d_x = x_ptr
             g.d_y = y.data_ptr()
-            outs.append(y)
         rc = self._gemm(None, gemms, n, tokens, site.status_ptr, _capi.EXEC_STATUS_BYTES,
                         _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index))
-        self._raise(rc)
+        if rc != 0:
+            self._raise(rc)
         for m, y in zip(members, outs):
-            bias = m.module.bias
+            bias = m._params.get("bias")
             if bias is not None:
                 y.add_(bias)
         if every:
@@ -284,7 +291,7 @@ class ExecLinear:
             _capi.EXEC_STATUS_BYTES, _capi.EXEC_KEEP_STATUS, raw_stream(self.device_index))
         self._raise(rc)
         w = scratch[:self.rows * self.cols].view(self.rows, self.cols)
-        return torch.nn.functional.linear(x, w, self.module.bias)
+        return torch.nn.functional.linear(x, w, self._params.get("bias"))
 
     def _raise(self, rc: int) -> None:
         if rc != 0:

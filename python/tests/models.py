@@ -116,6 +116,15 @@ def df11_compress(src, out, *flags):
     return out
 
 
+def llama_folders(work, **overrides):
+    """The tiny Llama (`overrides` of its config: num_hidden_layers=32, ...) saved in BF16 under
+    work/bf16 and compressed into work/df11: (bf16_dir, df11_dir)."""
+    bf16_dir, df11_dir = os.path.join(work, "bf16"), os.path.join(work, "df11")
+    build_llm("llama", **overrides).save_pretrained(bf16_dir)
+    df11_compress(bf16_dir, df11_dir)
+    return bf16_dir, df11_dir
+
+
 def tree_sha256(folder):
     """sha256 of every file under `folder`, by relative path."""
     import hashlib
