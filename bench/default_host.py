@@ -12,8 +12,8 @@ side and timed in the same rounds:
 
   - forward: `model(ids)`, one token, no cache: microseconds of host time per pass;
   - the default mode's parts of it, each called alone as the forward calls it: a block's
-    decode launch (the one foreign call of its pre-hook), a block's pre- and post-hook, the
-    root's deferred status read (once per forward).
+    decode launch, a block's pre- and post-hook, the root's deferred status read and the
+    forward's end (the statuses' copy, an event), once per forward each.
 
 Reported: medians over --rounds rounds of --passes calls (--forward-passes for the forward
 passes), the GPU drained between rounds.
@@ -79,6 +79,7 @@ def parts(model):
         "  a foreign call doing nothing": (lambda: lib.df11_cuda_plan_errcode(plan), blocks),
         "block hooks (with the launch)": (hooks, blocks),
         "status read": (lambda: engine.check_status(wait=False), 1),
+        "forward's end (status copies, event)": (engine._mark_forward_end, 1),
     }
 
 

@@ -349,6 +349,54 @@ df11_status df11_cuda_group_status(df11_cuda_plan* plan, const void* h_status, s
       plan, [&](auto& p) { return df11::cuda::copied_group_status(p, h_status, status_bytes, i); });
 }
 
+df11_status df11_cuda_status_copy_many(df11_cuda_plan* const* plans,
+                                       const void* const* d_workspaces, size_t n, void* h_status,
+                                       size_t slot_bytes, void* stream) {
+  if (n == 0) return DF11_OK;
+  if (plans == nullptr || d_workspaces == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
+  for (size_t k = 0; k < n; ++k) {
+    if (plans[k] == nullptr) return DF11_ERROR_INVALID_ARGUMENT;
+  }
+  return on_plan(plans[0], [&](auto&) -> Status {
+#if DF11_HAVE_CUDA
+    std::vector<df11::cuda::DecodePlan*> decode_plans(n);
+    for (size_t k = 0; k < n; ++k) {
+      if (!plans[k]->plan) {
+        return Status(ErrorCode::kInvalidArgument, "df11_cuda_status_copy_many: plan " +
+                                                       std::to_string(k) + " failed to be created");
+      }
+      decode_plans[k] = &*plans[k]->plan;
+    }
+    return df11::cuda::copy_decode_status_many(decode_plans, {d_workspaces, n}, h_status,
+                                               slot_bytes, as_stream(stream));
+#else
+    (void)d_workspaces, (void)h_status, (void)slot_bytes, (void)stream;
+    return Status::ok();
+#endif
+  });
+}
+
+df11_status df11_cuda_group_status_many(df11_cuda_plan* const* plans, size_t n,
+                                        const void* h_status, size_t slot_bytes, size_t* failed) {
+  if (n != 0 && (plans == nullptr || h_status == nullptr)) return DF11_ERROR_INVALID_ARGUMENT;
+  const auto* const h = static_cast<const uint8_t*>(h_status);
+  for (size_t k = 0; k < n; ++k) {
+    if (plans[k] == nullptr) {
+      if (failed != nullptr) *failed = k;
+      return DF11_ERROR_INVALID_ARGUMENT;
+    }
+    const size_t groups = plan_size(plans[k], [](const auto& p) { return p.n_groups(); });
+    for (size_t g = 0; g < groups; ++g) {
+      const df11_status s = df11_cuda_group_status(plans[k], h + k * slot_bytes, slot_bytes, g);
+      if (s != DF11_OK) {
+        if (failed != nullptr) *failed = k;
+        return s;
+      }
+    }
+  }
+  return DF11_OK;
+}
+
 df11_status df11_cuda_decode_and_copy_status(df11_cuda_plan* plan, void* d_workspace,
                                              size_t workspace_bytes, void* h_status,
                                              size_t status_bytes, void* stream) {

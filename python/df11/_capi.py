@@ -196,6 +196,10 @@ def _declare(L: ctypes.CDLL) -> None:
     f("df11_cuda_plan_status_bytes", c_size_t, plan_p)
     f("df11_cuda_status_copy", c_int, plan_p, c_void_p, c_void_p, c_size_t, c_void_p)
     f("df11_cuda_group_status", c_int, plan_p, c_void_p, c_size_t, c_size_t)
+    f("df11_cuda_status_copy_many", c_int, POINTER(c_void_p), POINTER(c_void_p), c_size_t,
+      c_void_p, c_size_t, c_void_p)
+    f("df11_cuda_group_status_many", c_int, POINTER(c_void_p), c_size_t, c_void_p, c_size_t,
+      POINTER(c_size_t))
     f("df11_cuda_decode_rows", c_int, plan_p, c_size_t, c_void_p, c_size_t, c_size_t, c_void_p,
       c_void_p, c_size_t, c_void_p)
     f("df11_cuda_decode_spans", c_int, plan_p, c_size_t, c_void_p, c_void_p, c_size_t, c_void_p,

@@ -209,6 +209,7 @@ class CudaDecoder:
         self.device_index = device.index if device.index is not None else 0
         self.plan = _capi.CudaPlan(folder, [group.index], [dev])  # validates on the host
         self._fn = _capi.lib().df11_cuda_decode_and_copy_status
+        self._decode = _capi.lib().df11_cuda_decode
         self._plan = self.plan.handle
         self.ws_ptr = 0
         self.ws_bytes = self.plan.workspace_bytes
@@ -227,6 +228,7 @@ class CudaDecoder:
         self.ws_ptr, self.h_status = ws_ptr, h_status
         self._args = (self._plan, ctypes.c_void_p(ws_ptr), ctypes.c_size_t(self.ws_bytes),
                       ctypes.c_void_p(h_status), ctypes.c_size_t(self.status_bytes))
+        self._decode_args = self._args[:3]
 
     def decode_now(self) -> None:
         """Enqueues the decode into the buffer the plan was made with, and the copy of its
@@ -237,6 +239,13 @@ class CudaDecoder:
         if rc != 0:
             self.plan._check(rc)
         self.copied = True
+
+    def decode_only(self) -> None:
+        """decode_now without the status copy: an eager forward pass's decode, whose status
+        its device copies with the other units' at the pass's end (StatusBatch)."""
+        rc = self._decode(*self._decode_args, raw_stream(self.device_index))
+        if rc != 0:
+            self.plan._check(rc)
 
     def decode_into(self, buffer: torch.Tensor) -> None:
         """The custom op's body (staging the coded bytes first under cpu_offload). `buffer` is
@@ -254,6 +263,44 @@ class CudaDecoder:
         """Reads the latest copied status (the caller knows the copy has completed)."""
         if self.copied:
             self.plan.group_status(self.h_status, self.status_bytes, 0)
+
+
+class StatusBatch:
+    """The decode statuses of one device's units (their CudaDecoders, whose status slots lie
+    one after another, `slot` bytes apart from `h_status`, in one page-locked buffer): copied
+    into those slots in one launch (df11_cuda_status_copy_many) at the end of an eager forward
+    pass, whose decodes copy none (CudaDecoder.decode_only), and read in one call
+    (df11_cuda_group_status_many): two foreign calls a pass instead of two per unit."""
+
+    def __init__(self, decoders: List[CudaDecoder], h_status: int, slot: int):
+        import ctypes
+        n = len(decoders)
+        self.decoders = decoders
+        self.device_index = decoders[0].device_index
+        plans = (ctypes.c_void_p * n)(*[d.plan.handle for d in decoders])
+        workspaces = (ctypes.c_void_p * n)(*[d.ws_ptr for d in decoders])
+        lib = _capi.lib()
+        self._copy = lib.df11_cuda_status_copy_many
+        self._read = lib.df11_cuda_group_status_many
+        self._copy_args = (plans, workspaces, n, ctypes.c_void_p(h_status), slot)
+        self._read_args = (plans, n, ctypes.c_void_p(h_status), slot)
+        self._index = ctypes.c_size_t
+        self._ref = ctypes.byref
+        self._plans = plans  # kept alive with the arguments that point into them
+
+    def copy(self) -> None:
+        """Enqueues the copy on torch's current stream (the device's lock held by the caller)."""
+        rc = self._copy(*self._copy_args, raw_stream(self.device_index))
+        if rc != 0:
+            self.decoders[0].plan._check(rc)
+
+    def check(self) -> None:
+        """Reads the latest copied statuses (the caller knows the copy has completed); raises
+        Df11Error naming the first corrupt group."""
+        failed = self._index(0)  # this call's own: threads may check at once
+        rc = self._read(*self._read_args, self._ref(failed))
+        if rc != 0:
+            self.decoders[failed.value].plan._check(rc)
 
 
 class RowsDecoder:
@@ -583,6 +630,7 @@ def upload(state, folder: _capi.Model, runtimes: list, offloaded,
         st_slot = round_up(max(rt.decoder.status_bytes for rt in runtimes), 64)
         state.workspace = torch.empty(ws_slot * len(runtimes), dtype=torch.uint8, device=dev)
         state.status = torch.zeros(st_slot * len(runtimes), dtype=torch.uint8, pin_memory=True)
+        state.status_slot = st_slot
         stream = torch.cuda.current_stream(dev).cuda_stream
         for i, rt in enumerate(runtimes):
             d = rt.decoder

@@ -55,9 +55,10 @@ import torch
 from . import _capi, _ops, exec_mode
 from ._tensors import _set_view
 from ._capi import Df11Error
+from ._cuda import on_device
 from .decoders import (BufferUse, CpuDecoder, CpuRowsDecoder, CudaDecoder, PartsDecoder,
-                       RowsDecoder, Segment, StoredChecks, decode_at_load, release_pages,
-                       rows_class, rows_eligible, upload)
+                       RowsDecoder, Segment, StatusBatch, StoredChecks, decode_at_load,
+                       release_pages, rows_class, rows_eligible, upload)
 from .device_lock import DeviceLock
 from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
 from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
@@ -121,6 +122,8 @@ class DeviceState:
         self.staging: Optional[torch.Tensor] = None
         self.workspace: Optional[torch.Tensor] = None
         self.status: Optional[torch.Tensor] = None  # pinned uint8
+        self.status_slot = 0  # bytes per group runtime in `status`
+        self.statuses: Optional[StatusBatch] = None  # the units' statuses, copied together
         self.event = None
         self.lock = DeviceLock(device)  # one forward pass at a time uses the buffers
 
@@ -181,10 +184,13 @@ class Df11Engine:
             if not wait and not state.event.query():
                 continue
             if wait:
+                # Copied now, so that decodes made outside a whole forward pass (a block called
+                # alone, a backward pass's decodes) are read too.
+                self._copy_statuses(state)
+                torch.cuda.current_stream(state.device).synchronize()
                 state.event.synchronize()
-            for rt in self.runtimes:
-                if rt.device == state.device and rt.decoder is not None:
-                    rt.decoder.check()
+            if state.statuses is not None:
+                state.statuses.check()
             for _, _, rows, _ in self.rows:
                 if rows.device == state.device:
                     rows.check()
@@ -193,11 +199,21 @@ class Df11Engine:
                 torch.cuda.current_stream(dev).synchronize()
                 exec_mode.check(self.folder, state)
 
-    def _mark_forward_end(self) -> None:
-        if torch.cuda.is_available() and torch.cuda.is_current_stream_capturing():
+    def _copy_statuses(self, state: DeviceState) -> None:
+        """The device's units' decode statuses copied to its pinned slots, after the decodes
+        torch's current stream has enqueued (captured too, in a CUDA graph's capture)."""
+        if state.statuses is None:
             return
+        with on_device(state.statuses.device_index), state.lock:
+            state.statuses.copy()
+
+    def _mark_forward_end(self) -> None:
+        capturing = torch.cuda.is_available() and torch.cuda.is_current_stream_capturing()
         for state in self.devices.values():
             if state.device.type != "cuda":
+                continue
+            self._copy_statuses(state)
+            if capturing:
                 continue
             if state.event is None:
                 state.event = torch.cuda.Event()
@@ -550,6 +566,10 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                                 rows_group.members[0].shape[1], dev, state.lock)
             _serve_rows(engine, emb, rows, weight)
         if dev.type == "cuda":
+            unit_rts = [rt for u in dev_units for rt in u.groups]  # flat's first status slots
+            if unit_rts:
+                state.statuses = StatusBatch([rt.decoder for rt in unit_rts],
+                                             state.status.data_ptr(), state.status_slot)
             whole = rows is not None and rows_rt.decoder.out is None  # no unit decodes it
             decode_at_load(state, [rt for u in dev_units for rt in u.groups],
                            rows if whole else None,

@@ -100,8 +100,8 @@ class DecodeMode:
         for rt in self.unit.groups:
             if rt.staging is not None:  # cpu_offload: coded bytes from pinned host memory
                 steps.append(stager(rt.staging, rt.host_packed))
-            if isinstance(rt.decoder, CudaDecoder):
-                steps.append(rt.decoder.decode_now)
+            if isinstance(rt.decoder, CudaDecoder):  # its status copied at the pass's end
+                steps.append(rt.decoder.decode_only)
             else:
                 steps.append(caller(rt.decoder.decode_into, self.unit.buffer))
         steps.extend(self.unit.copies)

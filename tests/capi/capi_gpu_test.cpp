@@ -292,6 +292,39 @@ TEST_F(CApiGpu, CorruptStreamIsReportedAfterAFusedLaunch) {
   EXPECT_EQ(df11_cuda_group_status(p_bad.p, h.data(), h.size(), 0), s);
   names_group(p_bad.p);
 
+  // Several plans' records in one call, into page-locked memory (one launch) and into
+  // pageable memory (a copy per plan): the same reports, the corrupt plan found by its index.
+  {
+    df11_cuda_plan* plans[] = {p_good.p, p_bad.p};
+    const void* workspaces[] = {b, a};
+    const size_t slot = h.size() + 48;  // any slot at least the plan's bytes
+    void* pinned = nullptr;
+    ASSERT_EQ(cudaHostAlloc(&pinned, 2 * slot, cudaHostAllocDefault), cudaSuccess);
+    std::vector<uint8_t> pageable(2 * slot);
+    for (void* buf : {pinned, static_cast<void*>(pageable.data())}) {
+      std::memset(buf, 0, 2 * slot);
+      ASSERT_EQ(df11_cuda_status_copy_many(plans, workspaces, 2, buf, slot, stream), DF11_OK)
+          << df11_cuda_plan_errmsg(p_good.p);
+      ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+      size_t failed = 9;
+      EXPECT_EQ(df11_cuda_group_status_many(plans, 2, buf, slot, &failed), s);
+      EXPECT_EQ(failed, 1u);
+      names_group(p_bad.p);
+      EXPECT_EQ(df11_cuda_group_status_many(plans, 1, buf, slot, &failed), DF11_OK);
+      const auto* slots = static_cast<const uint8_t*>(buf);
+      EXPECT_EQ(df11_cuda_group_status(p_bad.p, slots + slot, slot, 0), s);
+    }
+    // Slots smaller than a plan's bytes, or a slot read for another plan: refused.
+    EXPECT_EQ(df11_cuda_status_copy_many(plans, workspaces, 2, pinned, h.size() - 1, stream),
+              DF11_ERROR_INVALID_ARGUMENT);
+    df11_cuda_plan* swapped[] = {p_bad.p, p_good.p};
+    size_t failed = 9;
+    EXPECT_EQ(df11_cuda_group_status_many(swapped, 2, pinned, slot, &failed),
+              DF11_ERROR_INVALID_ARGUMENT);
+    EXPECT_EQ(failed, 0u);
+    ASSERT_EQ(cudaFreeHost(pinned), cudaSuccess);
+  }
+
   // Shared: the good plan's launch into A ignores the corrupt launch's record still there.
   ASSERT_EQ(fused(p_good.p, m_good, a), DF11_OK);
   EXPECT_EQ(df11_cuda_status_sync(p_good.p, a, stream), DF11_OK) << df11_cuda_plan_errmsg(p_good.p);

@@ -437,6 +437,22 @@ DF11_API df11_status df11_cuda_status_copy(df11_cuda_plan* plan, const void* d_w
  * filled by df11_cuda_status_copy for this plan. */
 DF11_API df11_status df11_cuda_group_status(df11_cuda_plan* plan, const void* h_status,
                                             size_t status_bytes, size_t i);
+/* df11_cuda_status_copy() for n plans of one device in one call: plan k's latest launch into
+ * d_workspaces[k] is copied to h_status + k * slot_bytes, slot_bytes being at least every
+ * plan's df11_cuda_plan_status_bytes(). With h_status n * slot_bytes bytes of one page-locked
+ * allocation, one kernel launch copies every plan's records (a model that decodes its blocks
+ * one after another copies their statuses once per forward pass); other host memory takes a
+ * copy per plan. Each slot is then read as df11_cuda_status_copy()'s buffer. An error's message
+ * is in plans[0]'s. */
+DF11_API df11_status df11_cuda_status_copy_many(df11_cuda_plan* const* plans,
+                                                const void* const* d_workspaces, size_t n,
+                                                void* h_status, size_t slot_bytes, void* stream);
+/* Every group of every plan in such a copy (once the caller knows it is done): DF11_OK, or the
+ * first error, *failed set to its plan's index and the message in that plan's message, as
+ * df11_cuda_group_status() gives it. No CUDA call. */
+DF11_API df11_status df11_cuda_group_status_many(df11_cuda_plan* const* plans, size_t n,
+                                                 const void* h_status, size_t slot_bytes,
+                                                 size_t* failed);
 
 /* ======================================================================================
  * Experimental API: define DF11_EXPERIMENTAL before including this header. May change or

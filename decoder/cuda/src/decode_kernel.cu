@@ -202,37 +202,88 @@ Status configure_kernel(const SharedLayout& layout, KernelChoice choice, KernelC
   return Status::ok();
 }
 
-__global__ void __launch_bounds__(128)
-    copy_words_kernel(const uint32_t* src, uint32_t* dst, uint32_t n) {
-  for (uint32_t i = threadIdx.x; i < n; i += blockDim.x) dst[i] = src[i];
+constexpr uint32_t kCopiesPerLaunch = 64;
+
+struct CopyBatch {
+  const uint32_t* src[kCopiesPerLaunch];
+  uint32_t* dst[kCopiesPerLaunch];
+  uint32_t words[kCopiesPerLaunch];
+};
+
+// Thread block k copies entry k.
+__global__ void __launch_bounds__(128) copy_words_batch_kernel(const CopyBatch batch) {
+  const uint32_t k = blockIdx.x;
+  const uint32_t* const src = batch.src[k];
+  uint32_t* const dst = batch.dst[k];
+  for (uint32_t i = threadIdx.x; i < batch.words[k]; i += blockDim.x) dst[i] = src[i];
+}
+
+namespace {
+
+// The device address of host byte `h` (page-locked, under unified addressing), or null.
+uint8_t* device_address(const uint8_t* h) {
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, h) != cudaSuccess) {
+    (void)cudaGetLastError();  // a pointer CUDA does not know
+    return nullptr;
+  }
+  return a.type == cudaMemoryTypeHost ? static_cast<uint8_t*>(a.devicePointer) : nullptr;
+}
+
+}  // namespace
+
+Status enqueue_status_copies(std::span<const StatusCopy> copies, const uint8_t* h_begin,
+                             const uint8_t* h_end, int device, CUstream_st* stream,
+                             const char* what) {
+  if (copies.empty()) return Status::ok();
+  uint8_t* d_begin = nullptr;
+  int current = -1;
+  if (h_end > h_begin && cudaGetDevice(&current) == cudaSuccess && current == device) {
+    d_begin = device_address(h_begin);
+    // Both ends mapped at one offset: one allocation, as the caller promises (one page: the
+    // same mapping).
+    const uint8_t* last = h_end - 1;
+    const bool one_page =
+        reinterpret_cast<uintptr_t>(h_begin) / 4096 == reinterpret_cast<uintptr_t>(last) / 4096;
+    if (d_begin != nullptr && !one_page && device_address(last) != d_begin + (last - h_begin)) {
+      d_begin = nullptr;
+    }
+  }
+  bool words = d_begin != nullptr && reinterpret_cast<uintptr_t>(d_begin) % 4 == 0 &&
+               reinterpret_cast<uintptr_t>(h_begin) % 4 == 0;
+  for (const StatusCopy& c : copies) {
+    words = words && c.dst >= h_begin && c.dst + c.bytes <= h_end && c.bytes % 4 == 0 &&
+            c.bytes / 4 <= 0xFFFFFFFFu && reinterpret_cast<uintptr_t>(c.src) % 4 == 0 &&
+            reinterpret_cast<uintptr_t>(c.dst) % 4 == 0;
+  }
+  if (!words) {
+    for (const StatusCopy& c : copies) {
+      DF11_CUDA_RETURN_IF_ERROR(
+          cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToHost, stream), what);
+    }
+    return Status::ok();
+  }
+  for (size_t first = 0; first < copies.size(); first += kCopiesPerLaunch) {
+    const size_t count = std::min<size_t>(kCopiesPerLaunch, copies.size() - first);
+    CopyBatch batch{};
+    for (size_t k = 0; k < count; ++k) {
+      const StatusCopy& c = copies[first + k];
+      batch.src[k] = static_cast<const uint32_t*>(c.src);
+      batch.dst[k] = reinterpret_cast<uint32_t*>(d_begin + (c.dst - h_begin));
+      batch.words[k] = static_cast<uint32_t>(c.bytes / 4);
+    }
+    copy_words_batch_kernel<<<static_cast<uint32_t>(count), 128, 0, stream>>>(batch);
+    DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), what);
+  }
+  return Status::ok();
 }
 
 Status enqueue_status_copy(const void* d_src, void* h_dst, size_t bytes, int plan_device,
                            CUstream_st* stream, const char* what) {
   if (bytes == 0) return Status::ok();
-  void* dev_dst = nullptr;
-  int device = -1;
-  if (cudaGetDevice(&device) == cudaSuccess && device == plan_device) {
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, h_dst) != cudaSuccess) {
-      (void)cudaGetLastError();  // a pointer CUDA does not know: the copy below takes it
-    } else if (a.type == cudaMemoryTypeHost) {
-      dev_dst = a.devicePointer;
-    }
-  }
-  const bool words = bytes % 4 == 0 && reinterpret_cast<uintptr_t>(d_src) % 4 == 0 &&
-                     reinterpret_cast<uintptr_t>(dev_dst) % 4 == 0;
-  if (dev_dst != nullptr && words && bytes / 4 <= 0xFFFFFFFFu) {
-    const uint32_t n = static_cast<uint32_t>(bytes / 4);
-    const uint32_t threads = n < 128 ? n : 128;
-    copy_words_kernel<<<1, threads, 0, stream>>>(static_cast<const uint32_t*>(d_src),
-                                                 static_cast<uint32_t*>(dev_dst), n);
-    DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), what);
-    return Status::ok();
-  }
-  DF11_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(h_dst, d_src, bytes, cudaMemcpyDeviceToHost, stream),
-                            what);
-  return Status::ok();
+  auto* const h = static_cast<uint8_t*>(h_dst);
+  const StatusCopy copy{d_src, h, bytes};
+  return enqueue_status_copies({&copy, 1}, h, h + bytes, plan_device, stream, what);
 }
 
 }  // namespace detail

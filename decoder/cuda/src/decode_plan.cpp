@@ -241,6 +241,58 @@ Status copy_decode_status(const DecodePlan& plan, const void* d_workspace, void*
   return Status::ok();
 }
 
+Status copy_decode_status_many(std::span<DecodePlan* const> plans,
+                               std::span<const void* const> d_workspaces, void* h_status,
+                               size_t slot_bytes, CUstream_st* stream) {
+  const char* what = "copy_decode_status_many";
+  if (plans.size() != d_workspaces.size()) {
+    return Status(ErrorCode::kInvalidArgument, std::string(what) + ": " + str(plans.size()) +
+                                                   " plans and " + str(d_workspaces.size()) +
+                                                   " workspaces");
+  }
+  if (plans.empty()) return Status::ok();
+  if (h_status == nullptr) {
+    return Status(ErrorCode::kInvalidArgument, std::string(what) + ": h_status is null");
+  }
+  auto* const h = static_cast<uint8_t*>(h_status);
+  std::vector<detail::StatusCopy> copies;
+  std::vector<detail::StatusCopyHeader> headers(plans.size());
+  copies.reserve(plans.size());
+  int device = -1;
+  for (size_t k = 0; k < plans.size(); ++k) {
+    if (plans[k] == nullptr) {
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string(what) + ": plan " + str(k) + " is null");
+    }
+    const DecodePlan::Impl& p = detail::PlanAccess::impl(*plans[k]);
+    if (k == 0) device = p.device;
+    if (p.device != device) {
+      return Status(ErrorCode::kInvalidArgument, std::string(what) + ": plan " + str(k) +
+                                                     " is for device " + str(p.device) +
+                                                     ", plan 0 for device " + str(device));
+    }
+    if (slot_bytes < plans[k]->status_copy_bytes()) {
+      return Status(ErrorCode::kInvalidArgument,
+                    std::string(what) + ": slots of " + str(slot_bytes) + " bytes, plan " + str(k) +
+                        " needs " + str(plans[k]->status_copy_bytes()));
+    }
+    uint32_t epoch = 0;
+    if (!p.groups.empty()) {
+      DF11_ASSIGN_OR_RETURN(epoch, latest_launch(p, d_workspaces[k], what));
+      copies.push_back({d_workspaces[k], h + k * slot_bytes + sizeof(detail::StatusCopyHeader),
+                        p.groups.size() * sizeof(detail::GroupStatusRecord)});
+    }
+    headers[k] = {detail::kStatusCopyMagic, epoch, p.id};
+  }
+  DF11_RETURN_IF_ERROR(detail::enqueue_status_copies(copies, h, h + plans.size() * slot_bytes,
+                                                     device, stream, what));
+  // The headers are the host's own: written now, outside the bytes the copies land in.
+  for (size_t k = 0; k < plans.size(); ++k) {
+    std::memcpy(h + k * slot_bytes, &headers[k], sizeof(headers[k]));
+  }
+  return Status::ok();
+}
+
 Status copied_group_status(const DecodePlan& plan, const void* h_status, size_t status_bytes,
                            size_t group) {
   const DecodePlan::Impl& p = *plan.impl_;

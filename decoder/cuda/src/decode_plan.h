@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,22 @@ Result<uint32_t> begin_launch(DecodePlan::Impl& p, void* d_workspace, CUstream_s
 // error came from.
 Status enqueue_status_copy(const void* d_src, void* h_dst, size_t bytes, int plan_device,
                            CUstream_st* stream, const char* what);
+
+// One of several status copies enqueued together (enqueue_status_copies).
+struct StatusCopy {
+  const void* src;  // device: a workspace's records
+  uint8_t* dst;     // host
+  size_t bytes;     // a multiple of 4
+};
+
+// The copies of several workspaces' records, stream ordered, into one host buffer
+// [h_begin, h_end) that holds every destination: one kernel launch per 64 copies where both
+// ends of the buffer are host memory the current device (`device`) addresses at one offset
+// (one page-locked allocation, as the caller of copy_decode_status_many promises), otherwise
+// cudaMemcpyAsync per copy. `what` says where an error came from.
+Status enqueue_status_copies(std::span<const StatusCopy> copies, const uint8_t* h_begin,
+                             const uint8_t* h_end, int device, CUstream_st* stream,
+                             const char* what);
 
 struct PlanAccess {
   static DecodePlan::Impl& impl(DecodePlan& plan) { return *plan.impl_; }

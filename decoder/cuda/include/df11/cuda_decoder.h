@@ -235,6 +235,15 @@ Status read_decode_status(const DecodePlan& plan, const void* d_workspace, CUstr
 Status copy_decode_status(const DecodePlan& plan, const void* d_workspace, void* h_status,
                           size_t status_bytes, CUstream_st* stream);
 
+// copy_decode_status() for several plans (one device) at once: plan k's latest launch into
+// d_workspaces[k] copied to h_status + k * slot_bytes, where slot_bytes is at least every
+// plan's status_copy_bytes(). h_status is n * slot_bytes bytes of one page-locked allocation
+// (then one kernel launch copies every plan's records; other host memory takes a copy per
+// plan). Each slot is then read as copy_decode_status()'s buffer (copied_group_status).
+Status copy_decode_status_many(std::span<DecodePlan* const> plans,
+                               std::span<const void* const> d_workspaces, void* h_status,
+                               size_t slot_bytes, CUstream_st* stream);
+
 // Group `group`'s result in a copy made by copy_decode_status() for this plan, once the
 // caller knows the copy is complete. Host only (no CUDA call). kInvalidArgument for a buffer
 // that copy_decode_status() did not fill for this plan.
