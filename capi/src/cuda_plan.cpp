@@ -386,6 +386,11 @@ df11_status df11_cuda_group_status_many(df11_cuda_plan* const* plans, size_t n,
       return DF11_ERROR_INVALID_ARGUMENT;
     }
     const size_t groups = plan_size(plans[k], [](const auto& p) { return p.n_groups(); });
+    if (plan_size(plans[k], [](const auto&) { return size_t{1}; }) == 0) {
+      // No plan (its creation failed, or no CUDA): the single read's error and message.
+      if (failed != nullptr) *failed = k;
+      return df11_cuda_group_status(plans[k], h + k * slot_bytes, slot_bytes, 0);
+    }
     for (size_t g = 0; g < groups; ++g) {
       const df11_status s = df11_cuda_group_status(plans[k], h + k * slot_bytes, slot_bytes, g);
       if (s != DF11_OK) {

@@ -413,6 +413,28 @@ TEST_P(CApi, CudaEntryPointsMatchTheBuild) {
   }
   EXPECT_EQ(df11_cuda_plan_workspace_bytes(plan), 0u);
   EXPECT_NE(df11_cuda_decode(plan, nullptr, 0, nullptr), DF11_OK);
+
+  // The statuses of several plans: nothing to do for none; a null argument or a plan that
+  // failed to be created is an error (its index in `failed`), never an OK read.
+  df11_cuda_plan* plans[] = {plan, nullptr};
+  const void* workspaces[] = {nullptr, nullptr};
+  static uint8_t slots[2 * 256];
+  size_t failed = 9;
+  EXPECT_EQ(df11_cuda_status_copy_many(nullptr, nullptr, 0, nullptr, 0, nullptr), DF11_OK);
+  EXPECT_EQ(df11_cuda_group_status_many(nullptr, 0, nullptr, 0, nullptr), DF11_OK);
+  EXPECT_EQ(df11_cuda_status_copy_many(nullptr, workspaces, 1, slots, 256, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(df11_cuda_status_copy_many(plans, workspaces, 2, slots, 256, nullptr),
+            DF11_ERROR_INVALID_ARGUMENT);  // plans[1] is null
+  EXPECT_NE(df11_cuda_status_copy_many(plans, workspaces, 1, slots, 256, nullptr), DF11_OK);
+  EXPECT_NE(df11_cuda_group_status_many(plans, 1, slots, 256, &failed), DF11_OK);
+  EXPECT_EQ(failed, 0u);
+  df11_cuda_plan* const second_null[] = {nullptr};
+  EXPECT_EQ(df11_cuda_group_status_many(second_null, 1, slots, 256, &failed),
+            DF11_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(failed, 0u);
+  EXPECT_EQ(df11_cuda_group_status_many(plans, 1, nullptr, 256, &failed),
+            DF11_ERROR_INVALID_ARGUMENT);
 }
 
 // The rows and spans decodes' argument checks come first, with or without CUDA:
