@@ -857,6 +857,22 @@ def _attach_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
     left: Dict[str, Tuple[LayerPlan, str]] = {}
     made: List[Tuple[LayerPlan, str, Any]] = []
     nbytes = 0
+    together = 0
+    if decode:
+        on_gpu = {name: plan for name, (plan, _) in names.items()
+                  if plan.layer.weight.device.type == "cuda"}
+        for members in chain_sets(on_gpu):
+            group = _encoded_together([on_gpu[n] for n in members], state)
+            if group is None:
+                continue
+            offset = 0
+            for n in members:
+                plan, why = names.pop(n)
+                numel = plan.layer.weight.numel()
+                made.append((plan, why, (group, [(offset, numel)])))
+                offset += numel
+                nbytes += 2 * numel
+            together += 1
     for name, (plan, why) in names.items():
         weight = plan.layer.weight.data
         if weight.device.type != "cuda":
@@ -864,8 +880,9 @@ def _attach_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
             continue
         try:
             if decode:
-                made.append((plan, why, coded.GpuGroup.encoded(
-                    weight, name, f"{state.folder_id} (coded again on the GPU)")))
+                group = coded.GpuGroup.encoded(
+                    weight, name, f"{state.folder_id} (coded again on the GPU)")
+                made.append((plan, why, (group, [(0, weight.numel())])))
             else:
                 what = f"{state.folder_id}: '{plan.prefix}' (packed on the GPU)"
                 made.append((plan, why, exec_mode.ExecWeight(
@@ -879,7 +896,7 @@ def _attach_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
         nbytes += 2 * weight.numel()
     for plan, why, it in made:
         if decode:
-            served = state.try_spans(plan, it, [(0, plan.layer.weight.numel())])
+            served = state.try_spans(plan, *it)
         else:
             served = state.try_exec_weight(plan, it)
             state.exec_bytes += it.blob.numel() if served else 0
@@ -891,7 +908,53 @@ def _attach_on_gpu(state: _Attach, names: Dict[str, Tuple[LayerPlan, str]]
                 "coded again" if decode else f"packed into the {layout.title}",
                 nbytes / 2**30, "encoded" if decode else "from their BF16 weights",
                 time.perf_counter() - t0)
+    if together:
+        logger.info("df11: %d decoder layers' %s coded as one group each, to decode in one "
+                    "launch", together, ", ".join(CHAIN[:chain_length()]))
     return left
+
+
+def chain_sets(names: Dict[str, LayerPlan]) -> List[List[str]]:
+    """The weights among `names` (a weight's name: its layer's plan) that decode mode chains
+    (chain_layers: the first chain_length() of CHAIN in one decoder layer), as lists of names in
+    CHAIN's order, each list complete: what a load that codes these weights itself (a
+    tensor-parallel rank's slices) codes as one group, so that they can form a chain."""
+    length = chain_length()
+    if length < 2:
+        return []
+    members = CHAIN[:length]
+    by_prefix = {plan.prefix: name for name, plan in names.items()}
+    sets = []
+    for prefix, name in by_prefix.items():
+        if not (prefix == members[0] or prefix.endswith("." + members[0])):
+            continue
+        base = prefix[:len(prefix) - len(members[0])]
+        found = [by_prefix.get(base + suffix) for suffix in members]
+        if None in found:
+            continue
+        plans = [names[n] for n in found]
+        weights = [p.layer.weight for p in plans]
+        if any(w.dtype != torch.bfloat16 or w.device != weights[0].device for w in weights):
+            continue
+        if any(2 * w.numel() % coded.ALIGN_BYTES for w in weights[:-1]):
+            continue
+        sets.append(found)
+    return sets
+
+
+def _encoded_together(plans: List[LayerPlan], state: _Attach) -> Optional[coded.GpuGroup]:
+    """The weights of `plans` (BF16, on one GPU) coded as one group, one after another in the
+    plans' order; None where the encoder cannot code them (an Inf or NaN), which then codes each
+    alone and reports it."""
+    joined = torch.cat([p.layer.weight.data.reshape(-1) for p in plans])
+    name = "+".join(f"{p.prefix}.weight" for p in plans)
+    try:
+        return coded.GpuGroup.encoded(joined, name,
+                                      f"{state.folder_id} (coded again on the GPU)")
+    except _capi.Df11Error as e:
+        if e.status != "uncodable":
+            raise
+        return None
 
 
 def _attach_encoded(state: _Attach, layers: List[Tuple[LayerPlan, str]],

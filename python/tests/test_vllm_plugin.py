@@ -552,6 +552,43 @@ def test_chain_layers_chains_each_decoder_layers_output_and_mlp(monkeypatch):
 
 
 @needs_vllm
+def test_chain_sets_codes_each_decoder_layers_chain_together(monkeypatch):
+    """chain_sets names, per decoder layer, the weights that decode mode chains, where a load
+    codes them itself (a tensor-parallel rank's slices): complete sets in CHAIN's order only, BF16
+    on one device, each but the last a whole number of the group's aligned parts."""
+    from df11 import vllm_plugin
+
+    def plan(prefix, rows, cols, dtype=torch.bfloat16):
+        layer = torch.nn.Module()
+        layer.weight = torch.nn.Parameter(torch.zeros(rows, cols, dtype=dtype),
+                                          requires_grad=False)
+        return vllm_plugin.LayerPlan(prefix, layer, None, [], "coded on the GPU")
+
+    names = {}
+    for i, (o_rows, gu_dtype, with_gate_up) in enumerate([
+            (64, torch.bfloat16, True),     # a full set
+            (64, torch.bfloat16, False),    # no gate_up_proj: nothing to chain
+            (63, torch.bfloat16, True),     # o_proj of 63 x 64 (8064 bytes): not aligned
+            (64, torch.float16, True)]):    # gate_up_proj not BF16
+        base = f"model.layers.{i}."
+        names[base + "self_attn.o_proj.weight"] = plan(base + "self_attn.o_proj", o_rows, 64)
+        if with_gate_up:
+            names[base + "mlp.gate_up_proj.weight"] = plan(base + "mlp.gate_up_proj", 256, 64,
+                                                           gu_dtype)
+        names[base + "mlp.down_proj.weight"] = plan(base + "mlp.down_proj", 64, 128)
+        names[base + "self_attn.qkv_proj.weight"] = plan(base + "self_attn.qkv_proj", 192, 64)
+    monkeypatch.delenv(vllm_plugin.CHAINS_ENV, raising=False)
+    assert vllm_plugin.chain_sets(names) == [
+        ["model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.gate_up_proj.weight"]]
+    monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "3")
+    assert vllm_plugin.chain_sets(names) == [
+        ["model.layers.0.self_attn.o_proj.weight", "model.layers.0.mlp.gate_up_proj.weight",
+         "model.layers.0.mlp.down_proj.weight"]]
+    monkeypatch.setenv(vllm_plugin.CHAINS_ENV, "0")
+    assert vllm_plugin.chain_sets(names) == []
+
+
+@needs_vllm
 def test_vllm_detects_folders_without_flags(llama):
     """vLLM's ModelConfig, with the plugin registered, takes DF11 folders as quantized with
     df11 and BF16 folders as they are."""

@@ -25,7 +25,8 @@
 # "control" (the
 # official case's two folders again, each in a second engine, compared with the first) and "tp" (tensor parallel on TP GPUs, default 2: the BF16
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
-# BF16 computing as the execution layout does; "tp-exec": that second pair alone) and
+# BF16 computing as the execution layout does; "tp-exec": that second pair alone; "tp-lora":
+# the lora case's pairs at tensor parallel TP) and
 # "families": for each family of the interop suite (FAMILIES, default all seven), its fixture's
 # BF16 model against df11's folder of it and against the official encoder's folder of it;
 # FAMILY_ARGS (e.g. "--tp 2", "--eager", "--engine-arg enable_prefix_caching=false") are added
@@ -224,6 +225,22 @@ if want tp; then
   gen "bf16-tp$tp" "$work/bf16" --tp "$tp"
   gen "df11-tp$tp" "$work/df11" --tp "$tp"
   compare "bf16-tp$tp" "df11-tp$tp"
+  # Each rank codes its slices itself, each decoder layer's o and gate/up slices as one group,
+  # so that they decode in one launch as at one rank.
+  line="coded as one group each, to decode in one launch"
+  grep -q "$line" "$work/df11-tp$tp.log" \
+    || { echo "df11-tp$tp: no line '$line' in its log" >> "$log"; rc=1; }
+fi
+if want tp-lora; then
+  # The lora case at tensor parallel TP: each rank's coded slices under vLLM's LoRA layers.
+  export VLLM_TUNED_CONFIG_FOLDER=$work/lora-kernels
+  gen "bf16-lora-tp$tp" "$work/bf16" --tp "$tp" --lora "$work/lora"
+  gen "df11-lora-tp$tp" "$work/df11" --tp "$tp" --lora "$work/lora"
+  compare "bf16-lora-tp$tp" "df11-lora-tp$tp"
+  gen "bf16-reference-lora-tp$tp" "$work/bf16" --tp "$tp" --reference --lora "$work/lora"
+  gen "df11-exec-lora-tp$tp" "$work/df11" --tp "$tp" --df11-mode exec --lora "$work/lora"
+  compare "bf16-reference-lora-tp$tp" "df11-exec-lora-tp$tp"
+  unset VLLM_TUNED_CONFIG_FOLDER
 fi
 if want tp || want tp-exec; then
   # The reference patch reaches the workers as they are forked (vLLM's default start method
