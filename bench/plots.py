@@ -213,6 +213,47 @@ def exec_peers(results, out):
     save(fig, out, "exec_peers_h200.svg")
 
 
+def vllm_runs(folder):
+    """A vllm_bench.sh output folder's runs: {run: {"kv_tokens", "output_tokens_per_s"}}, from
+    the engines' "GPU KV cache size" lines and `vllm bench throughput`'s result line in
+    vllm_bench.log."""
+    runs, name = {}, None
+    with open(os.path.join(folder, "vllm_bench.log")) as f:
+        for line in f:
+            if line.startswith("=== "):
+                name = line[4:].strip()
+                runs[name] = {}
+            elif name and "GPU KV cache size:" in line:
+                runs[name]["kv_tokens"] = int(
+                    line.split("GPU KV cache size:")[1].split()[0].replace(",", ""))
+            elif name and line.startswith("Throughput:") and "output tokens/s" in line:
+                # "Throughput: R requests/s, T total tokens/s, O output tokens/s"
+                runs[name]["output_tokens_per_s"] = float(line.split(",")[-1].split()[0])
+    return runs
+
+
+def vllm_budget(results, out):
+    """vLLM at a budget BF16's weights nearly fill: KV cache and offline throughput."""
+    folder = os.path.join(results, "vllm", "h200-budget18-406d810")
+    with open(os.path.join(folder, "gpus.txt")) as f:
+        gpu, _, commit = [line.strip() for line in f][:3]
+    runs = vllm_runs(folder)
+    names = [("bf16", "BF16"), ("df11", "df11 decode"), ("df11-exec", "df11 exec")]
+    labels = [label for _, label in names]
+    fig, axes = plt.subplots(1, 2, figsize=(8, 3.4))
+    bars(axes[0], labels, [runs[n]["kv_tokens"] / 1000 for n, _ in names], "thousand tokens",
+         "{:.1f}")
+    axes[0].set_title("KV cache (higher is better)", fontsize=9)
+    bars(axes[1], labels, [runs[n]["output_tokens_per_s"] for n, _ in names],
+         "output tokens/s", "{:.0f}")
+    axes[1].set_title("Offline throughput, 512 x (512 in / 256 out), higher is better",
+                      fontsize=9)
+    fig.suptitle(f"vLLM 0.24.0, Llama-3.1-8B shapes on an 18 GiB budget, {gpu.split(',')[0]}, "
+                 f"{commit}", fontsize=9)
+    fig.tight_layout()
+    save(fig, out, "vllm_budget.svg")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", default=os.path.join(HERE, "results"))
@@ -226,6 +267,7 @@ def main():
     cpu_scaling(args.results, args.out)
     compact_gemm(args.results, args.out)
     exec_peers(args.results, args.out)
+    vllm_budget(args.results, args.out)
 
 
 if __name__ == "__main__":
