@@ -762,6 +762,38 @@ def test_vllm_without_the_plugin_refuses_a_df11_folder(llama):
     assert lines[1] == f"LOADED {bf16_dir} None", lines
 
 
+@needs_vllm
+def test_engines_that_would_serve_wrong_weights_are_refused(llama):
+    """vLLM's own config, loader choice and load_model, the model built on the CPU
+    (vllm_cpu_models.py --refusals): `--quantization df11` on a BF16 folder stops at df11's
+    loader opening it, naming the folder; vLLM's own loader (`--load-format safetensors`) on a
+    DF11 folder stops at the first coded tensor's name; and on a BF16 folder with
+    `--quantization df11` it fills the layers and then stops where df11's Linear method is
+    finalized, naming the layer and the load formats that serve DF11. None loads."""
+    bf16_dir, df11_dir = llama
+    out = subprocess.run([sys.executable, os.path.join(os.path.dirname(__file__),
+                                                       "vllm_cpu_models.py"),
+                          "--refusals", bf16_dir, df11_dir], capture_output=True, text=True,
+                         timeout=900, env=dict(os.environ, HF_HUB_OFFLINE="1"))
+    assert out.returncode == 0, (out.stdout[-2000:], out.stderr[-3000:])
+    got = {c["case"]: c for c in map(json.loads, (line for line in out.stdout.splitlines()
+                                                   if line.startswith("{")))}
+    assert sorted(got) == sorted(["quantization-on-bf16", "vllm-loader-on-df11",
+                                  "vllm-loader-quantization-on-bf16"]), out.stdout[-2000:]
+    for case in got.values():
+        assert "loaded" not in case and case["quantization"] == "DF11Config", case
+    kind, why = got["quantization-on-bf16"]["refused"]
+    assert got["quantization-on-bf16"]["loader"] == "DF11ModelLoader"
+    assert kind == "Df11Error" and bf16_dir in why and "[bad_metadata]" in why, why
+    kind, why = got["vllm-loader-on-df11"]["refused"]
+    assert got["vllm-loader-on-df11"]["loader"] == "DefaultModelLoader"
+    assert "encoded_exponent" in why, why
+    kind, why = got["vllm-loader-quantization-on-bf16"]["refused"]
+    assert got["vllm-loader-quantization-on-bf16"]["loader"] == "DefaultModelLoader"
+    assert kind == "RuntimeError" and "was not loaded by df11's model loader" in why, why
+    assert "--load-format auto (the default) or df11" in why, why
+
+
 def test_encode_codes_an_engines_own_tensors(tmp_path):
     """coded.encode: a tensor-parallel rank's slices (or any weights an engine built) as a DF11
     folder of one group per tensor, each decoding from its span to exactly the tensor."""

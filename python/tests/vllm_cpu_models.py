@@ -2,6 +2,8 @@
 loader does before its GPU step, for a DF11 folder, against vLLM loading the BF16 checkpoint.
 
     python vllm_cpu_models.py JOBS.json [TP]    prints one JSON line per job and rank
+    python vllm_cpu_models.py --refusals BF16 DF11
+                                                one JSON line per refusal case (refusals())
 
 JOBS.json is a list of jobs, each {"job": ID, "df11": FOLDER, "bf16": FOLDER, "layerwise":
 BOOL}; every rank runs them all, one after the other, in one process (vLLM's import and
@@ -313,6 +315,56 @@ def compare(df11_dir, bf16_dir, rank, tp, layerwise):
         "shapes": {n: list(p.shape) for n, p in got.items()}, **extra}
 
 
+REFUSAL_CASES = [
+    # (case, folder: "bf16" or "df11", --load-format, --quantization)
+    ("quantization-on-bf16", "bf16", "auto", "df11"),
+    ("vllm-loader-on-df11", "df11", "safetensors", None),
+    ("vllm-loader-quantization-on-bf16", "bf16", "safetensors", "df11"),
+]
+
+
+def refusals(bf16_dir, df11_dir):
+    """Each REFUSAL_CASES engine configuration through vLLM's own steps: its EngineArgs and
+    VllmConfig (which pick the quantization config), get_model_loader for the load format, and
+    that loader's load_model, the model built on the CPU. One JSON line per case: "quantization"
+    and "loader" (the classes vLLM chose), and "refused" (the exception's class and message)
+    or "loaded": true."""
+    from vllm.config import (CompilationConfig, DeviceConfig, LoadConfig, ParallelConfig,
+                             VllmConfig, set_current_vllm_config)
+    from vllm.distributed import (destroy_model_parallel, initialize_model_parallel,
+                                  model_parallel_is_initialized)
+    from vllm.engine.arg_utils import EngineArgs
+    from vllm.model_executor.model_loader import get_model_loader
+    _cpu_vllm()
+    import df11.vllm
+    df11.vllm.register()
+    folders = {"bf16": bf16_dir, "df11": df11_dir}
+    for case, which, load_format, quantization in REFUSAL_CASES:
+        got = {"case": case, "folder": folders[which]}
+        try:
+            model_config = EngineArgs(model=folders[which], skip_tokenizer_init=True,
+                                      dtype="bfloat16", quantization=quantization,
+                                      load_format=load_format).create_model_config()
+            config = VllmConfig(model_config=model_config, device_config=DeviceConfig("cpu"),
+                                load_config=LoadConfig(load_format=load_format),
+                                parallel_config=ParallelConfig(),
+                                compilation_config=CompilationConfig(custom_ops=["none"]))
+            got["quantization"] = type(config.quant_config).__name__
+            loader = get_model_loader(config.load_config)
+            got["loader"] = type(loader).__name__
+            with set_current_vllm_config(config):
+                if model_parallel_is_initialized():
+                    destroy_model_parallel()
+                initialize_model_parallel(1, 1)
+                with torch.device("cpu"):
+                    loader.load_model(vllm_config=config, model_config=model_config)
+            got["loaded"] = True
+        except Exception as e:  # what the case is for
+            got["refused"] = [type(e).__name__, str(e)[:600]]
+        print(json.dumps(got), flush=True)
+    return 0
+
+
 def main(jobs_path, tp=1):
     with open(jobs_path) as f:
         jobs = json.load(f)
@@ -345,4 +397,6 @@ def main(jobs_path, tp=1):
 
 
 if __name__ == "__main__":
+    if sys.argv[1] == "--refusals":
+        sys.exit(refusals(sys.argv[2], sys.argv[3]))
     sys.exit(main(sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 1))
