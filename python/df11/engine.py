@@ -64,8 +64,9 @@ from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
 from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
 from .modules import (EMBEDDING, CodedLinear, CodedWeight, ListsCodedWeight, PartsLinear,
                       codes_as_linear, list_views, replace_module)
-from .targets import (Target, base_prefix, input_embedding, load_raw, output_embedding,
-                      place_remaining, resolve_member, set_tensor, ties_embeddings, unit_module)
+from .targets import (Target, base_prefix, checkpoint_renames, input_embedding, load_raw,
+                      output_embedding, place_remaining, resolve_member, set_tensor,
+                      ties_embeddings, unit_module)
 
 
 LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
@@ -154,6 +155,8 @@ class Df11Engine:
         # What the folder's names carry before the model's: "model." for a base model
         # (AutoModel) loaded from the folder of a model with a head (base_prefix).
         self.prefix = ""
+        # The folder's names that the model's loader renames (targets.checkpoint_renames).
+        self.renames: Dict[str, str] = {}
         # transformers' load (native.py): the parameters decoded at load, out of the state
         # dict while transformers loads, (module, attr, parameter).
         self.native_taken: list = []
@@ -161,9 +164,10 @@ class Df11Engine:
     def model_name(self, folder_name: str) -> Optional[str]:
         """The model's name of a folder tensor, or None where the model has no such part (the
         head of a folder loaded into its base model)."""
+        name = self.renames.get(folder_name, folder_name)
         if not self.prefix:
-            return folder_name
-        return folder_name[len(self.prefix):] if folder_name.startswith(self.prefix) else None
+            return name
+        return name[len(self.prefix):] if name.startswith(self.prefix) else None
 
     def add_time(self, phase: str, since: float) -> None:
         """Adds the seconds from `since` (a time.perf_counter()) to now to `phase`."""
@@ -354,7 +358,11 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
 
 def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, device_of,
             cpu_offload, cpu_offload_blocks, pin_memory, mode, resident_groups):
-    engine.prefix = base_prefix(model, folder)
+    names = [folder.tensor_name(t) for t in range(folder.tensor_count())]
+    for g in range(folder.group_count()):  # aliases; a group's name prefixes its stored tensors
+        names += [a for a in (folder.group_alias_name(g), folder.group_name(g)) if a]
+    engine.renames = checkpoint_renames(model, names)
+    engine.prefix = base_prefix(model, [engine.renames.get(n, n) for n in names])
     groups, raws = read_groups(folder, engine.model_name)
     modules = dict(model.named_modules())
     module_names = {m: n for n, m in modules.items()}

@@ -25,6 +25,7 @@ transformers' shard writer; `df11 compress` on the BF16 model writes it.
 """
 from __future__ import annotations
 
+import re
 from typing import Dict, Tuple
 
 import torch
@@ -216,6 +217,45 @@ def coded_tensors(folder: _capi.Model) -> Tuple[Dict[str, torch.Tensor], set]:
     return out, coded
 
 
+def _model_part_name(engine, key: str) -> str:
+    """A group's stored tensor (`<group>.luts`, ...) under the model's name of the group."""
+    group, _, part = key.rpartition(".")
+    return f"{engine.renames.get(group, group)}.{part}"
+
+
+def _saved_pattern_dict(model, engine, coded_parts: Dict[str, torch.Tensor]) -> None:
+    """save_pretrained renames the state dict back into the checkpoint's names (transformers'
+    revert_weight_conversion, on the model's conversion mapping), the groups' stored tensors
+    too. A group it saves under another name than the folder's (a tied head df11 stored under
+    the model's name, "lm_head", in a checkpoint whose names are "language_model.*") gets its
+    pattern_dict key under that name, so that the saved folder's groups all match one."""
+    from transformers.core_model_loading import revert_weight_conversion
+    folder = engine.folder
+    luts = {k: v for k, v in coded_parts.items() if k.endswith(".luts")}
+    saved = revert_weight_conversion(model, dict(luts))
+    names = {id(v): k.rpartition(".")[0] for k, v in saved.items()}
+    moved = {}
+    for g in range(folder.group_count()):
+        name = folder.group_name(g)
+        new = names.get(id(luts.get(_model_part_name(engine, f"{name}.luts"))), name)
+        if new != name:
+            moved[name] = new
+    config = getattr(model.config, "dfloat11_config", None)
+    if not moved or not isinstance(config, dict) or not isinstance(config.get("pattern_dict"),
+                                                                      dict):
+        return
+    patterns = dict(config["pattern_dict"])
+    for old, new in moved.items():
+        key = next((k for k in patterns if re.fullmatch(k, old)), None)
+        if key is not None:
+            patterns[re.escape(new)] = patterns[key]
+            if not any(re.fullmatch(key, n) for n in
+                       (folder.group_name(g) for g in range(folder.group_count()))
+                       if n not in moved):
+                del patterns[key]
+    model.config.dfloat11_config = dict(config, pattern_dict=patterns)
+
+
 def state_dict(model, engine) -> Dict[str, torch.Tensor]:
     """What save_pretrained writes for a DF11 model: the coded groups as stored, and every
     other tensor of the model's state dict (those stored raw) but the ones the groups code and
@@ -228,6 +268,10 @@ def state_dict(model, engine) -> Dict[str, torch.Tensor]:
                          "save_pretrained)")
     engine.check_cast()  # after model.to(torch.float32) the raw tensors are not BF16's
     coded_parts, coded = coded_tensors(engine.folder)
+    if engine.renames:  # the model's names: transformers' save renames them back (_saved_names)
+        coded = {engine.model_name(n) for n in coded}
+        coded_parts = {_model_part_name(engine, k): v for k, v in coded_parts.items()}
+        _saved_pattern_dict(model, engine, coded_parts)
     # The coded weights that are not parameters are listed as CodedWeight placeholders (a
     # fused experts' weight under a name of its own, not the folder's): the groups hold them.
     own = {name: t for name, t in model.state_dict().items() if not isinstance(t, CodedWeight)}

@@ -234,7 +234,13 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         model = _build_diffusers_model(path, config_json, kwargs)
     t_model = time.perf_counter() - t0
     t0 = time.perf_counter()
-    folder = _open_folder(path, config_json, model)
+    try:
+        folder = _open_folder(path, config_json, model)
+    except _capi.Df11Error as e:
+        if model is not None or not loading.shapes_unknown(e):
+            raise
+        model = _build_model(path, config_json, trust_remote_code, kwargs)
+        folder = _capi.Model(path, shapes=loading.model_shapes(model))
     t_open = time.perf_counter() - t0
     # The stored checksums are checked on threads from here, beside the model's construction.
     checks = engine.started_checks(folder, target, mode)
@@ -285,9 +291,7 @@ def _open_folder(path: str, config_json: dict, bfloat16_model) -> _capi.Model:
     if bfloat16_model is None:
         _require_model_config(path, config_json)  # before any shard is read
         return _capi.Model(path)
-    return _capi.Model(path, shapes={
-        name: tuple(p.shape)
-        for name, p in bfloat16_model.named_parameters(remove_duplicate=False)})
+    return _capi.Model(path, shapes=loading.model_shapes(bfloat16_model))
 
 
 def _attach_accelerate_hooks(model, device_of) -> None:

@@ -51,6 +51,46 @@ def read_config(path: str) -> dict:
     return config
 
 
+def model_shapes(model) -> Dict[str, tuple]:
+    """{name: shape} of the model's parameters, under the model's names and under the names
+    its checkpoint gives them where transformers renames them at load (its
+    revert_weight_conversion, what save_pretrained writes): what df11_model_open_with_shapes
+    takes for a folder whose coded weights' shapes config.json does not give."""
+    named = dict(model.named_parameters(remove_duplicate=False))
+    shapes = {name: tuple(p.shape) for name, p in named.items()}
+    try:
+        from transformers import PreTrainedModel
+        from transformers.core_model_loading import revert_weight_conversion
+    except ImportError:
+        return shapes
+    if not isinstance(model, PreTrainedModel):
+        return shapes
+    metas = {name: torch.empty(p.shape, dtype=p.dtype, device="meta")
+             for name, p in named.items()}
+    owner = {id(t): name for name, t in metas.items()}
+    for saved, t in revert_weight_conversion(model, dict(metas)).items():
+        if id(t) in owner and saved != owner[id(t)]:
+            shapes[saved] = shapes[owner[id(t)]]
+    return shapes
+
+
+def shapes_unknown(error: _capi.Df11Error) -> bool:
+    """The folder records no shapes for some coded weights and config.json does not give them
+    (a vision tower's, in a folder save_pretrained wrote without df11's metadata)."""
+    return error.status == "unsupported" and "are unknown" in error.message
+
+
+def open_folder(path: str, model) -> _capi.Model:
+    """The folder; the coded weights' shapes that neither it nor config.json give come from
+    `model` (built from its config)."""
+    try:
+        return _capi.Model(path)
+    except _capi.Df11Error as e:
+        if not shapes_unknown(e):
+            raise
+    return _capi.Model(path, shapes=model_shapes(model))
+
+
 def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 

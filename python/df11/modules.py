@@ -285,9 +285,12 @@ class ExecLinearModule(ListsCodedWeight, torch.nn.Linear):
 
 def codes_as_linear(module: torch.nn.Module, attr: str) -> bool:
     """The member `module.attr` can be served by a CodedLinear: the weight of an nn.Linear
-    whose forward is nn.Linear's own."""
+    whose forward is nn.Linear's own, and which the model calls. Not nn.MultiheadAttention's
+    out_proj (a NonDynamicallyQuantizableLinear), whose weight the attention's forward reads
+    itself: it is served as a weight its module reads (a view of the decode buffer)."""
     return (attr == "weight" and isinstance(module, torch.nn.Linear) and
-            type(module).forward is torch.nn.Linear.forward)
+            type(module).forward is torch.nn.Linear.forward and
+            not isinstance(module, torch.nn.modules.linear.NonDynamicallyQuantizableLinear))
 
 
 def replace_module(model: torch.nn.Module, old: torch.nn.Module, new: torch.nn.Module) -> None:

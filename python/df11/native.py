@@ -64,9 +64,8 @@ def _open(path: str, model) -> _capi.Model:
     default output, loaded with config= given), the coded weights' shapes are the model's."""
     config_json = loading.read_config(path)
     if "model_type" in config_json or "architectures" in config_json:
-        return _capi.Model(path)
-    return _capi.Model(path, shapes={
-        name: tuple(p.shape) for name, p in model.named_parameters(remove_duplicate=False)})
+        return loading.open_folder(path, model)
+    return _capi.Model(path, shapes=loading.model_shapes(model))
 
 
 def _device_of(model, folder: _capi.Model, device_map):

@@ -134,14 +134,42 @@ def ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
                                                              False)))
 
 
-def base_prefix(model, folder: _capi.Model) -> str:
+def checkpoint_renames(model, names: List[str]) -> Dict[str, str]:
+    """The model's names of checkpoint tensors that transformers renames when it loads them
+    (its conversion mapping's WeightRenaming rules for the model's classes: a multimodal
+    checkpoint's "language_model.model.layers.0..." is Gemma 3's, LLaVA's or PaliGemma's
+    "model.language_model.layers.0..."), {checkpoint name: model name} for those it changes.
+    transformers' own functions rename them, applied in its order (sorted names, fresh
+    rules: some rules activate on the first name they see). Its converters (experts merged
+    into one tensor, ...) are left out: resolve_member places such members. Empty for a model
+    that is not transformers' or a transformers without the mapping."""
+    try:
+        from transformers import PreTrainedModel
+        from transformers.conversion_mapping import get_model_conversion_mapping
+        from transformers.core_model_loading import WeightRenaming, rename_source_key
+    except ImportError:
+        return {}
+    if not isinstance(model, PreTrainedModel):
+        return {}
+    renamings = [t for t in get_model_conversion_mapping(model)
+                 if isinstance(t, WeightRenaming)]
+    if not renamings:
+        return {}
+    out = {}
+    for name in sorted(set(names)):
+        renamed, _ = rename_source_key(name, renamings, [])
+        if renamed != name:
+            out[name] = renamed
+    return out
+
+
+def base_prefix(model, names: List[str]) -> str:
     """"model." where `model` is a base model (AutoModel: no head, no `model` attribute) and
-    the folder holds the model with a head its names carry under that prefix, as transformers
-    loads a base model from such a checkpoint; else ""."""
+    `names` (the folder's, as the model names them) hold the model with a head under that
+    prefix, as transformers loads a base model from such a checkpoint; else ""."""
     prefix = getattr(model, "base_model_prefix", "")
     if not prefix or hasattr(model, prefix):
         return ""
-    names = [folder.tensor_name(t) for t in range(folder.tensor_count())]
     return prefix + "." if any(n.startswith(prefix + ".") for n in names) else ""
 
 

@@ -54,6 +54,33 @@ def build_llm(family, seed=None, **overrides):
     return model.eval()
 
 
+def build_gemma3_vision(seed=303):
+    """A tiny Gemma 3 with its SigLIP vision tower (Gemma3ForConditionalGeneration), random
+    weights. save_pretrained writes it under the names of Google's checkpoints
+    ("language_model.model.layers.0...", "vision_tower...."), which transformers renames at
+    load ("model.language_model.layers.0..."). The tower keeps SigLIP's attention-pooling head
+    (an nn.MultiheadAttention, whose forward reads its out_proj's weight itself)."""
+    from transformers import Gemma3Config, Gemma3ForConditionalGeneration
+    text = dict(SMALL, model_type="gemma3_text", sliding_window=32, query_pre_attn_scalar=16)
+    vision = dict(model_type="siglip_vision_model", hidden_size=32, intermediate_size=64,
+                  num_hidden_layers=2, num_attention_heads=2, image_size=32, patch_size=8,
+                  vision_use_head=True)
+    config = Gemma3Config(text_config=text, vision_config=vision, mm_tokens_per_image=4,
+                          image_token_index=500, boi_token_index=501, eoi_token_index=502)
+    torch.manual_seed(seed)
+    model = Gemma3ForConditionalGeneration(config).to(torch.bfloat16)
+    randomize_small_params(model, seed)
+    return model.eval()
+
+
+def gemma3_vision_inputs():
+    """input_ids with one image's 4 tokens between its begin and end tokens, and the image."""
+    ids = torch.tensor([[2, 501, 500, 500, 500, 500, 502, 10, 20, 30, 40, 50]])
+    g = torch.Generator().manual_seed(5)
+    return dict(input_ids=ids, pixel_values=torch.randn(1, 3, 32, 32, generator=g).to(
+        torch.bfloat16))
+
+
 def llm_skeleton(config_dir):
     """A model built from config_dir's config.json, with weights the loader must replace."""
     from transformers import AutoConfig, AutoModelForCausalLM
