@@ -64,7 +64,7 @@ from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
 from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
 from .modules import (EMBEDDING, CodedLinear, CodedWeight, ListsCodedWeight, PartsLinear,
                       codes_as_linear, list_views, replace_module)
-from .targets import (Target, base_prefix, checkpoint_renames, input_embedding, load_raw,
+from .targets import (Target, base_prefix, checkpoint_conversions, input_embedding, load_raw,
                       output_embedding, place_remaining, resolve_member, set_tensor,
                       ties_embeddings, unit_module)
 
@@ -361,7 +361,11 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     names = [folder.tensor_name(t) for t in range(folder.tensor_count())]
     for g in range(folder.group_count()):  # aliases; a group's name prefixes its stored tensors
         names += [a for a in (folder.group_alias_name(g), folder.group_name(g)) if a]
-    engine.renames = checkpoint_renames(model, names)
+    engine.renames, conversions = checkpoint_conversions(model, names)
+    if conversions is not None and getattr(model, "_weight_conversions", None) is None:
+        # What transformers' from_pretrained records for save_pretrained (which then writes
+        # the folder's names back); its own load, through the df11 quantizer, records it after.
+        model._weight_conversions = conversions
     engine.prefix = base_prefix(model, [engine.renames.get(n, n) for n in names])
     groups, raws = read_groups(folder, engine.model_name)
     modules = dict(model.named_modules())

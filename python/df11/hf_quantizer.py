@@ -245,15 +245,45 @@ def _saved_pattern_dict(model, engine, coded_parts: Dict[str, torch.Tensor]) -> 
                                                                       dict):
         return
     patterns = dict(config["pattern_dict"])
+    kept = [n for n in (folder.group_name(g) for g in range(folder.group_count()))
+            if n not in moved]
+    added, dropped = {}, set()
     for old, new in moved.items():
         key = next((k for k in patterns if re.fullmatch(k, old)), None)
-        if key is not None:
-            patterns[re.escape(new)] = patterns[key]
-            if not any(re.fullmatch(key, n) for n in
-                       (folder.group_name(g) for g in range(folder.group_count()))
-                       if n not in moved):
-                del patterns[key]
+        if key is None:
+            continue
+        added.setdefault(_renamed_key(key, old, new), patterns[key])
+        if not any(re.fullmatch(key, n) for n in kept):
+            dropped.add(key)
+    for key in dropped:
+        del patterns[key]
+    patterns.update(added)
+    saved_names = kept + list(moved.values())
+    if any(sum(bool(re.fullmatch(k, n)) for k in patterns) != 1 for n in saved_names):
+        # Renamed keys that overlap: each moved group under its own escaped name instead.
+        patterns = {k: v for k, v in config["pattern_dict"].items() if k not in dropped}
+        for old, new in moved.items():
+            key = next((k for k in config["pattern_dict"] if re.fullmatch(k, old)), None)
+            if key is not None:
+                patterns[re.escape(new)] = config["pattern_dict"][key]
     model.config.dfloat11_config = dict(config, pattern_dict=patterns)
+
+
+def _renamed_key(key: str, old: str, new: str) -> str:
+    """The pattern_dict key for group `new`, saved under that name for the folder's `old`,
+    which `key` matches: where the two names differ only in a prefix, `key` with its escaped
+    prefix renamed (the key of a vision tower's blocks, "vision_tower.vision_model.encoder.
+    layers.<n>" in the folder, becomes the key of "vision_tower.encoder.layers.<n>", which all
+    of them match); else `new` escaped, a key for that group alone."""
+    common = 0
+    while common < min(len(old), len(new)) and old[-1 - common] == new[-1 - common]:
+        common += 1
+    before, after = re.escape(old[:len(old) - common]), re.escape(new[:len(new) - common])
+    if key.startswith(before):
+        renamed = after + key[len(before):]
+        if re.fullmatch(renamed, new):
+            return renamed
+    return re.escape(new)
 
 
 def state_dict(model, engine) -> Dict[str, torch.Tensor]:

@@ -240,7 +240,7 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         if model is not None or not loading.shapes_unknown(e):
             raise
         model = _build_model(path, config_json, trust_remote_code, kwargs)
-        folder = _capi.Model(path, shapes=loading.model_shapes(model))
+        folder = _capi.Model(path, shapes=loading.model_shapes(model, path))
     t_open = time.perf_counter() - t0
     # The stored checksums are checked on threads from here, beside the model's construction.
     checks = engine.started_checks(folder, target, mode)
@@ -291,7 +291,7 @@ def _open_folder(path: str, config_json: dict, bfloat16_model) -> _capi.Model:
     if bfloat16_model is None:
         _require_model_config(path, config_json)  # before any shard is read
         return _capi.Model(path)
-    return _capi.Model(path, shapes=loading.model_shapes(bfloat16_model))
+    return _capi.Model(path, shapes=loading.model_shapes(bfloat16_model, path))
 
 
 def _attach_accelerate_hooks(model, device_of) -> None:

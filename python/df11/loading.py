@@ -10,7 +10,7 @@ from typing import Dict, Optional, Union
 
 import torch
 
-from . import _capi
+from . import _capi, targets
 
 
 def single_device(device) -> torch.device:
@@ -51,11 +51,15 @@ def read_config(path: str) -> dict:
     return config
 
 
-def model_shapes(model) -> Dict[str, tuple]:
+def model_shapes(model, path: Optional[str] = None) -> Dict[str, tuple]:
     """{name: shape} of the model's parameters, under the model's names and under the names
     its checkpoint gives them where transformers renames them at load (its
     revert_weight_conversion, what save_pretrained writes): what df11_model_open_with_shapes
-    takes for a folder whose coded weights' shapes config.json does not give."""
+    takes for a folder whose coded weights' shapes config.json does not give. With the
+    folder's `path`, also under the names the folder's groups give them (_group_shapes): a
+    checkpoint in another layout than the one transformers writes (Google's Gemma 3 names its
+    vision tower "vision_tower.vision_model.*", which transformers 5 saves as
+    "vision_tower.*")."""
     named = dict(model.named_parameters(remove_duplicate=False))
     shapes = {name: tuple(p.shape) for name, p in named.items()}
     try:
@@ -71,7 +75,39 @@ def model_shapes(model) -> Dict[str, tuple]:
     for saved, t in revert_weight_conversion(model, dict(metas)).items():
         if id(t) in owner and saved != owner[id(t)]:
             shapes[saved] = shapes[owner[id(t)]]
+    if path is not None:
+        for name, shape in _group_shapes(model, named, path).items():
+            shapes.setdefault(name, shape)
     return shapes
+
+
+_EXPONENTS = ".encoded_exponent"  # the stored tensor that marks a coded group (spec 3.2)
+
+
+def _group_shapes(model, named: Dict[str, torch.nn.Parameter], path: str) -> Dict[str, tuple]:
+    """{folder name: shape} of every parameter under each coded group's module: the group
+    `P` (found by its `P.encoded_exponent` tensor in the folder's safetensors headers) is the
+    model's module that transformers' renaming rules make of P, and its members are weights
+    under it (`P.<member>.weight`, or `P.weight`; spec 7.8). Names the headers cannot give (an
+    unreadable file) are left out: the C library's open then says what is wrong."""
+    from safetensors import safe_open
+    groups = []
+    for entry in sorted(os.listdir(path)):
+        if not entry.endswith(".safetensors"):
+            continue
+        try:
+            with safe_open(os.path.join(path, entry), "pt") as f:
+                groups += [k[:-len(_EXPONENTS)] for k in f.keys() if k.endswith(_EXPONENTS)]
+        except Exception:  # noqa: BLE001 (the C library reports the file's fault)
+            continue
+    renames = targets.checkpoint_renames(model, [g + _EXPONENTS for g in groups])
+    out = {}
+    for group in groups:
+        module = renames.get(group + _EXPONENTS, group + _EXPONENTS)[:-len(_EXPONENTS)]
+        for name, p in named.items():
+            if name.startswith(module + "."):
+                out[f"{group}.{name[len(module) + 1:]}"] = tuple(p.shape)
+    return out
 
 
 def shapes_unknown(error: _capi.Df11Error) -> bool:
@@ -88,7 +124,7 @@ def open_folder(path: str, model) -> _capi.Model:
     except _capi.Df11Error as e:
         if not shapes_unknown(e):
             raise
-    return _capi.Model(path, shapes=model_shapes(model))
+    return _capi.Model(path, shapes=model_shapes(model, path))
 
 
 def default_device() -> str:

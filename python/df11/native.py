@@ -65,7 +65,7 @@ def _open(path: str, model) -> _capi.Model:
     config_json = loading.read_config(path)
     if "model_type" in config_json or "architectures" in config_json:
         return loading.open_folder(path, model)
-    return _capi.Model(path, shapes=loading.model_shapes(model))
+    return _capi.Model(path, shapes=loading.model_shapes(model, path))
 
 
 def _device_of(model, folder: _capi.Model, device_map):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, Tuple
 
 import torch
 
@@ -138,29 +138,42 @@ def checkpoint_renames(model, names: List[str]) -> Dict[str, str]:
     """The model's names of checkpoint tensors that transformers renames when it loads them
     (its conversion mapping's WeightRenaming rules for the model's classes: a multimodal
     checkpoint's "language_model.model.layers.0..." is Gemma 3's, LLaVA's or PaliGemma's
-    "model.language_model.layers.0..."), {checkpoint name: model name} for those it changes.
-    transformers' own functions rename them, applied in its order (sorted names, fresh
-    rules: some rules activate on the first name they see). Its converters (experts merged
-    into one tensor, ...) are left out: resolve_member places such members. Empty for a model
-    that is not transformers' or a transformers without the mapping."""
+    "model.language_model.layers.0..."), {checkpoint name: model name} for those it changes
+    (checkpoint_conversions)."""
+    return checkpoint_conversions(model, names)[0]
+
+
+def checkpoint_conversions(model, names: List[str]) -> Tuple[Dict[str, str], Optional[list]]:
+    """checkpoint_renames' {checkpoint name: model name}, and the conversions a
+    `from_pretrained` of such a checkpoint records on the model for its save
+    (`_weight_conversions`: the renamings that renamed a name, and the converters), so that
+    `save_pretrained` writes the checkpoint's names back, as after transformers' own load (without
+    the record, it writes the layout of its own: Google's Gemma 3 names the vision tower
+    "vision_tower.vision_model.*", transformers 5 "vision_tower.*"). transformers' own functions
+    rename the names, applied in its order (sorted names, fresh rules: some rules activate on
+    the first name they see). Its converters (experts merged into one tensor, ...) are left
+    out of the renaming: resolve_member places such members. ({}, None) for a model that is not
+    transformers' or a transformers without the mapping."""
     try:
         from transformers import PreTrainedModel
         from transformers.conversion_mapping import get_model_conversion_mapping
         from transformers.core_model_loading import WeightRenaming, rename_source_key
     except ImportError:
-        return {}
+        return {}, None
     if not isinstance(model, PreTrainedModel):
-        return {}
-    renamings = [t for t in get_model_conversion_mapping(model)
-                 if isinstance(t, WeightRenaming)]
+        return {}, None
+    conversions = get_model_conversion_mapping(model)
+    renamings = [t for t in conversions if isinstance(t, WeightRenaming)]
     if not renamings:
-        return {}
+        return {}, None
     out = {}
     for name in sorted(set(names)):
         renamed, _ = rename_source_key(name, renamings, [])
         if renamed != name:
             out[name] = renamed
-    return out
+    used = [t for t in conversions
+            if not isinstance(t, WeightRenaming) or getattr(t, "was_used", lambda: True)()]
+    return out, used
 
 
 def base_prefix(model, names: List[str]) -> str:

@@ -73,6 +73,23 @@ def build_gemma3_vision(seed=303):
     return model.eval()
 
 
+def save_gemma3_vision(path, layout="transformers", seed=303):
+    """build_gemma3_vision's checkpoint in `path`: "transformers" as transformers 5's
+    save_pretrained writes it (the vision tower's weights "vision_tower.encoder..."), or
+    "google" as Google's Gemma 3 checkpoints on the Hub name them
+    ("vision_tower.vision_model.encoder...", the layout vLLM's Gemma 3 reads)."""
+    from safetensors.torch import load_file, save_file
+    build_gemma3_vision(seed).save_pretrained(path)
+    if layout == "google":
+        file = os.path.join(path, "model.safetensors")
+        tensors = load_file(file)
+        save_file({("vision_tower.vision_model." + k[len("vision_tower."):]
+                    if k.startswith("vision_tower.") else k): v for k, v in tensors.items()},
+                  file, metadata={"format": "pt"})
+    else:
+        assert layout == "transformers", layout
+
+
 def gemma3_vision_inputs():
     """input_ids with one image's 4 tokens between its begin and end tokens, and the image."""
     ids = torch.tensor([[2, 501, 500, 500, 500, 500, 502, 10, 20, 30, 40, 50]])

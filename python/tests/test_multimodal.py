@@ -1,9 +1,13 @@
 """A multimodal checkpoint (Gemma 3 with its vision tower) as DF11, on the CPU: its files name
 the weights as Google's checkpoints do ("language_model.model.layers.0..."), and transformers
-renames them at load ("model.language_model.layers.0..."). Through df11.from_pretrained and
-through transformers' own from_pretrained, the logits and greedy tokens with an image equal
-the BF16 model's bit for bit (on a GPU too, where there is one); save_pretrained writes a folder that both load again with the
-same logits and that `df11 verify --against` the BF16 checkpoint passes."""
+renames them at load ("model.language_model.layers.0..."); its vision tower under the names
+transformers 5 writes ("vision_tower.encoder...") or under Google's ("vision_tower.vision_model.
+encoder..."). Through df11.from_pretrained and through transformers' own from_pretrained, the
+logits and greedy tokens with an image equal the BF16 model's bit for bit (on a GPU too, where
+there is one); save_pretrained writes the folder it came from again (every tensor under its
+name, with its bytes), which both load with the same logits and which `df11 verify --against`
+the BF16 checkpoint passes."""
+import os
 import subprocess
 
 import pytest
@@ -15,12 +19,13 @@ import models
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
-@pytest.fixture(scope="module")
-def folders(tmp_path_factory):
+@pytest.fixture(scope="module", params=["transformers", "google"])
+def folders(tmp_path_factory, request):
+    """The checkpoint as transformers 5 saves it, and as Google's on the Hub name it."""
     from transformers import Gemma3ForConditionalGeneration
-    work = tmp_path_factory.mktemp("gemma3-vision")
+    work = tmp_path_factory.mktemp(f"gemma3-vision-{request.param}")
     bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
-    models.build_gemma3_vision().save_pretrained(bf16_dir)
+    models.save_gemma3_vision(bf16_dir, request.param)
     models.df11_compress(bf16_dir, df11_dir)
     ref = Gemma3ForConditionalGeneration.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval()
     with torch.no_grad():
@@ -39,18 +44,34 @@ def inputs(device="cpu"):
     return {k: v.to(device) for k, v in models.gemma3_vision_inputs().items()}
 
 
+def tensors(folder):
+    """{name: the tensor's bytes} of the folder's safetensors files."""
+    from safetensors.torch import load_file
+    out = {}
+    for f in sorted(os.listdir(folder)):
+        if f.endswith(".safetensors"):
+            out.update({k: v.reshape(-1).view(torch.uint8)
+                        for k, v in load_file(os.path.join(folder, f)).items()})
+    return out
+
+
 def logits(model, device="cpu"):
     with torch.no_grad():
         return model(**inputs(device)).logits
 
 
-def test_checkpoint_names_are_not_the_models(folders):
+def test_checkpoint_names_are_not_the_models(folders, request):
     from safetensors import safe_open
     _, bf16_dir, _, ref, _ = folders
     with safe_open(f"{bf16_dir}/model.safetensors", "pt") as f:
         stored = set(f.keys())
     assert "language_model.model.layers.0.self_attn.q_proj.weight" in stored
-    assert "model.language_model.layers.0.self_attn.q_proj.weight" in dict(ref.named_parameters())
+    tower = "vision_tower.vision_model." if request.node.callspec.params["folders"] == "google" \
+        else "vision_tower."
+    assert f"{tower}encoder.layers.0.self_attn.q_proj.weight" in stored
+    names = dict(ref.named_parameters())
+    assert "model.language_model.layers.0.self_attn.q_proj.weight" in names
+    assert "model.vision_tower.encoder.layers.0.self_attn.q_proj.weight" in names
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
@@ -83,6 +104,37 @@ def test_save_pretrained_round_trip(folders, how):
     for again in ("df11", "transformers"):
         got = logits(load(again, out))
         assert torch.equal(got.view(torch.int16), want.view(torch.int16)), again
+    # Nothing changed: the folder it came from, every tensor under its name with its bytes.
+    saved, source = tensors(out), tensors(df11_dir)
+    assert sorted(saved) == sorted(source)
+    assert all(torch.equal(saved[k], source[k]) for k in source)
     proc = subprocess.run([models.df11_cli(), "verify", out, "--against", bf16_dir],
                           capture_output=True, text=True)
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_save_pretrained_without_the_load_record(folders):
+    """A model whose load transformers did not record (`_weight_conversions`, as a model
+    loaded by another path has none) saves under transformers' own names: a group it renames
+    (Google's "vision_tower.vision_model.encoder.layers.<n>" becomes "vision_tower.encoder.
+    layers.<n>") gets a pattern_dict key that all of its blocks match, and the folder loads
+    again through both doors with the same logits."""
+    work, _, df11_dir, _, want = folders
+    model = load("df11", df11_dir)
+    model._weight_conversions = None
+    out = str(work / "saved-unrecorded")
+    model.save_pretrained(out)
+    for again in ("df11", "transformers"):
+        got = logits(load(again, out))
+        assert torch.equal(got.view(torch.int16), want.view(torch.int16)), again
+
+
+def test_renamed_pattern_dict_key():
+    from df11.hf_quantizer import _renamed_key
+    key = r"vision_tower\.vision_model\.encoder\.layers\.\d+"
+    assert _renamed_key(key, "vision_tower.vision_model.encoder.layers.1",
+                        "vision_tower.encoder.layers.1") == r"vision_tower\.encoder\.layers\.\d+"
+    assert _renamed_key(r"language_model\.model\.layers\.\d+", "language_model.model.layers.3",
+                        "model.language_model.layers.3") == r"model\.language_model\.layers\.\d+"
+    # A key that does not spell the old name's prefix out: the new name alone.
+    assert _renamed_key(r"a\.(?:b)\.x", "a.b.x", "c.x") == r"c\.x"

@@ -22,6 +22,12 @@ HAVE_VLLM = importlib.util.find_spec("vllm") is not None
 if not HAVE_VLLM and os.environ.get("DF11_REQUIRE_VLLM"):
     # CI's vLLM step (.ci/run) sets it: a missing vLLM fails there instead of skipping.
     raise ImportError("DF11_REQUIRE_VLLM is set but vLLM is not importable")
+# vLLM's Gemma 3 (multimodal) imports transformers' Gemma 3 image processor, which needs
+# torchvision: the multimodal jobs run where it is installed (and must, in CI's vLLM step).
+HAVE_TORCHVISION = importlib.util.find_spec("torchvision") is not None
+if not HAVE_TORCHVISION and os.environ.get("DF11_REQUIRE_VLLM"):
+    raise ImportError("DF11_REQUIRE_VLLM is set but torchvision is not importable")
+MULTIMODAL = "gemma3-vision"  # models.save_gemma3_vision, in the layout of Google's checkpoints
 
 
 @pytest.fixture(scope="module")
@@ -628,6 +634,13 @@ class _CpuRuns:
     def folder(self, family, kind):
         """(the family's BF16 fixture, its DF11 folder): the official encoder's committed one
         (`kind` "official") or df11's, compressed once for the file."""
+        if family == MULTIMODAL:
+            if family not in self.folders:
+                bf16_dir = str(self.work / f"{family}-bf16")
+                models.save_gemma3_vision(bf16_dir, "google")
+                self.folders[family] = (bf16_dir, models.df11_compress(
+                    bf16_dir, str(self.work / f"{family}-df11")))
+            return self.folders[family]
         fixture = os.path.join(models.FIXTURES, family)
         bf16_dir = os.path.join(fixture, "bf16")
         if kind != "df11":
@@ -643,8 +656,10 @@ class _CpuRuns:
     def jobs(self, tp):
         if tp == 2:
             return [("tp", f, "df11", False) for f in models.FAMILIES]
+        multimodal = ([("load", MULTIMODAL, "df11", False), ("layerwise", MULTIMODAL, "df11", True)]
+                      if HAVE_TORCHVISION else [])
         return ([("load", f, k, False) for f in models.FAMILIES for k in ("df11", "official")]
-                + [("layerwise", f, k, True) for f, k in LAYERWISE_CASES])
+                + [("layerwise", f, k, True) for f, k in LAYERWISE_CASES] + multimodal)
 
     def report(self, tp, what, family, kind):
         """The job's lines, one per rank (a list of dicts), running the batch if need be."""
@@ -709,6 +724,31 @@ def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, cpu_r
         for prefix, why in got["again"]:
             t = f.find_tensor(prefix + ".weight")
             assert t is not None and f.tensor_group(t) is None, (prefix, why)
+
+
+@needs_vllm
+@pytest.mark.skipif(not HAVE_TORCHVISION, reason="vLLM's Gemma 3 needs torchvision")
+@pytest.mark.parametrize("how", ["load", "layerwise"])
+def test_vllms_multimodal_model_loads_the_folder_as_its_bf16_checkpoint(how, cpu_runs):
+    """vLLM's Gemma3ForConditionalGeneration, built on the CPU with the plugin, from a DF11
+    folder of a Gemma 3 with its SigLIP vision tower named as Google's checkpoints name them
+    (vLLM's mapper renames "model.language_model." and reads "language_model.model." as it is):
+    every parameter equals that of vLLM's model fed the BF16 checkpoint, bit for bit, and every
+    DF11 Linear layer of both towers decodes from spans of the folder's groups to exactly its
+    weight, the vision tower's attention among them ("load": after vLLM's load_weights;
+    "layerwise": each coded as vLLM's layer-wise loading fills it). The SigLIP MLPs, whose
+    sizes vLLM quantizes with no method but bitsandbytes' and torchao's (not multiples of 64),
+    are vLLM's own BF16 layers."""
+    got, = cpu_runs.report(1, how, MULTIMODAL, "df11")
+    assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
+    assert got["spans_differ"] == [] and got["again"] == [], got
+    if how == "load":
+        assert got["linear"] == got["from_groups"] == 12, got  # 2 x (qkv, o, gate_up, down) + 2 x 2
+        return
+    coded_layers = {prefix for prefix, _ in got["coded_at_load"]}
+    assert len(coded_layers) == 12 and got["left_at_load"] == [], got
+    assert {f"vision_tower.vision_model.encoder.layers.{i}.self_attn.{m}"
+            for i in (0, 1) for m in ("qkv_proj", "out_proj")} <= coded_layers
 
 
 @needs_vllm

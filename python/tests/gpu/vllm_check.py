@@ -15,6 +15,10 @@
                                                  --tp: tensor_parallel_size (one GPU a rank);
                                                  --lora DIR: the engine serves that adapter
     vllm_check.py make-families WORK FAMILY...   WORK/families/FAMILY/{bf16,official,df11}
+    vllm_check.py make-multimodal WORK           WORK/multimodal/{bf16,df11}
+    vllm_check.py generate-mm MODEL OUT.json [--eager]
+                                                 as generate, for make-multimodal's model:
+                                                 prompts with images (vLLM's multimodal path)
     vllm_check.py upload FOLDER REPO             FOLDER as the Hub repo REPO at $HF_ENDPOINT
     vllm_check.py client URL MODEL OUT.json      the requests of `generate`, each alone (twice),
                                                  to a `vllm serve` at URL through the OpenAI
@@ -38,7 +42,11 @@ the BF16 model, rank 8, on every Linear of its blocks) with WORK/lora-kernels (v
 shrink kernel without its split reduction, for VLLM_TUNED_CONFIG_FOLDER: with that split one
 engine does not repeat its own outputs). vllm_check.sh runs the cases and the comparisons. `make-families` takes, for each family of the interop suite (models.FAMILIES),
 its committed fixture (tests/interop/fixtures/FAMILY: the BF16 model and the official
-encoder's folder of it) and adds df11.compress of that BF16 model.
+encoder's folder of it) and adds df11.compress of that BF16 model. `make-multimodal` writes a
+tiny Gemma 3 with its SigLIP vision tower (models.save_gemma3_vision, named as Google's
+checkpoints name it) with a processor of its own (a word-level tokenizer whose ids are the
+model's image tokens, and Gemma 3's image processor at the tower's 32 x 32 pixels), and
+`df11 compress` of it (which copies the processor's files); vLLM's Gemma 3 needs torchvision.
 """
 import argparse
 import json
@@ -148,6 +156,98 @@ def make_families(work, families):
                                                      dtype=torch.bfloat16)
         df11.compress(model, os.path.join(dst, "df11"), force=True)
         print("made", dst, sorted(os.listdir(dst)))
+
+
+MM_IMAGE_TOKENS = {500: "<image_soft_token>", 501: "<start_of_image>", 502: "<end_of_image>"}
+
+
+def save_gemma3_processor(path):
+    """A Gemma3Processor for models.build_gemma3_vision in `path`: a word-level tokenizer over
+    the model's 512 ids ("w<id>", the special tokens at the ids its config names) and Gemma 3's
+    image processor at the tower's 32 x 32 pixels, 4 tokens an image."""
+    from tokenizers import Tokenizer, models as token_models, pre_tokenizers
+    from transformers import Gemma3ImageProcessor, Gemma3Processor, PreTrainedTokenizerFast
+    special = {0: "<pad>", 1: "<eos>", 2: "<bos>", 3: "<unk>", **MM_IMAGE_TOKENS}
+    vocab = {special.get(i, f"w{i}"): i for i in range(512)}
+    tok = Tokenizer(token_models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<bos>", eos_token="<eos>", pad_token="<pad>",
+        unk_token="<unk>", extra_special_tokens={"image_token": MM_IMAGE_TOKENS[500],
+                                                 "boi_token": MM_IMAGE_TOKENS[501],
+                                                 "eoi_token": MM_IMAGE_TOKENS[502]})
+    images = Gemma3ImageProcessor(size={"height": 32, "width": 32}, do_pan_and_scan=False)
+    Gemma3Processor(image_processor=images, tokenizer=fast, image_seq_length=4).save_pretrained(
+        path)
+
+
+def make_multimodal(work):
+    import models
+    dst = os.path.join(work, "multimodal")
+    shutil.rmtree(dst, ignore_errors=True)
+    bf16_dir = os.path.join(dst, "bf16")
+    models.save_gemma3_vision(bf16_dir, "google")
+    save_gemma3_processor(bf16_dir)
+    models.df11_compress(bf16_dir, os.path.join(dst, "df11"))
+    print("made", dst, sorted(os.listdir(os.path.join(dst, "df11"))))
+
+
+def mm_prompts():
+    """Prompts with 0, 1 and 2 images (seeded noise of several sizes: the processor resizes
+    them to 32 x 32), as vLLM's prompt dicts."""
+    import random
+    import numpy as np
+    from PIL import Image
+    rng, pixels = random.Random(9), np.random.default_rng(9)
+
+    def words(n):
+        return " ".join(f"w{rng.randrange(10, 500)}" for _ in range(n))
+
+    def image(h, w):
+        return Image.fromarray((pixels.random((h, w, 3)) * 255).astype("uint8"))
+    boi = MM_IMAGE_TOKENS[501]
+    return [
+        {"prompt": f"<bos> {words(5)} {boi} {words(7)}", "multi_modal_data": {"image": image(40, 48)}},
+        {"prompt": f"<bos> {words(12)}"},
+        {"prompt": f"<bos> {boi} {words(3)} {boi} {words(20)}",
+         "multi_modal_data": {"image": [image(32, 32), image(64, 20)]}},
+        {"prompt": f"<bos> {words(30)} {boi} {words(2)}", "multi_modal_data": {"image": image(90, 90)}},
+    ]
+
+
+def generate_mm(model, out, eager):
+    """generate's record for mm_prompts through vLLM's multimodal path: each prompt alone,
+    twice, then all of them in one batch; greedy tokens, logprobs and prompt logprobs."""
+    from vllm import LLM, SamplingParams
+    t0 = time.perf_counter()
+    llm = LLM(model=model, enforce_eager=eager, max_model_len=256, max_num_seqs=8, seed=0,
+              gpu_memory_utilization=0.5, limit_mm_per_prompt={"image": 2})
+    start_s = time.perf_counter() - t0
+    params = SamplingParams(temperature=0.0, max_tokens=32, logprobs=4, prompt_logprobs=2,
+                            ignore_eos=True, detokenize=False)
+
+    def pairs(d):
+        return None if d is None else sorted((int(t), lp.logprob) for t, lp in d.items())
+
+    def run(batch):
+        outs = llm.generate(batch, params, use_tqdm=False)
+        return [{"prompt": o.prompt_token_ids, "tokens": list(o.outputs[0].token_ids),
+                 "logprobs": [pairs(d) for d in o.outputs[0].logprobs],
+                 "prompt_logprobs": [pairs(d) for d in (o.prompt_logprobs or [])]}
+                for o in outs]
+    ps = mm_prompts()
+    single = [run([p])[0] for p in ps]
+    again = [run([p])[0] for p in ps]
+    batch = run(ps)
+    images = sum(1 for p in single for t in p["prompt"] if t == 500) // 4
+    result = {"model": model, "eager": eager, "engine_start_s": start_s,
+              "images_in_prompts": images, "single_repeats": single == again,
+              "outputs": {"single": single, "batch": batch}}
+    with open(out, "w") as f:
+        json.dump(result, f)
+    print(f"{out}: engine start {start_s:.1f} s, {len(ps)} prompts with {images} images "
+          f"({4 * images} image tokens), single requests "
+          f"{'repeat' if single == again else 'DO NOT repeat'} exactly")
 
 
 def flip_middle_byte(data):
@@ -423,12 +523,15 @@ def expect_failure(log, patterns):
 def main():
     p = argparse.ArgumentParser()
     sub = p.add_subparsers(dest="cmd", required=True)
-    s = sub.add_parser("make")
-    s.add_argument("work")
-    s = sub.add_parser("generate")
-    s.add_argument("model")
-    s.add_argument("out")
-    s.add_argument("--eager", action="store_true")
+    def engine_parser(name):
+        s = sub.add_parser(name)
+        s.add_argument("model")
+        s.add_argument("out")
+        s.add_argument("--eager", action="store_true")
+        return s
+    for name in ("make", "make-multimodal"):
+        sub.add_parser(name).add_argument("work")
+    s = engine_parser("generate")
     s.add_argument("--quantization")
     s.add_argument("--df11-mode")
     s.add_argument("--reference", nargs="?", const="exec", choices=["exec", "compact"],
@@ -444,6 +547,7 @@ def main():
     s = sub.add_parser("make-families")
     s.add_argument("work")
     s.add_argument("families", nargs="+")
+    engine_parser("generate-mm")
     s = sub.add_parser("upload")
     s.add_argument("folder")
     s.add_argument("repo")
@@ -465,6 +569,10 @@ def main():
         make(a.work)
     elif a.cmd == "make-families":
         make_families(a.work, a.families)
+    elif a.cmd == "make-multimodal":
+        make_multimodal(a.work)
+    elif a.cmd == "generate-mm":
+        generate_mm(a.model, a.out, a.eager)
     elif a.cmd == "generate":
         generate(a.model, a.out, a.eager, a.quantization, a.df11_mode, a.reference,
                  a.hf_config_path, a.tp, a.engine_arg, a.lora)

@@ -27,6 +27,9 @@
 # model and the DF11 folder in decode mode compared, and the DF11 folder in mode "exec" against
 # BF16 computing as the execution layout does; "tp-exec": that second pair alone; "tp-lora":
 # the lora case's pairs at tensor parallel TP) and
+# "multimodal": a tiny Gemma 3 with its SigLIP vision tower and a processor (vllm_check.py
+# make-multimodal; vLLM's Gemma 3 needs torchvision), its BF16 folder against its DF11 folder with
+# prompts holding images, under CUDA graphs and eager;
 # "families": for each family of the interop suite (FAMILIES, default all seven), its fixture's
 # BF16 model against df11's folder of it and against the official encoder's folder of it;
 # FAMILY_ARGS (e.g. "--tp 2", "--eager", "--engine-arg enable_prefix_caching=false") are added
@@ -65,7 +68,7 @@ case_() {
   local t0=$SECONDS
   timeout "${CASE_TIMEOUT:-300}" $check "$@" > "$work/$name.log" 2>&1
   local status=$?
-  grep -E "GPU KV cache size|Model loading took|Available KV cache memory|df11|tokens/s|made " \
+  grep -E "GPU KV cache size|Model loading took|Available KV cache memory|df11|tokens/s|image tokens|made " \
     "$work/$name.log" | grep -v "^\s*File " | cut -c1-400 | tail -n 30 >> "$log"
   echo "--- $name: exit $status after $((SECONDS - t0)) s" >> "$log"
   # After every case, so that a run stopped part way still brings back what it did.
@@ -196,6 +199,19 @@ done
 if want compact; then
   gen df11-compact-graph "$work/df11" --df11-mode compact
   compare bf16-reference-compact-graph df11-compact-graph
+fi
+if want multimodal; then
+  case_ make-multimodal make-multimodal "$work" || { fail_tail make-multimodal; rc=1; }
+  for how in graph eager; do
+    flag=""
+    [ $how = eager ] && flag=--eager
+    for kind in bf16 df11; do
+      VLLM_ENABLE_V1_MULTIPROCESSING=0 case_ "mm-$kind-$how" generate-mm \
+        "$work/multimodal/$kind" "$work/mm-$kind-$how.json" $flag \
+        || { fail_tail "mm-$kind-$how"; rc=1; }
+    done
+    compare "mm-bf16-$how" "mm-df11-$how"
+  done
 fi
 if want lora; then
   # A LoRA adapter served with the model (enable_lora): decode mode against BF16 with the same
