@@ -163,11 +163,14 @@ MM_IMAGE_TOKENS = {500: "<image_soft_token>", 501: "<start_of_image>", 502: "<en
 
 def save_gemma3_processor(path):
     """A Gemma3Processor for models.build_gemma3_vision in `path`: a word-level tokenizer over
-    the model's 512 ids ("w<id>", the special tokens at the ids its config names) and Gemma 3's
+    the model's 512 ids ("w<id>", the image tokens at the ids its config names) and Gemma 3's
     image processor at the tower's 32 x 32 pixels, 4 tokens an image."""
     from tokenizers import Tokenizer, models as token_models, pre_tokenizers
     from transformers import Gemma3ImageProcessor, Gemma3Processor, PreTrainedTokenizerFast
-    special = {0: "<pad>", 1: "<eos>", 2: "<bos>", 3: "<unk>", **MM_IMAGE_TOKENS}
+    # vLLM's Gemma 3 looks up the newline runs of Gemma's vocabulary (which this tokenizer,
+    # splitting on whitespace, never produces).
+    special = {0: "<pad>", 1: "<eos>", 2: "<bos>", 3: "<unk>", 4: "\n", 5: "\n\n",
+               6: "\n\n\n", 7: "\n\n\n\n", **MM_IMAGE_TOKENS}
     vocab = {special.get(i, f"w{i}"): i for i in range(512)}
     tok = Tokenizer(token_models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
