@@ -160,6 +160,9 @@ class Df11Engine:
         # transformers' load (native.py): the parameters decoded at load, out of the state
         # dict while transformers loads, (module, attr, parameter).
         self.native_taken: list = []
+        # transformers' load: the raw tensors set from files it does not read, (name, tensor),
+        # put back after it initialized them as missing keys.
+        self.native_unread: list = []
 
     def model_name(self, folder_name: str) -> Optional[str]:
         """The model's name of a folder tensor, or None where the model has no such part (the

@@ -141,6 +141,40 @@ def _mark_initialized(model) -> None:
                 value._is_hf_initialized = True
 
 
+def _raw_transformers_skips(model, eng, checkpoint_files) -> list:
+    """The raw tensors df11 set from files of the folder that transformers does not read:
+    (model name, tensor). The dfloat11 encoder's `save_single_file=False` writes each coded
+    module's group with its other tensors (a block's norms) into a file of its own beside
+    model.safetensors, with no index, and transformers reads model.safetensors alone: it would
+    take those tensors for missing and initialize them anew, over df11's. They are left out of
+    its missing keys (no "newly initialized" report) and put back by finish()."""
+    from safetensors import safe_open
+    read = set()
+    for file in checkpoint_files:
+        with safe_open(file, "pt") as f:
+            read.update(f.keys())
+    folder, out = eng.folder, []
+    for t in range(folder.tensor_count()):
+        stored = folder.tensor_name(t)
+        if folder.tensor_group(t) is not None or stored in read:
+            continue
+        name = eng.model_name(stored)
+        if name is None:
+            continue
+        try:
+            out.append((name, model.get_parameter(name)))
+        except AttributeError:
+            try:
+                out.append((name, model.get_buffer(name)))
+            except AttributeError:
+                continue  # a tensor the model does not have
+    if out:
+        missing = set(getattr(model, "_keys_to_ignore_on_load_missing", None) or [])
+        missing.add("^(?:" + "|".join(re.escape(name) for name, _ in out) + ")$")
+        model._keys_to_ignore_on_load_missing = missing
+    return out
+
+
 def _stored_keys_expected(model, eng) -> None:
     """The groups' stored tensors are read by df11, not by transformers: not unexpected (under
     the names transformers gives them: a base model's without its prefix)."""
@@ -173,6 +207,7 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
         raise
     placed.clear()
     placed.update(_full_map(model, device_of))
+    eng.native_unread = _raw_transformers_skips(model, eng, checkpoint_files)
     eng.native_taken = _coded_out_of_state_dict(model, eng)
     list_weights(model, False)  # until finish(): transformers would take them for missing
     if isinstance(getattr(model, "all_tied_weights_keys", None), dict):
@@ -189,6 +224,12 @@ def finish(model, eng) -> None:
     weights decoded at load are parameters again."""
     _restore_parameters(eng.native_taken)
     eng.native_taken = []
+    for name, tensor in eng.native_unread:
+        module_name, _, attr = name.rpartition(".")
+        module = model.get_submodule(module_name)
+        table = module._parameters if attr in module._parameters else module._buffers
+        table[attr] = tensor
+    eng.native_unread = []
     list_weights(model, True)
     loading.wrap_generate(model, eng)
 

@@ -87,6 +87,16 @@ def test_official_folder_logits_equal(family):
     check_equal(logits(model, ids), logits(ref, ids))
 
 
+def test_official_module_files_folder_logits_equal():
+    """The encoder's save_single_file=False output (official-modules): each coded module's
+    group and other tensors in a file of its own, the rest in model.safetensors."""
+    fixture = os.path.join(models.FIXTURES, "llama")
+    ref = models.bf16_llm(os.path.join(fixture, "bf16"))
+    model = df11.from_pretrained(os.path.join(fixture, "official-modules"), device="cpu")
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    check_equal(logits(model, ids), logits(ref, ids))
+
+
 SINGLE_FILE_FAMILIES = ["llama", "qwen3"]
 
 

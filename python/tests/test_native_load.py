@@ -108,7 +108,7 @@ def official_folders():
         fixture = os.path.join(models.FIXTURES, family)
         if family == "flux" or not os.path.isdir(fixture):
             continue
-        out += [(family, kind) for kind in ("official", "official-single")
+        out += [(family, kind) for kind in ("official", "official-single", "official-modules")
                 if os.path.isdir(os.path.join(fixture, kind))]
     return out
 
@@ -127,17 +127,24 @@ def test_auto_model_loads_official_folders_with_df11_config(family, kind):
     assert_logits_equal(model, models.bf16_llm(os.path.join(fixture, "bf16")))
 
 
-@pytest.mark.parametrize("family", [f for f, kind in official_folders() if kind == "official"])
-def test_auto_model_loads_official_folders_by_itself(family):
+@pytest.mark.parametrize("family,kind", [(f, kind) for f, kind in official_folders()
+                                         if kind != "official-single"])
+def test_auto_model_loads_official_folders_by_itself(family, kind):
     """After `import df11`, transformers' config reader names the df11 method for a folder the
     dfloat11 tools published (dfloat11_config, no quantization_config): from_pretrained loads
-    it as it loads df11's folders, never as a plain model with random weights."""
+    it as it loads df11's folders, never as a plain model with random weights. Also the
+    encoder's save_single_file=False output (official-modules: each coded module with its other
+    tensors, a block's norms, in a file of its own, no index), whose files beside
+    model.safetensors transformers does not read: their raw tensors are df11's, not tensors
+    transformers initializes as missing, and its load report lists none as missing."""
     from transformers import AutoConfig, AutoModelForCausalLM
     fixture = os.path.join(models.FIXTURES, family)
-    config = AutoConfig.from_pretrained(os.path.join(fixture, "official"))
+    config = AutoConfig.from_pretrained(os.path.join(fixture, kind))
     assert config.quantization_config["quant_method"] == "df11"
-    model = AutoModelForCausalLM.from_pretrained(os.path.join(fixture, "official"))
+    model, info = AutoModelForCausalLM.from_pretrained(os.path.join(fixture, kind),
+                                                       output_loading_info=True)
     assert getattr(model, "df11", None) is not None
+    assert not info["missing_keys"], info["missing_keys"]
     assert_logits_equal(model, models.bf16_llm(os.path.join(fixture, "bf16")))
 
 

@@ -20,6 +20,8 @@ Usage: interop.py --df11 PATH_TO_DF11 --work DIR [--families a,b] [--batch8-stud
        interop.py --df11 PATH --work DIR --probe-load FOLDER [--probe-load FOLDER ...]
        interop.py --single-file-fixtures tests/interop/fixtures [--families a,b]
          (CPU, no GPU: the official encoder's default output, see single_file_fixtures)
+       interop.py --module-files-fixtures tests/interop/fixtures [--families a,b]
+         (CPU, no GPU: its save_single_file=False output, see single_file_fixtures)
 """
 import argparse
 import importlib.util
@@ -522,36 +524,45 @@ def install_cpu_shims():
 
 
 SINGLE_FILE_FAMILIES = ("llama", "qwen3")
+MODULE_FILES_FAMILIES = ("llama",)
 
 
-def single_file_fixtures(fixtures, families):
+def single_file_fixtures(fixtures, families, single_file=True):
     """The official encoder's output as it writes it by default (save_single_file=True): one
     model.safetensors holding model.state_dict() and a config.json holding dfloat11_config
     alone, made on the CPU (check_correctness=False) from the committed BF16 model
-    FIXTURES/<family>/bf16 into FIXTURES/<family>/official-single. Checked before it is kept:
-    every coded tensor byte-identical to FIXTURES/<family>/official's (the same model, encoded
-    with check_correctness=True: the encoder's GPU decode gave the original weights there) and
-    every other tensor equal to the BF16 model's."""
+    FIXTURES/<family>/bf16 into FIXTURES/<family>/official-single. With single_file=False, its
+    other output, into FIXTURES/<family>/official-modules: each coded module's state_dict() (its
+    group and the module's other tensors, a block's norms) in a file of its own named after the
+    module, the rest in model.safetensors, no index, and config.json the model's config with
+    dfloat11_config. Checked before it is kept: every coded tensor byte-identical to
+    FIXTURES/<family>/official's (the same model, encoded with check_correctness=True: the
+    encoder's GPU decode gave the original weights there) and every other tensor equal to the
+    BF16 model's."""
     install_cpu_shims()
     import contextlib
     import io
     from dfloat11 import compress_model
     from safetensors.torch import load_file
     from transformers import AutoModelForCausalLM
+    kind = "official-single" if single_file else "official-modules"
     for family in families:
         bf16_dir = os.path.join(fixtures, family, "bf16")
-        out = os.path.join(fixtures, family, "official-single")
+        out = os.path.join(fixtures, family, kind)
         shutil.rmtree(out, ignore_errors=True)
         model = AutoModelForCausalLM.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval()
         _, pattern = llm_config(family)
         quiet = io.StringIO()  # code tables and progress bars
         with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
             compress_model(model, pattern_dict=official_patterns(pattern), save_path=out,
-                           save_single_file=True, check_correctness=False)
-        made = load_file(os.path.join(out, "model.safetensors"))
+                           save_single_file=single_file, check_correctness=False)
+        made = {}
+        for f in sorted(os.listdir(out)):
+            if f.endswith(".safetensors"):
+                made.update(load_file(os.path.join(out, f)))
         published = load_file(os.path.join(fixtures, family, "official", "model.safetensors"))
         original = load_file(os.path.join(bf16_dir, "model.safetensors"))
-        record(sorted(made) == sorted(published), family, "single-file-tensor-names",
+        record(sorted(made) == sorted(published), family, f"{kind}-tensor-names",
                f"{len(made)} tensors, official/ has {len(published)}")
         for name, t in sorted(made.items()):
             want = published.get(name)
@@ -559,11 +570,15 @@ def single_file_fixtures(fixtures, families):
             if same and t.dtype == torch.bfloat16:
                 same = torch.equal(t, original[name])
             if not same:
-                record(False, family, "single-file-tensor", f"{name} differs")
+                record(False, family, f"{kind}-tensor", f"{name} differs")
         config = json.load(open(os.path.join(out, "config.json")))
-        record(sorted(config) == ["dfloat11_config"], family, "single-file-config",
-               f"config.json keys {sorted(config)}")
-        record(True, family, "single-file-made", f"{out}: {sorted(os.listdir(out))}")
+        if single_file:
+            record(sorted(config) == ["dfloat11_config"], family, f"{kind}-config",
+                   f"config.json keys {sorted(config)}")
+        else:
+            record("dfloat11_config" in config and "model_type" in config, family,
+                   f"{kind}-config", f"config.json keys {sorted(config)}")
+        record(True, family, f"{kind}-made", f"{out}: {sorted(os.listdir(out))}")
 
 
 def probe_load(folder):
@@ -592,6 +607,9 @@ def main():
     parser.add_argument("--single-file-fixtures", metavar="FIXTURES",
                         help="only (re)make FIXTURES/<family>/official-single on the CPU "
                              f"(families: --families, default {','.join(SINGLE_FILE_FAMILIES)})")
+    parser.add_argument("--module-files-fixtures", metavar="FIXTURES",
+                        help="only (re)make FIXTURES/<family>/official-modules on the CPU "
+                             f"(families: --families, default {','.join(MODULE_FILES_FAMILIES)})")
     args = parser.parse_args()
     import transformers
     if args.single_file_fixtures:
@@ -600,6 +618,13 @@ def main():
         families = (args.families.split(",") if "--families" in sys.argv
                     else SINGLE_FILE_FAMILIES)
         single_file_fixtures(args.single_file_fixtures, families)
+        return report()
+    if args.module_files_fixtures:
+        print(f"CPU; torch {torch.__version__}; transformers {transformers.__version__}",
+              flush=True)
+        families = (args.families.split(",") if "--families" in sys.argv
+                    else MODULE_FILES_FAMILIES)
+        single_file_fixtures(args.module_files_fixtures, families, single_file=False)
         return report()
     if not args.df11 or not args.work:
         parser.error("--df11 and --work are required (but with --single-file-fixtures)")

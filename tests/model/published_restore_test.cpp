@@ -98,6 +98,21 @@ TEST_F(OfficialFolder, FluxTransformerRestoresWithShapesFromConfig) {
   EXPECT_FALSE(read_json(restored() / "config.json").contains("dfloat11_config"));
 }
 
+// The official encoder's other output (save_single_file=False, the official-modules fixture):
+// each coded module's group and other tensors (a block's norms) in a file of its own, the rest
+// in model.safetensors, no index. verify finds every group across the files; decompress
+// restores the original's tensors (with an index, so that transformers reads every file).
+TEST_F(OfficialFolder, ModuleFilesVerifyAndRestore) {
+  use("llama", "official-modules");
+  const Captured v = verify(original_);
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("21 tensors compared bit for bit"), std::string::npos) << v.out;
+  const Captured d = restore();
+  ASSERT_EQ(d.code, 0) << d.err;
+  expect_same_tensors(restored(), original_);
+  EXPECT_TRUE(fs::exists(restored() / "model.safetensors.index.json"));
+}
+
 // What the official encoder itself writes (save_single_file=True, the official-single
 // fixture): a config.json holding dfloat11_config alone. No architecture: the error names the
 // weights and suggests --like; --like the original restores them (the tied head takes the
