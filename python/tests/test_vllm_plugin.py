@@ -644,7 +644,7 @@ class _CpuRuns:
         fixture = os.path.join(models.FIXTURES, family)
         bf16_dir = os.path.join(fixture, "bf16")
         if kind != "df11":
-            return bf16_dir, os.path.join(fixture, "official")
+            return bf16_dir, os.path.join(fixture, kind)
         if family not in self.folders:
             from transformers import AutoModelForCausalLM
             folder = str(self.work / f"{family}-df11")
@@ -659,6 +659,7 @@ class _CpuRuns:
         multimodal = ([("load", MULTIMODAL, "df11", False), ("layerwise", MULTIMODAL, "df11", True)]
                       if HAVE_TORCHVISION else [])
         return ([("load", f, k, False) for f in models.FAMILIES for k in ("df11", "official")]
+                + [("load", "llama", "official-modules", False)]
                 + [("layerwise", f, k, True) for f, k in LAYERWISE_CASES] + multimodal)
 
     def report(self, tp, what, family, kind):
@@ -724,6 +725,18 @@ def test_vllms_model_loads_the_folder_as_its_bf16_checkpoint(family, kind, cpu_r
         for prefix, why in got["again"]:
             t = f.find_tensor(prefix + ".weight")
             assert t is not None and f.tensor_group(t) is None, (prefix, why)
+
+
+@needs_vllm
+def test_vllms_model_loads_the_encoders_module_files(cpu_runs):
+    """The official encoder's save_single_file=False output (each coded module with its other
+    tensors in a file of its own, no index; tests/interop/fixtures/llama/official-modules):
+    vLLM's loader reads every file of the folder, and its model holds BF16's parameters bit for
+    bit, every Linear layer decoding from spans of the folder's groups."""
+    got, = cpu_runs.report(1, "load", "llama", "official-modules")
+    assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
+    assert got["spans_differ"] == [] and got["again"] == [], got
+    assert got["linear"] == got["from_groups"] > 0, got
 
 
 @needs_vllm
