@@ -138,3 +138,45 @@ def test_renamed_pattern_dict_key():
                         "model.language_model.layers.3") == r"model\.language_model\.layers\.\d+"
     # A key that does not spell the old name's prefix out: the new name alone.
     assert _renamed_key(r"a\.(?:b)\.x", "a.b.x", "c.x") == r"c\.x"
+
+
+OFFICIAL = os.path.join(models.FIXTURES, "gemma3-vision")  # tests/interop/fixtures/README.md
+
+
+@pytest.fixture(scope="module")
+def official_want():
+    from transformers import Gemma3ForConditionalGeneration
+    ref = Gemma3ForConditionalGeneration.from_pretrained(os.path.join(OFFICIAL, "bf16"),
+                                                         dtype=torch.bfloat16).eval()
+    return logits(ref)
+
+
+@pytest.mark.parametrize("how", ["df11", "transformers"])
+def test_official_encoders_module_files(official_want, how, tmp_path):
+    """The dfloat11 encoder's save_single_file=False output of Gemma 3 with its vision tower,
+    under transformers 5's module names (a file per coded module, no index): both doors give
+    BF16's logits with an image, and what save_pretrained writes loads again with them."""
+    folder = os.path.join(OFFICIAL, "official-modules")
+    model = load(how, folder)
+    assert torch.equal(logits(model).view(torch.int16), official_want.view(torch.int16))
+    model.save_pretrained(str(tmp_path / "saved"))
+    for again in ("df11", "transformers"):
+        got = logits(load(again, str(tmp_path / "saved")))
+        assert torch.equal(got.view(torch.int16), official_want.view(torch.int16)), again
+
+
+@pytest.mark.parametrize("how", ["df11", "transformers"])
+def test_official_encoders_single_file(official_want, how):
+    """Its default output (config.json holding dfloat11_config alone): the model's config comes
+    from the caller, as bfloat16_model= (df11) or config= (transformers)."""
+    from transformers import AutoConfig, AutoModelForImageTextToText
+    folder = os.path.join(OFFICIAL, "official-single")
+    config = AutoConfig.from_pretrained(os.path.join(OFFICIAL, "bf16"))
+    if how == "df11":
+        # Built as transformers builds it (dtype=): its rotary tables stay float32.
+        skeleton = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+        model = df11.from_pretrained(folder, bfloat16_model=skeleton)
+    else:
+        model = AutoModelForImageTextToText.from_pretrained(
+            folder, config=config, quantization_config=df11.Df11Config())
+    assert torch.equal(logits(model).view(torch.int16), official_want.view(torch.int16))

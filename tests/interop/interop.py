@@ -22,6 +22,8 @@ Usage: interop.py --df11 PATH_TO_DF11 --work DIR [--families a,b] [--batch8-stud
          (CPU, no GPU: the official encoder's default output, see single_file_fixtures)
        interop.py --module-files-fixtures tests/interop/fixtures [--families a,b]
          (CPU, no GPU: its save_single_file=False output, see single_file_fixtures)
+       interop.py --multimodal-fixtures tests/interop/fixtures
+         (CPU, no GPU: both outputs for Gemma 3 with its vision tower, see multimodal_fixtures)
 """
 import argparse
 import importlib.util
@@ -581,6 +583,71 @@ def single_file_fixtures(fixtures, families, single_file=True):
         record(True, family, f"{kind}-made", f"{out}: {sorted(os.listdir(out))}")
 
 
+MULTIMODAL = "gemma3-vision"
+# The encoder's pattern_dict for Gemma 3 with its vision tower under transformers 5, whose
+# module names the encoder matches (model.named_modules()).
+MULTIMODAL_PATTERNS = {
+    "lm_head": [], r"model\.language_model\.embed_tokens": [],
+    r"model\.language_model\.layers\.\d+": LLM_MEMBERS,
+    r"model\.vision_tower\.encoder\.layers\.\d+": [
+        "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj",
+        "mlp.fc1", "mlp.fc2"],
+}
+
+
+def multimodal_fixtures(fixtures):
+    """FIXTURES/gemma3-vision: bf16/, the tiny Gemma 3 with its SigLIP tower of
+    python/tests/models.py named as Google's checkpoints name it, and the encoder's two
+    outputs of it under transformers 5 (MULTIMODAL_PATTERNS), made on the CPU
+    (check_correctness=False): official-single/ (save_single_file=True, config.json holding
+    dfloat11_config alone) and official-modules/ (save_single_file=False). Checked before they
+    are kept: every tensor the encoder stored raw equals the BF16 model's, and
+    df11.from_pretrained of each gives the BF16 model's logits with an image bit for bit."""
+    install_cpu_shims()
+    import contextlib
+    import io
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "python", "tests"))
+    import models
+    import df11
+    from dfloat11 import compress_model
+    from safetensors.torch import load_file
+    from transformers import Gemma3ForConditionalGeneration
+    root = os.path.join(fixtures, MULTIMODAL)
+    bf16_dir = os.path.join(root, "bf16")
+    shutil.rmtree(root, ignore_errors=True)
+    models.save_gemma3_vision(bf16_dir, "google")
+    inputs = models.gemma3_vision_inputs()
+
+    def load_bf16():
+        return Gemma3ForConditionalGeneration.from_pretrained(bf16_dir,
+                                                              dtype=torch.bfloat16).eval()
+    with torch.no_grad():
+        want = load_bf16()(**inputs).logits
+    for single_file in (True, False):
+        kind = "official-single" if single_file else "official-modules"
+        out = os.path.join(root, kind)
+        model = load_bf16()
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        quiet = io.StringIO()
+        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+            compress_model(model, pattern_dict=MULTIMODAL_PATTERNS, save_path=out,
+                           save_single_file=single_file, check_correctness=False)
+        made = {}
+        for f in sorted(os.listdir(out)):
+            if f.endswith(".safetensors"):
+                made.update(load_file(os.path.join(out, f)))
+        raw = {k: v for k, v in made.items() if v.dtype != torch.uint8 and k in state}
+        record(all(torch.equal(v, state[k]) for k, v in raw.items()), MULTIMODAL,
+               f"{kind}-raw-tensors", f"{len(raw)} raw tensors equal the model's")
+        loaded = df11.from_pretrained(out, device="cpu", bfloat16_model=load_bf16())
+        with torch.no_grad():
+            got = loaded(**inputs).logits
+        record(torch.equal(got.view(torch.int16), want.view(torch.int16)), MULTIMODAL,
+               f"{kind}-logits", "df11.from_pretrained with an image, against BF16's")
+        record(True, MULTIMODAL, f"{kind}-made", f"{out}: {sorted(os.listdir(out))}")
+
+
 def probe_load(folder):
     """The official loader on a folder written elsewhere (e.g. under another transformers
     version): prints whether it loads and runs, without judging (an INFO line)."""
@@ -607,6 +674,8 @@ def main():
     parser.add_argument("--single-file-fixtures", metavar="FIXTURES",
                         help="only (re)make FIXTURES/<family>/official-single on the CPU "
                              f"(families: --families, default {','.join(SINGLE_FILE_FAMILIES)})")
+    parser.add_argument("--multimodal-fixtures", metavar="FIXTURES",
+                        help="only (re)make FIXTURES/gemma3-vision on the CPU")
     parser.add_argument("--module-files-fixtures", metavar="FIXTURES",
                         help="only (re)make FIXTURES/<family>/official-modules on the CPU "
                              f"(families: --families, default {','.join(MODULE_FILES_FAMILIES)})")
@@ -618,6 +687,11 @@ def main():
         families = (args.families.split(",") if "--families" in sys.argv
                     else SINGLE_FILE_FAMILIES)
         single_file_fixtures(args.single_file_fixtures, families)
+        return report()
+    if args.multimodal_fixtures:
+        print(f"CPU; torch {torch.__version__}; transformers {transformers.__version__}",
+              flush=True)
+        multimodal_fixtures(args.multimodal_fixtures)
         return report()
     if args.module_files_fixtures:
         print(f"CPU; torch {torch.__version__}; transformers {transformers.__version__}",
