@@ -411,13 +411,29 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             engine.skipped.append(group.name)
             continue
         head_resident = head_group_module is not None and member_modules == {head_group_module}
-        if (member_modules == {emb_name} and rows_group is None and not head_resident and
-                rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups, tied)):
+        widened = _widened(model, group)
+        if widened and len(widened) < len(group.members):
+            # Members the model holds in float32 beside BF16 ones (a MoE layer's router in its
+            # block): those decoded once now, the others by the group's decodes.
+            t0 = time.perf_counter()
+            for m in group.members:
+                if m.name in widened:
+                    set_tensor(model, m.name, _decoded(folder, m).to(device_of(m.module),
+                                                                     widened[m.name]), True)
+                    tensors_set.add(m.name)
+            targets = [Target(t.module, t.attr, t.fused, t.expert, held=True)
+                       if m.name in widened else t for m, t in zip(group.members, targets)]
+            engine.add_time("resident groups", t0)
+        whole_widened = len(widened) == len(group.members)
+        if (member_modules == {emb_name} and not whole_widened and rows_group is None
+                and not head_resident
+                and rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups, tied)):
             rows_group = group
             if tied:  # the head decodes the whole group before its forward, as any unit does
                 units.setdefault(head_name, []).append((group, [Target(head_name, "weight")]))
             continue
-        if head_resident and torch.device(device_of(head_group_module)).type == "cuda":
+        if (head_resident and not whole_widened
+                and torch.device(device_of(head_group_module)).type == "cuda"):
             t0 = time.perf_counter()
             _resident_on_gpu(model, folder, group,
                              _cuda_index(torch.device(device_of(head_group_module))), pin_memory,
@@ -426,15 +442,12 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             engine.resident.append(group.name)
             engine.add_time("resident groups", t0)
             continue
-        if member_modules == {emb_name} or group.name in resident_groups or head_resident:
+        if (member_modules == {emb_name} or group.name in resident_groups or head_resident
+                or whole_widened):
             t0 = time.perf_counter()
             for m in group.members:
-                nbytes = 2 * m.numel
-                host = torch.empty(nbytes, dtype=torch.uint8)
-                # Checked as it decodes: the streams, and (df11 folders) the member's checksum.
-                folder.decode_tensor(m.tensor, host.data_ptr(), nbytes)
-                value = host.view(torch.bfloat16).view(m.shape)
-                set_tensor(model, m.name, value.to(device_of(m.module)), True)
+                set_tensor(model, m.name, _decoded(folder, m).to(
+                    device_of(m.module), widened.get(m.name, torch.bfloat16)), True)
                 tensors_set.add(m.name)
             if head_resident:  # never decoded again: its coded pages leave the resident set
                 release_pages(folder, group)
@@ -516,6 +529,8 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             if unit_name in parted:  # one runtime per member: its Linear's decoder
                 for group, targets in units[unit_name]:
                     for m, t in zip(group.members, targets):
+                        if t.held:
+                            continue
                         rt = GroupRuntime(group, dev)
                         rt.decoder = PartsDecoder(folder, group, m.offset, m.shape, state.buffer,
                                                   getattr(modules[t.module], "bias", None))
@@ -564,7 +579,8 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             if unit.module in parted:
                 unit.mode = PartsMode(unit)
                 _place_parts(engine, model, modules, unit,
-                             [t for _, targets in units[unit.module] for t in targets])
+                             [t for _, targets in units[unit.module] for t in targets
+                              if not t.held])
             else:
                 unit.mode = DecodeMode(unit)
                 _place_members(engine, model, modules, state, unit, units[unit.module])
@@ -674,6 +690,34 @@ def _resident_on_gpu(model, folder, group: Group, dev: torch.device, pin_memory:
     torch.cuda.empty_cache()
 
 
+def _decoded(folder: _capi.Model, m) -> torch.Tensor:
+    """Member `m` decoded on the host, checked as it decodes: the streams, and (df11 folders)
+    the member's checksum."""
+    host = torch.empty(2 * m.numel, dtype=torch.uint8)
+    folder.decode_tensor(m.tensor, host.data_ptr(), host.numel())
+    return host.view(torch.bfloat16).view(m.shape)
+
+
+def _widened(model: torch.nn.Module, group: Group) -> Dict[str, torch.dtype]:
+    """The group's members that the model holds in a wider float type than BF16 ({name:
+    dtype}): the parameters of the modules a framework keeps in float32 (diffusers'
+    _keep_in_fp32_modules, as a Wan transformer's time embedding; transformers'
+    _keep_in_fp32_modules_strict), whose own loads upcast the stored BF16 weight and whose
+    forward computes in that type; and the float32 parameters a model declares (GLM-4.5's MoE
+    router). Those members are decoded once at load into their parameters, as the framework
+    loads them (a group of such members alone is then resident; in a group with BF16 members,
+    the group's decodes leave them alone: Target.held)."""
+    out = {}
+    for m in group.members:
+        try:
+            p = model.get_parameter(m.name)
+        except AttributeError:
+            continue
+        if p.is_floating_point() and p.dtype != torch.bfloat16:
+            out[m.name] = p.dtype
+    return out
+
+
 def _cuda_index(dev: torch.device) -> torch.device:
     if dev.type == "cuda" and dev.index is None:
         return torch.device("cuda", torch.cuda.current_device())
@@ -708,7 +752,8 @@ def _cpu_parts(modules, units, unit_names, slot) -> Tuple[set, int]:
     Xeon, 4 or 16 threads, 200 tokens: hundreds of logits differ), so parts would break the
     logits' equality with BF16's. Returns (those units, that size)."""
     def linear_only(items) -> bool:
-        return all(not t.fused and len(m.shape) == 2 and codes_as_linear(modules[t.module], t.attr)
+        return all(t.held or (not t.fused and len(m.shape) == 2
+                              and codes_as_linear(modules[t.module], t.attr))
                    for group, targets in items for m, t in zip(group.members, targets))
     parted = {u for u in unit_names if linear_only(units[u])}
     whole = [sum(round_up(g.elements, slot) for g, _ in units[u]) for u in unit_names
@@ -772,6 +817,8 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
     fused: Dict[Tuple[str, str], Dict[Tuple[int, str], Tuple[torch.Tensor, int]]] = {}
     for rt, (group, targets) in zip(unit.groups, items):
         for m, t in zip(group.members, targets):
+            if t.held:
+                continue
             src = rt.out[m.offset:m.offset + m.numel].view(m.shape)
             start = rt.offset + m.offset  # in the device's buffer
             if t.fused:

@@ -562,7 +562,7 @@ def eligible(modules: Dict[str, torch.nn.Module], targets) -> bool:
     forward is nn.Linear's own (ExecLinearModule takes its place)."""
     for t in targets:
         module = modules.get(t.module)
-        if t.fused or module is None or not codes_as_linear(module, t.attr):
+        if t.fused or t.held or module is None or not codes_as_linear(module, t.attr):
             return False
     return True
 

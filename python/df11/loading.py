@@ -75,6 +75,10 @@ def model_shapes(model, path: Optional[str] = None) -> Dict[str, tuple]:
     for saved, t in revert_weight_conversion(model, dict(metas)).items():
         if id(t) in owner and saved != owner[id(t)]:
             shapes[saved] = shapes[owner[id(t)]]
+        elif id(t) not in owner:
+            # A tensor the conversion makes of others: an expert's matrix split off a MoE
+            # layer's fused experts ("mlp.experts.3.down_proj.weight" of "mlp.experts.down_proj").
+            shapes.setdefault(saved, tuple(t.shape))
     if path is not None:
         for name, shape in _group_shapes(model, named, path).items():
             shapes.setdefault(name, shape)

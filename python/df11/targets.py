@@ -53,6 +53,9 @@ class Target:
     attr: str
     fused: Optional[str] = None  # "gate" | "up" | "down"
     expert: int = 0
+    # Decoded once at load into a parameter of its own (a member the model holds in a wider
+    # type than BF16): the group's decodes leave it alone.
+    held: bool = False
 
 
 def resolve_member(model, modules, group: Group, m: Member) -> Target:

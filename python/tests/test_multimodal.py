@@ -169,14 +169,61 @@ def test_official_encoders_module_files(official_want, how, tmp_path):
 def test_official_encoders_single_file(official_want, how):
     """Its default output (config.json holding dfloat11_config alone): the model's config comes
     from the caller, as bfloat16_model= (df11) or config= (transformers)."""
+    model = load_with_config(how, os.path.join(OFFICIAL, "official-single"))
+    assert torch.equal(logits(model).view(torch.int16), official_want.view(torch.int16))
+
+
+def load_with_config(how, folder):
+    """A folder whose config.json holds dfloat11_config alone, given the model's config."""
     from transformers import AutoConfig, AutoModelForImageTextToText
-    folder = os.path.join(OFFICIAL, "official-single")
     config = AutoConfig.from_pretrained(os.path.join(OFFICIAL, "bf16"))
     if how == "df11":
         # Built as transformers builds it (dtype=): its rotary tables stay float32.
         skeleton = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
-        model = df11.from_pretrained(folder, bfloat16_model=skeleton)
-    else:
-        model = AutoModelForImageTextToText.from_pretrained(
-            folder, config=config, quantization_config=df11.Df11Config())
+        return df11.from_pretrained(folder, bfloat16_model=skeleton)
+    return AutoModelForImageTextToText.from_pretrained(
+        folder, config=config, quantization_config=df11.Df11Config())
+
+
+# Gemma 3's module names under transformers before 4.52 (Gemma3ForConditionalGeneration held a
+# Gemma3ForCausalLM as `language_model`, and SigLIP's `vision_model` under `vision_tower`):
+# the names the dfloat11 encoder wrote for the coded groups and their pattern_dict then.
+_OLD_NAMES = (("model.language_model.", "language_model.model."),
+              ("lm_head.", "language_model.lm_head."),
+              ("model.vision_tower.", "vision_tower.vision_model."),
+              ("model.multi_modal_projector.", "multi_modal_projector."))
+
+
+def _old_name(name, pairs):
+    for new, old in pairs:
+        if name.startswith(new):
+            return old + name[len(new):]
+    raise AssertionError(f"no earlier name for {name}")
+
+
+@pytest.mark.parametrize("how", ["df11", "transformers"])
+def test_official_encoders_single_file_earlier_names(official_want, how, tmp_path):
+    """The encoder's default output of the same model under the earlier module names (every
+    tensor and pattern_dict key renamed, the bytes unchanged): both doors map them onto
+    transformers 5's model, with BF16's logits."""
+    import json
+    from safetensors.torch import load_file, save_file
+    source = os.path.join(OFFICIAL, "official-single")
+    folder = str(tmp_path / "earlier")
+    os.makedirs(folder)
+    stored = load_file(os.path.join(source, "model.safetensors"))
+    save_file({_old_name(k, _OLD_NAMES): v for k, v in stored.items()},
+              os.path.join(folder, "model.safetensors"), metadata={"format": "pt"})
+    with open(os.path.join(source, "config.json"), encoding="utf-8") as f:
+        config_json = json.load(f)
+    escaped = tuple((new.replace(".", r"\."), old.replace(".", r"\."))
+                    for new, old in _OLD_NAMES)
+    patterns = config_json["dfloat11_config"]["pattern_dict"]
+    config_json["dfloat11_config"]["pattern_dict"] = {
+        _old_name(k + r"\." if k == "lm_head" else k, escaped).removesuffix(r"\."): v
+        for k, v in patterns.items()}
+    assert r"language_model\.model\.layers\.\d+" in config_json["dfloat11_config"]["pattern_dict"]
+    with open(os.path.join(folder, "config.json"), "w", encoding="utf-8") as f:
+        json.dump(config_json, f)
+    model = load_with_config(how, folder)
     assert torch.equal(logits(model).view(torch.int16), official_want.view(torch.int16))
