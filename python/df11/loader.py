@@ -114,12 +114,38 @@ def _require_model_config(path: str, config_json: dict) -> None:
 def _build_model(path: str, config_json: dict, trust_remote_code: bool, kwargs):
     _require_model_config(path, config_json)
     from accelerate import init_empty_weights
-    from transformers import AutoConfig, AutoModelForCausalLM
+    from transformers import AutoConfig
     config = AutoConfig.from_pretrained(path, trust_remote_code=trust_remote_code)
+    build = _model_builder(config, os.path.join(path, "config.json"))
     with init_empty_weights(include_buffers=False):
-        model = AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16,
-                                                 trust_remote_code=trust_remote_code, **kwargs)
+        model = build(config, dtype=torch.bfloat16, trust_remote_code=trust_remote_code,
+                      **kwargs)
     return model.eval()
+
+
+def _model_builder(config, config_path: str):
+    """What builds the model of `config`: AutoModelForCausalLM where it maps the config (a
+    language model, Gemma 3 with its vision tower, remote code that names it), else the class
+    config.json's `architectures` names (LLaVA, Qwen2.5-VL, Mistral 3: their
+    ...ForConditionalGeneration, which AutoModelForCausalLM does not map), else
+    AutoModelForImageTextToText's class for the config."""
+    import transformers
+    from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
+    auto_map = getattr(config, "auto_map", None) or {}
+    if "AutoModelForCausalLM" in auto_map or type(config) in AutoModelForCausalLM._model_mapping:
+        return AutoModelForCausalLM.from_config
+    for name in getattr(config, "architectures", None) or []:
+        cls = getattr(transformers, name, None) if isinstance(name, str) else None
+        if (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)
+                and isinstance(config, cls.config_class)):
+            return lambda config, trust_remote_code, **kw: cls._from_config(config, **kw)
+    if type(config) in AutoModelForImageTextToText._model_mapping:
+        return AutoModelForImageTextToText.from_config
+    raise ValueError(f"df11: {config_path}: no transformers class for model_type "
+                     f"{getattr(config, 'model_type', None)!r} (architectures "
+                     f"{getattr(config, 'architectures', None)}) that df11 builds itself: pass "
+                     "bfloat16_model=, the model built from this config (its weights are "
+                     "replaced)")
 
 
 _DTYPE_LOCK = threading.Lock()
@@ -198,8 +224,10 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         replaced). Needed for folders whose config.json holds dfloat11_config alone (the
         official encoder's default output: the coded weights' shapes are its parameters');
         default: the model config.json describes, built without allocating weights, in
-        bfloat16: AutoModelForCausalLM.from_config for transformers, the diffusers class
-        config.json's _class_name names (its from_config) for diffusers.
+        bfloat16: for transformers AutoModelForCausalLM.from_config, or where that does not
+        map the config the class config.json's `architectures` names (a LLaVA or Qwen2.5-VL
+        ...ForConditionalGeneration), else AutoModelForImageTextToText's; for diffusers the
+        class config.json's _class_name names (its from_config).
     cpu_offload: keep the coded blocks in (pinned, pin_memory=True) host memory; each is
         copied to the GPU just before its decode. cpu_offload_blocks: only the first N.
     mode: "decode" (default: decode + torch's matmuls, logits bit-identical to BF16's), or

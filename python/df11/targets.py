@@ -126,6 +126,19 @@ def ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
         return False
     if getattr(head, "weight", None) is not None and head.weight is emb.weight:
         return True
+    expand = getattr(model, "get_expanded_tied_weights_keys", None)
+    if callable(expand):
+        # transformers 5's own decision (the model's config's tie_word_embeddings: a Mistral 3
+        # or PaliGemma config ties at its top level while its text config says false).
+        try:
+            tied = expand(all_submodels=True)
+        except (TypeError, ValueError):
+            tied = None
+        if isinstance(tied, dict):
+            names = {m: n for n, m in model.named_modules()}
+            head_name, emb_name = names.get(head), names.get(emb)
+            return (head_name is not None and emb_name is not None and
+                    tied.get(_joined(head_name, "weight")) == _joined(emb_name, "weight"))
     config = getattr(model, "config", None)
     if config is None:
         return False
@@ -135,6 +148,10 @@ def ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
         text = config
     return bool(getattr(text, "tie_word_embeddings", getattr(config, "tie_word_embeddings",
                                                              False)))
+
+
+def _joined(module: str, attr: str) -> str:
+    return f"{module}.{attr}" if module else attr
 
 
 def checkpoint_renames(model, names: List[str]) -> Dict[str, str]:

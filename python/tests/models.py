@@ -90,6 +90,40 @@ def save_gemma3_vision(path, layout="transformers", seed=303):
         assert layout == "transformers", layout
 
 
+# Tiny vision-language models of transformers (test_vision_language.py, test_vllm_plugin.py):
+# {model_type: config arguments beside text_config and vision_config}.
+VISION_LANGUAGE = {"llava": dict(image_token_index=500), "llava_next": dict(image_token_index=500),
+                   "qwen2_vl": {}, "qwen2_5_vl": {}, "qwen3_vl": {},
+                   "mistral3": dict(image_token_index=500), "paligemma": {}, "idefics3": {},
+                   "smolvlm": {}}
+_VL_TEXT = dict(vocab_size=512, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                head_dim=16, tie_word_embeddings=False)
+# One dict for every family's vision config: each reads the names it knows.
+_VL_VISION = dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                  image_size=32, patch_size=8, depth=2, embed_dim=32, num_heads=2,
+                  hidden_act="gelu", out_hidden_size=64, out_hidden_dim=64,
+                  fullatt_block_indexes=[1], num_channels=3, head_dim=16)
+_MROPE = dict(rope_parameters={"rope_type": "default", "rope_theta": 10000.0,
+                               "mrope_section": [2, 3, 3]})
+
+
+def save_vision_language(path, family, seed=1):
+    """The tiny `family` model (VISION_LANGUAGE) with random weights, saved in BF16 in `path`.
+    KeyError or ValueError where this transformers lacks the family."""
+    from transformers import AutoConfig, AutoModelForImageTextToText
+    text = dict(_VL_TEXT, **(_MROPE if family in ("qwen2_vl", "qwen2_5_vl") else {}))
+    config = AutoConfig.for_model(family, text_config=text, vision_config=dict(_VL_VISION),
+                                  **VISION_LANGUAGE[family])
+    torch.manual_seed(0)
+    model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    model.save_pretrained(path)
+
+
 def gemma3_vision_inputs():
     """input_ids with one image's 4 tokens between its begin and end tokens, and the image."""
     ids = torch.tensor([[2, 501, 500, 500, 500, 500, 502, 10, 20, 30, 40, 50]])

@@ -28,6 +28,8 @@ HAVE_TORCHVISION = importlib.util.find_spec("torchvision") is not None
 if not HAVE_TORCHVISION and os.environ.get("DF11_REQUIRE_VLLM"):
     raise ImportError("DF11_REQUIRE_VLLM is set but torchvision is not importable")
 MULTIMODAL = "gemma3-vision"  # models.save_gemma3_vision, in the layout of Google's checkpoints
+# models.save_vision_language's families that vLLM 0.24 builds from such a tiny checkpoint.
+VISION_LANGUAGE = ("qwen2_5_vl", "qwen3_vl", "idefics3")
 
 
 @pytest.fixture(scope="module")
@@ -634,10 +636,13 @@ class _CpuRuns:
     def folder(self, family, kind):
         """(the family's BF16 fixture, its DF11 folder): the official encoder's committed one
         (`kind` "official") or df11's, compressed once for the file."""
-        if family == MULTIMODAL:
+        if family == MULTIMODAL or family in VISION_LANGUAGE:
             if family not in self.folders:
                 bf16_dir = str(self.work / f"{family}-bf16")
-                models.save_gemma3_vision(bf16_dir, "google")
+                if family == MULTIMODAL:
+                    models.save_gemma3_vision(bf16_dir, "google")
+                else:
+                    models.save_vision_language(bf16_dir, family)
                 self.folders[family] = (bf16_dir, models.df11_compress(
                     bf16_dir, str(self.work / f"{family}-df11")))
             return self.folders[family]
@@ -657,6 +662,7 @@ class _CpuRuns:
         if tp == 2:
             return [("tp", f, "df11", False) for f in models.FAMILIES]
         multimodal = ([("load", MULTIMODAL, "df11", False), ("layerwise", MULTIMODAL, "df11", True)]
+                      + [("load", f, "df11", False) for f in VISION_LANGUAGE]
                       if HAVE_TORCHVISION else [])
         return ([("load", f, k, False) for f in models.FAMILIES for k in ("df11", "official")]
                 + [("load", "llama", "official-modules", False)]
@@ -762,6 +768,22 @@ def test_vllms_multimodal_model_loads_the_folder_as_its_bf16_checkpoint(how, cpu
     assert len(coded_layers) == 12 and got["left_at_load"] == [], got
     assert {f"vision_tower.vision_model.encoder.layers.{i}.self_attn.{m}"
             for i in (0, 1) for m in ("qkv_proj", "out_proj")} <= coded_layers
+
+
+@needs_vllm
+@pytest.mark.skipif(not HAVE_TORCHVISION, reason="vLLM's multimodal models need torchvision")
+@pytest.mark.parametrize("family", VISION_LANGUAGE)
+def test_vllms_vision_language_models_load_the_folder_as_their_bf16_checkpoint(family,
+                                                                               cpu_runs):
+    """vLLM's Qwen2.5-VL, Qwen3-VL and Idefics3, built on the CPU with the plugin from `df11
+    compress`'s folder of a tiny model of each (models.save_vision_language): every parameter
+    equals that of vLLM's model fed the BF16 checkpoint, bit for bit, and every DF11 Linear
+    layer, the vision tower's too, decodes from spans of the folder's groups to exactly its
+    weight."""
+    got, = cpu_runs.report(1, "load", family, "df11")
+    assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
+    assert got["spans_differ"] == [] and got["again"] == [], got
+    assert got["linear"] == got["from_groups"] > 8, got  # the text model's 8 and the tower's
 
 
 @needs_vllm
