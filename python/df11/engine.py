@@ -66,7 +66,8 @@ from .modules import (EMBEDDING, CodedLinear, CodedWeight, ListsCodedWeight, Par
                       codes_as_linear, list_views, replace_module)
 from .targets import (Target, base_prefix, checkpoint_conversions, input_embedding, load_raw,
                       output_embedding, place_remaining, resolve_member, set_tensor,
-                      ties_embeddings, unit_module)
+                      tie_parameter, tied_head_copy, tied_parameters, ties_embeddings,
+                      unit_module)
 
 
 LAYER_MODES: Dict[str, Callable] = {"decode": DecodeMode}
@@ -396,11 +397,16 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     head_group_module = None
     if head_name is not None and mode == "decode" and not cpu_offload:
         head_group_module = emb_name if tied else head_name
+    # Parameters tied to another beside the head's tie (T5's and BART's encoder and decoder
+    # embeddings share `shared`): their source is held decoded, and they are tied to it.
+    other_ties = {target: source for target, source in tied_parameters(model).items()
+                  if head_name is None or target != f"{head_name}.weight"}
     units: Dict[str, List[Tuple[Group, List[Target]]]] = {}
     for group in groups:
-        if not group.members:
-            # An alias group (a tied head df11 recorded), or the head of a folder loaded into
-            # its base model.
+        if not group.members or tied_head_copy(model, modules, group, emb):
+            # An alias group (a tied head df11 recorded), the head of a folder loaded into its
+            # base model, or the tied head's copy of a folder written without df11's metadata
+            # for a model that has no `lm_head`.
             engine.skipped.append(group.name)
             continue
         targets = [resolve_member(model, modules, group, m) for m in group.members]
@@ -425,7 +431,9 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
                        if m.name in widened else t for m, t in zip(group.members, targets)]
             engine.add_time("resident groups", t0)
         whole_widened = len(widened) == len(group.members)
-        if (member_modules == {emb_name} and not whole_widened and rows_group is None
+        tie_source = any(m.name in other_ties.values() for m in group.members)
+        if (member_modules == {emb_name} and not whole_widened and not tie_source
+                and rows_group is None
                 and not head_resident
                 and rows_eligible(emb, group, emb_dev, cpu_offload, mode, resident_groups, tied)):
             rows_group = group
@@ -443,7 +451,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
             engine.add_time("resident groups", t0)
             continue
         if (member_modules == {emb_name} or group.name in resident_groups or head_resident
-                or whole_widened):
+                or whole_widened or tie_source):
             t0 = time.perf_counter()
             for m in group.members:
                 set_tensor(model, m.name, _decoded(folder, m).to(
@@ -457,6 +465,8 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
         units.setdefault(unit_module(modules, group, targets), []).append((group, targets))
     if tied and rows_group is None:
         head.weight = emb.weight  # the tie, onto the loaded embedding
+    for target, source in other_ties.items():
+        tie_parameter(model, target, source)
 
     # Everything the model holds must now be set, but the weights the hooks will provide.
     provided = {f"{t.module}.{t.attr}" for items in units.values() for _, ts in items for t in ts}

@@ -124,21 +124,21 @@ def _build_model(path: str, config_json: dict, trust_remote_code: bool, kwargs):
 
 
 def _model_builder(config, config_path: str):
-    """What builds the model of `config`: AutoModelForCausalLM where it maps the config (a
-    language model, Gemma 3 with its vision tower, remote code that names it), else the class
-    config.json's `architectures` names (LLaVA, Qwen2.5-VL, Mistral 3: their
-    ...ForConditionalGeneration, which AutoModelForCausalLM does not map), else
-    AutoModelForImageTextToText's class for the config."""
+    """What builds the model of `config`: the transformers class config.json's
+    `architectures` names, the model the checkpoint was saved from (LlamaForCausalLM; a LLaVA or
+    Qwen2.5-VL ...ForConditionalGeneration; a base model such as BertModel or Qwen3Model; a
+    T5EncoderModel), else AutoModelForCausalLM where it maps the config (or remote code names
+    it), else AutoModelForImageTextToText's class for the config."""
     import transformers
     from transformers import AutoModelForCausalLM, AutoModelForImageTextToText
-    auto_map = getattr(config, "auto_map", None) or {}
-    if "AutoModelForCausalLM" in auto_map or type(config) in AutoModelForCausalLM._model_mapping:
-        return AutoModelForCausalLM.from_config
     for name in getattr(config, "architectures", None) or []:
         cls = getattr(transformers, name, None) if isinstance(name, str) else None
         if (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedModel)
                 and isinstance(config, cls.config_class)):
             return lambda config, trust_remote_code, **kw: cls._from_config(config, **kw)
+    auto_map = getattr(config, "auto_map", None) or {}
+    if "AutoModelForCausalLM" in auto_map or type(config) in AutoModelForCausalLM._model_mapping:
+        return AutoModelForCausalLM.from_config
     if type(config) in AutoModelForImageTextToText._model_mapping:
         return AutoModelForImageTextToText.from_config
     raise ValueError(f"df11: {config_path}: no transformers class for model_type "
@@ -224,10 +224,10 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
         replaced). Needed for folders whose config.json holds dfloat11_config alone (the
         official encoder's default output: the coded weights' shapes are its parameters');
         default: the model config.json describes, built without allocating weights, in
-        bfloat16: for transformers AutoModelForCausalLM.from_config, or where that does not
-        map the config the class config.json's `architectures` names (a LLaVA or Qwen2.5-VL
-        ...ForConditionalGeneration), else AutoModelForImageTextToText's; for diffusers the
-        class config.json's _class_name names (its from_config).
+        bfloat16: for transformers the class config.json's `architectures` names (the model
+        the checkpoint was saved from), else AutoModelForCausalLM.from_config (remote code
+        too), else AutoModelForImageTextToText's; for diffusers the class config.json's
+        _class_name names (its from_config).
     cpu_offload: keep the coded blocks in (pinned, pin_memory=True) host memory; each is
         copied to the GPU just before its decode. cpu_offload_blocks: only the first N.
     mode: "decode" (default: decode + torch's matmuls, logits bit-identical to BF16's), or
@@ -240,7 +240,7 @@ def from_pretrained(dfloat11_model_name_or_path: str, device: Optional[str] = No
     revision, cache_dir, token, local_files_only: for a Hub id, as transformers takes them
         (df11's Hub client pulls "org/name@revision" into cache_dir, default the shared HF
         cache). trust_remote_code: as transformers takes it, for the model's code.
-    **kwargs: passed to AutoModelForCausalLM.from_config (diffusers: to the class's
+    **kwargs: passed to the model class's from_config (diffusers: to the class's
         from_config, as config values).
     """
     path = _resolve(dfloat11_model_name_or_path, revision=revision, cache_dir=cache_dir,

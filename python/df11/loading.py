@@ -82,6 +82,11 @@ def model_shapes(model, path: Optional[str] = None) -> Dict[str, tuple]:
     if path is not None:
         for name, shape in _group_shapes(model, named, path).items():
             shapes.setdefault(name, shape)
+    emb = targets.input_embedding(model)
+    if "lm_head.weight" not in shapes and isinstance(getattr(emb, "weight", None), torch.Tensor):
+        # The copy of a tied embedding DF11 writers code as the group `lm_head` (spec/DF11.md
+        # 7.4), for a model with no `lm_head` (targets.tied_head_copy).
+        shapes["lm_head.weight"] = tuple(emb.weight.shape)
     return shapes
 
 

@@ -126,19 +126,14 @@ def ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
         return False
     if getattr(head, "weight", None) is not None and head.weight is emb.weight:
         return True
-    expand = getattr(model, "get_expanded_tied_weights_keys", None)
-    if callable(expand):
+    if callable(getattr(model, "get_expanded_tied_weights_keys", None)):
         # transformers 5's own decision (the model's config's tie_word_embeddings: a Mistral 3
         # or PaliGemma config ties at its top level while its text config says false).
-        try:
-            tied = expand(all_submodels=True)
-        except (TypeError, ValueError):
-            tied = None
-        if isinstance(tied, dict):
-            names = {m: n for n, m in model.named_modules()}
-            head_name, emb_name = names.get(head), names.get(emb)
-            return (head_name is not None and emb_name is not None and
-                    tied.get(_joined(head_name, "weight")) == _joined(emb_name, "weight"))
+        names = {m: n for n, m in model.named_modules()}
+        head_name, emb_name = names.get(head), names.get(emb)
+        return (head_name is not None and emb_name is not None and
+                tied_parameters(model).get(_joined(head_name, "weight")) ==
+                _joined(emb_name, "weight"))
     config = getattr(model, "config", None)
     if config is None:
         return False
@@ -148,6 +143,44 @@ def ties_embeddings(model: torch.nn.Module, emb, head) -> bool:
         text = config
     return bool(getattr(text, "tie_word_embeddings", getattr(config, "tie_word_embeddings",
                                                              False)))
+
+
+def tied_parameters(model) -> Dict[str, str]:
+    """{tied parameter: the parameter it shares} as transformers 5 ties them (its
+    get_expanded_tied_weights_keys); {} for other models."""
+    expand = getattr(model, "get_expanded_tied_weights_keys", None)
+    if not callable(expand):
+        return {}
+    try:
+        tied = expand(all_submodels=True)
+    except (TypeError, ValueError):
+        return {}
+    return dict(tied) if isinstance(tied, dict) else {}
+
+
+def tie_parameter(model, target: str, source: str) -> None:
+    """Points `target`, not set by the folder, at the parameter `source` the folder set."""
+    try:
+        src, dst = model.get_parameter(source), model.get_parameter(target)
+    except AttributeError:
+        return
+    if dst.device.type == "meta" and src.device.type != "meta" and dst.shape == src.shape:
+        module_name, _, attr = target.rpartition(".")
+        (model.get_submodule(module_name) if module_name else model)._parameters[attr] = src
+
+
+def tied_head_copy(model, modules, group, emb) -> bool:
+    """Whether `group` is the copy of a tied input embedding that DF11 writers code as the
+    group `lm_head` for the dfloat11 loader (spec/DF11.md 7.4), in a folder that does not mark
+    it as one (the shards save_pretrained writes carry no df11 metadata), loaded into a model
+    with no `lm_head` module (a base model, or one whose head has another name: Whisper's
+    `proj_out`). Such a model has no use for it: transformers ignores the tensor too."""
+    if group.name != "lm_head" or "lm_head" in modules or emb is None:
+        return False
+    weight = getattr(emb, "weight", None)
+    return (weight is not None and len(group.members) == 1
+            and group.members[0].name == "lm_head.weight"
+            and tuple(group.members[0].shape) == tuple(weight.shape))
 
 
 def _joined(module: str, attr: str) -> str:

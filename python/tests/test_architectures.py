@@ -1,0 +1,150 @@
+"""transformers architectures beyond the interop suite's decoder-only families, each a tiny
+model with random weights saved in BF16, compressed by `df11 compress` and loaded through both
+doors (df11.from_pretrained, which builds the class config.json's `architectures` names, and
+the class's own from_pretrained): the output is torch.equal to the BF16 model's, its
+parameters have BF16's dtypes, and what save_pretrained writes holds the folder's coded tensors
+byte for byte and loads again with the same output.
+
+- encoder-decoder and encoder models: T5 and UMT5 encoders (the text encoders of FLUX, SD3 and
+  Wan), T5, BART and Whisper, whose encoder and decoder embeddings share one weight
+  (`shared`, tied by transformers beside the head); BERT, XLM-R, ModernBERT and CLIP's text
+  model; a base model (Qwen3Model) and a classifier (LlamaForSequenceClassification);
+- models whose config ties the head where the model has none (BERT, ModernBERT: `df11
+  compress` writes the tied head's copy, spec/DF11.md 7.4, which such a model ignores);
+- decoder-only families of other shapes: MoE (Mixtral, OLMoE, GraniteMoE, PhiMoE, gpt-oss,
+  MiniMax), hybrids (Falcon-H1, LFM2), GPT-2's Conv1D, GPT-NeoX, Phi, Starcoder2, Cohere."""
+import os
+
+import pytest
+import torch
+
+import df11
+import models
+
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
+
+SMALL = dict(vocab_size=512, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+             head_dim=16, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+SEQ2SEQ = dict(d_model=64, d_ff=96, d_kv=16, num_layers=2, num_decoder_layers=2, num_heads=4,
+               encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+               decoder_attention_heads=4, encoder_ffn_dim=96, decoder_ffn_dim=96,
+               decoder_start_token_id=0, num_mel_bins=16, max_source_positions=64,
+               max_target_positions=64, projection_dim=32, global_attn_every_n_layers=1)
+MOE = dict(num_local_experts=8, num_experts=8, num_experts_per_tok=2,
+           shared_expert_intermediate_size=32, tie_word_embeddings=False)
+
+# (model_type, class, config arguments beside SMALL)
+CASES = [
+    ("t5", "T5EncoderModel", SEQ2SEQ), ("t5", "T5EncoderModel", dict(SEQ2SEQ, tie_word_embeddings=False)),
+    ("umt5", "UMT5EncoderModel", dict(SEQ2SEQ, tie_word_embeddings=False)),
+    ("t5", "T5ForConditionalGeneration", SEQ2SEQ),
+    ("bart", "BartForConditionalGeneration", SEQ2SEQ),
+    ("whisper", "WhisperForConditionalGeneration", SEQ2SEQ),
+    ("bert", "BertModel", {}), ("xlm-roberta", "XLMRobertaModel", {}),
+    ("modernbert", "ModernBertModel", SEQ2SEQ), ("clip_text_model", "CLIPTextModel", SEQ2SEQ),
+    ("qwen3", "Qwen3Model", dict(tie_word_embeddings=True)),
+    ("llama", "LlamaForSequenceClassification", {}),
+    ("mixtral", "MixtralForCausalLM", MOE), ("olmoe", "OlmoeForCausalLM", MOE),
+    ("granitemoe", "GraniteMoeForCausalLM", MOE), ("phimoe", "PhimoeForCausalLM", MOE),
+    ("gpt_oss", "GptOssForCausalLM", dict(MOE, layer_types=["sliding_attention",
+                                                            "full_attention"])),
+    ("minimax", "MiniMaxForCausalLM", MOE), ("falcon_h1", "FalconH1ForCausalLM", {}),
+    ("lfm2", "Lfm2ForCausalLM", {}), ("gpt2", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4)),
+    ("gpt_neox", "GPTNeoXForCausalLM", {}), ("phi", "PhiForCausalLM", {}),
+    ("starcoder2", "Starcoder2ForCausalLM", {}), ("cohere", "CohereForCausalLM", {}),
+]
+
+
+def case_id(case):
+    model_type, cls_name, extra = case
+    return cls_name + ("-untied" if extra.get("tie_word_embeddings") is False and
+                       model_type in ("t5", "umt5") else "")
+
+
+def run(model, cls_name):
+    ids = models.llm_inputs(500, 1, 12)
+    with torch.no_grad():
+        if cls_name.startswith("Whisper"):
+            g = torch.Generator().manual_seed(2)
+            features = torch.randn(1, 16, 128, generator=g).to(torch.bfloat16)
+            out = model(input_features=features, decoder_input_ids=ids[:, :4])
+        elif cls_name.endswith("ForConditionalGeneration"):
+            out = model(input_ids=ids, decoder_input_ids=ids[:, :5])
+        else:
+            out = model(input_ids=ids)
+    for key in ("logits", "last_hidden_state"):
+        if getattr(out, key, None) is not None:
+            return getattr(out, key)
+    raise AssertionError(f"{cls_name}: no output to compare")
+
+
+def check_bits(got, want):
+    assert got.dtype == want.dtype and got.shape == want.shape
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16)), \
+        f"max |diff| {(got.float() - want.float()).abs().max().item()}"
+
+
+@pytest.fixture(scope="module", params=CASES, ids=[case_id(c) for c in CASES])
+def case(request, tmp_path_factory):
+    import transformers
+    from transformers import AutoConfig
+    model_type, cls_name, extra = request.param
+    cls = getattr(transformers, cls_name, None)
+    if cls is None:
+        pytest.skip(f"this transformers has no {cls_name}")
+    config = AutoConfig.for_model(model_type, **{**SMALL, **extra})
+    work = tmp_path_factory.mktemp(case_id(request.param))
+    bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
+    torch.manual_seed(0)
+    model = cls._from_config(config, dtype=torch.bfloat16)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    model.to(torch.bfloat16).save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, df11_dir)
+    ref = cls.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval()
+    dtypes = {n: p.dtype for n, p in ref.named_parameters()}
+    return cls, cls_name, work, df11_dir, run(ref, cls_name), dtypes
+
+
+@pytest.mark.parametrize("how", ["df11", "transformers"])
+def test_output_equals_bf16_and_save_round_trips(case, how):
+    cls, cls_name, work, df11_dir, want, dtypes = case
+    model = (df11.from_pretrained(df11_dir, device="cpu") if how == "df11"
+             else cls.from_pretrained(df11_dir, device_map="cpu"))
+    assert type(model) is cls
+    # Its parameters (coded Linear weights are not) have BF16's dtypes.
+    assert {n: p.dtype for n, p in model.named_parameters()}.items() <= dtypes.items()
+    check_bits(run(model, cls_name), want)
+    out = str(work / f"saved-{how}")
+    model.save_pretrained(out)
+    before, after = models.saved_tensors(df11_dir), models.saved_tensors(out)
+    coded = [k for k in before if k.endswith(".encoded_exponent")]
+    assert coded
+    for key in before:
+        if key.rpartition(".")[0] + ".encoded_exponent" in before:  # a coded group's tensors
+            assert torch.equal(after[key].view(torch.uint8), before[key].view(torch.uint8)), key
+    for again in (df11.from_pretrained(out, device="cpu"),
+                  cls.from_pretrained(out, device_map="cpu")):
+        check_bits(run(again, cls_name), want)
+
+
+def test_a_class_transformers_lacks_is_named(tmp_path):
+    """config.json naming a model_type transformers knows but an architecture it has not, and
+    a config AutoModelForCausalLM does not map: df11 says which and what to pass."""
+    import json
+    folder = str(tmp_path / "df11")
+    bf16_dir = str(tmp_path / "bf16")
+    models.build_llm("llama").save_pretrained(bf16_dir)
+    models.df11_compress(bf16_dir, folder)
+    path = os.path.join(folder, "config.json")
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    config.update(model_type="clip_vision_model", architectures=["NoSuchModel"])
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(config, f)
+    with pytest.raises(ValueError, match=r"config\.json: no transformers class for "
+                                         r"model_type 'clip_vision_model'.*bfloat16_model="):
+        df11.from_pretrained(folder, device="cpu")
