@@ -34,6 +34,8 @@ def _set_view(module: torch.nn.Module, attr: str, view: torch.Tensor) -> None:
     """The member's weight becomes a plain tensor attribute viewing the decode buffer (as the
     official loader does): not a Parameter, so that model.parameters() / state_dict() do not
     report the buffer's changing contents as the model's weights, and .to() leaves it alone."""
+    if "_df11_order" not in module.__dict__:  # the parameters' order, for dequantize
+        module.__dict__["_df11_order"] = tuple(module._parameters)
     module._parameters.pop(attr, None)
     module._buffers.pop(attr, None)
     if attr in module.__dict__:

@@ -61,6 +61,11 @@ def _quantizer_class():
         def get_state_dict_and_metadata(self, state_dict, safe_serialization=False):
             return hf_quantizer.state_dict(self._model(), self.engine), {}
 
+        def _dequantize(self, model):
+            """model.dequantize(): the BF16 model, bit for bit (df11.dequantize)."""
+            from .dequantize import dequantize
+            return dequantize(model)
+
     _CLASS["quantizer"] = Df11DiffusersQuantizer
     return Df11DiffusersQuantizer
 

@@ -116,6 +116,15 @@ def _classes():
         def get_state_dict_and_metadata(self, model):
             return state_dict(model, self.engine), {}
 
+        def _dequantize(self, model, dtype=None):
+            """model.dequantize(): the BF16 model, bit for bit (df11.dequantize), in `dtype`
+            if one other than BF16 is asked for."""
+            from .dequantize import dequantize
+            dequantize(model)
+            if isinstance(dtype, torch.dtype) and dtype != torch.bfloat16:
+                model.to(dtype)
+            return model
+
     if "df11" not in AUTO_QUANTIZATION_CONFIG_MAPPING:
         register_quantization_config("df11")(Df11Config)
     if "df11" not in AUTO_QUANTIZER_MAPPING:
@@ -145,7 +154,17 @@ def register() -> None:
 
     def get_config_dict(cls, pretrained_model_name_or_path, **kwargs):
         config_dict, rest = read(cls, pretrained_model_name_or_path, **kwargs)
-        return _name_the_method(config_dict, pretrained_model_name_or_path), rest
+        config_dict = _name_the_method(config_dict, pretrained_model_name_or_path)
+        if ("quantization_config" in rest and rest["quantization_config"] is None
+                and isinstance(config_dict, dict)
+                and isinstance(config_dict.get("quantization_config"), dict)
+                and config_dict["quantization_config"].get("quant_method") == "df11"):
+            # AutoModel*.from_pretrained(folder, quantization_config=None) (the usual
+            # `bnb_config if quantize else None`) passes the None on to the config, which would
+            # then lose the folder's method and load every coded weight as MISSING, at random:
+            # None adds nothing to a DF11 folder.
+            rest = {k: v for k, v in rest.items() if k != "quantization_config"}
+        return config_dict, rest
     get_config_dict.df11 = True
     get_config_dict.__doc__ = read.__doc__
     PretrainedConfig.get_config_dict = classmethod(get_config_dict)

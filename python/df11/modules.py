@@ -42,23 +42,24 @@ from ._tensors import _set_view
 # What the error for a coded weight's values says to do instead.
 _INSTEAD = ("keep a LoRA adapter unmerged (PEFT: no merge_adapter / merge_and_unload; diffusers: "
             "no fuse_lora); its outputs equal the BF16 model's with the same adapter. To merge, "
-            "restore the BF16 model (df11 decompress FOLDER -o BF16_DIR, or the BF16 original), "
-            "merge there, and compress the result again (df11 compress) if wanted")
+            "make the base the BF16 model first (model.dequantize(): its weights decoded in "
+            "place, bit for bit; with PEFT, peft_model.base_model.model.dequantize()), merge "
+            "then, and compress the result again (df11 compress) if wanted")
 
 
 # What the error says of an input embedding served by rows decodes.
 EMBEDDING = ("each lookup (the embedding module's forward) decodes only the rows its ids name, "
              "and no tensor of the whole matrix exists. Use the module (model."
              "get_input_embeddings()(ids)) for rows; for the whole matrix (resizing the "
-             "vocabulary, reading or changing it), restore the BF16 model (df11 decompress "
-             "FOLDER -o BF16_DIR, or the BF16 original)")
+             "vocabulary, reading or changing it), make the model the BF16 one first "
+             "(model.dequantize())")
 
 
 # What the error says of a coded weight that a module other than nn.Linear reads itself.
 VIEW = ("its module (fused MoE experts, a router, ...) reads it from a decode buffer the "
         "model's layers share, valid only during its block's forward, so no tensor of it "
-        "exists outside that forward. For its values, restore the BF16 model (df11 decompress "
-        "FOLDER -o BF16_DIR, or the BF16 original)")
+        "exists outside that forward. For its values, make the model the BF16 one first "
+        "(model.dequantize())")
 
 
 # What copying or pickling a DF11 model (or a module or weight of it) says.
@@ -210,7 +211,9 @@ def list_views(module: torch.nn.Module, attrs) -> None:
 def _placeholders(module, prefix: str):
     """(attr, placeholder) of each coded view of `module`: one placeholder object per weight,
     the one state_dict() lists every time."""
-    made = module.__dict__["_df11_placeholders"]
+    made = module.__dict__.get("_df11_placeholders")
+    if made is None:  # the model was dequantized: its weights are parameters again
+        return []
     out = []
     for attr in module.__dict__["_df11_view_attrs"]:
         view = module.__dict__.get(attr)
@@ -252,7 +255,7 @@ class PartsLinear(ListsCodedWeight, torch.nn.Linear):
 # What the error for a weight held in an execution layout says.
 EXEC = ("it is held in df11's execution layout (mode='exec' or 'compact') and multiplied from "
         "there by df11's GEMM, so no BF16 tensor of it exists. For its values, load the folder "
-        "in the default mode, or restore the BF16 model (df11 decompress FOLDER -o BF16_DIR)")
+        "in the default mode, or make the model the BF16 one first (model.dequantize())")
 
 
 class ExecLinearModule(ListsCodedWeight, torch.nn.Linear):

@@ -228,12 +228,25 @@ def test_moved_model_refuses_to_run(work):
     dict(device_map="cpu"), dict(device_map={"": "cpu"}), dict(device_map="auto"),
     dict(device_map="auto", max_memory={"cpu": "2GB"}), dict(local_files_only=True),
     dict(revision="main", trust_remote_code=False),
+    # `bnb_config if quantize else None`: the Auto classes hand a None on to the config, which
+    # would lose the folder's method and load the coded weights at random.
+    dict(quantization_config=None),
 ])
 def test_transformers_arguments(work, kwargs):
     from transformers import AutoModelForCausalLM
     bf16_dir, df11_dir = models.llm_folders(work, "llama")
     model = AutoModelForCausalLM.from_pretrained(df11_dir, **kwargs)
+    assert model.df11.runtimes
     assert_logits_equal(model, models.bf16_llm(bf16_dir))
+
+
+def test_an_official_folder_with_quantization_config_none(work):
+    from transformers import AutoModelForCausalLM
+    fixture = os.path.join(models.FIXTURES, "llama")
+    model = AutoModelForCausalLM.from_pretrained(os.path.join(fixture, "official"),
+                                                 quantization_config=None)
+    assert model.df11.runtimes
+    assert_logits_equal(model, models.bf16_llm(os.path.join(fixture, "bf16")))
 
 
 @pytest.mark.parametrize("family", ["llama", "qwen3"])
