@@ -25,8 +25,8 @@ import torch
 from .engine import _decoded
 from .groups import read_groups
 from .modules import ListsCodedWeight, replace_module
-from .targets import (input_embedding, output_embedding, resolve_member, tie_parameter,
-                      tied_parameters, ties_embeddings)
+from .targets import (input_embedding, output_embedding, put_parameter, resolve_member,
+                      tie_parameter, tied_parameters, ties_embeddings)
 
 
 def dequantize(model: torch.nn.Module) -> torch.nn.Module:
@@ -65,13 +65,13 @@ def dequantize(model: torch.nn.Module) -> torch.nn.Module:
         elif isinstance(module, ListsCodedWeight) and isinstance(module, torch.nn.Linear):
             _plain_linear(model, module, value)
         else:
-            _set_parameter(module, target.attr, value)
+            put_parameter(module, target.attr, value)
     for (owner, attr), parts in fused.items():
         module = owners[owner]
         shape = getattr(module, attr).shape
         kinds = ("down",) if attr == "down_proj" else ("gate", "up")
         order = [parts[(e, k)].reshape(-1) for e in range(shape[0]) for k in kinds]
-        _set_parameter(module, attr, torch.cat(order).view(shape))
+        put_parameter(module, attr, torch.cat(order).view(shape))
     for module in model.modules():
         for name in [k for k in module.__dict__ if k.startswith("_df11")]:
             del module.__dict__[name]
@@ -95,18 +95,6 @@ def _base(module: torch.nn.Module) -> torch.nn.Module:
     while isinstance(getattr(module, "base_layer", None), torch.nn.Module):
         module = module.base_layer
     return module
-
-
-def _set_parameter(module: torch.nn.Module, attr: str, value: torch.Tensor) -> None:
-    """`value` as the module's parameter `attr`, in the place the module's own parameters
-    had before df11 took them out (state_dict() lists them in the BF16 model's order)."""
-    module.__dict__.pop(attr, None)
-    module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
-    order = module.__dict__.get("_df11_order", ())
-    rank = {name: i for i, name in enumerate(order)}
-    items = sorted(module._parameters.items(), key=lambda kv: rank.get(kv[0], len(order)))
-    module._parameters.clear()
-    module._parameters.update(items)
 
 
 def _forget_df11_config(model) -> None:

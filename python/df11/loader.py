@@ -184,21 +184,31 @@ def _diffusers_class(path: str, config_json: dict):
 def _build_diffusers_model(path: str, config_json: dict, kwargs):
     """The model of config.json's _class_name, its parameters on the meta device (the folder's
     tensors replace them), built as diffusers' from_pretrained(torch_dtype=torch.bfloat16)
-    builds it: BF16, but the parameters of the class's _keep_in_fp32_modules in float32."""
+    loads it: BF16, but the tensors of the class's _keep_in_fp32_modules in float32."""
     from accelerate import init_empty_weights
     cls = _diffusers_class(path, config_json)
     config = {k: v for k, v in config_json.items()
               if k not in ("quantization_config", "dfloat11_config", "df11")}
     with _default_dtype(torch.bfloat16), init_empty_weights(include_buffers=False):
         model = cls.from_config(config, **kwargs)
+    # diffusers' load (model_loading_utils.load_model_dict_into_meta) gives every floating
+    # tensor of the checkpoint (parameters and persistent buffers) torch_dtype, but those of the
+    # class's _keep_in_fp32_modules (a name part) float32; a tensor the class builds in float32
+    # itself (SD3's positional table) is BF16 after the load.
     keep = getattr(cls, "_keep_in_fp32_modules", None) or []
-    for name, p in list(model.named_parameters()):
-        # diffusers' test (model_loading_utils.load_model_dict_into_meta): a name part.
-        if any(k in name.split(".") for k in keep):
-            module_name, _, attr = name.rpartition(".")
-            model.get_submodule(module_name)._parameters[attr] = torch.nn.Parameter(
-                torch.empty(p.shape, dtype=torch.float32, device="meta"),
-                requires_grad=p.requires_grad)
+    for name, t in model.state_dict(keep_vars=True).items():
+        if not t.is_floating_point():
+            continue
+        dtype = torch.float32 if any(k in name.split(".") for k in keep) else torch.bfloat16
+        if t.dtype == dtype:
+            continue
+        module_name, _, attr = name.rpartition(".")
+        module = model.get_submodule(module_name) if module_name else model
+        if attr in module._parameters:
+            module._parameters[attr] = torch.nn.Parameter(
+                torch.empty(t.shape, dtype=dtype, device="meta"), requires_grad=t.requires_grad)
+        else:
+            module._buffers[attr] = t.to(dtype)
     model.register_to_config(_name_or_path=path)  # as diffusers' from_pretrained records it
     return model.eval()
 

@@ -20,10 +20,23 @@ def set_tensor(model: torch.nn.Module, name: str, value: torch.Tensor, as_param:
     module_name, _, attr = name.rpartition(".")
     module = model.get_submodule(module_name) if module_name else model
     if attr in module._parameters or as_param:
-        module._parameters.pop(attr, None)
-        module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
+        put_parameter(module, attr, value)
     else:
         module._buffers[attr] = value
+
+
+def put_parameter(module: torch.nn.Module, attr: str, value: torch.Tensor) -> None:
+    """`value` as the module's parameter `attr` (frozen), where the module lists it: in its
+    place among the module's parameters, or where it was before df11 made it a view of a decode
+    buffer (_tensors._set_view), so that state_dict() lists the BF16 model's order."""
+    module.__dict__.pop(attr, None)
+    module._parameters[attr] = torch.nn.Parameter(value, requires_grad=False)
+    order = module.__dict__.get("_df11_order")
+    if order:
+        rank = {name: i for i, name in enumerate(order)}
+        items = sorted(module._parameters.items(), key=lambda kv: rank.get(kv[0], len(order)))
+        module._parameters.clear()
+        module._parameters.update(items)
 
 
 _EXPERT = re.compile(
