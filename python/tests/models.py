@@ -90,6 +90,16 @@ def save_gemma3_vision(path, layout="transformers", seed=303):
         assert layout == "transformers", layout
 
 
+def save_random_bf16(model, path, seed=1):
+    """`model` with random weights in every parameter (N(0, 0.05), from `seed`), saved in `path`
+    in BF16, as a published BF16 checkpoint stores it (its float32 modules too)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in model.parameters():
+            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
+    model.to(torch.bfloat16).save_pretrained(path)
+
+
 # Tiny vision-language models of transformers (test_vision_language.py, test_vllm_plugin.py):
 # {model_type: config arguments beside text_config and vision_config}.
 VISION_LANGUAGE = {"llava": dict(image_token_index=500), "llava_next": dict(image_token_index=500),
@@ -116,12 +126,8 @@ def save_vision_language(path, family, seed=1):
     config = AutoConfig.for_model(family, text_config=text, vision_config=dict(_VL_VISION),
                                   **VISION_LANGUAGE[family])
     torch.manual_seed(0)
-    model = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
-    model.save_pretrained(path)
+    save_random_bf16(AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16), path,
+                     seed)
 
 
 def gemma3_vision_inputs():

@@ -97,12 +97,7 @@ def case(request, tmp_path_factory):
     work = tmp_path_factory.mktemp(case_id(request.param))
     bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
     torch.manual_seed(0)
-    model = cls._from_config(config, dtype=torch.bfloat16)
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
-    model.to(torch.bfloat16).save_pretrained(bf16_dir)
+    models.save_random_bf16(cls._from_config(config, dtype=torch.bfloat16), bf16_dir)
     models.df11_compress(bf16_dir, df11_dir)
     ref = cls.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval()
     dtypes = {n: p.dtype for n, p in ref.named_parameters()}

@@ -74,12 +74,7 @@ def test_folder_loads_as_diffusers_loads_the_bf16_checkpoint(tmp_path, name):
     config = {k: v for k, v in {**COMMON, **CLASSES[name]}.items() if v is not None}
     bf16_dir, df11_dir = str(tmp_path / "bf16"), str(tmp_path / "df11")
     torch.manual_seed(0)
-    model = cls(**config)
-    g = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
-    model.to(torch.bfloat16).save_pretrained(bf16_dir)
+    models.save_random_bf16(cls(**config), bf16_dir)
     models.df11_compress(bf16_dir, df11_dir)
     want = state(cls.from_pretrained(bf16_dir, torch_dtype=torch.bfloat16))
     loaded = df11.from_pretrained(df11_dir, device="cpu")

@@ -32,16 +32,6 @@ def check_bits(got, want):
         f"max |diff| {(got.float() - want.float()).abs().max().item()}"
 
 
-def random_bf16(model, seed):
-    """Random weights in every parameter, then all of them in BF16, as a published BF16
-    checkpoint stores them (its float32 modules too)."""
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in model.parameters():
-            p.copy_(torch.randn(p.shape, generator=g) * 0.05)
-    return model.to(torch.bfloat16)
-
-
 def check_saved(model, source, out):
     """save_pretrained wrote every tensor of the source folder (the coded groups byte for
     byte) and nothing the groups code in another form."""
@@ -88,7 +78,7 @@ def diffusers_folders(request, tmp_path_factory):
     work = tmp_path_factory.mktemp(request.param)
     bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
     torch.manual_seed(0)
-    random_bf16(cls(**config), 17).save_pretrained(bf16_dir)
+    models.save_random_bf16(cls(**config), bf16_dir, 17)
     models.df11_compress(bf16_dir, df11_dir)
     return cls, inputs, bf16_dir, df11_dir, work
 
@@ -133,8 +123,8 @@ def glm4_moe_folders(tmp_path_factory):
     work = tmp_path_factory.mktemp("glm4_moe")
     bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
     torch.manual_seed(0)
-    random_bf16(AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16),
-                23).save_pretrained(bf16_dir)
+    models.save_random_bf16(AutoModelForCausalLM.from_config(config, dtype=torch.bfloat16),
+                            bf16_dir, 23)
     models.df11_compress(bf16_dir, df11_dir)
     return bf16_dir, df11_dir, work
 
