@@ -15,6 +15,8 @@ SMALL = dict(hidden_size=64, intermediate_size=160, num_hidden_layers=2, num_att
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(REPO, "tests", "interop", "fixtures")
+# Its folders that hold no language model of the interop suite's families.
+OTHER_FIXTURES = ("flux", "wan", "gemma3-vision")
 
 
 def llm_config(family, **overrides):
@@ -98,6 +100,20 @@ def save_random_bf16(model, path, seed=1):
         for p in model.parameters():
             p.copy_(torch.randn(p.shape, generator=g) * 0.05)
     model.to(torch.bfloat16).save_pretrained(path)
+
+
+# A tiny Wan transformer (diffusers' WanTransformer3DModel), whose class keeps its time embedding
+# in float32, and its inputs.
+WAN_CONFIG = dict(patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12,
+                  in_channels=4, out_channels=4, text_dim=16, freq_dim=16, ffn_dim=32,
+                  num_layers=2, cross_attn_norm=True, qk_norm="rms_norm_across_heads",
+                  rope_max_seq_len=32)
+
+
+def wan_inputs(g):
+    return dict(hidden_states=torch.randn(1, 4, 2, 8, 8, generator=g),
+                timestep=torch.tensor([500]),
+                encoder_hidden_states=torch.randn(1, 6, 16, generator=g))
 
 
 # Tiny vision-language models of transformers (test_vision_language.py, test_vllm_plugin.py):

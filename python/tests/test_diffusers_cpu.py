@@ -123,6 +123,41 @@ def test_config_without_class_names_what_to_pass(tmp_path, bf16_output):
     check_equal(output(model), bf16_output)
 
 
+@pytest.mark.parametrize("name", ["flux", "wan"])
+def test_official_module_files_load_with_a_skeleton(name, tmp_path):
+    """The encoder's save_single_file=False output (the default of the dfloat11 project's FLUX
+    example: a file per coded block, the other tensors in diffusion_pytorch_model.safetensors,
+    config.json holding dfloat11_config alone; tests/interop/fixtures): loaded into the model
+    built from the config in bfloat16, as the dfloat11 examples build it, its output equals the
+    BF16 model's built the same way (Wan's folder holds the float32 modules diffusers loaded,
+    F32 in the folder; that skeleton holds them in BF16, as the official loader's does), and
+    save_pretrained writes a folder that loads by itself as diffusers loads the BF16 model."""
+    cls = getattr(diffusers, "FluxTransformer2DModel" if name == "flux" else
+                  "WanTransformer3DModel")
+    fixture = os.path.join(models.FIXTURES, name)
+    bf16_dir = os.path.join(fixture, "bf16")
+
+    def built():
+        return cls.from_config(cls.load_config(bf16_dir)).to(torch.bfloat16).eval()
+    ref = built()
+    ref.load_state_dict(cls.from_pretrained(bf16_dir, torch_dtype=torch.bfloat16).state_dict())
+    model = df11.from_pretrained(os.path.join(fixture, "official-modules"), device="cpu",
+                                 bfloat16_model=built())
+
+    def run(m):
+        with torch.no_grad():
+            if name == "flux":
+                return m(**models.flux_inputs("cpu"), return_dict=False)[0]
+            x = {k: v.to(torch.bfloat16) if v.is_floating_point() and v.dim() > 1 else v
+                 for k, v in models.wan_inputs(torch.Generator().manual_seed(1)).items()}
+            return m(**x, return_dict=False)[0]
+    check_equal(run(model), run(ref))
+    # What it saves names its class: loaded by itself, as diffusers loads the BF16 model.
+    model.save_pretrained(str(tmp_path / "saved"))
+    check_equal(run(df11.from_pretrained(str(tmp_path / "saved"), device="cpu")),
+                run(cls.from_pretrained(bf16_dir, torch_dtype=torch.bfloat16)))
+
+
 def test_unknown_class_name(tmp_path):
     folder = tmp_path / "df11"
     shutil.copytree(OFFICIAL_DIR, folder)

@@ -46,14 +46,7 @@ def check_saved(model, source, out):
 
 DIFFUSERS = {
     # A coded group of its own per float32 Linear (time_embedder.linear_1, linear_2).
-    "wan": ("WanTransformer3DModel",
-            dict(patch_size=(1, 2, 2), num_attention_heads=2, attention_head_dim=12,
-                 in_channels=4, out_channels=4, text_dim=16, freq_dim=16, ffn_dim=32,
-                 num_layers=2, cross_attn_norm=True, qk_norm="rms_norm_across_heads",
-                 rope_max_seq_len=32),
-            lambda g: dict(hidden_states=torch.randn(1, 4, 2, 8, 8, generator=g),
-                           timestep=torch.tensor([500]),
-                           encoder_hidden_states=torch.randn(1, 6, 16, generator=g))),
+    "wan": ("WanTransformer3DModel", models.WAN_CONFIG, models.wan_inputs),
     # Float32 Linears inside each block's group, beside the block's BF16 ones.
     "kandinsky5": ("Kandinsky5Transformer3DModel",
                    dict(in_visual_dim=4, in_text_dim=16, in_text_dim2=8, time_dim=16,

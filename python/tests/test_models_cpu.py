@@ -71,7 +71,7 @@ def test_df11_folder_greedy_equal(work, family):
 def official_families():
     return sorted(f for f in os.listdir(models.FIXTURES)  # the language models
                   if os.path.isdir(os.path.join(models.FIXTURES, f))
-                  and f not in ("flux", "gemma3-vision"))
+                  and f not in models.OTHER_FIXTURES)
 
 
 @pytest.mark.parametrize("family", official_families())

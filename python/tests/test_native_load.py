@@ -106,7 +106,7 @@ def official_folders():
     out = []
     for family in sorted(os.listdir(models.FIXTURES)):
         fixture = os.path.join(models.FIXTURES, family)
-        if family in ("flux", "gemma3-vision") or not os.path.isdir(fixture):  # language models
+        if family in models.OTHER_FIXTURES or not os.path.isdir(fixture):  # language models
             continue
         out += [(family, kind) for kind in ("official", "official-single", "official-modules")
                 if os.path.isdir(os.path.join(fixture, kind))]

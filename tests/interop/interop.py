@@ -24,6 +24,8 @@ Usage: interop.py --df11 PATH_TO_DF11 --work DIR [--families a,b] [--batch8-stud
          (CPU, no GPU: its save_single_file=False output, see single_file_fixtures)
        interop.py --multimodal-fixtures tests/interop/fixtures
          (CPU, no GPU: both outputs for Gemma 3 with its vision tower, see multimodal_fixtures)
+       interop.py --diffusers-fixtures tests/interop/fixtures
+         (CPU, no GPU: the save_single_file=False output for FLUX and Wan, see diffusers_fixtures)
 """
 import argparse
 import importlib.util
@@ -583,6 +585,27 @@ def single_file_fixtures(fixtures, families, single_file=True):
         record(True, family, f"{kind}-made", f"{out}: {sorted(os.listdir(out))}")
 
 
+def encode_checking_raw(model, patterns, out, single_file, state, family, kind):
+    """The encoder's output of `model` in `out` (on the CPU: check_correctness=False), and
+    the check that every tensor it stored raw equals `state`'s (the model's state dict before
+    the encoder replaced its weights)."""
+    import contextlib
+    import io
+    from dfloat11 import compress_model
+    from safetensors.torch import load_file
+    quiet = io.StringIO()  # code tables and progress bars
+    with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
+        compress_model(model, pattern_dict=patterns, save_path=out,
+                       save_single_file=single_file, check_correctness=False)
+    made = {}
+    for f in sorted(os.listdir(out)):
+        if f.endswith(".safetensors"):
+            made.update(load_file(os.path.join(out, f)))
+    raw = {k: v for k, v in made.items() if v.dtype != torch.uint8 and k in state}
+    record(all(torch.equal(v, state[k]) for k, v in raw.items()), family, f"{kind}-raw-tensors",
+           f"{len(raw)} raw tensors equal the model's")
+
+
 MULTIMODAL = "gemma3-vision"
 # The encoder's pattern_dict for Gemma 3 with its vision tower under transformers 5, whose
 # module names the encoder matches (model.named_modules()).
@@ -604,14 +627,10 @@ def multimodal_fixtures(fixtures):
     are kept: every tensor the encoder stored raw equals the BF16 model's, and
     df11.from_pretrained of each gives the BF16 model's logits with an image bit for bit."""
     install_cpu_shims()
-    import contextlib
-    import io
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                     "python", "tests"))
     import models
     import df11
-    from dfloat11 import compress_model
-    from safetensors.torch import load_file
     from transformers import Gemma3ForConditionalGeneration
     root = os.path.join(fixtures, MULTIMODAL)
     bf16_dir = os.path.join(root, "bf16")
@@ -629,23 +648,62 @@ def multimodal_fixtures(fixtures):
         out = os.path.join(root, kind)
         model = load_bf16()
         state = {k: v.clone() for k, v in model.state_dict().items()}
-        quiet = io.StringIO()
-        with contextlib.redirect_stdout(quiet), contextlib.redirect_stderr(quiet):
-            compress_model(model, pattern_dict=MULTIMODAL_PATTERNS, save_path=out,
-                           save_single_file=single_file, check_correctness=False)
-        made = {}
-        for f in sorted(os.listdir(out)):
-            if f.endswith(".safetensors"):
-                made.update(load_file(os.path.join(out, f)))
-        raw = {k: v for k, v in made.items() if v.dtype != torch.uint8 and k in state}
-        record(all(torch.equal(v, state[k]) for k, v in raw.items()), MULTIMODAL,
-               f"{kind}-raw-tensors", f"{len(raw)} raw tensors equal the model's")
+        encode_checking_raw(model, MULTIMODAL_PATTERNS, out, single_file, state, MULTIMODAL,
+                            kind)
         loaded = df11.from_pretrained(out, device="cpu", bfloat16_model=load_bf16())
         with torch.no_grad():
             got = loaded(**inputs).logits
         record(torch.equal(got.view(torch.int16), want.view(torch.int16)), MULTIMODAL,
                f"{kind}-logits", "df11.from_pretrained with an image, against BF16's")
         record(True, MULTIMODAL, f"{kind}-made", f"{out}: {sorted(os.listdir(out))}")
+
+
+# The encoder's diffusers outputs: {fixture: (class, pattern_dict)}. FLUX's pattern_dict codes
+# what the dfloat11 project's FLUX example codes; Wan's each block's attention and feed-forward
+# Linears.
+DIFFUSERS_PATTERNS = {
+    "flux": ("FluxTransformer2DModel", OFFICIAL_PATTERNS["flux"]),
+    "wan": ("WanTransformer3DModel", {
+        r"blocks\.\d+": ["attn1.to_q", "attn1.to_k", "attn1.to_v", "attn1.to_out.0",
+                          "attn2.to_q", "attn2.to_k", "attn2.to_v", "attn2.to_out.0",
+                          "ffn.net.0.proj", "ffn.net.2"]}),
+}
+
+
+def diffusers_fixtures(fixtures):
+    """FIXTURES/<flux|wan>/official-modules: the encoder's output with save_single_file=False
+    (the default of the dfloat11 project's FLUX example: a file per coded block, the other
+    tensors in diffusion_pytorch_model.safetensors, config.json holding dfloat11_config alone),
+    made on the CPU (check_correctness=False) from FIXTURES/<name>/bf16 (for Wan, made first:
+    python/tests/models.py's WAN_CONFIG with random weights). Checked before it is kept: every
+    tensor stored raw equals the BF16 model's, and df11.from_pretrained with the model built
+    from its config (in bfloat16, as the dfloat11 examples build it) holds the BF16 weights bit
+    for bit (model.dequantize() then its state dict)."""
+    install_cpu_shims()
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                    "python", "tests"))
+    import diffusers
+    import models
+    import df11
+    for name, (cls_name, patterns) in DIFFUSERS_PATTERNS.items():
+        cls = getattr(diffusers, cls_name)
+        bf16_dir = os.path.join(fixtures, name, "bf16")
+        if name == "wan":
+            shutil.rmtree(os.path.join(fixtures, name), ignore_errors=True)
+            torch.manual_seed(0)
+            models.save_random_bf16(cls(**models.WAN_CONFIG), bf16_dir, 29)
+        out = os.path.join(fixtures, name, "official-modules")
+        shutil.rmtree(out, ignore_errors=True)
+        model = cls.from_pretrained(bf16_dir, torch_dtype=torch.bfloat16)
+        state = {k: v.clone() for k, v in model.state_dict().items()}
+        encode_checking_raw(model, patterns, out, False, state, name, "official-modules")
+        skeleton = cls.from_config(cls.load_config(bf16_dir), torch_dtype=torch.bfloat16)
+        loaded = df11.from_pretrained(out, device="cpu", bfloat16_model=skeleton)
+        loaded.dequantize()
+        got = loaded.state_dict()
+        record(all(torch.equal(got[k], v) for k, v in state.items()), name,
+               "official-modules-weights", "df11.from_pretrained, dequantized, against BF16")
+        record(True, name, "official-modules-made", f"{out}: {sorted(os.listdir(out))}")
 
 
 def probe_load(folder):
@@ -676,6 +734,8 @@ def main():
                              f"(families: --families, default {','.join(SINGLE_FILE_FAMILIES)})")
     parser.add_argument("--multimodal-fixtures", metavar="FIXTURES",
                         help="only (re)make FIXTURES/gemma3-vision on the CPU")
+    parser.add_argument("--diffusers-fixtures", metavar="FIXTURES",
+                        help="only (re)make FIXTURES/{flux,wan}/official-modules on the CPU")
     parser.add_argument("--module-files-fixtures", metavar="FIXTURES",
                         help="only (re)make FIXTURES/<family>/official-modules on the CPU "
                              f"(families: --families, default {','.join(MODULE_FILES_FAMILIES)})")
@@ -692,6 +752,11 @@ def main():
         print(f"CPU; torch {torch.__version__}; transformers {transformers.__version__}",
               flush=True)
         multimodal_fixtures(args.multimodal_fixtures)
+        return report()
+    if args.diffusers_fixtures:
+        import diffusers
+        print(f"CPU; torch {torch.__version__}; diffusers {diffusers.__version__}", flush=True)
+        diffusers_fixtures(args.diffusers_fixtures)
         return report()
     if args.module_files_fixtures:
         print(f"CPU; torch {torch.__version__}; transformers {transformers.__version__}",

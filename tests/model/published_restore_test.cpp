@@ -113,6 +113,35 @@ TEST_F(OfficialFolder, ModuleFilesVerifyAndRestore) {
   EXPECT_TRUE(fs::exists(restored() / "model.safetensors.index.json"));
 }
 
+// The same output for a diffusers transformer (FLUX, with the pattern_dict of the dfloat11
+// project's FLUX example, whose default it is): a file per coded block, the other tensors in
+// diffusion_pytorch_model.safetensors, config.json holding dfloat11_config alone. verify
+// decodes every group against the original; decompress --like the original restores it.
+TEST_F(OfficialFolder, DiffusersModuleFilesVerifyAndRestoreLikeTheOriginal) {
+  use("flux", "official-modules");
+  ASSERT_EQ(read_json(df11() / "config.json").size(), 1u);
+  const Captured v = verify(original_);
+  EXPECT_EQ(v.code, 0) << v.out << v.err;
+  EXPECT_NE(v.out.find("compared bit for bit"), std::string::npos) << v.out;
+  const Captured d = restore(original_);
+  ASSERT_EQ(d.code, 0) << d.err;
+  expect_same_tensors(restored(), original_);
+}
+
+// Wan's: the encoder stored the model diffusers loaded, whose _keep_in_fp32_modules (time
+// embedding, norms, modulation tables) diffusers upcast to F32. verify names each of those
+// tensors, F32 in the folder where the original holds BF16, and nothing else.
+TEST_F(OfficialFolder, WanModuleFilesHoldTheFloat32ModulesDiffusersLoaded) {
+  use("wan", "official-modules");
+  const Captured v = verify(original_);
+  EXPECT_EQ(v.code, 1) << v.out << v.err;
+  EXPECT_NE(v.out.find("FAIL tensor 'condition_embedder.time_embedder.linear_1.weight': F32 "
+                       "[24, 16] here, BF16 [24, 16]"),
+            std::string::npos)
+      << v.out;
+  EXPECT_NE(v.out.find("FAILED: 11 problems; 2 groups decoded"), std::string::npos) << v.out;
+}
+
 // What the official encoder itself writes (save_single_file=True, the official-single
 // fixture): a config.json holding dfloat11_config alone. No architecture: the error names the
 // weights and suggests --like; --like the original restores them (the tied head takes the
