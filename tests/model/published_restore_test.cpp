@@ -31,6 +31,12 @@ class OfficialFolder : public PipelineFixture {
     const int code = app::run_decompress_command(o, {}, out, err);
     return {code, out.str(), err.str()};
   }
+  // verify --against the original passes, saying `compared` ("21 tensors compared bit for bit").
+  void expect_verified(const std::string& compared) const {
+    const Captured v = verify(original_);
+    EXPECT_EQ(v.code, 0) << v.out << v.err;
+    EXPECT_NE(v.out.find(compared), std::string::npos) << v.out;
+  }
   fs::path original_;
 };
 
@@ -39,9 +45,7 @@ class OfficialFolder : public PipelineFixture {
 // original's tensors: the head is left out because config.json ties it and it decodes the same.
 TEST_F(OfficialFolder, TiedQwen3VerifiesAgainstTheOriginalAndRestoresItsTensors) {
   use("qwen3");
-  const Captured v = verify(original_);
-  EXPECT_EQ(v.code, 0) << v.out << v.err;
-  EXPECT_NE(v.out.find("25 tensors compared bit for bit"), std::string::npos) << v.out;
+  expect_verified("25 tensors compared bit for bit");
   const Captured d = restore();
   ASSERT_EQ(d.code, 0) << d.err;
   EXPECT_NE(d.err.find("'lm_head.weight' decodes identically to 'model.embed_tokens.weight'"),
@@ -104,9 +108,7 @@ TEST_F(OfficialFolder, FluxTransformerRestoresWithShapesFromConfig) {
 // restores the original's tensors (with an index, so that transformers reads every file).
 TEST_F(OfficialFolder, ModuleFilesVerifyAndRestore) {
   use("llama", "official-modules");
-  const Captured v = verify(original_);
-  EXPECT_EQ(v.code, 0) << v.out << v.err;
-  EXPECT_NE(v.out.find("21 tensors compared bit for bit"), std::string::npos) << v.out;
+  expect_verified("21 tensors compared bit for bit");
   const Captured d = restore();
   ASSERT_EQ(d.code, 0) << d.err;
   expect_same_tensors(restored(), original_);
@@ -120,9 +122,7 @@ TEST_F(OfficialFolder, ModuleFilesVerifyAndRestore) {
 TEST_F(OfficialFolder, DiffusersModuleFilesVerifyAndRestoreLikeTheOriginal) {
   use("flux", "official-modules");
   ASSERT_EQ(read_json(df11() / "config.json").size(), 1u);
-  const Captured v = verify(original_);
-  EXPECT_EQ(v.code, 0) << v.out << v.err;
-  EXPECT_NE(v.out.find("compared bit for bit"), std::string::npos) << v.out;
+  expect_verified("80 tensors compared bit for bit");
   const Captured d = restore(original_);
   ASSERT_EQ(d.code, 0) << d.err;
   expect_same_tensors(restored(), original_);
@@ -150,9 +150,7 @@ TEST_F(OfficialFolder, WanModuleFilesHoldTheFloat32ModulesDiffusersLoaded) {
 TEST_F(OfficialFolder, BareConfigNeedsLike) {
   use("qwen3", "official-single");
   ASSERT_EQ(read_json(df11() / "config.json").size(), 1u);
-  const Captured v = verify(original_);
-  EXPECT_EQ(v.code, 0) << v.out << v.err;
-  EXPECT_NE(v.out.find("25 tensors compared bit for bit"), std::string::npos) << v.out;
+  expect_verified("25 tensors compared bit for bit");
   const Captured d = restore();
   EXPECT_EQ(d.code, 3) << d.err;
   EXPECT_NE(d.err.find("the shapes of 16 coded weights are unknown (config.json holds no "
