@@ -72,6 +72,8 @@ def dequantize(model: torch.nn.Module) -> torch.nn.Module:
         kinds = ("down",) if attr == "down_proj" else ("gate", "up")
         order = [parts[(e, k)].reshape(-1) for e in range(shape[0]) for k in kinds]
         put_parameter(module, attr, torch.cat(order).view(shape))
+    if fused:
+        _record_converters(model)
     for module in model.modules():
         for name in [k for k in module.__dict__ if k.startswith("_df11")]:
             del module.__dict__[name]
@@ -95,6 +97,38 @@ def _base(module: torch.nn.Module) -> torch.nn.Module:
     while isinstance(getattr(module, "base_layer", None), torch.nn.Module):
         module = module.base_layer
     return module
+
+
+def _record_converters(model) -> None:
+    """transformers' save_pretrained reverts the conversions its load recorded on the model
+    (`_weight_conversions`), and some versions record only those a checkpoint tensor went
+    through: the experts of a DF11 folder are coded, so their converter (the per-expert
+    matrices merged into one tensor) is missing and the fused tensors would be saved under
+    the model's names, which the checkpoint's loader does not read. The model's mapping's
+    converters are recorded again, in its order, beside what the load recorded."""
+    current = getattr(model, "_weight_conversions", None)
+    if current is None:  # save_pretrained then uses the model's whole mapping
+        return
+    try:
+        from transformers.conversion_mapping import get_model_conversion_mapping
+        from transformers.core_model_loading import WeightConverter
+    except ImportError:
+        return
+
+    def key(t):
+        return (type(t).__name__, tuple(getattr(t, "source_patterns", ())),
+                tuple(getattr(t, "target_patterns", ())))
+
+    recorded = {key(t): t for t in current}
+    mapping = get_model_conversion_mapping(model, add_legacy=False)
+    known = {key(t) for t in mapping}
+    merged = [t for t in current if key(t) not in known]  # a caller's key_mapping comes first
+    for t in mapping:
+        if key(t) in recorded:
+            merged.append(recorded[key(t)])
+        elif isinstance(t, WeightConverter):
+            merged.append(t)
+    model._weight_conversions = merged
 
 
 def _forget_df11_config(model) -> None:

@@ -62,12 +62,12 @@ def case_id(case):
                        model_type in ("t5", "umt5") else "")
 
 
-def run(model, cls_name):
-    ids = models.llm_inputs(500, 1, 12)
+def run(model, cls_name, device="cpu"):
+    ids = models.llm_inputs(500, 1, 12).to(device)
     with torch.no_grad():
         if cls_name.startswith("Whisper"):
             g = torch.Generator().manual_seed(2)
-            features = torch.randn(1, 16, 128, generator=g).to(torch.bfloat16)
+            features = torch.randn(1, 16, 128, generator=g).to(device, torch.bfloat16)
             out = model(input_features=features, decoder_input_ids=ids[:, :4])
         elif cls_name.endswith("ForConditionalGeneration"):
             out = model(input_ids=ids, decoder_input_ids=ids[:, :5])
@@ -124,6 +124,18 @@ def test_output_equals_bf16_and_save_round_trips(case, how):
     for again in (df11.from_pretrained(out, device="cpu"),
                   cls.from_pretrained(out, device_map="cpu")):
         check_bits(run(again, cls_name), want)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("how", ["df11", "transformers"])
+def test_output_equals_bf16_on_cuda(case, how):
+    """On CUDA, against the BF16 model on the same GPU: the shared embeddings' sources held
+    decoded there, the rest decoded before use."""
+    cls, cls_name, work, df11_dir, _, _ = case
+    ref = cls.from_pretrained(str(work / "bf16"), dtype=torch.bfloat16, device_map="cuda").eval()
+    model = (df11.from_pretrained(df11_dir, device="cuda") if how == "df11"
+             else cls.from_pretrained(df11_dir, device_map="cuda"))
+    check_bits(run(model, cls_name, "cuda"), run(ref, cls_name, "cuda"))
 
 
 def test_a_class_transformers_lacks_is_named(tmp_path):

@@ -63,11 +63,16 @@ def bits(t):
 
 
 def state(model):
-    return {k: v for k, v in model.state_dict().items()}
+    return {k: v.cpu() for k, v in model.state_dict().items()}
 
 
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU"))]
+
+
+@pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("name", sorted(CLASSES))
-def test_folder_loads_as_diffusers_loads_the_bf16_checkpoint(tmp_path, name):
+def test_folder_loads_as_diffusers_loads_the_bf16_checkpoint(tmp_path, name, device):
     cls = getattr(diffusers, name, None)
     if cls is None:
         pytest.skip(f"diffusers {diffusers.__version__} has no {name}")
@@ -77,10 +82,10 @@ def test_folder_loads_as_diffusers_loads_the_bf16_checkpoint(tmp_path, name):
     models.save_random_bf16(cls(**config), bf16_dir)
     models.df11_compress(bf16_dir, df11_dir)
     want = state(cls.from_pretrained(bf16_dir, torch_dtype=torch.bfloat16))
-    loaded = df11.from_pretrained(df11_dir, device="cpu")
+    loaded = df11.from_pretrained(df11_dir, device=device)
     assert type(loaded) is cls and loaded.df11.runtimes
     loaded.save_pretrained(str(tmp_path / "saved"))
-    again = df11.from_pretrained(str(tmp_path / "saved"), device="cpu")
+    again = df11.from_pretrained(str(tmp_path / "saved"), device=device)
     for model in (loaded, again):
         model.dequantize()
         got = state(model)

@@ -180,7 +180,7 @@ def load_with_config(how, folder):
     if how == "df11":
         # Built as transformers builds it (dtype=): its rotary tables stay float32.
         skeleton = AutoModelForImageTextToText.from_config(config, dtype=torch.bfloat16)
-        return df11.from_pretrained(folder, bfloat16_model=skeleton)
+        return df11.from_pretrained(folder, bfloat16_model=skeleton, device="cpu")
     return AutoModelForImageTextToText.from_pretrained(
         folder, config=config, quantization_config=df11.Df11Config())
 

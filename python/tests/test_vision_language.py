@@ -33,16 +33,16 @@ def family(request, tmp_path_factory):
     return name, work, df11_dir, ids, want
 
 
-def load(how, path):
+def load(how, path, device="cpu"):
     if how == "df11":
-        return df11.from_pretrained(path, device="cpu")
+        return df11.from_pretrained(path, device=device)
     from transformers import AutoModelForImageTextToText
-    return AutoModelForImageTextToText.from_pretrained(path, device_map="cpu")
+    return AutoModelForImageTextToText.from_pretrained(path, device_map=device)
 
 
 def check_bits(model, ids, want):
     with torch.no_grad():
-        got = model(input_ids=ids).logits
+        got = model(input_ids=ids.to(want.device)).logits
     assert torch.equal(got.view(torch.int16), want.view(torch.int16)), \
         f"max |diff| {(got.float() - want.float()).abs().max().item()}"
 
@@ -60,3 +60,15 @@ def test_text_logits_equal_bf16_and_save_round_trips(family, how):
     model.save_pretrained(out)
     for again in ("df11", "transformers"):
         check_bits(load(again, out), ids, want)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("how", ["df11", "transformers"])
+def test_text_logits_equal_bf16_on_cuda(family, how):
+    from transformers import AutoModelForImageTextToText
+    name, work, df11_dir, ids, _ = family
+    ref = AutoModelForImageTextToText.from_pretrained(str(work / "bf16"), dtype=torch.bfloat16,
+                                                      device_map="cuda").eval()
+    with torch.no_grad():
+        want = ref(input_ids=ids.cuda()).logits
+    check_bits(load(how, df11_dir, "cuda"), ids, want)
