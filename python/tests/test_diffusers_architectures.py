@@ -49,6 +49,54 @@ CLASSES = {
         down_block_types=("DownBlock2D", "CrossAttnDownBlock2D"),
         up_block_types=("CrossAttnUpBlock2D", "UpBlock2D"), addition_embed_type="text_time",
         addition_time_embed_dim=8, projection_class_embeddings_input_dim=80),
+    # num_layers etc. of COMMON that a class names otherwise are set to None (left out)
+    "HiDreamImageTransformer2DModel": dict(num_single_layers=1, caption_channels=[32, 16],
+                                           text_emb_dim=32, num_routed_experts=4,
+                                           num_activated_experts=2, axes_dims_rope=(4, 6, 6),
+                                           max_resolution=(16, 16), llama_layers=[0]),
+    "ZImageTransformer2DModel": dict(num_layers=None, attention_head_dim=None,
+                                     num_attention_heads=None, out_channels=None,
+                                     patch_size=None, dim=64, n_layers=1, n_refiner_layers=1,
+                                     n_heads=2, n_kv_heads=2, cap_feat_dim=32,
+                                     axes_dims=[8, 12, 12], axes_lens=[64, 32, 32]),
+    "WanVACETransformer3DModel": dict(patch_size=None, text_dim=32, freq_dim=16, ffn_dim=64,
+                                      num_layers=2, vace_layers=[0], vace_in_channels=8),
+    "SkyReelsV2Transformer3DModel": dict(patch_size=None, text_dim=32, freq_dim=16, ffn_dim=64),
+    "ChronoEditTransformer3DModel": dict(patch_size=None, text_dim=32, freq_dim=16, ffn_dim=64),
+    "CogView4Transformer2DModel": dict(text_embed_dim=32, time_embed_dim=16, condition_dim=8,
+                                       pos_embed_max_size=16, sample_size=16,
+                                       rope_axes_dim=(8, 8)),
+    "CosmosTransformer3DModel": dict(patch_size=None, text_embed_dim=32, adaln_lora_dim=8,
+                                     max_size=(4, 16, 16), crossattn_proj_in_channels=32,
+                                     encoder_hidden_states_channels=32),
+    "HunyuanImageTransformer2DModel": dict(patch_size=None, num_single_layers=1,
+                                           num_refiner_layers=1, mlp_ratio=2.0,
+                                           text_embed_dim=32, rope_axes_dim=(8, 8)),
+    "HunyuanVideo15Transformer3DModel": dict(patch_size=None, num_refiner_layers=1,
+                                             mlp_ratio=2.0, text_embed_dim=32,
+                                             text_embed_2_dim=16, image_embed_dim=16,
+                                             rope_axes_dim=(4, 6, 6)),
+    "BriaTransformer2DModel": dict(patch_size=None, out_channels=None, num_single_layers=1,
+                                   joint_attention_dim=32, axes_dims_rope=[4, 6, 6]),
+    "LongCatImageTransformer2DModel": dict(patch_size=None, out_channels=None,
+                                           num_single_layers=1, joint_attention_dim=32,
+                                           pooled_projection_dim=32, axes_dims_rope=[4, 6, 6]),
+    "AuraFlowTransformer2DModel": dict(num_layers=None, sample_size=8, num_mmdit_layers=1,
+                                       num_single_dit_layers=1, joint_attention_dim=32,
+                                       caption_projection_dim=32, pos_embed_max_size=64),
+    "MochiTransformer3DModel": dict(out_channels=None, patch_size=None,
+                                    pooled_projection_dim=16, text_embed_dim=32,
+                                    time_embed_dim=16),
+    "AllegroTransformer3DModel": dict(patch_size=None, cross_attention_dim=32,
+                                      caption_channels=32, sample_height=8, sample_width=8,
+                                      sample_frames=4),
+    "SanaVideoTransformer3DModel": dict(patch_size=None, num_cross_attention_heads=2,
+                                        cross_attention_head_dim=16, cross_attention_dim=32,
+                                        caption_channels=32, sample_size=8),
+    "StableAudioDiTModel": dict(patch_size=None, sample_size=16,
+                                num_key_value_attention_heads=1, cross_attention_dim=32,
+                                time_proj_dim=16, global_states_input_dim=32,
+                                cross_attention_input_dim=32),
     "AutoencoderKL": dict(num_layers=None, attention_head_dim=None, num_attention_heads=None,
                           patch_size=None, in_channels=3, out_channels=3, latent_channels=4,
                           block_out_channels=(8, 16), layers_per_block=1, norm_num_groups=4,
@@ -70,9 +118,8 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
     not torch.cuda.is_available(), reason="needs a CUDA GPU"))]
 
 
-@pytest.mark.parametrize("device", DEVICES)
-@pytest.mark.parametrize("name", sorted(CLASSES))
-def test_folder_loads_as_diffusers_loads_the_bf16_checkpoint(tmp_path, name, device):
+def folders(tmp_path, name):
+    """CLASSES' model `name` with random weights: its class, BF16 folder and df11 folder."""
     cls = getattr(diffusers, name, None)
     if cls is None:
         pytest.skip(f"diffusers {diffusers.__version__} has no {name}")
@@ -81,6 +128,13 @@ def test_folder_loads_as_diffusers_loads_the_bf16_checkpoint(tmp_path, name, dev
     torch.manual_seed(0)
     models.save_random_bf16(cls(**config), bf16_dir)
     models.df11_compress(bf16_dir, df11_dir)
+    return cls, bf16_dir, df11_dir
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("name", sorted(CLASSES))
+def test_folder_loads_as_diffusers_loads_the_bf16_checkpoint(tmp_path, name, device):
+    cls, bf16_dir, df11_dir = folders(tmp_path, name)
     want = state(cls.from_pretrained(bf16_dir, torch_dtype=torch.bfloat16))
     loaded = df11.from_pretrained(df11_dir, device=device)
     assert type(loaded) is cls and loaded.df11.runtimes
@@ -93,3 +147,27 @@ def test_folder_loads_as_diffusers_loads_the_bf16_checkpoint(tmp_path, name, dev
         for key in want:
             assert got[key].dtype == want[key].dtype, key
             assert torch.equal(bits(got[key]), bits(want[key])), key
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_hidream_routed_experts_give_bf16_output(tmp_path, device):
+    """HiDream's blocks route through a gate whose weight the gate reads itself (F.linear on a
+    parameter, not an nn.Linear), coded in the block's group with the experts: the output is
+    the BF16 model's bit for bit."""
+    cls, bf16_dir, df11_dir = folders(tmp_path, "HiDreamImageTransformer2DModel")
+    g = torch.Generator().manual_seed(0)
+
+    def randn(*shape):
+        return torch.randn(*shape, generator=g).to(device, torch.bfloat16)
+
+    x = dict(hidden_states=randn(1, 4, 8, 8), timesteps=torch.tensor([500], device=device),
+             encoder_hidden_states_t5=randn(1, 6, 32),
+             encoder_hidden_states_llama3=randn(1, 1, 6, 16), pooled_embeds=randn(1, 32))
+    ref = cls.from_pretrained(bf16_dir, torch_dtype=torch.bfloat16).to(device).eval()
+    model = df11.from_pretrained(df11_dir, device=device)
+    assert any(m.name.endswith("ff_i.gate.weight") for rt in model.df11.runtimes
+               for m in rt.group.members)
+    with torch.no_grad():
+        want = ref(**x, return_dict=False)[0]
+        got = model(**x, return_dict=False)[0]
+    assert torch.equal(got.view(torch.int16), want.view(torch.int16))
