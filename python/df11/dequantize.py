@@ -25,8 +25,8 @@ import torch
 from .engine import _decoded
 from .groups import read_groups
 from .modules import ListsCodedWeight, replace_module
-from .targets import (input_embedding, output_embedding, put_parameter, resolve_member,
-                      tie_parameter, tied_parameters, ties_embeddings)
+from .targets import (FUSED_KINDS, input_embedding, output_embedding, put_parameter,
+                      resolve_member, tie_parameter, tied_parameters, ties_embeddings)
 
 
 def dequantize(model: torch.nn.Module) -> torch.nn.Module:
@@ -69,7 +69,7 @@ def dequantize(model: torch.nn.Module) -> torch.nn.Module:
     for (owner, attr), parts in fused.items():
         module = owners[owner]
         shape = getattr(module, attr).shape
-        kinds = ("down",) if attr == "down_proj" else ("gate", "up")
+        kinds = FUSED_KINDS[attr]
         order = [parts[(e, k)].reshape(-1) for e in range(shape[0]) for k in kinds]
         put_parameter(module, attr, torch.cat(order).view(shape))
     if fused:

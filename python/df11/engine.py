@@ -64,8 +64,8 @@ from .groups import ALIGN_BYTES, Group, aligned_empty, read_groups, round_up
 from .hooks import DecodeMode, PartsMode, dtype_guard, make_hooks, status_hooks
 from .modules import (EMBEDDING, CodedLinear, CodedWeight, ListsCodedWeight, PartsLinear,
                       codes_as_linear, list_views, replace_module)
-from .targets import (Target, base_prefix, checkpoint_conversions, input_embedding, load_raw,
-                      output_embedding, place_remaining, resolve_member, set_tensor,
+from .targets import (FUSED_KINDS, Target, base_prefix, checkpoint_conversions, input_embedding,
+                      load_raw, output_embedding, place_remaining, resolve_member, set_tensor,
                       tie_parameter, tied_head_copy, tied_parameters, ties_embeddings,
                       unit_module)
 
@@ -860,7 +860,7 @@ def _place_members(engine, model, modules, state: DeviceState, unit: Unit, items
         n = math.prod(shape)
         dst = state.assembly[base:base + n].view(shape)
         base += round_up(n, ALIGN_BYTES // 2)
-        kinds = ("down",) if attr == "down_proj" else ("gate", "up")
+        kinds = FUSED_KINDS[attr]
         order = [(e, k) for e in range(shape[0]) for k in kinds]
         absent = [f"{module_name}.{e}.{k}" for e, k in order if (e, k) not in parts]
         if absent:

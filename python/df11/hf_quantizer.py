@@ -168,6 +168,28 @@ def register() -> None:
     get_config_dict.df11 = True
     get_config_dict.__doc__ = read.__doc__
     PretrainedConfig.get_config_dict = classmethod(get_config_dict)
+    _report_bfloat16()
+
+
+def _report_bfloat16() -> None:
+    """A DF11 model's `dtype` is bfloat16, its weights', as the BF16 model's is. transformers
+    reads a model's dtype from its first floating-point parameter, and coded weights are not
+    parameters: a model whose first raw tensor is held in float32 (DeepSeek-V4's attention
+    sinks) said float32, save_pretrained wrote that into config.json, and the saved folder
+    then did not load with transformers' default dtype ("auto": the config's)."""
+    from transformers.modeling_utils import ModuleUtilsMixin
+    current = ModuleUtilsMixin.__dict__.get("dtype")
+    if not isinstance(current, property) or getattr(current.fget, "df11", False):
+        return
+    read = current.fget
+
+    def dtype(self):
+        if self.__dict__.get("df11") is not None:
+            return torch.bfloat16
+        return read(self)
+    dtype.df11 = True
+    dtype.__doc__ = read.__doc__
+    ModuleUtilsMixin.dtype = property(dtype)
 
 
 def _name_the_method(config_dict, where):

@@ -46,6 +46,10 @@ _EXPERT = re.compile(
 _FUSED_KIND = {"gate_proj": "gate", "w1": "gate", "up_proj": "up", "w3": "up",
                "down_proj": "down", "w2": "down"}
 
+# A fused-experts parameter and the matrices each expert's slice of it holds, in order.
+FUSED_KINDS = {"gate_up_proj": ("gate", "up"), "down_proj": ("down",), "up_proj": ("up",),
+               "gate_proj": ("gate",)}
+
 
 def existing_module(modules: Dict[str, torch.nn.Module], path: str) -> Optional[str]:
     while True:
@@ -60,8 +64,9 @@ def existing_module(modules: Dict[str, torch.nn.Module], path: str) -> Optional[
 class Target:
     """Where a decoded member goes: `module.attr` (a view of the buffer), or expert `e`'s
     gate/up/down matrix of a fused-experts module (transformers 5 holds a MoE layer's experts
-    as 3-D parameters gate_up_proj [E, 2I, H] and down_proj [E, H, I], while checkpoints and
-    DF11 folders hold one matrix per expert)."""
+    as 3-D parameters gate_up_proj [E, 2I, H] and down_proj [E, H, I], or up_proj [E, I, H]
+    where the experts have no gate, while checkpoints and DF11 folders hold one matrix per
+    expert)."""
     module: str
     attr: str
     fused: Optional[str] = None  # "gate" | "up" | "down"
@@ -88,11 +93,14 @@ def resolve_member(model, modules, group: Group, m: Member) -> Target:
     if match and m.attr == "weight" and match["experts"] in modules:
         experts = modules[match["experts"]]
         kind = _FUSED_KIND[match["proj"]]
-        attr = "down_proj" if kind == "down" else "gate_up_proj"
+        # gate and up fused in one parameter, or (experts without a gate: Nemotron-H) each
+        # matrix kind a parameter of its own
+        attr = "gate_up_proj" if kind != "down" and hasattr(experts, "gate_up_proj") \
+            else f"{kind}_proj"
         fused = getattr(experts, attr, None)
         e = int(match["e"])
         if isinstance(fused, torch.Tensor) and fused.dim() == 3 and e < fused.shape[0]:
-            rows = fused.shape[1] if kind == "down" else fused.shape[1] // 2
+            rows = fused.shape[1] // len(FUSED_KINDS[attr])
             if (rows, fused.shape[2]) == tuple(m.shape):
                 return Target(match["experts"], attr, kind, e)
         raise Df11Error.named("bad_shape",
@@ -232,10 +240,14 @@ def checkpoint_conversions(model, names: List[str]) -> Tuple[Dict[str, str], Opt
     renamings = [t for t in conversions if isinstance(t, WeightRenaming)]
     if not renamings:
         return {}, None
+    # As transformers' load: a tensor the rules rename to no tensor of the model, whose own
+    # name is one, keeps its name (DeepSeek-V4's attention rule `.norm.` -> `.kv_norm.` meets
+    # the final "model.norm.weight").
+    own = set(model.state_dict(keep_vars=True))
     out = {}
     for name in sorted(set(names)):
         renamed, _ = rename_source_key(name, renamings, [])
-        if renamed != name:
+        if renamed != name and not (renamed not in own and name in own):
             out[name] = renamed
     used = [t for t in conversions
             if not isinstance(t, WeightRenaming) or getattr(t, "was_used", lambda: True)()]

@@ -291,17 +291,20 @@ def saved_tensors(folder):
     return out
 
 
+# A coded group's stored tensors, each named GROUP.PART (spec/DF11.md 3.2).
+CODED_PARTS = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
+               "split_positions")
+
+
 def split_groups(folder):
     """The coded groups of a saved folder whose stored tensors its index maps to more than one
     shard (spec/DF11.md 3.2: found by their `.encoded_exponent`)."""
     with open(os.path.join(folder, next(f for f in os.listdir(folder)
                                         if f.endswith(".safetensors.index.json")))) as f:
         weight_map = json.load(f)["weight_map"]
-    parts = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
-             "split_positions")
     groups = [name[:-len(".encoded_exponent")] for name in weight_map
               if name.endswith(".encoded_exponent")]
-    return [g for g in groups if len({weight_map[f"{g}.{p}"] for p in parts}) > 1]
+    return [g for g in groups if len({weight_map[f"{g}.{p}"] for p in CODED_PARTS}) > 1]
 
 
 def llm_folders(work, family):

@@ -12,7 +12,8 @@ byte for byte and loads again with the same output.
 - models whose config ties the head where the model has none (BERT, ModernBERT: `df11
   compress` writes the tied head's copy, spec/DF11.md 7.4, which such a model ignores);
 - decoder-only families of other shapes: MoE (Mixtral, OLMoE, GraniteMoE, PhiMoE, gpt-oss,
-  MiniMax), hybrids (Falcon-H1, LFM2), GPT-2's Conv1D, GPT-NeoX, Phi, Starcoder2, Cohere."""
+  MiniMax, DeepSeek-V4), hybrids (Falcon-H1, LFM2, Nemotron-H, whose experts have no gate),
+  GPT-2's Conv1D, GPT-NeoX, Phi, Starcoder2, Cohere."""
 import os
 
 import pytest
@@ -53,6 +54,13 @@ CASES = [
     ("lfm2", "Lfm2ForCausalLM", {}), ("gpt2", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4)),
     ("gpt_neox", "GPTNeoXForCausalLM", {}), ("phi", "PhiForCausalLM", {}),
     ("starcoder2", "Starcoder2ForCausalLM", {}), ("cohere", "CohereForCausalLM", {}),
+    # experts without a gate (a fused up_proj [E, I, H] beside down_proj), Mamba mixers
+    ("nemotron_h", "NemotronHForCausalLM", dict(MOE, n_routed_experts=8, n_shared_experts=1,
+                                                moe_intermediate_size=32)),
+    # a conversion rule for attention names (".norm." -> ".kv_norm.") that the final norm's
+    # name also matches: transformers keeps that name, as df11 must
+    ("deepseek_v4", "DeepseekV4ForCausalLM", dict(MOE, n_routed_experts=8, n_shared_experts=1,
+                                                  moe_intermediate_size=32)),
 ]
 
 
@@ -101,7 +109,11 @@ def case(request, tmp_path_factory):
     models.df11_compress(bf16_dir, df11_dir)
     ref = cls.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval()
     dtypes = {n: p.dtype for n, p in ref.named_parameters()}
-    return cls, cls_name, work, df11_dir, run(ref, cls_name), dtypes
+    try:
+        want = run(ref, cls_name)
+    except RuntimeError as e:  # transformers 5.17's DeepSeek-V4 mixes float32 into a BF16 matmul
+        pytest.skip(f"this transformers' {cls_name} does not run in BF16 itself: {e}")
+    return cls, cls_name, work, df11_dir, want, dtypes
 
 
 @pytest.mark.parametrize("how", ["df11", "transformers"])
@@ -109,7 +121,7 @@ def test_output_equals_bf16_and_save_round_trips(case, how):
     cls, cls_name, work, df11_dir, want, dtypes = case
     model = (df11.from_pretrained(df11_dir, device="cpu") if how == "df11"
              else cls.from_pretrained(df11_dir, device_map="cpu"))
-    assert type(model) is cls
+    assert type(model) is cls and model.dtype == torch.bfloat16  # what save_pretrained writes
     # Its parameters (coded Linear weights are not) have BF16's dtypes.
     assert {n: p.dtype for n, p in model.named_parameters()}.items() <= dtypes.items()
     check_bits(run(model, cls_name), want)
@@ -119,8 +131,11 @@ def test_output_equals_bf16_and_save_round_trips(case, how):
     coded = [k for k in before if k.endswith(".encoded_exponent")]
     assert coded
     for key in before:
-        if key.rpartition(".")[0] + ".encoded_exponent" in before:  # a coded group's tensors
+        group, _, part = key.rpartition(".")
+        if part in models.CODED_PARTS and group + ".encoded_exponent" in before:
             assert torch.equal(after[key].view(torch.uint8), before[key].view(torch.uint8)), key
+        else:  # what the model holds in float32 (DeepSeek-V4's), saved so, as transformers does
+            assert torch.equal(after[key].to(before[key].dtype), before[key]), key
     for again in (df11.from_pretrained(out, device="cpu"),
                   cls.from_pretrained(out, device_map="cpu")):
         check_bits(run(again, cls_name), want)
