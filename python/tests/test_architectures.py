@@ -12,8 +12,9 @@ byte for byte and loads again with the same output.
 - models whose config ties the head where the model has none (BERT, ModernBERT: `df11
   compress` writes the tied head's copy, spec/DF11.md 7.4, which such a model ignores);
 - decoder-only families of other shapes: MoE (Mixtral, OLMoE, GraniteMoE, PhiMoE, gpt-oss,
-  MiniMax, DeepSeek-V4), hybrids (Falcon-H1, LFM2, Nemotron-H, whose experts have no gate),
-  GPT-2's Conv1D, GPT-NeoX, Phi, Starcoder2, Cohere."""
+  MiniMax, Llama 4, DeepSeek-V4), hybrids (Falcon-H1, LFM2, Nemotron-H, whose experts have no
+  gate; Qwen3-Next and Qwen3.5, linear attention with MoE), GPT-2's Conv1D, GPT-NeoX, Phi,
+  Starcoder2, Cohere."""
 import os
 
 import pytest
@@ -57,6 +58,16 @@ CASES = [
     # experts without a gate (a fused up_proj [E, I, H] beside down_proj), Mamba mixers
     ("nemotron_h", "NemotronHForCausalLM", dict(MOE, n_routed_experts=8, n_shared_experts=1,
                                                 moe_intermediate_size=32)),
+    # linear-attention hybrids with MoE (Qwen3-Next, Qwen3.5), Llama 4's MoE
+    ("qwen3_next", "Qwen3NextForCausalLM", dict(
+        MOE, layer_types=["linear_attention", "full_attention"], linear_num_key_heads=2,
+        linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
+        moe_intermediate_size=32, decoder_sparse_step=1)),
+    ("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", dict(
+        MOE, layer_types=["linear_attention", "full_attention"], linear_num_key_heads=2,
+        linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
+        moe_intermediate_size=32)),
+    ("llama4_text", "Llama4ForCausalLM", dict(MOE, intermediate_size_mlp=96)),
     # a conversion rule for attention names (".norm." -> ".kv_norm.") that the final norm's
     # name also matches: transformers keeps that name, as df11 must
     ("deepseek_v4", "DeepseekV4ForCausalLM", dict(MOE, n_routed_experts=8, n_shared_experts=1,
