@@ -146,6 +146,69 @@ def save_vision_language(path, family, seed=1):
                      seed)
 
 
+ARCH_SMALL = dict(vocab_size=512, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+                  num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
+                  head_dim=16, pad_token_id=0, bos_token_id=1, eos_token_id=2)
+ARCH_SEQ2SEQ = dict(d_model=64, d_ff=96, d_kv=16, num_layers=2, num_decoder_layers=2,
+                    num_heads=4, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
+                    decoder_attention_heads=4, encoder_ffn_dim=96, decoder_ffn_dim=96,
+                    decoder_start_token_id=0, num_mel_bins=16, max_source_positions=64,
+                    max_target_positions=64, projection_dim=32, global_attn_every_n_layers=1)
+ARCH_MOE = dict(num_local_experts=8, num_experts=8, num_experts_per_tok=2,
+                shared_expert_intermediate_size=32, tie_word_embeddings=False)
+_LINEAR_ATTENTION = dict(ARCH_MOE, layer_types=["linear_attention", "full_attention"],
+                         linear_num_key_heads=2, linear_num_value_heads=4,
+                         linear_key_head_dim=16, linear_value_head_dim=16,
+                         moe_intermediate_size=32)
+_ROUTED = dict(ARCH_MOE, n_routed_experts=8, n_shared_experts=1, moe_intermediate_size=32)
+
+# transformers architectures beyond the interop suite's families (test_architectures.py):
+# (model_type, class, config arguments beside ARCH_SMALL)
+ARCHITECTURES = [
+    ("t5", "T5EncoderModel", ARCH_SEQ2SEQ),
+    ("t5", "T5EncoderModel", dict(ARCH_SEQ2SEQ, tie_word_embeddings=False)),
+    ("umt5", "UMT5EncoderModel", dict(ARCH_SEQ2SEQ, tie_word_embeddings=False)),
+    ("t5", "T5ForConditionalGeneration", ARCH_SEQ2SEQ),
+    ("bart", "BartForConditionalGeneration", ARCH_SEQ2SEQ),
+    ("whisper", "WhisperForConditionalGeneration", ARCH_SEQ2SEQ),
+    ("bert", "BertModel", {}), ("xlm-roberta", "XLMRobertaModel", {}),
+    ("modernbert", "ModernBertModel", ARCH_SEQ2SEQ),
+    ("clip_text_model", "CLIPTextModel", ARCH_SEQ2SEQ),
+    ("qwen3", "Qwen3Model", dict(tie_word_embeddings=True)),
+    ("llama", "LlamaForSequenceClassification", {}),
+    ("mixtral", "MixtralForCausalLM", ARCH_MOE), ("olmoe", "OlmoeForCausalLM", ARCH_MOE),
+    ("granitemoe", "GraniteMoeForCausalLM", ARCH_MOE),
+    ("phimoe", "PhimoeForCausalLM", ARCH_MOE),
+    ("gpt_oss", "GptOssForCausalLM",
+     dict(ARCH_MOE, layer_types=["sliding_attention", "full_attention"])),
+    ("minimax", "MiniMaxForCausalLM", ARCH_MOE), ("falcon_h1", "FalconH1ForCausalLM", {}),
+    ("lfm2", "Lfm2ForCausalLM", {}),
+    ("gpt2", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4)),
+    ("gpt_neox", "GPTNeoXForCausalLM", {}), ("phi", "PhiForCausalLM", {}),
+    ("starcoder2", "Starcoder2ForCausalLM", {}), ("cohere", "CohereForCausalLM", {}),
+    # experts without a gate (a fused up_proj [E, I, H] beside down_proj), Mamba mixers
+    ("nemotron_h", "NemotronHForCausalLM", _ROUTED),
+    # linear-attention hybrids with MoE (Qwen3-Next, Qwen3.5), Llama 4's MoE
+    ("qwen3_next", "Qwen3NextForCausalLM", dict(_LINEAR_ATTENTION, decoder_sparse_step=1)),
+    ("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", _LINEAR_ATTENTION),
+    ("llama4_text", "Llama4ForCausalLM", dict(ARCH_MOE, intermediate_size_mlp=96)),
+    # a conversion rule for attention names (".norm." -> ".kv_norm.") that the final norm's
+    # name also matches: transformers keeps that name, as df11 must
+    ("deepseek_v4", "DeepseekV4ForCausalLM", _ROUTED),
+]
+
+
+def save_architecture(path, case, seed=1):
+    """ARCHITECTURES' `case` with random weights, saved in BF16 in `path`."""
+    import transformers
+    from transformers import AutoConfig
+    model_type, cls_name, extra = case
+    config = AutoConfig.for_model(model_type, **{**ARCH_SMALL, **extra})
+    torch.manual_seed(0)
+    cls = getattr(transformers, cls_name)
+    save_random_bf16(cls._from_config(config, dtype=torch.bfloat16), path, seed)
+
+
 def gemma3_vision_inputs():
     """input_ids with one image's 4 tokens between its begin and end tokens, and the image."""
     ids = torch.tensor([[2, 501, 500, 500, 500, 500, 502, 10, 20, 30, 40, 50]])

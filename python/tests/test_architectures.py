@@ -25,54 +25,7 @@ import models
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
-SMALL = dict(vocab_size=512, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
-             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=128,
-             head_dim=16, pad_token_id=0, bos_token_id=1, eos_token_id=2)
-SEQ2SEQ = dict(d_model=64, d_ff=96, d_kv=16, num_layers=2, num_decoder_layers=2, num_heads=4,
-               encoder_layers=2, decoder_layers=2, encoder_attention_heads=4,
-               decoder_attention_heads=4, encoder_ffn_dim=96, decoder_ffn_dim=96,
-               decoder_start_token_id=0, num_mel_bins=16, max_source_positions=64,
-               max_target_positions=64, projection_dim=32, global_attn_every_n_layers=1)
-MOE = dict(num_local_experts=8, num_experts=8, num_experts_per_tok=2,
-           shared_expert_intermediate_size=32, tie_word_embeddings=False)
-
-# (model_type, class, config arguments beside SMALL)
-CASES = [
-    ("t5", "T5EncoderModel", SEQ2SEQ), ("t5", "T5EncoderModel", dict(SEQ2SEQ, tie_word_embeddings=False)),
-    ("umt5", "UMT5EncoderModel", dict(SEQ2SEQ, tie_word_embeddings=False)),
-    ("t5", "T5ForConditionalGeneration", SEQ2SEQ),
-    ("bart", "BartForConditionalGeneration", SEQ2SEQ),
-    ("whisper", "WhisperForConditionalGeneration", SEQ2SEQ),
-    ("bert", "BertModel", {}), ("xlm-roberta", "XLMRobertaModel", {}),
-    ("modernbert", "ModernBertModel", SEQ2SEQ), ("clip_text_model", "CLIPTextModel", SEQ2SEQ),
-    ("qwen3", "Qwen3Model", dict(tie_word_embeddings=True)),
-    ("llama", "LlamaForSequenceClassification", {}),
-    ("mixtral", "MixtralForCausalLM", MOE), ("olmoe", "OlmoeForCausalLM", MOE),
-    ("granitemoe", "GraniteMoeForCausalLM", MOE), ("phimoe", "PhimoeForCausalLM", MOE),
-    ("gpt_oss", "GptOssForCausalLM", dict(MOE, layer_types=["sliding_attention",
-                                                            "full_attention"])),
-    ("minimax", "MiniMaxForCausalLM", MOE), ("falcon_h1", "FalconH1ForCausalLM", {}),
-    ("lfm2", "Lfm2ForCausalLM", {}), ("gpt2", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4)),
-    ("gpt_neox", "GPTNeoXForCausalLM", {}), ("phi", "PhiForCausalLM", {}),
-    ("starcoder2", "Starcoder2ForCausalLM", {}), ("cohere", "CohereForCausalLM", {}),
-    # experts without a gate (a fused up_proj [E, I, H] beside down_proj), Mamba mixers
-    ("nemotron_h", "NemotronHForCausalLM", dict(MOE, n_routed_experts=8, n_shared_experts=1,
-                                                moe_intermediate_size=32)),
-    # linear-attention hybrids with MoE (Qwen3-Next, Qwen3.5), Llama 4's MoE
-    ("qwen3_next", "Qwen3NextForCausalLM", dict(
-        MOE, layer_types=["linear_attention", "full_attention"], linear_num_key_heads=2,
-        linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
-        moe_intermediate_size=32, decoder_sparse_step=1)),
-    ("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", dict(
-        MOE, layer_types=["linear_attention", "full_attention"], linear_num_key_heads=2,
-        linear_num_value_heads=4, linear_key_head_dim=16, linear_value_head_dim=16,
-        moe_intermediate_size=32)),
-    ("llama4_text", "Llama4ForCausalLM", dict(MOE, intermediate_size_mlp=96)),
-    # a conversion rule for attention names (".norm." -> ".kv_norm.") that the final norm's
-    # name also matches: transformers keeps that name, as df11 must
-    ("deepseek_v4", "DeepseekV4ForCausalLM", dict(MOE, n_routed_experts=8, n_shared_experts=1,
-                                                  moe_intermediate_size=32)),
-]
+CASES = models.ARCHITECTURES
 
 
 def case_id(case):
@@ -107,16 +60,13 @@ def check_bits(got, want):
 @pytest.fixture(scope="module", params=CASES, ids=[case_id(c) for c in CASES])
 def case(request, tmp_path_factory):
     import transformers
-    from transformers import AutoConfig
-    model_type, cls_name, extra = request.param
+    _, cls_name, _ = request.param
     cls = getattr(transformers, cls_name, None)
     if cls is None:
         pytest.skip(f"this transformers has no {cls_name}")
-    config = AutoConfig.for_model(model_type, **{**SMALL, **extra})
     work = tmp_path_factory.mktemp(case_id(request.param))
     bf16_dir, df11_dir = str(work / "bf16"), str(work / "df11")
-    torch.manual_seed(0)
-    models.save_random_bf16(cls._from_config(config, dtype=torch.bfloat16), bf16_dir)
+    models.save_architecture(bf16_dir, request.param)
     models.df11_compress(bf16_dir, df11_dir)
     ref = cls.from_pretrained(bf16_dir, dtype=torch.bfloat16).eval()
     dtypes = {n: p.dtype for n, p in ref.named_parameters()}

@@ -30,6 +30,9 @@ if not HAVE_TORCHVISION and os.environ.get("DF11_REQUIRE_VLLM"):
 MULTIMODAL = "gemma3-vision"  # models.save_gemma3_vision, in the layout of Google's checkpoints
 # models.save_vision_language's families that vLLM 0.24 builds from such a tiny checkpoint.
 VISION_LANGUAGE = ("qwen2_5_vl", "qwen3_vl", "idefics3")
+# models.ARCHITECTURES' MoE models that vLLM 0.24 builds on the CPU from such a checkpoint
+# (Nemotron-H's experts without a gate are built on CUDA and ROCm only).
+MOE_ARCHITECTURES = ("mixtral", "olmoe", "granitemoe", "qwen3_next")
 
 
 @pytest.fixture(scope="module")
@@ -636,11 +639,14 @@ class _CpuRuns:
     def folder(self, family, kind):
         """(the family's BF16 fixture, its DF11 folder): the official encoder's committed one
         (`kind` "official") or df11's, compressed once for the file."""
-        if family == MULTIMODAL or family in VISION_LANGUAGE:
+        if family == MULTIMODAL or family in VISION_LANGUAGE or family in MOE_ARCHITECTURES:
             if family not in self.folders:
                 bf16_dir = str(self.work / f"{family}-bf16")
                 if family == MULTIMODAL:
                     models.save_gemma3_vision(bf16_dir, "google")
+                elif family in MOE_ARCHITECTURES:
+                    models.save_architecture(bf16_dir, next(
+                        c for c in models.ARCHITECTURES if c[0] == family))
                 else:
                     models.save_vision_language(bf16_dir, family)
                 self.folders[family] = (bf16_dir, models.df11_compress(
@@ -666,6 +672,7 @@ class _CpuRuns:
                       if HAVE_TORCHVISION else [])
         return ([("load", f, k, False) for f in models.FAMILIES for k in ("df11", "official")]
                 + [("load", "llama", "official-modules", False)]
+                + [("load", f, "df11", False) for f in MOE_ARCHITECTURES]
                 + [("layerwise", f, k, True) for f, k in LAYERWISE_CASES] + multimodal)
 
     def report(self, tp, what, family, kind):
@@ -784,6 +791,22 @@ def test_vllms_vision_language_models_load_the_folder_as_their_bf16_checkpoint(f
     assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
     assert got["spans_differ"] == [] and got["again"] == [], got
     assert got["linear"] == got["from_groups"] > 8, got  # the text model's 8 and the tower's
+
+
+@needs_vllm
+@pytest.mark.parametrize("family", MOE_ARCHITECTURES)
+def test_vllms_moe_models_load_the_folder_as_their_bf16_checkpoint(family, cpu_runs):
+    """vLLM's Mixtral, OLMoE, GraniteMoE and Qwen3-Next (linear attention with MoE), built on
+    the CPU with the plugin from `df11 compress`'s folder of a tiny model of each
+    (models.ARCHITECTURES): every parameter equals that of vLLM's model fed the BF16
+    checkpoint, bit for bit; every DF11 Linear layer decodes from spans of the folder's groups
+    to exactly its weight; the experts of both MoE layers go through df11's MoE method, filled
+    layer by layer from meta tensors (coded on the GPU at load there)."""
+    got, = cpu_runs.report(1, "load", family, "df11")
+    assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
+    assert got["spans_differ"] == [] and got["again"] == [] and got["linear"] > 0, got
+    assert got["moe_methods"] == ["DF11MoEMethod"], got["moe_methods"]
+    assert got["moe_meta_before"] == got["moe_layers"] == 2, got
 
 
 @needs_vllm
