@@ -121,7 +121,8 @@ def wan_inputs(g):
 VISION_LANGUAGE = {"llava": dict(image_token_index=500), "llava_next": dict(image_token_index=500),
                    "qwen2_vl": {}, "qwen2_5_vl": {}, "qwen3_vl": {},
                    "mistral3": dict(image_token_index=500), "paligemma": {}, "idefics3": {},
-                   "smolvlm": {}}
+                   "smolvlm": {}, "internvl": {}, "llava_onevision": {}, "aya_vision": {},
+                   "qwen3_vl_moe": {}, "llama4": {}, "gemma4": {}}
 _VL_TEXT = dict(vocab_size=512, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
                 num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
                 head_dim=16, tie_word_embeddings=False)

@@ -1,6 +1,6 @@
 """Vision-language models of transformers beside Gemma 3 (test_multimodal.py), as `df11
-compress` writes them: LLaVA, LLaVA-NeXT, Qwen2-VL, Qwen2.5-VL, Qwen3-VL, Mistral 3,
-PaliGemma, Idefics3, SmolVLM. AutoModelForCausalLM does not map their configs, so
+compress` writes them: LLaVA, LLaVA-NeXT, LLaVA-OneVision, Qwen2-VL, Qwen2.5-VL, Qwen3-VL,
+Qwen3-VL-MoE, Mistral 3, PaliGemma, Idefics3, SmolVLM, InternVL, Aya Vision, Llama 4, Gemma 4. AutoModelForCausalLM does not map their configs, so
 df11.from_pretrained builds the class config.json's `architectures` names; Mistral 3 and
 PaliGemma tie the head at the config's top level while their text config says not (transformers
 5 ties by the former). Through both doors the logits of a text prompt are torch.equal to the
