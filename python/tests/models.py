@@ -185,7 +185,10 @@ ARCHITECTURES = [
     ("minimax", "MiniMaxForCausalLM", ARCH_MOE), ("falcon_h1", "FalconH1ForCausalLM", {}),
     ("lfm2", "Lfm2ForCausalLM", {}),
     ("gpt2", "GPT2LMHeadModel", dict(n_embd=64, n_layer=2, n_head=4)),
-    ("gpt_neox", "GPTNeoXForCausalLM", {}), ("phi", "PhiForCausalLM", {}),
+    # Phi as Phi-2 is made (MLP 4 x hidden wide, as many key/value heads as query heads):
+    # vLLM's Phi reads neither intermediate_size nor num_key_value_heads
+    ("gpt_neox", "GPTNeoXForCausalLM", {}),
+    ("phi", "PhiForCausalLM", dict(intermediate_size=256, num_key_value_heads=4)),
     ("starcoder2", "Starcoder2ForCausalLM", {}), ("cohere", "CohereForCausalLM", {}),
     # experts without a gate (a fused up_proj [E, I, H] beside down_proj), Mamba mixers
     ("nemotron_h", "NemotronHForCausalLM", _ROUTED),

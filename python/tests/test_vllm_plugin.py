@@ -33,6 +33,13 @@ VISION_LANGUAGE = ("qwen2_5_vl", "qwen3_vl", "idefics3")
 # models.ARCHITECTURES' MoE models that vLLM 0.24 builds on the CPU from such a checkpoint
 # (Nemotron-H's experts without a gate are built on CUDA and ROCm only).
 MOE_ARCHITECTURES = ("mixtral", "olmoe", "granitemoe", "qwen3_next")
+# models.ARCHITECTURES' other models that vLLM 0.24 builds on the CPU from such a checkpoint:
+# GPT-2 (Conv1D weights, which vLLM's loader transposes), GPT-NeoX (its fused query_key_value
+# regrouped by vLLM's loader), Phi, StarCoder 2, Cohere, Falcon-H1 (Mamba mixers beside
+# attention) and Llama 4 (q and k permuted by vLLM's loader; MoE).
+OTHER_ARCHITECTURES = ("gpt2", "gpt_neox", "phi", "starcoder2", "cohere", "falcon_h1",
+                       "llama4_text")
+ARCHITECTURE_MODELS = MOE_ARCHITECTURES + OTHER_ARCHITECTURES
 
 
 @pytest.fixture(scope="module")
@@ -639,12 +646,12 @@ class _CpuRuns:
     def folder(self, family, kind):
         """(the family's BF16 fixture, its DF11 folder): the official encoder's committed one
         (`kind` "official") or df11's, compressed once for the file."""
-        if family == MULTIMODAL or family in VISION_LANGUAGE or family in MOE_ARCHITECTURES:
+        if family == MULTIMODAL or family in VISION_LANGUAGE or family in ARCHITECTURE_MODELS:
             if family not in self.folders:
                 bf16_dir = str(self.work / f"{family}-bf16")
                 if family == MULTIMODAL:
                     models.save_gemma3_vision(bf16_dir, "google")
-                elif family in MOE_ARCHITECTURES:
+                elif family in ARCHITECTURE_MODELS:
                     models.save_architecture(bf16_dir, next(
                         c for c in models.ARCHITECTURES if c[0] == family))
                 else:
@@ -672,7 +679,7 @@ class _CpuRuns:
                       if HAVE_TORCHVISION else [])
         return ([("load", f, k, False) for f in models.FAMILIES for k in ("df11", "official")]
                 + [("load", "llama", "official-modules", False)]
-                + [("load", f, "df11", False) for f in MOE_ARCHITECTURES]
+                + [("load", f, "df11", False) for f in ARCHITECTURE_MODELS]
                 + [("layerwise", f, k, True) for f, k in LAYERWISE_CASES] + multimodal)
 
     def report(self, tp, what, family, kind):
@@ -807,6 +814,30 @@ def test_vllms_moe_models_load_the_folder_as_their_bf16_checkpoint(family, cpu_r
     assert got["spans_differ"] == [] and got["again"] == [] and got["linear"] > 0, got
     assert got["moe_methods"] == ["DF11MoEMethod"], got["moe_methods"]
     assert got["moe_meta_before"] == got["moe_layers"] == 2, got
+
+
+@needs_vllm
+@pytest.mark.parametrize("family", OTHER_ARCHITECTURES)
+def test_vllms_other_models_load_the_folder_as_their_bf16_checkpoint(family, cpu_runs):
+    """vLLM's GPT-2, GPT-NeoX, Phi, StarCoder 2, Cohere, Falcon-H1 and Llama 4, built on the
+    CPU with the plugin from `df11 compress`'s folder of a tiny model of each
+    (models.ARCHITECTURES): every parameter equals that of vLLM's model fed the BF16
+    checkpoint, bit for bit. Each DF11 Linear layer either decodes from spans of the folder's
+    groups to exactly its weight, or is coded again from the weight vLLM's loader made (a
+    weight it transposed, regrouped or permuted, or one whose members the folder holds apart)
+    and decodes back to exactly that weight, as the GPU step codes it; the MoE layers' experts
+    go through df11's MoE method."""
+    got, = cpu_runs.report(1, "load", family, "df11")
+    assert got["params"] > 0 and got["differ"] == [] and got["missing"] == [], got
+    assert got["linear"] > 0, got
+    assert got["encoded"] == len(got["again"]) + len(got["spans_differ"]), got
+    assert got["encoded_differ"] == [], got
+    if family == "gpt2":  # every Linear weight is a transposed Conv1D weight
+        assert len(got["spans_differ"]) == got["linear"], got
+    if family in ("cohere", "phi"):  # the checkpoint's layout: every layer from the groups
+        assert got["spans_differ"] == [] and got["again"] == [], got
+    want_moe = ["DF11MoEMethod"] if family == "llama4_text" else []
+    assert got["moe_methods"] == want_moe, got["moe_methods"]
 
 
 @needs_vllm

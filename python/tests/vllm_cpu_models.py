@@ -21,9 +21,10 @@ DF11ModelLoader.load_weights does) and the BF16 model's the checkpoint's tensors
     (those the GPU step would code again);
   - spans_differ: layers whose spans, decoded on the CPU, are not the weight vLLM's loader
     built (the comparison the GPU step makes);
-  - encoded / encoded_differ: the layers of `again`, coded with coded.encode as the GPU step
-    codes them (a tensor-parallel rank's slices), and those whose tensor does not decode back
-    to exactly the weight.
+  - encoded / encoded_differ: the layers of `again` and of `spans_differ`, coded with
+    coded.encode as the GPU step codes them (a tensor-parallel rank's slices, a weight vLLM's
+    loader transposed or permuted), and those whose tensor does not decode back to exactly
+    the weight.
   - moe_layers / moe_methods / moe_meta_before: the fused MoE layers, their methods' class names
     and how many had both experts' weights on the meta device before the load (df11.vllm_moe
     codes them as vLLM's layer-wise loading fills them; here, without a GPU, they keep them).
@@ -282,8 +283,11 @@ def compare(df11_dir, bf16_dir, rank, tp, layerwise):
             if not torch.equal(_bits(got.view(plan.layer.weight.shape)),
                                _bits(plan.layer.weight)):
                 spans_differ.append(plan.prefix)
-    # The layers the GPU step codes again, coded as it codes them.
-    again = {f"{p.prefix}.weight": p.layer.weight.data for p in plans if p.group is None}
+    # The layers the GPU step codes again (those without spans of one group, and those whose
+    # spans decode to other values than the weight vLLM's loader made: a weight it transposed
+    # or permuted), coded as it codes them.
+    again = {f"{p.prefix}.weight": p.layer.weight.data for p in plans
+             if p.group is None or p.prefix in spans_differ}
     encoded_differ = []
     if again:
         with tempfile.TemporaryDirectory() as tmp:

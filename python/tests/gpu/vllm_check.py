@@ -15,6 +15,8 @@
                                                  --tp: tensor_parallel_size (one GPU a rank);
                                                  --lora DIR: the engine serves that adapter
     vllm_check.py make-families WORK FAMILY...   WORK/families/FAMILY/{bf16,official,df11}
+    vllm_check.py make-architectures WORK NAME...
+                                                 WORK/architectures/NAME/{bf16,df11}
     vllm_check.py make-multimodal WORK           WORK/multimodal/{bf16,df11}
     vllm_check.py generate-mm MODEL OUT.json [--eager]
                                                  as generate, for make-multimodal's model:
@@ -42,7 +44,8 @@ the BF16 model, rank 8, on every Linear of its blocks) with WORK/lora-kernels (v
 shrink kernel without its split reduction, for VLLM_TUNED_CONFIG_FOLDER: with that split one
 engine does not repeat its own outputs). vllm_check.sh runs the cases and the comparisons. `make-families` takes, for each family of the interop suite (models.FAMILIES),
 its committed fixture (tests/interop/fixtures/FAMILY: the BF16 model and the official
-encoder's folder of it) and adds df11.compress of that BF16 model. `make-multimodal` writes a
+encoder's folder of it) and adds df11.compress of that BF16 model. `make-architectures`
+does the same for tiny models of models.ARCHITECTURES (`df11 compress` of each). `make-multimodal` writes a
 tiny Gemma 3 with its SigLIP vision tower (models.save_gemma3_vision, named as Google's
 checkpoints name it) with a processor of its own (a word-level tokenizer whose ids are the
 model's image tokens, and Gemma 3's image processor at the tower's 32 x 32 pixels), and
@@ -155,6 +158,25 @@ def make_families(work, families):
         model = AutoModelForCausalLM.from_pretrained(os.path.join(dst, "bf16"),
                                                      dtype=torch.bfloat16)
         df11.compress(model, os.path.join(dst, "df11"), force=True)
+        print("made", dst, sorted(os.listdir(dst)))
+
+
+def make_architectures(work, names):
+    """For each model type of models.ARCHITECTURES in `names` (its first case), the tiny model
+    with random weights in WORK/architectures/NAME/bf16 (positions up to 512, for the requests
+    of `generate`) and `df11 compress` of it in .../df11."""
+    import models
+    for name in names:
+        case = next((c for c in models.ARCHITECTURES if c[0] == name), None)
+        if case is None:
+            sys.exit(f"make-architectures: unknown model type {name!r} (one of "
+                     f"{sorted({c[0] for c in models.ARCHITECTURES})})")
+        dst = os.path.join(work, "architectures", name)
+        shutil.rmtree(dst, ignore_errors=True)
+        model_type, cls, extra = case
+        models.save_architecture(os.path.join(dst, "bf16"),
+                                 (model_type, cls, dict(extra, max_position_embeddings=512)))
+        models.df11_compress(os.path.join(dst, "bf16"), os.path.join(dst, "df11"))
         print("made", dst, sorted(os.listdir(dst)))
 
 
@@ -550,6 +572,9 @@ def main():
     s = sub.add_parser("make-families")
     s.add_argument("work")
     s.add_argument("families", nargs="+")
+    s = sub.add_parser("make-architectures")
+    s.add_argument("work")
+    s.add_argument("names", nargs="+")
     engine_parser("generate-mm")
     s = sub.add_parser("upload")
     s.add_argument("folder")
@@ -572,6 +597,8 @@ def main():
         make(a.work)
     elif a.cmd == "make-families":
         make_families(a.work, a.families)
+    elif a.cmd == "make-architectures":
+        make_architectures(a.work, a.names)
     elif a.cmd == "make-multimodal":
         make_multimodal(a.work)
     elif a.cmd == "generate-mm":

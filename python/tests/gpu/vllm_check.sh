@@ -6,7 +6,7 @@
 #   python/tests/gpu/vllm_check.sh OUT [WORK]     (WORK default /dev/shm/df11-vllm)
 #
 # CASES (default "graph eager official single exec lora serve hub refusals"): which groups of cases
-# run; `make` always. single: the encoder's single-file folder, refused without the model's
+# run; `make` always (unless MAKE=0). single: the encoder's single-file folder, refused without the model's
 # config and served with --hf-config-path. serve: `vllm serve` of the DF11 folder through the
 # OpenAI client (needs vLLM's server packages). hub: the DF11 folder and the official one as Hub
 # ids on a local Hub. exec: the DF11 folder in df11_mode "exec" against BF16 whose Linear layers
@@ -30,6 +30,8 @@
 # "multimodal": a tiny Gemma 3 with its SigLIP vision tower and a processor (vllm_check.py
 # make-multimodal; vLLM's Gemma 3 needs torchvision), its BF16 folder against its DF11 folder with
 # prompts holding images, under CUDA graphs and eager;
+# "architectures": tiny models of more architectures (ARCHS; see that case below), each BF16
+# folder against its DF11 folder;
 # "families": for each family of the interop suite (FAMILIES, default all seven), its fixture's
 # BF16 model against df11's folder of it and against the official encoder's folder of it;
 # FAMILY_ARGS (e.g. "--tp 2", "--eager", "--engine-arg enable_prefix_caching=false") are added
@@ -86,7 +88,8 @@ compare() { $check compare "$work/$1.json" "$work/$2.json" >> "$log" 2>&1 || rc=
   python3 -c "import torch, vllm, df11; print('torch', torch.__version__, '| vllm', vllm.__version__, '| df11', df11.version(), 'cuda' if df11.has_cuda() else 'no cuda')"
 } >> "$log" 2>&1
 
-case_ make make "$work" || { fail_tail make; exit 1; }
+# The make step's models, which every case but families and architectures uses (MAKE=0 skips it).
+[ "${MAKE:-1}" = 0 ] || case_ make make "$work" || { fail_tail make; exit 1; }
 # gen NAME MODEL [FLAGS...]: one engine's outputs in WORK/NAME.json. The engine runs in the
 # generating process, so that which requests of a batch share a step does not depend on when a
 # separate engine process receives them (a step's batch decides the matmuls' shapes, hence their
@@ -281,6 +284,21 @@ if want families; then
       gen "$name" "$work/families/$f/$kind" ${FAMILY_ARGS:-}
       compare "$f-bf16" "$name"
     done
+  done
+fi
+if want architectures; then
+  # ARCHS (default: the generative models of models.ARCHITECTURES that vLLM 0.24 builds): each
+  # tiny model's BF16 folder against its `df11 compress` folder, with ARCH_ARGS (e.g. "--eager")
+  # added to both engines; each pair compared as soon as both ran.
+  archs=${ARCHS:-mixtral olmoe granitemoe qwen3_next nemotron_h llama4_text gpt2 gpt_neox phi starcoder2 cohere falcon_h1}
+  # shellcheck disable=SC2086
+  case_ make-architectures make-architectures "$work" $archs || { fail_tail make-architectures; exit 1; }
+  for a in $archs; do
+    # shellcheck disable=SC2086
+    gen "$a-bf16" "$work/architectures/$a/bf16" ${ARCH_ARGS:-}
+    # shellcheck disable=SC2086
+    gen "$a-df11" "$work/architectures/$a/df11" ${ARCH_ARGS:-}
+    compare "$a-bf16" "$a-df11"
   done
 fi
 if want serve; then
