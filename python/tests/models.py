@@ -195,7 +195,10 @@ ARCHITECTURES = [
     # linear-attention hybrids with MoE (Qwen3-Next, Qwen3.5), Llama 4's MoE
     ("qwen3_next", "Qwen3NextForCausalLM", dict(_LINEAR_ATTENTION, decoder_sparse_step=1)),
     ("qwen3_5_moe_text", "Qwen3_5MoeForCausalLM", _LINEAR_ATTENTION),
-    ("llama4_text", "Llama4ForCausalLM", dict(ARCH_MOE, intermediate_size_mlp=96)),
+    # Llama 4 routes each token to one expert, its router weight applied to the expert's input:
+    # vLLM's CUDA MoE kernels serve that with one expert a token only
+    ("llama4_text", "Llama4ForCausalLM",
+     dict(ARCH_MOE, intermediate_size_mlp=96, num_experts_per_tok=1)),
     # a conversion rule for attention names (".norm." -> ".kv_norm.") that the final norm's
     # name also matches: transformers keeps that name, as df11 must
     ("deepseek_v4", "DeepseekV4ForCausalLM", _ROUTED),
