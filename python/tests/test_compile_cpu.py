@@ -233,3 +233,30 @@ def test_traced_forward_guards_one_key_per_module_and_unit(llama_folders, block_
                  ".unit.reads_key"):
         assert not [line for line in leaves if attr in line], attr
     check_equal(model(input_ids=ids).logits, ref(input_ids=ids).logits)
+
+
+def test_compiled_logits_tool_on_the_cpu(llama_folders, tmp_path):
+    """bench/compiled_logits.py (every step's logits of the static-cache generate, eager and
+    compiled, each model in its own process) on the CPU: the default mode's logits equal
+    BF16's at every step, eager and compiled, and each model's compiled runs equal each other;
+    BF16's compiled logits part from its eager ones (Inductor's fusions), which the tool must
+    see too."""
+    import json
+    import os
+    import subprocess
+    import sys
+    _, bf16_dir, df11_dir = llama_folders
+    tool = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "compiled_logits.py")
+    out = tmp_path / "logits.json"
+    subprocess.run([sys.executable, tool, "--bf16", bf16_dir, "--df11", df11_dir, "--device",
+                    "cpu", "--tokens", "6", "--repeat", "2", "--json", str(out)], check=True)
+    rows = json.loads(out.read_text())["rows"]
+    pair = [r for r in rows if r.get("reference") == "bf16"]
+    assert len(pair) == 1 and pair[0]["variant"] == "decode"
+    assert pair[0]["eager"] == dict(steps=6, differing=0, first=None)
+    assert pair[0]["compiled"] == dict(steps=6, differing=0, first=None)
+    alone = {r["variant"]: r for r in rows if "unstable_runs" in r}
+    assert alone["bf16"]["unstable_runs"] == [] and alone["decode"]["unstable_runs"] == []
+    assert alone["bf16"]["compiled_against_eager"]["differing"] > 0
+    assert (alone["decode"]["compiled_against_eager"] ==
+            alone["bf16"]["compiled_against_eager"])
