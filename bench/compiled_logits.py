@@ -9,9 +9,11 @@ decode step: torch.compile, mode "reduce-overhead", Inductor's CUDA graphs), --t
 from a --prompt-token prompt of random ids (seed 0), every step's logits kept
 (`output_logits=True`). A variant is a model ("bf16", "decode", "exec", "compact"), optionally
 with "+nocudnn": torch's cuDNN attention off (`torch.backends.cuda.enable_cudnn_sdp(False)`), so
-that scaled_dot_product_attention takes another kernel. Each DF11 variant is compared with the
-BF16 variant of the same options: the steps whose logits differ (bit patterns), the first of
-them and the largest difference there, eager and compiled.
+that scaled_dot_product_attention takes another kernel, and optionally with "#TAG" to run the same
+variant again in another process ("bf16#2": is BF16 against itself equal across processes?).
+Each variant is compared with the untagged BF16 variant of the same options: the steps whose
+logits differ (bit patterns), the first of them and the largest difference there, eager and
+compiled.
 
     python bench/compiled_logits.py --bf16 BF16_DIR --df11 DF11_DIR \\
         [--variants bf16,decode,bf16+nocudnn,decode+nocudnn] [--tokens 144] [--prompt 16] \\
@@ -38,7 +40,7 @@ def differing_steps(a: torch.Tensor, b: torch.Tensor) -> list:
 
 
 def worker(args) -> None:
-    model_name, _, option = args.worker.partition("+")
+    model_name, _, option = args.worker.split("#", 1)[0].partition("+")
     if option == "nocudnn":
         torch.backends.cuda.enable_cudnn_sdp(False)
     elif option:
@@ -96,7 +98,7 @@ def main() -> None:
     results, rows = {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for v in variants:
-            out = os.path.join(tmp, v.replace("+", "_") + ".pt")
+            out = os.path.join(tmp, v.replace("+", "_").replace("#", "_") + ".pt")
             subprocess.run([sys.executable, os.path.abspath(__file__), "--bf16", args.bf16,
                             "--df11", args.df11, "--tokens", str(args.tokens), "--prompt",
                             str(args.prompt), "--repeat", str(args.repeat), "--device",
@@ -105,9 +107,9 @@ def main() -> None:
             results[v] = torch.load(out)
             print(f"{v}: compiled runs unlike the last: {results[v]['unstable_runs']}", flush=True)
     for v in variants:
-        model_name, plus, option = v.partition("+")
+        model_name, plus, option = v.split("#", 1)[0].partition("+")
         ref = "bf16" + plus + option
-        if model_name == "bf16" or ref not in results:
+        if v == ref or ref not in results:
             continue
         row = dict(variant=v, reference=ref,
                    eager=compare(results[v]["eager"], results[ref]["eager"]),
