@@ -15,9 +15,19 @@ Each variant is compared with the untagged BF16 variant of the same options: the
 logits differ (bit patterns), the first of them and the largest difference there, eager and
 compiled.
 
+--deterministic compiles every variant in Inductor's deterministic mode
+(TORCHINDUCTOR_DETERMINISTIC=1): Inductor then picks each kernel's block sizes by its
+heuristics instead of timing the candidates on the GPU, which it does by default for an
+RMSNorm's reduction, keeping the fastest in its cache. The reduction kernels that differ
+between the two graphs (those fused with the embedding's gather, which reads the decoded rows
+in DF11's) are timed on their own and may keep other block sizes than BF16's, from run to run,
+and the logits then part by roundings after tens of steps. --fresh-cache gives
+this run an Inductor cache of its own (TORCHINDUCTOR_CACHE_DIR), so that nothing is reused from
+an earlier run; the variants of the run share it.
+
     python bench/compiled_logits.py --bf16 BF16_DIR --df11 DF11_DIR \\
         [--variants bf16,decode,bf16+nocudnn,decode+nocudnn] [--tokens 144] [--prompt 16] \\
-        [--repeat 3] [--device cuda] [--json OUT.json]
+        [--repeat 3] [--device cuda] [--deterministic] [--fresh-cache] [--json OUT.json]
 
 --device cpu runs the same on the CPU (transformers compiles the step there only when told to:
 the CompileConfig's `_compile_all_devices`); "+nocudnn" is a GPU option.
@@ -41,6 +51,8 @@ def differing_steps(a: torch.Tensor, b: torch.Tensor) -> list:
 
 def worker(args) -> None:
     model_name, _, option = args.worker.split("#", 1)[0].partition("+")
+    import torch._inductor.config as inductor_config
+    deterministic = bool(getattr(inductor_config, "deterministic", False))  # as compiled
     if option == "nocudnn":
         torch.backends.cuda.enable_cudnn_sdp(False)
     elif option:
@@ -68,7 +80,8 @@ def worker(args) -> None:
                                                **kw).logits).cpu()
                     for _ in range(args.repeat)]
     unstable = [i for i, c in enumerate(compiled) if differing_steps(c, compiled[-1])]
-    torch.save(dict(eager=eager, compiled=compiled[-1], unstable_runs=unstable), args.worker_out)
+    torch.save(dict(eager=eager, compiled=compiled[-1], unstable_runs=unstable,
+                    deterministic=deterministic), args.worker_out)
 
 
 def compare(a: torch.Tensor, b: torch.Tensor) -> dict:
@@ -88,6 +101,10 @@ def main() -> None:
     p.add_argument("--prompt", type=int, default=16)
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--device", default="cuda", choices=("cuda", "cpu"))
+    p.add_argument("--deterministic", action="store_true",
+                   help="Inductor's deterministic mode (TORCHINDUCTOR_DETERMINISTIC=1)")
+    p.add_argument("--fresh-cache", action="store_true",
+                   help="an Inductor cache of this run's own (TORCHINDUCTOR_CACHE_DIR)")
     p.add_argument("--json", default="")
     p.add_argument("--worker", default="", help=argparse.SUPPRESS)
     p.add_argument("--worker-out", default="", help=argparse.SUPPRESS)
@@ -96,14 +113,19 @@ def main() -> None:
         return worker(args)
     variants = args.variants.split(",")
     results, rows = {}, []
+    env = dict(os.environ)
+    if args.deterministic:
+        env["TORCHINDUCTOR_DETERMINISTIC"] = "1"
     with tempfile.TemporaryDirectory() as tmp:
+        if args.fresh_cache:
+            env["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(tmp, "inductor")
         for v in variants:
             out = os.path.join(tmp, v.replace("+", "_").replace("#", "_") + ".pt")
             subprocess.run([sys.executable, os.path.abspath(__file__), "--bf16", args.bf16,
                             "--df11", args.df11, "--tokens", str(args.tokens), "--prompt",
                             str(args.prompt), "--repeat", str(args.repeat), "--device",
                             args.device, "--worker", v,
-                            "--worker-out", out], check=True)
+                            "--worker-out", out], check=True, env=env)
             results[v] = torch.load(out)
             print(f"{v}: compiled runs unlike the last: {results[v]['unstable_runs']}", flush=True)
     for v in variants:
@@ -119,7 +141,8 @@ def main() -> None:
     for v in variants:
         row = dict(variant=v, compiled_against_eager=compare(results[v]["compiled"],
                                                              results[v]["eager"]),
-                   unstable_runs=results[v]["unstable_runs"])
+                   unstable_runs=results[v]["unstable_runs"],
+                   deterministic=results[v]["deterministic"])
         rows.append(row)
         print(json.dumps(row), flush=True)
     if args.json:
@@ -127,7 +150,8 @@ def main() -> None:
             device = (torch.cuda.get_device_name() if args.device == "cuda" else "cpu")
             json.dump(dict(device=device, torch=torch.__version__,
                            tokens=args.tokens, prompt=args.prompt, repeat=args.repeat,
-                           rows=rows), f, indent=1)
+                           deterministic=env.get("TORCHINDUCTOR_DETERMINISTIC") == "1",
+                           fresh_cache=args.fresh_cache, rows=rows), f, indent=1)
 
 
 if __name__ == "__main__":

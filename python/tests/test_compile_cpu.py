@@ -240,7 +240,8 @@ def test_compiled_logits_tool_on_the_cpu(llama_folders, tmp_path):
     compiled, each model in its own process) on the CPU: the default mode's logits equal
     BF16's at every step, eager and compiled, and each model's compiled runs equal each other;
     BF16's compiled logits part from its eager ones (Inductor's fusions), which the tool must
-    see too."""
+    see too. Compiled in Inductor's deterministic mode (--deterministic: what the workers'
+    environment carries)."""
     import json
     import os
     import subprocess
@@ -249,14 +250,18 @@ def test_compiled_logits_tool_on_the_cpu(llama_folders, tmp_path):
     tool = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "compiled_logits.py")
     out = tmp_path / "logits.json"
     subprocess.run([sys.executable, tool, "--bf16", bf16_dir, "--df11", df11_dir, "--device",
-                    "cpu", "--tokens", "6", "--repeat", "2", "--json", str(out)], check=True)
-    rows = json.loads(out.read_text())["rows"]
+                    "cpu", "--tokens", "6", "--repeat", "2", "--deterministic", "--json",
+                    str(out)], check=True)
+    result = json.loads(out.read_text())
+    assert result["deterministic"] is True
+    rows = result["rows"]
     pair = [r for r in rows if r.get("reference") == "bf16"]
     assert len(pair) == 1 and pair[0]["variant"] == "decode"
     assert pair[0]["eager"] == dict(steps=6, differing=0, first=None)
     assert pair[0]["compiled"] == dict(steps=6, differing=0, first=None)
     alone = {r["variant"]: r for r in rows if "unstable_runs" in r}
     assert alone["bf16"]["unstable_runs"] == [] and alone["decode"]["unstable_runs"] == []
+    assert alone["bf16"]["deterministic"] is True and alone["decode"]["deterministic"] is True
     assert alone["bf16"]["compiled_against_eager"]["differing"] > 0
     assert (alone["decode"]["compiled_against_eager"] ==
             alone["bf16"]["compiled_against_eager"])
