@@ -11,7 +11,11 @@ also reports what torch counted while compiling: CUDA-graph skips (Inductor's
 evaluation time it logged for each (`dynamo_graphs`, `guard_eval_us`), the device memory in
 use after the load and the first generate (cudaMemGetInfo: memory held outside torch's allocator counts too), and
 whether the tokens equal BF16's compiled ones; and where each model's compiled tokens first
-part from its own eager ones (the dynamic cache, nothing compiled), if they do.
+part from its own eager ones (the dynamic cache, nothing compiled), if they do. (The default
+mode's compiled tokens equal compiled BF16's where Inductor keeps the same block sizes for the
+reduction kernels the two graphs do not share, which it chooses by timing them; run with
+TORCHINDUCTOR_DETERMINISTIC=1 for its heuristics' choice, as `bench/compiled_logits.py
+--deterministic` does. The timings here are Inductor's default.)
 
 With --profile, each model's step is also broken down by GPU kernel (torch.profiler, CUPTI:
 the kernels of the CUDA-graph replays included): each kernel's time in a generate of --long new
