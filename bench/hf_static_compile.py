@@ -12,10 +12,11 @@ evaluation time it logged for each (`dynamo_graphs`, `guard_eval_us`), the devic
 use after the load and the first generate (cudaMemGetInfo: memory held outside torch's allocator counts too), and
 whether the tokens equal BF16's compiled ones; and where each model's compiled tokens first
 part from its own eager ones (the dynamic cache, nothing compiled), if they do. (The default
-mode's compiled tokens equal compiled BF16's where Inductor keeps the same block sizes for the
-reduction kernels the two graphs do not share, which it chooses by timing them; run with
-TORCHINDUCTOR_DETERMINISTIC=1 for its heuristics' choice, as `bench/compiled_logits.py
---deterministic` does. The timings here are Inductor's default.)
+mode's compiled tokens equal compiled BF16's where Inductor compiles the same kernels for the
+two graphs. It chooses the block sizes of the reduction kernels the two do not share by timing
+them, unless run with TORCHINDUCTOR_DETERMINISTIC=1, as `bench/compiled_logits.py
+--deterministic` does; even then the tokens of a long generate can vary from one compilation
+to the next. The timings here are Inductor's default.)
 
 With --profile, each model's step is also broken down by GPU kernel (torch.profiler, CUPTI:
 the kernels of the CUDA-graph replays included): each kernel's time in a generate of --long new
