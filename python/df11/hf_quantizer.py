@@ -30,7 +30,7 @@ from typing import Dict, Tuple
 
 import torch
 
-from . import _capi, native
+from . import _capi, loading, native
 from .modules import CodedWeight
 from .vllm_config import is_df11_config, quantization_config
 
@@ -79,7 +79,7 @@ def _classes():
             self.placed = None
 
         def validate_environment(self, device_map=None, **kwargs):
-            native.check_device_map(device_map)
+            loading.check_device_map(device_map)
 
         def update_dtype(self, dtype):
             return native.check_dtype(dtype)

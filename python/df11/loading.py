@@ -36,6 +36,24 @@ def single_device(device) -> torch.device:
     return target
 
 
+AUTO_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
+
+
+def check_device_map(device_map) -> None:
+    """transformers' device_map argument (None, one of accelerate's strategies, one device, or
+    {module prefix: device}), checked before anything is placed: each device must be one df11
+    decodes on (the CPU or a CUDA GPU torch sees); an error names the device and what is
+    wrong, before torch's own error about a missing driver or device."""
+    if device_map is None or (isinstance(device_map, str) and device_map in AUTO_MAPS):
+        return
+    values = device_map.values() if isinstance(device_map, dict) else [device_map]
+    for value in values:
+        if str(value) == "disk":
+            raise ValueError("df11: device_map places modules on 'disk': DF11 weights decode on "
+                             "CUDA GPUs and the CPU")
+        single_device(value)
+
+
 def read_config(path: str) -> dict:
     config_path = os.path.join(path, "config.json")
     if not os.path.exists(config_path):
@@ -142,8 +160,9 @@ def default_device() -> str:
 
 def device_map_lookup(device_map: Dict[str, Union[str, int, torch.device]]):
     """device_of(module_name) for an accelerate device map ({module prefix: device})."""
-    entries = sorted(((k, torch.device(f"cuda:{v}") if isinstance(v, int) else torch.device(v))
-                      for k, v in device_map.items()), key=lambda kv: -len(kv[0]))
+    check_device_map(device_map)
+    entries = sorted(((k, single_device(v)) for k, v in device_map.items()),
+                     key=lambda kv: -len(kv[0]))
 
     def device_of(name: str) -> torch.device:
         for prefix, dev in entries:

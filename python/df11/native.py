@@ -31,7 +31,6 @@ from .modules import list_weights
 
 _PART_NAMES = ("luts", "encoded_exponent", "sign_mantissa", "output_positions", "gaps",
                "split_positions")
-_AUTO_MAPS = ("auto", "balanced", "balanced_low_0", "sequential")
 
 
 def check_dtype(dtype) -> torch.dtype:
@@ -41,13 +40,6 @@ def check_dtype(dtype) -> torch.dtype:
     raise ValueError(f"df11: dtype={dtype} (given, or the config's dtype where dtype is 'auto', "
                      "transformers' default): DF11 weights decode to bfloat16 exactly; load "
                      "with dtype=torch.bfloat16")
-
-
-def check_device_map(device_map) -> None:
-    values = device_map.values() if isinstance(device_map, dict) else [device_map]
-    if any(str(v) == "disk" for v in values):
-        raise ValueError("df11: device_map places modules on 'disk': DF11 weights decode on "
-                         "CUDA GPUs and the CPU")
 
 
 def folder_of(checkpoint_files) -> str:
@@ -75,7 +67,7 @@ def _device_of(model, folder: _capi.Model, device_map):
         return lambda name: torch.device("cpu")
     if isinstance(device_map, dict):
         return loading.placement(model, folder, None, device_map, None)
-    if device_map in _AUTO_MAPS:
+    if device_map in loading.AUTO_MAPS:
         return loading.placement(model, folder, None, "auto", None)
     target = loading.single_device(device_map)
     return lambda name: target
@@ -236,5 +228,5 @@ def finish(model, eng) -> None:
 
 def placed_map(device_map) -> Optional[dict]:
     """The dict transformers is given as its device map, filled by load()."""
-    check_device_map(device_map)
+    loading.check_device_map(device_map)
     return {}

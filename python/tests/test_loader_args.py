@@ -51,7 +51,8 @@ def test_a_dtype_other_than_bfloat16_is_refused(llama):
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without a GPU")
 @pytest.mark.parametrize("kwargs", [dict(device="cuda"), dict(device="cuda:1"),
-                                    dict(device_map=0), dict(device_map="cuda")])
+                                    dict(device_map=0), dict(device_map="cuda"),
+                                    dict(device_map={"": 0}), dict(device_map={"": "cuda:0"})])
 def test_cuda_without_a_gpu_says_so(llama, kwargs):
     _, _, df11_dir = llama
     with pytest.raises(RuntimeError) as e:
@@ -63,6 +64,15 @@ def test_an_unknown_device_is_refused(llama):
     _, _, df11_dir = llama
     with pytest.raises(ValueError, match="not a device torch knows"):
         df11.from_pretrained(df11_dir, device="tpu:0")
+
+
+@pytest.mark.parametrize("device_map,message", [({"": "disk"}, "'disk'"),
+                                                ({"": "meta"}, "df11 decodes on CUDA GPUs"),
+                                                ({"": "tpu:0"}, "not a device torch knows")])
+def test_a_device_map_to_other_devices_is_refused(llama, device_map, message):
+    _, _, df11_dir = llama
+    with pytest.raises(ValueError, match=message):
+        df11.from_pretrained(df11_dir, device_map=device_map)
 
 
 @pytest.mark.parametrize("text", [b"{not json", b"[1, 2]", b"\xff\xfe"])

@@ -296,6 +296,19 @@ def test_disk_offload_is_refused(work):
         AutoModelForCausalLM.from_pretrained(df11_dir, device_map={"": "disk"})
 
 
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the error without a GPU")
+@pytest.mark.parametrize("device_map", ["cuda", 0, {"": 0}, {"": "cuda:0"},
+                                        {"model": "cpu", "lm_head": "cuda:0"}])
+def test_cuda_without_a_gpu_says_so(work, device_map):
+    """transformers' own from_pretrained with a GPU in the device map on a machine without
+    one: df11's error, naming the device, before torch's about a missing driver."""
+    from transformers import AutoModelForCausalLM
+    _, df11_dir = models.llm_folders(work, "llama")
+    with pytest.raises(RuntimeError, match="df11: device 'cuda:0' was asked for, but torch sees "
+                                           "no CUDA GPU"):
+        AutoModelForCausalLM.from_pretrained(df11_dir, device_map=device_map)
+
+
 def test_unmatched_coded_weights_name_the_folder(work, tmp_path):
     """A folder whose groups code weights the model does not have is refused, naming it."""
     from transformers import AutoModelForCausalLM
