@@ -277,12 +277,15 @@ def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str
            cpu_offload: bool = False, cpu_offload_blocks: Optional[int] = None,
            pin_memory: bool = True, mode: str = "decode",
            resident_groups: Optional[List[str]] = None,
-           stored_checks: Optional[StoredChecks] = None) -> Df11Engine:
+           stored_checks: Optional[StoredChecks] = None,
+           new_parameters: Optional[Callable[[str], bool]] = None) -> Df11Engine:
     """Loads the folder into `model` (see the module docstring). `device_of(module_name)` says
     where a module runs. Raises Df11Error (naming the file and group) on any mismatch or a
     group that fails validation; then nothing the load made stays allocated on the GPU.
     stored_checks: the folder's stored checksums, already being checked (started_checks),
-    for a load on a GPU; attach waits for them (or stops them, if nothing runs on a GPU)."""
+    for a load on a GPU; attach waits for them (or stops them, if nothing runs on a GPU).
+    new_parameters(name): whether a parameter the folder does not hold is one the caller
+    initializes (a head the folder's model does not have); any other is an error."""
     if mode not in MODES:
         raise ValueError(f"df11: unknown mode {mode!r} (known: {', '.join(MODES)})")
     layout = exec_mode.LAYOUTS.get(mode)
@@ -294,7 +297,7 @@ def attach(model: torch.nn.Module, folder: _capi.Model, device_of: Callable[[str
     engine.stored_checks = stored_checks  # waited for (or stopped) on every path
     try:
         _attach(engine, model, folder, device_of, cpu_offload, cpu_offload_blocks, pin_memory,
-                mode, resident_groups or [])
+                mode, resident_groups or [], new_parameters or (lambda name: False))
         _list_views(engine)
     except Df11Error as e:
         _release(engine, model)
@@ -361,7 +364,7 @@ def _release(engine: Df11Engine, model: torch.nn.Module) -> None:
 
 
 def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, device_of,
-            cpu_offload, cpu_offload_blocks, pin_memory, mode, resident_groups):
+            cpu_offload, cpu_offload_blocks, pin_memory, mode, resident_groups, new_parameters):
     names = [folder.tensor_name(t) for t in range(folder.tensor_count())]
     for g in range(folder.group_count()):  # aliases; a group's name prefixes its stored tensors
         names += [a for a in (folder.group_alias_name(g), folder.group_name(g)) if a]
@@ -473,7 +476,7 @@ def _attach(engine: Df11Engine, model: torch.nn.Module, folder: _capi.Model, dev
     if rows_group is not None:
         provided.add(f"{emb_name}.weight")
     missing = [n for n, p in model.named_parameters()
-               if p.device.type == "meta" and n not in provided]
+               if p.device.type == "meta" and n not in provided and not new_parameters(n)]
     if missing:
         shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5
                                           else "")

@@ -182,6 +182,21 @@ def _stored_keys_expected(model, eng) -> None:
     model._keys_to_ignore_on_load_unexpected = ignored
 
 
+def _new_head(model, path: str):
+    """new_parameters(name) for engine.attach: the parameters transformers initializes anew,
+    as it does from the BF16 checkpoint, where a class with another head than the folder's
+    model loads the folder (AutoModelForSequenceClassification on a causal LM's folder:
+    `score`). Those are the parameters outside the base model, where config.json names
+    architectures and the model's class is not one of them; a parameter of the folder's own
+    model that the folder lacks stays an error."""
+    architectures = loading.read_config(path).get("architectures") or []
+    prefix = getattr(model, "base_model_prefix", "")
+    if (not architectures or type(model).__name__ in architectures or not prefix
+            or getattr(model, prefix, None) is None):
+        return lambda name: False
+    return lambda name: not name.startswith(prefix + ".")
+
+
 def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"):
     """Loads the folder of `checkpoint_files` into transformers' meta-device `model` (before
     transformers reads any weight) and fills `placed`, the device map transformers will use,
@@ -193,7 +208,8 @@ def load(model, checkpoint_files, device_map, placed: dict, mode: str = "decode"
         # transformers builds the model under a meta-device default; df11's host buffers are
         # CPU tensors.
         with torch.device("cpu"):
-            eng = engine.attach(model, folder, device_of, mode=mode)
+            eng = engine.attach(model, folder, device_of, mode=mode,
+                                new_parameters=_new_head(model, path))
     except BaseException:
         folder.close()
         raise

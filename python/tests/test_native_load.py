@@ -34,6 +34,20 @@ def assert_logits_equal(model, ref):
     assert torch.equal(a, b), f"max |diff| {(a.float() - b.float()).abs().max().item()}"
 
 
+def copy_with_config(df11_dir, bad, drop=(), **changes):
+    """A copy of the folder at `bad` whose config.json has `changes` set and `drop` removed."""
+    shutil.copytree(df11_dir, bad)
+    path = os.path.join(bad, "config.json")
+    with open(path) as f:
+        config = json.load(f)
+    config.update(changes)
+    for key in drop:
+        config.pop(key, None)
+    with open(path, "w") as f:
+        json.dump(config, f)
+    return bad
+
+
 @pytest.mark.parametrize("family", models.FAMILIES)
 def test_auto_model_loads_df11_folders(work, family):
     from transformers import AutoModelForCausalLM
@@ -276,15 +290,8 @@ def test_a_dtype_other_than_bfloat16_is_refused(work):
     with pytest.raises(ValueError, match="DF11 weights decode to bfloat16"):
         AutoModelForCausalLM.from_pretrained(df11_dir, dtype=torch.float32)
     # transformers' default dtype 'auto' takes the config's: the message says so.
-    bad = os.path.join(work, "float32-config")
-    shutil.copytree(df11_dir, bad)
-    path = os.path.join(bad, "config.json")
-    with open(path) as f:
-        config = json.load(f)
-    config["dtype"] = "float32"
-    config.pop("torch_dtype", None)
-    with open(path, "w") as f:
-        json.dump(config, f)
+    bad = copy_with_config(df11_dir, os.path.join(work, "float32-config"), drop=("torch_dtype",),
+                           dtype="float32")
     with pytest.raises(ValueError, match="the config's dtype"):
         AutoModelForCausalLM.from_pretrained(bad)
 
@@ -313,17 +320,76 @@ def test_unmatched_coded_weights_name_the_folder(work, tmp_path):
     """A folder whose groups code weights the model does not have is refused, naming it."""
     from transformers import AutoModelForCausalLM
     _, df11_dir = models.llm_folders(work, "llama")
-    bad = str(tmp_path / "bad")
-    shutil.copytree(df11_dir, bad)
-    path = os.path.join(bad, "config.json")
-    with open(path) as f:
-        config = json.load(f)
-    config["num_hidden_layers"] = 3  # a block the folder has no weights for
-    with open(path, "w") as f:
-        json.dump(config, f)
+    # a block the folder has no weights for
+    bad = copy_with_config(df11_dir, str(tmp_path / "bad"), num_hidden_layers=3)
     with pytest.raises(df11.Df11Error) as e:
         AutoModelForCausalLM.from_pretrained(bad)
     assert bad in str(e.value) and "model.layers.2" in str(e.value)
+
+
+def _sequence_classifiers(df11_dir, bf16_dir):
+    from transformers import AutoModelForSequenceClassification
+    model = AutoModelForSequenceClassification.from_pretrained(df11_dir, num_labels=3,
+                                                               pad_token_id=0)
+    ref = AutoModelForSequenceClassification.from_pretrained(bf16_dir, num_labels=3,
+                                                             pad_token_id=0, dtype=torch.bfloat16)
+    return model, ref
+
+
+def test_a_new_head_is_initialized_as_from_bf16(work, tmp_path):
+    """AutoModelForSequenceClassification on a causal LM's folder: transformers initializes the
+    head the folder's model lacks (`score`), as from the BF16 checkpoint; with the BF16 model's
+    head weights the logits are BF16's, and save_pretrained round trips."""
+    from transformers import AutoModelForSequenceClassification
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
+    model, ref = _sequence_classifiers(df11_dir, bf16_dir)
+    assert model.score.weight.device.type == "cpu" and model.score.weight.dtype == torch.bfloat16
+    with torch.no_grad():
+        model.score.weight.copy_(ref.score.weight)
+    ids = models.llm_inputs(ref.config.vocab_size, 2)
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=ids).logits, ref(input_ids=ids).logits)
+    out = str(tmp_path / "classifier")
+    model.save_pretrained(out)
+    again = AutoModelForSequenceClassification.from_pretrained(out)
+    with torch.no_grad():
+        assert torch.equal(again(input_ids=ids).logits, ref(input_ids=ids).logits)
+
+
+def test_lora_on_a_new_head_trains_as_bf16(work):
+    """PEFT's sequence classification (LoRA on q/v, the new head trained) over the DF11 base:
+    loss and every trained parameter's gradient equal the BF16 model's."""
+    from peft import LoraConfig, get_peft_model
+    bf16_dir, df11_dir = models.llm_folders(work, "llama")
+    model, ref = _sequence_classifiers(df11_dir, bf16_dir)
+
+    def lora():
+        return LoraConfig(r=4, target_modules=["q_proj", "v_proj"], task_type="SEQ_CLS",
+                          init_lora_weights=False)
+    model, ref = get_peft_model(model, lora()), get_peft_model(ref, lora())
+    trained = {k: v for k, v in model.state_dict().items() if "lora_" in k or "score" in k}
+    assert not ref.load_state_dict(trained, strict=False).unexpected_keys
+    ids, labels = models.llm_inputs(ref.config.vocab_size, 1), torch.tensor([1])
+    a, b = model(input_ids=ids, labels=labels).loss, ref(input_ids=ids, labels=labels).loss
+    a.backward()
+    b.backward()
+    assert torch.equal(a, b)
+    grads = {k: p.grad for k, p in model.named_parameters() if p.requires_grad}
+    ref_grads = {k: p.grad for k, p in ref.named_parameters() if p.requires_grad}
+    assert grads.keys() == ref_grads.keys() and any("score" in k for k in grads)
+    assert all(torch.equal(grads[k], ref_grads[k]) for k in grads)
+
+
+def test_the_folders_own_class_lacking_a_weight_is_refused(work, tmp_path):
+    """Where config.json names the class being loaded, a parameter the folder lacks is an
+    error naming it, not a newly initialized head."""
+    from transformers import AutoModelForSequenceClassification
+    _, df11_dir = models.llm_folders(work, "llama")
+    bad = copy_with_config(df11_dir, str(tmp_path / "bad"),
+                           architectures=["LlamaForSequenceClassification"])
+    with pytest.raises(df11.Df11Error, match="score.weight") as e:
+        AutoModelForSequenceClassification.from_pretrained(bad, num_labels=3)
+    assert bad in str(e.value)
 
 
 def test_save_pretrained_round_trip(work, tmp_path):
