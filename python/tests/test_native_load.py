@@ -336,12 +336,16 @@ def _sequence_classifiers(df11_dir, bf16_dir):
     return model, ref
 
 
-def test_a_new_head_is_initialized_as_from_bf16(work, tmp_path):
-    """AutoModelForSequenceClassification on a causal LM's folder: transformers initializes the
-    head the folder's model lacks (`score`), as from the BF16 checkpoint; with the BF16 model's
-    head weights the logits are BF16's, and save_pretrained round trips."""
+@pytest.mark.parametrize("kind", ["df11", "official"])
+def test_a_new_head_is_initialized_as_from_bf16(work, tmp_path, kind):
+    """AutoModelForSequenceClassification on a causal LM's folder (df11's, or the dfloat11
+    tools'): transformers initializes the head the folder's model lacks (`score`), as from the
+    BF16 checkpoint; with the BF16 model's head weights the logits are BF16's, and
+    save_pretrained round trips."""
     from transformers import AutoModelForSequenceClassification
     bf16_dir, df11_dir = models.llm_folders(work, "llama")
+    if kind == "official":  # the dfloat11 encoder's folder of the fixture's BF16 model
+        bf16_dir, df11_dir = (os.path.join(models.FIXTURES, "llama", k) for k in ("bf16", kind))
     model, ref = _sequence_classifiers(df11_dir, bf16_dir)
     assert model.score.weight.device.type == "cpu" and model.score.weight.dtype == torch.bfloat16
     with torch.no_grad():

@@ -51,3 +51,24 @@ def test_state_dict_and_save_on_cuda(tmp_path):
         want = ref(input_ids=ids).logits
         assert torch.equal(model(input_ids=ids).logits, want)
         assert torch.equal(again(input_ids=ids).logits, want)
+
+
+def test_a_new_head_on_cuda(tmp_path):
+    """AutoModelForSequenceClassification on a causal LM's folder, on CUDA: transformers
+    initializes the head the folder lacks (`score`) on the GPU, as from the BF16 checkpoint;
+    with BF16's head weights the logits are BF16's, for df11's folder and the official one."""
+    from transformers import AutoModelForSequenceClassification
+    fixture = os.path.join(models.FIXTURES, "llama")
+    ref = AutoModelForSequenceClassification.from_pretrained(
+        os.path.join(fixture, "bf16"), num_labels=3, pad_token_id=0, dtype=torch.bfloat16,
+        device_map="cuda")
+    ids = models.llm_inputs(ref.config.vocab_size, 2).cuda()
+    df11_dir = str(tmp_path / "df11")
+    models.df11_compress(os.path.join(fixture, "bf16"), df11_dir)
+    for folder in (df11_dir, os.path.join(fixture, "official")):
+        model = AutoModelForSequenceClassification.from_pretrained(
+            folder, num_labels=3, pad_token_id=0, device_map="cuda")
+        assert model.score.weight.device.type == "cuda"
+        with torch.no_grad():
+            model.score.weight.copy_(ref.score.weight)
+            assert torch.equal(model(input_ids=ids).logits, ref(input_ids=ids).logits), folder
