@@ -81,9 +81,24 @@ def _port():
     return port
 
 
+def _vllm_config(model_config, load_config, tp=1):
+    """The VllmConfig of a CPU build: vLLM's custom ops off (they would call its CPU kernels,
+    which a CUDA build of vLLM lacks: the models' torch implementations instead; nothing runs
+    here, but some bind at build time), and prefix caching off: on a CPU with AMX tiles vLLM's
+    CPU platform turns it off for models with linear attention (Qwen3-Next) after the Mamba
+    block size was set for it, and its own config check then refuses the pair; off from the
+    start, every host builds the same config (nothing here caches a prefix)."""
+    from vllm.config import (CacheConfig, CompilationConfig, DeviceConfig, ParallelConfig,
+                             VllmConfig)
+    return VllmConfig(model_config=model_config, device_config=DeviceConfig("cpu"),
+                      load_config=load_config,
+                      parallel_config=ParallelConfig(tensor_parallel_size=tp),
+                      cache_config=CacheConfig(enable_prefix_caching=False),
+                      compilation_config=CompilationConfig(custom_ops=["none"]))
+
+
 def _build(folder, tp=1, layerwise=False):
-    from vllm.config import (CompilationConfig, DeviceConfig, LoadConfig, ParallelConfig,
-                             VllmConfig, set_current_vllm_config)
+    from vllm.config import LoadConfig, set_current_vllm_config
     from vllm.distributed import (destroy_model_parallel, initialize_model_parallel,
                                   model_parallel_is_initialized)
     from vllm.engine.arg_utils import EngineArgs
@@ -93,12 +108,7 @@ def _build(folder, tp=1, layerwise=False):
     args = EngineArgs(model=folder, skip_tokenizer_init=True, dtype="bfloat16",
                       tensor_parallel_size=tp)
     model_config = args.create_model_config()
-    # vLLM's custom ops would call its CPU kernels, which a CUDA build of vLLM lacks: the
-    # models' torch implementations instead (nothing runs here, but some bind at build time).
-    config = VllmConfig(model_config=model_config, device_config=DeviceConfig("cpu"),
-                        load_config=LoadConfig(), parallel_config=ParallelConfig(
-                            tensor_parallel_size=tp),
-                        compilation_config=CompilationConfig(custom_ops=["none"]))
+    config = _vllm_config(model_config, LoadConfig(), tp)
     if layerwise:
         config.quant_config.layerwise = True  # as DF11ModelLoader.load_model sets it
     with set_current_vllm_config(config):
@@ -333,8 +343,7 @@ def refusals(bf16_dir, df11_dir):
     that loader's load_model, the model built on the CPU. One JSON line per case: "quantization"
     and "loader" (the classes vLLM chose), and "refused" (the exception's class and message)
     or "loaded": true."""
-    from vllm.config import (CompilationConfig, DeviceConfig, LoadConfig, ParallelConfig,
-                             VllmConfig, set_current_vllm_config)
+    from vllm.config import LoadConfig, set_current_vllm_config
     from vllm.distributed import (destroy_model_parallel, initialize_model_parallel,
                                   model_parallel_is_initialized)
     from vllm.engine.arg_utils import EngineArgs
@@ -349,10 +358,7 @@ def refusals(bf16_dir, df11_dir):
             model_config = EngineArgs(model=folders[which], skip_tokenizer_init=True,
                                       dtype="bfloat16", quantization=quantization,
                                       load_format=load_format).create_model_config()
-            config = VllmConfig(model_config=model_config, device_config=DeviceConfig("cpu"),
-                                load_config=LoadConfig(load_format=load_format),
-                                parallel_config=ParallelConfig(),
-                                compilation_config=CompilationConfig(custom_ops=["none"]))
+            config = _vllm_config(model_config, LoadConfig(load_format=load_format))
             got["quantization"] = type(config.quant_config).__name__
             loader = get_model_loader(config.load_config)
             got["loader"] = type(loader).__name__
