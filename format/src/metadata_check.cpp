@@ -31,11 +31,22 @@ Result<GroupTensors> check_group_against_header(const GroupMeta& group,
   return g;
 }
 
+bool is_guard_tensor(const TensorInfo& t) {
+  return t.dtype == Dtype::kU8 && t.shape.size() == 1 && t.shape[0] == 0;
+}
+
+const MemberMeta* guarded_member(const GroupMeta& group) {
+  for (const MemberMeta& m : group.members) {
+    if (m.alias_of.empty()) return &m;
+  }
+  return nullptr;
+}
+
 Result<std::vector<GroupTensors>> check_metadata_against_header(const Df11Metadata& metadata,
                                                                 const SafetensorsHeader& header) {
   std::vector<GroupTensors> groups;
   groups.reserve(metadata.groups.size());
-  // C3: every header tensor has exactly one owner: a group or the raw list.
+  // C3: every header tensor has exactly one owner: a group, the raw list, or a group's guard.
   std::unordered_map<std::string_view, std::string_view> owner;  // tensor -> group name
   owner.reserve(header.tensors.size());
   for (const GroupMeta& gm : metadata.groups) {
@@ -59,12 +70,25 @@ Result<std::vector<GroupTensors>> check_metadata_against_header(const Df11Metada
                         quote_name(it->second));
     }
   }
+  // spec 6.5: a tensor under the name of a group's guarded member is that group's guard.
+  for (size_t i = 0; i < metadata.groups.size(); ++i) {
+    const MemberMeta* m = guarded_member(metadata.groups[i]);
+    const TensorInfo* t = m == nullptr ? nullptr : header.find(m->name);
+    if (t == nullptr) continue;
+    if (!is_guard_tensor(*t) || !owner.emplace(t->name, metadata.groups[i].name).second) {
+      return Status(ErrorCode::kBadMetadata, header.file_name + ": tensor " + quote_name(t->name) +
+                                                 " has the name of a member of group " +
+                                                 quote_name(metadata.groups[i].name) +
+                                                 " but is not its guard (U8, shape [0])");
+    }
+    groups[i].guard = t;
+  }
   for (const TensorInfo& t : header.tensors) {
     if (owner.find(t.name) == owner.end()) {
       return Status(ErrorCode::kBadMetadata,
                     header.file_name + ": tensor " + quote_name(t.name) +
-                        " is neither a stored tensor of a group in the df11 metadata nor listed "
-                        "in its 'tensors'");
+                        " is neither a stored tensor of a group in the df11 metadata, nor listed "
+                        "in its 'tensors', nor a group's guard");
     }
   }
   return groups;

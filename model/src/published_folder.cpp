@@ -8,6 +8,7 @@
 
 #include "df11/group_tensors.h"
 #include "df11/loader_check.h"
+#include "df11/metadata.h"
 #include "df11/model_config.h"
 
 namespace df11::app {
@@ -39,8 +40,24 @@ Result<PublishedGroups> find_published_groups(const std::vector<const Safetensor
                                               const std::string& where) {
   PublishedGroups result;
   DF11_ASSIGN_OR_RETURN(result.groups, enumerate_folder_groups(headers, where));
+  std::unordered_set<std::string_view> names;
   for (const FolderGroup& found : result.groups) {
     for (const TensorInfo* t : found.tensors.all()) result.stored.insert(t);
+    names.insert(found.tensors.name);
+  }
+  // spec 7.8: a guard lies under a member's name, "P.weight" or "P.<module>.weight".
+  for (const SafetensorsHeader* header : headers) {
+    for (const TensorInfo& t : header->tensors) {
+      if (!is_guard_tensor(t)) continue;
+      const std::string_view name = t.name;
+      for (size_t dot = name.find('.'); dot != std::string_view::npos;
+           dot = name.find('.', dot + 1)) {
+        if (names.contains(name.substr(0, dot))) {
+          result.stored.insert(&t);
+          break;
+        }
+      }
+    }
   }
   return result;
 }

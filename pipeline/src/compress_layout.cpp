@@ -127,6 +127,10 @@ Result<FinalizedLayout> lay_out_shard(const CheckpointSource& source, const Comp
                                              group_tensor_shape(t.id, bytes), bytes));
     }
   }
+  // spec 6.5: each group's guard, after every other tensor (no item's position moves; no bytes).
+  for (const std::string& name : guard_names(out)) {
+    DF11_RETURN_IF_ERROR(layout.add_tensor(name, Dtype::kU8, {0}, 0));
+  }
   const SafetensorsHeader& original = source.header(out.shard);
   MetadataEntries entries = original.metadata;
   for (const auto& [key, value] : entries) {
@@ -165,7 +169,18 @@ ShardContents shard_contents(const CheckpointSource& source, const CompressPlan&
     }
     for (uint64_t bytes : stored_sizes(group.plan)) contents.tensor_bytes += bytes;
   }
+  for (std::string& name : guard_names(out)) contents.tensor_names.push_back(std::move(name));
   return contents;
+}
+
+std::vector<std::string> guard_names(const ShardOut& out) {
+  std::vector<std::string> names;
+  for (const ShardItem& item : out.items) {
+    if (!item.is_group) continue;
+    const MemberMeta* m = guarded_member(out.metadata.groups[item.meta_index]);
+    if (m != nullptr) names.push_back(m->name);
+  }
+  return names;
 }
 
 }  // namespace df11::app

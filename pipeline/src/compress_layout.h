@@ -48,9 +48,12 @@ std::vector<ShardOut> assign_shards(const CheckpointSource& source, const Compre
 Result<FinalizedLayout> lay_out_shard(const CheckpointSource& source, const CompressPlan& plan,
                                       const ShardOut& out);
 
+// The names of the shard's guards (spec 6.5): for each group, its first member without alias_of.
+std::vector<std::string> guard_names(const ShardOut& out);
+
 // What a shard will hold, known from the plan before anything is written: its tensors' names
-// (each group's six, each raw tensor) and their total bytes. The index needs them, and the
-// index is written (and recorded in the first shard's folder_files) before any shard.
+// (each group's six, each raw tensor, each guard) and their total bytes. The index needs them, and
+// the index is written (and recorded in the first shard's folder_files) before any shard.
 struct ShardContents {
   std::vector<std::string> tensor_names;
   uint64_t tensor_bytes = 0;

@@ -132,6 +132,7 @@ Status describe_shard(const SafetensorsHeader& header, size_t s, const std::stri
   for (size_t gi = 0; gi < groups.size(); ++gi) {
     const GroupTensors& gt = groups[gi].tensors;
     for (const TensorInfo* t : gt.all()) stored.insert(t);
+    if (gt.guard != nullptr) stored.insert(gt.guard);  // spec 6.5: no data, not a raw tensor
     GroupReport g;
     g.name = gt.name;
     g.file = file;

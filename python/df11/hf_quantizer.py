@@ -244,11 +244,17 @@ def _stored(folder: _capi.Model, g: int, part: int, name: str) -> torch.Tensor:
 
 
 def coded_tensors(folder: _capi.Model) -> Tuple[Dict[str, torch.Tensor], set]:
-    """Every coded group's stored tensors by name, and the names of the tensors they code."""
+    """Every coded group's stored tensors by name, each group's guard (spec/DF11.md 6.5: an
+    empty U8 tensor under its first member's name, which makes a loader without df11 refuse
+    the folder rather than fill that weight at random), and the names of the tensors they
+    code."""
     out, coded = {}, set()
     for g in range(folder.group_count()):
         group = folder.group_name(g)
-        for t in folder.group_members(g):
+        members = folder.group_members(g)
+        if members:
+            out[folder.tensor_name(members[0])] = torch.empty(0, dtype=torch.uint8)
+        for t in members:
             coded.add(folder.tensor_name(t))
         alias = folder.group_alias_name(g)
         if alias is not None:
@@ -341,7 +347,11 @@ def state_dict(model, engine) -> Dict[str, torch.Tensor]:
     coded_parts, coded = coded_tensors(engine.folder)
     if engine.renames:  # the model's names: transformers' save renames them back (_saved_names)
         coded = {engine.model_name(n) for n in coded}
-        coded_parts = {_model_part_name(engine, k): v for k, v in coded_parts.items()}
+        parts = dict(_PARTS)
+        coded_parts = {(_model_part_name(engine, k) if k.rpartition(".")[2] in parts
+                        else engine.model_name(k)): v  # a guard: a member's name
+                       for k, v in coded_parts.items()}
+        coded_parts.pop(None, None)  # a guard of a member the model does not name
         _saved_pattern_dict(model, engine, coded_parts)
     # The coded weights that are not parameters are listed as CodedWeight placeholders (a
     # fused experts' weight under a name of its own, not the folder's): the groups hold them.

@@ -169,7 +169,9 @@ def _raw_transformers_skips(model, eng, checkpoint_files) -> list:
 
 def _stored_keys_expected(model, eng) -> None:
     """The groups' stored tensors are read by df11, not by transformers: not unexpected (under
-    the names transformers gives them: a base model's without its prefix)."""
+    the names transformers gives them: a base model's without its prefix). Nor are the groups'
+    guards, the empty tensors under a member's name (spec/DF11.md 6.5) that make a loader
+    without df11 refuse the folder: the weights they name are df11's, not parameters, here."""
     folder = eng.folder
     parts = "|".join(_PART_NAMES)
     names = [folder.group_name(g) for g in range(folder.group_count())]
@@ -177,8 +179,13 @@ def _stored_keys_expected(model, eng) -> None:
                       if n is not None)
     if not groups:
         return
+    members = [folder.tensor_name(t) for g in range(folder.group_count())
+               for t in folder.group_members(g)]
+    guards = "|".join(re.escape(n) for n in members + [eng.model_name(n) for n in members]
+                      if n is not None)
     ignored = set(getattr(model, "_keys_to_ignore_on_load_unexpected", None) or [])
     ignored.add(rf"^(?:{groups})\.(?:{parts})$")
+    ignored.add(rf"^(?:{guards})$")
     model._keys_to_ignore_on_load_unexpected = ignored
 
 

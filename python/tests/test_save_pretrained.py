@@ -30,11 +30,16 @@ def test_save_pretrained_round_trip(tmp_path, family):
     for key, value in source.items():  # every stored tensor of the source, byte for byte
         if key in saved:
             assert torch.equal(saved[key].view(torch.uint8), value.view(torch.uint8)), key
-    # Nothing the groups code is written again in BF16.
+    # Nothing the groups code is written again in BF16: a member's name holds at most its
+    # group's guard (spec/DF11.md 6.5), an empty U8 tensor, one per group, as in the source.
     folder = model.df11.folder
     members = {folder.tensor_name(t) for g in range(folder.group_count())
                for t in folder.group_members(g)}
-    assert not members & set(saved)
+    guards = members & set(saved)
+    assert all(saved[k].dtype == torch.uint8 and saved[k].shape == (0,) for k in guards), guards
+    assert guards == members & set(source)
+    assert len(guards) == sum(1 for g in range(folder.group_count())
+                              if folder.group_members(g))  # a tied head's alias group: none
 
 
 def test_official_folder_saves_too(tmp_path):

@@ -244,6 +244,47 @@ TEST(GroupTensors, MetadataAgainstHeader) {
                 "tensor 'h.", "is neither");
 }
 
+// spec 6.5: a group's guard is a U8 [0] tensor under its first member's name that is no alias;
+// a tensor of another member's name, or of the guard's name with data, is refused.
+TEST(GroupTensors, GuardsAgainstHeader) {
+  {
+    GroupFile f;
+    f.tensors()["g.m0"] = {Dtype::kU8, {0}, 0};
+    Result<SafetensorsHeader> h = f.parse();
+    ASSERT_TRUE(h.is_ok());
+    Result<std::vector<GroupTensors>> groups = check_metadata_against_header(metadata(), *h);
+    ASSERT_TRUE(groups.is_ok()) << groups.status().to_string();
+    ASSERT_NE((*groups)[0].guard, nullptr);
+    EXPECT_EQ((*groups)[0].guard->name, "g.m0");
+    EXPECT_EQ((*groups)[1].guard, nullptr);  // the shard has none for "h": still valid
+    Df11Metadata m = metadata();
+    m.groups[0].members[0].alias_of = "norm";  // an alias takes no guard: the next member does
+    EXPECT_STATUS(check_metadata_against_header(m, *h).status(), ErrorCode::kBadMetadata,
+                  "tensor 'g.m0' is neither");
+    EXPECT_EQ(guarded_member(m.groups[0])->name, "g.m1");
+  }
+  const std::pair<std::string, Fake> bad[] = {
+      {"g.m0", {Dtype::kU8, {1}, 0}},
+      {"g.m0", {Dtype::kBF16, {0}, 0}},
+      {"g.m0", {Dtype::kU8, {0, 0}, 0}},
+  };
+  for (const auto& [name, fake] : bad) {
+    GroupFile f;
+    f.tensors()[name] = fake;
+    Result<SafetensorsHeader> h = f.parse();
+    ASSERT_TRUE(h.is_ok());
+    EXPECT_STATUS(check_metadata_against_header(metadata(), *h).status(), ErrorCode::kBadMetadata,
+                  kFile.c_str(), "'g.m0' has the name of a member of group 'g'",
+                  "not its guard (U8, shape [0])");
+  }
+  GroupFile f;
+  f.tensors()["g.m1"] = {Dtype::kU8, {0}, 0};
+  Result<SafetensorsHeader> h = f.parse();
+  ASSERT_TRUE(h.is_ok());
+  EXPECT_STATUS(check_metadata_against_header(metadata(), *h).status(), ErrorCode::kBadMetadata,
+                "tensor 'g.m1' is neither");
+}
+
 }  // namespace
 }  // namespace df11
 

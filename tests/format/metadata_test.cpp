@@ -70,7 +70,7 @@ TEST(Df11Metadata, RoundTripIsExactAndDeterministic) {
   ASSERT_TRUE(again.is_ok());
   EXPECT_EQ(*again, *text);
   // Fixed key order.
-  EXPECT_EQ(text->rfind(R"({"spec_version":"1.2","encoder":"df11 0.1.0","groups":[{"name":)", 0),
+  EXPECT_EQ(text->rfind(R"({"spec_version":"1.3","encoder":"df11 0.1.0","groups":[{"name":)", 0),
             0u)
       << *text;
   EXPECT_NE(text->find(R"(],"shards":[")" + kFile +
@@ -446,7 +446,8 @@ TEST(Df11Metadata, SpecMinorVersion) {
   EXPECT_EQ(spec_minor_version("1.0"), 0);
   EXPECT_EQ(spec_minor_version("1.1"), 1);
   EXPECT_EQ(spec_minor_version("1.17"), 17);
-  EXPECT_EQ(spec_minor_version(kDf11SpecVersion), kAliasMinor);
+  EXPECT_EQ(spec_minor_version(kDf11SpecVersion), kGuardMinor);
+  EXPECT_GT(kGuardMinor, kAliasMinor);
   EXPECT_GT(kAliasMinor, kFolderRecordMinor);
 }
 

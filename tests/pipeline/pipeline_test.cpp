@@ -117,6 +117,24 @@ TEST_F(Pipeline, OutputFolderLayout) {
   EXPECT_EQ(s1->header().find("model.embed_tokens.split_positions")->shape,
             std::vector<uint64_t>{0});
   EXPECT_EQ(*s1->header().metadata_value("format"), "pt");
+  // spec 6.5: each group's guard, an empty U8 tensor under its first member's name, in the
+  // group's shard (and the index, below), after every other tensor; no other member's name is a
+  // tensor.
+  for (const auto& [shard, guards] :
+       {std::pair{&s1->header(),
+                  std::vector<std::string>{"model.embed_tokens.weight",
+                                           "model.layers.0.self_attn.q_proj.weight",
+                                           "model.layers.1.self_attn.q_proj.weight"}},
+        std::pair{&s2->header(), std::vector<std::string>{"model.layers.2.self_attn.q_proj.weight",
+                                                          "lm_head.weight"}}}) {
+    for (const std::string& name : guards) {
+      const TensorInfo* guard = shard->find(name);
+      ASSERT_NE(guard, nullptr) << name;
+      EXPECT_TRUE(is_guard_tensor(*guard)) << name;
+      EXPECT_EQ(guard->data_offset_begin, shard->data_size) << name;
+    }
+    EXPECT_EQ(shard->find("model.layers.1.self_attn.k_proj.weight"), nullptr);
+  }
 
   // df11 metadata: members in file order, sources 1:1, side files in the first shard only.
   const Df11Metadata m1 = metadata_of(df11() / kShard1);
@@ -138,7 +156,7 @@ TEST_F(Pipeline, OutputFolderLayout) {
   // spec 7.2: df11's marker, last in dfloat11_config. spec 5.1: the header checksum entry
   // comes last in __metadata__. spec 7.7: the folder record lists every shard and every
   // other file as written (sha256 of the output), in the first shard only.
-  EXPECT_EQ(d["df11"], nlohmann::ordered_json({{"spec_version", "1.2"}}));
+  EXPECT_EQ(d["df11"], nlohmann::ordered_json({{"spec_version", "1.3"}}));
   EXPECT_EQ(std::prev(d.end()).key(), "df11");
   for (const auto* shard : {&*s1, &*s2}) {
     const MetadataEntries& entries = shard->header().metadata;
@@ -345,7 +363,10 @@ TEST_F(Pipeline, UncodableTensorLeavesItsGroupWithWarning) {
   // spec 7.4: the tensor leaves its group, stored unchanged; the rest of the block is coded.
   EXPECT_NE(c.err.find("stored unchanged on their own"), std::string::npos) << c.err;
   EXPECT_NE(s1->header().find("model.layers.1.luts"), nullptr);
-  EXPECT_EQ(s1->header().find("model.layers.1.self_attn.q_proj.weight"), nullptr);
+  const TensorInfo* guard = s1->header().find("model.layers.1.self_attn.q_proj.weight");
+  ASSERT_NE(guard, nullptr);  // spec 6.5: the group's guard, no data
+  EXPECT_TRUE(is_guard_tensor(*guard));
+  EXPECT_EQ(s1->header().find("model.layers.1.self_attn.k_proj.weight"), nullptr);
   EXPECT_NE(s2->header().find("model.layers.1.mlp.up_proj.weight"), nullptr);
   EXPECT_NE(s1->header().find("model.layers.0.luts"), nullptr);
   const Captured d = decompress();
@@ -378,7 +399,7 @@ TEST_F(Pipeline, TiedHeadIsCodedAsAnAliasOfTheEmbedding) {
       << c.out;
   const auto dict = read_json(df11() / "config.json")["dfloat11_config"]["pattern_dict"];
   EXPECT_EQ(dict["lm_head"], nlohmann::ordered_json::array()) << dict.dump();
-  EXPECT_EQ(read_json(df11() / "config.json")["dfloat11_config"]["df11"]["spec_version"], "1.2");
+  EXPECT_EQ(read_json(df11() / "config.json")["dfloat11_config"]["df11"]["spec_version"], "1.3");
   // The official encoder's layout: lm_head.* beside model.embed_tokens.* in the same shard.
   const Df11Metadata meta = metadata_of(df11() / kShard1);
   const GroupMeta* head = nullptr;

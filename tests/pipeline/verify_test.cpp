@@ -238,9 +238,9 @@ TEST_F(Corruption, HeaderChecksumNamesTheShard) {
   const uint64_t checksum_key = text.find("\"df11_header_xxh3\"");
   const uint64_t checksum_value = checksum_key + std::string("\"df11_header_xxh3\":\"").size();
   const uint64_t encoder = text.find("df11 ", text.find("\\\"encoder\\\""));
-  const uint64_t minor = text.find("\\\"spec_version\\\":\\\"1.2") + 21;
+  const uint64_t minor = text.find("\\\"spec_version\\\":\\\"1.3") + 21;
   const uint64_t format = text.find("\"format\":\"pt\"") + 10;
-  ASSERT_EQ(text[minor], '2');
+  ASSERT_EQ(text[minor], '3');
   ASSERT_EQ(text[format], 'p');
   const std::string mismatch = std::string(kShard1) + ": header checksum mismatch";
   const Case cases[] = {
@@ -455,8 +455,8 @@ TEST_F(Corruption, DecompressRefusesCorruptFolderFiles) {
   EXPECT_NE(d.err.find("[corrupt_data]"), std::string::npos) << d.err;
   EXPECT_EQ(list_dir(tmp_.path()), (std::vector<std::string>{"df11", "model"}));
   flip_byte(df11() / "tokenizer.json", 3, 0x01);
-  // spec_version "1.2" -> "1.3" in the second shard: only its header checksum can tell.
-  const uint64_t minor = find_in_file(df11() / kShard2, "spec_version\\\":\\\"1.2") + 18;
+  // spec_version "1.3" -> "1.2" in the second shard: only its header checksum can tell.
+  const uint64_t minor = find_in_file(df11() / kShard2, "spec_version\\\":\\\"1.3") + 18;
   flip_byte(df11() / kShard2, minor, 0x01);
   const Captured h = decompress();
   EXPECT_EQ(h.code, 1) << h.err;

@@ -28,6 +28,9 @@ struct GroupTensors {
   const TensorInfo* output_positions = nullptr;  // U8 [4 * (n_blocks + 1)]
   const TensorInfo* gaps = nullptr;              // U8 [gap bytes]
   const TensorInfo* split_positions = nullptr;   // I64 [n_members - 1]
+  // The group's guard (spec 6.5): a U8 [0] tensor under a member's name, where the shard has
+  // one. Not one of the six; set by check_metadata_against_header only.
+  const TensorInfo* guard = nullptr;
 
   uint64_t n_elements() const { return sign_mantissa->n_elements; }
   // Members according to split_positions (its length + 1).

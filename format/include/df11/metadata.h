@@ -18,13 +18,15 @@ namespace df11 {
 // spec 5.1: the __metadata__ key holding the document.
 inline constexpr std::string_view kDf11MetadataKey = "df11";
 // spec 5.1: the version this build writes; it reads any 1.x.
-inline constexpr std::string_view kDf11SpecVersion = "1.2";
+inline constexpr std::string_view kDf11SpecVersion = "1.3";
 inline constexpr int kDf11SpecMajor = 1;
 // spec 5.1: from this minor version on, a shard carries the header checksum
 // (df11/header_checksum.h) and the first shard records the folder (shards, folder_files).
 inline constexpr int kFolderRecordMinor = 1;
 // spec 5.3 (1.2): from this minor version on, a member may be an alias (MemberMeta::alias_of).
 inline constexpr int kAliasMinor = 2;
+// The version whose writers add each group's guard (spec 6.5).
+inline constexpr int kGuardMinor = 3;
 
 // spec 5.3 limits (a shard's document is at most Max_Header_Bytes anyway; these keep every
 // count far below what would exhaust memory).
@@ -155,10 +157,19 @@ Result<GroupTensors> check_group_against_header(const GroupMeta& group,
                                                 const SafetensorsHeader& header);
 
 // The whole document against the header (spec 5.4): every group as above, every raw tensor
-// present (kBadMetadata), and every header tensor either stored by exactly one group or listed
-// as raw (kBadMetadata). Returns the groups' tensors in metadata order.
+// present (kBadMetadata), and every header tensor either stored by exactly one group, listed
+// as raw, or a group's guard (kBadMetadata). Returns the groups' tensors in metadata order,
+// each with its guard where the shard has one.
 Result<std::vector<GroupTensors>> check_metadata_against_header(const Df11Metadata& metadata,
                                                                 const SafetensorsHeader& header);
+
+// spec 6.5: the shape and dtype of a guard, the empty tensor a DF11 shard holds under the name
+// of one member of each group so that a loader that does not know DF11 refuses the file.
+bool is_guard_tensor(const TensorInfo& t);
+
+// spec 6.5: the member of `group` whose name its guard takes (the first without alias_of), or
+// nullptr where every member is an alias.
+const MemberMeta* guarded_member(const GroupMeta& group);
 
 // spec 5.3: a name usable as a file in the output folder: 1..Max_File_Name_Bytes bytes, not
 // "." or "..", no '/' or NUL. Guards decompression against path traversal.

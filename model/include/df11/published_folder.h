@@ -38,6 +38,8 @@ struct PublishedFolder {
 // every stored tensor of them, whichever shard holds it (the others are raw tensors).
 struct PublishedGroups {
   std::vector<FolderGroup> groups;  // shard by shard, as their encoded_exponent tensors lie
+  // The groups' six stored tensors, and the guards (spec 6.5, 7.8): U8 [0] tensors named
+  // "P.<...>" for a group P. Every other tensor of the folder is raw.
   std::unordered_set<const TensorInfo*> stored;
 };
 Result<PublishedGroups> find_published_groups(const std::vector<const SafetensorsHeader*>& headers,
