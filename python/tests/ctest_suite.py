@@ -5,15 +5,15 @@ from ctest).
 Without torch, transformers, accelerate, safetensors or pytest it exits 77 (ctest: skipped),
 so that `ctest` on a machine set up for the C++ SDK alone still passes; with CI set in the
 environment a missing module fails instead, so CI cannot skip the suite by accident. Under CI
-the frameworks whose tests skip themselves without them (diffusers, peft, huggingface_hub)
-are required too: their suites (test_diffusers_cpu.py, test_peft.py, test_hub.py) must run
-there."""
+the frameworks whose tests skip themselves without them (diffusers, peft, huggingface_hub, and
+the dfloat11 package with dahuffman) are required too: their suites (test_diffusers_cpu.py,
+test_peft.py, test_hub.py, test_official_loader_cpu.py) must run there."""
 import importlib.util
 import os
 import sys
 
 REQUIRED = ("torch", "transformers", "accelerate", "safetensors", "pytest")
-REQUIRED_IN_CI = REQUIRED + ("diffusers", "peft", "huggingface_hub")
+REQUIRED_IN_CI = REQUIRED + ("diffusers", "peft", "huggingface_hub", "dfloat11", "dahuffman")
 
 
 def main():
