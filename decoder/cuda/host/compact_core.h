@@ -13,6 +13,10 @@
 #include "decode_core.h"  // DF11_HD, load_u8, load_u32
 #include "df11/exec_compact.h"
 
+#if defined(__CUDACC__)
+#include <cuda_pipeline.h>
+#endif
+
 namespace df11::cuda::detail {
 
 // What the kernel needs of one blob (the host fills it from the header it wrote or validated).
@@ -116,10 +120,8 @@ inline constexpr uint32_t kCompactStageWords = 800;
 // Tile t's stream words to stage: [*first, *first + return value), clamped to the stream and
 // to kCompactStageWords (the tile offsets may be anything in a corrupt blob). *whole is set
 // where that is every word the tile's lanes read, their read-ahead included.
-DF11_HD uint32_t compact_stage_range(const CompactView& v, uint64_t t, uint64_t* first,
-                                     bool* whole) {
-  const uint64_t b0 = compact_load_u64(v.blob + v.tile_bits + 8 * t);
-  const uint64_t b1 = compact_load_u64(v.blob + v.tile_bits + 8 * (t + 1));
+DF11_HD uint32_t compact_stage_range_of(const CompactView& v, uint64_t b0, uint64_t b1,
+                                        uint64_t* first, bool* whole) {
   *first = b0 / 32;
   *whole = false;
   if (b0 >= 32 * v.stream_words || b1 < b0) return 0;
@@ -128,6 +130,12 @@ DF11_HD uint32_t compact_stage_range(const CompactView& v, uint64_t t, uint64_t*
   const uint64_t n = want < left ? want : left;
   *whole = n <= kCompactStageWords;
   return static_cast<uint32_t>(n < kCompactStageWords ? n : kCompactStageWords);
+}
+// The same for tile t, whose first bits the blob gives.
+DF11_HD uint32_t compact_stage_range(const CompactView& v, uint64_t t, uint64_t* first,
+                                     bool* whole) {
+  return compact_stage_range_of(v, compact_load_u64(v.blob + v.tile_bits + 8 * t),
+                                compact_load_u64(v.blob + v.tile_bits + 8 * (t + 1)), first, whole);
 }
 
 // 32 stream bits from bit s (0..31) of word lo on, hi being the next word.
@@ -214,14 +222,26 @@ struct CompactRun {
 
 // The run of a lane whose bits start `before` bits after the tile's first lane's (lane x
 // lane_base + the deltas of the lanes before it).
+// A tile's head: its first bit and the next tile's (b0, b1), its lane_base and one lane's delta.
+struct CompactTileHead {
+  uint64_t b0, b1;
+  uint32_t base, delta;
+};
+
+DF11_HD CompactRun compact_lane_run_of(const CompactTileHead& h, uint64_t before) {
+  CompactRun r;
+  r.start = h.b0 + before;
+  r.length = h.base + h.delta;
+  r.in_tile = r.start >= h.b0 && r.start <= h.b1 && h.b1 - r.start >= r.length;
+  return r;
+}
+
 DF11_HD CompactRun compact_lane_run(const CompactView& v, uint64_t t, uint32_t lane,
                                     uint64_t before) {
-  CompactRun r;
-  const uint64_t b0 = compact_tile_first_bit(v, t), b1 = compact_tile_first_bit(v, t + 1);
-  r.start = b0 + before;
-  r.length = compact_lane_base(v, t) + compact_lane_delta(v, t, lane);
-  r.in_tile = r.start >= b0 && r.start <= b1 && b1 - r.start >= r.length;
-  return r;
+  return compact_lane_run_of(
+      CompactTileHead{compact_tile_first_bit(v, t), compact_tile_first_bit(v, t + 1),
+                      compact_lane_base(v, t), compact_lane_delta(v, t, lane)},
+      before);
 }
 
 // Whether a lane that started at bit pos0 of its source and is now at l decoded its run
@@ -295,10 +315,8 @@ struct CompactStagedWords {
 // Lane `lane`'s run in tile t and its word source: the staged words where the tile's are all
 // staged and the run lies within them, else the blob. Calls body(run, words, pos0).
 template <typename Body>
-DF11_HD void compact_with_lane_words(const CompactView& v, uint64_t t, uint32_t lane,
-                                     uint64_t before, bool staged, uint64_t first, uint32_t n,
-                                     const Body& body) {
-  const CompactRun r = compact_lane_run(v, t, lane, before);
+DF11_HD void compact_with_run_words(const CompactView& v, const CompactRun& r, bool staged,
+                                    uint64_t first, uint32_t n, const Body& body) {
   if (staged) {
     // An out-of-tile run (flagged) decodes from the staged words' start.
     const uint64_t rel = r.in_tile ? r.start - 32 * first : 0;
@@ -306,6 +324,13 @@ DF11_HD void compact_with_lane_words(const CompactView& v, uint64_t t, uint32_t 
   } else {
     body(r, CompactBlobWords{&v, r.start / 32}, static_cast<uint32_t>(r.start % 32));
   }
+}
+
+template <typename Body>
+DF11_HD void compact_with_lane_words(const CompactView& v, uint64_t t, uint32_t lane,
+                                     uint64_t before, bool staged, uint64_t first, uint32_t n,
+                                     const Body& body) {
+  compact_with_run_words(v, compact_lane_run(v, t, lane, before), staged, first, n, body);
 }
 #if defined(__CUDACC__)
 // The warp stages tile t's stream words in `stage` (kCompactStageWords, shared memory) and
@@ -327,10 +352,8 @@ __device__ __forceinline__ bool compact_stage_tile(CompactView& v, uint64_t t, u
 
 // How many bits lane `lane`'s run starts after the tile's first lane's: lane x lane_base + the
 // deltas of the lanes before it (a warp shuffle scan; every lane of the warp calls it).
-__device__ __forceinline__ uint64_t compact_lane_before(const CompactView& v, uint64_t t,
-                                                        uint32_t lane) {
-  const uint32_t base = compact_lane_base(v, t);
-  const uint32_t delta = compact_lane_delta(v, t, lane);
+__device__ __forceinline__ uint64_t compact_lane_before_of(uint32_t base, uint32_t delta,
+                                                           uint32_t lane) {
   uint32_t inclusive = delta;  // the deltas' inclusive prefix sum over the warp
 #pragma unroll
   for (uint32_t o = 1; o < 32; o <<= 1) {
@@ -338,6 +361,153 @@ __device__ __forceinline__ uint64_t compact_lane_before(const CompactView& v, ui
     if (lane >= o) inclusive += m;
   }
   return uint64_t{lane} * base + (inclusive - delta);
+}
+
+__device__ __forceinline__ uint64_t compact_lane_before(const CompactView& v, uint64_t t,
+                                                        uint32_t lane) {
+  return compact_lane_before_of(compact_lane_base(v, t), compact_lane_delta(v, t, lane), lane);
+}
+
+// A tile's head in shared memory (kCompactHeadWords u32 of a warp's): its two tile bits and the
+// 40 bytes from its lane table's 4-byte aligned start down, copied by lanes 0-13 of the warp
+// with cp.async (the caller commits and waits). A blob's parts lie within it and the lane
+// tables are followed by the byte plane, so the copy reads inside the blob.
+inline constexpr uint32_t kCompactHeadWords = 14;
+
+__device__ __forceinline__ void compact_head_copy(const CompactView& v, uint64_t t, uint32_t lane,
+                                                  uint32_t* slot) {
+  if (lane < 4) {
+    __pipeline_memcpy_async(slot + lane, v.blob + v.tile_bits + 8 * t + 4 * lane, 4);
+  } else if (lane < kCompactHeadWords) {
+    const uint64_t at = (v.lane_tables + kCompactLaneTableBytes * t) & ~uint64_t{3};
+    __pipeline_memcpy_async(slot + lane, v.blob + at + 4 * (lane - 4), 4);
+  }
+}
+
+__device__ __forceinline__ CompactTileHead compact_head_read(const CompactView& v, uint64_t t,
+                                                             uint32_t lane, const uint32_t* slot) {
+  CompactTileHead h;
+  h.b0 = uint64_t{slot[0]} | uint64_t{slot[1]} << 32;
+  h.b1 = uint64_t{slot[2]} | uint64_t{slot[3]} << 32;
+  const uint8_t* lt = reinterpret_cast<const uint8_t*>(slot + 4) +
+                      ((v.lane_tables + kCompactLaneTableBytes * t) & 3);
+  h.base = lt[0] | uint32_t{lt[1]} << 8;
+  h.delta = lt[2 + lane];
+  return h;
+}
+
+// The warp starts copying the stream words of the tile whose head is h into `stage`
+// (`capacity` words) with cp.async, and returns their range (*first, *n) and whether they are
+// all the words the tile's lanes read (*whole), as compact_stage_range gives them. The caller
+// commits, waits (__pipeline_wait_prior) and synchronises the warp before reading them.
+__device__ __forceinline__ void compact_prefetch_words(const CompactView& v,
+                                                       const CompactTileHead& h, uint32_t lane,
+                                                       uint32_t* stage, uint32_t capacity,
+                                                       uint64_t* first, uint32_t* n, bool* whole) {
+  const uint32_t want = compact_stage_range_of(v, h.b0, h.b1, first, whole);
+  *n = want < capacity ? want : capacity;
+  *whole = *whole && want <= capacity;
+  const uint8_t* src = v.blob + v.stream + 4 * *first;
+  for (uint32_t k = lane; k < *n; k += 32) __pipeline_memcpy_async(stage + k, src + 4 * k, 4);
+}
+
+// A warp's walk over tiles t, t + stride, ... < end, each decoded by body(t, run, words, pos0)
+// as compact_with_lane_words calls it, with the next tile's stream words copied (cp.async)
+// while body runs, into the other half of `stage` (kCompactStageWords); each tile's head is
+// read from the blob when its turn comes. Every lane of the warp calls it; v's staged words
+// are pointed at each tile's.
+__device__ __forceinline__ constexpr uint32_t compact_half_stage() {
+  return kCompactStageWords / 2 / 4 * 4;
+}
+
+template <typename Body>
+__device__ __forceinline__ void compact_walk_tiles_words(CompactView& v, uint64_t t, uint64_t end,
+                                                         uint64_t stride, uint32_t lane,
+                                                         uint32_t* stage, const Body& body) {
+  constexpr uint32_t half = compact_half_stage();
+  uint64_t first = 0;
+  uint32_t n = 0;
+  bool whole = false;
+  const auto copy = [&](uint64_t tile, uint32_t* to) {
+    compact_prefetch_words(
+        v,
+        CompactTileHead{compact_tile_first_bit(v, tile), compact_tile_first_bit(v, tile + 1), 0, 0},
+        lane, to, half, &first, &n, &whole);
+    __pipeline_commit();
+  };
+  if (t < end) copy(t, stage);
+  for (uint32_t i = 0; t < end; t += stride, ++i) {
+    const uint64_t tile_first = first;
+    const uint32_t tile_n = n;
+    const bool staged = whole && n > 0;
+    if (t + stride < end) {
+      copy(t + stride, stage + half * ((i + 1) % 2));
+      __pipeline_wait_prior(1);
+    } else {
+      __pipeline_wait_prior(0);
+    }
+    __syncwarp();
+    v.staged = stage + half * (i % 2);
+    v.staged_first = tile_first;
+    v.staged_count = tile_n;
+    compact_with_lane_words(
+        v, t, lane, compact_lane_before(v, t, lane), staged, tile_first, tile_n,
+        [&](const CompactRun& run, const auto& src, uint32_t pos0) { body(t, run, src, pos0); });
+    __syncwarp();  // the tile's words are read before they are reused
+  }
+}
+
+// The same, with the head of the tile after the next one copied too (into `heads`, two heads),
+// so that no load of the blob waits at a tile's start.
+template <typename Body>
+__device__ __forceinline__ void compact_walk_tiles(CompactView& v, uint64_t t, uint64_t end,
+                                                   uint64_t stride, uint32_t lane, uint32_t* stage,
+                                                   uint32_t* heads, const Body& body) {
+  constexpr uint32_t half = compact_half_stage();
+  if (t >= end) return;
+  compact_head_copy(v, t, lane, heads);
+  if (t + stride < end) compact_head_copy(v, t + stride, lane, heads + kCompactHeadWords);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncwarp();
+  {
+    uint64_t first = 0;
+    uint32_t n = 0;
+    bool whole = false;
+    compact_prefetch_words(v, compact_head_read(v, t, lane, heads), lane, stage, half, &first, &n,
+                           &whole);
+    __pipeline_commit();
+  }
+  for (uint32_t i = 0; t < end; t += stride, ++i) {
+    __pipeline_wait_prior(0);  // this tile's words and the next one's head
+    __syncwarp();
+    uint32_t* slot = heads + kCompactHeadWords * (i % 2);
+    const CompactTileHead h = compact_head_read(v, t, lane, slot);
+    uint64_t first = 0;
+    bool whole = false;
+    uint32_t n = compact_stage_range_of(v, h.b0, h.b1, &first, &whole);
+    whole = whole && n <= half;
+    n = n < half ? n : half;
+    const CompactRun r = compact_lane_run_of(h, compact_lane_before_of(h.base, h.delta, lane));
+    if (t + stride < end) {
+      uint64_t next_first = 0;
+      uint32_t next_n = 0;
+      bool next_whole = false;
+      compact_prefetch_words(
+          v, compact_head_read(v, t + stride, lane, heads + kCompactHeadWords * ((i + 1) % 2)),
+          lane, stage + half * ((i + 1) % 2), half, &next_first, &next_n, &next_whole);
+      __syncwarp();  // every lane has read this tile's head
+      if (t + 2 * stride < end) compact_head_copy(v, t + 2 * stride, lane, slot);
+      __pipeline_commit();
+    }
+    v.staged = stage + half * (i % 2);
+    v.staged_first = first;
+    v.staged_count = n;
+    compact_with_run_words(
+        v, r, whole && n > 0, first, n,
+        [&](const CompactRun& run, const auto& src, uint32_t pos0) { body(t, run, src, pos0); });
+    __syncwarp();  // the tile's words are read before they are reused
+  }
 }
 #endif
 

@@ -6,10 +6,11 @@
 // and the warp sums meet in shared memory in warp order. That is the order of
 // launch_bf16_reference_gemm (cuda_exec.h), so the output equals it bit for bit.
 //
-// Per tile the warp stages its stream words in shared memory (compact_core.h), finds each
-// lane's first bit with a shuffle scan of the lane table, and per step decodes the lane's 16
-// codewords through the decode table (shared memory, two codewords a lookup) while the byte
-// plane and X of the next steps are in flight.
+// Per tile the warp has its stream words in shared memory, copied (cp.async) while it decoded
+// its previous tile (compact_core.h: compact_walk_tiles_words, and compact_walk_tiles, which
+// copies the next tile's head too), finds each lane's first bit with a shuffle scan of the lane
+// table, and per step decodes the lane's 16 codewords through the decode table (shared memory,
+// two codewords a lookup) while the byte plane and X of the next steps are in flight.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -32,13 +33,34 @@ constexpr uint32_t kWarps = 8;  // the reference GEMM's warps per strip: its ord
 constexpr uint32_t kTableEntries = 1u << kCompactMaxCodeBits;
 
 // Steps whose byte plane and X are loaded together, and blocks per multiprocessor, per n8
-// tiles (batch 1-8: 1, 9-16: 2, 17-32: 4).
+// tiles (batch 1-8: 1, 9-16: 2, 17-32: 4). The macros are for A/B builds (EXEC_KERNEL.md).
+#ifndef DF11_COMPACT_STEPS_B1
+#define DF11_COMPACT_STEPS_B1 2
+#endif
+#ifndef DF11_COMPACT_BLOCKS_B1
+#define DF11_COMPACT_BLOCKS_B1 4
+#endif
+#ifndef DF11_COMPACT_BLOCKS_B2
+#define DF11_COMPACT_BLOCKS_B2 3
+#endif
 template <uint32_t NB>
-constexpr uint32_t kStepsInFlight = 2;
+constexpr uint32_t kStepsInFlight = NB == 1 ? DF11_COMPACT_STEPS_B1 : 2;
 template <uint32_t NB>
-constexpr uint32_t kMinBlocks = NB == 1   ? 4
-                                : NB == 2 ? 3
+constexpr uint32_t kMinBlocks = NB == 1   ? DF11_COMPACT_BLOCKS_B1
+                                : NB == 2 ? DF11_COMPACT_BLOCKS_B2
                                           : 2;
+
+// How each warp stages its tiles' stream words (compact_core.h): 0, synchronously at each
+// tile's start; 1, the next tile's copied (cp.async) while this one is decoded; 2, also the
+// head of the tile after it (first bits, lane table). Chosen per n8 tiles by measurement
+// (EXEC_KERNEL.md); -1 (the default) takes that choice, another value forces one for A/B builds.
+#ifndef DF11_COMPACT_PREFETCH
+#define DF11_COMPACT_PREFETCH -1
+#endif
+template <uint32_t NB>
+constexpr int kPrefetch = DF11_COMPACT_PREFETCH >= 0 ? DF11_COMPACT_PREFETCH
+                          : NB == 4                  ? 2
+                                                     : 1;
 
 // Matrices per launch (more: several launches).
 constexpr uint32_t kMaxMatrices = 16;
@@ -90,46 +112,64 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
   const uint32_t tiles_per_strip = static_cast<uint32_t>(v.tiles_per_strip);
   const uint32_t steps = static_cast<uint32_t>(v.steps);
   bool ok = true;
-  for (uint32_t u = warp; u < tiles_per_strip; u += kWarps) {
-    const uint64_t tile = strip * tiles_per_strip + u;
-    uint64_t first = 0;
-    uint32_t n = 0;
-    const bool staged = detail::compact_stage_tile(v, tile, lane, stage[warp], &first, &n);
+  // Tile u of the strip, its lane's run r, read through words from bit pos0 on.
+  const auto tile_body = [&](uint32_t u, const detail::CompactRun& r, const auto& words,
+                             uint32_t pos0) {
     const uint32_t q0 = u * kExecTileSteps;
     const uint32_t q1 = min(q0 + kExecTileSteps, steps);
-    detail::compact_with_lane_words(
-        v, tile, lane, detail::compact_lane_before(v, tile, lane), staged, first, n,
-        [&](const detail::CompactRun& r, const auto& words, uint32_t pos0) {
-          detail::CompactLane l = detail::compact_lane_at(words, pos0);
-          for (uint32_t q = q0; q < q1; q += kStepsInFlight<NB>) {
-            uint4 bytes[kStepsInFlight<NB>];
-            uint4 xv[kStepsInFlight<NB>][NB];
+    detail::CompactLane l = detail::compact_lane_at(words, pos0);
+    for (uint32_t q = q0; q < q1; q += kStepsInFlight<NB>) {
+      uint4 bytes[kStepsInFlight<NB>];
+      uint4 xv[kStepsInFlight<NB>][NB];
 #pragma unroll
-            for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
-              if (q + i >= q1) break;
-              const uint32_t c = (q + i) * kExecStepCols + 8 * t;
-              bytes[i] = __ldg(lane_bytes + uint64_t{q + i} * kExecLanes);
+      for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
+        if (q + i >= q1) break;
+        const uint32_t c = (q + i) * kExecStepCols + 8 * t;
+        bytes[i] = __ldg(lane_bytes + uint64_t{q + i} * kExecLanes);
 #pragma unroll
-              for (uint32_t k = 0; k < NB; ++k) {
-                xv[i][k] = mp.x_vec && q + i < full_steps
-                               ? __ldg(reinterpret_cast<const uint4*>(xrow[k] + c))
-                               : detail::exec_load_x(xrow[k], c, cols, mp.x_vec);
-              }
-            }
+        for (uint32_t k = 0; k < NB; ++k) {
+          xv[i][k] = mp.x_vec && q + i < full_steps
+                         ? __ldg(reinterpret_cast<const uint4*>(xrow[k] + c))
+                         : detail::exec_load_x(xrow[k], c, cols, mp.x_vec);
+        }
+      }
 #pragma unroll
-            for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
-              if (q + i >= q1) break;
-              uint32_t e[kExecSlots / 4];
-              detail::compact_step_exponents(table, words, l, e);
-              detail::LaneWeights lw = detail::exec_build(bytes[i], e);
-              if (q + i >= full_steps) {  // the ragged last step
-                detail::mask_columns(lw, (q + i) * kExecStepCols + 8 * t, cols);
-              }
-              detail::step_products<NB>(lw, xv[i], acc);
-            }
-          }
-          ok &= detail::compact_lane_ok(r, l, pos0);
-        });
+      for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
+        if (q + i >= q1) break;
+        uint32_t e[kExecSlots / 4];
+        detail::compact_step_exponents(table, words, l, e);
+        detail::LaneWeights lw = detail::exec_build(bytes[i], e);
+        if (q + i >= full_steps) {  // the ragged last step
+          detail::mask_columns(lw, (q + i) * kExecStepCols + 8 * t, cols);
+        }
+        detail::step_products<NB>(lw, xv[i], acc);
+      }
+    }
+    ok &= detail::compact_lane_ok(r, l, pos0);
+  };
+  const uint64_t t0 = strip * tiles_per_strip;
+  const auto walk_body = [&](uint64_t tile, const detail::CompactRun& r, const auto& words,
+                             uint32_t pos0) {
+    tile_body(static_cast<uint32_t>(tile - t0), r, words, pos0);
+  };
+  if constexpr (kPrefetch<NB> == 2) {
+    __shared__ uint32_t heads[kWarps][2 * detail::kCompactHeadWords];
+    detail::compact_walk_tiles(v, t0 + warp, t0 + tiles_per_strip, kWarps, lane, stage[warp],
+                               heads[warp], walk_body);
+  } else if constexpr (kPrefetch<NB> == 1) {
+    detail::compact_walk_tiles_words(v, t0 + warp, t0 + tiles_per_strip, kWarps, lane, stage[warp],
+                                     walk_body);
+  } else {
+    for (uint32_t u = warp; u < tiles_per_strip; u += kWarps) {
+      const uint64_t tile = t0 + u;
+      uint64_t first = 0;
+      uint32_t n = 0;
+      const bool staged = detail::compact_stage_tile(v, tile, lane, stage[warp], &first, &n);
+      detail::compact_with_lane_words(v, tile, lane, detail::compact_lane_before(v, tile, lane),
+                                      staged, first, n,
+                                      [&](const detail::CompactRun& r, const auto& words,
+                                          uint32_t pos0) { tile_body(u, r, words, pos0); });
+    }
   }
   if (!ok) atomicOr(p.status, 1u);
   // The warp sums, in the staging words once every warp is done with them.
