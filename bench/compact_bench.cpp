@@ -5,10 +5,12 @@
 // (launch_exec_gemm) and the compact layout's (launch_compact_gemm), one launch per matrix
 // each, and both fused GEMMs again with the whole block in one call. CUDA events around the block's
 // launches after warm-up, median of --runs. Every fused output is checked bit for bit against
-// launch_bf16_reference_gemm first (exit 1 otherwise). X is N(0, 1), not zeros. Prints a text
-// report, or with --json one JSON document.
+// launch_bf16_reference_gemm first (exit 1 otherwise). X is N(0, 1), not zeros. Batches above
+// the compact layout's 32 time the 12-bit layout alone, beside its decode to BF16 + cuBLAS (the
+// path a framework takes where the fused GEMM is slower). Prints a text report, or with --json
+// one JSON document.
 //
-//   compact_bench [--runs N] [--warmup N] [--batch 1,2,4,8,16,32] [--json]
+//   compact_bench [--runs N] [--warmup N] [--batch 1,2,4,8,16,32,64,128,256] [--json]
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
       for (const char* p = argv[++i]; *p != 0;) {
         char* end = nullptr;
         const long b = std::strtol(p, &end, 10);
-        check(end != p && b >= 1 && b <= df11::cuda::kCompactMaxBatch, "--batch (1..32, commas)");
+        check(end != p && b >= 1 && b <= df11::cuda::kExecMaxBatch, "--batch (1..256, commas)");
         batches.push_back(static_cast<uint32_t>(b));
         p = *end == ',' ? end + 1 : end;
       }
@@ -194,6 +196,7 @@ int main(int argc, char** argv) {
   struct Row {
     uint32_t batch;
     double cublas, exec, compact, exec_one, compact_one;  // *_one: the block in one call
+    double exec_decode;  // the 12-bit layout decoded to BF16, then cuBLAS, matrix by matrix
   };
   std::vector<Row> rows;
   const float alpha = 1.0f, beta = 0.0f;
@@ -244,35 +247,57 @@ int main(int argc, char** argv) {
       cg.w = m.compact;
       cg.d_x = d_x;
       cg.d_y = d_y;
-      check(df11::cuda::launch_compact_gemm(std::span(&cg, 1), batch, d_status, nullptr).is_ok(),
-            "launch_compact_gemm");
-      check(host_copy(d_y, n) == want, "compact GEMM == reference GEMM");
-      check(df11::cuda::launch_compact_gemm(compact_all, batch, d_status, nullptr).is_ok(),
-            "launch_compact_gemm of the block");
-      check(host_copy(d_ys[static_cast<size_t>(&m - block.data())], n) == want,
-            "compact GEMM of the block in one call == reference GEMM");
-      if (batch <= 16) {
-        const df11::cuda::ExecGemm eg{m.exec, d_x, d_y};
-        check(df11::cuda::launch_exec_gemm(std::span(&eg, 1), batch, d_ws,
-                                           df11::cuda::kExecStatusBytes, nullptr)
-                  .is_ok(),
-              "launch_exec_gemm");
-        check(host_copy(d_y, n) == want, "12-bit GEMM == reference GEMM");
+      const bool compact_too = batch <= df11::cuda::kCompactMaxBatch;
+      if (compact_too) {
+        check(df11::cuda::launch_compact_gemm(std::span(&cg, 1), batch, d_status, nullptr).is_ok(),
+              "launch_compact_gemm");
+        check(host_copy(d_y, n) == want, "compact GEMM == reference GEMM");
+        check(df11::cuda::launch_compact_gemm(compact_all, batch, d_status, nullptr).is_ok(),
+              "launch_compact_gemm of the block");
+        check(host_copy(d_ys[static_cast<size_t>(&m - block.data())], n) == want,
+              "compact GEMM of the block in one call == reference GEMM");
       }
+      const df11::cuda::ExecGemm eg{m.exec, d_x, d_y};
+      check(df11::cuda::launch_exec_gemm(std::span(&eg, 1), batch, d_ws,
+                                         df11::cuda::kExecStatusBytes, nullptr)
+                .is_ok(),
+            "launch_exec_gemm");
+      check(host_copy(d_y, n) == want, "12-bit GEMM == reference GEMM");
+      check(
+          df11::cuda::launch_exec_gemm(exec_all, batch, d_ws, df11::cuda::kExecStatusBytes, nullptr)
+              .is_ok(),
+          "launch_exec_gemm of the block");
+      check(host_copy(d_ys[static_cast<size_t>(&m - block.data())], n) == want,
+            "12-bit GEMM of the block in one call == reference GEMM");
     }
-    Row r{batch, median_ms(warmup, runs, cublas), 0, 0, 0, 0};
-    r.exec = batch <= 16 ? median_ms(warmup, runs, [&] { exec(d_y); }) : 0;
-    r.compact = median_ms(warmup, runs, [&] { compact(d_y); });
-    r.exec_one = batch <= 16 ? median_ms(warmup, runs,
-                                         [&] {
-                                           (void)df11::cuda::launch_exec_gemm(
-                                               exec_all, batch, d_ws, df11::cuda::kExecStatusBytes,
-                                               nullptr, df11::cuda::ExecStatusUse::kKeep);
-                                         })
-                             : 0;
-    r.compact_one = median_ms(warmup, runs, [&] {
-      (void)df11::cuda::launch_compact_gemm(compact_all, batch, d_status, nullptr);
+    auto exec_decode = [&] {
+      for (const Matrix& m : block) {
+        const df11::cuda::ExecToBf16 d{m.exec, d_out};
+        (void)df11::cuda::launch_exec_to_bf16(std::span(&d, 1), d_ws, df11::cuda::kExecStatusBytes,
+                                              nullptr, df11::cuda::ExecStatusUse::kKeep);
+        const auto st = cublasGemmEx(
+            handle, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(m.rows), static_cast<int>(batch),
+            static_cast<int>(m.cols), &alpha, d_out, CUDA_R_16BF, static_cast<int>(m.cols), d_x,
+            CUDA_R_16BF, static_cast<int>(m.cols), &beta, d_y, CUDA_R_16BF,
+            static_cast<int>(m.rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+        check(st == CUBLAS_STATUS_SUCCESS, "cublasGemmEx");
+      }
+    };
+    const bool compact_too = batch <= df11::cuda::kCompactMaxBatch;
+    Row r{batch, median_ms(warmup, runs, cublas), 0, 0, 0, 0, 0};
+    r.exec = median_ms(warmup, runs, [&] { exec(d_y); });
+    r.compact = compact_too ? median_ms(warmup, runs, [&] { compact(d_y); }) : 0;
+    r.exec_one = median_ms(warmup, runs, [&] {
+      (void)df11::cuda::launch_exec_gemm(exec_all, batch, d_ws, df11::cuda::kExecStatusBytes,
+                                         nullptr, df11::cuda::ExecStatusUse::kKeep);
     });
+    r.compact_one = compact_too ? median_ms(warmup, runs,
+                                            [&] {
+                                              (void)df11::cuda::launch_compact_gemm(
+                                                  compact_all, batch, d_status, nullptr);
+                                            })
+                                : 0;
+    r.exec_decode = median_ms(warmup, runs, exec_decode);
     rows.push_back(r);
   }
   check(host_copy(d_status, 1)[0] == 0, "no corrupt tile flagged");
@@ -291,11 +316,15 @@ int main(int argc, char** argv) {
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       std::printf(
-          "  {\"batch\": %u, \"cublas_ms\": %.5f, \"exec12_ms\": %s, \"compact_ms\": %.5f, "
-          "\"exec12_one_call_ms\": %s, \"compact_one_call_ms\": %.5f, "
-          "\"compact_vs_cublas\": %.4f, \"compact_one_call_vs_cublas\": %.4f}%s\n",
-          r.batch, r.cublas, opt(r.exec).c_str(), r.compact, opt(r.exec_one).c_str(), r.compact_one,
-          r.compact / r.cublas, r.compact_one / r.cublas, i + 1 < rows.size() ? "," : "");
+          "  {\"batch\": %u, \"cublas_ms\": %.5f, \"exec12_ms\": %s, \"compact_ms\": %s, "
+          "\"exec12_one_call_ms\": %s, \"compact_one_call_ms\": %s, "
+          "\"exec12_decode_cublas_ms\": %.5f, \"exec12_vs_cublas\": %.4f, "
+          "\"exec12_one_call_vs_cublas\": %.4f, \"compact_vs_cublas\": %s, "
+          "\"compact_one_call_vs_cublas\": %s}%s\n",
+          r.batch, r.cublas, opt(r.exec).c_str(), opt(r.compact).c_str(), opt(r.exec_one).c_str(),
+          opt(r.compact_one).c_str(), r.exec_decode, r.exec / r.cublas, r.exec_one / r.cublas,
+          opt(r.compact / r.cublas).c_str(), opt(r.compact_one / r.cublas).c_str(),
+          i + 1 < rows.size() ? "," : "");
     }
     std::printf(" ]}\n");
     return 0;
@@ -307,7 +336,7 @@ int main(int argc, char** argv) {
   std::printf("ms per block (x cuBLAS); \"one call\": the block's matrices in one call\n");
   std::printf(
       "batch     cuBLAS            12-bit           compact  12-bit, one call  "
-      "compact, one call\n");
+      "compact, one call  12-bit decode + cuBLAS\n");
   for (const Row& r : rows) {
     auto cell = [&](double v) {
       char buf[40];
@@ -318,8 +347,9 @@ int main(int argc, char** argv) {
       }
       return std::string(buf);
     };
-    std::printf("%5u  %9.4f  %s  %s  %s  %s\n", r.batch, r.cublas, cell(r.exec).c_str(),
-                cell(r.compact).c_str(), cell(r.exec_one).c_str(), cell(r.compact_one).c_str());
+    std::printf("%5u  %9.4f  %s  %s  %s  %s  %s\n", r.batch, r.cublas, cell(r.exec).c_str(),
+                cell(r.compact).c_str(), cell(r.exec_one).c_str(), cell(r.compact_one).c_str(),
+                cell(r.exec_decode).c_str());
   }
   return 0;
 }
