@@ -9,9 +9,10 @@ token count. Gaussian weights (std 0.02), packed into each layout of --layouts o
 cell: CUDA graph of the layers' calls, CUDA-event median of --runs replays after warm-up
 (exec_peers.timed); a row per layer kind and one for the whole step; ratio = layout / cuBLAS
 time. Outputs are compared with df11's reference GEMM first. Up to --fused-max-tokens tokens
-(default exec_mode.FUSED_MAX_TOKENS of the layout: 64 exec, 32 compact) the fused GEMM runs (up
-to 256: the wide kernel above 32 tokens, decoder/cuda/EXEC_KERNEL.md v9), above it decode +
-F.linear (0: decode + F.linear at every token count).
+(default exec_mode.fused_max_tokens() of the layout and GPU: 64 exec, 128 on an H100 80GB HBM3,
+32 compact) the fused GEMM runs (up to 256: the wide kernel above 32 tokens,
+decoder/cuda/EXEC_KERNEL.md v9), above it decode + F.linear (0: decode + F.linear at every token
+count).
 
 --peers adds glyd-gpu's `mma12` (12 bits) and `mma` (~10.75 bits) layouts (PyPI, closed source,
 measured only, when it imports) on the same weights and inputs, each layer packed whole by its
@@ -128,7 +129,7 @@ def main():
         xs = {k: torch.randn(t, HIDDEN if k != "down" else FFN, device="cuda",
                              generator=gen).to(torch.bfloat16) for k in LAYERS}
         for name in layouts:  # exactness first: the fused GEMM against its reference
-            limit = exec_mode.FUSED_MAX_TOKENS[name]
+            limit = exec_mode.fused_max_tokens(name)
             for b, blk in enumerate(packed[name]):
                 for kind, ew in blk.items():
                     if not torch.equal(ew.linear(xs[kind], None), exec_mode.reference_linear(
@@ -169,7 +170,7 @@ def main():
         with open(a.json, "w") as f:
             json.dump({"gpu": gpu, "torch": torch.__version__, "layers": a.layers,
                        "df11": df11.version(), "bits_per_weight": bits,
-                       "fused_max_tokens": {n: exec_mode.FUSED_MAX_TOKENS[n] for n in layouts},
+                       "fused_max_tokens": {n: exec_mode.fused_max_tokens(n) for n in layouts},
                        "command": " ".join(["python3", "bench/exec_step.py"] + sys.argv[1:]),
                        "peer_checks": checks, "rows": rows}, f, indent=1)
 

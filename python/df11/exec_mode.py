@@ -5,7 +5,8 @@ from DF11 into one execution-layout blob per member (df11_cuda_exec_measure / _p
 group's BF16 exists only in a transient workspace); the blobs stay resident and the DF11
 bytes are not kept, and each such nn.Linear is replaced by a modules.ExecLinearModule over its
 blob (its ExecLinear here). In a forward pass each such Linear computes
-  - at most FUSED_MAX_TOKENS["exec"] tokens (64 by default): Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
+  - at most fused_max_tokens("exec") tokens (64, or the GPU's measured switch: 128 on an H100
+    80GB HBM3): Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
     cores, FP32 accumulation). Linears that share their input (q/k/v, gate/up) run in one
     launch when the model calls them on the same tensor (compiled by Inductor: the graph pass
     SiblingPass makes their torch.ops.df11.exec_linear ops one torch.ops.df11.exec_site);
@@ -25,13 +26,13 @@ exponent a prefix codeword of at most 12 bits, about 10.7 bits per weight (no mo
 DF11's) plus a 16 KB decode table per matrix, transcoded on the GPU with the codes of the
 reference encoder (df11_cuda_compact_count / _measure / _pack, df11_tools_compact_lengths). Its
 fused GEMM (df11_cuda_compact_gemm_ex) has the execution layout's products and order, so it
-guarantees the same: equal to df11's reference GEMM bit for bit at FUSED_MAX_TOKENS["compact"]
+guarantees the same: equal to df11's reference GEMM bit for bit at fused_max_tokens("compact")
 (32) tokens or fewer, torch's F.linear on the original BF16 bits above. It is slower than the
 12-bit layout's GEMM (each lane decodes its codewords one after another; BENCHMARKS.md,
 "Compact execution layout").
 
 What it guarantees: every weight decodes to the original BF16 bits. Above the mode's
-FUSED_MAX_TOKENS the product is torch's on those bits, so it equals the BF16 model's. At or
+fused_max_tokens() the product is torch's on those bits, so it equals the BF16 model's. At or
 below it the product is the execution layout's fixed sequence of tensor-core products: equal
 bit for bit to df11's reference GEMM on the BF16 weights (df11_cuda_exec_reference_gemm;
 `reference()` below puts it into a BF16 model), NOT to cuBLAS's, so logits are not torch.equal
@@ -100,12 +101,51 @@ COMPACT = Layout("compact", "compact layout", _capi.CompactMatrix, _capi.Compact
                  "df11_cuda_compact_status_sync")
 LAYOUTS = {layout.mode: layout for layout in (EXEC, COMPACT)}
 # Tokens up to which a layout's Linears run its fused GEMM; above, its blobs decoded and
-# F.linear. Where bench/exec_step.py measures the fused GEMM faster than that on an H200: the
-# execution layout's strip kernels up to 32 tokens, its wide kernel (decoder/cuda/EXEC_KERNEL.md
-# v10, v13) at 33-64, 0.64-0.72x decode + F.linear's time there and slower from 96 on (the C API
-# takes up to EXEC_MAX_BATCH, 256). The reference (reference(), reference_linear()) follows
-# the switch.
-FUSED_MAX_TOKENS = {"exec": 64, "compact": _capi.COMPACT_MAX_BATCH}
+# F.linear. The switch is where bench/exec_step.py measured the fused GEMM faster than decode +
+# F.linear, per GPU (the same step, one run each; the C API takes up to EXEC_MAX_BATCH, 256):
+#   - an H200: the execution layout's strip kernels up to 32 tokens and its wide kernel
+#     (decoder/cuda/EXEC_KERNEL.md v10, v13) at 33-64, 0.64-0.72x decode + F.linear's time,
+#     slower from 96 on: 64, the default for GPUs not in FUSED_MAX_TOKENS_BY_GPU;
+#   - an H100 80GB HBM3: the wide kernel 0.87-0.91x decode + F.linear's time at 96-128 tokens,
+#     1.24x at 160 (bench/results/exec-threshold-h100): 128.
+# The compact layout's fused GEMM serves up to its C maximum, 32 tokens, on every GPU.
+DEFAULT_FUSED_MAX_TOKENS = {"exec": 64, "compact": _capi.COMPACT_MAX_BATCH}
+FUSED_MAX_TOKENS_BY_GPU: Dict[str, Dict[str, int]] = {"NVIDIA H100 80GB HBM3": {"exec": 128}}
+# Set an entry to an int to move a mode's switch on every GPU (None: the measured one above).
+# The reference (reference(), reference_linear()) follows the switch in force.
+FUSED_MAX_TOKENS: Dict[str, Optional[int]] = {"exec": None, "compact": None}
+_GPU_NAMES: Dict[int, str] = {}
+
+
+def _gpu_name(index: int) -> str:
+    name = _GPU_NAMES.get(index)
+    if name is None:
+        name = _GPU_NAMES[index] = torch.cuda.get_device_name(index)
+    return name
+
+
+def fused_max_tokens(mode: str, device=None) -> int:
+    """The most tokens for which `mode`'s ("exec" or "compact") Linears on `device` (a CUDA
+    torch.device or index; the current one if None) run the fused GEMM: FUSED_MAX_TOKENS[mode]
+    if set, else the measured switch of that GPU (FUSED_MAX_TOKENS_BY_GPU), else the default."""
+    limit = FUSED_MAX_TOKENS[mode]
+    if limit is not None:
+        return int(limit)
+    if device is None:
+        index = torch.cuda.current_device()
+    elif isinstance(device, int):
+        index = device
+    else:
+        index = device.index if device.index is not None else torch.cuda.current_device()
+    return _measured(mode, index)
+
+
+def _measured(mode: str, index: int) -> int:
+    """The switch FUSED_MAX_TOKENS_BY_GPU gives GPU `index` (the default if not listed), within
+    what the mode's C API takes."""
+    measured = FUSED_MAX_TOKENS_BY_GPU.get(_gpu_name(index), {})
+    most = _capi.EXEC_MAX_BATCH if mode == "exec" else _capi.COMPACT_MAX_BATCH
+    return min(int(measured.get(mode, DEFAULT_FUSED_MAX_TOKENS[mode])), most)
 
 
 def layout_of(matrix) -> Layout:
@@ -174,6 +214,8 @@ class ExecLinear:
         self._single[0].w = matrix
         self.transient = False  # above the fused GEMM, a buffer of its own per call
         self.mode = state.layout.mode
+        # FUSED_MAX_TOKENS_BY_GPU's switch for this GPU (FUSED_MAX_TOKENS[mode], when set, wins).
+        self._measured_limit = _measured(self.mode, self.device_index)
         # The module's parameter dict, which the ExecLinearModule in its place shares: its
         # bias read per call without nn.Module's attribute lookup.
         self._params = module._parameters
@@ -237,7 +279,10 @@ class ExecLinear:
                                "equal BF16's")
         tokens = x.numel() // cols
         site = self.site
-        if tokens == 0 or tokens > FUSED_MAX_TOKENS[self.mode]:
+        limit = FUSED_MAX_TOKENS[self.mode]
+        if limit is None:
+            limit = self._measured_limit
+        if tokens == 0 or tokens > limit:
             if every:
                 return [m._wide(x, tokens) for m in site.linears]
             return self._wide(x, tokens)
@@ -423,7 +468,7 @@ def install_pass() -> None:
 class ExecWeight:
     """A weight matrix made of consecutive members' blobs (rows concatenated: one member, or
     the q/k/v or gate/up members a serving engine fuses into one layer), served through
-    torch.ops.df11.exec_weight_linear: at most FUSED_MAX_TOKENS tokens, the fused GEMM from the
+    torch.ops.df11.exec_weight_linear: at most fused_max_tokens() tokens, the fused GEMM from the
     blobs (one launch for all members); above, the blobs decoded into a new BF16 tensor and
     torch's F.linear on it, the matmul a BF16 layer makes. `blob` keeps the blobs alive; the
     status record (reset here, kept across calls) is read by check()."""
@@ -443,6 +488,7 @@ class ExecWeight:
         self.rows = sum(self.row_counts)
         self.shape = (self.rows, self.cols)
         self.layout = layout_of(mats[0])
+        self._measured_limit = _measured(self.layout.mode, self.device_index)
         self.mats = (self.layout.matrix * self.n)(*mats)
         self.gemms = (self.layout.gemm * self.n)()
         for i, m in enumerate(mats):
@@ -482,7 +528,10 @@ class ExecWeight:
             raise ValueError(f"df11 (exec): {self.what}: input {tuple(x.shape)} {x.dtype}, "
                              f"expected [..., {self.cols}] bfloat16")
         tokens = x.numel() // self.cols
-        if tokens > FUSED_MAX_TOKENS[self.layout.mode] or tokens == 0:
+        limit = FUSED_MAX_TOKENS[self.layout.mode]
+        if limit is None:
+            limit = self._measured_limit
+        if tokens > limit or tokens == 0:
             return torch.nn.functional.linear(x, self.decode(), bias)
         x2 = x.reshape(tokens, self.cols)
         if not x2.is_contiguous():
@@ -888,16 +937,16 @@ def check(folder: _capi.Model, state: ExecState) -> None:
 def reference(model: torch.nn.Module, mode: str = "exec") -> torch.nn.Module:
     """Puts df11's reference GEMM (df11_cuda_exec_reference_gemm: the execution layout's
     products and order, on BF16 weights) into every CUDA BF16 nn.Linear of a model, the way
-    `mode` ("exec" or "compact") computes: at most FUSED_MAX_TOKENS[mode] tokens through the
-    reference, above through F.linear, bias added after. A BF16 model so patched gives logits
-    torch.equal to its DF11 model's in that mode on the same GPU. Returns the model."""
-    max_tokens = FUSED_MAX_TOKENS[mode]
+    `mode` ("exec" or "compact") computes: at most fused_max_tokens(mode, its GPU) tokens
+    through the reference, above through F.linear, bias added after. A BF16 model so patched
+    gives logits torch.equal to its DF11 model's in that mode on the same GPU. Returns the
+    model."""
     for module in model.modules():
         if not isinstance(module, torch.nn.Linear) or module.weight.dtype != torch.bfloat16:
             continue
         if module.weight.device.type != "cuda":
             continue
-        module.forward = _reference_forward(module, max_tokens)
+        module.forward = _reference_forward(module, fused_max_tokens(mode, module.weight.device))
     return model
 
 
@@ -914,11 +963,11 @@ def reference_linear(x: torch.Tensor, weight: torch.Tensor,
                      bias: Optional[torch.Tensor] = None,
                      max_tokens: Optional[int] = None) -> torch.Tensor:
     """What the execution layout computes, on a BF16 CUDA weight: at most `max_tokens` tokens
-    (FUSED_MAX_TOKENS["exec"] if None; FUSED_MAX_TOKENS["compact"] for the compact layout),
-    df11_cuda_exec_reference_gemm (the layout's products and order) with the bias added after;
-    above, F.linear. torch.ops.df11.exec_reference_linear is the same, for traced code."""
+    (fused_max_tokens("exec", x's GPU) if None; fused_max_tokens("compact", ...) for the compact
+    layout), df11_cuda_exec_reference_gemm (the layout's products and order) with the bias added
+    after; above, F.linear. torch.ops.df11.exec_reference_linear is the same, for traced code."""
     if max_tokens is None:
-        max_tokens = FUSED_MAX_TOKENS["exec"]
+        max_tokens = fused_max_tokens("exec", x.device)
     rows, cols = weight.shape
     tokens = x.numel() // cols
     if tokens == 0 or tokens > max_tokens:

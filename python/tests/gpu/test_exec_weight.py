@@ -58,8 +58,8 @@ def test_exec_weight_equals_reference(qwen2, fused, mode):
     assert torch.equal(ew.decode().view(torch.int16), w.view(torch.int16))
     ew.check()
     gen = torch.Generator(device="cuda").manual_seed(3)
-    limit = exec_mode.FUSED_MAX_TOKENS[mode]
-    for tokens in list(range(1, 21)) + [24, 31, 32, 33, 64, 100, 256, 257]:
+    limit = exec_mode.fused_max_tokens(mode)
+    for tokens in list(range(1, 21)) + [24, 31, 32, 33, 64, 65, 100, 128, 129, 256, 257]:
         for lead in ((tokens,), (1, tokens)) + (((2, tokens // 2),) if tokens % 2 == 0 else ()):
             x = torch.randn(*lead, w.shape[1], device="cuda", generator=gen).to(torch.bfloat16)
             got = ew.linear(x, bias)
@@ -153,7 +153,7 @@ def test_exec_weight_traced_and_captured(qwen2, mode):
         for tokens in (1, 5, 16, 40):
             x = torch.randn(tokens, w.shape[1], device="cuda").to(torch.bfloat16)
             torch._dynamo.mark_dynamic(x, 0)
-            want = exec_mode.reference_linear(x, w, bias, exec_mode.FUSED_MAX_TOKENS[mode]) * 2
+            want = exec_mode.reference_linear(x, w, bias, exec_mode.fused_max_tokens(mode)) * 2
             assert torch.equal(f(x), want), tokens
         x = torch.randn(3, w.shape[1], device="cuda").to(torch.bfloat16)
         graph, stream = torch.cuda.CUDAGraph(), torch.cuda.Stream()
@@ -167,7 +167,7 @@ def test_exec_weight_traced_and_captured(qwen2, mode):
         graph.replay()
         torch.cuda.synchronize()
         assert torch.equal(y, exec_mode.reference_linear(x, w, bias,
-                                                         exec_mode.FUSED_MAX_TOKENS[mode]))
+                                                         exec_mode.fused_max_tokens(mode)))
         ew.check()
     finally:
         exec_mode.unregister_weight(key)

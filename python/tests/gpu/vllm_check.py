@@ -11,7 +11,7 @@
                                                  --reference: vLLM's BF16 Linear layers
                                                  compute as df11_mode MODE (default exec)
                                                  does: df11's reference GEMM up to that
-                                                 mode's FUSED_MAX_TOKENS, F.linear above;
+                                                 mode's fused_max_tokens(), F.linear above;
                                                  --tp: tensor_parallel_size (one GPU a rank);
                                                  --lora DIR: the engine serves that adapter
     vllm_check.py make-families WORK FAMILY...   WORK/families/FAMILY/{bf16,official,df11}
@@ -311,11 +311,11 @@ def prompts(vocab):
 def use_reference_gemm(mode: str = "exec"):
     """vLLM's unquantized Linear layers (every Linear of a BF16 model) compute as df11's
     execution layout does in `mode`: torch.ops.df11.exec_reference_linear (df11's reference
-    GEMM at up to exec_mode.FUSED_MAX_TOKENS[mode] tokens, F.linear above), which the DF11
+    GEMM at up to exec_mode.fused_max_tokens(mode) tokens, F.linear above), which the DF11
     model in that mode must equal."""
     from vllm.model_executor.layers.linear import UnquantizedLinearMethod
-    from df11.exec_mode import FUSED_MAX_TOKENS, exec_reference_linear
-    max_tokens = FUSED_MAX_TOKENS[mode]
+    from df11.exec_mode import exec_reference_linear, fused_max_tokens
+    max_tokens = fused_max_tokens(mode)
 
     def apply(self, layer, x, bias=None):
         return exec_reference_linear(x, layer.weight, bias, max_tokens)
