@@ -104,5 +104,65 @@ TEST(ExecWideCore, SmallChunksOnlyWhereLargeOnesLeaveTheGpuIdle) {
   EXPECT_EQ(exec_wide_pick_n8(448, 264, 4, 8), 8u);
 }
 
+// The warpgroup kernel (EXEC_KERNEL.md v23): a matrix's slices cover its tiles in order, each
+// tile once and none empty; their count is 1..8, no more than the tiles, and a function of the
+// columns alone (the same at every batch and for any rows), so that every output's order of
+// sums is too.
+TEST(ExecWideCore, WarpgroupSlicesCoverEveryTileOnceInOrder) {
+  for (uint32_t tiles = 1; tiles <= 80; ++tiles) {
+    const uint32_t slices = exec_wg_slices(tiles);
+    ASSERT_GE(slices, 1u);
+    ASSERT_LE(slices, kExecWgMaxSlices);
+    ASSERT_LE(slices, tiles);
+    uint32_t next = 0;
+    for (uint32_t s = 0; s < slices; ++s) {
+      const ExecWgSlice sl = exec_wg_slice(tiles, slices, s);
+      EXPECT_EQ(sl.first, next) << tiles << " tiles, slice " << s;
+      EXPECT_GT(sl.end, sl.first) << tiles << " tiles, slice " << s;
+      next = sl.end;
+    }
+    EXPECT_EQ(next, tiles) << tiles << " tiles";
+  }
+  // The 8B block's shapes: 4 slices of 4 tiles at 4096 columns, 8 of 7 at 14336 (down_proj).
+  EXPECT_EQ(exec_wg_slices(16), 4u);
+  EXPECT_EQ(exec_wg_slices(56), 8u);
+  EXPECT_EQ(exec_wg_slices(1), 1u);
+}
+
+TEST(ExecWideCore, WarpgroupBlocksAreGroupsTimesChunksTimesSlices) {
+  for (const uint32_t batch : {33u, 64u, 65u, 128u, 129u, 200u, 256u}) {
+    const uint32_t chunk = exec_wg_chunk_rows(batch);
+    EXPECT_EQ(chunk, batch <= 48    ? 48u
+                     : batch <= 64  ? 64u
+                     : batch <= 96  ? 96u
+                     : batch <= 128 ? 128u
+                     : batch <= 192 ? 96u
+                                    : 128u)
+        << batch;
+    for (const uint32_t rows : {1u, 100u, 4096u, 14336u}) {
+      for (const uint32_t tiles : {1u, 16u, 56u}) {
+        const uint64_t groups = (rows + kExecWgRows - 1) / kExecWgRows;
+        const uint64_t chunks = (batch + chunk - 1) / chunk;
+        EXPECT_EQ(exec_wg_blocks(rows, tiles, batch), groups * chunks * exec_wg_slices(tiles));
+        EXPECT_GE(chunks * chunk, batch);  // every row of X is in a chunk
+        EXPECT_LT((chunks - 1) * chunk, batch);
+      }
+    }
+  }
+}
+
+// The warpgroup kernel serves 65-96 rows of X, where it was measured faster than the cluster
+// kernel (EXEC_KERNEL.md v23), in one chunk of 96 rows; no batch the strip kernels serve.
+TEST(ExecWideCore, WarpgroupKernelTakesSixtyFiveToNinetySixRows) {
+  for (uint32_t batch = 1; batch <= 256; ++batch) {
+    const bool expected = batch >= 65 && batch <= 96;
+    EXPECT_EQ(exec_wg_takes(batch), expected) << batch;
+    if (expected) {
+      EXPECT_EQ(exec_wg_chunk_rows(batch), 96u) << batch;
+      EXPECT_GE(96u * ((batch + 95) / 96), batch);  // every row of X is in a chunk
+    }
+  }
+}
+
 }  // namespace
 }  // namespace df11

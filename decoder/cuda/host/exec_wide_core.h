@@ -81,4 +81,58 @@ DF11_HD uint32_t exec_walk_empty_partials(uint32_t tiles, uint32_t partials) {
   return tiles < partials ? partials - tiles : 0;
 }
 
+// ---- The warpgroup kernel (EXEC_KERNEL.md v23, sm_90a) ----
+//
+// A thread block takes 128 rows of W (8 strips), a chunk of rows of X and a slice of the
+// strips' tiles (consecutive whole tiles). The slices of one group and chunk are one cluster
+// of thread blocks, whose partial sums are added in slice order. How many slices a matrix has
+// depends on its columns only, never on its rows, the batch or the GPU: so neither does the
+// order of any output's sums, and a matrix multiplies the same as the matrices its rows are
+// split into (q, k and v packed apart, against their BF16 weights concatenated).
+inline constexpr uint32_t kExecWgRows = 128;
+inline constexpr uint32_t kExecWgMaxSlices = 8;  // a portable cluster
+#ifndef DF11_EXEC_WG_SLICE_TILES
+#define DF11_EXEC_WG_SLICE_TILES 4
+#endif
+inline constexpr uint32_t kExecWgSliceTiles = DF11_EXEC_WG_SLICE_TILES;  // tiles a slice aims at
+
+// Slices of a matrix of `tiles_per_strip` tiles a strip (>= 1): 1..8, about kExecWgSliceTiles
+// tiles each.
+DF11_HD uint32_t exec_wg_slices(uint32_t tiles_per_strip) {
+  const uint32_t s = tiles_per_strip / kExecWgSliceTiles;
+  return s < 1 ? 1 : (s > kExecWgMaxSlices ? kExecWgMaxSlices : s);
+}
+
+// The tiles [first, end) of slice `slice` of `slices` (as even as integers allow, none empty
+// while slices <= tiles).
+struct ExecWgSlice {
+  uint32_t first = 0, end = 0;
+};
+DF11_HD ExecWgSlice exec_wg_slice(uint32_t tiles, uint32_t slices, uint32_t slice) {
+  return ExecWgSlice{static_cast<uint32_t>(uint64_t{tiles} * slice / slices),
+                     static_cast<uint32_t>(uint64_t{tiles} * (slice + 1) / slices)};
+}
+
+// Rows of X per chunk (the N of the products, a whole number of k16 core matrices' rows): the
+// batch in as few chunks of at most 128 rows as it takes, each rounded up to 32, 48, 64, 96 or
+// 128 rows.
+inline constexpr uint32_t kExecWgMaxChunk = 128;
+DF11_HD uint32_t exec_wg_chunk_rows(uint32_t batch) {
+  const uint32_t chunks = batch == 0 ? 1 : (batch + kExecWgMaxChunk - 1) / kExecWgMaxChunk;
+  const uint32_t per = (batch + chunks - 1) / chunks;
+  return per <= 32 ? 32 : per <= 48 ? 48 : per <= 64 ? 64 : per <= 96 ? 96 : 128;
+}
+
+// The batches the warpgroup kernel serves where it is built (sm_90a): those it was measured
+// faster at than the cluster kernel (EXEC_KERNEL.md v23), 65-96 rows of X (one chunk of 96).
+DF11_HD bool exec_wg_takes(uint32_t batch) { return batch > 64 && batch <= 96; }
+
+// Thread blocks of one matrix: groups x chunks x slices (block = (group x chunks + chunk) x
+// slices + slice, so that a cluster is consecutive blocks).
+DF11_HD uint64_t exec_wg_blocks(uint32_t rows, uint32_t tiles_per_strip, uint32_t batch) {
+  const uint32_t groups = (rows + kExecWgRows - 1) / kExecWgRows;
+  const uint32_t chunk = exec_wg_chunk_rows(batch);
+  return uint64_t{groups} * ((batch + chunk - 1) / chunk) * exec_wg_slices(tiles_per_strip);
+}
+
 }  // namespace df11::cuda::detail

@@ -5,9 +5,10 @@
 // GEMM: one thread block of 8 warps per strip (16 rows); warp w takes the strip's tiles w,
 // w + 8, ..., a few steps' loads in flight at a time, two products per step and n8 tile; the 8
 // warp sums meet in shared memory and are added in warp order (spec 6). Blocks are ordered by
-// decreasing columns, so that the long strips start first. Above 32 rows of X the wide kernel
-// (v9): 8 strips and a chunk of X rows per block, each warp computing a strip's 8 partial sums
-// in turn, in the same order; X staged in shared memory once per block.
+// decreasing columns, so that the long strips start first. Above 32 rows of X the wide kernels
+// (v9, v10): 8 strips and a chunk of X rows per block, each warp computing a strip's 8 partial
+// sums in turn, in the same order; X staged in shared memory once per block. At 65-96 rows on
+// sm_90a builds, the warpgroup kernel (v23), in its own order.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -861,6 +862,432 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
 #endif
 }
 
+// ---- The warpgroup kernel: 65-96 rows of X on sm_90a (EXEC_KERNEL.md v23) ----
+//
+// One thread block of 8 warps (two warpgroups) takes 128 rows of W (8 strips, one per warp), a
+// chunk of N rows of X (exec_wg_chunk_rows: 96 where it is used, exec_wg_takes) and a slice of
+// the strips' tiles (exec_wide_core.h). Per step (32 columns) each warp decodes its strip's
+// 512 weights, as every kernel does, into registers that are already the A operand of
+// Hopper's warpgroup products: a warp's A fragment of wgmma.m64nNk16 is the m16n8k16 fragment
+// the strip kernels multiply. Each warpgroup then issues two m64nNk16 products (its 64 rows of
+// W as A from registers, the chunk's N rows of X as B from shared memory), and decodes the
+// next step while they run. No decoded weight goes through shared memory; the blob's bytes and
+// X do, copied by cp.async two stages of kWgSx steps ahead (the blob's steps by the warp that
+// decodes them), with one block barrier a stage.
+//
+// The order of the products' k: as in n8_products, the step's first product takes each
+// lane's columns 8t..8t+3 and the second 8t+4..8t+7, so k = 2t, 2t+1 of product h is column
+// 8t + 4h + (0, 1) and k = 2t + 8, 2t + 9 is 8t + 4h + (2, 3). X is staged in that order:
+// pair word P + 4t' of a row of X (P = 0..3) lands in plane P, at word t' of the row's 16
+// bytes, so that planes 2h and 2h + 1 are product h's two core matrices along k.
+//
+// Every output of a slice is one chain of these products in step order from +0; the slices of
+// a cluster meet in shared memory and are added in slice order (__fadd_rn), rounded once to
+// BF16. The reference GEMM is the same kernel with the weights read as BF16 (kExec false): the
+// same instructions on the same operands.
+#ifndef DF11_EXEC_WG
+#define DF11_EXEC_WG 1  // 0: the cluster kernel (v10) above 32 rows also on sm_90a builds
+#endif
+#ifndef DF11_EXEC_WG_SX
+#define DF11_EXEC_WG_SX 2  // steps per stage (2, 4 or 8): one block barrier per stage
+#endif
+#ifndef DF11_EXEC_WG_BUFS
+#define DF11_EXEC_WG_BUFS 4  // stages in shared memory: copies run BUFS - 2 stages ahead
+#endif
+#ifndef DF11_EXEC_WG_UNROLL
+#define DF11_EXEC_WG_UNROLL 2  // steps per turn of the loop (divides 8)
+#endif
+#ifndef DF11_EXEC_WG_MIN_BLOCKS
+#define DF11_EXEC_WG_MIN_BLOCKS \
+  2  // thread blocks per multiprocessor up to N = DF11_EXEC_WG_TWO_UPTO
+#endif
+#ifndef DF11_EXEC_WG_TWO_UPTO
+#define DF11_EXEC_WG_TWO_UPTO 96
+#endif
+constexpr uint32_t kWgSx = DF11_EXEC_WG_SX;
+constexpr uint32_t kWgBufs = DF11_EXEC_WG_BUFS;
+// A stage's slot is refilled two stages after its products: the last products of a stage may
+// still run while the next stage's first step decodes, until that step's wait.
+[[maybe_unused]] constexpr uint32_t kWgAhead = kWgBufs - 2;  // stages
+[[maybe_unused]] constexpr uint32_t kWgLoads = DF11_EXEC_WG_UNROLL;
+static_assert(kExecTileSteps % kWgSx == 0 && kWgSx >= 2, "a stage is part of one tile");
+static_assert(kWgBufs >= 3, "copies run at least one stage ahead");
+static_assert(kExecTileSteps % kWgLoads == 0, "a turn of the loop is part of one tile");
+constexpr uint32_t kWgThreads = 256;
+// X in shared memory, a stage being [step][plane P][N / 8 core matrices of 8 rows x 16 bytes].
+[[maybe_unused]] constexpr uint32_t wg_plane_bytes(uint32_t n) { return n * 16; }
+constexpr uint32_t wg_step_bytes(uint32_t n) { return 4 * n * 16; }
+constexpr uint32_t wg_stage_bytes(uint32_t n) { return kWgSx * wg_step_bytes(n); }
+// W's blob in shared memory, a stage being [warp][the stage's byte-plane entries, then its
+// code-plane entries] in the blob's order: 768 bytes a warp and step.
+constexpr uint32_t kWgWStep = kExecLanes * 24;
+constexpr uint32_t kWgWWarp = kWgSx * kWgWStep;
+constexpr uint32_t kWgWStage = 8 * kWgWWarp;
+// The partials after the walk, sums[token][row] with rows padded so that a warp's writes fall
+// in distinct banks.
+constexpr uint32_t kWgSumStride = kExecWgRows + 4;
+constexpr size_t wg_shared_bytes(uint32_t n) {
+  const size_t ring = size_t{kWgBufs} * (wg_stage_bytes(n) + kWgWStage);
+  const size_t sums = size_t{kWgSumStride} * n * sizeof(float);
+  return ring > sums ? ring : sums;
+}
+constexpr uint32_t wg_min_blocks(uint32_t n) {
+  return n <= DF11_EXEC_WG_TWO_UPTO ? DF11_EXEC_WG_MIN_BLOCKS : 1;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// A shared-memory operand of a product (no swizzle): its start, the bytes from one core matrix
+// to the next along K (lbo) and along M or N (sbo).
+__device__ __forceinline__ uint64_t wg_desc(uint32_t smem, uint32_t lbo, uint32_t sbo) {
+  return uint64_t{(smem & 0x3FFFFu) >> 4} | uint64_t{lbo >> 4} << 16 | uint64_t{sbo >> 4} << 32;
+}
+__device__ __forceinline__ void wg_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wg_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+// Writes of the generic proxy (stores, cp.async) to shared memory, made visible to the products.
+__device__ __forceinline__ void wg_fence_shared() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+template <uint32_t K>
+__device__ __forceinline__ void wg_hold(float (&d)[K]) {
+#pragma unroll
+  for (uint32_t i = 0; i < K; ++i) asm volatile("" : "+f"(d[i]));
+}
+// 4 bytes, of which `bytes` (4 or 0) read and the rest zero-filled.
+__device__ __forceinline__ void cp_async4(uint32_t smem, const void* gmem, uint32_t bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(smem),
+               "l"(__cvta_generic_to_global(gmem)), "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ LaneCodes ld_shared_lane(uint32_t bytes, uint32_t codes) {
+  LaneCodes lc;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(lc.bytes.x), "=r"(lc.bytes.y), "=r"(lc.bytes.z), "=r"(lc.bytes.w)
+               : "r"(bytes)
+               : "memory");
+  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+               : "=r"(lc.codes.x), "=r"(lc.codes.y)
+               : "r"(codes)
+               : "memory");
+  return lc;
+}
+__device__ __forceinline__ void cp_async16s(uint32_t smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem),
+               "l"(__cvta_generic_to_global(gmem))
+               : "memory");
+}
+__device__ __forceinline__ void st_shared_u32(uint32_t smem, uint32_t v) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(smem), "r"(v) : "memory");
+}
+
+// d += A B for one m64nNk16 product: A (64 x 16, BF16) from registers, this warp's 16 rows as
+// an m16n8k16 A fragment; B (16 x N) from shared memory by descriptor, K-major; FP32 sums.
+template <uint32_t N>
+__device__ __forceinline__ void wgmma_ra(float (&d)[N / 2], uint32_t a0, uint32_t a1, uint32_t a2,
+                                         uint32_t a3, uint64_t db);
+template <>
+__device__ __forceinline__ void wgmma_ra<96>(float (&d)[48], uint32_t a0, uint32_t a1, uint32_t a2,
+                                             uint32_t a3, uint64_t db) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %53, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
+      "25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47},"
+      " {%48,%49,%50,%51}, %52, p, 1, 1, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
+}
+
+// The first four exceptions of a tile whose offsets are `offs` (byte i in bits 8i..8i + 7),
+// none read past the tile's range or the blob's count.
+__device__ __forceinline__ uint32_t wg_window(const uint8_t* exc, uint2 offs, uint32_t n_exc) {
+  const uint32_t a = min(offs.x, n_exc), b = min(max(offs.y, a), n_exc);
+  uint32_t w = 0;
+#pragma unroll
+  for (uint32_t k = 0; k < 4; ++k) {
+    if (k < b - a) w |= uint32_t{__ldg(exc + a + k)} << (8 * k);
+  }
+  return w;
+}
+#endif
+
+template <bool kExec, uint32_t N>
+__global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
+    wg_gemm_kernel(const __grid_constant__ LaunchParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr uint32_t kAcc = N / 2;
+  constexpr uint32_t kPlane = wg_plane_bytes(N), kStep = wg_step_bytes(N);
+  constexpr uint32_t kStage = wg_stage_bytes(N), kRing = kWgBufs * kStage;
+  constexpr uint32_t kCopies = N / 16;  // a warp's copies of X per step, two rows of X each
+  extern __shared__ __align__(128) uint8_t wg_shared[];
+  const uint32_t mi = find_matrix(p, blockIdx.x);
+  const MatrixDesc& m = p.m[mi];
+  const uint32_t item = blockIdx.x - p.begin[mi];
+  // What the loop reads of the descriptor, in registers.
+  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols, batch = p.batch;
+  const uint32_t n_exc = m.n_exc;
+  const bool x_vec = m.x_vec;
+  const uint8_t* const exc = m.blob + m.exceptions;
+  const uint32_t slices = exec_wg_slices(tiles);
+  const uint32_t chunks = (batch + N - 1) / N;
+  const uint32_t slice = item % slices, chunk = (item / slices) % chunks;
+  const uint32_t group = item / slices / chunks;
+  const ExecWgSlice sl = exec_wg_slice(tiles, slices, slice);
+  const uint32_t qa = sl.first * kExecTileSteps, qb = min(sl.end * kExecTileSteps, steps);
+  const uint32_t n_steps = qb - qa;
+  const uint32_t first_row = chunk * N;
+  const uint32_t live_rows = min(batch - first_row, N);  // rows of X in this chunk
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t g = lane / 4, t = lane % 4, wg = warp / 4;
+  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
+  const uint32_t strip = group * 8 + warp;
+  const bool live = strip < strips;
+  const uint32_t full_steps = cols / kExecStepCols;
+  // Steps of the slice whose 32 columns of X all exist (the rest: the ragged last step).
+  const uint32_t whole_x = full_steps > qa ? full_steps - qa : 0u;
+  const uint64_t first_entry = (uint64_t{live ? strip : 0} * steps + qa) * kExecLanes + lane;
+  const uint4* lane_bytes = nullptr;
+  uint32_t base4 = 0;
+  if constexpr (kExec) {
+    lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first_entry;
+    base4 = read_base(p, m, uint64_t{group} * 8 * tiles, threadIdx.x == 0) * 0x01010101u;
+  }
+  const uint16_t* const wsrc = reinterpret_cast<const uint16_t*>(m.blob);  // reference: BF16 W
+  const uint32_t smem = static_cast<uint32_t>(__cvta_generic_to_shared(wg_shared));
+  // B at stage 0, step 0, plane 0: core matrices adjacent along K a plane apart, along N 128
+  // bytes apart.
+  const uint64_t desc_b = wg_desc(smem, kPlane, 128);
+  // This lane's copies of X: pair word xw of a step of rows j0 + 16c of the chunk (c <
+  // kCopies), into plane xw % 4 at word xw / 4 of the row's 16 bytes.
+  const uint32_t xw = lane % 16, j0 = 2 * warp + lane / 16;
+  const uint32_t x_dst = (xw % 4) * kPlane + (j0 / 8) * 128 + (j0 % 8) * 16 + (xw / 4) * 4;
+  const uint16_t* const x_src = m.x + uint64_t{first_row + (j0 < live_rows ? j0 : 0)} * cols +
+                                uint64_t{qa} * kExecStepCols + 2 * xw;
+  // Step s's X into the step slot at byte offset `at`: the lane's copies in turn, 16 rows of
+  // X apart; in the chunk that ends the batch those of rows past it write zeros. Every word of
+  // a slot is written once a stage, by one thread.
+  const uint32_t x_rows16 = 16 * cols;
+  const uint32_t x_dst0 = smem + x_dst;
+  const uint32_t x_live = j0 < live_rows ? (live_rows - j0 + 15) / 16 : 0u;  // copies with a row
+  const bool x_full = live_rows == N;
+  auto copy_x = [&](uint32_t s, uint32_t at) {
+    const uint16_t* src = x_src + s * kExecStepCols;
+    const uint32_t dst = x_dst0 + at;
+    if (x_vec && s < whole_x) {
+      if (x_full) {
+#pragma unroll
+        for (uint32_t c = 0; c < kCopies; ++c, src += x_rows16) cp_async4(dst + 256 * c, src, 4);
+      } else {
+#pragma unroll
+        for (uint32_t c = 0; c < kCopies; ++c, src += x_rows16) {
+          cp_async4(dst + 256 * c, src, c < x_live ? 4u : 0u);
+        }
+      }
+    } else {
+      // The ragged last step, or X not aligned: plain loads, zero past cols.
+      const uint32_t col = (qa + s) * kExecStepCols + 2 * xw;  // the lane's pair's first column
+#pragma unroll
+      for (uint32_t c = 0; c < kCopies; ++c, src += x_rows16) {
+        const bool row = c < x_live;
+        const uint32_t lo = row && col < cols ? __ldg(src) : 0u;
+        const uint32_t hi = row && col + 1 < cols ? __ldg(src + 1) : 0u;
+        st_shared_u32(dst + 256 * c, lo | hi << 16);
+      }
+    }
+  };
+  float acc[kAcc];
+#pragma unroll
+  for (uint32_t i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+
+  // W's blob: this warp's step s into the step slot of its part of the stage at `at`: the
+  // lane's byte-plane entry, and a 16-byte piece of the step's code plane (lanes 0-15).
+  const uint32_t w_warp = smem + kRing + warp * kWgWWarp;
+  const uint8_t* const code_src = m.blob + m.code_plane +
+                                  (uint64_t{live ? strip : 0} * steps + qa) * (kExecLanes * 8) +
+                                  16 * lane;
+  const uint32_t w_bytes = w_warp + 16 * lane, w_codes = w_warp + kWgSx * kExecLanes * 16;
+  auto copy_w = [&](uint32_t s, uint32_t at) {
+    if (!kExec || !live) return;
+    const uint32_t i = s % kWgSx;
+    cp_async16s(w_bytes + at + i * (kExecLanes * 16), lane_bytes + s * kExecLanes);
+    if (lane < 16) {
+      cp_async16s(w_codes + at + i * (kExecLanes * 8) + 16 * lane, code_src + s * (kExecLanes * 8));
+    }
+  };
+  // The first stages, one cp.async group each.
+  for (uint32_t st = 0; st < kWgAhead; ++st) {
+    for (uint32_t i = 0; i < kWgSx; ++i) {
+      const uint32_t s = st * kWgSx + i;
+      if (s < n_steps) {
+        copy_x(s, st * kStage + i * kStep);
+        copy_w(s, st * kWgWStage);
+      }
+    }
+    cp_async_commit();
+  }
+  uint32_t x_at = kRing - kStage;             // the stage being multiplied (advanced first)
+  uint32_t x_next = (kWgAhead - 1) * kStage;  // the stage being copied (advanced first)
+  uint32_t w_at = (kWgBufs - 1) * kWgWStage, w_next = (kWgAhead - 1) * kWgWStage;
+  // A tile's exception range and its first four exceptions (the window) are read a tile ahead.
+  uint32_t cursor = 0, end = 0, win = 0, win_next = 0;
+  bool overrun = false;
+  uint2 offs_cur = make_uint2(0, 0), offs_next = make_uint2(0, 0);
+  if constexpr (kExec) {
+    if (live && n_steps > 0) {
+      const uint64_t tile = uint64_t{strip} * tiles + sl.first;
+      offs_cur = load_tile_offsets(m, tile);
+      win_next = wg_window(exc, offs_cur, n_exc);
+      if (sl.first + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
+    }
+  }
+  // kWgLoads steps per turn, unrolled: the ring's slots are static, and so are the registers
+  // each product reads its weights from (ptxas keeps a product's A registers to itself for the
+  // whole unrolled body, so a longer body costs 8 registers a step).
+  uint32_t u = sl.first;  // the tile, within the strip
+#pragma unroll 1
+  for (uint32_t s0 = 0; s0 < n_steps; s0 += kWgLoads) {
+#pragma unroll
+    for (uint32_t i = 0; i < kWgLoads; ++i) {
+      const uint32_t s = s0 + i;
+      if (s >= n_steps) break;  // block-uniform
+      const uint32_t in_tile = s % kExecTileSteps;
+      if constexpr (kExec) {
+        if (in_tile == 0 && live) {
+          u = sl.first + s / kExecTileSteps;
+          const uint64_t tile = uint64_t{strip} * tiles + u;
+          if (s != 0) {
+            if (lane == 0 && (overrun || cursor != end)) {
+              exec_report(p.status, m.index, tile - 1, kExecBadTileCount);
+            }
+            offs_cur = offs_next;  // read a tile ago
+          }
+          overrun = false;
+          tile_range_of(p, m, tile, offs_cur, lane, &cursor, &end);
+          win = win_next;
+          if (s != 0 && u + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
+        }
+      }
+      if (s % kWgSx == 0) {
+        // A new stage: its X and W have arrived (every thread's copies, made visible to the
+        // products). After the barrier no warp multiplies the stage before the last, whose
+        // slot takes the stage kWgAhead ahead.
+        if (s != 0) cp_async_commit();
+        cp_async_wait<kWgAhead - 1>();
+        wg_fence_shared();
+        __syncthreads();
+        x_at = x_at + kStage == kRing ? 0u : x_at + kStage;
+        x_next = x_next + kStage == kRing ? 0u : x_next + kStage;
+        w_at = w_at + kWgWStage == kWgBufs * kWgWStage ? 0u : w_at + kWgWStage;
+        w_next = w_next + kWgWStage == kWgBufs * kWgWStage ? 0u : w_next + kWgWStage;
+      }
+      const uint32_t step_in = s % kWgSx;
+      LaneWeights lw;
+      if constexpr (kExec) {
+        if (live) {
+          const LaneCodes lc =
+              ld_shared_lane(w_bytes + w_at + step_in * (kExecLanes * 16),
+                             w_codes + w_at + step_in * (kExecLanes * 8) + 8 * lane);
+          if (in_tile == kExecTileSteps / 2 && u + 1 < sl.end) {
+            win_next = wg_window(exc, offs_next, n_exc);  // the next tile's, read mid-tile
+          }
+          const LaneCodeBytes k = exec_split_codes(lc.codes);
+          uint32_t e[4];
+#pragma unroll
+          for (uint32_t w = 0; w < 4; ++w) e[w] = exec_exponents(k.c[w], base4);
+          if (__any_sync(kExecFullMask, exec_exception_flags(k) != 0)) {
+            cursor += exec_patch_exceptions<uint32_t>(k, e, exc, cursor, end, lane, overrun,
+                                                      offs_cur.x, win, 4u);
+          }
+          lw = exec_build(lc.bytes, e);
+          if (s >= whole_x) mask_columns(lw, uint64_t{qa + s} * kExecStepCols + 8 * t, cols);
+        } else {
+          lw = LaneWeights{};
+        }
+      } else {
+        const uint64_t c = uint64_t{qa + s} * kExecStepCols + 8 * t;
+        bf16_row8(wsrc, m.rows, cols, uint64_t{strip} * kExecStripRows + g, c, m.w_vec, lw.pg);
+        bf16_row8(wsrc, m.rows, cols, uint64_t{strip} * kExecStripRows + 8 + g, c, m.w_vec, lw.pg8);
+      }
+      // The last step's products are done (their weights' registers are free).
+      wg_wait<0>();
+      wg_hold(acc);
+      const uint32_t slot = step_in * kStep;
+      if (s + kWgAhead * kWgSx < n_steps) {
+        copy_x(s + kWgAhead * kWgSx, x_next + slot);
+        copy_w(s + kWgAhead * kWgSx, w_next);
+      }
+      wg_fence();
+#pragma unroll
+      for (uint32_t h = 0; h < 2; ++h) {  // planes 2h, 2h + 1 of the step
+        const uint64_t db = desc_b + ((x_at + slot + 2 * h * kPlane) >> 4);
+        wgmma_ra<N>(acc, lw.pg[2 * h], lw.pg8[2 * h], lw.pg[2 * h + 1], lw.pg8[2 * h + 1], db);
+      }
+      wg_commit();
+    }
+  }
+  wg_wait<0>();
+  wg_hold(acc);
+  if constexpr (kExec) {
+    if (live && n_steps > 0 && lane == 0 && (overrun || cursor != end)) {
+      exec_report(p.status, m.index, uint64_t{strip} * tiles + (qb - 1) / kExecTileSteps,
+                  kExecBadTileCount);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // the ring is free: the partials take its place
+  // The partial sums as sums[token][row] (row of the group's 128, token of the chunk): the
+  // accumulators of an m64nN product, rows 16 wi + g (+ 8) of the warpgroup's 64, tokens 8i +
+  // 2t (+ 1).
+  float* sums = reinterpret_cast<float*>(wg_shared);
+  const uint32_t row0 = 64 * wg + 16 * (warp % 4) + g;
+#pragma unroll
+  for (uint32_t i = 0; i < N / 8; ++i) {
+#pragma unroll
+    for (uint32_t jj = 0; jj < 2; ++jj) {
+      const uint32_t token = 8 * i + 2 * t + jj;
+      sums[token * kWgSumStride + row0] = acc[4 * i + jj];
+      sums[token * kWgSumStride + row0 + 8] = acc[4 * i + 2 + jj];
+    }
+  }
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every slice's partials are written
+  constexpr uint32_t kOut = kExecWgRows * N;
+  const uint32_t share = kOut / slices, from = slice * share;
+  const uint32_t to = slice + 1 == slices ? kOut : from + share;
+  for (uint32_t at = from + threadIdx.x; at < to; at += kWgThreads) {
+    const uint32_t token = at / kExecWgRows, row = at % kExecWgRows;
+    const uint32_t j = first_row + token;
+    const uint64_t out_row = uint64_t{group} * kExecWgRows + row;
+    if (out_row >= m.rows || j >= batch) continue;
+    float v = 0.0f;
+    for (uint32_t r = 0; r < slices; ++r) {
+      const float part = cluster.map_shared_rank(sums, r)[token * kWgSumStride + row];
+      v = r == 0 ? part : __fadd_rn(v, part);
+    }
+    m.y[uint64_t{j} * m.ld_y + out_row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  }
+  cluster.sync();  // no block leaves while another reads its shared memory
+#else
+  __trap();  // launched only where the build has sm_90a code (launch_gemms)
+#endif
+}
+
 // Layout -> BF16: one warp per tile.
 __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ LaunchParams p) {
   const uint32_t item = blockIdx.x * kWarps + threadIdx.x / 32;
@@ -966,28 +1393,39 @@ Status reset_status(void* d_ws, cudaStream_t stream) {
 // compute capability 9.0 and later), and its multiprocessors.
 struct StripDevice {
   bool programmatic = false;
+  bool wg = false;  // the warpgroup kernel serves rows of X above 32 (sm_90a code, CC 9.0)
   uint32_t sms = 0;
 };
+#if defined(DF11_EXEC_WGMMA) && DF11_EXEC_WG != 0
+constexpr bool kWgBuilt = true;
+#else
+constexpr bool kWgBuilt = false;
+#endif
 Status strip_device(StripDevice* out) {
   constexpr int kCached = 64;
-  // Per device: 0 unknown, else sms << 1 | programmatic.
+  // Per device: 0 unknown, else sms << 2 | wg << 1 | programmatic.
   static std::atomic<uint32_t> known[kCached] = {};
   int device = 0;
   DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "exec GEMM: cudaGetDevice");
   uint32_t k = device < kCached ? known[device].load(std::memory_order_relaxed) : 0;
   if (k == 0) {
-    int major = 0, sms = 0;
+    int major = 0, minor = 0, sms = 0;
     DF11_CUDA_RETURN_IF_ERROR(
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
         "exec GEMM: compute capability");
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device),
+        "exec GEMM: compute capability");
     DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
                               "exec GEMM: multiprocessors");
-    k = static_cast<uint32_t>(std::max(sms, 1)) << 1 |
+    k = static_cast<uint32_t>(std::max(sms, 1)) << 2 |
+        (kWgBuilt && major == 9 && minor == 0 ? 2u : 0u) |
         (DF11_EXEC_GEMM_PDL != 0 && major >= 9 ? 1u : 0u);
     if (device < kCached) known[device].store(k, std::memory_order_relaxed);
   }
   out->programmatic = (k & 1u) != 0;
-  out->sms = k >> 1;
+  out->wg = (k & 2u) != 0;
+  out->sms = k >> 2;
   return Status::ok();
 }
 
@@ -1005,9 +1443,79 @@ GemmKernel strip_kernel(uint32_t batch, uint64_t blocks, uint32_t sms) {
                        : gemm_kernel<kExec, 4>;
 }
 
+// A launch of `blocks` thread blocks in clusters of `cluster` consecutive blocks.
+template <typename Kernel>
+Status launch_clusters(Kernel kernel, uint64_t blocks, uint32_t threads, size_t smem,
+                       uint32_t cluster, const LaunchParams& p, cudaStream_t stream,
+                       const char* what) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<uint32_t>(blocks));
+  cfg.blockDim = dim3(threads);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  DF11_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, kernel, p), what);
+  return Status::ok();
+}
+
+// The warpgroup kernel's launches: one per count of slices (the cluster's size), blocks ordered
+// by decreasing columns within it.
+template <bool kExec>
+Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord* status,
+                 cudaStream_t stream) {
+  const uint32_t mt = exec_wg_chunk_rows(batch);
+  if (mt != 96) return Status(ErrorCode::kInternal, "exec GEMM: no warpgroup kernel for the batch");
+  const auto kernel = wg_gemm_kernel<kExec, 96>;
+  const size_t bytes = wg_shared_bytes(mt);
+  DF11_CUDA_RETURN_IF_ERROR(
+      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           static_cast<int>(bytes)),
+      "exec GEMM: shared memory of the warpgroup kernel");
+  auto slices_of = [](const MatrixDesc& d) { return exec_wg_slices(d.tiles_per_strip); };
+  std::stable_sort(descs.begin(), descs.end(), [&](const MatrixDesc& a, const MatrixDesc& b) {
+    const uint32_t sa = slices_of(a), sb = slices_of(b);
+    return sa != sb ? sa > sb : a.cols > b.cols;
+  });
+  auto p = std::make_unique<LaunchParams>();
+  p->status = status;
+  p->batch = batch;
+  for (size_t at = 0; at < descs.size();) {
+    const uint32_t slices = slices_of(descs[at]);
+    size_t n = 0;
+    uint64_t blocks = 0;
+    while (at + n < descs.size() && n < kMaxMatrices && slices_of(descs[at + n]) == slices) {
+      const MatrixDesc& d = descs[at + n];
+      p->m[n] = d;
+      p->begin[n] = static_cast<uint32_t>(blocks);
+      blocks += exec_wg_blocks(d.rows, d.tiles_per_strip, batch);
+      ++n;
+    }
+    if (blocks > INT32_MAX) {
+      return Status(ErrorCode::kResourceLimit, "exec GEMM: too many rows in one launch");
+    }
+    p->n = static_cast<uint32_t>(n);
+    p->begin[n] = static_cast<uint32_t>(blocks);
+    DF11_RETURN_IF_ERROR(launch_clusters(kernel, blocks, kWgThreads, bytes, slices, *p, stream,
+                                         "exec GEMM: warpgroup kernel launch"));
+    at += n;
+  }
+  return Status::ok();
+}
+
 template <bool kExec>
 Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord* status,
                     cudaStream_t stream) {
+  if (exec_wg_takes(batch)) {
+    StripDevice dev;
+    DF11_RETURN_IF_ERROR(strip_device(&dev));
+    if (dev.wg) return launch_wg<kExec>(std::move(descs), batch, status, stream);
+  }
   const bool wide = kExec && batch >= kWideFrom;
   auto wide_kernel = wide_gemm_kernel<kWideN8, false>;
   size_t wide_bytes = 0;
@@ -1074,20 +1582,9 @@ Status launch_gemms(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRec
     }
     p->begin[n] = static_cast<uint32_t>(blocks);
     if (split) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<uint32_t>(blocks));
-      cfg.blockDim = dim3(kWideThreads);
-      cfg.dynamicSmemBytes = wide_bytes;
-      cfg.stream = stream;
-      cudaLaunchAttribute cluster[1] = {};
-      cluster[0].id = cudaLaunchAttributeClusterDimension;
-      cluster[0].val.clusterDim.x = kGemmWarps;  // one block per partial
-      cluster[0].val.clusterDim.y = 1;
-      cluster[0].val.clusterDim.z = 1;
-      cfg.attrs = cluster;
-      cfg.numAttrs = 1;
-      DF11_CUDA_RETURN_IF_ERROR(cudaLaunchKernelEx(&cfg, wide_kernel, *p),
-                                "exec GEMM: cluster launch");
+      // One block per partial.
+      DF11_RETURN_IF_ERROR(launch_clusters(wide_kernel, blocks, kWideThreads, wide_bytes,
+                                           kGemmWarps, *p, stream, "exec GEMM: cluster launch"));
     } else if (wide) {
       wide_kernel<<<static_cast<uint32_t>(blocks), kWideThreads, wide_bytes, stream>>>(*p);
     } else {
@@ -1193,6 +1690,12 @@ Status launch_bf16_reference_gemm(std::span<const Bf16Gemm> gemms, uint32_t batc
     descs.push_back(d);
   }
   if (descs.empty()) return Status::ok();
+  if (exec_wg_takes(batch)) {
+    StripDevice dev;
+    DF11_RETURN_IF_ERROR(strip_device(&dev));
+    // There the fused GEMM's order is the warpgroup kernel's where it runs.
+    if (dev.wg) return launch_gemms<false>(std::move(descs), batch, nullptr, stream);
+  }
   return launch_reference_chunks(descs, batch, stream);
 }
 
