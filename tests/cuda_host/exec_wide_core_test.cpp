@@ -123,22 +123,22 @@ TEST(ExecWideCore, WarpgroupSlicesCoverEveryTileOnceInOrder) {
     }
     EXPECT_EQ(next, tiles) << tiles << " tiles";
   }
-  // The 8B block's shapes: 4 slices of 4 tiles at 4096 columns, 8 of 7 at 14336 (down_proj).
-  EXPECT_EQ(exec_wg_slices(16), 4u);
-  EXPECT_EQ(exec_wg_slices(56), 8u);
+  // The 8B block's shapes: 2 slices of 8 tiles at 4096 columns, 7 of 8 at 14336 (down_proj).
+  EXPECT_EQ(exec_wg_slices(16), 2u);
+  EXPECT_EQ(exec_wg_slices(56), 7u);
   EXPECT_EQ(exec_wg_slices(1), 1u);
 }
 
 TEST(ExecWideCore, WarpgroupBlocksAreGroupsTimesChunksTimesSlices) {
-  for (const uint32_t batch : {33u, 64u, 65u, 128u, 129u, 200u, 256u}) {
+  for (const uint32_t batch : {33u, 64u, 65u, 97u, 112u, 113u, 128u, 129u, 200u, 225u, 256u}) {
     const uint32_t chunk = exec_wg_chunk_rows(batch);
-    EXPECT_EQ(chunk, batch <= 48    ? 48u
-                     : batch <= 64  ? 64u
-                     : batch <= 96  ? 96u
-                     : batch <= 128 ? 128u
+    EXPECT_EQ(chunk, batch <= 96    ? 96u
+                     : batch <= 112 ? 112u
                      : batch <= 192 ? 96u
-                                    : 128u)
+                     : batch <= 224 ? 112u
+                                    : 96u)
         << batch;
+    EXPECT_EQ(chunk % 16, 0u) << batch;
     for (const uint32_t rows : {1u, 100u, 4096u, 14336u}) {
       for (const uint32_t tiles : {1u, 16u, 56u}) {
         const uint64_t groups = (rows + kExecWgRows - 1) / kExecWgRows;
@@ -151,15 +151,16 @@ TEST(ExecWideCore, WarpgroupBlocksAreGroupsTimesChunksTimesSlices) {
   }
 }
 
-// The warpgroup kernel serves 65-96 rows of X, where it was measured faster than the cluster
-// kernel (EXEC_KERNEL.md v23), in one chunk of 96 rows; no batch the strip kernels serve.
-TEST(ExecWideCore, WarpgroupKernelTakesSixtyFiveToNinetySixRows) {
+// The warpgroup kernel serves 65-112 rows of X, where it was measured faster than the cluster
+// kernel (EXEC_KERNEL.md v23, v24), in one chunk: 96 rows up to 96, 112 above; no batch the
+// strip kernels serve.
+TEST(ExecWideCore, WarpgroupKernelTakesSixtyFiveToOneHundredTwelveRows) {
   for (uint32_t batch = 1; batch <= 256; ++batch) {
-    const bool expected = batch >= 65 && batch <= 96;
+    const bool expected = batch >= 65 && batch <= 112;
     EXPECT_EQ(exec_wg_takes(batch), expected) << batch;
     if (expected) {
-      EXPECT_EQ(exec_wg_chunk_rows(batch), 96u) << batch;
-      EXPECT_GE(96u * ((batch + 95) / 96), batch);  // every row of X is in a chunk
+      EXPECT_EQ(exec_wg_chunk_rows(batch), batch <= 96 ? 96u : 112u) << batch;
+      EXPECT_GE(exec_wg_chunk_rows(batch), batch);  // one chunk holds every row of X
     }
   }
 }

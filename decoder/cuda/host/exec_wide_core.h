@@ -92,7 +92,7 @@ DF11_HD uint32_t exec_walk_empty_partials(uint32_t tiles, uint32_t partials) {
 inline constexpr uint32_t kExecWgRows = 128;
 inline constexpr uint32_t kExecWgMaxSlices = 8;  // a portable cluster
 #ifndef DF11_EXEC_WG_SLICE_TILES
-#define DF11_EXEC_WG_SLICE_TILES 4
+#define DF11_EXEC_WG_SLICE_TILES 8
 #endif
 inline constexpr uint32_t kExecWgSliceTiles = DF11_EXEC_WG_SLICE_TILES;  // tiles a slice aims at
 
@@ -113,19 +113,20 @@ DF11_HD ExecWgSlice exec_wg_slice(uint32_t tiles, uint32_t slices, uint32_t slic
                      static_cast<uint32_t>(uint64_t{tiles} * (slice + 1) / slices)};
 }
 
-// Rows of X per chunk (the N of the products, a whole number of k16 core matrices' rows): the
-// batch in as few chunks of at most 128 rows as it takes, each rounded up to 32, 48, 64, 96 or
-// 128 rows.
-inline constexpr uint32_t kExecWgMaxChunk = 128;
+// Rows of X per chunk (the N of the products: a multiple of 16, the kernel copying X two rows
+// at a time in eight core matrices' rows): the batch in as few chunks of at most 112 rows as it
+// takes, each rounded up to 96 or 112 rows (the kernels the launcher holds).
+inline constexpr uint32_t kExecWgMaxChunk = 112;
 DF11_HD uint32_t exec_wg_chunk_rows(uint32_t batch) {
   const uint32_t chunks = batch == 0 ? 1 : (batch + kExecWgMaxChunk - 1) / kExecWgMaxChunk;
   const uint32_t per = (batch + chunks - 1) / chunks;
-  return per <= 32 ? 32 : per <= 48 ? 48 : per <= 64 ? 64 : per <= 96 ? 96 : 128;
+  return per <= 96 ? 96 : kExecWgMaxChunk;
 }
 
 // The batches the warpgroup kernel serves where it is built (sm_90a): those it was measured
-// faster at than the cluster kernel (EXEC_KERNEL.md v23), 65-96 rows of X (one chunk of 96).
-DF11_HD bool exec_wg_takes(uint32_t batch) { return batch > 64 && batch <= 96; }
+// faster at than the cluster kernel (EXEC_KERNEL.md v23, v24), 65-112 rows of X in one chunk
+// (96 rows up to 96, else 112).
+DF11_HD bool exec_wg_takes(uint32_t batch) { return batch > 64 && batch <= kExecWgMaxChunk; }
 
 // Thread blocks of one matrix: groups x chunks x slices (block = (group x chunks + chunk) x
 // slices + slice, so that a cluster is consecutive blocks).

@@ -7,8 +7,8 @@
 // warp sums meet in shared memory and are added in warp order (spec 6). Blocks are ordered by
 // decreasing columns, so that the long strips start first. Above 32 rows of X the wide kernels
 // (v9, v10): 8 strips and a chunk of X rows per block, each warp computing a strip's 8 partial
-// sums in turn, in the same order; X staged in shared memory once per block. At 65-96 rows on
-// sm_90a builds, the warpgroup kernel (v23), in its own order.
+// sums in turn, in the same order; X staged in shared memory once per block. At 65-112 rows on
+// sm_90a builds, the warpgroup kernel (v23, v24), in its own order.
 #include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -862,18 +862,19 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
 #endif
 }
 
-// ---- The warpgroup kernel: 65-96 rows of X on sm_90a (EXEC_KERNEL.md v23) ----
+// ---- The warpgroup kernel: 65-112 rows of X on sm_90a (EXEC_KERNEL.md v23, v24) ----
 //
 // One thread block of 8 warps (two warpgroups) takes 128 rows of W (8 strips, one per warp), a
-// chunk of N rows of X (exec_wg_chunk_rows: 96 where it is used, exec_wg_takes) and a slice of
-// the strips' tiles (exec_wide_core.h). Per step (32 columns) each warp decodes its strip's
-// 512 weights, as every kernel does, into registers that are already the A operand of
+// chunk of N rows of X (exec_wg_chunk_rows: 96 or 112 where it is used, exec_wg_takes) and a
+// slice of the strips' tiles (exec_wide_core.h). Per step (32 columns) each warp decodes its
+// strip's 512 weights, as every kernel does, into registers that are already the A operand of
 // Hopper's warpgroup products: a warp's A fragment of wgmma.m64nNk16 is the m16n8k16 fragment
 // the strip kernels multiply. Each warpgroup then issues two m64nNk16 products (its 64 rows of
 // W as A from registers, the chunk's N rows of X as B from shared memory), and decodes the
 // next step while they run. No decoded weight goes through shared memory; the blob's bytes and
 // X do, copied by cp.async two stages of kWgSx steps ahead (the blob's steps by the warp that
-// decodes them), with one block barrier a stage.
+// decodes them; a whole stage's copies at the stage's first step), with one block barrier a
+// stage.
 //
 // The order of the products' k: as in n8_products, the step's first product takes each
 // lane's columns 8t..8t+3 and the second 8t+4..8t+7, so k = 2t, 2t+1 of product h is column
@@ -902,7 +903,7 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
   2  // thread blocks per multiprocessor up to N = DF11_EXEC_WG_TWO_UPTO
 #endif
 #ifndef DF11_EXEC_WG_TWO_UPTO
-#define DF11_EXEC_WG_TWO_UPTO 96
+#define DF11_EXEC_WG_TWO_UPTO 112
 #endif
 constexpr uint32_t kWgSx = DF11_EXEC_WG_SX;
 constexpr uint32_t kWgBufs = DF11_EXEC_WG_BUFS;
@@ -1014,6 +1015,30 @@ __device__ __forceinline__ void wgmma_ra<96>(float (&d)[48], uint32_t a0, uint32
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
 }
 
+template <>
+__device__ __forceinline__ void wgmma_ra<112>(float (&d)[56], uint32_t a0, uint32_t a1, uint32_t a2,
+                                              uint32_t a3, uint64_t db) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %61, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
+      "25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%"
+      "48,%49,%50,%51,%52,%53,%54,%55},"
+      " {%56,%57,%58,%59}, %60, p, 1, 1, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
+}
+
 // The first four exceptions of a tile whose offsets are `offs` (byte i in bits 8i..8i + 7),
 // none read past the tile's range or the blob's count.
 __device__ __forceinline__ uint32_t wg_window(const uint8_t* exc, uint2 offs, uint32_t n_exc) {
@@ -1034,6 +1059,7 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
   constexpr uint32_t kAcc = N / 2;
   constexpr uint32_t kPlane = wg_plane_bytes(N), kStep = wg_step_bytes(N);
   constexpr uint32_t kStage = wg_stage_bytes(N), kRing = kWgBufs * kStage;
+  static_assert(N % 16 == 0, "X is copied 16 rows apart, two rows a warp");
   constexpr uint32_t kCopies = N / 16;  // a warp's copies of X per step, two rows of X each
   extern __shared__ __align__(128) uint8_t wg_shared[];
   const uint32_t mi = find_matrix(p, blockIdx.x);
@@ -1128,6 +1154,32 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
     cp_async16s(w_bytes + at + i * (kExecLanes * 16), lane_bytes + s * kExecLanes);
     if (lane < 16) {
       cp_async16s(w_codes + at + i * (kExecLanes * 8) + 16 * lane, code_src + s * (kExecLanes * 8));
+    }
+  };
+  // A whole stage from step s0 on, issued at its slot's first step: each row of X's pointer
+  // serves the stage's steps (immediate offsets), which takes a third of the instructions of
+  // copying step by step.
+  auto copy_stage = [&](uint32_t s0, uint32_t xat, uint32_t wat) {
+    if (x_vec && s0 + kWgSx <= whole_x && s0 + kWgSx <= n_steps) {
+      const uint16_t* src = x_src + s0 * kExecStepCols;
+      const uint32_t dst = x_dst0 + xat;
+#pragma unroll
+      for (uint32_t c = 0; c < kCopies; ++c, src += x_rows16) {
+        const uint32_t n = x_full || c < x_live ? 4u : 0u;
+#pragma unroll
+        for (uint32_t i = 0; i < kWgSx; ++i) {
+          cp_async4(dst + 256 * c + i * kStep, src + i * kExecStepCols, n);
+        }
+      }
+    } else {
+#pragma unroll
+      for (uint32_t i = 0; i < kWgSx; ++i) {
+        if (s0 + i < n_steps) copy_x(s0 + i, xat + i * kStep);
+      }
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < kWgSx; ++i) {
+      if (s0 + i < n_steps) copy_w(s0 + i, wat);
     }
   };
   // The first stages, one cp.async group each.
@@ -1228,9 +1280,8 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
       wg_wait<0>();
       wg_hold(acc);
       const uint32_t slot = step_in * kStep;
-      if (s + kWgAhead * kWgSx < n_steps) {
-        copy_x(s + kWgAhead * kWgSx, x_next + slot);
-        copy_w(s + kWgAhead * kWgSx, w_next);
+      if (step_in == 0 && s + kWgAhead * kWgSx < n_steps) {
+        copy_stage(s + kWgAhead * kWgSx, x_next, w_next);
       }
       wg_fence();
 #pragma unroll
@@ -1470,8 +1521,10 @@ template <bool kExec>
 Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord* status,
                  cudaStream_t stream) {
   const uint32_t mt = exec_wg_chunk_rows(batch);
-  if (mt != 96) return Status(ErrorCode::kInternal, "exec GEMM: no warpgroup kernel for the batch");
-  const auto kernel = wg_gemm_kernel<kExec, 96>;
+  if (mt != 96 && mt != 112) {
+    return Status(ErrorCode::kInternal, "exec GEMM: no warpgroup kernel for the batch");
+  }
+  const auto kernel = mt == 96 ? wg_gemm_kernel<kExec, 96> : wg_gemm_kernel<kExec, 112>;
   const size_t bytes = wg_shared_bytes(mt);
   DF11_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
