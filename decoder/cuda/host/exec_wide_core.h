@@ -90,14 +90,15 @@ DF11_HD uint32_t exec_walk_empty_partials(uint32_t tiles, uint32_t partials) {
 // order of any output's sums, and a matrix multiplies the same as the matrices its rows are
 // split into (q, k and v packed apart, against their BF16 weights concatenated).
 inline constexpr uint32_t kExecWgRows = 128;
-inline constexpr uint32_t kExecWgMaxSlices = 8;  // a portable cluster
+inline constexpr uint32_t kExecWgMaxSlices = 7;  // within a portable cluster (8)
 #ifndef DF11_EXEC_WG_SLICE_TILES
-#define DF11_EXEC_WG_SLICE_TILES 8
+#define DF11_EXEC_WG_SLICE_TILES 4
 #endif
 inline constexpr uint32_t kExecWgSliceTiles = DF11_EXEC_WG_SLICE_TILES;  // tiles a slice aims at
 
-// Slices of a matrix of `tiles_per_strip` tiles a strip (>= 1): 1..8, about kExecWgSliceTiles
-// tiles each.
+// Slices of a matrix of `tiles_per_strip` tiles a strip (>= 1): 1..7, about kExecWgSliceTiles
+// tiles each (4 slices of 4 tiles at 4096 columns, 7 of 8 at 14336: measured fastest in a
+// model's calls, EXEC_KERNEL.md v24).
 DF11_HD uint32_t exec_wg_slices(uint32_t tiles_per_strip) {
   const uint32_t s = tiles_per_strip / kExecWgSliceTiles;
   return s < 1 ? 1 : (s > kExecWgMaxSlices ? kExecWgMaxSlices : s);
