@@ -993,51 +993,42 @@ __device__ __forceinline__ void st_shared_u32(uint32_t smem, uint32_t v) {
 template <uint32_t N>
 __device__ __forceinline__ void wgmma_ra(float (&d)[N / 2], uint32_t a0, uint32_t a1, uint32_t a2,
                                          uint32_t a3, uint64_t db);
-template <>
-__device__ __forceinline__ void wgmma_ra<96>(float (&d)[48], uint32_t a0, uint32_t a1, uint32_t a2,
-                                             uint32_t a3, uint64_t db) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %53, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n96k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
-      "25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47},"
-      " {%48,%49,%50,%51}, %52, p, 1, 1, 0;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
-}
-
-template <>
-__device__ __forceinline__ void wgmma_ra<112>(float (&d)[56], uint32_t a0, uint32_t a1, uint32_t a2,
-                                              uint32_t a3, uint64_t db) {
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %61, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n112k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
-      "25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%"
-      "48,%49,%50,%51,%52,%53,%54,%55},"
-      " {%56,%57,%58,%59}, %60, p, 1, 1, 0;\n"
-      "}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));
-}
+// The accumulators of a product as operands, 8 at a time, and their operand numbers.
+#define DF11_WG_D8(b)                                                                         \
+  "+f"(d[b]), "+f"(d[b + 1]), "+f"(d[b + 2]), "+f"(d[b + 3]), "+f"(d[b + 4]), "+f"(d[b + 5]), \
+      "+f"(d[b + 6]), "+f"(d[b + 7])
+#define DF11_WG_D48 \
+  DF11_WG_D8(0), DF11_WG_D8(8), DF11_WG_D8(16), DF11_WG_D8(24), DF11_WG_D8(32), DF11_WG_D8(40)
+#define DF11_WG_D56 DF11_WG_D48, DF11_WG_D8(48)
+#define DF11_WG_R48                                                                            \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24," \
+  "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47"
+#define DF11_WG_R56 DF11_WG_R48 ",%48,%49,%50,%51,%52,%53,%54,%55"
+// wgmma_ra<N>: `regs` and `outs` the accumulators (N / 2), `a`, `desc` and `one` the operand
+// numbers of A's four registers, B's descriptor and the flag that adds to the accumulators.
+#define DF11_WGMMA_RA(N, regs, a, desc, one, outs)                                            \
+  template <>                                                                                 \
+  __device__ __forceinline__ void wgmma_ra<N>(float(&d)[N / 2], uint32_t a0, uint32_t a1,     \
+                                              uint32_t a2, uint32_t a3, uint64_t db) {        \
+    asm volatile(                                                                             \
+        "{\n"                                                                                 \
+        ".reg .pred p;\n"                                                                     \
+        "setp.ne.b32 p, " one                                                                 \
+        ", 0;\n"                                                                              \
+        "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32.bf16.bf16 {" regs "}, {" a "}, " desc \
+        ", p, 1, 1, 0;\n"                                                                     \
+        "}\n"                                                                                 \
+        : outs                                                                                \
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));                               \
+  }
+DF11_WGMMA_RA(96, DF11_WG_R48, "%48,%49,%50,%51", "%52", "%53", DF11_WG_D48)
+DF11_WGMMA_RA(112, DF11_WG_R56, "%56,%57,%58,%59", "%60", "%61", DF11_WG_D56)
+#undef DF11_WGMMA_RA
+#undef DF11_WG_R56
+#undef DF11_WG_R48
+#undef DF11_WG_D56
+#undef DF11_WG_D48
+#undef DF11_WG_D8
 
 // The first four exceptions of a tile whose offsets are `offs` (byte i in bits 8i..8i + 7),
 // none read past the tile's range or the blob's count.
