@@ -50,12 +50,12 @@ TEST(CompactEmulation, DecodeTableHoldsOneOrTwoCodewordsPerIndex) {
       ASSERT_NE(a, 0u) << "a complete code has a codeword at every index";
       EXPECT_EQ(t[i] & 0xFF, a & 0xFF) << i;
       EXPECT_EQ((t[i] >> 16) & 0xF, la) << i;
-      EXPECT_EQ(t[i] >> 31, 0u) << i;
+      EXPECT_EQ((t[i] >> 26) & 1, 0u) << i;
       const uint32_t b = code.table[i >> la];
       const uint32_t lb = b >> 8;
       const bool fits = lb <= kCompactMaxCodeBits - la;
       EXPECT_EQ((t[i] >> 25) & 1, fits ? 1u : 0u) << i;
-      EXPECT_EQ((t[i] >> 20) & 0x1F, fits ? la + lb : la) << i;
+      EXPECT_EQ(t[i] >> 27, fits ? la + lb : la) << i;
       if (fits) {
         EXPECT_EQ((t[i] >> 8) & 0xFF, b & 0xFF) << i;
       }
@@ -70,10 +70,10 @@ TEST(CompactEmulation, DecodeTableHoldsOneOrTwoCodewordsPerIndex) {
   sparse.table[0] = 1 << 8 | 7;  // the codeword "0" (one bit) for exponent 7, nothing else
   for (uint32_t i = 0; i < sparse.table.size(); i += 2) sparse.table[i] = 1 << 8 | 7;
   const std::vector<uint32_t> t = cuda::compact_decode_table(sparse);
-  EXPECT_EQ(t[1] >> 31, 1u);
-  EXPECT_EQ((t[1] >> 20) & 0x1F, 1u);
+  EXPECT_EQ((t[1] >> 26) & 1, 1u);
+  EXPECT_EQ(t[1] >> 27, 1u);
   EXPECT_EQ(t[0] & 0xFFFF, 7u | 7u << 8);
-  EXPECT_EQ((t[0] >> 20) & 0x1F, 2u);
+  EXPECT_EQ(t[0] >> 27, 2u);
 }
 
 TEST(CompactEmulation, DecodesTheEncodersBlobsBitForBit) {

@@ -89,22 +89,57 @@ DF11_HD void compact_store_16(uint16_t* p, const uint32_t (&w)[4]) {
 // The decode table the kernels read (kCompactTableEntries u32, compact_decode_table builds it
 // from the code's CompactCode::table): indexed by a lane's next 12 bits, it gives two
 // codewords at once where both lie within those bits, else the first.
-//   bits 0-7: the first exponent; 8-15: the second; 16-19: the first's length; 20-24: both
-//   lengths (the first's alone without kCompactPairBoth); 25: kCompactPairBoth; 31:
-//   kCompactPairBad, the bits begin no codeword (then taken as one bit, exponent 0).
+//   bits 0-7: the first exponent; 8-15: the second; 16-19: the first's length; 25:
+//   kCompactPairBoth; 26: kCompactPairBad, the bits begin no codeword (then taken as one bit,
+//   exponent 0); 27-31: both lengths (the first's alone without kCompactPairBoth), so that one
+//   shift gives the bits a lookup takes.
 inline constexpr uint32_t kCompactTableEntries = 1u << kCompactMaxCodeBits;
 inline constexpr uint32_t kCompactPairBoth = 1u << 25;
-inline constexpr uint32_t kCompactPairBad = 1u << 31;
+inline constexpr uint32_t kCompactPairBad = 1u << 26;
+inline constexpr uint32_t kCompactPairLengthShift = 27;
 
 // Entry i of the decode table, from CompactCode::table (`raw`).
 DF11_HD uint32_t compact_pair_entry(const uint16_t* raw, uint32_t i) {
+  constexpr uint32_t s = kCompactPairLengthShift;
   const uint32_t a = raw[i];
-  if (a == 0) return 1u << 16 | 1u << 20 | kCompactPairBad;
+  if (a == 0) return 1u << 16 | 1u << s | kCompactPairBad;
   const uint32_t la = a >> 8;
   const uint32_t b = raw[i >> la];  // the next codeword, if it ends within the 12 bits
   const uint32_t lb = b >> 8;
-  if (b == 0 || lb > kCompactMaxCodeBits - la) return (a & 0xFF) | la << 16 | la << 20;
-  return (a & 0xFF) | (b & 0xFF) << 8 | la << 16 | (la + lb) << 20 | kCompactPairBoth;
+  if (b == 0 || lb > kCompactMaxCodeBits - la) return (a & 0xFF) | la << 16 | la << s;
+  return (a & 0xFF) | (b & 0xFF) << 8 | la << 16 | (la + lb) << s | kCompactPairBoth;
+}
+
+// u32 i of `p`, an array in shared memory on the GPU (a warp's staged words): an explicit
+// shared load from the array's shared-window address, which the compiler otherwise rebuilds
+// from the generic pointer at each read. Volatile, so that it stays after the barriers and
+// copy waits that make the words visible.
+DF11_HD uint32_t compact_shared_u32(const uint32_t* p, uint32_t i) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  const uint32_t at = static_cast<uint32_t>(__cvta_generic_to_shared(p)) + 4 * i;
+  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(r) : "r"(at));
+  return r;
+#else
+  return p[i];
+#endif
+}
+
+// Decode-table entry `bits` % kCompactTableEntries of `table` (shared memory on the GPU): the
+// mask, then one multiply-add into the table's address (written so, the compiler took three
+// instructions: shift, mask, add).
+DF11_HD uint32_t compact_table_entry(const uint32_t* table, uint32_t bits) {
+#if defined(__CUDA_ARCH__)
+  uint32_t r;
+  asm volatile(
+      "{\n\t.reg .b32 t;\n\tand.b32 t, %1, 4095;\n\tshl.b32 t, t, 2;\n\tadd.u32 t, t, %2;\n\t"
+      "ld.shared.u32 %0, [t];\n\t}"
+      : "=r"(r)
+      : "r"(bits), "r"(static_cast<uint32_t>(__cvta_generic_to_shared(table))));
+  return r;
+#else
+  return table[bits % kCompactTableEntries];
+#endif
 }
 
 DF11_HD uint32_t compact_word(const CompactView& v, uint64_t k) {
@@ -138,11 +173,14 @@ DF11_HD uint32_t compact_stage_range(const CompactView& v, uint64_t t, uint64_t*
                                 compact_load_u64(v.blob + v.tile_bits + 8 * (t + 1)), first, whole);
 }
 
-// 32 stream bits from bit s (0..31) of word lo on, hi being the next word.
+// 32 stream bits from bit s % 32 of word lo on, hi being the next word.
 DF11_HD uint32_t compact_funnel(uint32_t lo, uint32_t hi, uint32_t s) {
 #if defined(__CUDA_ARCH__)
-  return __funnelshift_r(lo, hi, s);
+  uint32_t r;  // shf.r.wrap takes the shift modulo 32 itself
+  asm("shf.r.wrap.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(lo), "r"(hi), "r"(s));
+  return r;
 #else
+  s %= 32;
   return s == 0 ? lo : (lo >> s) | (hi << (32 - s));
 #endif
 }
@@ -166,7 +204,6 @@ DF11_HD CompactLane compact_lane_at(const Words& words, uint32_t pos0) {
 template <typename Words>
 DF11_HD void compact_step_exponents(const uint32_t* table, const Words& words, CompactLane& l,
                                     uint32_t (&e)[kExecSlots / 4]) {
-  constexpr uint32_t kMask = kCompactTableEntries - 1;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
@@ -177,21 +214,21 @@ DF11_HD void compact_step_exponents(const uint32_t* table, const Words& words, C
 #endif
     for (uint32_t h = 0; h < 2; ++h) {
       const uint32_t next = words(l.pos / 32 + 2);
-      const uint32_t bits = compact_funnel(l.lo, l.hi, l.pos % 32);
-      uint32_t a = table[bits & kMask];
+      const uint32_t bits = compact_funnel(l.lo, l.hi, l.pos);
+      uint32_t a = compact_table_entry(table, bits);
       if ((a & kCompactPairBoth) == 0) {
         const uint32_t la = (a >> 16) & 0xF;
-        const uint32_t b = table[(bits >> la) & kMask];
+        const uint32_t b = compact_table_entry(table, bits >> la);
         a = (a & (0xFFu | 0xFu << 16 | kCompactPairBad)) | (b & 0xFF) << 8 |
-            (la + ((b >> 16) & 0xF)) << 20 | (b & kCompactPairBad);
+            (la + ((b >> 16) & 0xF)) << kCompactPairLengthShift | (b & kCompactPairBad);
       }
-      const uint32_t at = l.pos / 32;
-      l.pos += (a >> 20) & 0x1F;
+      const uint32_t np = l.pos + (a >> kCompactPairLengthShift);
       l.flags |= a;
-      if (l.pos / 32 != at) {
+      if ((np ^ l.pos) >= 32) {  // into the next word (a lookup takes at most 24 bits)
         l.lo = l.hi;
         l.hi = next;
       }
+      l.pos = np;
       x |= (a & 0xFFFF) << (16 * h);
     }
     e[w] = x;
@@ -309,7 +346,9 @@ DF11_HD bool compact_decode_lane(const CompactView& v, uint64_t t, uint32_t lane
 struct CompactStagedWords {
   const uint32_t* stage;
   uint32_t last;  // staged words - 1
-  DF11_HD uint32_t operator()(uint32_t k) const { return stage[k < last ? k : last]; }
+  DF11_HD uint32_t operator()(uint32_t k) const {
+    return compact_shared_u32(stage, k < last ? k : last);
+  }
 };
 
 // Lane `lane`'s run in tile t and its word source: the staged words where the tile's are all
