@@ -111,14 +111,15 @@ DF11_HD uint32_t compact_pair_entry(const uint16_t* raw, uint32_t i) {
 }
 
 // u32 i of `p`, an array in shared memory on the GPU (a warp's staged words): an explicit
-// shared load from the array's shared-window address, which the compiler otherwise rebuilds
-// from the generic pointer at each read. Volatile, so that it stays after the barriers and
-// copy waits that make the words visible.
+// shared load at the array's shared-window address plus 4 i, one multiply-add, where the
+// compiler rebuilt the address from the generic pointer at each read. Volatile, so that it
+// stays after the barriers and copy waits that make the words visible.
 DF11_HD uint32_t compact_shared_u32(const uint32_t* p, uint32_t i) {
 #if defined(__CUDA_ARCH__)
   uint32_t r;
-  const uint32_t at = static_cast<uint32_t>(__cvta_generic_to_shared(p)) + 4 * i;
-  asm volatile("ld.shared.u32 %0, [%1];" : "=r"(r) : "r"(at));
+  asm volatile("{\n\t.reg .b32 t;\n\tmad.lo.u32 t, %1, 4, %2;\n\tld.shared.u32 %0, [t];\n\t}"
+               : "=r"(r)
+               : "r"(i), "r"(static_cast<uint32_t>(__cvta_generic_to_shared(p))));
   return r;
 #else
   return p[i];
@@ -126,8 +127,8 @@ DF11_HD uint32_t compact_shared_u32(const uint32_t* p, uint32_t i) {
 }
 
 // Decode-table entry `bits` % kCompactTableEntries of `table` (shared memory on the GPU): the
-// mask, then one multiply-add into the table's address (written so, the compiler took three
-// instructions: shift, mask, add).
+// mask, then one multiply-add into the table's address (written so, where the compiler took
+// three instructions: shift, mask, add).
 DF11_HD uint32_t compact_table_entry(const uint32_t* table, uint32_t bits) {
 #if defined(__CUDA_ARCH__)
   uint32_t r;
@@ -151,6 +152,14 @@ DF11_HD uint32_t compact_word(const CompactView& v, uint64_t k) {
 // about 6 bits (real weights take under 3), and those read ahead past its last codeword. A
 // tile with more bits is decoded from the blob.
 inline constexpr uint32_t kCompactStageWords = 800;
+// Words of shared memory after each half of a warp's staged words that its lanes may read and
+// nobody writes: on the GPU a lane reads its staged words unclamped (compact_with_run_words
+// starts it within them), and a tile moves a lane on by at most kExecTileSteps x 8 lookups x
+// 24 bits, 48 words, with its window and the words read ahead 3 more.
+inline constexpr uint32_t kCompactStagePad = 56;
+static_assert(kExecTileSteps * 8 * 24 / 32 + 3 < kCompactStagePad);
+// A warp's staged words in shared memory: two halves, each followed by its pad.
+inline constexpr uint32_t kCompactStageSpan = kCompactStageWords + 2 * kCompactStagePad;
 
 // Tile t's stream words to stage: [*first, *first + return value), clamped to the stream and
 // to kCompactStageWords (the tile offsets may be anything in a corrupt blob). *whole is set
@@ -186,22 +195,24 @@ DF11_HD uint32_t compact_funnel(uint32_t lo, uint32_t hi, uint32_t s) {
 }
 
 // A lane's place in its bits: bit `pos` of its word source (counted from the source's first
-// word), words pos / 32 and pos / 32 + 1 of it in lo and hi, and the OR of the decode-table
-// entries it has read (kCompactPairBad: bits that began no codeword).
+// word), words pos / 32, pos / 32 + 1 and pos / 32 + 2 of it in lo, hi and nx, and the OR of
+// the decode-table entries it has read (kCompactPairBad: bits that began no codeword).
 struct CompactLane {
-  uint32_t pos, lo, hi, flags;
+  uint32_t pos, lo, hi, nx, flags;
 };
 
 template <typename Words>
 DF11_HD CompactLane compact_lane_at(const Words& words, uint32_t pos0) {
-  return CompactLane{pos0, words(pos0 / 32), words(pos0 / 32 + 1), 0};
+  return CompactLane{pos0, words(pos0 / 32), words(pos0 / 32 + 1), words(pos0 / 32 + 2), 0};
 }
 
 // A lane's 16 exponents of one step, slot j's in byte j % 4 of e[j / 4]: two codewords per
 // lookup of `table` (the decode table) where they fit its 12 bits, a second lookup where not.
-// words(k) gives the lane's word k; the word after lo and hi is read ahead of each lookup, as
-// two codewords (at most 24 bits) move the lane on by at most one word.
-template <typename Words>
+// words(k) gives the lane's word k. Two codewords (at most 24 bits) move the lane on by at most
+// one word; kAhead: the word after lo and hi is kept in nx, and the one after it read as the
+// lane moves into hi (one read per word); else the word after lo and hi is read at every
+// lookup (more reads, one register fewer). The exponents are the same either way.
+template <bool kAhead, typename Words>
 DF11_HD void compact_step_exponents(const uint32_t* table, const Words& words, CompactLane& l,
                                     uint32_t (&e)[kExecSlots / 4]) {
 #if defined(__CUDA_ARCH__)
@@ -213,7 +224,7 @@ DF11_HD void compact_step_exponents(const uint32_t* table, const Words& words, C
 #pragma unroll
 #endif
     for (uint32_t h = 0; h < 2; ++h) {
-      const uint32_t next = words(l.pos / 32 + 2);
+      const uint32_t next = kAhead ? l.nx : words(l.pos / 32 + 2);
       const uint32_t bits = compact_funnel(l.lo, l.hi, l.pos);
       uint32_t a = compact_table_entry(table, bits);
       if ((a & kCompactPairBoth) == 0) {
@@ -224,12 +235,13 @@ DF11_HD void compact_step_exponents(const uint32_t* table, const Words& words, C
       }
       const uint32_t np = l.pos + (a >> kCompactPairLengthShift);
       l.flags |= a;
-      if ((np ^ l.pos) >= 32) {  // into the next word (a lookup takes at most 24 bits)
+      if ((np ^ l.pos) >= 32) {  // into the next word
         l.lo = l.hi;
         l.hi = next;
+        if (kAhead) l.nx = words(np / 32 + 2);
       }
       l.pos = np;
-      x |= (a & 0xFFFF) << (16 * h);
+      x = h == 0 ? a : byte_perm(x, a, 0x5410);  // the two exponent pairs' low halves
     }
     e[w] = x;
   }
@@ -312,7 +324,7 @@ DF11_HD bool compact_decode_lane(const CompactView& v, uint64_t t, uint32_t lane
     compact_load_16(
         v.blob + v.byte_plane + ((strip * v.steps + q) * kExecLanes + lane) * kExecSlots, bytes);
     uint32_t e[kExecSlots / 4];
-    compact_step_exponents(v.table, words, l, e);
+    compact_step_exponents<true>(v.table, words, l, e);
     // Rows 16 strip + lane / 4 (slots 0..7) and + 8 (slots 8..15), columns 32 q + 8 (lane % 4)
     // onward (spec ); pair k's word rebuilt as spec says.
     const uint64_t col0 = q * kExecStepCols + 8 * (lane % 4);
@@ -341,13 +353,21 @@ DF11_HD bool compact_decode_lane(const CompactView& v, uint64_t t, uint32_t lane
   return compact_lane_ok(r, l, pos0);
 }
 
-// The lane's bits from the warp's staged words (shared memory), reads clamped to them: a lane
-// whose run lies outside them is flagged by compact_lane_ok whatever it reads.
+// The lane's bits from the warp's staged words (shared memory). On the host the reads are
+// clamped to them; on the GPU they are not (one instruction fewer a lookup): a lane starts
+// within the words (compact_with_run_words) and a tile takes it at most kCompactStagePad - 1
+// words past them, into the pad after them that nobody writes. Words past the staged ones only
+// ever decode bits past the lane's run, and such a lane is flagged by compact_lane_ok whatever
+// it reads, so both give the same exponents for every lane that is not flagged.
 struct CompactStagedWords {
   const uint32_t* stage;
   uint32_t last;  // staged words - 1
   DF11_HD uint32_t operator()(uint32_t k) const {
-    return compact_shared_u32(stage, k < last ? k : last);
+#if defined(__CUDA_ARCH__)
+    return compact_shared_u32(stage, k);
+#else
+    return stage[k < last ? k : last];
+#endif
   }
 };
 
@@ -357,9 +377,12 @@ template <typename Body>
 DF11_HD void compact_with_run_words(const CompactView& v, const CompactRun& r, bool staged,
                                     uint64_t first, uint32_t n, const Body& body) {
   if (staged) {
-    // An out-of-tile run (flagged) decodes from the staged words' start.
-    const uint64_t rel = r.in_tile ? r.start - 32 * first : 0;
-    body(r, CompactStagedWords{v.staged, n - 1}, static_cast<uint32_t>(rel));
+    // A run outside the tile, or starting past the staged words (a valid blob's tile words
+    // hold every run), is flagged and decodes from the staged words' start.
+    CompactRun run = r;
+    run.in_tile = r.in_tile && r.start - 32 * first <= 32 * uint64_t{n};
+    const uint64_t rel = run.in_tile ? r.start - 32 * first : 0;
+    body(run, CompactStagedWords{v.staged, n - 1}, static_cast<uint32_t>(rel));
   } else {
     body(r, CompactBlobWords{&v, r.start / 32}, static_cast<uint32_t>(r.start % 32));
   }
@@ -458,6 +481,10 @@ __device__ __forceinline__ void compact_prefetch_words(const CompactView& v,
 __device__ __forceinline__ constexpr uint32_t compact_half_stage() {
   return kCompactStageWords / 2 / 4 * 4;
 }
+// Where the second half starts (the first half's words and pad before it).
+__device__ __forceinline__ constexpr uint32_t compact_half_stride() {
+  return compact_half_stage() + kCompactStagePad;
+}
 
 template <typename Body>
 __device__ __forceinline__ void compact_walk_tiles_words(CompactView& v, uint64_t t, uint64_t end,
@@ -480,13 +507,13 @@ __device__ __forceinline__ void compact_walk_tiles_words(CompactView& v, uint64_
     const uint32_t tile_n = n;
     const bool staged = whole && n > 0;
     if (t + stride < end) {
-      copy(t + stride, stage + half * ((i + 1) % 2));
+      copy(t + stride, stage + compact_half_stride() * ((i + 1) % 2));
       __pipeline_wait_prior(1);
     } else {
       __pipeline_wait_prior(0);
     }
     __syncwarp();
-    v.staged = stage + half * (i % 2);
+    v.staged = stage + compact_half_stride() * (i % 2);
     v.staged_first = tile_first;
     v.staged_count = tile_n;
     compact_with_lane_words(
@@ -534,12 +561,13 @@ __device__ __forceinline__ void compact_walk_tiles(CompactView& v, uint64_t t, u
       bool next_whole = false;
       compact_prefetch_words(
           v, compact_head_read(v, t + stride, lane, heads + kCompactHeadWords * ((i + 1) % 2)),
-          lane, stage + half * ((i + 1) % 2), half, &next_first, &next_n, &next_whole);
+          lane, stage + compact_half_stride() * ((i + 1) % 2), half, &next_first, &next_n,
+          &next_whole);
       __syncwarp();  // every lane has read this tile's head
       if (t + 2 * stride < end) compact_head_copy(v, t + 2 * stride, lane, slot);
       __pipeline_commit();
     }
-    v.staged = stage + half * (i % 2);
+    v.staged = stage + compact_half_stride() * (i % 2);
     v.staged_first = first;
     v.staged_count = n;
     compact_with_run_words(

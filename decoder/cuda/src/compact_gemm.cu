@@ -62,6 +62,15 @@ constexpr int kPrefetch = DF11_COMPACT_PREFETCH >= 0 ? DF11_COMPACT_PREFETCH
                           : NB == 4                  ? 2
                                                      : 1;
 
+// Whether a lane keeps the word after its window in a register (compact_step_exponents): at
+// batch 1-8 faster (0.95x cuBLAS's time one call against 0.98x on an H100), at 9-32 no faster
+// where registers are short (EXEC_KERNEL.md). 0 builds without it, for A/B builds.
+#ifndef DF11_COMPACT_AHEAD
+#define DF11_COMPACT_AHEAD 1
+#endif
+template <uint32_t NB>
+constexpr bool kAhead = DF11_COMPACT_AHEAD != 0 && NB == 1;
+
 // Matrices per launch (more: several launches).
 constexpr uint32_t kMaxMatrices = 16;
 
@@ -83,7 +92,7 @@ template <uint32_t NB>
 __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
     compact_gemm_kernel(const __grid_constant__ GemmParams p) {
   __shared__ uint32_t table[kTableEntries];
-  __shared__ uint32_t stage[kWarps][detail::kCompactStageWords];
+  __shared__ uint32_t stage[kWarps][detail::kCompactStageSpan];
   static_assert(sizeof stage >= sizeof(float) * kWarps * 32 * NB * 4);
   const uint32_t mi = detail::exec_find_item(p.begin, p.n, blockIdx.x);
   const MatrixParams& mp = p.m[mi];
@@ -137,7 +146,7 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
       for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
         if (q + i >= q1) break;
         uint32_t e[kExecSlots / 4];
-        detail::compact_step_exponents(table, words, l, e);
+        detail::compact_step_exponents<kAhead<NB>>(table, words, l, e);
         detail::LaneWeights lw = detail::exec_build(bytes[i], e);
         if (q + i >= full_steps) {  // the ragged last step
           detail::mask_columns(lw, (q + i) * kExecStepCols + 8 * t, cols);

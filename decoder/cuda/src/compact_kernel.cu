@@ -29,7 +29,7 @@ constexpr int kPrefetch = DF11_COMPACT_PREFETCH >= 0 ? DF11_COMPACT_PREFETCH : 2
 __global__ void __launch_bounds__(kWarps * 32)
     compact_to_bf16_kernel(detail::CompactView v, uint32_t* status) {
   __shared__ uint32_t table[1u << kCompactMaxCodeBits];
-  __shared__ uint32_t stage[kWarps][detail::kCompactStageWords];
+  __shared__ uint32_t stage[kWarps][detail::kCompactStageSpan];
   for (uint32_t i = threadIdx.x; i < (1u << kCompactMaxCodeBits); i += blockDim.x) {
     table[i] = __ldg(v.table + i);
   }
