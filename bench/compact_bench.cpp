@@ -5,10 +5,12 @@
 // (launch_exec_gemm) and the compact layout's (launch_compact_gemm), one launch per matrix
 // each, and both fused GEMMs again with the whole block in one call. CUDA events around the block's
 // launches after warm-up, median of --runs. Every fused output is checked bit for bit against
-// launch_bf16_reference_gemm first (exit 1 otherwise). X is N(0, 1), not zeros. Batches above
-// the compact layout's 32 time the 12-bit layout alone, beside its decode to BF16 + cuBLAS (the
-// path a framework takes where the fused GEMM is slower). Prints a text report, or with --json
-// one JSON document.
+// launch_bf16_reference_gemm first (exit 1 otherwise). The compact layout is timed too as a
+// model calls it (q, k and v in one call, o, gate and up in one call, down), and with each of
+// its kernel choices (CompactGemmKernel) per matrix, in one call and in the model's calls. X is
+// N(0, 1), not zeros. Batches above the compact layout's 32 time the 12-bit layout alone, beside
+// its decode to BF16 + cuBLAS (the path a framework takes where the fused GEMM is slower). Prints a
+// text report, or with --json one JSON document.
 //
 //   compact_bench [--runs N] [--warmup N] [--batch 1,2,4,8,16,32,64,128,256] [--json]
 #include <cublas_v2.h>
@@ -197,6 +199,10 @@ int main(int argc, char** argv) {
     uint32_t batch;
     double cublas, exec, compact, exec_one, compact_one;  // *_one: the block in one call
     double exec_decode;  // the 12-bit layout decoded to BF16, then cuBLAS, matrix by matrix
+    // The compact layout's calls as a model makes them (q, k, v in one call, o, gate and up in
+    // one call, down), and per kernel choice [plain, helpers] per matrix, one call, model calls.
+    double compact_model;
+    double by_kernel[2][3];
   };
   std::vector<Row> rows;
   const float alpha = 1.0f, beta = 0.0f;
@@ -284,7 +290,7 @@ int main(int argc, char** argv) {
       }
     };
     const bool compact_too = batch <= df11::cuda::kCompactMaxBatch;
-    Row r{batch, median_ms(warmup, runs, cublas), 0, 0, 0, 0, 0};
+    Row r{batch, median_ms(warmup, runs, cublas), 0, 0, 0, 0, 0, 0, {}};
     r.exec = median_ms(warmup, runs, [&] { exec(d_y); });
     r.compact = compact_too ? median_ms(warmup, runs, [&] { compact(d_y); }) : 0;
     r.exec_one = median_ms(warmup, runs, [&] {
@@ -298,6 +304,52 @@ int main(int argc, char** argv) {
                                             })
                                 : 0;
     r.exec_decode = median_ms(warmup, runs, exec_decode);
+    r.compact_model = 0;
+    for (auto& k : r.by_kernel) k[0] = k[1] = k[2] = 0;
+    if (compact_too) {
+      // Each way of calling, each kernel choice: outputs checked against the reference, then
+      // timed.
+      const std::vector<std::vector<size_t>> per_matrix = {{0}, {1}, {2}, {3}, {4}, {5}, {6}};
+      const std::vector<std::vector<size_t>> one_call = {{0, 1, 2, 3, 4, 5, 6}};
+      const std::vector<std::vector<size_t>> model_calls = {{0, 1, 2}, {3}, {4, 5}, {6}};
+      auto calls = [&](const std::vector<std::vector<size_t>>& groups,
+                       df11::cuda::CompactGemmKernel kernel) {
+        for (const auto& group : groups) {
+          std::vector<df11::cuda::CompactGemm> gs;
+          for (const size_t i : group) gs.push_back(compact_all[i]);
+          (void)df11::cuda::launch_compact_gemm(gs, batch, d_status, nullptr, kernel);
+        }
+      };
+      const df11::cuda::CompactGemmKernel kernels[3] = {df11::cuda::CompactGemmKernel::kAuto,
+                                                        df11::cuda::CompactGemmKernel::kPlain,
+                                                        df11::cuda::CompactGemmKernel::kHelpers};
+      const std::vector<std::vector<size_t>>* ways[3] = {&per_matrix, &one_call, &model_calls};
+      for (const auto kernel : kernels) {
+        for (const auto* way : ways) {
+          for (size_t i = 0; i < block.size(); ++i) {
+            check(cudaMemset(d_ys[i], 0xA5, 2 * uint64_t{batch} * block[i].rows) == cudaSuccess,
+                  "cudaMemset");
+          }
+          calls(*way, kernel);
+          for (size_t i = 0; i < block.size(); ++i) {
+            const Matrix& m = block[i];
+            const df11::cuda::Bf16Gemm ref{m.w, m.rows, m.cols, d_x, d_ref};
+            check(
+                df11::cuda::launch_bf16_reference_gemm(std::span(&ref, 1), batch, nullptr).is_ok(),
+                "reference GEMM");
+            const uint64_t n = uint64_t{batch} * m.rows;
+            check(host_copy(d_ys[i], n) == host_copy(d_ref, n),
+                  "compact GEMM (each call and kernel choice) == reference GEMM");
+          }
+        }
+      }
+      r.compact_model = median_ms(warmup, runs, [&] { calls(model_calls, kernels[0]); });
+      for (uint32_t k = 0; k < 2; ++k) {
+        for (uint32_t w = 0; w < 3; ++w) {
+          r.by_kernel[k][w] = median_ms(warmup, runs, [&] { calls(*ways[w], kernels[1 + k]); });
+        }
+      }
+    }
     rows.push_back(r);
   }
   check(host_copy(d_status, 1)[0] == 0, "no corrupt tile flagged");
@@ -320,15 +372,31 @@ int main(int argc, char** argv) {
           "\"exec12_one_call_ms\": %s, \"compact_one_call_ms\": %s, "
           "\"exec12_decode_cublas_ms\": %.5f, \"exec12_vs_cublas\": %.4f, "
           "\"exec12_one_call_vs_cublas\": %.4f, \"compact_vs_cublas\": %s, "
-          "\"compact_one_call_vs_cublas\": %s}%s\n",
+          "\"compact_one_call_vs_cublas\": %s, \"compact_model_calls_ms\": %s, "
+          "\"compact_model_calls_vs_cublas\": %s, \"compact_kernels_ms\": "
+          "{\"plain\": [%s, %s, %s], \"helpers\": [%s, %s, %s]}}%s\n",
           r.batch, r.cublas, opt(r.exec).c_str(), opt(r.compact).c_str(), opt(r.exec_one).c_str(),
           opt(r.compact_one).c_str(), r.exec_decode, r.exec / r.cublas, r.exec_one / r.cublas,
           opt(r.compact / r.cublas).c_str(), opt(r.compact_one / r.cublas).c_str(),
+          opt(r.compact_model).c_str(), opt(r.compact_model / r.cublas).c_str(),
+          opt(r.by_kernel[0][0]).c_str(), opt(r.by_kernel[0][1]).c_str(),
+          opt(r.by_kernel[0][2]).c_str(), opt(r.by_kernel[1][0]).c_str(),
+          opt(r.by_kernel[1][1]).c_str(), opt(r.by_kernel[1][2]).c_str(),
           i + 1 < rows.size() ? "," : "");
     }
     std::printf(" ]}\n");
     return 0;
   }
+  // A time and its ratio to `base`, or a dash where it was not measured.
+  const auto cell_of = [](double v, double base) {
+    char buf[40];
+    if (v > 0) {
+      std::snprintf(buf, sizeof buf, "%7.4f (%.3fx)", v, v / base);
+    } else {
+      std::snprintf(buf, sizeof buf, "%16s", "-");
+    }
+    return std::string(buf);
+  };
   std::printf("%s; one Llama-3.1-8B block, median of %u runs after %u\n", prop.name, runs, warmup);
   std::printf("bits per weight: compact %.4f, 12-bit %.4f\n", bits_compact, bits_exec);
   std::printf("compact -> BF16: %.4f ms, %.3f TB/s of BF16\n", decode_ms,
@@ -338,18 +406,23 @@ int main(int argc, char** argv) {
       "batch     cuBLAS            12-bit           compact  12-bit, one call  "
       "compact, one call  12-bit decode + cuBLAS\n");
   for (const Row& r : rows) {
-    auto cell = [&](double v) {
-      char buf[40];
-      if (v > 0) {
-        std::snprintf(buf, sizeof buf, "%7.4f (%.3fx)", v, v / r.cublas);
-      } else {
-        std::snprintf(buf, sizeof buf, "%16s", "-");
-      }
-      return std::string(buf);
-    };
+    auto cell = [&](double v) { return cell_of(v, r.cublas); };
     std::printf("%5u  %9.4f  %s  %s  %s  %s  %s\n", r.batch, r.cublas, cell(r.exec).c_str(),
                 cell(r.compact).c_str(), cell(r.exec_one).c_str(), cell(r.compact_one).c_str(),
                 cell(r.exec_decode).c_str());
+  }
+  std::printf(
+      "\ncompact, ms per block (x cuBLAS): the automatic kernel choice in a model's calls (q, k, v "
+      "in one, o, gate and up in one, down), and each kernel choice\n");
+  std::printf(
+      "batch  model calls       plain: per matrix  one call          model calls       "
+      "helpers: per matrix  one call          model calls\n");
+  for (const Row& r : rows) {
+    auto cell = [&](double v) { return cell_of(v, r.cublas); };
+    std::printf("%5u  %s  %s  %s  %s  %s  %s  %s\n", r.batch, cell(r.compact_model).c_str(),
+                cell(r.by_kernel[0][0]).c_str(), cell(r.by_kernel[0][1]).c_str(),
+                cell(r.by_kernel[0][2]).c_str(), cell(r.by_kernel[1][0]).c_str(),
+                cell(r.by_kernel[1][1]).c_str(), cell(r.by_kernel[1][2]).c_str());
   }
   return 0;
 }

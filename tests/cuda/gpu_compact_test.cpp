@@ -163,8 +163,10 @@ struct DeviceBlob {
 
 // Compares the fused GEMM with the BF16 reference GEMM on the blob's weights at every batch in
 // [1, max_batch], X random and not all zeros; Y guarded past its end. Returns the status word
-// of the last batch (0 when nothing was flagged at any batch).
-uint32_t gemm_matches_reference(const DeviceBlob& d, uint32_t max_batch, bool expect_equal) {
+// of the last batch (0 when nothing was flagged at any batch). `kernel` as launch_compact_gemm
+// takes it.
+uint32_t gemm_matches_reference(const DeviceBlob& d, uint32_t max_batch, bool expect_equal,
+                                cuda::CompactGemmKernel kernel) {
   const uint32_t rows = d.m.rows, cols = d.m.cols;
   const std::vector<uint16_t> x = gaussian_bf16(size_t{max_batch} * cols, 1.0f, rows + cols);
   uint16_t *d_x = nullptr, *d_y = nullptr, *d_ref = nullptr;
@@ -184,7 +186,8 @@ uint32_t gemm_matches_reference(const DeviceBlob& d, uint32_t max_batch, bool ex
     gemm.w = d.m;
     gemm.d_x = d_x;
     gemm.d_y = d_y;
-    const Status s = cuda::launch_compact_gemm(std::span(&gemm, 1), batch, d_status, nullptr);
+    const Status s =
+        cuda::launch_compact_gemm(std::span(&gemm, 1), batch, d_status, nullptr, kernel);
     EXPECT_TRUE(s.is_ok()) << s.to_string();
     const cuda::Bf16Gemm ref{d.w, rows, cols, d_x, d_ref};
     const Status r = cuda::launch_bf16_reference_gemm(std::span(&ref, 1), batch, nullptr);
@@ -200,10 +203,11 @@ uint32_t gemm_matches_reference(const DeviceBlob& d, uint32_t max_batch, bool ex
     EXPECT_EQ(past, 0u) << "batch " << batch;
     got.resize(n);
     if (expect_equal) {
-      EXPECT_EQ(status, 0u) << rows << " x " << cols << ", batch " << batch;
+      const int how = static_cast<int>(kernel);
+      EXPECT_EQ(status, 0u) << rows << " x " << cols << ", batch " << batch << ", kernel " << how;
       uint64_t differ = 0;
       for (uint64_t k = 0; k < n; ++k) differ += got[k] != want[k];  // raw 16-bit patterns
-      EXPECT_EQ(differ, 0u) << rows << " x " << cols << ", batch " << batch;
+      EXPECT_EQ(differ, 0u) << rows << " x " << cols << ", batch " << batch << ", kernel " << how;
     }
   }
   cudaFree(d_x);
@@ -213,13 +217,17 @@ uint32_t gemm_matches_reference(const DeviceBlob& d, uint32_t max_batch, bool ex
   return any;
 }
 
+// Both ways of spreading a launch's work (the automatic choice is one of them).
+constexpr cuda::CompactGemmKernel kGemmKernels[] = {cuda::CompactGemmKernel::kPlain,
+                                                    cuda::CompactGemmKernel::kHelpers};
+
 TEST_F(CudaCompact, GemmEqualsTheReferenceGemmOnTheBlocksShapes) {
   const uint32_t shapes[][2] = {{4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}};
   uint32_t seed = 50;
   for (const auto& s : shapes) {
     const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
     const DeviceBlob d(*encode_compact_matrix(w, s[0], s[1], "m"), w, s[0], s[1]);
-    gemm_matches_reference(d, cuda::kCompactMaxBatch, true);
+    for (const auto k : kGemmKernels) gemm_matches_reference(d, cuda::kCompactMaxBatch, true, k);
   }
 }
 
@@ -229,14 +237,14 @@ TEST_F(CudaCompact, GemmEqualsTheReferenceGemmOnRaggedShapesAndEveryPattern) {
   for (const auto& s : shapes) {
     const std::vector<uint16_t> w = gaussian_bf16(size_t{s[0]} * s[1], 0.02f, seed++);
     const DeviceBlob d(*encode_compact_matrix(w, s[0], s[1], "m"), w, s[0], s[1]);
-    gemm_matches_reference(d, cuda::kCompactMaxBatch, true);
+    for (const auto k : kGemmKernels) gemm_matches_reference(d, cuda::kCompactMaxBatch, true, k);
   }
   // Every BF16 pattern (NaN payloads, infinities, subnormals, both zeros): 12-bit codewords
   // and a stream past the staged words.
   std::vector<uint16_t> all(65536);
   for (uint32_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i * 40503u);
   const DeviceBlob d(*encode_compact_matrix(all, 256, 256, "m"), all, 256, 256);
-  gemm_matches_reference(d, cuda::kCompactMaxBatch, true);
+  for (const auto k : kGemmKernels) gemm_matches_reference(d, cuda::kCompactMaxBatch, true, k);
 }
 
 // Several matrices in one call (more than one launch holds): each Y equal to its reference.
@@ -267,24 +275,29 @@ TEST_F(CudaCompact, GemmOfManyMatricesInOneCall) {
   }
   uint32_t* d_status = nullptr;
   ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_status), 4), cudaSuccess);
-  cudaMemset(d_status, 0, 4);
-  const Status s = cuda::launch_compact_gemm(gemms, batch, d_status, nullptr);
-  ASSERT_TRUE(s.is_ok()) << s.to_string();
+  for (const auto k : kGemmKernels) {
+    cudaMemset(d_status, 0, 4);
+    for (size_t i = 0; i < gemms.size(); ++i) cudaMemset(ys[i], 0xA5, 2 * batch * gemms[i].w.rows);
+    const Status s = cuda::launch_compact_gemm(gemms, batch, d_status, nullptr, k);
+    ASSERT_TRUE(s.is_ok()) << s.to_string();
+    for (size_t i = 0; i < gemms.size(); ++i) {
+      const uint32_t rows = gemms[i].w.rows;
+      const cuda::Bf16Gemm ref{blobs[i]->w, rows, gemms[i].w.cols, xs[i], refs[i]};
+      ASSERT_TRUE(cuda::launch_bf16_reference_gemm(std::span(&ref, 1), batch, nullptr).is_ok());
+      std::vector<uint16_t> got(batch * rows), want(batch * rows);
+      cudaMemcpy(got.data(), ys[i], 2 * got.size(), cudaMemcpyDeviceToHost);
+      cudaMemcpy(want.data(), refs[i], 2 * want.size(), cudaMemcpyDeviceToHost);
+      EXPECT_EQ(got, want) << "matrix " << i << ", kernel " << static_cast<int>(k);
+    }
+    uint32_t status = 1;
+    cudaMemcpy(&status, d_status, 4, cudaMemcpyDeviceToHost);
+    EXPECT_EQ(status, 0u);
+  }
   for (size_t i = 0; i < gemms.size(); ++i) {
-    const uint32_t rows = gemms[i].w.rows;
-    const cuda::Bf16Gemm ref{blobs[i]->w, rows, gemms[i].w.cols, xs[i], refs[i]};
-    ASSERT_TRUE(cuda::launch_bf16_reference_gemm(std::span(&ref, 1), batch, nullptr).is_ok());
-    std::vector<uint16_t> got(batch * rows), want(batch * rows);
-    cudaMemcpy(got.data(), ys[i], 2 * got.size(), cudaMemcpyDeviceToHost);
-    cudaMemcpy(want.data(), refs[i], 2 * want.size(), cudaMemcpyDeviceToHost);
-    EXPECT_EQ(got, want) << "matrix " << i;
     cudaFree(xs[i]);
     cudaFree(ys[i]);
     cudaFree(refs[i]);
   }
-  uint32_t status = 1;
-  cudaMemcpy(&status, d_status, 4, cudaMemcpyDeviceToHost);
-  EXPECT_EQ(status, 0u);
   cudaFree(d_status);
   // An empty call launches nothing and succeeds.
   EXPECT_TRUE(cuda::launch_compact_gemm({}, batch, d_status, nullptr).is_ok());
@@ -296,12 +309,12 @@ TEST_F(CudaCompact, GemmFlagsACorruptStream) {
   const CompactGeometry g = *compact_geometry(40, 520, "m");
   for (uint32_t k = 0; k < 64; ++k) blob[g.stream + k] = 0xFF;
   const DeviceBlob d(blob, w, 40, 520);
-  EXPECT_NE(gemm_matches_reference(d, 9, false), 0u);
+  for (const auto k : kGemmKernels) EXPECT_NE(gemm_matches_reference(d, 9, false, k), 0u);
   // Tile offsets pointing past the stream: read from the blob, clamped, flagged.
   auto far = *encode_compact_matrix(w, 40, 520, "m");
   for (uint32_t k = 0; k < 8; ++k) far[g.tile_bits + 8 + k] = 0xFF;
   const DeviceBlob f(far, w, 40, 520);
-  EXPECT_NE(gemm_matches_reference(f, 1, false), 0u);
+  for (const auto k : kGemmKernels) EXPECT_NE(gemm_matches_reference(f, 1, false, k), 0u);
 }
 
 // A DF11 group transcoded on the GPU: each member's blob the reference encoder's bytes for its
@@ -346,7 +359,8 @@ TEST_F(CudaCompact, Df11GroupTranscode) {
     ASSERT_TRUE(want.is_ok());
     EXPECT_EQ(got, *want) << "member " << i;
     const DeviceBlob d(got, members[i], shapes[i].rows, shapes[i].cols);
-    EXPECT_EQ(gemm_matches_reference(d, 3, true), 0u) << "member " << i;
+    EXPECT_EQ(gemm_matches_reference(d, 3, true, cuda::CompactGemmKernel::kAuto), 0u)
+        << "member " << i;
     cudaFree(blobs[i]);
   }
   // A corrupt stream is reported as the decode reports it (a data error naming the group).

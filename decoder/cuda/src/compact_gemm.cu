@@ -14,9 +14,11 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "compact_core.h"
@@ -71,6 +73,31 @@ constexpr int kPrefetch = DF11_COMPACT_PREFETCH >= 0 ? DF11_COMPACT_PREFETCH
 template <uint32_t NB>
 constexpr bool kAhead = DF11_COMPACT_AHEAD != 0 && NB == 1;
 
+// A launch of few strips (o_proj's and down_proj's 256, against the 4 x 132 blocks an H100
+// holds) leaves most of the GPU idle, and each strip's 8 warps walk its tiles one after
+// another. At batch 1-8 such a launch takes a build with 8 helper warps per block: helper w
+// decodes the tiles w + 8, w + 24, ... of the 16 that owner warp w would take after its own
+// tiles w, w + 16, ..., and hands it their exponents through shared memory; owner w decodes
+// its own tiles and multiplies all of its 8 warps' share in the reference's order. The
+// products and sums are the same, in the same order: only who decodes a tile changes. Used
+// where a launch's strips are at most DF11_COMPACT_HELPER_BLOCKS per multiprocessor (two
+// blocks of 16 warps fit one), 0 builds without it.
+#ifndef DF11_COMPACT_HELPER_BLOCKS
+#define DF11_COMPACT_HELPER_BLOCKS 2
+#endif
+constexpr uint32_t kHelperBlocksPerSm = 2;
+// A block with helpers: its shared memory (dynamic: over 48 KB), the decode table, 16 warps'
+// staged words, and a tile's exponents per owner (a uint4 per lane and step).
+constexpr size_t kHelperTableBytes = sizeof(uint32_t) * kTableEntries;
+constexpr size_t kHelperStageBytes = sizeof(uint32_t) * 2 * kWarps * detail::kCompactStageSpan;
+constexpr size_t kHelperHandBytes = sizeof(uint4) * kWarps * kExecTileSteps * 32;
+constexpr size_t kHelperSharedBytes = kHelperTableBytes + kHelperStageBytes + kHelperHandBytes;
+
+// Owner warp w and its helper, warp w + 8, meet at named barrier 1 + w (0 is __syncthreads').
+__device__ __forceinline__ void pair_sync(uint32_t w) {
+  asm volatile("bar.sync %0, 64;" ::"r"(1 + w) : "memory");
+}
+
 // Matrices per launch (more: several launches).
 constexpr uint32_t kMaxMatrices = 16;
 
@@ -88,12 +115,29 @@ struct GemmParams {
   MatrixParams m[kMaxMatrices];
 };
 
-template <uint32_t NB>
-__global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
+template <uint32_t NB, bool kHelpers>
+__global__ void __launch_bounds__((kHelpers ? 2 : 1) * kWarps * 32,
+                                  kHelpers ? kHelperBlocksPerSm : kMinBlocks<NB>)
     compact_gemm_kernel(const __grid_constant__ GemmParams p) {
-  __shared__ uint32_t table[kTableEntries];
-  __shared__ uint32_t stage[kWarps][detail::kCompactStageSpan];
-  static_assert(sizeof stage >= sizeof(float) * kWarps * 32 * NB * 4);
+  constexpr uint32_t kAllWarps = (kHelpers ? 2 : 1) * kWarps;
+  uint32_t* table;
+  uint32_t(*stage)[detail::kCompactStageSpan];
+  uint4(*hand)[kExecTileSteps][32] = nullptr;  // owner w's helper tile, its exponents
+  if constexpr (kHelpers) {
+    extern __shared__ uint4 dynamic_shared[];
+    auto* base = reinterpret_cast<unsigned char*>(dynamic_shared);
+    table = reinterpret_cast<uint32_t*>(base);
+    stage = reinterpret_cast<uint32_t(*)[detail::kCompactStageSpan]>(base + kHelperTableBytes);
+    hand = reinterpret_cast<uint4(*)[kExecTileSteps][32]>(base + kHelperTableBytes +
+                                                          kHelperStageBytes);
+    static_assert(kHelperStageBytes >= sizeof(float) * kAllWarps * 32 * NB * 4);
+  } else {
+    __shared__ uint32_t static_table[kTableEntries];
+    __shared__ uint32_t static_stage[kWarps][detail::kCompactStageSpan];
+    static_assert(sizeof static_stage >= sizeof(float) * kWarps * 32 * NB * 4);
+    table = static_table;
+    stage = static_stage;
+  }
   const uint32_t mi = detail::exec_find_item(p.begin, p.n, blockIdx.x);
   const MatrixParams& mp = p.m[mi];
   for (uint32_t i = threadIdx.x; i < kTableEntries; i += blockDim.x) {
@@ -121,12 +165,15 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
   const uint32_t tiles_per_strip = static_cast<uint32_t>(v.tiles_per_strip);
   const uint32_t steps = static_cast<uint32_t>(v.steps);
   bool ok = true;
-  // Tile u of the strip, its lane's run r, read through words from bit pos0 on.
-  const auto tile_body = [&](uint32_t u, const detail::CompactRun& r, const auto& words,
-                             uint32_t pos0) {
+  // The products of tile u of the strip, its exponents decoded from the lane's run r, read
+  // through words from bit pos0 on, or (kHand) its helper's, from shared memory.
+  const auto tile_body = [&](uint32_t u, auto hand_tag, const detail::CompactRun& r,
+                             const auto& words, uint32_t pos0) {
+    constexpr bool kHand = decltype(hand_tag)::value;
     const uint32_t q0 = u * kExecTileSteps;
     const uint32_t q1 = min(q0 + kExecTileSteps, steps);
-    detail::CompactLane l = detail::compact_lane_at(words, pos0);
+    detail::CompactLane l{};
+    if constexpr (!kHand) l = detail::compact_lane_at(words, pos0);
     for (uint32_t q = q0; q < q1; q += kStepsInFlight<NB>) {
       uint4 bytes[kStepsInFlight<NB>];
       uint4 xv[kStepsInFlight<NB>][NB];
@@ -146,7 +193,15 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
       for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
         if (q + i >= q1) break;
         uint32_t e[kExecSlots / 4];
-        detail::compact_step_exponents<kAhead<NB>>(table, words, l, e);
+        if constexpr (kHand) {
+          const uint4 h = hand[warp][q + i - q0][lane];
+          e[0] = h.x;
+          e[1] = h.y;
+          e[2] = h.z;
+          e[3] = h.w;
+        } else {
+          detail::compact_step_exponents<kAhead<NB>>(table, words, l, e);
+        }
         detail::LaneWeights lw = detail::exec_build(bytes[i], e);
         if (q + i >= full_steps) {  // the ragged last step
           detail::mask_columns(lw, (q + i) * kExecStepCols + 8 * t, cols);
@@ -154,37 +209,93 @@ __global__ void __launch_bounds__(kWarps * 32, kMinBlocks<NB>)
         detail::step_products<NB>(lw, xv[i], acc);
       }
     }
-    ok &= detail::compact_lane_ok(r, l, pos0);
+    if constexpr (!kHand) ok &= detail::compact_lane_ok(r, l, pos0);
   };
   const uint64_t t0 = strip * tiles_per_strip;
-  const auto walk_body = [&](uint64_t tile, const detail::CompactRun& r, const auto& words,
-                             uint32_t pos0) {
-    tile_body(static_cast<uint32_t>(tile - t0), r, words, pos0);
-  };
-  if constexpr (kPrefetch<NB> == 2) {
-    __shared__ uint32_t heads[kWarps][2 * detail::kCompactHeadWords];
-    detail::compact_walk_tiles(v, t0 + warp, t0 + tiles_per_strip, kWarps, lane, stage[warp],
-                               heads[warp], walk_body);
-  } else if constexpr (kPrefetch<NB> == 1) {
-    detail::compact_walk_tiles_words(v, t0 + warp, t0 + tiles_per_strip, kWarps, lane, stage[warp],
-                                     walk_body);
+  if constexpr (kHelpers) {
+    const uint32_t w = warp % kWarps;
+    if (warp >= kWarps) {
+      // A helper: tiles w + 8, w + 24, ... decoded into hand[w], one at a time, each handed
+      // over at the pair's barrier and kept until the owner has read it (a second one).
+      detail::compact_walk_tiles_words(
+          v, t0 + kWarps + w, t0 + tiles_per_strip, 2 * kWarps, lane, stage[warp],
+          [&](uint64_t tile, const detail::CompactRun& r, const auto& words, uint32_t pos0) {
+            const uint32_t q0 = static_cast<uint32_t>(tile - t0) * kExecTileSteps;
+            const uint32_t n = min(q0 + kExecTileSteps, steps) - q0;
+            detail::CompactLane l = detail::compact_lane_at(words, pos0);
+            for (uint32_t s = 0; s < n; ++s) {
+              uint32_t e[kExecSlots / 4];
+              detail::compact_step_exponents<true>(table, words, l, e);
+              hand[w][s][lane] = make_uint4(e[0], e[1], e[2], e[3]);
+            }
+            ok &= detail::compact_lane_ok(r, l, pos0);
+            pair_sync(w);  // handed over
+            pair_sync(w);  // read
+          });
+    } else {
+      // An owner: its tiles w, w + 16, ..., each followed by its helper's (8 on), the
+      // reference's order of products.
+      detail::compact_walk_tiles_words(
+          v, t0 + w, t0 + tiles_per_strip, 2 * kWarps, lane, stage[warp],
+          [&](uint64_t tile, const detail::CompactRun& r, const auto& words, uint32_t pos0) {
+            const uint32_t u = static_cast<uint32_t>(tile - t0);
+            tile_body(u, std::false_type{}, r, words, pos0);
+            if (u + kWarps < tiles_per_strip) {
+              pair_sync(w);
+              tile_body(u + kWarps, std::true_type{}, r, words, pos0);
+              pair_sync(w);
+            }
+          });
+    }
   } else {
-    for (uint32_t u = warp; u < tiles_per_strip; u += kWarps) {
-      const uint64_t tile = t0 + u;
-      uint64_t first = 0;
-      uint32_t n = 0;
-      const bool staged = detail::compact_stage_tile(v, tile, lane, stage[warp], &first, &n);
-      detail::compact_with_lane_words(v, tile, lane, detail::compact_lane_before(v, tile, lane),
-                                      staged, first, n,
-                                      [&](const detail::CompactRun& r, const auto& words,
-                                          uint32_t pos0) { tile_body(u, r, words, pos0); });
+    const auto walk_body = [&](uint64_t tile, const detail::CompactRun& r, const auto& words,
+                               uint32_t pos0) {
+      tile_body(static_cast<uint32_t>(tile - t0), std::false_type{}, r, words, pos0);
+    };
+    if constexpr (kPrefetch<NB> == 2) {
+      __shared__ uint32_t heads[kWarps][2 * detail::kCompactHeadWords];
+      detail::compact_walk_tiles(v, t0 + warp, t0 + tiles_per_strip, kWarps, lane, stage[warp],
+                                 heads[warp], walk_body);
+    } else if constexpr (kPrefetch<NB> == 1) {
+      detail::compact_walk_tiles_words(v, t0 + warp, t0 + tiles_per_strip, kWarps, lane,
+                                       stage[warp], walk_body);
+    } else {
+      for (uint32_t u = warp; u < tiles_per_strip; u += kWarps) {
+        const uint64_t tile = t0 + u;
+        uint64_t first = 0;
+        uint32_t n = 0;
+        const bool staged = detail::compact_stage_tile(v, tile, lane, stage[warp], &first, &n);
+        detail::compact_with_lane_words(
+            v, tile, lane, detail::compact_lane_before(v, tile, lane), staged, first, n,
+            [&](const detail::CompactRun& r, const auto& words, uint32_t pos0) {
+              tile_body(u, std::false_type{}, r, words, pos0);
+            });
+      }
     }
   }
   if (!ok) atomicOr(p.status, 1u);
-  // The warp sums, in the staging words once every warp is done with them.
+  // The warp sums, in the staging words once every warp is done with them (a helper's are
+  // zero, and not added: the sums take the first 8 warps').
   __syncthreads();
   detail::exec_strip_sums<NB, kWarps>(reinterpret_cast<float(*)[32][NB * 4]>(&stage[0][0]), acc,
                                       strip, v.rows, p.batch, mp.y, v.rows);
+}
+
+// Multiprocessors of the current device (cached per device).
+Result<uint32_t> device_sms() {
+  constexpr int kCached = 64;
+  static std::atomic<uint32_t> known[kCached] = {};
+  int device = 0;
+  DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "compact GEMM: cudaGetDevice");
+  uint32_t k = device >= 0 && device < kCached ? known[device].load(std::memory_order_relaxed) : 0;
+  if (k == 0) {
+    int sms = 0;
+    DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
+                              "compact GEMM: multiprocessors");
+    k = static_cast<uint32_t>(std::max(sms, 1));
+    if (device >= 0 && device < kCached) known[device].store(k, std::memory_order_relaxed);
+  }
+  return k;
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -192,7 +303,7 @@ bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0;
 }  // namespace
 
 Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, uint32_t* d_status,
-                           CUstream_st* stream) {
+                           CUstream_st* stream, CompactGemmKernel choice) {
   const std::string what = "launch_compact_gemm";
   if (batch < 1 || batch > kCompactMaxBatch) {
     return Status(ErrorCode::kInvalidArgument, what + ": batch " + std::to_string(batch) +
@@ -224,9 +335,22 @@ Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, u
   // The long strips first (the order of a strip's sums does not depend on it).
   std::stable_sort(items.begin(), items.end(),
                    [](const Item& a, const Item& b) { return a.m.v.cols > b.m.v.cols; });
-  const auto kernel = batch <= 8    ? compact_gemm_kernel<1>
-                      : batch <= 16 ? compact_gemm_kernel<2>
-                                    : compact_gemm_kernel<4>;
+  const auto kernel = batch <= 8    ? compact_gemm_kernel<1, false>
+                      : batch <= 16 ? compact_gemm_kernel<2, false>
+                                    : compact_gemm_kernel<4, false>;
+  uint64_t helper_max = 0;  // strips a launch with helpers may have at most
+  if (batch <= 8 && choice != CompactGemmKernel::kPlain) {
+    if (choice == CompactGemmKernel::kHelpers) {
+      helper_max = UINT64_MAX;
+    } else {
+      DF11_ASSIGN_OR_RETURN(const uint32_t sms, device_sms());
+      helper_max = uint64_t{DF11_COMPACT_HELPER_BLOCKS} * sms;
+    }
+    DF11_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(compact_gemm_kernel<1, true>,
+                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                   static_cast<int>(kHelperSharedBytes)),
+                              "compact GEMM: shared memory of the kernel with helpers");
+  }
   auto p = std::make_unique<GemmParams>();
   p->status = d_status;
   p->batch = batch;
@@ -242,7 +366,12 @@ Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, u
       return Status(ErrorCode::kResourceLimit, what + ": too many rows in one launch");
     }
     p->begin[p->n] = static_cast<uint32_t>(blocks);
-    kernel<<<static_cast<uint32_t>(blocks), kWarps * 32, 0, stream>>>(*p);
+    if (blocks <= helper_max) {
+      compact_gemm_kernel<1, true>
+          <<<static_cast<uint32_t>(blocks), 2 * kWarps * 32, kHelperSharedBytes, stream>>>(*p);
+    } else {
+      kernel<<<static_cast<uint32_t>(blocks), kWarps * 32, 0, stream>>>(*p);
+    }
     DF11_CUDA_RETURN_IF_ERROR(cudaGetLastError(), "compact GEMM kernel launch");
   }
   return Status::ok();

@@ -76,8 +76,16 @@ struct CompactGemm {
 // (some Y is then wrong); reads stay inside the blobs, their tables and X, writes inside Y.
 // A Y must not overlap any X or another Y. kInvalidArgument for a batch, shape or pointer
 // outside the limits; kCuda if a launch fails.
+//
+// `kernel` picks how a launch spreads its work (the outputs are the same bit for bit): kAuto
+// the faster for the launch, as measured (decoder/cuda/EXEC_KERNEL.md); kPlain 8 warps per 16
+// rows, each decoding the tiles it multiplies; kHelpers, at batch 1-8, 16 warps per 16 rows,
+// half of them decoding tiles for the other half (faster where a launch has few rows: all of
+// them resident with room to spare); at batch 9-32 kHelpers is kPlain.
+enum class CompactGemmKernel { kAuto, kPlain, kHelpers };
 Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, uint32_t* d_status,
-                           CUstream_st* stream);
+                           CUstream_st* stream,
+                           CompactGemmKernel kernel = CompactGemmKernel::kAuto);
 
 // Writes compact_decode_table(code) into d_table (kCompactDecodeTableEntries u32, 16-byte
 // aligned device memory) and waits for the copy.
