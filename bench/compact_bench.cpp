@@ -203,6 +203,8 @@ int main(int argc, char** argv) {
     // one call, down), and per kernel choice [plain, helpers] per matrix, one call, model calls.
     double compact_model;
     double by_kernel[2][3];
+    // Each of the model's calls alone (q/k/v, o, gate/up, down) per kernel choice.
+    double by_site[2][4];
   };
   std::vector<Row> rows;
   const float alpha = 1.0f, beta = 0.0f;
@@ -290,7 +292,7 @@ int main(int argc, char** argv) {
       }
     };
     const bool compact_too = batch <= df11::cuda::kCompactMaxBatch;
-    Row r{batch, median_ms(warmup, runs, cublas), 0, 0, 0, 0, 0, 0, {}};
+    Row r{batch, median_ms(warmup, runs, cublas), 0, 0, 0, 0, 0, 0, {}, {}};
     r.exec = median_ms(warmup, runs, [&] { exec(d_y); });
     r.compact = compact_too ? median_ms(warmup, runs, [&] { compact(d_y); }) : 0;
     r.exec_one = median_ms(warmup, runs, [&] {
@@ -306,6 +308,7 @@ int main(int argc, char** argv) {
     r.exec_decode = median_ms(warmup, runs, exec_decode);
     r.compact_model = 0;
     for (auto& k : r.by_kernel) k[0] = k[1] = k[2] = 0;
+    for (auto& k : r.by_site) k[0] = k[1] = k[2] = k[3] = 0;
     if (compact_too) {
       // Each way of calling, each kernel choice: outputs checked against the reference, then
       // timed.
@@ -348,6 +351,10 @@ int main(int argc, char** argv) {
         for (uint32_t w = 0; w < 3; ++w) {
           r.by_kernel[k][w] = median_ms(warmup, runs, [&] { calls(*ways[w], kernels[1 + k]); });
         }
+        for (uint32_t c = 0; c < 4; ++c) {
+          const std::vector<std::vector<size_t>> site = {model_calls[c]};
+          r.by_site[k][c] = median_ms(warmup, runs, [&] { calls(site, kernels[1 + k]); });
+        }
       }
     }
     rows.push_back(r);
@@ -374,7 +381,8 @@ int main(int argc, char** argv) {
           "\"exec12_one_call_vs_cublas\": %.4f, \"compact_vs_cublas\": %s, "
           "\"compact_one_call_vs_cublas\": %s, \"compact_model_calls_ms\": %s, "
           "\"compact_model_calls_vs_cublas\": %s, \"compact_kernels_ms\": "
-          "{\"plain\": [%s, %s, %s], \"helpers\": [%s, %s, %s]}}%s\n",
+          "{\"plain\": [%s, %s, %s], \"helpers\": [%s, %s, %s]}, \"compact_call_sites_ms\": "
+          "{\"plain\": [%s, %s, %s, %s], \"helpers\": [%s, %s, %s, %s]}}%s\n",
           r.batch, r.cublas, opt(r.exec).c_str(), opt(r.compact).c_str(), opt(r.exec_one).c_str(),
           opt(r.compact_one).c_str(), r.exec_decode, r.exec / r.cublas, r.exec_one / r.cublas,
           opt(r.compact / r.cublas).c_str(), opt(r.compact_one / r.cublas).c_str(),
@@ -382,6 +390,9 @@ int main(int argc, char** argv) {
           opt(r.by_kernel[0][0]).c_str(), opt(r.by_kernel[0][1]).c_str(),
           opt(r.by_kernel[0][2]).c_str(), opt(r.by_kernel[1][0]).c_str(),
           opt(r.by_kernel[1][1]).c_str(), opt(r.by_kernel[1][2]).c_str(),
+          opt(r.by_site[0][0]).c_str(), opt(r.by_site[0][1]).c_str(), opt(r.by_site[0][2]).c_str(),
+          opt(r.by_site[0][3]).c_str(), opt(r.by_site[1][0]).c_str(), opt(r.by_site[1][1]).c_str(),
+          opt(r.by_site[1][2]).c_str(), opt(r.by_site[1][3]).c_str(),
           i + 1 < rows.size() ? "," : "");
     }
     std::printf(" ]}\n");
@@ -423,6 +434,15 @@ int main(int argc, char** argv) {
                 cell(r.by_kernel[0][0]).c_str(), cell(r.by_kernel[0][1]).c_str(),
                 cell(r.by_kernel[0][2]).c_str(), cell(r.by_kernel[1][0]).c_str(),
                 cell(r.by_kernel[1][1]).c_str(), cell(r.by_kernel[1][2]).c_str());
+  }
+  std::printf("\ncompact, ms per call site alone, plain / helpers kernel\n");
+  std::printf("batch  q, k, v            o                  gate, up           down\n");
+  for (const Row& r : rows) {
+    std::printf("%5u", r.batch);
+    for (uint32_t c = 0; c < 4; ++c) {
+      std::printf("  %7.4f / %7.4f", r.by_site[0][c], r.by_site[1][c]);
+    }
+    std::printf("\n");
   }
   return 0;
 }
