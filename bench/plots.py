@@ -193,9 +193,11 @@ def compact_gemm(results, out):
     save(fig, out, "compact_gemm.svg")
 
 
-def exec_peers(results, out):
-    """Execution layouts and glyd-gpu's against cuBLAS, one run: the step's time / cuBLAS's."""
-    e = load(results, "exec-peers-h200/exec_step_peers.json")
+def exec_peers(results, out, name="exec-peers-h200/exec_step_peers.json",
+               svg="exec_peers_h200.svg"):
+    """Execution layouts (and glyd-gpu's where measured) against cuBLAS, one run: the step's
+    time / cuBLAS's."""
+    e = load(results, name)
     rows = [r for r in e["rows"] if r["layer"] == "step"]
     bits = e["bits_per_weight"]
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -205,12 +207,14 @@ def exec_peers(results, out):
               ("glyd-mma", "glyd-gpu mma", "#c5b0d5")]
     for key, name, c_ in series:
         pts = [(r["tokens"], r[f"{key}_ratio"]) for r in rows if r.get(f"{key}_ratio")]
+        if not pts:  # not measured in this run
+            continue
         ax.plot([t for t, _ in pts], [y for _, y in pts], "-o", color=c_,
                 label=f"{name} ({bits[key]:.2f} bits)")
     ax.axhline(1.0, color=COLORS["BF16"], linestyle="--", label="cuBLAS BF16 (F.linear)")
     token_axes(ax, [r["tokens"] for r in rows], "tokens", "time / cuBLAS's (lower is better)",
                f"{e['layers']} Llama-3.1-8B blocks' Linear layers, {e['gpu']}, {e['commit']}")
-    save(fig, out, "exec_peers_h200.svg")
+    save(fig, out, svg)
 
 
 def vllm_runs(folder):
@@ -267,6 +271,7 @@ def main():
     cpu_scaling(args.results, args.out)
     compact_gemm(args.results, args.out)
     exec_peers(args.results, args.out)
+    exec_peers(args.results, args.out, "compact-helpers-h100/exec_step.json", "exec_step_h100.svg")
     vllm_budget(args.results, args.out)
 
 
