@@ -80,8 +80,9 @@ constexpr bool kAhead = DF11_COMPACT_AHEAD != 0 && NB == 1;
 // tiles w, w + 16, ..., and hands it their exponents through shared memory; owner w decodes
 // its own tiles and multiplies all of its 8 warps' share in the reference's order. The
 // products and sums are the same, in the same order: only who decodes a tile changes. Used
-// where a launch's strips are at most DF11_COMPACT_HELPER_BLOCKS per multiprocessor (two
-// blocks of 16 warps fit one), 0 builds without it.
+// where a launch's strips are at most DF11_COMPACT_HELPER_BLOCKS per multiprocessor and a
+// multiprocessor holds two blocks of 16 warps (sm_90's 227 KB of shared memory; sm_80's 164 KB
+// holds one, and sm_86's and sm_89's blocks have 99 KB at most), 0 builds without it.
 #ifndef DF11_COMPACT_HELPER_BLOCKS
 #define DF11_COMPACT_HELPER_BLOCKS 2
 #endif
@@ -281,21 +282,45 @@ __global__ void __launch_bounds__((kHelpers ? 2 : 1) * kWarps * 32,
                                       strip, v.rows, p.batch, mp.y, v.rows);
 }
 
-// Multiprocessors of the current device (cached per device).
-Result<uint32_t> device_sms() {
+// Where the kernel with helpers runs on the current device: its multiprocessors and the
+// blocks with helpers one of them holds (0 where a block's shared memory exceeds the device's
+// limit, as sm_86's and sm_89's 99 KB), read once per device.
+struct HelperFit {
+  uint32_t sms;
+  uint32_t blocks_per_sm;
+};
+Result<HelperFit> helper_fit() {
   constexpr int kCached = 64;
+  // sms << 8 | blocks per multiprocessor, plus 1 << 31 once known.
   static std::atomic<uint32_t> known[kCached] = {};
   int device = 0;
   DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "compact GEMM: cudaGetDevice");
-  uint32_t k = device >= 0 && device < kCached ? known[device].load(std::memory_order_relaxed) : 0;
+  const bool cached = device >= 0 && device < kCached;
+  uint32_t k = cached ? known[device].load(std::memory_order_relaxed) : 0;
   if (k == 0) {
     int sms = 0;
+    int optin = 0;
     DF11_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device),
                               "compact GEMM: multiprocessors");
-    k = static_cast<uint32_t>(std::max(sms, 1));
-    if (device >= 0 && device < kCached) known[device].store(k, std::memory_order_relaxed);
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
+        "compact GEMM: shared memory per block");
+    int blocks = 0;
+    if (static_cast<size_t>(optin) >= kHelperSharedBytes) {
+      DF11_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(compact_gemm_kernel<1, true>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     static_cast<int>(kHelperSharedBytes)),
+                                "compact GEMM: shared memory of the kernel with helpers");
+      DF11_CUDA_RETURN_IF_ERROR(
+          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, compact_gemm_kernel<1, true>,
+                                                        2 * kWarps * 32, kHelperSharedBytes),
+          "compact GEMM: blocks with helpers per multiprocessor");
+    }
+    k = (1u << 31) | (static_cast<uint32_t>(std::clamp(sms, 1, 1 << 22)) << 8) |
+        static_cast<uint32_t>(std::clamp(blocks, 0, 255));
+    if (cached) known[device].store(k, std::memory_order_relaxed);
   }
-  return k;
+  return HelperFit{(k >> 8) & ((1u << 23) - 1), k & 255};
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -340,16 +365,18 @@ Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, u
                                     : compact_gemm_kernel<4, false>;
   uint64_t helper_max = 0;  // strips a launch with helpers may have at most
   if (batch <= 8 && choice != CompactGemmKernel::kPlain) {
+    DF11_ASSIGN_OR_RETURN(const HelperFit fit, helper_fit());
     if (choice == CompactGemmKernel::kHelpers) {
-      helper_max = UINT64_MAX;
-    } else {
-      DF11_ASSIGN_OR_RETURN(const uint32_t sms, device_sms());
-      helper_max = uint64_t{DF11_COMPACT_HELPER_BLOCKS} * sms;
+      helper_max = fit.blocks_per_sm >= 1 ? UINT64_MAX : 0;
+    } else if (fit.blocks_per_sm >= kHelperBlocksPerSm) {  // as many warps as the plain kernel
+      helper_max = uint64_t{DF11_COMPACT_HELPER_BLOCKS} * fit.sms;
     }
-    DF11_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(compact_gemm_kernel<1, true>,
-                                                   cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                   static_cast<int>(kHelperSharedBytes)),
-                              "compact GEMM: shared memory of the kernel with helpers");
+    if (helper_max > 0) {  // set per launch: a reset device forgets it
+      DF11_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(compact_gemm_kernel<1, true>,
+                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                     static_cast<int>(kHelperSharedBytes)),
+                                "compact GEMM: shared memory of the kernel with helpers");
+    }
   }
   auto p = std::make_unique<GemmParams>();
   p->status = d_status;
