@@ -45,8 +45,15 @@ constexpr uint32_t kTableEntries = 1u << kCompactMaxCodeBits;
 #ifndef DF11_COMPACT_BLOCKS_B2
 #define DF11_COMPACT_BLOCKS_B2 3
 #endif
-template <uint32_t NB>
-constexpr uint32_t kStepsInFlight = NB == 1 ? DF11_COMPACT_STEPS_B1 : 2;
+// The kernel with helpers at batch 9-16 takes one step at a time: two blocks of 16 warps per
+// multiprocessor leave it 64 registers, under which two steps in flight spill more.
+#ifndef DF11_COMPACT_HELPER_STEPS_B2
+#define DF11_COMPACT_HELPER_STEPS_B2 1
+#endif
+template <uint32_t NB, bool kHelpers = false>
+constexpr uint32_t kStepsInFlight = NB == 1               ? DF11_COMPACT_STEPS_B1
+                                    : NB == 2 && kHelpers ? DF11_COMPACT_HELPER_STEPS_B2
+                                                          : 2;
 template <uint32_t NB>
 constexpr uint32_t kMinBlocks = NB == 1   ? DF11_COMPACT_BLOCKS_B1
                                 : NB == 2 ? DF11_COMPACT_BLOCKS_B2
@@ -75,7 +82,8 @@ constexpr bool kAhead = DF11_COMPACT_AHEAD != 0 && NB == 1;
 
 // A launch of few strips (o_proj's and down_proj's 256, against the 4 x 132 blocks an H100
 // holds) leaves most of the GPU idle, and each strip's 8 warps walk its tiles one after
-// another. At batch 1-8 such a launch takes a build with 8 helper warps per block: helper w
+// another. At batch 1-16 (DF11_COMPACT_HELPER_MAX_BATCH) such a launch takes a build with 8
+// helper warps per block: helper w
 // decodes the tiles w + 8, w + 24, ... of the 16 that owner warp w would take after its own
 // tiles w, w + 16, ..., and hands it their exponents through shared memory; owner w decodes
 // its own tiles and multiplies all of its 8 warps' share in the reference's order. The
@@ -86,6 +94,10 @@ constexpr bool kAhead = DF11_COMPACT_AHEAD != 0 && NB == 1;
 #ifndef DF11_COMPACT_HELPER_BLOCKS
 #define DF11_COMPACT_HELPER_BLOCKS 2
 #endif
+#ifndef DF11_COMPACT_HELPER_MAX_BATCH
+#define DF11_COMPACT_HELPER_MAX_BATCH 16
+#endif
+static_assert(DF11_COMPACT_HELPER_MAX_BATCH == 8 || DF11_COMPACT_HELPER_MAX_BATCH == 16);
 constexpr uint32_t kHelperBlocksPerSm = 2;
 // A block with helpers: its shared memory (dynamic: over 48 KB), the decode table, 16 warps'
 // staged words, and a tile's exponents per owner (a uint4 per lane and step).
@@ -175,11 +187,12 @@ __global__ void __launch_bounds__((kHelpers ? 2 : 1) * kWarps * 32,
     const uint32_t q1 = min(q0 + kExecTileSteps, steps);
     detail::CompactLane l{};
     if constexpr (!kHand) l = detail::compact_lane_at(words, pos0);
-    for (uint32_t q = q0; q < q1; q += kStepsInFlight<NB>) {
-      uint4 bytes[kStepsInFlight<NB>];
-      uint4 xv[kStepsInFlight<NB>][NB];
+    constexpr uint32_t kSteps = kStepsInFlight<NB, kHelpers>;
+    for (uint32_t q = q0; q < q1; q += kSteps) {
+      uint4 bytes[kSteps];
+      uint4 xv[kSteps][NB];
 #pragma unroll
-      for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
+      for (uint32_t i = 0; i < kSteps; ++i) {
         if (q + i >= q1) break;
         const uint32_t c = (q + i) * kExecStepCols + 8 * t;
         bytes[i] = __ldg(lane_bytes + uint64_t{q + i} * kExecLanes);
@@ -191,7 +204,7 @@ __global__ void __launch_bounds__((kHelpers ? 2 : 1) * kWarps * 32,
         }
       }
 #pragma unroll
-      for (uint32_t i = 0; i < kStepsInFlight<NB>; ++i) {
+      for (uint32_t i = 0; i < kSteps; ++i) {
         if (q + i >= q1) break;
         uint32_t e[kExecSlots / 4];
         if constexpr (kHand) {
@@ -282,16 +295,34 @@ __global__ void __launch_bounds__((kHelpers ? 2 : 1) * kWarps * 32,
                                       strip, v.rows, p.batch, mp.y, v.rows);
 }
 
-// Where the kernel with helpers runs on the current device: its multiprocessors and the
-// blocks with helpers one of them holds (0 where a block's shared memory exceeds the device's
-// limit, as sm_86's and sm_89's 99 KB), read once per device.
+// Where the kernels with helpers run on the current device: its multiprocessors and the
+// blocks with helpers one of them holds, at batch 1-8 and 9-16 (0 where a block's shared
+// memory exceeds the device's limit, as sm_86's and sm_89's 99 KB), read once per device.
 struct HelperFit {
   uint32_t sms;
-  uint32_t blocks_per_sm;
+  uint32_t blocks_per_sm[2];  // compact_gemm_kernel<1, true>, <2, true>
 };
+template <uint32_t NB>
+Status set_helper_shared_bytes() {
+  DF11_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(compact_gemm_kernel<NB, true>,
+                                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                 static_cast<int>(kHelperSharedBytes)),
+                            "compact GEMM: shared memory of the kernel with helpers");
+  return Status::ok();
+}
+template <uint32_t NB>
+Result<int> helper_blocks_per_sm() {
+  DF11_RETURN_IF_ERROR(set_helper_shared_bytes<NB>());
+  int blocks = 0;
+  DF11_CUDA_RETURN_IF_ERROR(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, compact_gemm_kernel<NB, true>,
+                                                    2 * kWarps * 32, kHelperSharedBytes),
+      "compact GEMM: blocks with helpers per multiprocessor");
+  return blocks;
+}
 Result<HelperFit> helper_fit() {
   constexpr int kCached = 64;
-  // sms << 8 | blocks per multiprocessor, plus 1 << 31 once known.
+  // 1 << 31 once known | sms << 16 | blocks at batch 9-16 << 8 | blocks at batch 1-8.
   static std::atomic<uint32_t> known[kCached] = {};
   int device = 0;
   DF11_CUDA_RETURN_IF_ERROR(cudaGetDevice(&device), "compact GEMM: cudaGetDevice");
@@ -305,22 +336,18 @@ Result<HelperFit> helper_fit() {
     DF11_CUDA_RETURN_IF_ERROR(
         cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device),
         "compact GEMM: shared memory per block");
-    int blocks = 0;
+    int b1 = 0;
+    int b2 = 0;
     if (static_cast<size_t>(optin) >= kHelperSharedBytes) {
-      DF11_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(compact_gemm_kernel<1, true>,
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     static_cast<int>(kHelperSharedBytes)),
-                                "compact GEMM: shared memory of the kernel with helpers");
-      DF11_CUDA_RETURN_IF_ERROR(
-          cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, compact_gemm_kernel<1, true>,
-                                                        2 * kWarps * 32, kHelperSharedBytes),
-          "compact GEMM: blocks with helpers per multiprocessor");
+      DF11_ASSIGN_OR_RETURN(b1, helper_blocks_per_sm<1>());
+      DF11_ASSIGN_OR_RETURN(b2, helper_blocks_per_sm<2>());
     }
-    k = (1u << 31) | (static_cast<uint32_t>(std::clamp(sms, 1, 1 << 22)) << 8) |
-        static_cast<uint32_t>(std::clamp(blocks, 0, 255));
+    k = (1u << 31) | (static_cast<uint32_t>(std::clamp(sms, 1, (1 << 15) - 1)) << 16) |
+        (static_cast<uint32_t>(std::clamp(b2, 0, 255)) << 8) |
+        static_cast<uint32_t>(std::clamp(b1, 0, 255));
     if (cached) known[device].store(k, std::memory_order_relaxed);
   }
-  return HelperFit{(k >> 8) & ((1u << 23) - 1), k & 255};
+  return HelperFit{(k >> 16) & ((1u << 15) - 1), {k & 255, (k >> 8) & 255}};
 }
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
@@ -364,20 +391,20 @@ Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, u
                       : batch <= 16 ? compact_gemm_kernel<2, false>
                                     : compact_gemm_kernel<4, false>;
   uint64_t helper_max = 0;  // strips a launch with helpers may have at most
-  if (batch <= 8 && choice != CompactGemmKernel::kPlain) {
+  const bool b2 = batch > 8;
+  if (batch <= DF11_COMPACT_HELPER_MAX_BATCH && choice != CompactGemmKernel::kPlain) {
     DF11_ASSIGN_OR_RETURN(const HelperFit fit, helper_fit());
+    const uint32_t fits = fit.blocks_per_sm[b2 ? 1 : 0];
     if (choice == CompactGemmKernel::kHelpers) {
-      helper_max = fit.blocks_per_sm >= 1 ? UINT64_MAX : 0;
-    } else if (fit.blocks_per_sm >= kHelperBlocksPerSm) {  // as many warps as the plain kernel
+      helper_max = fits >= 1 ? UINT64_MAX : 0;
+    } else if (fits >= kHelperBlocksPerSm) {  // as many warps as the plain kernel
       helper_max = uint64_t{DF11_COMPACT_HELPER_BLOCKS} * fit.sms;
     }
     if (helper_max > 0) {  // set per launch: a reset device forgets it
-      DF11_CUDA_RETURN_IF_ERROR(cudaFuncSetAttribute(compact_gemm_kernel<1, true>,
-                                                     cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                     static_cast<int>(kHelperSharedBytes)),
-                                "compact GEMM: shared memory of the kernel with helpers");
+      DF11_RETURN_IF_ERROR(b2 ? set_helper_shared_bytes<2>() : set_helper_shared_bytes<1>());
     }
   }
+  const auto helper_kernel = b2 ? compact_gemm_kernel<2, true> : compact_gemm_kernel<1, true>;
   auto p = std::make_unique<GemmParams>();
   p->status = d_status;
   p->batch = batch;
@@ -394,8 +421,8 @@ Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, u
     }
     p->begin[p->n] = static_cast<uint32_t>(blocks);
     if (blocks <= helper_max) {
-      compact_gemm_kernel<1, true>
-          <<<static_cast<uint32_t>(blocks), 2 * kWarps * 32, kHelperSharedBytes, stream>>>(*p);
+      helper_kernel<<<static_cast<uint32_t>(blocks), 2 * kWarps * 32, kHelperSharedBytes, stream>>>(
+          *p);
     } else {
       kernel<<<static_cast<uint32_t>(blocks), kWarps * 32, 0, stream>>>(*p);
     }

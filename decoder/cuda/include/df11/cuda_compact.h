@@ -79,10 +79,10 @@ struct CompactGemm {
 //
 // `kernel` picks how a launch spreads its work (the outputs are the same bit for bit): kAuto
 // the faster for the launch, as measured (decoder/cuda/EXEC_KERNEL.md); kPlain 8 warps per 16
-// rows, each decoding the tiles it multiplies; kHelpers, at batch 1-8, 16 warps per 16 rows,
+// rows, each decoding the tiles it multiplies; kHelpers, at batch 1-16, 16 warps per 16 rows,
 // half of them decoding tiles for the other half (faster where a launch has few rows: all of
 // them resident with room to spare), on GPUs whose blocks may have its 105 KB of shared memory
-// (sm_80, sm_90); elsewhere, and at batch 9-32, kHelpers is kPlain.
+// (sm_80, sm_90); elsewhere, and at batch 17-32, kHelpers is kPlain.
 enum class CompactGemmKernel { kAuto, kPlain, kHelpers };
 Status launch_compact_gemm(std::span<const CompactGemm> gemms, uint32_t batch, uint32_t* d_status,
                            CUstream_st* stream,
