@@ -272,6 +272,7 @@ def main():
     compact_gemm(args.results, args.out)
     exec_peers(args.results, args.out)
     exec_peers(args.results, args.out, "compact-helpers-h100/exec_step.json", "exec_step_h100.svg")
+    exec_peers(args.results, args.out, "exec-step-h200/exec_step.json", "exec_step_h200.svg")
     vllm_budget(args.results, args.out)
 
 
