@@ -118,7 +118,11 @@ DF11_HD ExecWgSlice exec_wg_slice(uint32_t tiles, uint32_t slices, uint32_t slic
 // at a time in eight core matrices' rows): the batch in as few chunks of at most 112 rows as it
 // takes, each rounded up to 96 or 112 rows (the kernels the launcher holds).
 inline constexpr uint32_t kExecWgMaxChunk = 112;
+#ifndef DF11_EXEC_WG_FROM
+#define DF11_EXEC_WG_FROM 65  // the fewest rows of X the warpgroup kernel takes (33 or 65)
+#endif
 DF11_HD uint32_t exec_wg_chunk_rows(uint32_t batch) {
+  if (DF11_EXEC_WG_FROM <= 64 && batch <= 64) return batch <= 48 ? 48 : 64;
   const uint32_t chunks = batch == 0 ? 1 : (batch + kExecWgMaxChunk - 1) / kExecWgMaxChunk;
   const uint32_t per = (batch + chunks - 1) / chunks;
   return per <= 96 ? 96 : kExecWgMaxChunk;
@@ -127,7 +131,9 @@ DF11_HD uint32_t exec_wg_chunk_rows(uint32_t batch) {
 // The batches the warpgroup kernel serves where it is built (sm_90a): those it was measured
 // faster at than the cluster kernel (EXEC_KERNEL.md v23, v24), 65-112 rows of X in one chunk
 // (96 rows up to 96, else 112).
-DF11_HD bool exec_wg_takes(uint32_t batch) { return batch > 64 && batch <= kExecWgMaxChunk; }
+DF11_HD bool exec_wg_takes(uint32_t batch) {
+  return batch >= DF11_EXEC_WG_FROM && batch <= kExecWgMaxChunk;
+}
 
 // Thread blocks of one matrix: groups x chunks x slices (block = (group x chunks + chunk) x
 // slices + slice, so that a cluster is consecutive blocks).

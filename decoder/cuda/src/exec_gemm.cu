@@ -1000,6 +1000,11 @@ __device__ __forceinline__ void wgmma_ra(float (&d)[N / 2], uint32_t a0, uint32_
 #define DF11_WG_D48 \
   DF11_WG_D8(0), DF11_WG_D8(8), DF11_WG_D8(16), DF11_WG_D8(24), DF11_WG_D8(32), DF11_WG_D8(40)
 #define DF11_WG_D56 DF11_WG_D48, DF11_WG_D8(48)
+#define DF11_WG_D24 DF11_WG_D8(0), DF11_WG_D8(8), DF11_WG_D8(16)
+#define DF11_WG_D32 DF11_WG_D24, DF11_WG_D8(24)
+#define DF11_WG_R24 \
+  "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23"
+#define DF11_WG_R32 DF11_WG_R24 ",%24,%25,%26,%27,%28,%29,%30,%31"
 #define DF11_WG_R48                                                                            \
   "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24," \
   "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47"
@@ -1021,10 +1026,16 @@ __device__ __forceinline__ void wgmma_ra(float (&d)[N / 2], uint32_t a0, uint32_
         : outs                                                                                \
         : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(db), "r"(1));                               \
   }
+DF11_WGMMA_RA(48, DF11_WG_R24, "%24,%25,%26,%27", "%28", "%29", DF11_WG_D24)
+DF11_WGMMA_RA(64, DF11_WG_R32, "%32,%33,%34,%35", "%36", "%37", DF11_WG_D32)
 DF11_WGMMA_RA(96, DF11_WG_R48, "%48,%49,%50,%51", "%52", "%53", DF11_WG_D48)
 DF11_WGMMA_RA(112, DF11_WG_R56, "%56,%57,%58,%59", "%60", "%61", DF11_WG_D56)
 #undef DF11_WGMMA_RA
 #undef DF11_WG_R56
+#undef DF11_WG_R32
+#undef DF11_WG_R24
+#undef DF11_WG_D32
+#undef DF11_WG_D24
 #undef DF11_WG_R48
 #undef DF11_WG_D56
 #undef DF11_WG_D48
@@ -1330,6 +1341,328 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
 #endif
 }
 
+// ---- The warpgroup kernel with bulk copies (EXEC_KERNEL.md, "A peer's warpgroup kernel") ----
+//
+// wg_gemm_kernel's products, order and partial sums, with the copies done by the bulk-copy
+// unit: per stage each row of X present in the chunk is one cp.async.bulk of the stage's 64
+// columns (issued by one lane, into a staging slot of rows kWgbRowBytes apart), each warp's
+// stage of its strip's byte plane and code plane two more (its lane 0), all completing on the
+// slot's mbarrier; at the stage's start the block moves the staged X into the products' planes
+// (one row and step a thread: four 16-byte loads, four 16-byte stores), so the planes hold what
+// wg_gemm_kernel's copies write, and the products read the same operands. Taken where every
+// matrix's X is 16-byte aligned with cols % 8 == 0 (x_vec).
+#ifndef DF11_EXEC_WG_BULK
+#define DF11_EXEC_WG_BULK 1  // 0: wg_gemm_kernel's per-lane copies
+#endif
+static_assert(kWgSx == 2, "a staged row is one stage's 64 columns");
+constexpr uint32_t kWgbRowBytes = 144;  // 128 and 16 of padding: a quarter warp's rows in
+                                        // distinct banks
+constexpr uint32_t kWgbStageCols = kWgSx * kExecStepCols;
+constexpr uint32_t wgb_staging_bytes(uint32_t n) { return n * kWgbRowBytes; }
+// Shared memory: the planes' ring of 3 stages (a stage's planes are rewritten three stages
+// later, after every warp has waited for the products that read them), the staging and W
+// rings of 2 (copied one stage ahead), the two slots' mbarriers.
+constexpr uint32_t kWgbPlaneSlots = 3, kWgbCopySlots = 2;
+constexpr size_t wgb_shared_bytes(uint32_t n) {
+  const size_t ring = size_t{kWgbPlaneSlots} * wg_stage_bytes(n) +
+                      size_t{kWgbCopySlots} * (wgb_staging_bytes(n) + kWgWStage) + 16;
+  const size_t sums = size_t{kWgSumStride} * n * sizeof(float);
+  return ring > sums ? ring : sums;
+}
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+__device__ __forceinline__ void wgb_mbar_init(uint32_t mbar, uint32_t count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(mbar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void wgb_expect(uint32_t mbar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(mbar),
+               "r"(bytes)
+               : "memory");
+}
+__device__ __forceinline__ void wgb_copy(uint32_t dst, const void* src, uint32_t bytes,
+                                         uint32_t mbar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
+      "l"(__cvta_generic_to_global(src)), "r"(bytes), "r"(mbar)
+      : "memory");
+}
+__device__ __forceinline__ void wgb_wait(uint32_t mbar, uint32_t parity) {
+  asm volatile(
+      "{\n\t.reg .pred done;\n"
+      "wgb_wait_%=:\n\t"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
+      "@!done bra wgb_wait_%=;\n\t}" ::"r"(mbar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ uint4 ld_shared_u4(uint32_t a) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(a)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_shared_u4(uint32_t a, uint4 v) {
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(a), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+#endif
+
+template <bool kExec, uint32_t N>
+__global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
+    wgb_gemm_kernel(const __grid_constant__ LaunchParams p) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr uint32_t kAcc = N / 2;
+  constexpr uint32_t kPlane = wg_plane_bytes(N), kStep = wg_step_bytes(N);
+  constexpr uint32_t kStage = wg_stage_bytes(N), kPlanes = kWgbPlaneSlots * kStage;
+  constexpr uint32_t kStaging = wgb_staging_bytes(N);
+  constexpr uint32_t kStagingAt = kPlanes, kWAt = kStagingAt + kWgbCopySlots * kStaging;
+  constexpr uint32_t kBarAt = kWAt + kWgbCopySlots * kWgWStage;
+  static_assert(N % 16 == 0 && N <= 8 * 32, "rows of X: 8 warps of 32 lanes");
+  extern __shared__ __align__(128) uint8_t wg_shared[];
+  const uint32_t mi = find_matrix(p, blockIdx.x);
+  const MatrixDesc& m = p.m[mi];
+  const uint32_t item = blockIdx.x - p.begin[mi];
+  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols, batch = p.batch;
+  const uint32_t n_exc = m.n_exc;
+  const uint8_t* const exc = m.blob + m.exceptions;
+  const uint32_t slices = exec_wg_slices(tiles);
+  const uint32_t chunks = (batch + N - 1) / N;
+  const uint32_t slice = item % slices, chunk = (item / slices) % chunks;
+  const uint32_t group = item / slices / chunks;
+  const ExecWgSlice sl = exec_wg_slice(tiles, slices, slice);
+  const uint32_t qa = sl.first * kExecTileSteps, qb = min(sl.end * kExecTileSteps, steps);
+  const uint32_t n_steps = qb - qa;
+  const uint32_t n_stages = (n_steps + kWgSx - 1) / kWgSx;
+  const uint32_t first_row = chunk * N;
+  const uint32_t live_rows = min(batch - first_row, N);
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t g = lane / 4, t = lane % 4, wg = warp / 4;
+  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
+  const uint32_t strip = group * 8 + warp;
+  const bool live = strip < strips;
+  const uint32_t full_steps = cols / kExecStepCols;
+  const uint32_t whole_x = full_steps > qa ? full_steps - qa : 0u;
+  const uint64_t first_entry = (uint64_t{live ? strip : 0} * steps + qa) * kExecLanes + lane;
+  uint32_t base4 = 0;
+  if constexpr (kExec) {
+    base4 = read_base(p, m, uint64_t{group} * 8 * tiles, threadIdx.x == 0) * 0x01010101u;
+  }
+  const uint16_t* const wsrc = reinterpret_cast<const uint16_t*>(m.blob);  // reference: BF16 W
+  const uint32_t smem = static_cast<uint32_t>(__cvta_generic_to_shared(wg_shared));
+  const uint64_t desc_b = wg_desc(smem, kPlane, 128);
+  const uint32_t bars = smem + kBarAt;
+
+  // Staging rows never copied (past the batch) stay zero; then the barriers.
+  for (uint32_t at = threadIdx.x * 16; at < kWgbCopySlots * kStaging; at += kWgThreads * 16) {
+    st_shared_u4(smem + kStagingAt + at, make_uint4(0, 0, 0, 0));
+  }
+  if (threadIdx.x == 0) {
+    for (uint32_t b = 0; b < kWgbCopySlots; ++b) wgb_mbar_init(bars + 8 * b, 8);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+
+  // Stage k's copies into copy slot k % 2: this lane's row of X (rows warp + 8i, lane i), and
+  // the warp's strip's byte and code planes of the stage's steps (lane 0), lane 0 expecting the
+  // warp's bytes first.
+  const uint32_t x_row = warp + 8 * lane;  // of the chunk
+  const uint32_t warp_rows = live_rows > warp ? (live_rows - warp + 7) / 8 : 0u;
+  const uint16_t* const x_src = m.x + uint64_t{first_row + (x_row < live_rows ? x_row : 0)} * cols +
+                                uint64_t{qa} * kExecStepCols;
+  const uint8_t* const bytes_src = m.blob + m.byte_plane + first_entry * 16 - lane * 16;
+  const uint8_t* const codes_src =
+      m.blob + m.code_plane + (uint64_t{live ? strip : 0} * steps + qa) * (kExecLanes * 8);
+  auto copy_stage = [&](uint32_t k) {
+    const uint32_t slot = k % kWgbCopySlots, mbar = bars + 8 * slot;
+    const uint32_t s0 = k * kWgSx;
+    const uint32_t ns = min(kWgSx, n_steps - s0);
+    const uint32_t col0 = (qa + s0) * kExecStepCols;
+    const uint32_t x_bytes = 2 * min(kWgbStageCols, cols - col0);  // a multiple of 16 (x_vec)
+    const uint32_t w_bytes = kExec && live ? ns * kExecLanes * 24 : 0u;
+    if (lane == 0) {
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      wgb_expect(mbar, warp_rows * x_bytes + w_bytes);
+    }
+    __syncwarp();
+    if (lane < warp_rows) {
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      wgb_copy(smem + kStagingAt + slot * kStaging + x_row * kWgbRowBytes,
+               x_src + uint64_t{s0} * kExecStepCols, x_bytes, mbar);
+    }
+    if (w_bytes != 0 && lane == 0) {
+      const uint32_t w = smem + kWAt + slot * kWgWStage + warp * kWgWWarp;
+      wgb_copy(w, bytes_src + uint64_t{s0} * (kExecLanes * 16), ns * kExecLanes * 16, mbar);
+      wgb_copy(w + kWgSx * kExecLanes * 16, codes_src + uint64_t{s0} * (kExecLanes * 8),
+               ns * kExecLanes * 8, mbar);
+    }
+  };
+  if (n_stages > 0) copy_stage(0);
+
+  float acc[kAcc];
+#pragma unroll
+  for (uint32_t i = 0; i < kAcc; ++i) acc[i] = 0.0f;
+  const uint32_t w_bytes_at = kWAt + warp * kWgWWarp + 16 * lane;
+  const uint32_t w_codes_at = kWAt + warp * kWgWWarp + kWgSx * kExecLanes * 16 + 8 * lane;
+  uint32_t x_at = 0, w_at = 0;
+  uint32_t cursor = 0, end = 0, win = 0, win_next = 0;
+  bool overrun = false;
+  uint2 offs_cur = make_uint2(0, 0), offs_next = make_uint2(0, 0);
+  if constexpr (kExec) {
+    if (live && n_steps > 0) {
+      const uint64_t tile = uint64_t{strip} * tiles + sl.first;
+      offs_cur = load_tile_offsets(m, tile);
+      win_next = wg_window(exc, offs_cur, n_exc);
+      if (sl.first + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
+    }
+  }
+  uint32_t u = sl.first;
+#pragma unroll 1
+  for (uint32_t s0 = 0; s0 < n_steps; s0 += kWgLoads) {
+#pragma unroll
+    for (uint32_t i = 0; i < kWgLoads; ++i) {
+      const uint32_t s = s0 + i;
+      if (s >= n_steps) break;  // block-uniform
+      const uint32_t in_tile = s % kExecTileSteps;
+      if constexpr (kExec) {
+        if (in_tile == 0 && live) {
+          u = sl.first + s / kExecTileSteps;
+          const uint64_t tile = uint64_t{strip} * tiles + u;
+          if (s != 0) {
+            if (lane == 0 && (overrun || cursor != end)) {
+              exec_report(p.status, m.index, tile - 1, kExecBadTileCount);
+            }
+            offs_cur = offs_next;
+          }
+          overrun = false;
+          tile_range_of(p, m, tile, offs_cur, lane, &cursor, &end);
+          win = win_next;
+          if (s != 0 && u + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
+        }
+      }
+      if (s % kWgSx == 0) {
+        // A new stage k: its copies have landed; the staged X goes into the planes' slot
+        // k % 3 (whose products, three stages back, every warp has waited for), then one
+        // barrier, after which the copy slot of stage k - 1 is free for stage k + 1.
+        const uint32_t k = s / kWgSx, slot = k % kWgbCopySlots;
+        wgb_wait(bars + 8 * slot, (k / kWgbCopySlots) & 1u);
+        x_at = (k % kWgbPlaneSlots) * kStage;
+        w_at = slot * kWgWStage;
+        const uint32_t staging = smem + kStagingAt + slot * kStaging;
+        const uint32_t col0 = (qa + s) * kExecStepCols;
+        for (uint32_t r = threadIdx.x; r < kWgSx * N; r += kWgThreads) {
+          const uint32_t row = r % N, st = r / N;
+          const uint32_t src = staging + row * kWgbRowBytes + st * 64;
+          uint4 c[4];
+#pragma unroll
+          for (uint32_t q = 0; q < 4; ++q) c[q] = ld_shared_u4(src + 16 * q);
+          if (col0 + kWgbStageCols > cols) {  // the ragged last stage: zero past cols
+#pragma unroll
+            for (uint32_t q = 0; q < 4; ++q) {
+              const uint32_t col = col0 + st * kExecStepCols + 8 * q;
+              if (col + 0 >= cols) c[q].x = 0;
+              if (col + 2 >= cols) c[q].y = 0;
+              if (col + 4 >= cols) c[q].z = 0;
+              if (col + 6 >= cols) c[q].w = 0;
+            }
+          }
+          // Pair word P + 4q of the row (columns 8q + 2P, + 1) into plane P at word q.
+          const uint32_t dst = smem + x_at + st * kStep + (row / 8) * 128 + (row % 8) * 16;
+          st_shared_u4(dst + 0 * kPlane, make_uint4(c[0].x, c[1].x, c[2].x, c[3].x));
+          st_shared_u4(dst + 1 * kPlane, make_uint4(c[0].y, c[1].y, c[2].y, c[3].y));
+          st_shared_u4(dst + 2 * kPlane, make_uint4(c[0].z, c[1].z, c[2].z, c[3].z));
+          st_shared_u4(dst + 3 * kPlane, make_uint4(c[0].w, c[1].w, c[2].w, c[3].w));
+        }
+        wg_fence_shared();
+        __syncthreads();
+        if (k + 1 < n_stages) copy_stage(k + 1);
+      }
+      const uint32_t step_in = s % kWgSx;
+      LaneWeights lw;
+      if constexpr (kExec) {
+        if (live) {
+          const LaneCodes lc =
+              ld_shared_lane(smem + w_bytes_at + w_at + step_in * (kExecLanes * 16),
+                             smem + w_codes_at + w_at + step_in * (kExecLanes * 8));
+          if (in_tile == kExecTileSteps / 2 && u + 1 < sl.end) {
+            win_next = wg_window(exc, offs_next, n_exc);
+          }
+          const LaneCodeBytes kc = exec_split_codes(lc.codes);
+          uint32_t e[4];
+#pragma unroll
+          for (uint32_t w = 0; w < 4; ++w) e[w] = exec_exponents(kc.c[w], base4);
+          if (__any_sync(kExecFullMask, exec_exception_flags(kc) != 0)) {
+            cursor += exec_patch_exceptions<uint32_t>(kc, e, exc, cursor, end, lane, overrun,
+                                                      offs_cur.x, win, 4u);
+          }
+          lw = exec_build(lc.bytes, e);
+          if (s >= whole_x) mask_columns(lw, uint64_t{qa + s} * kExecStepCols + 8 * t, cols);
+        } else {
+          lw = LaneWeights{};
+        }
+      } else {
+        const uint64_t c = uint64_t{qa + s} * kExecStepCols + 8 * t;
+        bf16_row8(wsrc, m.rows, cols, uint64_t{strip} * kExecStripRows + g, c, m.w_vec, lw.pg);
+        bf16_row8(wsrc, m.rows, cols, uint64_t{strip} * kExecStripRows + 8 + g, c, m.w_vec, lw.pg8);
+      }
+      wg_wait<0>();
+      wg_hold(acc);
+      const uint32_t slot = step_in * kStep;
+      wg_fence();
+#pragma unroll
+      for (uint32_t h = 0; h < 2; ++h) {
+        const uint64_t db = desc_b + ((x_at + slot + 2 * h * kPlane) >> 4);
+        wgmma_ra<N>(acc, lw.pg[2 * h], lw.pg8[2 * h], lw.pg[2 * h + 1], lw.pg8[2 * h + 1], db);
+      }
+      wg_commit();
+    }
+  }
+  wg_wait<0>();
+  wg_hold(acc);
+  if constexpr (kExec) {
+    if (live && n_steps > 0 && lane == 0 && (overrun || cursor != end)) {
+      exec_report(p.status, m.index, uint64_t{strip} * tiles + (qb - 1) / kExecTileSteps,
+                  kExecBadTileCount);
+    }
+  }
+  __syncthreads();  // every copy has landed (each stage waited) and the rings are free
+  float* sums = reinterpret_cast<float*>(wg_shared);
+  const uint32_t row0 = 64 * wg + 16 * (warp % 4) + g;
+#pragma unroll
+  for (uint32_t i = 0; i < N / 8; ++i) {
+#pragma unroll
+    for (uint32_t jj = 0; jj < 2; ++jj) {
+      const uint32_t token = 8 * i + 2 * t + jj;
+      sums[token * kWgSumStride + row0] = acc[4 * i + jj];
+      sums[token * kWgSumStride + row0 + 8] = acc[4 * i + 2 + jj];
+    }
+  }
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();
+  constexpr uint32_t kOut = kExecWgRows * N;
+  const uint32_t share = kOut / slices, from = slice * share;
+  const uint32_t to = slice + 1 == slices ? kOut : from + share;
+  for (uint32_t at = from + threadIdx.x; at < to; at += kWgThreads) {
+    const uint32_t token = at / kExecWgRows, row = at % kExecWgRows;
+    const uint32_t j = first_row + token;
+    const uint64_t out_row = uint64_t{group} * kExecWgRows + row;
+    if (out_row >= m.rows || j >= batch) continue;
+    float v = 0.0f;
+    for (uint32_t r = 0; r < slices; ++r) {
+      const float part = cluster.map_shared_rank(sums, r)[token * kWgSumStride + row];
+      v = r == 0 ? part : __fadd_rn(v, part);
+    }
+    m.y[uint64_t{j} * m.ld_y + out_row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  }
+  cluster.sync();
+#else
+  __trap();  // launched only where the build has sm_90a code (launch_gemms)
+#endif
+}
+
 // Layout -> BF16: one warp per tile.
 __global__ void __launch_bounds__(kThreads) decode_kernel(const __grid_constant__ LaunchParams p) {
   const uint32_t item = blockIdx.x * kWarps + threadIdx.x / 32;
@@ -1512,11 +1845,27 @@ template <bool kExec>
 Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord* status,
                  cudaStream_t stream) {
   const uint32_t mt = exec_wg_chunk_rows(batch);
-  if (mt != 96 && mt != 112) {
-    return Status(ErrorCode::kInternal, "exec GEMM: no warpgroup kernel for the batch");
+  const bool bulk =
+      DF11_EXEC_WG_BULK != 0 &&
+      std::all_of(descs.begin(), descs.end(), [](const MatrixDesc& d) { return d.x_vec; });
+  GemmKernel kernel = nullptr;
+  switch (mt) {
+    case 48:
+      kernel = bulk ? wgb_gemm_kernel<kExec, 48> : wg_gemm_kernel<kExec, 48>;
+      break;
+    case 64:
+      kernel = bulk ? wgb_gemm_kernel<kExec, 64> : wg_gemm_kernel<kExec, 64>;
+      break;
+    case 96:
+      kernel = bulk ? wgb_gemm_kernel<kExec, 96> : wg_gemm_kernel<kExec, 96>;
+      break;
+    case 112:
+      kernel = bulk ? wgb_gemm_kernel<kExec, 112> : wg_gemm_kernel<kExec, 112>;
+      break;
+    default:
+      return Status(ErrorCode::kInternal, "exec GEMM: no warpgroup kernel for the batch");
   }
-  const auto kernel = mt == 96 ? wg_gemm_kernel<kExec, 96> : wg_gemm_kernel<kExec, 112>;
-  const size_t bytes = wg_shared_bytes(mt);
+  const size_t bytes = bulk ? wgb_shared_bytes(mt) : wg_shared_bytes(mt);
   DF11_CUDA_RETURN_IF_ERROR(
       cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                            static_cast<int>(bytes)),
