@@ -10,6 +10,7 @@
 // sums in turn, in the same order; X staged in shared memory once per block. At 65-112 rows on
 // sm_90a builds, the warpgroup kernel (v23, v24), in its own order.
 #include <cooperative_groups.h>
+#include <cuda.h>  // CUtensorMap (the encoder is found at run time)
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -1355,17 +1356,27 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
 #define DF11_EXEC_WG_BULK 1  // 0: wg_gemm_kernel's per-lane copies
 #endif
 static_assert(kWgSx == 2, "a staged row is one stage's 64 columns");
-constexpr uint32_t kWgbRowBytes = 144;  // 128 and 16 of padding: a quarter warp's rows in
-                                        // distinct banks
+#ifndef DF11_EXEC_WGB_TMAP
+#define DF11_EXEC_WGB_TMAP 0  // 1: X by a tensor map, one copy a stage (128-byte swizzle)
+#endif
+#ifndef DF11_EXEC_WGB_SLOTS
+#define DF11_EXEC_WGB_SLOTS 2  // copy slots (3: two stages ahead, where it fits two blocks)
+#endif
+// A staged row: 128 bytes (swizzled by the tensor map) or 144 (128 and 16 of padding: a quarter
+// warp's rows in distinct banks).
+constexpr uint32_t kWgbRowBytes = DF11_EXEC_WGB_TMAP ? 128 : 144;
 constexpr uint32_t kWgbStageCols = kWgSx * kExecStepCols;
 constexpr uint32_t wgb_staging_bytes(uint32_t n) { return n * kWgbRowBytes; }
 // Shared memory: the planes' ring of 3 stages (a stage's planes are rewritten three stages
 // later, after every warp has waited for the products that read them), the staging and W
 // rings of 2 (copied one stage ahead), the two slots' mbarriers.
-constexpr uint32_t kWgbPlaneSlots = 3, kWgbCopySlots = 2;
+constexpr uint32_t kWgbPlaneSlots = 3;
+constexpr uint32_t wgb_copy_slots(uint32_t n) {
+  return DF11_EXEC_WGB_SLOTS >= 3 && n <= 96 ? 3u : 2u;
+}
 constexpr size_t wgb_shared_bytes(uint32_t n) {
   const size_t ring = size_t{kWgbPlaneSlots} * wg_stage_bytes(n) +
-                      size_t{kWgbCopySlots} * (wgb_staging_bytes(n) + kWgWStage) + 16;
+                      size_t{wgb_copy_slots(n)} * (wgb_staging_bytes(n) + kWgWStage) + 32 + 1024;
   const size_t sums = size_t{kWgSumStride} * n * sizeof(float);
   return ring > sums ? ring : sums;
 }
@@ -1411,16 +1422,26 @@ __device__ __forceinline__ void st_shared_u4(uint32_t a, uint4 v) {
 }
 #endif
 
+// The launch's parameters and, with DF11_EXEC_WGB_TMAP, a tensor map of each matrix's X.
+struct WgbParams {
+  LaunchParams p;
+#if DF11_EXEC_WGB_TMAP
+  CUtensorMap x[kMaxMatrices];
+#endif
+};
+
 template <bool kExec, uint32_t N>
 __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
-    wgb_gemm_kernel(const __grid_constant__ LaunchParams p) {
+    wgb_gemm_kernel(const __grid_constant__ WgbParams params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  const LaunchParams& p = params.p;
+  constexpr uint32_t kCopySlots = wgb_copy_slots(N);
   constexpr uint32_t kAcc = N / 2;
   constexpr uint32_t kPlane = wg_plane_bytes(N), kStep = wg_step_bytes(N);
   constexpr uint32_t kStage = wg_stage_bytes(N), kPlanes = kWgbPlaneSlots * kStage;
   constexpr uint32_t kStaging = wgb_staging_bytes(N);
-  constexpr uint32_t kStagingAt = kPlanes, kWAt = kStagingAt + kWgbCopySlots * kStaging;
-  constexpr uint32_t kBarAt = kWAt + kWgbCopySlots * kWgWStage;
+  constexpr uint32_t kStagingAt = kPlanes, kWAt = kStagingAt + kCopySlots * kStaging;
+  constexpr uint32_t kBarAt = kWAt + kCopySlots * kWgWStage;
   static_assert(N % 16 == 0 && N <= 8 * 32, "rows of X: 8 warps of 32 lanes");
   extern __shared__ __align__(128) uint8_t wg_shared[];
   const uint32_t mi = find_matrix(p, blockIdx.x);
@@ -1452,16 +1473,20 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
     base4 = read_base(p, m, uint64_t{group} * 8 * tiles, threadIdx.x == 0) * 0x01010101u;
   }
   const uint16_t* const wsrc = reinterpret_cast<const uint16_t*>(m.blob);  // reference: BF16 W
-  const uint32_t smem = static_cast<uint32_t>(__cvta_generic_to_shared(wg_shared));
+  // The rings from a 1024-byte boundary (the tensor map's swizzle repeats every 1024 bytes).
+  const uint32_t smem =
+      (static_cast<uint32_t>(__cvta_generic_to_shared(wg_shared)) + 1023u) & ~1023u;
   const uint64_t desc_b = wg_desc(smem, kPlane, 128);
   const uint32_t bars = smem + kBarAt;
 
   // Staging rows never copied (past the batch) stay zero; then the barriers.
-  for (uint32_t at = threadIdx.x * 16; at < kWgbCopySlots * kStaging; at += kWgThreads * 16) {
-    st_shared_u4(smem + kStagingAt + at, make_uint4(0, 0, 0, 0));
+  if constexpr (!DF11_EXEC_WGB_TMAP) {
+    for (uint32_t at = threadIdx.x * 16; at < kCopySlots * kStaging; at += kWgThreads * 16) {
+      st_shared_u4(smem + kStagingAt + at, make_uint4(0, 0, 0, 0));
+    }
   }
   if (threadIdx.x == 0) {
-    for (uint32_t b = 0; b < kWgbCopySlots; ++b) wgb_mbar_init(bars + 8 * b, 8);
+    for (uint32_t b = 0; b < kCopySlots; ++b) wgb_mbar_init(bars + 8 * b, 8);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -1477,18 +1502,35 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
   const uint8_t* const codes_src =
       m.blob + m.code_plane + (uint64_t{live ? strip : 0} * steps + qa) * (kExecLanes * 8);
   auto copy_stage = [&](uint32_t k) {
-    const uint32_t slot = k % kWgbCopySlots, mbar = bars + 8 * slot;
+    const uint32_t slot = k % kCopySlots, mbar = bars + 8 * slot;
     const uint32_t s0 = k * kWgSx;
     const uint32_t ns = min(kWgSx, n_steps - s0);
     const uint32_t col0 = (qa + s0) * kExecStepCols;
     const uint32_t x_bytes = 2 * min(kWgbStageCols, cols - col0);  // a multiple of 16 (x_vec)
     const uint32_t w_bytes = kExec && live ? ns * kExecLanes * 24 : 0u;
-    if (lane == 0) {
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-      wgb_expect(mbar, warp_rows * x_bytes + w_bytes);
+    if constexpr (DF11_EXEC_WGB_TMAP) {
+      (void)x_bytes;
+      if (lane == 0) {
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        wgb_expect(mbar, (warp == 0 ? N * 128 : 0u) + w_bytes);
+#if DF11_EXEC_WGB_TMAP
+        if (warp == 0) {
+          asm volatile(
+              "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+              "[%1, {%2, %3}], [%4];" ::"r"(smem + kStagingAt + slot * kStaging),
+              "l"(reinterpret_cast<uint64_t>(&params.x[mi])), "r"(col0), "r"(first_row), "r"(mbar)
+              : "memory");
+        }
+#endif
+      }
+    } else {
+      if (lane == 0) {
+        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+        wgb_expect(mbar, warp_rows * x_bytes + w_bytes);
+      }
+      __syncwarp();
     }
-    __syncwarp();
-    if (lane < warp_rows) {
+    if (!DF11_EXEC_WGB_TMAP && lane < warp_rows) {
       asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
       wgb_copy(smem + kStagingAt + slot * kStaging + x_row * kWgbRowBytes,
                x_src + uint64_t{s0} * kExecStepCols, x_bytes, mbar);
@@ -1500,7 +1542,7 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
                ns * kExecLanes * 8, mbar);
     }
   };
-  if (n_stages > 0) copy_stage(0);
+  for (uint32_t k = 0; k + 1 < kCopySlots && k < n_stages; ++k) copy_stage(k);
 
   float acc[kAcc];
 #pragma unroll
@@ -1547,8 +1589,8 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
         // A new stage k: its copies have landed; the staged X goes into the planes' slot
         // k % 3 (whose products, three stages back, every warp has waited for), then one
         // barrier, after which the copy slot of stage k - 1 is free for stage k + 1.
-        const uint32_t k = s / kWgSx, slot = k % kWgbCopySlots;
-        wgb_wait(bars + 8 * slot, (k / kWgbCopySlots) & 1u);
+        const uint32_t k = s / kWgSx, slot = k % kCopySlots;
+        wgb_wait(bars + 8 * slot, (k / kCopySlots) & 1u);
         x_at = (k % kWgbPlaneSlots) * kStage;
         w_at = slot * kWgWStage;
         const uint32_t staging = smem + kStagingAt + slot * kStaging;
@@ -1558,8 +1600,13 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
           const uint32_t src = staging + row * kWgbRowBytes + st * 64;
           uint4 c[4];
 #pragma unroll
-          for (uint32_t q = 0; q < 4; ++q) c[q] = ld_shared_u4(src + 16 * q);
-          if (col0 + kWgbStageCols > cols) {  // the ragged last stage: zero past cols
+          for (uint32_t q = 0; q < 4; ++q) {
+            // With the tensor map, 16-byte piece c of a row lies at c ^ (row % 8).
+            c[q] = DF11_EXEC_WGB_TMAP
+                       ? ld_shared_u4(staging + row * 128 + (((4 * st + q) ^ (row % 8)) * 16))
+                       : ld_shared_u4(src + 16 * q);
+          }
+          if (!DF11_EXEC_WGB_TMAP && col0 + kWgbStageCols > cols) {  // zero past cols
 #pragma unroll
             for (uint32_t q = 0; q < 4; ++q) {
               const uint32_t col = col0 + st * kExecStepCols + 8 * q;
@@ -1578,7 +1625,7 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
         }
         wg_fence_shared();
         __syncthreads();
-        if (k + 1 < n_stages) copy_stage(k + 1);
+        if (k + kCopySlots - 1 < n_stages) copy_stage(k + kCopySlots - 1);
       }
       const uint32_t step_in = s % kWgSx;
       LaneWeights lw;
@@ -1819,10 +1866,9 @@ GemmKernel strip_kernel(uint32_t batch, uint64_t blocks, uint32_t sms) {
 }
 
 // A launch of `blocks` thread blocks in clusters of `cluster` consecutive blocks.
-template <typename Kernel>
+template <typename Kernel, typename Params>
 Status launch_clusters(Kernel kernel, uint64_t blocks, uint32_t threads, size_t smem,
-                       uint32_t cluster, const LaunchParams& p, cudaStream_t stream,
-                       const char* what) {
+                       uint32_t cluster, const Params& p, cudaStream_t stream, const char* what) {
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<uint32_t>(blocks));
   cfg.blockDim = dim3(threads);
@@ -1839,6 +1885,43 @@ Status launch_clusters(Kernel kernel, uint64_t blocks, uint32_t threads, size_t 
   return Status::ok();
 }
 
+#if DF11_EXEC_WGB_TMAP
+// X [batch, cols] of `d` as a tensor map of boxes of 64 columns x `rows` rows, 128-byte swizzle,
+// zeros past its ends: the driver's encoder, found once through the runtime.
+Status encode_x_map(CUtensorMap* map, const MatrixDesc& d, uint32_t batch, uint32_t rows) {
+  using Encode =
+      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
+                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
+                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+  static const Encode encode = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      f = nullptr;
+    }
+    return reinterpret_cast<Encode>(f);
+  }();
+  if (encode == nullptr) {
+    return Status(ErrorCode::kCuda, "exec GEMM: the driver has no cuTensorMapEncodeTiled");
+  }
+  const cuuint64_t dims[2] = {d.cols, batch};
+  const cuuint64_t strides[1] = {cuuint64_t{d.cols} * 2};
+  const cuuint32_t box[2] = {kWgbStageCols, rows};
+  const cuuint32_t one[2] = {1, 1};
+  const CUresult r =
+      encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, const_cast<uint16_t*>(d.x), dims, strides,
+             box, one, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) {
+    return Status(ErrorCode::kCuda,
+                  "exec GEMM: cuTensorMapEncodeTiled failed (" + std::to_string(r) + ")");
+  }
+  return Status::ok();
+}
+#endif
+
 // The warpgroup kernel's launches: one per count of slices (the cluster's size), blocks ordered
 // by decreasing columns within it.
 template <bool kExec>
@@ -1848,34 +1931,48 @@ Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord
   const bool bulk =
       DF11_EXEC_WG_BULK != 0 &&
       std::all_of(descs.begin(), descs.end(), [](const MatrixDesc& d) { return d.x_vec; });
+  using WgbKernel = void (*)(WgbParams);
   GemmKernel kernel = nullptr;
+  WgbKernel bkernel = nullptr;
   switch (mt) {
     case 48:
-      kernel = bulk ? wgb_gemm_kernel<kExec, 48> : wg_gemm_kernel<kExec, 48>;
+      kernel = wg_gemm_kernel<kExec, 48>;
+      bkernel = wgb_gemm_kernel<kExec, 48>;
       break;
     case 64:
-      kernel = bulk ? wgb_gemm_kernel<kExec, 64> : wg_gemm_kernel<kExec, 64>;
+      kernel = wg_gemm_kernel<kExec, 64>;
+      bkernel = wgb_gemm_kernel<kExec, 64>;
       break;
     case 96:
-      kernel = bulk ? wgb_gemm_kernel<kExec, 96> : wg_gemm_kernel<kExec, 96>;
+      kernel = wg_gemm_kernel<kExec, 96>;
+      bkernel = wgb_gemm_kernel<kExec, 96>;
       break;
     case 112:
-      kernel = bulk ? wgb_gemm_kernel<kExec, 112> : wg_gemm_kernel<kExec, 112>;
+      kernel = wg_gemm_kernel<kExec, 112>;
+      bkernel = wgb_gemm_kernel<kExec, 112>;
       break;
     default:
       return Status(ErrorCode::kInternal, "exec GEMM: no warpgroup kernel for the batch");
   }
   const size_t bytes = bulk ? wgb_shared_bytes(mt) : wg_shared_bytes(mt);
-  DF11_CUDA_RETURN_IF_ERROR(
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           static_cast<int>(bytes)),
-      "exec GEMM: shared memory of the warpgroup kernel");
+  if (bulk) {
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(bkernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(bytes)),
+        "exec GEMM: shared memory of the warpgroup kernel");
+  } else {
+    DF11_CUDA_RETURN_IF_ERROR(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             static_cast<int>(bytes)),
+        "exec GEMM: shared memory of the warpgroup kernel");
+  }
   auto slices_of = [](const MatrixDesc& d) { return exec_wg_slices(d.tiles_per_strip); };
   std::stable_sort(descs.begin(), descs.end(), [&](const MatrixDesc& a, const MatrixDesc& b) {
     const uint32_t sa = slices_of(a), sb = slices_of(b);
     return sa != sb ? sa > sb : a.cols > b.cols;
   });
-  auto p = std::make_unique<LaunchParams>();
+  auto bp = std::make_unique<WgbParams>();
+  LaunchParams* p = &bp->p;
   p->status = status;
   p->batch = batch;
   for (size_t at = 0; at < descs.size();) {
@@ -1887,6 +1984,9 @@ Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord
       p->m[n] = d;
       p->begin[n] = static_cast<uint32_t>(blocks);
       blocks += exec_wg_blocks(d.rows, d.tiles_per_strip, batch);
+#if DF11_EXEC_WGB_TMAP
+      if (bulk) DF11_RETURN_IF_ERROR(encode_x_map(&bp->x[n], d, batch, mt));
+#endif
       ++n;
     }
     if (blocks > INT32_MAX) {
@@ -1894,8 +1994,13 @@ Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord
     }
     p->n = static_cast<uint32_t>(n);
     p->begin[n] = static_cast<uint32_t>(blocks);
-    DF11_RETURN_IF_ERROR(launch_clusters(kernel, blocks, kWgThreads, bytes, slices, *p, stream,
-                                         "exec GEMM: warpgroup kernel launch"));
+    if (bulk) {
+      DF11_RETURN_IF_ERROR(launch_clusters(bkernel, blocks, kWgThreads, bytes, slices, *bp, stream,
+                                           "exec GEMM: warpgroup kernel launch"));
+    } else {
+      DF11_RETURN_IF_ERROR(launch_clusters(kernel, blocks, kWgThreads, bytes, slices, *p, stream,
+                                           "exec GEMM: warpgroup kernel launch"));
+    }
     at += n;
   }
   return Status::ok();
