@@ -1359,8 +1359,11 @@ static_assert(kWgSx == 2, "a staged row is one stage's 64 columns");
 #ifndef DF11_EXEC_WGB_TMAP
 #define DF11_EXEC_WGB_TMAP 0  // 1: X by a tensor map, one copy a stage (128-byte swizzle)
 #endif
-#ifndef DF11_EXEC_WGB_SLOTS
-#define DF11_EXEC_WGB_SLOTS 2  // copy slots (3: two stages ahead, where it fits two blocks)
+#ifndef DF11_EXEC_WGB_XSLOTS
+#define DF11_EXEC_WGB_XSLOTS 2  // staging slots of X: copies XSLOTS - 1 stages ahead
+#endif
+#ifndef DF11_EXEC_WGB_WSLOTS
+#define DF11_EXEC_WGB_WSLOTS 2  // slots of W's blob: copies WSLOTS - 1 stages ahead
 #endif
 // A staged row: 128 bytes (swizzled by the tensor map) or 144 (128 and 16 of padding: a quarter
 // warp's rows in distinct banks).
@@ -1368,15 +1371,16 @@ constexpr uint32_t kWgbRowBytes = DF11_EXEC_WGB_TMAP ? 128 : 144;
 constexpr uint32_t kWgbStageCols = kWgSx * kExecStepCols;
 constexpr uint32_t wgb_staging_bytes(uint32_t n) { return n * kWgbRowBytes; }
 // Shared memory: the planes' ring of 3 stages (a stage's planes are rewritten three stages
-// later, after every warp has waited for the products that read them), the staging and W
-// rings of 2 (copied one stage ahead), the two slots' mbarriers.
+// later, after every warp has waited for the products that read them), the staging ring of X
+// and the ring of W's blob (each copied its slots - 1 stages ahead), their slots' mbarriers,
+// and 1024 bytes to align the rings.
 constexpr uint32_t kWgbPlaneSlots = 3;
-constexpr uint32_t wgb_copy_slots(uint32_t n) {
-  return DF11_EXEC_WGB_SLOTS >= 3 && n <= 96 ? 3u : 2u;
-}
+constexpr uint32_t kWgbXSlots = DF11_EXEC_WGB_XSLOTS, kWgbWSlots = DF11_EXEC_WGB_WSLOTS;
+static_assert(kWgbXSlots >= 2 && kWgbWSlots >= 2, "copies run at least one stage ahead");
 constexpr size_t wgb_shared_bytes(uint32_t n) {
   const size_t ring = size_t{kWgbPlaneSlots} * wg_stage_bytes(n) +
-                      size_t{wgb_copy_slots(n)} * (wgb_staging_bytes(n) + kWgWStage) + 32 + 1024;
+                      size_t{kWgbXSlots} * wgb_staging_bytes(n) + size_t{kWgbWSlots} * kWgWStage +
+                      8 * (kWgbXSlots + kWgbWSlots) + 1024;
   const size_t sums = size_t{kWgSumStride} * n * sizeof(float);
   return ring > sums ? ring : sums;
 }
@@ -1435,13 +1439,12 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
     wgb_gemm_kernel(const __grid_constant__ WgbParams params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const LaunchParams& p = params.p;
-  constexpr uint32_t kCopySlots = wgb_copy_slots(N);
   constexpr uint32_t kAcc = N / 2;
   constexpr uint32_t kPlane = wg_plane_bytes(N), kStep = wg_step_bytes(N);
   constexpr uint32_t kStage = wg_stage_bytes(N), kPlanes = kWgbPlaneSlots * kStage;
   constexpr uint32_t kStaging = wgb_staging_bytes(N);
-  constexpr uint32_t kStagingAt = kPlanes, kWAt = kStagingAt + kCopySlots * kStaging;
-  constexpr uint32_t kBarAt = kWAt + kCopySlots * kWgWStage;
+  constexpr uint32_t kStagingAt = kPlanes, kWAt = kStagingAt + kWgbXSlots * kStaging;
+  constexpr uint32_t kBarAt = kWAt + kWgbWSlots * kWgWStage;
   static_assert(N % 16 == 0 && N <= 8 * 32, "rows of X: 8 warps of 32 lanes");
   extern __shared__ __align__(128) uint8_t wg_shared[];
   const uint32_t mi = find_matrix(p, blockIdx.x);
@@ -1477,72 +1480,76 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
   const uint32_t smem =
       (static_cast<uint32_t>(__cvta_generic_to_shared(wg_shared)) + 1023u) & ~1023u;
   const uint64_t desc_b = wg_desc(smem, kPlane, 128);
-  const uint32_t bars = smem + kBarAt;
+  const uint32_t bx = smem + kBarAt, bw = bx + 8 * kWgbXSlots;  // the rings' mbarriers
 
   // Staging rows never copied (past the batch) stay zero; then the barriers.
   if constexpr (!DF11_EXEC_WGB_TMAP) {
-    for (uint32_t at = threadIdx.x * 16; at < kCopySlots * kStaging; at += kWgThreads * 16) {
+    for (uint32_t at = threadIdx.x * 16; at < kWgbXSlots * kStaging; at += kWgThreads * 16) {
       st_shared_u4(smem + kStagingAt + at, make_uint4(0, 0, 0, 0));
     }
   }
   if (threadIdx.x == 0) {
-    for (uint32_t b = 0; b < kCopySlots; ++b) wgb_mbar_init(bars + 8 * b, 8);
+    for (uint32_t b = 0; b < kWgbXSlots; ++b) wgb_mbar_init(bx + 8 * b, DF11_EXEC_WGB_TMAP ? 1 : 8);
+    for (uint32_t b = 0; b < kWgbWSlots; ++b) wgb_mbar_init(bw + 8 * b, 8);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
 
-  // Stage k's copies into copy slot k % 2: this lane's row of X (rows warp + 8i, lane i), and
-  // the warp's strip's byte and code planes of the stage's steps (lane 0), lane 0 expecting the
-  // warp's bytes first.
+  // Stage k's X into staging slot k % kWgbXSlots: one tensor-map copy (thread 0), or each row
+  // of X present (rows warp + 8i, lane i) after its warp's lane 0 expected their bytes.
   const uint32_t x_row = warp + 8 * lane;  // of the chunk
-  const uint32_t warp_rows = live_rows > warp ? (live_rows - warp + 7) / 8 : 0u;
-  const uint16_t* const x_src = m.x + uint64_t{first_row + (x_row < live_rows ? x_row : 0)} * cols +
-                                uint64_t{qa} * kExecStepCols;
+  [[maybe_unused]] const uint32_t warp_rows = live_rows > warp ? (live_rows - warp + 7) / 8 : 0u;
+  [[maybe_unused]] const uint16_t* const x_src =
+      m.x + uint64_t{first_row + (x_row < live_rows ? x_row : 0)} * cols +
+      uint64_t{qa} * kExecStepCols;
+  auto copy_x = [&](uint32_t k) {
+    const uint32_t slot = k % kWgbXSlots, mbar = bx + 8 * slot;
+    const uint32_t dst = smem + kStagingAt + slot * kStaging;
+    const uint32_t col0 = (qa + k * kWgSx) * kExecStepCols;
+#if DF11_EXEC_WGB_TMAP
+    if (threadIdx.x == 0) {
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      wgb_expect(mbar, N * 128);
+      asm volatile(
+          "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
+          "[%1, {%2, %3}], [%4];" ::"r"(dst),
+          "l"(reinterpret_cast<uint64_t>(&params.x[mi])), "r"(col0), "r"(first_row), "r"(mbar)
+          : "memory");
+    }
+#else
+    const uint32_t x_bytes = 2 * min(kWgbStageCols, cols - col0);  // a multiple of 16 (x_vec)
+    if (lane == 0) {
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      wgb_expect(mbar, warp_rows * x_bytes);
+    }
+    __syncwarp();
+    if (lane < warp_rows) {
+      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+      wgb_copy(dst + x_row * kWgbRowBytes, x_src + uint64_t{k * kWgSx} * kExecStepCols, x_bytes,
+               mbar);
+    }
+#endif
+  };
+  // Stage k's byte and code planes of the warp's strip into W slot k % kWgbWSlots (lane 0).
   const uint8_t* const bytes_src = m.blob + m.byte_plane + first_entry * 16 - lane * 16;
   const uint8_t* const codes_src =
       m.blob + m.code_plane + (uint64_t{live ? strip : 0} * steps + qa) * (kExecLanes * 8);
-  auto copy_stage = [&](uint32_t k) {
-    const uint32_t slot = k % kCopySlots, mbar = bars + 8 * slot;
-    const uint32_t s0 = k * kWgSx;
-    const uint32_t ns = min(kWgSx, n_steps - s0);
-    const uint32_t col0 = (qa + s0) * kExecStepCols;
-    const uint32_t x_bytes = 2 * min(kWgbStageCols, cols - col0);  // a multiple of 16 (x_vec)
+  auto copy_w = [&](uint32_t k) {
+    if (lane != 0) return;
+    const uint32_t slot = k % kWgbWSlots, mbar = bw + 8 * slot;
+    const uint32_t s0 = k * kWgSx, ns = min(kWgSx, n_steps - s0);
     const uint32_t w_bytes = kExec && live ? ns * kExecLanes * 24 : 0u;
-    if constexpr (DF11_EXEC_WGB_TMAP) {
-      (void)x_bytes;
-      if (lane == 0) {
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        wgb_expect(mbar, (warp == 0 ? N * 128 : 0u) + w_bytes);
-#if DF11_EXEC_WGB_TMAP
-        if (warp == 0) {
-          asm volatile(
-              "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], "
-              "[%1, {%2, %3}], [%4];" ::"r"(smem + kStagingAt + slot * kStaging),
-              "l"(reinterpret_cast<uint64_t>(&params.x[mi])), "r"(col0), "r"(first_row), "r"(mbar)
-              : "memory");
-        }
-#endif
-      }
-    } else {
-      if (lane == 0) {
-        asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-        wgb_expect(mbar, warp_rows * x_bytes + w_bytes);
-      }
-      __syncwarp();
-    }
-    if (!DF11_EXEC_WGB_TMAP && lane < warp_rows) {
-      asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-      wgb_copy(smem + kStagingAt + slot * kStaging + x_row * kWgbRowBytes,
-               x_src + uint64_t{s0} * kExecStepCols, x_bytes, mbar);
-    }
-    if (w_bytes != 0 && lane == 0) {
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    wgb_expect(mbar, w_bytes);
+    if (w_bytes != 0) {
       const uint32_t w = smem + kWAt + slot * kWgWStage + warp * kWgWWarp;
       wgb_copy(w, bytes_src + uint64_t{s0} * (kExecLanes * 16), ns * kExecLanes * 16, mbar);
       wgb_copy(w + kWgSx * kExecLanes * 16, codes_src + uint64_t{s0} * (kExecLanes * 8),
                ns * kExecLanes * 8, mbar);
     }
   };
-  for (uint32_t k = 0; k + 1 < kCopySlots && k < n_stages; ++k) copy_stage(k);
+  for (uint32_t k = 0; k + 1 < kWgbXSlots && k < n_stages; ++k) copy_x(k);
+  for (uint32_t k = 0; k + 1 < kWgbWSlots && k < n_stages; ++k) copy_w(k);
 
   float acc[kAcc];
 #pragma unroll
@@ -1586,13 +1593,14 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
         }
       }
       if (s % kWgSx == 0) {
-        // A new stage k: its copies have landed; the staged X goes into the planes' slot
-        // k % 3 (whose products, three stages back, every warp has waited for), then one
-        // barrier, after which the copy slot of stage k - 1 is free for stage k + 1.
-        const uint32_t k = s / kWgSx, slot = k % kCopySlots;
-        wgb_wait(bars + 8 * slot, (k / kCopySlots) & 1u);
+        // A new stage k: its X has landed and goes into the planes' slot k % 3 (whose
+        // products, three stages back, every warp has waited for); after one barrier the
+        // staging and W slots of stage k - 1 are free for the stages XSLOTS - 1 and WSLOTS - 1
+        // ahead; then the stage's W has landed.
+        const uint32_t k = s / kWgSx, slot = k % kWgbXSlots;
+        wgb_wait(bx + 8 * slot, (k / kWgbXSlots) & 1u);
         x_at = (k % kWgbPlaneSlots) * kStage;
-        w_at = slot * kWgWStage;
+        w_at = (k % kWgbWSlots) * kWgWStage;
         const uint32_t staging = smem + kStagingAt + slot * kStaging;
         const uint32_t col0 = (qa + s) * kExecStepCols;
         for (uint32_t r = threadIdx.x; r < kWgSx * N; r += kWgThreads) {
@@ -1625,7 +1633,9 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
         }
         wg_fence_shared();
         __syncthreads();
-        if (k + kCopySlots - 1 < n_stages) copy_stage(k + kCopySlots - 1);
+        if (k + kWgbXSlots - 1 < n_stages) copy_x(k + kWgbXSlots - 1);
+        if (k + kWgbWSlots - 1 < n_stages) copy_w(k + kWgbWSlots - 1);
+        wgb_wait(bw + 8 * (k % kWgbWSlots), (k / kWgbWSlots) & 1u);  // the stage's W
       }
       const uint32_t step_in = s % kWgSx;
       LaneWeights lw;
