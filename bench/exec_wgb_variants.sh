@@ -7,17 +7,17 @@
 #
 # BUILD: a configured build directory whose df11_cuda, compact_bench and df11_cuda_tests are
 # built (sm_90a). OUT/NAME/{compact_bench,df11_cuda_tests} per variant, stripped. Without
-# NAME=MACROS: the shipped copies (A), bulk copies one stage ahead (B2), W two stages ahead
-# (B3), X by a tensor map (T2, T3) and T3 from 33 rows (T3w).
+# NAME=MACROS: the per-lane copies (A), bulk copies one stage ahead (B2), W two stages ahead
+# (B3), X by a tensor map (T2: the default, T3) and T3 from 33 rows (T3w).
 set -eu
 build=$(cd "${1:?usage: exec_wgb_variants.sh BUILD OUT [NAME=MACROS ...]}" && pwd)
 out=${2:?usage: exec_wgb_variants.sh BUILD OUT [NAME=MACROS ...]}
 shift 2
 src=$(cd "$(dirname "$0")/.." && pwd)/decoder/cuda/src/exec_gemm.cu
 if [ $# -eq 0 ]; then
-  set -- "A=-DDF11_EXEC_WG_BULK=0" "B2=" "B3=-DDF11_EXEC_WGB_WSLOTS=3" \
-    "T2=-DDF11_EXEC_WGB_TMAP=1" "T3=-DDF11_EXEC_WGB_TMAP=1 -DDF11_EXEC_WGB_WSLOTS=3" \
-    "T3w=-DDF11_EXEC_WGB_TMAP=1 -DDF11_EXEC_WGB_WSLOTS=3 -DDF11_EXEC_WG_FROM=33"
+  set -- "A=-DDF11_EXEC_WG_BULK=0" "B2=-DDF11_EXEC_WGB_TMAP=0" \
+    "B3=-DDF11_EXEC_WGB_TMAP=0 -DDF11_EXEC_WGB_WSLOTS=3" "T2=" "T3=-DDF11_EXEC_WGB_WSLOTS=3" \
+    "T3w=-DDF11_EXEC_WGB_WSLOTS=3 -DDF11_EXEC_WG_FROM=33"
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -300,22 +301,20 @@ TEST_F(CudaExec, WideBatchesOnBlockShapes) {
   }
 }
 
-TEST_F(CudaExec, SeveralMatricesInOneWideLaunch) {
-  // Matrices of different columns and rows in one launch (sorted by columns, each its blocks):
-  // each Y equals the reference of its matrix alone.
-  const uint32_t shapes[][2] = {{40, 300}, {300, 1000}, {16, 4100}, {129, 64}};
-  constexpr uint32_t kBatch = 77;
+// Matrices of `shapes` (rows, cols) in one launch at `batch` rows of X: each Y equals the
+// reference of its matrix alone.
+void check_one_launch(const std::vector<std::array<uint32_t, 2>>& shapes, uint32_t batch,
+                      uint32_t seed, cudaStream_t stream) {
   std::vector<std::vector<uint16_t>> ws;
   std::vector<Transcoded> ts;
   std::vector<Dev> xs, ys, refs, wds;
   std::vector<cuda::ExecGemm> gemms;
-  uint32_t seed = 50;
   for (const auto& sh : shapes) {
     ws.push_back(gaussian(uint64_t{sh[0]} * sh[1], 0.05f, seed));
-    ts.push_back(transcode(ws.back(), sh[0], sh[1], stream_));
-    xs.emplace_back(gaussian(uint64_t{kBatch} * sh[1], 1.0f, seed + 100));
-    ys.emplace_back(2ull * kBatch * sh[0]);
-    refs.emplace_back(2ull * kBatch * sh[0]);
+    ts.push_back(transcode(ws.back(), sh[0], sh[1], stream));
+    xs.emplace_back(gaussian(uint64_t{batch} * sh[1], 1.0f, seed + 100));
+    ys.emplace_back(2ull * batch * sh[0]);
+    refs.emplace_back(2ull * batch * sh[0]);
     wds.emplace_back(ws.back());
     ++seed;
   }
@@ -323,16 +322,42 @@ TEST_F(CudaExec, SeveralMatricesInOneWideLaunch) {
     gemms.push_back({ts[i].m, xs[i].as<uint16_t>(), ys[i].as<uint16_t>()});
   }
   Dev status(cuda::kExecStatusBytes);
-  ASSERT_TRUE(cuda::launch_exec_gemm(gemms, kBatch, status.p, status.n, stream_).is_ok());
-  ASSERT_TRUE(cuda::read_exec_status(status.p, stream_).is_ok());
+  ASSERT_TRUE(cuda::launch_exec_gemm(gemms, batch, status.p, status.n, stream).is_ok());
+  ASSERT_TRUE(cuda::read_exec_status(status.p, stream).is_ok());
   for (size_t i = 0; i < ts.size(); ++i) {
     const cuda::Bf16Gemm r{wds[i].as<uint16_t>(), shapes[i][0], shapes[i][1], xs[i].as<uint16_t>(),
                            refs[i].as<uint16_t>()};
-    ASSERT_TRUE(cuda::launch_bf16_reference_gemm({&r, 1}, kBatch, stream_).is_ok());
+    ASSERT_TRUE(cuda::launch_bf16_reference_gemm({&r, 1}, batch, stream).is_ok());
   }
-  ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
+  ASSERT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
   for (size_t i = 0; i < ts.size(); ++i) {
-    EXPECT_EQ(ys[i].get<uint16_t>(), refs[i].get<uint16_t>()) << "matrix " << i;
+    EXPECT_EQ(ys[i].get<uint16_t>(), refs[i].get<uint16_t>())
+        << "matrix " << i << " at " << batch << " rows of X";
+  }
+}
+
+TEST_F(CudaExec, SeveralMatricesInOneWideLaunch) {
+  // Matrices of different columns and rows in one launch (sorted by columns, each its blocks).
+  check_one_launch({{40, 300}, {300, 1000}, {16, 4100}, {129, 64}}, 77, 50, stream_);
+}
+
+TEST_F(CudaExec, WarpgroupKernelRowCountsAndCopies) {
+  // The warpgroup kernel's batches (65-112 rows of X in one chunk of 96 or 112 rows; sm_90a),
+  // ragged in rows and in the last stage's columns: X aligned with cols % 8 == 0 (each stage's
+  // X one tensor-map copy, zeros past the batch and past the last column) and X unaligned (the
+  // per-lane copies); one matrix a launch, and several (one tensor map each) in one launch.
+  const uint32_t shapes[][2] = {{150, 1000}, {40, 1032}, {300, 520}};
+  uint32_t seed = 60;
+  for (const auto& sh : shapes) {
+    const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.05f, seed++);
+    const Transcoded t = transcode(w, sh[0], sh[1], stream_);
+    for (const uint32_t batch : {65u, 80u, 96u, 97u, 111u, 112u}) {
+      check_gemm(t, w, batch, batch == 97 ? 1 : 0, sh[0] * sh[1] <= 40000, stream_,
+                 std::to_string(sh[0]) + " x " + std::to_string(sh[1]));
+    }
+  }
+  for (const uint32_t batch : {65u, 112u}) {
+    check_one_launch({{150, 1000}, {40, 1032}, {129, 64}, {300, 520}}, batch, 70, stream_);
   }
 }
 

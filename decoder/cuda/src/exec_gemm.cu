@@ -1345,19 +1345,20 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
 // ---- The warpgroup kernel with bulk copies (EXEC_KERNEL.md, "A peer's warpgroup kernel") ----
 //
 // wg_gemm_kernel's products, order and partial sums, with the copies done by the bulk-copy
-// unit: per stage each row of X present in the chunk is one cp.async.bulk of the stage's 64
-// columns (issued by one lane, into a staging slot of rows kWgbRowBytes apart), each warp's
-// stage of its strip's byte plane and code plane two more (its lane 0), all completing on the
-// slot's mbarrier; at the stage's start the block moves the staged X into the products' planes
-// (one row and step a thread: four 16-byte loads, four 16-byte stores), so the planes hold what
+// unit (EXEC_KERNEL.md, v25): per stage the chunk's X is one tensor-map copy of 64 columns x
+// N rows (128-byte swizzle, zeros past X's ends; with DF11_EXEC_WGB_TMAP=0 one cp.async.bulk
+// per row present instead), each warp's stage of its strip's byte plane and code plane two
+// bulk copies (its lane 0); X and W land in rings of their own, each slot completing on its
+// mbarrier. At the stage's start the block moves the staged X into the products' planes (one
+// row and step a thread: four 16-byte loads, four 16-byte stores), so the planes hold what
 // wg_gemm_kernel's copies write, and the products read the same operands. Taken where every
-// matrix's X is 16-byte aligned with cols % 8 == 0 (x_vec).
+// matrix's X is 16-byte aligned with cols % 8 == 0 (x_vec); else wg_gemm_kernel.
 #ifndef DF11_EXEC_WG_BULK
 #define DF11_EXEC_WG_BULK 1  // 0: wg_gemm_kernel's per-lane copies
 #endif
 static_assert(kWgSx == 2, "a staged row is one stage's 64 columns");
 #ifndef DF11_EXEC_WGB_TMAP
-#define DF11_EXEC_WGB_TMAP 0  // 1: X by a tensor map, one copy a stage (128-byte swizzle)
+#define DF11_EXEC_WGB_TMAP 1  // 0: X by one bulk copy per row (slower: v25)
 #endif
 #ifndef DF11_EXEC_WGB_XSLOTS
 #define DF11_EXEC_WGB_XSLOTS 2  // staging slots of X: copies XSLOTS - 1 stages ahead
