@@ -284,6 +284,24 @@ TEST_F(CudaExec, EveryBatchToTheMaximum) {
   }
 }
 
+TEST_F(CudaExec, EveryBlockShapeAtEveryBatch) {
+  // The Llama-3.1-8B block's four shapes whole (q/o, k/v, gate/up, down) at every batch 1-256:
+  // every kernel and chunk the launcher picks (strips, cluster, warpgroup), X aligned and, at
+  // one batch in seven, not; fused == reference bit for bit.
+  const uint32_t shapes[][2] = {{4096, 4096}, {1024, 4096}, {14336, 4096}, {4096, 14336}};
+  uint32_t seed = 80;
+  for (const auto& sh : shapes) {
+    const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.02f, seed++);
+    const Transcoded t = transcode(w, sh[0], sh[1], stream_);
+    for (uint32_t batch = 1; batch <= cuda::kExecMaxBatch; ++batch) {
+      check_gemm(
+          t, w, batch, batch % 7 == 3 ? 1 : 0, false, stream_,
+          std::to_string(sh[0]) + " x " + std::to_string(sh[1]) + " at " + std::to_string(batch));
+      if (HasFatalFailure()) return;
+    }
+  }
+}
+
 TEST_F(CudaExec, WideBatchesOnBlockShapes) {
   // The 8B block's shapes whole (q/o, k/v, gate/up, down) and ragged ones, at the batches of a
   // serving step; fused == reference bit for bit, and within rounding of FP64 where small.
