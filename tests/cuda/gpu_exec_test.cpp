@@ -360,7 +360,7 @@ TEST_F(CudaExec, SeveralMatricesInOneWideLaunch) {
 }
 
 TEST_F(CudaExec, WarpgroupKernelRowCountsAndCopies) {
-  // The warpgroup kernel's batches (65-112 rows of X in one chunk of 96 or 112 rows; sm_90a),
+  // The warpgroup kernel's batches (65-128 rows of X in one chunk of 96, 112 or 128; sm_90a),
   // ragged in rows and in the last stage's columns: X aligned with cols % 8 == 0 (each stage's
   // X one tensor-map copy, zeros past the batch and past the last column) and X unaligned (the
   // per-lane copies); one matrix a launch, and several (one tensor map each) in one launch.
@@ -369,12 +369,12 @@ TEST_F(CudaExec, WarpgroupKernelRowCountsAndCopies) {
   for (const auto& sh : shapes) {
     const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.05f, seed++);
     const Transcoded t = transcode(w, sh[0], sh[1], stream_);
-    for (const uint32_t batch : {65u, 80u, 96u, 97u, 111u, 112u}) {
-      check_gemm(t, w, batch, batch == 97 ? 1 : 0, sh[0] * sh[1] <= 40000, stream_,
+    for (const uint32_t batch : {65u, 80u, 96u, 97u, 111u, 112u, 113u, 120u, 127u, 128u}) {
+      check_gemm(t, w, batch, batch == 97 || batch == 120 ? 1 : 0, sh[0] * sh[1] <= 40000, stream_,
                  std::to_string(sh[0]) + " x " + std::to_string(sh[1]));
     }
   }
-  for (const uint32_t batch : {65u, 112u}) {
+  for (const uint32_t batch : {65u, 112u, 128u}) {
     check_one_launch({{150, 1000}, {40, 1032}, {129, 64}, {300, 520}}, batch, 70, stream_);
   }
 }

@@ -134,9 +134,10 @@ TEST(ExecWideCore, WarpgroupBlocksAreGroupsTimesChunksTimesSlices) {
     const uint32_t chunk = exec_wg_chunk_rows(batch);
     EXPECT_EQ(chunk, batch <= 96    ? 96u
                      : batch <= 112 ? 112u
+                     : batch <= 128 ? 128u
                      : batch <= 192 ? 96u
                      : batch <= 224 ? 112u
-                                    : 96u)
+                                    : 128u)
         << batch;
     EXPECT_EQ(chunk % 16, 0u) << batch;
     for (const uint32_t rows : {1u, 100u, 4096u, 14336u}) {
@@ -151,15 +152,16 @@ TEST(ExecWideCore, WarpgroupBlocksAreGroupsTimesChunksTimesSlices) {
   }
 }
 
-// The warpgroup kernel serves 65-112 rows of X, where it was measured faster than the cluster
-// kernel (EXEC_KERNEL.md v23, v24), in one chunk: 96 rows up to 96, 112 above; no batch the
-// strip kernels serve.
-TEST(ExecWideCore, WarpgroupKernelTakesSixtyFiveToOneHundredTwelveRows) {
+// The warpgroup kernel serves 65-128 rows of X, where it was measured faster than the cluster
+// kernel (EXEC_KERNEL.md v23-v25), in one chunk: 96 rows up to 96, 112 up to 112, 128 above;
+// no batch the strip kernels serve.
+TEST(ExecWideCore, WarpgroupKernelTakesSixtyFiveToOneHundredTwentyEightRows) {
   for (uint32_t batch = 1; batch <= 256; ++batch) {
-    const bool expected = batch >= 65 && batch <= 112;
+    const bool expected = batch >= 65 && batch <= 128;
     EXPECT_EQ(exec_wg_takes(batch), expected) << batch;
     if (expected) {
-      EXPECT_EQ(exec_wg_chunk_rows(batch), batch <= 96 ? 96u : 112u) << batch;
+      EXPECT_EQ(exec_wg_chunk_rows(batch), batch <= 96 ? 96u : (batch <= 112 ? 112u : 128u))
+          << batch;
       EXPECT_GE(exec_wg_chunk_rows(batch), batch);  // one chunk holds every row of X
     }
   }

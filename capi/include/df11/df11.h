@@ -656,7 +656,7 @@ DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* 
  * tensor-core products (spec/EXEC_LAYOUT.md section 6); df11_cuda_exec_reference_gemm runs the
  * same sequence on BF16 weights, so a BF16 model and its DF11 model give identical outputs
  * through them on one GPU. Row j of Y depends only on W and row j of X at every batch of 1-64
- * and 113-256 rows; at 65-112 rows an sm_90a build on a Hopper GPU uses another fixed sequence
+ * and 129-256 rows; at 65-128 rows an sm_90a build on a Hopper GPU uses another fixed sequence
  * (section 6), which the reference follows. Not bit-equal to cuBLAS (another order). The blobs
  * decode to the original weights bit for bit.
  *

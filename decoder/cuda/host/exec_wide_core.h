@@ -115,9 +115,12 @@ DF11_HD ExecWgSlice exec_wg_slice(uint32_t tiles, uint32_t slices, uint32_t slic
 }
 
 // Rows of X per chunk (the N of the products: a multiple of 16, the kernel copying X two rows
-// at a time in eight core matrices' rows): the batch in as few chunks of at most 112 rows as it
-// takes, each rounded up to 96 or 112 rows (the kernels the launcher holds).
-inline constexpr uint32_t kExecWgMaxChunk = 112;
+// at a time in eight core matrices' rows): the batch in as few chunks of at most 128 rows as it
+// takes, each rounded up to 96, 112 or 128 rows (the kernels the launcher holds).
+#ifndef DF11_EXEC_WG_MAX
+#define DF11_EXEC_WG_MAX 128  // the most rows of X the warpgroup kernel takes (112 or 128)
+#endif
+inline constexpr uint32_t kExecWgMaxChunk = DF11_EXEC_WG_MAX;
 #ifndef DF11_EXEC_WG_FROM
 #define DF11_EXEC_WG_FROM 65  // the fewest rows of X the warpgroup kernel takes (33 or 65)
 #endif
@@ -125,12 +128,12 @@ DF11_HD uint32_t exec_wg_chunk_rows(uint32_t batch) {
   if (DF11_EXEC_WG_FROM <= 64 && batch <= 64) return batch <= 48 ? 48 : 64;
   const uint32_t chunks = batch == 0 ? 1 : (batch + kExecWgMaxChunk - 1) / kExecWgMaxChunk;
   const uint32_t per = (batch + chunks - 1) / chunks;
-  return per <= 96 ? 96 : kExecWgMaxChunk;
+  return per <= 96 ? 96 : (per <= 112 ? 112 : kExecWgMaxChunk);
 }
 
 // The batches the warpgroup kernel serves where it is built (sm_90a): those it was measured
-// faster at than the cluster kernel (EXEC_KERNEL.md v23, v24), 65-112 rows of X in one chunk
-// (96 rows up to 96, else 112).
+// faster at than the cluster kernel (EXEC_KERNEL.md v23-v25), 65-128 rows of X in one chunk
+// (96 rows up to 96, 112 up to 112, else 128).
 DF11_HD bool exec_wg_takes(uint32_t batch) {
   return batch >= DF11_EXEC_WG_FROM && batch <= kExecWgMaxChunk;
 }

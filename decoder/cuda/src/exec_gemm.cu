@@ -7,8 +7,8 @@
 // warp sums meet in shared memory and are added in warp order (spec 6). Blocks are ordered by
 // decreasing columns, so that the long strips start first. Above 32 rows of X the wide kernels
 // (v9, v10): 8 strips and a chunk of X rows per block, each warp computing a strip's 8 partial
-// sums in turn, in the same order; X staged in shared memory once per block. At 65-112 rows on
-// sm_90a builds, the warpgroup kernel (v23, v24), in its own order.
+// sums in turn, in the same order; X staged in shared memory once per block. At 65-128 rows on
+// sm_90a builds, the warpgroup kernel (v23-v25), in its own order.
 #include <cooperative_groups.h>
 #include <cuda.h>  // CUtensorMap (the encoder is found at run time)
 #include <cuda_bf16.h>
@@ -863,10 +863,10 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
 #endif
 }
 
-// ---- The warpgroup kernel: 65-112 rows of X on sm_90a (EXEC_KERNEL.md v23, v24) ----
+// ---- The warpgroup kernel: 65-128 rows of X on sm_90a (EXEC_KERNEL.md v23-v25) ----
 //
 // One thread block of 8 warps (two warpgroups) takes 128 rows of W (8 strips, one per warp), a
-// chunk of N rows of X (exec_wg_chunk_rows: 96 or 112 where it is used, exec_wg_takes) and a
+// chunk of N rows of X (exec_wg_chunk_rows: 96, 112 or 128 where it is used, exec_wg_takes) and a
 // slice of the strips' tiles (exec_wide_core.h). Per step (32 columns) each warp decodes its
 // strip's 512 weights, as every kernel does, into registers that are already the A operand of
 // Hopper's warpgroup products: a warp's A fragment of wgmma.m64nNk16 is the m16n8k16 fragment
@@ -1010,6 +1010,8 @@ __device__ __forceinline__ void wgmma_ra(float (&d)[N / 2], uint32_t a0, uint32_
   "%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24," \
   "%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47"
 #define DF11_WG_R56 DF11_WG_R48 ",%48,%49,%50,%51,%52,%53,%54,%55"
+#define DF11_WG_D64 DF11_WG_D56, DF11_WG_D8(56)
+#define DF11_WG_R64 DF11_WG_R56 ",%56,%57,%58,%59,%60,%61,%62,%63"
 // wgmma_ra<N>: `regs` and `outs` the accumulators (N / 2), `a`, `desc` and `one` the operand
 // numbers of A's four registers, B's descriptor and the flag that adds to the accumulators.
 #define DF11_WGMMA_RA(N, regs, a, desc, one, outs)                                            \
@@ -1031,7 +1033,10 @@ DF11_WGMMA_RA(48, DF11_WG_R24, "%24,%25,%26,%27", "%28", "%29", DF11_WG_D24)
 DF11_WGMMA_RA(64, DF11_WG_R32, "%32,%33,%34,%35", "%36", "%37", DF11_WG_D32)
 DF11_WGMMA_RA(96, DF11_WG_R48, "%48,%49,%50,%51", "%52", "%53", DF11_WG_D48)
 DF11_WGMMA_RA(112, DF11_WG_R56, "%56,%57,%58,%59", "%60", "%61", DF11_WG_D56)
+DF11_WGMMA_RA(128, DF11_WG_R64, "%64,%65,%66,%67", "%68", "%69", DF11_WG_D64)
 #undef DF11_WGMMA_RA
+#undef DF11_WG_R64
+#undef DF11_WG_D64
 #undef DF11_WG_R56
 #undef DF11_WG_R32
 #undef DF11_WG_R24
@@ -1435,8 +1440,12 @@ struct WgbParams {
 #endif
 };
 
+// Two blocks a multiprocessor up to 128 rows: its copies need fewer registers than
+// wg_gemm_kernel's, and its shared memory (105 KB at 128 rows) fits twice.
+constexpr uint32_t wgb_min_blocks(uint32_t n) { return n <= 128 ? 2 : 1; }
+
 template <bool kExec, uint32_t N>
-__global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
+__global__ void __launch_bounds__(kWgThreads, kExec ? wgb_min_blocks(N) : 1)
     wgb_gemm_kernel(const __grid_constant__ WgbParams params) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   const LaunchParams& p = params.p;
@@ -1962,6 +1971,12 @@ Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord
       kernel = wg_gemm_kernel<kExec, 112>;
       bkernel = wgb_gemm_kernel<kExec, 112>;
       break;
+#if DF11_EXEC_WG_MAX >= 128
+    case 128:
+      kernel = wg_gemm_kernel<kExec, 128>;
+      bkernel = wgb_gemm_kernel<kExec, 128>;
+      break;
+#endif
     default:
       return Status(ErrorCode::kInternal, "exec GEMM: no warpgroup kernel for the batch");
   }
