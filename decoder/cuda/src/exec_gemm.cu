@@ -1906,26 +1906,31 @@ Status launch_clusters(Kernel kernel, uint64_t blocks, uint32_t threads, size_t 
 }
 
 #if DF11_EXEC_WGB_TMAP
-// X [batch, cols] of `d` as a tensor map of boxes of 64 columns x `rows` rows, 128-byte swizzle,
-// zeros past its ends: the driver's encoder, found once through the runtime.
-Status encode_x_map(CUtensorMap* map, const MatrixDesc& d, uint32_t batch, uint32_t rows) {
-  using Encode =
-      CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*, const cuuint64_t*,
-                   const cuuint64_t*, const cuuint32_t*, const cuuint32_t*, CUtensorMapInterleave,
-                   CUtensorMapSwizzle, CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
-  static const Encode encode = [] {
+using TensorMapEncode = CUresult (*)(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                     const cuuint64_t*, const cuuint64_t*, const cuuint32_t*,
+                                     const cuuint32_t*, CUtensorMapInterleave, CUtensorMapSwizzle,
+                                     CUtensorMapL2promotion, CUtensorMapFloatOOBfill);
+// The driver's tensor-map encoder, found once through the runtime; null where the driver has
+// none (then the warpgroup kernel copies X per lane: the same products and outputs).
+TensorMapEncode tensor_map_encoder() {
+  static const TensorMapEncode encode = [] {
     void* f = nullptr;
     cudaDriverEntryPointQueryResult q{};
     if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
                                          &q) != cudaSuccess ||
         q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();  // the query's error is not the caller's
       f = nullptr;
     }
-    return reinterpret_cast<Encode>(f);
+    return reinterpret_cast<TensorMapEncode>(f);
   }();
-  if (encode == nullptr) {
-    return Status(ErrorCode::kCuda, "exec GEMM: the driver has no cuTensorMapEncodeTiled");
-  }
+  return encode;
+}
+
+// X [batch, cols] of `d` as a tensor map of boxes of 64 columns x `rows` rows, 128-byte swizzle,
+// zeros past its ends.
+Status encode_x_map(TensorMapEncode encode, CUtensorMap* map, const MatrixDesc& d, uint32_t batch,
+                    uint32_t rows) {
   const cuuint64_t dims[2] = {d.cols, batch};
   const cuuint64_t strides[1] = {cuuint64_t{d.cols} * 2};
   const cuuint32_t box[2] = {kWgbStageCols, rows};
@@ -1948,8 +1953,14 @@ template <bool kExec>
 Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord* status,
                  cudaStream_t stream) {
   const uint32_t mt = exec_wg_chunk_rows(batch);
+#if DF11_EXEC_WGB_TMAP
+  const TensorMapEncode encode = tensor_map_encoder();
+  const bool encoder = encode != nullptr;
+#else
+  constexpr bool encoder = true;
+#endif
   const bool bulk =
-      DF11_EXEC_WG_BULK != 0 &&
+      DF11_EXEC_WG_BULK != 0 && encoder &&
       std::all_of(descs.begin(), descs.end(), [](const MatrixDesc& d) { return d.x_vec; });
   using WgbKernel = void (*)(WgbParams);
   GemmKernel kernel = nullptr;
@@ -2011,7 +2022,7 @@ Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord
       p->begin[n] = static_cast<uint32_t>(blocks);
       blocks += exec_wg_blocks(d.rows, d.tiles_per_strip, batch);
 #if DF11_EXEC_WGB_TMAP
-      if (bulk) DF11_RETURN_IF_ERROR(encode_x_map(&bp->x[n], d, batch, mt));
+      if (bulk) DF11_RETURN_IF_ERROR(encode_x_map(encode, &bp->x[n], d, batch, mt));
 #endif
       ++n;
     }
