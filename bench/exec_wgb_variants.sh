@@ -8,7 +8,9 @@
 # BUILD: a configured build directory whose df11_cuda, compact_bench and df11_cuda_tests are
 # built (sm_90a). OUT/NAME/{compact_bench,df11_cuda_tests} per variant, stripped. Without
 # NAME=MACROS: the per-lane copies (A), bulk copies one stage ahead (B2), W two stages ahead
-# (B3), X by a tensor map (T2: the default, T3) and T3 from 33 rows (T3w).
+# (B3), X by a tensor map (T2: the default, T3) and T3 from 33 rows (T3w). Chunks of X above
+# 128 rows: DF11_EXEC_WG_MAX=256 (one chunk of 256 rows at 129-256, one block a
+# multiprocessor), DF11_EXEC_WG_UPTO=256 (two chunks of at most 128 rows at 129-256).
 set -eu
 build=$(cd "${1:?usage: exec_wgb_variants.sh BUILD OUT [NAME=MACROS ...]}" && pwd)
 out=${2:?usage: exec_wgb_variants.sh BUILD OUT [NAME=MACROS ...]}

@@ -118,7 +118,7 @@ DF11_HD ExecWgSlice exec_wg_slice(uint32_t tiles, uint32_t slices, uint32_t slic
 // at a time in eight core matrices' rows): the batch in as few chunks of at most 128 rows as it
 // takes, each rounded up to 96, 112 or 128 rows (the kernels the launcher holds).
 #ifndef DF11_EXEC_WG_MAX
-#define DF11_EXEC_WG_MAX 128  // the most rows of X the warpgroup kernel takes (112 or 128)
+#define DF11_EXEC_WG_MAX 128  // the most rows of X the warpgroup kernel takes (112, 128, 256)
 #endif
 inline constexpr uint32_t kExecWgMaxChunk = DF11_EXEC_WG_MAX;
 #ifndef DF11_EXEC_WG_FROM
@@ -128,14 +128,17 @@ DF11_HD uint32_t exec_wg_chunk_rows(uint32_t batch) {
   if (DF11_EXEC_WG_FROM <= 64 && batch <= 64) return batch <= 48 ? 48 : 64;
   const uint32_t chunks = batch == 0 ? 1 : (batch + kExecWgMaxChunk - 1) / kExecWgMaxChunk;
   const uint32_t per = (batch + chunks - 1) / chunks;
-  return per <= 96 ? 96 : (per <= 112 ? 112 : kExecWgMaxChunk);
+  return per <= 96 ? 96 : (per <= 112 ? 112 : (per <= 128 ? 128 : kExecWgMaxChunk));
 }
 
 // The batches the warpgroup kernel serves where it is built (sm_90a): those it was measured
 // faster at than the cluster kernel (EXEC_KERNEL.md v23-v25), 65-128 rows of X in one chunk
 // (96 rows up to 96, 112 up to 112, else 128).
+#ifndef DF11_EXEC_WG_UPTO
+#define DF11_EXEC_WG_UPTO DF11_EXEC_WG_MAX  // the most rows it takes, in chunks of at most MAX
+#endif
 DF11_HD bool exec_wg_takes(uint32_t batch) {
-  return batch >= DF11_EXEC_WG_FROM && batch <= kExecWgMaxChunk;
+  return batch >= DF11_EXEC_WG_FROM && batch <= DF11_EXEC_WG_UPTO;
 }
 
 // Thread blocks of one matrix: groups x chunks x slices (block = (group x chunks + chunk) x

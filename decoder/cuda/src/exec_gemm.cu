@@ -1012,6 +1012,16 @@ __device__ __forceinline__ void wgmma_ra(float (&d)[N / 2], uint32_t a0, uint32_
 #define DF11_WG_R56 DF11_WG_R48 ",%48,%49,%50,%51,%52,%53,%54,%55"
 #define DF11_WG_D64 DF11_WG_D56, DF11_WG_D8(56)
 #define DF11_WG_R64 DF11_WG_R56 ",%56,%57,%58,%59,%60,%61,%62,%63"
+#define DF11_WG_D128                                                                           \
+  DF11_WG_D64, DF11_WG_D8(64), DF11_WG_D8(72), DF11_WG_D8(80), DF11_WG_D8(88), DF11_WG_D8(96), \
+      DF11_WG_D8(104), DF11_WG_D8(112), DF11_WG_D8(120)
+#define DF11_WG_R128                                                             \
+  DF11_WG_R64                                                                    \
+  ","                                                                            \
+  "%64,%65,%66,%67,%68,%69,%70,%71,%72,%73,%74,%75,%76,%77,%78,%79,"             \
+  "%80,%81,%82,%83,%84,%85,%86,%87,%88,%89,%90,%91,%92,%93,%94,%95,"             \
+  "%96,%97,%98,%99,%100,%101,%102,%103,%104,%105,%106,%107,%108,%109,%110,%111," \
+  "%112,%113,%114,%115,%116,%117,%118,%119,%120,%121,%122,%123,%124,%125,%126,%127"
 // wgmma_ra<N>: `regs` and `outs` the accumulators (N / 2), `a`, `desc` and `one` the operand
 // numbers of A's four registers, B's descriptor and the flag that adds to the accumulators.
 #define DF11_WGMMA_RA(N, regs, a, desc, one, outs)                                            \
@@ -1034,7 +1044,12 @@ DF11_WGMMA_RA(64, DF11_WG_R32, "%32,%33,%34,%35", "%36", "%37", DF11_WG_D32)
 DF11_WGMMA_RA(96, DF11_WG_R48, "%48,%49,%50,%51", "%52", "%53", DF11_WG_D48)
 DF11_WGMMA_RA(112, DF11_WG_R56, "%56,%57,%58,%59", "%60", "%61", DF11_WG_D56)
 DF11_WGMMA_RA(128, DF11_WG_R64, "%64,%65,%66,%67", "%68", "%69", DF11_WG_D64)
+#if DF11_EXEC_WG_MAX >= 256
+DF11_WGMMA_RA(256, DF11_WG_R128, "%128,%129,%130,%131", "%132", "%133", DF11_WG_D128)
+#endif
 #undef DF11_WGMMA_RA
+#undef DF11_WG_R128
+#undef DF11_WG_D128
 #undef DF11_WG_R64
 #undef DF11_WG_D64
 #undef DF11_WG_R56
@@ -1986,6 +2001,12 @@ Status launch_wg(std::vector<MatrixDesc> descs, uint32_t batch, ExecStatusRecord
     case 128:
       kernel = wg_gemm_kernel<kExec, 128>;
       bkernel = wgb_gemm_kernel<kExec, 128>;
+      break;
+#endif
+#if DF11_EXEC_WG_MAX >= 256
+    case 256:
+      kernel = wg_gemm_kernel<kExec, 256>;
+      bkernel = wgb_gemm_kernel<kExec, 256>;
       break;
 #endif
     default:
