@@ -1073,6 +1073,199 @@ __device__ __forceinline__ uint32_t wg_window(const uint8_t* exc, uint2 offs, ui
   }
   return w;
 }
+// Where a warpgroup kernel's block and thread stand: the matrix, the block's slice of tiles,
+// chunk of X and group of 8 strips (block = (group x chunks + chunk) x slices + slice), the
+// warp's strip; `n` rows of X a chunk.
+struct WgBlock {
+  uint32_t mi, tiles, steps, cols, batch, slices, slice, group;
+  ExecWgSlice sl;
+  uint32_t qa, qb, n_steps;       // the slice's steps [qa, qb)
+  uint32_t first_row, live_rows;  // of X: the chunk's first, how many it holds
+  uint32_t warp, lane, g, t, strip;
+  bool live;             // the warp has a strip of the matrix
+  uint32_t whole_x;      // steps of the slice whose 32 columns of X all exist
+  uint64_t first_entry;  // the lane's first byte-plane entry
+};
+__device__ __forceinline__ WgBlock wg_block(const LaunchParams& p, uint32_t n) {
+  WgBlock b{};
+  b.mi = find_matrix(p, blockIdx.x);
+  const MatrixDesc& m = p.m[b.mi];
+  const uint32_t item = blockIdx.x - p.begin[b.mi];
+  b.tiles = m.tiles_per_strip;
+  b.steps = m.steps;
+  b.cols = m.cols;
+  b.batch = p.batch;
+  b.slices = exec_wg_slices(b.tiles);
+  const uint32_t chunks = (b.batch + n - 1) / n;
+  b.slice = item % b.slices;
+  const uint32_t chunk = (item / b.slices) % chunks;
+  b.group = item / b.slices / chunks;
+  b.sl = exec_wg_slice(b.tiles, b.slices, b.slice);
+  b.qa = b.sl.first * kExecTileSteps;
+  b.qb = min(b.sl.end * kExecTileSteps, b.steps);
+  b.n_steps = b.qb - b.qa;
+  b.first_row = chunk * n;
+  b.live_rows = min(b.batch - b.first_row, n);
+  b.warp = threadIdx.x / 32;
+  b.lane = threadIdx.x % 32;
+  b.g = b.lane / 4;
+  b.t = b.lane % 4;
+  b.strip = b.group * 8 + b.warp;
+  b.live = b.strip < (m.rows + kExecStripRows - 1) / kExecStripRows;
+  const uint32_t full_steps = b.cols / kExecStepCols;
+  b.whole_x = full_steps > b.qa ? full_steps - b.qa : 0u;
+  b.first_entry = (uint64_t{b.live ? b.strip : 0} * b.steps + b.qa) * kExecLanes + b.lane;
+  return b;
+}
+
+// A warp's walk over its slice of its strip's tiles in the warpgroup kernels: each tile's
+// exception range and its first four exceptions (the window) read a tile ahead, and each
+// step's weights decoded into the registers of the products' A operand.
+struct WgWalk {
+  uint32_t cursor = 0, end = 0, win = 0, win_next = 0;
+  bool overrun = false;
+  uint2 offs_cur = make_uint2(0, 0), offs_next = make_uint2(0, 0);
+  uint32_t u = 0;  // the tile, within the strip
+
+  // `tile0`: the strip's first tile; `go`: the warp has a strip and the slice steps.
+  __device__ __forceinline__ void begin(const MatrixDesc& m, uint64_t tile0, ExecWgSlice sl,
+                                        const uint8_t* exc, uint32_t n_exc, bool go) {
+    u = sl.first;
+    if (!go) return;
+    const uint64_t tile = tile0 + sl.first;
+    offs_cur = load_tile_offsets(m, tile);
+    win_next = wg_window(exc, offs_cur, n_exc);
+    if (sl.first + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
+  }
+  // At step s, the first of a tile: the tile before checked, this one's range and window.
+  __device__ __forceinline__ void tile_start(const LaunchParams& p, const MatrixDesc& m,
+                                             uint64_t tile0, ExecWgSlice sl, uint32_t s,
+                                             uint32_t lane) {
+    u = sl.first + s / kExecTileSteps;
+    const uint64_t tile = tile0 + u;
+    if (s != 0) {
+      if (lane == 0 && (overrun || cursor != end)) {
+        exec_report(p.status, m.index, tile - 1, kExecBadTileCount);
+      }
+      offs_cur = offs_next;  // read a tile ago
+    }
+    overrun = false;
+    tile_range_of(p, m, tile, offs_cur, lane, &cursor, &end);
+    win = win_next;
+    if (s != 0 && u + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
+  }
+  // The step's weights from the lane's codes (`in_tile`: the step within its tile; `c0`: the
+  // lane's first column, masked past `cols` where `ragged`).
+  __device__ __forceinline__ LaneWeights decode(const LaneCodes& lc, uint32_t in_tile,
+                                                ExecWgSlice sl, const uint8_t* exc, uint32_t n_exc,
+                                                uint32_t base4, uint32_t lane, bool ragged,
+                                                uint64_t c0, uint32_t cols) {
+    if (in_tile == kExecTileSteps / 2 && u + 1 < sl.end) {
+      win_next = wg_window(exc, offs_next, n_exc);  // the next tile's, read mid-tile
+    }
+    const LaneCodeBytes k = exec_split_codes(lc.codes);
+    uint32_t e[4];
+#pragma unroll
+    for (uint32_t w = 0; w < 4; ++w) e[w] = exec_exponents(k.c[w], base4);
+    if (__any_sync(kExecFullMask, exec_exception_flags(k) != 0)) {
+      cursor += exec_patch_exceptions<uint32_t>(k, e, exc, cursor, end, lane, overrun, offs_cur.x,
+                                                win, 4u);
+    }
+    LaneWeights lw = exec_build(lc.bytes, e);
+    if (ragged) mask_columns(lw, c0, cols);
+    return lw;
+  }
+  // After the walk: the last tile checked (`last`: its index in the matrix).
+  __device__ __forceinline__ void finish(const LaunchParams& p, const MatrixDesc& m, uint64_t last,
+                                         uint32_t lane) const {
+    if (lane == 0 && (overrun || cursor != end)) {
+      exec_report(p.status, m.index, last, kExecBadTileCount);
+    }
+  }
+};
+
+// The reference's step: the strip's BF16 weights of rows g and 8 + g from column c.
+__device__ __forceinline__ LaneWeights wg_reference_weights(const uint16_t* wsrc,
+                                                            const MatrixDesc& m, uint32_t strip,
+                                                            uint32_t g, uint64_t c) {
+  LaneWeights lw;
+  const uint64_t row = uint64_t{strip} * kExecStripRows + g;
+  bf16_row8(wsrc, m.rows, m.cols, row, c, m.w_vec, lw.pg);
+  bf16_row8(wsrc, m.rows, m.cols, row + 8, c, m.w_vec, lw.pg8);
+  return lw;
+}
+
+// The step's weights in the products' A registers: decoded from the lane's codes at shared
+// addresses `bytes` and `codes` (the walk's exceptions patched in), or the reference's BF16.
+template <bool kExec>
+__device__ __forceinline__ LaneWeights wg_step_weights(WgWalk& walk, const WgBlock& b,
+                                                       const MatrixDesc& m, uint32_t s,
+                                                       uint32_t bytes, uint32_t codes,
+                                                       const uint8_t* exc, uint32_t n_exc,
+                                                       uint32_t base4) {
+  const uint64_t c0 = uint64_t{b.qa + s} * kExecStepCols + 8 * b.t;
+  if constexpr (kExec) {
+    if (!b.live) return LaneWeights{};
+    return walk.decode(ld_shared_lane(bytes, codes), s % kExecTileSteps, b.sl, exc, n_exc, base4,
+                       b.lane, s >= b.whole_x, c0, b.cols);
+  } else {
+    return wg_reference_weights(reinterpret_cast<const uint16_t*>(m.blob), m, b.strip, b.g, c0);
+  }
+}
+
+// The step's two m64nNk16 products: planes 2h, 2h + 1 of the step at shared offset `at`.
+template <uint32_t N>
+__device__ __forceinline__ void wg_step_products(float (&acc)[N / 2], const LaneWeights& lw,
+                                                 uint64_t desc_b, uint32_t at, uint32_t plane) {
+  wg_fence();
+#pragma unroll
+  for (uint32_t h = 0; h < 2; ++h) {
+    const uint64_t db = desc_b + ((at + 2 * h * plane) >> 4);
+    wgmma_ra<N>(acc, lw.pg[2 * h], lw.pg8[2 * h], lw.pg[2 * h + 1], lw.pg8[2 * h + 1], db);
+  }
+  wg_commit();
+}
+
+// The walk's end, with every copy landed and the block's shared memory free: the partial sums
+// as sums[token][row] (row of the group's 128, token of the chunk: the accumulators of an
+// m64nN product, rows 16 wi + g (+ 8) of the warpgroup's 64, tokens 8i + 2t (+ 1)); the
+// cluster's slices added in slice order, rounded once to BF16 into Y.
+template <uint32_t N>
+__device__ __forceinline__ void wg_write_out(const float (&acc)[N / 2], float* sums,
+                                             const MatrixDesc& m, uint32_t batch,
+                                             uint32_t first_row, uint32_t group, uint32_t slices,
+                                             uint32_t slice) {
+  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const uint32_t g = lane / 4, t = lane % 4;
+  const uint32_t row0 = 64 * (warp / 4) + 16 * (warp % 4) + g;
+#pragma unroll
+  for (uint32_t i = 0; i < N / 8; ++i) {
+#pragma unroll
+    for (uint32_t jj = 0; jj < 2; ++jj) {
+      const uint32_t token = 8 * i + 2 * t + jj;
+      sums[token * kWgSumStride + row0] = acc[4 * i + jj];
+      sums[token * kWgSumStride + row0 + 8] = acc[4 * i + 2 + jj];
+    }
+  }
+  cg::cluster_group cluster = cg::this_cluster();
+  cluster.sync();  // every slice's partials are written
+  constexpr uint32_t kOut = kExecWgRows * N;
+  const uint32_t share = kOut / slices, from = slice * share;
+  const uint32_t to = slice + 1 == slices ? kOut : from + share;
+  for (uint32_t at = from + threadIdx.x; at < to; at += kWgThreads) {
+    const uint32_t token = at / kExecWgRows, row = at % kExecWgRows;
+    const uint32_t j = first_row + token;
+    const uint64_t out_row = uint64_t{group} * kExecWgRows + row;
+    if (out_row >= m.rows || j >= batch) continue;
+    float v = 0.0f;
+    for (uint32_t r = 0; r < slices; ++r) {
+      const float part = cluster.map_shared_rank(sums, r)[token * kWgSumStride + row];
+      v = r == 0 ? part : __fadd_rn(v, part);
+    }
+    m.y[uint64_t{j} * m.ld_y + out_row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+  }
+  cluster.sync();  // no block leaves while another reads its shared memory
+}
 #endif
 
 template <bool kExec, uint32_t N>
@@ -1085,39 +1278,19 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
   static_assert(N % 16 == 0, "X is copied 16 rows apart, two rows a warp");
   constexpr uint32_t kCopies = N / 16;  // a warp's copies of X per step, two rows of X each
   extern __shared__ __align__(128) uint8_t wg_shared[];
-  const uint32_t mi = find_matrix(p, blockIdx.x);
+  const WgBlock blk = wg_block(p, N);
+  const auto& [mi, tiles, steps, cols, batch, slices, slice, group, sl, qa, qb, n_steps, first_row,
+               live_rows, warp, lane, g, t, strip, live, whole_x, first_entry] = blk;
   const MatrixDesc& m = p.m[mi];
-  const uint32_t item = blockIdx.x - p.begin[mi];
-  // What the loop reads of the descriptor, in registers.
-  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols, batch = p.batch;
   const uint32_t n_exc = m.n_exc;
   const bool x_vec = m.x_vec;
   const uint8_t* const exc = m.blob + m.exceptions;
-  const uint32_t slices = exec_wg_slices(tiles);
-  const uint32_t chunks = (batch + N - 1) / N;
-  const uint32_t slice = item % slices, chunk = (item / slices) % chunks;
-  const uint32_t group = item / slices / chunks;
-  const ExecWgSlice sl = exec_wg_slice(tiles, slices, slice);
-  const uint32_t qa = sl.first * kExecTileSteps, qb = min(sl.end * kExecTileSteps, steps);
-  const uint32_t n_steps = qb - qa;
-  const uint32_t first_row = chunk * N;
-  const uint32_t live_rows = min(batch - first_row, N);  // rows of X in this chunk
-  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const uint32_t g = lane / 4, t = lane % 4, wg = warp / 4;
-  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
-  const uint32_t strip = group * 8 + warp;
-  const bool live = strip < strips;
-  const uint32_t full_steps = cols / kExecStepCols;
-  // Steps of the slice whose 32 columns of X all exist (the rest: the ragged last step).
-  const uint32_t whole_x = full_steps > qa ? full_steps - qa : 0u;
-  const uint64_t first_entry = (uint64_t{live ? strip : 0} * steps + qa) * kExecLanes + lane;
   const uint4* lane_bytes = nullptr;
   uint32_t base4 = 0;
   if constexpr (kExec) {
     lane_bytes = reinterpret_cast<const uint4*>(m.blob + m.byte_plane) + first_entry;
     base4 = read_base(p, m, uint64_t{group} * 8 * tiles, threadIdx.x == 0) * 0x01010101u;
   }
-  const uint16_t* const wsrc = reinterpret_cast<const uint16_t*>(m.blob);  // reference: BF16 W
   const uint32_t smem = static_cast<uint32_t>(__cvta_generic_to_shared(wg_shared));
   // B at stage 0, step 0, plane 0: core matrices adjacent along K a plane apart, along N 128
   // bytes apart.
@@ -1220,21 +1393,12 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
   uint32_t x_next = (kWgAhead - 1) * kStage;  // the stage being copied (advanced first)
   uint32_t w_at = (kWgBufs - 1) * kWgWStage, w_next = (kWgAhead - 1) * kWgWStage;
   // A tile's exception range and its first four exceptions (the window) are read a tile ahead.
-  uint32_t cursor = 0, end = 0, win = 0, win_next = 0;
-  bool overrun = false;
-  uint2 offs_cur = make_uint2(0, 0), offs_next = make_uint2(0, 0);
-  if constexpr (kExec) {
-    if (live && n_steps > 0) {
-      const uint64_t tile = uint64_t{strip} * tiles + sl.first;
-      offs_cur = load_tile_offsets(m, tile);
-      win_next = wg_window(exc, offs_cur, n_exc);
-      if (sl.first + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
-    }
-  }
-  // kWgLoads steps per turn, unrolled: the ring's slots are static, and so are the registers
-  // each product reads its weights from (ptxas keeps a product's A registers to itself for the
-  // whole unrolled body, so a longer body costs 8 registers a step).
-  uint32_t u = sl.first;  // the tile, within the strip
+  const uint64_t tile0 = uint64_t{strip} * tiles;
+  WgWalk walk;
+  if constexpr (kExec) walk.begin(m, tile0, sl, exc, n_exc, live && n_steps > 0);
+    // kWgLoads steps per turn, unrolled: the ring's slots are static, and so are the registers
+    // each product reads its weights from (ptxas keeps a product's A registers to itself for the
+    // whole unrolled body, so a longer body costs 8 registers a step).
 #pragma unroll 1
   for (uint32_t s0 = 0; s0 < n_steps; s0 += kWgLoads) {
 #pragma unroll
@@ -1243,20 +1407,7 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
       if (s >= n_steps) break;  // block-uniform
       const uint32_t in_tile = s % kExecTileSteps;
       if constexpr (kExec) {
-        if (in_tile == 0 && live) {
-          u = sl.first + s / kExecTileSteps;
-          const uint64_t tile = uint64_t{strip} * tiles + u;
-          if (s != 0) {
-            if (lane == 0 && (overrun || cursor != end)) {
-              exec_report(p.status, m.index, tile - 1, kExecBadTileCount);
-            }
-            offs_cur = offs_next;  // read a tile ago
-          }
-          overrun = false;
-          tile_range_of(p, m, tile, offs_cur, lane, &cursor, &end);
-          win = win_next;
-          if (s != 0 && u + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
-        }
+        if (in_tile == 0 && live) walk.tile_start(p, m, tile0, sl, s, lane);
       }
       if (s % kWgSx == 0) {
         // A new stage: its X and W have arrived (every thread's copies, made visible to the
@@ -1272,33 +1423,9 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
         w_next = w_next + kWgWStage == kWgBufs * kWgWStage ? 0u : w_next + kWgWStage;
       }
       const uint32_t step_in = s % kWgSx;
-      LaneWeights lw;
-      if constexpr (kExec) {
-        if (live) {
-          const LaneCodes lc =
-              ld_shared_lane(w_bytes + w_at + step_in * (kExecLanes * 16),
-                             w_codes + w_at + step_in * (kExecLanes * 8) + 8 * lane);
-          if (in_tile == kExecTileSteps / 2 && u + 1 < sl.end) {
-            win_next = wg_window(exc, offs_next, n_exc);  // the next tile's, read mid-tile
-          }
-          const LaneCodeBytes k = exec_split_codes(lc.codes);
-          uint32_t e[4];
-#pragma unroll
-          for (uint32_t w = 0; w < 4; ++w) e[w] = exec_exponents(k.c[w], base4);
-          if (__any_sync(kExecFullMask, exec_exception_flags(k) != 0)) {
-            cursor += exec_patch_exceptions<uint32_t>(k, e, exc, cursor, end, lane, overrun,
-                                                      offs_cur.x, win, 4u);
-          }
-          lw = exec_build(lc.bytes, e);
-          if (s >= whole_x) mask_columns(lw, uint64_t{qa + s} * kExecStepCols + 8 * t, cols);
-        } else {
-          lw = LaneWeights{};
-        }
-      } else {
-        const uint64_t c = uint64_t{qa + s} * kExecStepCols + 8 * t;
-        bf16_row8(wsrc, m.rows, cols, uint64_t{strip} * kExecStripRows + g, c, m.w_vec, lw.pg);
-        bf16_row8(wsrc, m.rows, cols, uint64_t{strip} * kExecStripRows + 8 + g, c, m.w_vec, lw.pg8);
-      }
+      const LaneWeights lw = wg_step_weights<kExec>(
+          walk, blk, m, s, w_bytes + w_at + step_in * (kExecLanes * 16),
+          w_codes + w_at + step_in * (kExecLanes * 8) + 8 * lane, exc, n_exc, base4);
       // The last step's products are done (their weights' registers are free).
       wg_wait<0>();
       wg_hold(acc);
@@ -1306,57 +1433,18 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wg_min_blocks(N) : 1)
       if (step_in == 0 && s + kWgAhead * kWgSx < n_steps) {
         copy_stage(s + kWgAhead * kWgSx, x_next, w_next);
       }
-      wg_fence();
-#pragma unroll
-      for (uint32_t h = 0; h < 2; ++h) {  // planes 2h, 2h + 1 of the step
-        const uint64_t db = desc_b + ((x_at + slot + 2 * h * kPlane) >> 4);
-        wgmma_ra<N>(acc, lw.pg[2 * h], lw.pg8[2 * h], lw.pg[2 * h + 1], lw.pg8[2 * h + 1], db);
-      }
-      wg_commit();
+      wg_step_products<N>(acc, lw, desc_b, x_at + slot, kPlane);
     }
   }
   wg_wait<0>();
   wg_hold(acc);
   if constexpr (kExec) {
-    if (live && n_steps > 0 && lane == 0 && (overrun || cursor != end)) {
-      exec_report(p.status, m.index, uint64_t{strip} * tiles + (qb - 1) / kExecTileSteps,
-                  kExecBadTileCount);
-    }
+    if (live && n_steps > 0) walk.finish(p, m, tile0 + (qb - 1) / kExecTileSteps, lane);
   }
   cp_async_wait<0>();
   __syncthreads();  // the ring is free: the partials take its place
-  // The partial sums as sums[token][row] (row of the group's 128, token of the chunk): the
-  // accumulators of an m64nN product, rows 16 wi + g (+ 8) of the warpgroup's 64, tokens 8i +
-  // 2t (+ 1).
-  float* sums = reinterpret_cast<float*>(wg_shared);
-  const uint32_t row0 = 64 * wg + 16 * (warp % 4) + g;
-#pragma unroll
-  for (uint32_t i = 0; i < N / 8; ++i) {
-#pragma unroll
-    for (uint32_t jj = 0; jj < 2; ++jj) {
-      const uint32_t token = 8 * i + 2 * t + jj;
-      sums[token * kWgSumStride + row0] = acc[4 * i + jj];
-      sums[token * kWgSumStride + row0 + 8] = acc[4 * i + 2 + jj];
-    }
-  }
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();  // every slice's partials are written
-  constexpr uint32_t kOut = kExecWgRows * N;
-  const uint32_t share = kOut / slices, from = slice * share;
-  const uint32_t to = slice + 1 == slices ? kOut : from + share;
-  for (uint32_t at = from + threadIdx.x; at < to; at += kWgThreads) {
-    const uint32_t token = at / kExecWgRows, row = at % kExecWgRows;
-    const uint32_t j = first_row + token;
-    const uint64_t out_row = uint64_t{group} * kExecWgRows + row;
-    if (out_row >= m.rows || j >= batch) continue;
-    float v = 0.0f;
-    for (uint32_t r = 0; r < slices; ++r) {
-      const float part = cluster.map_shared_rank(sums, r)[token * kWgSumStride + row];
-      v = r == 0 ? part : __fadd_rn(v, part);
-    }
-    m.y[uint64_t{j} * m.ld_y + out_row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  }
-  cluster.sync();  // no block leaves while another reads its shared memory
+  wg_write_out<N>(acc, reinterpret_cast<float*>(wg_shared), m, batch, first_row, group, slices,
+                  slice);
 #else
   __trap();  // launched only where the build has sm_90a code (launch_gemms)
 #endif
@@ -1472,35 +1560,17 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wgb_min_blocks(N) : 1)
   constexpr uint32_t kBarAt = kWAt + kWgbWSlots * kWgWStage;
   static_assert(N % 16 == 0 && N <= 8 * 32, "rows of X: 8 warps of 32 lanes");
   extern __shared__ __align__(128) uint8_t wg_shared[];
-  const uint32_t mi = find_matrix(p, blockIdx.x);
+  const WgBlock blk = wg_block(p, N);
+  const auto& [mi, tiles, steps, cols, batch, slices, slice, group, sl, qa, qb, n_steps, first_row,
+               live_rows, warp, lane, g, t, strip, live, whole_x, first_entry] = blk;
   const MatrixDesc& m = p.m[mi];
-  const uint32_t item = blockIdx.x - p.begin[mi];
-  const uint32_t tiles = m.tiles_per_strip, steps = m.steps, cols = m.cols, batch = p.batch;
   const uint32_t n_exc = m.n_exc;
   const uint8_t* const exc = m.blob + m.exceptions;
-  const uint32_t slices = exec_wg_slices(tiles);
-  const uint32_t chunks = (batch + N - 1) / N;
-  const uint32_t slice = item % slices, chunk = (item / slices) % chunks;
-  const uint32_t group = item / slices / chunks;
-  const ExecWgSlice sl = exec_wg_slice(tiles, slices, slice);
-  const uint32_t qa = sl.first * kExecTileSteps, qb = min(sl.end * kExecTileSteps, steps);
-  const uint32_t n_steps = qb - qa;
   const uint32_t n_stages = (n_steps + kWgSx - 1) / kWgSx;
-  const uint32_t first_row = chunk * N;
-  const uint32_t live_rows = min(batch - first_row, N);
-  const uint32_t warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const uint32_t g = lane / 4, t = lane % 4, wg = warp / 4;
-  const uint32_t strips = (m.rows + kExecStripRows - 1) / kExecStripRows;
-  const uint32_t strip = group * 8 + warp;
-  const bool live = strip < strips;
-  const uint32_t full_steps = cols / kExecStepCols;
-  const uint32_t whole_x = full_steps > qa ? full_steps - qa : 0u;
-  const uint64_t first_entry = (uint64_t{live ? strip : 0} * steps + qa) * kExecLanes + lane;
   uint32_t base4 = 0;
   if constexpr (kExec) {
     base4 = read_base(p, m, uint64_t{group} * 8 * tiles, threadIdx.x == 0) * 0x01010101u;
   }
-  const uint16_t* const wsrc = reinterpret_cast<const uint16_t*>(m.blob);  // reference: BF16 W
   // The rings from a 1024-byte boundary (the tensor map's swizzle repeats every 1024 bytes).
   const uint32_t smem =
       (static_cast<uint32_t>(__cvta_generic_to_shared(wg_shared)) + 1023u) & ~1023u;
@@ -1582,18 +1652,9 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wgb_min_blocks(N) : 1)
   const uint32_t w_bytes_at = kWAt + warp * kWgWWarp + 16 * lane;
   const uint32_t w_codes_at = kWAt + warp * kWgWWarp + kWgSx * kExecLanes * 16 + 8 * lane;
   uint32_t x_at = 0, w_at = 0;
-  uint32_t cursor = 0, end = 0, win = 0, win_next = 0;
-  bool overrun = false;
-  uint2 offs_cur = make_uint2(0, 0), offs_next = make_uint2(0, 0);
-  if constexpr (kExec) {
-    if (live && n_steps > 0) {
-      const uint64_t tile = uint64_t{strip} * tiles + sl.first;
-      offs_cur = load_tile_offsets(m, tile);
-      win_next = wg_window(exc, offs_cur, n_exc);
-      if (sl.first + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
-    }
-  }
-  uint32_t u = sl.first;
+  const uint64_t tile0 = uint64_t{strip} * tiles;
+  WgWalk walk;
+  if constexpr (kExec) walk.begin(m, tile0, sl, exc, n_exc, live && n_steps > 0);
 #pragma unroll 1
   for (uint32_t s0 = 0; s0 < n_steps; s0 += kWgLoads) {
 #pragma unroll
@@ -1602,20 +1663,7 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wgb_min_blocks(N) : 1)
       if (s >= n_steps) break;  // block-uniform
       const uint32_t in_tile = s % kExecTileSteps;
       if constexpr (kExec) {
-        if (in_tile == 0 && live) {
-          u = sl.first + s / kExecTileSteps;
-          const uint64_t tile = uint64_t{strip} * tiles + u;
-          if (s != 0) {
-            if (lane == 0 && (overrun || cursor != end)) {
-              exec_report(p.status, m.index, tile - 1, kExecBadTileCount);
-            }
-            offs_cur = offs_next;
-          }
-          overrun = false;
-          tile_range_of(p, m, tile, offs_cur, lane, &cursor, &end);
-          win = win_next;
-          if (s != 0 && u + 1 < sl.end) offs_next = load_tile_offsets(m, tile + 1);
-        }
+        if (in_tile == 0 && live) walk.tile_start(p, m, tile0, sl, s, lane);
       }
       if (s % kWgSx == 0) {
         // A new stage k: its X has landed and goes into the planes' slot k % 3 (whose
@@ -1663,83 +1711,23 @@ __global__ void __launch_bounds__(kWgThreads, kExec ? wgb_min_blocks(N) : 1)
         wgb_wait(bw + 8 * (k % kWgbWSlots), (k / kWgbWSlots) & 1u);  // the stage's W
       }
       const uint32_t step_in = s % kWgSx;
-      LaneWeights lw;
-      if constexpr (kExec) {
-        if (live) {
-          const LaneCodes lc =
-              ld_shared_lane(smem + w_bytes_at + w_at + step_in * (kExecLanes * 16),
-                             smem + w_codes_at + w_at + step_in * (kExecLanes * 8));
-          if (in_tile == kExecTileSteps / 2 && u + 1 < sl.end) {
-            win_next = wg_window(exc, offs_next, n_exc);
-          }
-          const LaneCodeBytes kc = exec_split_codes(lc.codes);
-          uint32_t e[4];
-#pragma unroll
-          for (uint32_t w = 0; w < 4; ++w) e[w] = exec_exponents(kc.c[w], base4);
-          if (__any_sync(kExecFullMask, exec_exception_flags(kc) != 0)) {
-            cursor += exec_patch_exceptions<uint32_t>(kc, e, exc, cursor, end, lane, overrun,
-                                                      offs_cur.x, win, 4u);
-          }
-          lw = exec_build(lc.bytes, e);
-          if (s >= whole_x) mask_columns(lw, uint64_t{qa + s} * kExecStepCols + 8 * t, cols);
-        } else {
-          lw = LaneWeights{};
-        }
-      } else {
-        const uint64_t c = uint64_t{qa + s} * kExecStepCols + 8 * t;
-        bf16_row8(wsrc, m.rows, cols, uint64_t{strip} * kExecStripRows + g, c, m.w_vec, lw.pg);
-        bf16_row8(wsrc, m.rows, cols, uint64_t{strip} * kExecStripRows + 8 + g, c, m.w_vec, lw.pg8);
-      }
+      const LaneWeights lw = wg_step_weights<kExec>(
+          walk, blk, m, s, smem + w_bytes_at + w_at + step_in * (kExecLanes * 16),
+          smem + w_codes_at + w_at + step_in * (kExecLanes * 8), exc, n_exc, base4);
       wg_wait<0>();
       wg_hold(acc);
       const uint32_t slot = step_in * kStep;
-      wg_fence();
-#pragma unroll
-      for (uint32_t h = 0; h < 2; ++h) {
-        const uint64_t db = desc_b + ((x_at + slot + 2 * h * kPlane) >> 4);
-        wgmma_ra<N>(acc, lw.pg[2 * h], lw.pg8[2 * h], lw.pg[2 * h + 1], lw.pg8[2 * h + 1], db);
-      }
-      wg_commit();
+      wg_step_products<N>(acc, lw, desc_b, x_at + slot, kPlane);
     }
   }
   wg_wait<0>();
   wg_hold(acc);
   if constexpr (kExec) {
-    if (live && n_steps > 0 && lane == 0 && (overrun || cursor != end)) {
-      exec_report(p.status, m.index, uint64_t{strip} * tiles + (qb - 1) / kExecTileSteps,
-                  kExecBadTileCount);
-    }
+    if (live && n_steps > 0) walk.finish(p, m, tile0 + (qb - 1) / kExecTileSteps, lane);
   }
   __syncthreads();  // every copy has landed (each stage waited) and the rings are free
-  float* sums = reinterpret_cast<float*>(wg_shared);
-  const uint32_t row0 = 64 * wg + 16 * (warp % 4) + g;
-#pragma unroll
-  for (uint32_t i = 0; i < N / 8; ++i) {
-#pragma unroll
-    for (uint32_t jj = 0; jj < 2; ++jj) {
-      const uint32_t token = 8 * i + 2 * t + jj;
-      sums[token * kWgSumStride + row0] = acc[4 * i + jj];
-      sums[token * kWgSumStride + row0 + 8] = acc[4 * i + 2 + jj];
-    }
-  }
-  cg::cluster_group cluster = cg::this_cluster();
-  cluster.sync();
-  constexpr uint32_t kOut = kExecWgRows * N;
-  const uint32_t share = kOut / slices, from = slice * share;
-  const uint32_t to = slice + 1 == slices ? kOut : from + share;
-  for (uint32_t at = from + threadIdx.x; at < to; at += kWgThreads) {
-    const uint32_t token = at / kExecWgRows, row = at % kExecWgRows;
-    const uint32_t j = first_row + token;
-    const uint64_t out_row = uint64_t{group} * kExecWgRows + row;
-    if (out_row >= m.rows || j >= batch) continue;
-    float v = 0.0f;
-    for (uint32_t r = 0; r < slices; ++r) {
-      const float part = cluster.map_shared_rank(sums, r)[token * kWgSumStride + row];
-      v = r == 0 ? part : __fadd_rn(v, part);
-    }
-    m.y[uint64_t{j} * m.ld_y + out_row] = __bfloat16_as_ushort(__float2bfloat16_rn(v));
-  }
-  cluster.sync();
+  wg_write_out<N>(acc, reinterpret_cast<float*>(wg_shared), m, batch, first_row, group, slices,
+                  slice);
 #else
   __trap();  // launched only where the build has sm_90a code (launch_gemms)
 #endif
