@@ -360,21 +360,24 @@ TEST_F(CudaExec, SeveralMatricesInOneWideLaunch) {
 }
 
 TEST_F(CudaExec, WarpgroupKernelRowCountsAndCopies) {
-  // The warpgroup kernel's batches (65-128 rows of X in one chunk of 96, 112 or 128; sm_90a),
-  // ragged in rows and in the last stage's columns: X aligned with cols % 8 == 0 (each stage's
-  // X one tensor-map copy, zeros past the batch and past the last column) and X unaligned (the
-  // per-lane copies); one matrix a launch, and several (one tensor map each) in one launch.
+  // The warpgroup kernel's batches (65-128 rows of X in one chunk of 96, 112 or 128, 129-256
+  // in two; sm_90a), ragged in rows and in the last stage's columns: X aligned with cols % 8 ==
+  // 0 (each stage's X one tensor-map copy, zeros past the batch and past the last column) and X
+  // unaligned (the per-lane copies); one matrix a launch, and several (one tensor map each) in
+  // one launch.
   const uint32_t shapes[][2] = {{150, 1000}, {40, 1032}, {300, 520}};
   uint32_t seed = 60;
   for (const auto& sh : shapes) {
     const std::vector<uint16_t> w = gaussian(uint64_t{sh[0]} * sh[1], 0.05f, seed++);
     const Transcoded t = transcode(w, sh[0], sh[1], stream_);
-    for (const uint32_t batch : {65u, 80u, 96u, 97u, 111u, 112u, 113u, 120u, 127u, 128u}) {
-      check_gemm(t, w, batch, batch == 97 || batch == 120 ? 1 : 0, sh[0] * sh[1] <= 40000, stream_,
+    for (const uint32_t batch : {65u, 80u, 96u, 97u, 111u, 112u, 113u, 120u, 127u, 128u, 129u, 160u,
+                                 193u, 224u, 225u, 256u}) {
+      check_gemm(t, w, batch, batch == 97 || batch == 120 || batch == 193 ? 1 : 0,
+                 sh[0] * sh[1] <= 40000, stream_,
                  std::to_string(sh[0]) + " x " + std::to_string(sh[1]));
     }
   }
-  for (const uint32_t batch : {65u, 112u, 128u}) {
+  for (const uint32_t batch : {65u, 112u, 128u, 200u, 256u}) {
     check_one_launch({{150, 1000}, {40, 1032}, {129, 64}, {300, 520}}, batch, 70, stream_);
   }
 }

@@ -152,18 +152,21 @@ TEST(ExecWideCore, WarpgroupBlocksAreGroupsTimesChunksTimesSlices) {
   }
 }
 
-// The warpgroup kernel serves 65-128 rows of X, where it was measured faster than the cluster
-// kernel (EXEC_KERNEL.md v23-v25), in one chunk: 96 rows up to 96, 112 up to 112, 128 above;
-// no batch the strip kernels serve.
-TEST(ExecWideCore, WarpgroupKernelTakesSixtyFiveToOneHundredTwentyEightRows) {
-  for (uint32_t batch = 1; batch <= 256; ++batch) {
-    const bool expected = batch >= 65 && batch <= 128;
+// The warpgroup kernel serves 65-256 rows of X, where it was measured faster than the cluster
+// kernel (EXEC_KERNEL.md v23-v26): one chunk up to 128 rows (96 rows up to 96, 112 up to 112,
+// 128 above), two chunks above, each the smallest of 96, 112 and 128 that holds half the
+// batch; no batch the strip kernels serve.
+TEST(ExecWideCore, WarpgroupKernelTakesSixtyFiveToTwoHundredFiftySixRows) {
+  for (uint32_t batch = 1; batch <= 300; ++batch) {
+    const bool expected = batch >= 65 && batch <= 256;
     EXPECT_EQ(exec_wg_takes(batch), expected) << batch;
-    if (expected) {
-      EXPECT_EQ(exec_wg_chunk_rows(batch), batch <= 96 ? 96u : (batch <= 112 ? 112u : 128u))
-          << batch;
-      EXPECT_GE(exec_wg_chunk_rows(batch), batch);  // one chunk holds every row of X
-    }
+    if (!expected) continue;
+    const uint32_t chunk = exec_wg_chunk_rows(batch);
+    const uint32_t chunks = (batch + chunk - 1) / chunk;
+    EXPECT_EQ(chunks, batch <= 128 ? 1u : 2u) << batch;
+    const uint32_t half = (batch + chunks - 1) / chunks;
+    EXPECT_EQ(chunk, half <= 96 ? 96u : (half <= 112 ? 112u : 128u)) << batch;
+    EXPECT_GE(chunks * chunk, batch) << batch;  // the chunks hold every row of X
   }
 }
 

@@ -656,8 +656,8 @@ DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* 
  * tensor-core products (spec/EXEC_LAYOUT.md section 6); df11_cuda_exec_reference_gemm runs the
  * same sequence on BF16 weights, so a BF16 model and its DF11 model give identical outputs
  * through them on one GPU. Row j of Y depends only on W and row j of X at every batch of 1-64
- * and 129-256 rows; at 65-128 rows an sm_90a build on a Hopper GPU uses another fixed sequence
- * (section 6), which the reference follows. Not bit-equal to cuBLAS (another order). The blobs
+ * rows; at 65-256 rows an sm_90a build on a Hopper GPU uses another fixed sequence (section
+ * 6), which the reference follows. Not bit-equal to cuBLAS (another order). The blobs
  * decode to the original weights bit for bit.
  *
  * Errors: messages go to the model handle (df11_model_errmsg), which may be NULL for the
@@ -666,8 +666,9 @@ DF11_API df11_status df11_cuda_reference_gemv(df11_cuda_plan* plan, const void* 
 
 #define DF11_EXEC_STATUS_BYTES 16 /* the status record of a gemm / to_bf16 call */
 /* Rows of X of df11_cuda_exec_gemm(_ex): 1-32 run the strip kernels, 33-256 the wide kernel
- * (the same products in the same order, so the same outputs; on an H200 faster than decoding the
- * blob to BF16 and a cuBLAS GEMM at 33-64 rows, slower above: decoder/cuda/EXEC_KERNEL.md). */
+ * (the same products in the same order, so the same outputs), except 65-256 on an sm_90a build
+ * on a Hopper GPU: the warpgroup kernel. Which is faster than decoding the blob to BF16 and a
+ * cuBLAS GEMM, per GPU and batch: decoder/cuda/EXEC_KERNEL.md. */
 #define DF11_EXEC_MAX_BATCH 256
 
 /* One member's blob in device memory (the caller's; 16-byte aligned, `bytes` long) and its

@@ -132,10 +132,11 @@ DF11_HD uint32_t exec_wg_chunk_rows(uint32_t batch) {
 }
 
 // The batches the warpgroup kernel serves where it is built (sm_90a): those it was measured
-// faster at than the cluster kernel (EXEC_KERNEL.md v23-v25), 65-128 rows of X in one chunk
-// (96 rows up to 96, 112 up to 112, else 128).
+// faster at than the cluster kernel (EXEC_KERNEL.md v23-v26), 65-256 rows of X: one chunk up
+// to 128 rows (96 rows up to 96, 112 up to 112, else 128), two chunks of 96, 112 or 128 rows
+// above (each chunk's blocks decode their weights apart).
 #ifndef DF11_EXEC_WG_UPTO
-#define DF11_EXEC_WG_UPTO DF11_EXEC_WG_MAX  // the most rows it takes, in chunks of at most MAX
+#define DF11_EXEC_WG_UPTO 256  // the most rows it takes, in chunks of at most DF11_EXEC_WG_MAX
 #endif
 DF11_HD bool exec_wg_takes(uint32_t batch) {
   return batch >= DF11_EXEC_WG_FROM && batch <= DF11_EXEC_WG_UPTO;

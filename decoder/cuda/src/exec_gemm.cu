@@ -7,8 +7,8 @@
 // warp sums meet in shared memory and are added in warp order (spec 6). Blocks are ordered by
 // decreasing columns, so that the long strips start first. Above 32 rows of X the wide kernels
 // (v9, v10): 8 strips and a chunk of X rows per block, each warp computing a strip's 8 partial
-// sums in turn, in the same order; X staged in shared memory once per block. At 65-128 rows on
-// sm_90a builds, the warpgroup kernel (v23-v25), in its own order.
+// sums in turn, in the same order; X staged in shared memory once per block. At 65-256 rows on
+// sm_90a builds, the warpgroup kernel (v23-v26), in its own order.
 #include <cooperative_groups.h>
 #include <cuda.h>  // CUtensorMap (the encoder is found at run time)
 #include <cuda_bf16.h>
@@ -863,7 +863,7 @@ __global__ void __launch_bounds__(kWideThreads, DF11_EXEC_SPLIT_MIN_BLOCKS)
 #endif
 }
 
-// ---- The warpgroup kernel: 65-128 rows of X on sm_90a (EXEC_KERNEL.md v23-v25) ----
+// ---- The warpgroup kernel: 65-256 rows of X on sm_90a (EXEC_KERNEL.md v23-v26) ----
 //
 // One thread block of 8 warps (two warpgroups) takes 128 rows of W (8 strips, one per warp), a
 // chunk of N rows of X (exec_wg_chunk_rows: 96, 112 or 128 where it is used, exec_wg_takes) and a

@@ -21,9 +21,9 @@
 // (mma.sync m16n8k16, FP32 accumulation) in a fixed order (spec 6), and
 // launch_bf16_reference_gemm() runs the same products on BF16 weights: on one GPU their
 // outputs are equal bit for bit whenever the blob decodes to those weights. Row j of Y depends
-// only on W and row j of X at every batch of 1-64 and 129-256 rows; at 65-128 rows an sm_90a
-// build on a Hopper GPU multiplies with warpgroup products in another fixed order (spec 6,
-// EXEC_KERNEL.md v23-v25), which the reference follows. Not bit-equal to cuBLAS (another order).
+// only on W and row j of X at every batch of 1-64 rows; at 65-256 rows an sm_90a build on a
+// Hopper GPU multiplies with warpgroup products in another fixed order (spec 6, EXEC_KERNEL.md
+// v23-v26), which the reference follows. Not bit-equal to cuBLAS (another order).
 #pragma once
 
 #include <cstddef>
