@@ -106,9 +106,9 @@ LAYOUTS = {layout.mode: layout for layout in (EXEC, COMPACT)}
 #   - an H200: the execution layout's strip kernels up to 32 tokens and its wide kernel
 #     (decoder/cuda/EXEC_KERNEL.md v10, v13) at 33-64, 0.64-0.72x decode + F.linear's time,
 #     slower from 96 on: 64, the default for GPUs not in FUSED_MAX_TOKENS_BY_GPU;
-#   - an H100 80GB HBM3: the warpgroup kernel (v25) 0.58-0.64x decode + F.linear's time at
-#     65-128 tokens, the wide kernel 1.22x at 144 and 1.24-1.26x at 160
-#     (bench/results/exec-kernel-ab-h100/v25-tmap/switch, v25-128): 128.
+#   - an H100 80GB HBM3: the warpgroup kernel (v25, v26) 0.57-0.62x decode + F.linear's time
+#     at 65-128 tokens, 1.02-1.09x at 129-256 in two chunks
+#     (bench/results/exec-kernel-ab-h100/v26-two-chunks/shipped-1, shipped-2): 128.
 # The compact layout's fused GEMM serves up to its C maximum, 32 tokens, on every GPU.
 DEFAULT_FUSED_MAX_TOKENS = {"exec": 64, "compact": _capi.COMPACT_MAX_BATCH}
 FUSED_MAX_TOKENS_BY_GPU: Dict[str, Dict[str, int]] = {"NVIDIA H100 80GB HBM3": {"exec": 128}}
