@@ -14,6 +14,10 @@
 #   SAN     compute-sanitizer tools on CudaExec.WarpgroupKernelRowCountsAndCopies (default
 #           "memcheck racecheck initcheck synccheck"; "" for none)
 #   WANT_GPU  a part of the GPU's name (e.g. H200): on another GPU, exit 3 before any step
+#   NCU     1: also Nsight Compute's counts of compact_bench's fused launches at NCU_BATCHES
+#           (default 1,16,32,64,96,128,256) and bench/exec_bounds.py's table of the block's
+#           launch against its issue and byte bounds (ncu.csv, bounds.md); NCU_TBPS the GPU's
+#           DRAM bandwidth in TB/s (default 3.35, an H100 SXM; an H200 has 4.8)
 # OUT: gpu.txt, cuda_exec_tests.log, san_TOOL.log, bench.txt, pytest_exec.log,
 # step_{1_fused,2_decode,3_fused}.{json,log} (bench/exec_step.py fused up to 256 tokens,
 # decoded at every count, fused again), switch.log (bench/exec_switch.py on the three), and
@@ -73,6 +77,18 @@ done
 (cd "$repo/bench" && python3 exec_switch.py --fused "$out/step_1_fused.json" \
   "$out/step_3_fused.json" --decode "$out/step_2_decode.json") > "$out/switch.log" 2>&1
 cat "$out/switch.log"
+if [ "${NCU:-0}" = 1 ]; then
+  nb=${NCU_BATCHES:-1,16,32,64,96,128,256}
+  timeout 400 ncu --clock-control none --kernel-name-base function \
+    --kernel-name 'regex:^(wide_|split_|wgb?_)?gemm_kernel$' --print-kernel-base demangled \
+    --print-units base --metrics gpu__time_duration.sum,smsp__inst_executed.sum,dram__bytes_read.sum,smsp__issue_active.avg.pct_of_peak_sustained_active,launch__grid_size,sm__cycles_elapsed.avg.per_second \
+    --csv "$bins/compact_bench" --runs 1 --warmup 0 --batch "$nb" > "$out/ncu.csv" 2> "$out/ncu.err"
+  echo "ncu rc $? ($SECONDS s)"
+  sms=$(python3 -c "import torch; print(torch.cuda.get_device_properties(0).multi_processor_count)")
+  python3 "$repo/bench/exec_bounds.py" "$out/ncu.csv" --batch "$nb" --sms "$sms" \
+    --tbps "${NCU_TBPS:-3.35}" > "$out/bounds.md" 2>&1
+  cat "$out/bounds.md"
+fi
 tar cf "$out/r.tar" -C "$out" --exclude r.tar .
 echo "== end ($SECONDS s), rc $rc"
 exit $rc
