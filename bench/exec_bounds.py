@@ -13,19 +13,20 @@ sm__cycles_elapsed.avg.per_second \
 
 compact_bench checks each batch before it times it: per matrix of the block (q, k, v, o, gate,
 up, down) the reference GEMM, the fused GEMM of that matrix and the fused GEMM of the whole
-block in one call, then the timed runs: at --runs 1 --warmup 0 the block in one call is launched
-8 times a batch. That launch, the one the bars are set on, is what this reports: the only fused
-launch that reads the whole block from DRAM.
+block in one call, then the timed runs: at --runs 1 --warmup 0 the block in one call is made
+8 times a batch. That call, the one the bars are set on, is what this reports: one launch, or
+with the warpgroup kernels one launch per cluster size, their counts summed.
 
-Bounds of a launch: issue, its warp instructions at one per scheduler and cycle (4 schedulers a
+Bounds of a call: issue, its warp instructions at one per scheduler and cycle (4 schedulers a
 multiprocessor, --sms multiprocessors, at the clock ncu measured); bytes, the DRAM bytes it read
-at --tbps. The reference GEMM's launches (the kernels' kExec = false instances) are left out.
+at --tbps. The reference GEMM's launches (the kernels' kExec = 0 instances) are left out.
 Prints a Markdown table, or with --json one JSON document.
 """
 import argparse
 import csv
 import io
 import json
+import re
 import statistics
 import sys
 from typing import Dict, List
@@ -74,32 +75,75 @@ def launches(text: str) -> List[dict]:
     return out
 
 
+KERNEL = re.compile(r"(wide_|split_|wgb?_)?gemm_kernel\s*<([^<>]*)>")
+
+
 def fused(launch: dict) -> bool:
-    """The fused GEMM's own instances: the reference GEMM is the same kernels with kExec false."""
-    return "<false" not in launch["kernel"].replace(" ", "")
+    """The fused GEMM's own launches. gemm_kernel, wg_gemm_kernel and wgb_gemm_kernel take kExec
+    first (false: the reference GEMM); the wide and cluster kernels exist only fused."""
+    m = KERNEL.search(launch["kernel"])
+    if m is None:
+        raise ValueError(f"launch {launch['id']}: not a GEMM kernel: {launch['kernel']}")
+    if m.group(1) in ("wide_", "split_"):
+        return True
+    first = m.group(2).split(",")[0].strip()
+    if first in ("1", "true"):
+        return True
+    if first in ("0", "false"):
+        return False
+    raise ValueError(f"launch {launch['id']}: no kExec argument in {launch['kernel']}")
+
+
+def segments(all_launches: List[dict]) -> List[List[dict]]:
+    """The runs of fused launches between reference launches, in order."""
+    out: List[List[dict]] = [[]]
+    for x in all_launches:
+        if fused(x):
+            out[-1].append(x)
+        elif out[-1]:
+            out.append([])
+    return [s for s in out if s]
+
+
+def signature(group: List[dict]) -> list:
+    return [(x["kernel"], x["grid"]) for x in group]
 
 
 def per_batch(all_launches: List[dict], batches: List[int]) -> List[dict]:
-    """The launch of the block in one call per batch. It alone reads the whole block (ncu
-    flushes the caches before each launch): a fused launch that reads more than half the most
-    any launch read. compact_bench makes it 8 times a batch at --runs 1 --warmup 0 (7 checks,
-    1 timed); each batch's 8 must be one kernel and grid."""
-    mine = [x for x in all_launches if fused(x)]
-    if not mine:
+    """The block's one call per batch: the launches that multiply all 7 matrices (one, or one per
+    cluster size with the warpgroup kernels). compact_bench makes it 8 times a batch at --runs 1
+    --warmup 0. It checks each matrix first: the reference (one or two launches), the matrix
+    fused, the block in one call; then it times the 7 matrices fused and the block in one call.
+    So between reference launches a batch has 7 runs of fused launches, the first 6 [matrix,
+    block] and the 7th [matrix, block, 7 matrices, block]."""
+    runs = segments(all_launches)
+    if not runs:
         raise ValueError("no launch of the fused GEMM's kernels")
-    most = max(x["bytes"] for x in mine)
-    ones = [x for x in mine if x["bytes"] > most / 2]
-    if len(ones) != 8 * len(batches):
-        raise ValueError(f"{len(ones)} launches of a whole block for {len(batches)} batches "
-                         "(8 a batch expected: --runs 1 --warmup 0)")
+    if len(runs) != 7 * len(batches):
+        raise ValueError(f"{len(runs)} runs of fused launches between reference launches for "
+                         f"{len(batches)} batches (7 a batch expected: --runs 1 --warmup 0)")
     rows = []
     for i, batch in enumerate(batches):
-        one = ones[8 * i:8 * i + 8]
-        if len({(x["kernel"], x["grid"]) for x in one}) != 1:
+        mine = runs[7 * i:7 * i + 7]
+        parts = len(mine[0]) - 1
+        if parts < 1 or any(len(r) != parts + 1 for r in mine[:6]) or \
+                len(mine[6]) != 2 * parts + 8:
+            raise ValueError(f"batch {batch}: fused launches {[len(r) for r in mine]} between "
+                             "reference launches do not match compact_bench's checks")
+        groups = [r[1:] for r in mine[:6]] + [mine[6][1:1 + parts], mine[6][-parts:]]
+        if len({str(signature(g)) for g in groups}) != 1:
             raise ValueError(f"batch {batch}: the block's launches differ in kernel or grid")
-        rows.append({"batch": batch, "kernel": one[0]["kernel"], "grid": int(one[0]["grid"]),
-                     "launches": len(one),
-                     **{k: statistics.median(x[k] for x in one)
+        totals = []
+        for g in groups:
+            ns = sum(x["ns"] for x in g)
+            totals.append({"ns": ns, "inst": sum(x["inst"] for x in g),
+                           "bytes": sum(x["bytes"] for x in g),
+                           # time-weighted, as the parts run one after another
+                           "issue_pct": sum(x["issue_pct"] * x["ns"] for x in g) / ns,
+                           "hz": sum(x["hz"] * x["ns"] for x in g) / ns})
+        rows.append({"batch": batch, "kernels": [x["kernel"] for x in groups[0]],
+                     "grids": [int(x["grid"]) for x in groups[0]], "launches": len(groups),
+                     **{k: statistics.median(t[k] for t in totals)
                         for k in ("ns", "inst", "bytes", "issue_pct", "hz")}})
     return rows
 
@@ -118,8 +162,10 @@ def table(rows: List[dict]) -> str:
              "| ncu time | time / larger bound | issue slots busy |",
              "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
     for r in rows:
-        name = r["kernel"].split("(")[0].replace("void ", "").strip()
-        lines.append(f"| {r['batch']} | `{name}` ({r['grid']}) | {r['inst'] / 1e6:.1f}M "
+        names = [KERNEL.search(k).group(0) for k in r["kernels"]]
+        grids = " + ".join(str(g) for g in r["grids"])
+        name = " + ".join(f"`{n}`" for n in dict.fromkeys(names))
+        lines.append(f"| {r['batch']} | {name} ({grids}) | {r['inst'] / 1e6:.1f}M "
                      f"| {r['bytes'] / 1e6:.1f} MB | {r['issue_bound_ms']:.3f} ms "
                      f"| {r['byte_bound_ms']:.3f} ms | {r['ms']:.3f} ms | {r['over_bound']:.2f}x "
                      f"| {r['issue_pct']:.1f}% |")
