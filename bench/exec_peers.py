@@ -15,43 +15,19 @@ import traceback
 import torch
 import torch.nn.functional as F
 
+from df11.tune import timed as df11_timed
+
 SHAPES = [(4096, 4096), (1024, 4096), (1024, 4096), (4096, 4096), (14336, 4096), (14336, 4096),
           (4096, 14336)]
 
 
 def timed(fn, runs, warmup):
     """Median ms of fn, replayed from a CUDA graph when it can be captured (no Python launch
-    gaps in the time, as in df11-cuda-bench's C++ loop), else called eagerly."""
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    try:
-        g = torch.cuda.CUDAGraph()
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            fn()
-            with torch.cuda.graph(g, stream=s):
-                fn()
-        torch.cuda.current_stream().wait_stream(s)
-        torch.cuda.synchronize()
-        replay = g.replay
-    except Exception as e:  # noqa: BLE001 - a kernel that cannot be captured runs eagerly
-        print(f"  (not captured in a CUDA graph: {type(e).__name__}; timed eagerly)")
-        torch.cuda.synchronize()
-        replay = fn
-    for _ in range(warmup):
-        replay()
-    ts = []
-    for _ in range(runs):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        replay()
-        b.record()
-        b.synchronize()
-        ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
+    gaps in the time, as in df11-cuda-bench's C++ loop), else called eagerly (df11.tune.timed)."""
+    ms, captured = df11_timed(fn, runs, warmup)
+    if not captured:
+        print("  (not captured in a CUDA graph; timed eagerly)")
+    return ms
 
 
 def main():

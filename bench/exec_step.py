@@ -33,38 +33,9 @@ from exec_peers import timed
 
 import df11
 from df11 import exec_mode
+from df11.tune import HIDDEN, FFN, LAYERS, build
 
-HIDDEN, KV, FFN = 4096, 1024, 14336
-MEMBERS = {"self_attn.q_proj": (HIDDEN, HIDDEN), "self_attn.k_proj": (KV, HIDDEN),
-           "self_attn.v_proj": (KV, HIDDEN), "self_attn.o_proj": (HIDDEN, HIDDEN),
-           "mlp.gate_proj": (FFN, HIDDEN), "mlp.up_proj": (FFN, HIDDEN),
-           "mlp.down_proj": (HIDDEN, FFN)}
-LAYERS = {"qkv": ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"],
-          "o": ["self_attn.o_proj"], "gate_up": ["mlp.gate_proj", "mlp.up_proj"],
-          "down": ["mlp.down_proj"]}
 GLYD = {"glyd-mma12": "pack_mma12", "glyd-mma": "pack_mma"}
-
-
-def build(n_layers, layouts):
-    """Per block {kind: BF16 weight}, and per layout name per block {kind: ExecWeight}."""
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    blocks = []
-    for _ in range(n_layers):
-        ws = {m: (torch.randn(*shape, device="cuda", generator=gen) * 0.02).to(torch.bfloat16)
-              for m, shape in MEMBERS.items()}
-        blocks.append({kind: [ws[m] for m in members] for kind, members in LAYERS.items()})
-    packed = {}
-    for name in layouts:
-        layout = exec_mode.LAYOUTS[name]
-        packed[name] = []
-        for i, blk in enumerate(blocks):
-            row = {}
-            for kind, ws in blk.items():
-                blob, mats = exec_mode.pack_bf16(ws, f"block {i} {kind}", layout)
-                row[kind] = exec_mode.ExecWeight(blob, mats, f"block {i} {kind}")
-            packed[name].append(row)
-    bf16 = [{kind: torch.cat(ws) for kind, ws in blk.items()} for blk in blocks]
-    return bf16, packed
 
 
 def glyd_packs(bf16):

@@ -5,10 +5,10 @@ bench/exec_step.py's JSON: one or more runs with the fused GEMM at every token c
 (--fused-max-tokens 0), all on one GPU, best in one call (fused, decode, fused). For each token
 count measured by both, the whole step's time (the "step" rows, the layout's column) is
 compared, the slowest of the fused runs against the fastest of the decode runs; the switch is
-the largest count up to which the fused GEMM is faster at every measured count (counts below
-the lowest measured one are taken as fused; exit 1 if it is slower already there). Prints the
-ratios and the entry for df11.exec_mode.FUSED_MAX_TOKENS_BY_GPU (or set
-FUSED_MAX_TOKENS["exec"] to the switch, for every GPU).
+the largest count up to which the fused GEMM is faster at every measured count
+(df11.switches.choose, as `python -m df11.tune` decides; counts below the lowest measured one
+are taken as fused; exit 1 if it is slower already there). Prints the ratios and the entry
+for df11.exec_mode.FUSED_MAX_TOKENS_BY_GPU, the table of switches df11 carries.
 
     python3 bench/exec_switch.py --fused F1.json [F2.json ...] --decode D1.json [D2.json ...]
                                  [--layout exec]
@@ -16,7 +16,9 @@ FUSED_MAX_TOKENS["exec"] to the switch, for every GPU).
 import argparse
 import json
 import sys
-from typing import Dict, List, Tuple
+from typing import Dict
+
+from df11.switches import choose as switch
 
 
 def step_times(doc: dict, layout: str) -> Dict[int, float]:
@@ -27,22 +29,6 @@ def step_times(doc: dict, layout: str) -> Dict[int, float]:
         if row.get("layer") == "step" and row.get(key) is not None:
             out[int(row["tokens"])] = float(row[key])
     return out
-
-
-def switch(fused: List[Dict[int, float]], decode: List[Dict[int, float]]
-           ) -> Tuple[int, List[Tuple[int, float, float]]]:
-    """(the switch, [(tokens, slowest fused ms, fastest decode ms)]) over the counts that every
-    run measured. The switch is 0 where the fused GEMM loses at the lowest count."""
-    counts = sorted(set.intersection(*(set(r) for r in fused + decode)))
-    if not counts:
-        raise ValueError("no token count is measured by every run")
-    rows = [(t, max(r[t] for r in fused), min(r[t] for r in decode)) for t in counts]
-    best = 0
-    for t, f, d in rows:
-        if f >= d:
-            break
-        best = t
-    return best, rows
 
 
 def main(argv=None) -> int:

@@ -6,7 +6,7 @@ group's BF16 exists only in a transient workspace); the blobs stay resident and 
 bytes are not kept, and each such nn.Linear is replaced by a modules.ExecLinearModule over its
 blob (its ExecLinear here). In a forward pass each such Linear computes
   - at most fused_max_tokens("exec") tokens (64, or the GPU's measured switch: 128 on an H100
-    80GB HBM3): Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
+    80GB HBM3, or what `python -m df11.tune` measured on the GPU at hand): Y = X W^T straight from its blob (df11_cuda_exec_gemm_ex, BF16 tensor
     cores, FP32 accumulation). Linears that share their input (q/k/v, gate/up) run in one
     launch when the model calls them on the same tensor (compiled by Inductor: the graph pass
     SiblingPass makes their torch.ops.df11.exec_linear ops one torch.ops.df11.exec_site);
@@ -57,7 +57,7 @@ from typing import Dict, List, Optional, Tuple
 
 import torch
 
-from . import _capi
+from . import _capi, switches
 from ._capi import Df11Error
 from ._cuda import current_device, raw_stream
 from .device_lock import DeviceLock
@@ -110,9 +110,12 @@ LAYOUTS = {layout.mode: layout for layout in (EXEC, COMPACT)}
 #     at 65-128 tokens, 1.02-1.09x at 129-256 in two chunks
 #     (bench/results/exec-kernel-ab-h100/v26-two-chunks/shipped-1, shipped-2): 128.
 # The compact layout's fused GEMM serves up to its C maximum, 32 tokens, on every GPU.
+# `python -m df11.tune` measures the GPU at hand the same way and writes its switch to the
+# switch file (df11.switches), which takes precedence over this table for that GPU.
 DEFAULT_FUSED_MAX_TOKENS = {"exec": 64, "compact": _capi.COMPACT_MAX_BATCH}
 FUSED_MAX_TOKENS_BY_GPU: Dict[str, Dict[str, int]] = {"NVIDIA H100 80GB HBM3": {"exec": 128}}
-# Set an entry to an int to move a mode's switch on every GPU (None: the measured one above).
+# Set an entry to an int to move a mode's switch on every GPU (None: the measured one: the
+# switch file's, else the table's above).
 # The reference (reference(), reference_linear()) follows the switch in force.
 FUSED_MAX_TOKENS: Dict[str, Optional[int]] = {"exec": None, "compact": None}
 _GPU_NAMES: Dict[int, str] = {}
@@ -128,7 +131,9 @@ def _gpu_name(index: int) -> str:
 def fused_max_tokens(mode: str, device=None) -> int:
     """The most tokens for which `mode`'s ("exec" or "compact") Linears on `device` (a CUDA
     torch.device or index; the current one if None) run the fused GEMM: FUSED_MAX_TOKENS[mode]
-    if set, else the measured switch of that GPU (FUSED_MAX_TOKENS_BY_GPU), else the default."""
+    if set, else the switch measured on that GPU by `python -m df11.tune` (the switch file,
+    df11.switches), else the one df11 measured on a GPU of that name (FUSED_MAX_TOKENS_BY_GPU),
+    else the default."""
     limit = FUSED_MAX_TOKENS[mode]
     if limit is not None:
         return int(limit)
@@ -142,11 +147,14 @@ def fused_max_tokens(mode: str, device=None) -> int:
 
 
 def _measured(mode: str, index: int) -> int:
-    """The switch FUSED_MAX_TOKENS_BY_GPU gives GPU `index` (the default if not listed), within
-    what the mode's C API takes."""
-    measured = FUSED_MAX_TOKENS_BY_GPU.get(_gpu_name(index), {})
+    """GPU `index`'s switch: the switch file's, else FUSED_MAX_TOKENS_BY_GPU's, else the default;
+    within what the mode's C API takes."""
+    name = _gpu_name(index)
+    limit = switches.measured(mode, name)
+    if limit is None:
+        limit = FUSED_MAX_TOKENS_BY_GPU.get(name, {}).get(mode, DEFAULT_FUSED_MAX_TOKENS[mode])
     most = _capi.EXEC_MAX_BATCH if mode == "exec" else _capi.COMPACT_MAX_BATCH
-    return min(int(measured.get(mode, DEFAULT_FUSED_MAX_TOKENS[mode])), most)
+    return min(int(limit), most)
 
 
 def layout_of(matrix) -> Layout:
@@ -215,7 +223,7 @@ class ExecLinear:
         self._single[0].w = matrix
         self.transient = False  # above the fused GEMM, a buffer of its own per call
         self.mode = state.layout.mode
-        # FUSED_MAX_TOKENS_BY_GPU's switch for this GPU (FUSED_MAX_TOKENS[mode], when set, wins).
+        # This GPU's measured switch (FUSED_MAX_TOKENS[mode], when set, wins).
         self._measured_limit = _measured(self.mode, self.device_index)
         # The module's parameter dict, which the ExecLinearModule in its place shares: its
         # bias read per call without nn.Module's attribute lookup.

@@ -11,7 +11,7 @@ Execution mode (vLLM's additional_config {"df11_mode": "exec"}): each Linear lay
 are served from the execution layout (df11.exec_mode.ExecWeight, 12.01 bits per weight,
 transcoded from the folder's groups at load), through torch.ops.df11.exec_weight_linear: at up
 to exec_mode.fused_max_tokens() tokens per step (64 for "exec", 128 on an H100 80GB HBM3; 32 for
-"compact") the layout's
+"compact"; on a GPU where `python -m df11.tune` ran, the switch it measured) the layout's
 fused GEMM (equal bit for bit to df11's reference GEMM, not to cuBLAS), above that the weight
 decoded into a new BF16 tensor and F.linear, as in decode mode. A layer the layout cannot
 serve is served in decode mode. {"df11_mode": "compact"} is the same from the compact

@@ -20,3 +20,10 @@ def llama_folders(tmp_path_factory):
     models.build_llm("llama").save_pretrained(bf16_dir)
     models.df11_compress(bf16_dir, df11_dir)
     return work, bf16_dir, df11_dir
+
+
+@pytest.fixture(autouse=True)
+def _own_switch_file(tmp_path_factory, monkeypatch):
+    """df11's modes read the switch file `python -m df11.tune` writes (df11.switches): each test
+    reads one of its own (absent unless the test writes it), never the user's."""
+    monkeypatch.setenv("DF11_SWITCH_FILE", str(tmp_path_factory.mktemp("switches") / "s.json"))
