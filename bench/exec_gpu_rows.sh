@@ -20,8 +20,8 @@
 #           DRAM bandwidth in TB/s (default 3.35, an H100 SXM; an H200 has 4.8)
 # OUT: gpu.txt, cuda_exec_tests.log, san_TOOL.log, bench.txt, pytest_exec.log,
 # step_{1_fused,2_decode,3_fused}.{json,log} (bench/exec_step.py fused up to 256 tokens,
-# decoded at every count, fused again), switch.log (bench/exec_switch.py on the three), and
-# r.tar of all of them. The exit status is 1 if a test step failed.
+# decoded at every count, fused again), switch.log (bench/exec_switch.py on the three),
+# tune.log and switches.json (`python -m df11.tune --mode all`), and r.tar of all of them. The exit status is 1 if a test step failed.
 set -u
 files=$(cd "${1:?usage: exec_gpu_rows.sh FILES OUT}" && pwd) || exit 2
 out=${2:?usage: exec_gpu_rows.sh FILES OUT}
@@ -59,7 +59,8 @@ awk '/^batch/ {on = 1; next} on && NF == 0 {exit}
   on {n = 0; for (i = 2; i <= NF; i++) if ($i !~ /^\(/) v[++n] = $i; print "   ", $1, v[1], v[2], v[4], v[6]}' \
   "$out/bench.txt"
 
-(cd "$repo/python/tests" && timeout 300 python3 -m pytest -q -p no:cacheprovider gpu/test_exec_weight.py) \
+(cd "$repo/python/tests" && timeout 300 python3 -m pytest -q -p no:cacheprovider gpu/test_exec_weight.py \
+  gpu/test_tune_gpu.py) \
   > "$out/pytest_exec.log" 2>&1
 status=$?
 [ "$status" -eq 0 ] || rc=1
@@ -77,6 +78,10 @@ done
 (cd "$repo/bench" && python3 exec_switch.py --fused "$out/step_1_fused.json" \
   "$out/step_3_fused.json" --decode "$out/step_2_decode.json") > "$out/switch.log" 2>&1
 cat "$out/switch.log"
+# The same decision as users make it: python -m df11.tune, its file kept beside the steps.
+timeout 300 python3 -m df11.tune --mode all --file "$out/switches.json" > "$out/tune.log" 2>&1
+echo "df11.tune rc $? ($SECONDS s)"
+grep -E '^switch|tokens  fused' "$out/tune.log"
 if [ "${NCU:-0}" = 1 ]; then
   nb=${NCU_BATCHES:-1,16,32,64,96,128,256}
   timeout 400 ncu --clock-control none --kernel-name-base function \
