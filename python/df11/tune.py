@@ -327,8 +327,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if a.dry_run:
                 continue
             where = switches.save(gpu, mode, entry, a.file)
-            print(f"written to {where}: mode={mode!r} runs the fused GEMM up to {best} tokens "
-                  f"on {gpu}")
+            read = os.path.abspath(where) == os.path.abspath(switches.path())
+            print(f"written to {where}: " + (
+                f"mode={mode!r} runs the fused GEMM up to {best} tokens on {gpu}" if read else
+                f"the modes read it where DF11_SWITCH_FILE names it (now {switches.path()})"))
     except torch.cuda.OutOfMemoryError as e:
         print(f"df11.tune: out of GPU memory ({e}); measure fewer blocks (--layers)",
               file=sys.stderr)

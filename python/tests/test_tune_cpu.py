@@ -233,3 +233,9 @@ def test_command_measures_and_writes(gpus, monkeypatch, capsys, tmp_path):
     assert [m[0] for m in FakeStep.made] == ["exec", "compact"]
     assert "written" not in capsys.readouterr().out
     assert "compact" not in json.load(open(switches.path()))["gpus"]["Some Future GPU"]
+    # --file elsewhere: written there, and the message says the modes read another file.
+    other = tmp_path / "elsewhere.json"
+    assert tune.main(["--tokens", "1,8", "--file", str(other)]) == 0
+    assert f"the modes read it where DF11_SWITCH_FILE names it (now {switches.path()})" in (
+        capsys.readouterr().out)
+    assert json.load(open(other))["gpus"]["Some Future GPU"]["exec"]["max_tokens"] == 8
