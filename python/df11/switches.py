@@ -59,8 +59,8 @@ def _invalid(where: str, what: str, status: str = "bad_config") -> Df11Error:
 def _parse(where: str, text: str) -> dict:
     try:
         doc = json.loads(text)
-    except ValueError as e:
-        raise _invalid(where, f"not JSON ({e})", "bad_json") from None
+    except (ValueError, RecursionError) as e:  # RecursionError: nested beyond the parser
+        raise _invalid(where, f"not JSON ({type(e).__name__}: {e})", "bad_json") from None
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise _invalid(where, f"'format' is not {FORMAT!r}")
     if doc.get("version") != FORMAT_VERSION:
@@ -87,21 +87,27 @@ def _parse(where: str, text: str) -> dict:
     return gpus
 
 
+def _read(where: str) -> dict:
+    """The file's "gpus" object ({} where there is no file)."""
+    try:
+        with open(where, "rb") as f:
+            data = f.read()
+    except FileNotFoundError:
+        return {}
+    except OSError as e:
+        raise _invalid(where, f"cannot be read ({e.strerror or e})", "io") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise _invalid(where, f"not UTF-8 text (byte {e.start})", "bad_json") from None
+    return _parse(where, text)
+
+
 def _load(where: str) -> dict:
     with _lock:
         gpus = _cache.get(where)
-        if gpus is not None:
-            return gpus
-        try:
-            with open(where, encoding="utf-8") as f:
-                text = f.read()
-        except FileNotFoundError:
-            gpus = {}
-        except OSError as e:
-            raise _invalid(where, f"cannot be read ({e.strerror or e})", "io") from None
-        else:
-            gpus = _parse(where, text)
-        _cache[where] = gpus
+        if gpus is None:
+            gpus = _cache[where] = _read(where)
         return gpus
 
 
@@ -140,11 +146,7 @@ def save(gpu: str, mode: str, entry: dict, where: Optional[str] = None) -> str:
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {list(MODES)}")
     entry = dict(entry, df11=version())
-    try:
-        with open(where, encoding="utf-8") as f:
-            gpus = _parse(where, f.read())
-    except FileNotFoundError:
-        gpus = {}
+    gpus = _read(where)
     gpus.setdefault(gpu, {})[mode] = entry
     _parse(where, json.dumps({"format": FORMAT, "version": FORMAT_VERSION, "gpus": gpus}))
     folder = os.path.dirname(os.path.abspath(where))
