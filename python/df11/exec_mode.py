@@ -134,27 +134,42 @@ def fused_max_tokens(mode: str, device=None) -> int:
     if set, else the switch measured on that GPU by `python -m df11.tune` (the switch file,
     df11.switches), else the one df11 measured on a GPU of that name (FUSED_MAX_TOKENS_BY_GPU),
     else the default."""
+    return switch_source(mode, device)[0]
+
+
+def switch_source(mode: str, device=None) -> Tuple[int, str]:
+    """(fused_max_tokens(mode, device), where it comes from: "FUSED_MAX_TOKENS", the switch
+    file's path, "df11's table for <GPU>" or "the default for GPUs not measured")."""
     limit = FUSED_MAX_TOKENS[mode]
     if limit is not None:
-        return int(limit)
+        return int(limit), "FUSED_MAX_TOKENS"
     if device is None:
         index = torch.cuda.current_device()
     elif isinstance(device, int):
         index = device
     else:
         index = device.index if device.index is not None else torch.cuda.current_device()
-    return _measured(mode, index)
+    return _measured_source(mode, index)
+
+
+def _measured_source(mode: str, index: int) -> Tuple[int, str]:
+    """GPU `index`'s switch: the switch file's, else FUSED_MAX_TOKENS_BY_GPU's, else the default;
+    within what the mode's C API takes; and which of them."""
+    name = _gpu_name(index)
+    limit = switches.measured(mode, name)
+    source = switches.path()
+    if limit is None:
+        limit = FUSED_MAX_TOKENS_BY_GPU.get(name, {}).get(mode)
+        source = f"df11's table for {name}"
+    if limit is None:
+        limit = DEFAULT_FUSED_MAX_TOKENS[mode]
+        source = "the default for GPUs not measured"
+    most = _capi.EXEC_MAX_BATCH if mode == "exec" else _capi.COMPACT_MAX_BATCH
+    return min(int(limit), most), source
 
 
 def _measured(mode: str, index: int) -> int:
-    """GPU `index`'s switch: the switch file's, else FUSED_MAX_TOKENS_BY_GPU's, else the default;
-    within what the mode's C API takes."""
-    name = _gpu_name(index)
-    limit = switches.measured(mode, name)
-    if limit is None:
-        limit = FUSED_MAX_TOKENS_BY_GPU.get(name, {}).get(mode, DEFAULT_FUSED_MAX_TOKENS[mode])
-    most = _capi.EXEC_MAX_BATCH if mode == "exec" else _capi.COMPACT_MAX_BATCH
-    return min(int(limit), most)
+    return _measured_source(mode, index)[0]
 
 
 def layout_of(matrix) -> Layout:

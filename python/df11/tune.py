@@ -318,7 +318,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             best = entry["max_tokens"]
             print(f"switch: {best} tokens" + (" (the fused GEMM is slower at every count "
                                               "measured: decode + F.linear always)"
-                                              if best == 0 else ""))
+                                              if best == 0 else "")
+                  + "; in force before: %d (%s)" % exec_mode.switch_source(mode, index))
             entry.update(layers=a.layers, runs=a.runs, warmup=a.warmup,
                          shapes={m: list(s) for m, s in shapes.items()},
                          command=" ".join(["python -m df11.tune"] + list(argv or sys.argv[1:])),

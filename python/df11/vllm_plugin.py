@@ -638,6 +638,11 @@ def attach(model: torch.nn.Module, folder: _capi.Model, folder_id: str,
                 "from BF16", state.n_coded, len(state.groups), coded_bytes / 2**30,
                 state.n_exec, exec_mode.LAYOUTS.get(state.mode, exec_mode.EXEC).title,
                 state.exec_bytes / 2**30, state.bf16_bytes / 2**30, state.n_plain)
+    if state.n_exec and state.mode in exec_mode.LAYOUTS:
+        limit, source = exec_mode.switch_source(state.mode, torch.cuda.current_device())
+        logger.info("df11: the %s's fused GEMM serves up to %d tokens per step, decode + "
+                    "F.linear above (%s; `python -m df11.tune` measures this GPU's)",
+                    exec_mode.LAYOUTS[state.mode].title, limit, source)
     if chains:
         logger.info("df11: %d decoder layers decode the weights of %s in one launch",
                     chains, ", ".join(CHAIN[:chain_length()]))

@@ -78,8 +78,15 @@ def test_precedence_in_the_modes(gpus, monkeypatch):
         96, 64, _capi.EXEC_MAX_BATCH]
     assert [exec_mode.fused_max_tokens("compact", i) for i in range(3)] == [
         _capi.COMPACT_MAX_BATCH, _capi.COMPACT_MAX_BATCH, 8]
+    assert exec_mode.switch_source("exec", 0) == (96, switches.path())
+    assert exec_mode.switch_source("exec", 1) == (64, "the default for GPUs not measured")
+    assert exec_mode.switch_source("compact", 0) == (
+        _capi.COMPACT_MAX_BATCH, "the default for GPUs not measured")
+    monkeypatch.setitem(exec_mode.FUSED_MAX_TOKENS_BY_GPU, "NVIDIA H200", {"exec": 80})
+    assert exec_mode.switch_source("exec", 1) == (80, "df11's table for NVIDIA H200")
     monkeypatch.setitem(exec_mode.FUSED_MAX_TOKENS, "exec", 16)  # a set value wins everywhere
     assert [exec_mode.fused_max_tokens("exec", i) for i in range(3)] == [16, 16, 16]
+    assert exec_mode.switch_source("exec", 0) == (16, "FUSED_MAX_TOKENS")
 
 
 def test_another_versions_entry_is_not_used(gpus, monkeypatch):
@@ -250,7 +257,8 @@ def test_command_measures_and_writes(gpus, monkeypatch, capsys, tmp_path):
                       "--model", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Some Future GPU, mode='exec': 2 decoder blocks (hidden 2048" in out
-    assert "switch: 96 tokens" in out and f"written to {switches.path()}" in out
+    assert f"written to {switches.path()}" in out
+    assert "switch: 96 tokens; in force before: 64 (the default for GPUs not measured)" in out
     assert FakeStep.made == [("exec", 2, (5632, 2048), 7, 5)]
     saved = json.load(open(switches.path()))["gpus"]["Some Future GPU"]["exec"]
     assert saved["max_tokens"] == 96 and saved["tokens"] == [1, 64, 96, 128]
